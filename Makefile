@@ -1,0 +1,65 @@
+# qgtc build targets. `make test` is what CI runs (.ci/run).
+GO      ?= go
+PKGS    := ./...
+CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/...
+FUZZTIME ?= 10s
+BIN     := bin/qgtc
+
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test demo clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/qgtc
+
+# test: formatting, vet, every unit test, the race detector on the core
+# packages, and a short smoke run of every fuzz target.
+test:
+	@echo "== gofmt"; out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@echo "== go vet"; $(GO) vet $(PKGS)
+	@echo "== go test"; $(GO) test -count=1 $(PKGS)
+	@echo "== go test -race (core)"; $(GO) test -count=1 -race -short $(CORE)
+	@echo "== fuzz smoke"; $(MAKE) --no-print-directory fuzz-smoke FUZZTIME=3s
+
+# fuzz-smoke runs each fuzz target for FUZZTIME.
+fuzz-smoke:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+		for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+			$(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) $$pkg >/dev/null || \
+				{ $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) $$pkg; exit 1; }; \
+		done; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-smoke FUZZTIME=60s
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest $(PKGS)
+
+# generate rebuilds the avo assembly (cpu/_asm has its own go.mod).
+generate:
+	$(GO) generate ./...
+
+check-generate: generate
+	@git diff --exit-code -- '*.s' '*_amd64.go' || { echo "go generate changed committed files"; exit 1; }
+
+# gpu-test builds, with no CUDA toolkit, the static binaries a GPU host runs.
+gpu-test:
+	mkdir -p build/gpu
+	CGO_ENABLED=0 $(GO) test -c -o build/gpu/tcu.test ./tcu
+	CGO_ENABLED=0 $(GO) build -o build/gpu/qgtc ./cmd/qgtc
+	@echo "now run on the GPU host (device tool), carrying build/:"
+	@echo "  ./build/gpu/tcu.test -test.v && ./build/gpu/qgtc info"
+
+demo: build
+	./$(BIN) info
+	./$(BIN) bmm demo
+
+clean:
+	rm -rf bin build

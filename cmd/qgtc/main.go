@@ -1,0 +1,94 @@
+// Command qgtc is the command-line face of qgtc: quantized GNN inference,
+// training, data handling and benchmarks. Each subcommand lives in its own
+// file and registers itself in init; run `qgtc --help` for the list.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's
+// name and writes its normal output to stdout.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout io.Writer) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) {
+	if _, dup := commands[c.name]; dup {
+		panic("qgtc: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// errUsage marks an error whose message is a usage complaint (exit code 2).
+var errUsage = errors.New("usage")
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "qgtc: quantized graph neural networks on bit tensors (CPU and GPU tensor cores)")
+	fmt.Fprintln(w, "\nUsage: qgtc <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'qgtc <command> --help' for a command's flags.")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "qgtc: unknown command %q (see 'qgtc --help')\n", args[0])
+		return 2
+	}
+	if err := c.run(args[1:], stdout); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "qgtc %s: %s\n", c.name, strings.TrimSpace(err.Error()))
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// newFlags returns a flag set for a subcommand that reports errors instead of exiting.
+func newFlags(name string, stdout io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("qgtc "+name, pflag.ContinueOnError)
+	fs.SetOutput(stdout)
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
