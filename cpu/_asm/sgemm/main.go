@@ -1,0 +1,74 @@
+// Command sgemm generates the AVX2+FMA microkernel of cpu.Sgemm:
+// go run ./sgemm -out ../sgemm_amd64.s -stubs ../sgemm_amd64.go -pkg cpu
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+const (
+	mr = 6
+	nr = 16
+)
+
+func main() {
+	ConstraintExpr("!purego")
+
+	TEXT("sgemmKernelAVX2", NOSPLIT, "func(k int, a, b, c *float32, ldc int, alpha float32)")
+	Pragma("noescape")
+	Doc("sgemmKernelAVX2 is sgemmKernelGeneric: c[i*ldc+j] += alpha·Σ_p a[p*6+i]·b[p*16+j]",
+		"for a full 6×16 tile, the tile held in 12 ymm accumulators (FMA).")
+	k := Load(Param("k"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(U8(2), ldc)
+
+	var acc [mr][2]VecVirtual
+	for i := range acc {
+		for j := range acc[i] {
+			acc[i][j] = YMM()
+			VXORPS(acc[i][j], acc[i][j], acc[i][j])
+		}
+	}
+	TESTQ(k, k)
+	JZ(LabelRef("store"))
+
+	Label("loop")
+	b0, b1 := YMM(), YMM()
+	VMOVUPS(Mem{Base: b}, b0)
+	VMOVUPS(Mem{Base: b, Disp: 32}, b1)
+	for i := 0; i < mr; i++ {
+		t := YMM()
+		VBROADCASTSS(Mem{Base: a, Disp: 4 * i}, t)
+		VFMADD231PS(b0, t, acc[i][0])
+		VFMADD231PS(b1, t, acc[i][1])
+	}
+	ADDQ(U32(4*mr), a)
+	ADDQ(U32(4*nr), b)
+	DECQ(k)
+	JNZ(LabelRef("loop"))
+
+	Label("store")
+	al := Load(Param("alpha"), XMM())
+	alpha := YMM()
+	VBROADCASTSS(al, alpha)
+	for i := 0; i < mr; i++ {
+		for j := 0; j < 2; j++ {
+			t := YMM()
+			VMOVUPS(Mem{Base: c, Disp: 32 * j}, t)
+			VFMADD231PS(acc[i][j], alpha, t)
+			VMOVUPS(t, Mem{Base: c, Disp: 32 * j})
+		}
+		if i < mr-1 {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+
+	Generate()
+}

@@ -1,0 +1,45 @@
+package cpu
+
+import (
+	"runtime"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// CPU features, read once. cpuid also checks that the OS saves the vector
+// registers (XGETBV), so a true value means the instructions are usable.
+var (
+	hasPOPCNT    = cpuid.CPU.Supports(cpuid.POPCNT)
+	hasAVX2      = cpuid.CPU.Supports(cpuid.AVX2)
+	hasFMA       = cpuid.CPU.Supports(cpuid.AVX, cpuid.FMA3)
+	hasAVX512    = cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512VL, cpuid.AVX512BW)
+	hasVPOPCNTDQ = hasAVX512 && cpuid.CPU.Supports(cpuid.AVX512VPOPCNTDQ)
+)
+
+// Features describes the CPU as the kernels see it.
+type Features struct {
+	Model     string // brand string
+	Arch      string // GOARCH
+	Cores     int    // physical cores, 0 if unknown
+	POPCNT    bool
+	AVX2      bool
+	FMA       bool
+	AVX512    bool // F + VL + BW
+	VPOPCNTDQ bool // AVX-512 VPOPCNTDQ
+	Asm       bool // false when built with -tags purego or off amd64
+}
+
+// CPUFeatures returns what cpuid found.
+func CPUFeatures() Features {
+	return Features{
+		Model:     cpuid.CPU.BrandName,
+		Arch:      runtime.GOARCH,
+		Cores:     cpuid.CPU.PhysicalCores,
+		POPCNT:    hasPOPCNT,
+		AVX2:      hasAVX2,
+		FMA:       hasFMA,
+		AVX512:    hasAVX512,
+		VPOPCNTDQ: hasVPOPCNTDQ,
+		Asm:       haveAsm,
+	}
+}

@@ -1,0 +1,249 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+//go:generate sh -c "cd _asm && go run ./sgemm -out ../sgemm_amd64.s -stubs ../sgemm_amd64.go -pkg cpu"
+
+// ErrSgemmArg is the value Sgemm panics with (wrapped) when its arguments do
+// not describe valid matrices: a programmer error, as in BLAS.
+var ErrSgemmArg = errors.New("cpu: bad Sgemm argument")
+
+// Blocking of the float32 GEMM (BLIS style). The microkernel computes a
+// sgMR×sgNR tile of C from a packed sgMR-row panel of A and a packed
+// sgNR-column panel of B; a kc×sgNR panel of B (16 KiB) stays in L1 while
+// an sgMC×kc block of A (96 KiB) stays in L2.
+const (
+	sgMR = 6
+	sgNR = 16
+	sgKC = 256
+	sgMC = 96  // multiple of sgMR
+	sgNC = 4096 // multiple of sgNR
+	// sgTaskN is the width of one parallel task's slice of a B block.
+	sgTaskN = 256 // multiple of sgNR
+)
+
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
+// matrices, where op(X) is X or its transpose. op(A) is m×k, op(B) is k×n and
+// C is m×n. A is stored m×k with row stride lda (k×m if transA), B is stored
+// k×n with row stride ldb (n×k if transB), C with row stride ldc. As in BLAS,
+// beta == 0 means C is not read (NaNs there are overwritten).
+//
+// It is blocked for the caches, packs panels, runs an AVX2+FMA 6×16
+// microkernel where the CPU has one (a Go one elsewhere) and splits the work
+// over GOMAXPROCS goroutines. Results may differ from a naive loop in the
+// last bits (summation order, fused multiply-add).
+//
+// Sgemm panics with an error wrapping ErrSgemmArg if a size or stride is
+// negative or too small, or a slice is too short: those are programmer errors.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Errorf("%w: negative size m=%d n=%d k=%d", ErrSgemmArg, m, n, k))
+	}
+	checkMat("A", a, ar, ac, lda)
+	checkMat("B", b, br, bc, ldb)
+	checkMat("C", c, m, n, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if beta != 1 {
+		for i := 0; i < m; i++ {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+				continue
+			}
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	if k == 0 || alpha == 0 {
+		return
+	}
+	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+}
+
+func checkMat(name string, x []float32, rows, cols, ld int) {
+	if ld < max(1, cols) {
+		panic(fmt.Errorf("%w: %s is %d×%d but its stride is %d", ErrSgemmArg, name, rows, cols, ld))
+	}
+	if rows > 0 && cols > 0 && len(x) < (rows-1)*ld+cols {
+		panic(fmt.Errorf("%w: %s is %d×%d with stride %d, needs %d values, has %d",
+			ErrSgemmArg, name, rows, cols, ld, (rows-1)*ld+cols, len(x)))
+	}
+}
+
+// sgemmBufs are per-goroutine packing buffers, reused across calls.
+var sgemmBufs = sync.Pool{New: func() any {
+	return &sgemmBuf{a: make([]float32, sgMC*sgKC), tile: make([]float32, sgMR*sgNR)}
+}}
+
+type sgemmBuf struct{ a, tile []float32 }
+
+var packedBPool sync.Pool
+
+func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	workers := runtime.GOMAXPROCS(0)
+	if 2*m*n*k < 1<<21 {
+		workers = 1
+	}
+	bpSize := sgKC * roundUp(min(n, sgNC), sgNR)
+	var bp []float32
+	if p, ok := packedBPool.Get().(*[]float32); ok && cap(*p) >= bpSize {
+		bp = (*p)[:bpSize]
+	} else {
+		bp = make([]float32, bpSize)
+	}
+	defer packedBPool.Put(&bp)
+
+	mBlocks := (m + sgMC - 1) / sgMC
+	for jc := 0; jc < n; jc += sgNC {
+		nc := min(sgNC, n-jc)
+		nPanels := (nc + sgNR - 1) / sgNR
+		nTasks := (nc + sgTaskN - 1) / sgTaskN
+		for pc := 0; pc < k; pc += sgKC {
+			kc := min(sgKC, k-pc)
+			parallelFor(nPanels, workers, func(jp int) {
+				packB(bp[jp*kc*sgNR:(jp+1)*kc*sgNR], transB, b, ldb, pc, jc+jp*sgNR, kc, min(sgNR, nc-jp*sgNR))
+			})
+			parallelFor(mBlocks*nTasks, workers, func(t int) {
+				ib, jt := t/nTasks, t%nTasks
+				ic := ib * sgMC
+				mc := min(sgMC, m-ic)
+				j0 := jt * sgTaskN
+				j1 := min(nc, j0+sgTaskN)
+				buf := sgemmBufs.Get().(*sgemmBuf)
+				packA(buf.a, transA, a, lda, ic, pc, mc, kc)
+				sgemmMacro(buf, mc, kc, j0, j1, bp, c[ic*ldc+jc:], ldc, alpha)
+				sgemmBufs.Put(buf)
+			})
+		}
+	}
+}
+
+// sgemmMacro multiplies the packed mc×kc block of A by columns [j0, j1) of
+// the packed kc×nc block of B into c (already offset to the block's corner).
+func sgemmMacro(buf *sgemmBuf, mc, kc, j0, j1 int, bp, c []float32, ldc int, alpha float32) {
+	for jr := j0; jr < j1; jr += sgNR {
+		nr := min(sgNR, j1-jr)
+		bpan := bp[(jr/sgNR)*kc*sgNR : (jr/sgNR+1)*kc*sgNR]
+		for ir := 0; ir < mc; ir += sgMR {
+			mr := min(sgMR, mc-ir)
+			apan := buf.a[(ir/sgMR)*kc*sgMR : (ir/sgMR+1)*kc*sgMR]
+			if mr == sgMR && nr == sgNR {
+				sgemmKernel(kc, apan, bpan, c[ir*ldc+jr:], ldc, alpha)
+				continue
+			}
+			t := buf.tile
+			clear(t)
+			sgemmKernel(kc, apan, bpan, t, sgNR, alpha)
+			for i := 0; i < mr; i++ {
+				row := c[(ir+i)*ldc+jr : (ir+i)*ldc+jr+nr]
+				for j := range row {
+					row[j] += t[i*sgNR+j]
+				}
+			}
+		}
+	}
+}
+
+// packA copies op(A)[ic:ic+mc, pc:pc+kc] into sgMR-row micro-panels:
+// dst[ip*kc*sgMR + p*sgMR + i] = op(A)[ic+ip*sgMR+i][pc+p], zero padded.
+func packA(dst []float32, trans bool, a []float32, lda, ic, pc, mc, kc int) {
+	for ip := 0; ip*sgMR < mc; ip++ {
+		pan := dst[ip*kc*sgMR : (ip+1)*kc*sgMR]
+		rows := min(sgMR, mc-ip*sgMR)
+		r0 := ic + ip*sgMR
+		if trans {
+			for p := 0; p < kc; p++ {
+				src := a[(pc+p)*lda+r0 : (pc+p)*lda+r0+rows]
+				d := pan[p*sgMR : p*sgMR+sgMR]
+				copy(d, src)
+				clear(d[rows:])
+			}
+			continue
+		}
+		for i := 0; i < rows; i++ {
+			src := a[(r0+i)*lda+pc : (r0+i)*lda+pc+kc]
+			for p, v := range src {
+				pan[p*sgMR+i] = v
+			}
+		}
+		for i := rows; i < sgMR; i++ {
+			for p := 0; p < kc; p++ {
+				pan[p*sgMR+i] = 0
+			}
+		}
+	}
+}
+
+// packB copies op(B)[pc:pc+kc, j0:j0+cols] (cols <= sgNR) into one micro-panel:
+// dst[p*sgNR + j] = op(B)[pc+p][j0+j], zero padded.
+func packB(dst []float32, trans bool, b []float32, ldb, pc, j0, kc, cols int) {
+	if !trans {
+		for p := 0; p < kc; p++ {
+			d := dst[p*sgNR : p*sgNR+sgNR]
+			copy(d, b[(pc+p)*ldb+j0:(pc+p)*ldb+j0+cols])
+			clear(d[cols:])
+		}
+		return
+	}
+	for j := 0; j < cols; j++ {
+		src := b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
+		for p, v := range src {
+			dst[p*sgNR+j] = v
+		}
+	}
+	for j := cols; j < sgNR; j++ {
+		for p := 0; p < kc; p++ {
+			dst[p*sgNR+j] = 0
+		}
+	}
+}
+
+// parallelFor calls fn(i) for i in [0, n) on up to workers goroutines,
+// handing out indices dynamically so uneven tasks balance.
+func parallelFor(n, workers int, fn func(i int)) {
+	if workers > n {
+		workers = n
+	}
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			fn(i)
+		}
+	}
+	wg.Add(workers - 1)
+	for w := 1; w < workers; w++ {
+		go func() { defer wg.Done(); work() }()
+	}
+	work()
+	wg.Wait()
+}
+
+func roundUp(x, m int) int { return (x + m - 1) / m * m }
