@@ -22,7 +22,7 @@ const (
 	sgMR = 6
 	sgNR = 16
 	sgKC = 256
-	sgMC = 96  // multiple of sgMR
+	sgMC = 96   // multiple of sgMR
 	sgNC = 4096 // multiple of sgNR
 	// sgTaskN is the width of one parallel task's slice of a B block.
 	sgTaskN = 256 // multiple of sgNR
