@@ -1,0 +1,96 @@
+package layers
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/qgtc/qgtc/internal/nn"
+)
+
+// GIN is Xu et al.'s graph isomorphism network with a learnable ε: per
+// layer h = MLP((1+ε)·x + Σ_{u→v} x_u) with MLP = Linear, BatchNorm, ReLU,
+// Linear; ReLU and dropout between layers. Parameters
+// (torch_geometric.nn.models.GIN with train_eps=True, norm="batch_norm"):
+//
+//	convs.{i}.eps [1]
+//	convs.{i}.nn.lins.0.weight [hid, in]   convs.{i}.nn.lins.0.bias [hid]
+//	convs.{i}.nn.norms.0.module.{weight,bias,running_mean,running_var} [hid]
+//	convs.{i}.nn.lins.1.weight [out, hid]  convs.{i}.nn.lins.1.bias [out]
+//
+// where hid is the layer's output width (PyG's MLP([in, out, out])). The
+// first Linear runs before the aggregation, which is exact because both
+// are linear, so sparse input features never need densifying.
+type GIN struct {
+	fpModel
+	layers []ginLayer
+}
+
+type ginLayer struct {
+	eps, w0, b0, w1, b1 *nn.Param
+	bn                  batchNorm
+}
+
+// batchNorm is a BatchNorm1d's parameters, buffers and batch counter.
+type batchNorm struct {
+	gamma, beta, mean, vr *nn.Param
+	tracked               int64
+}
+
+const bnMomentum, bnEps = 0.1, 1e-5
+
+func (m *fpModel) newBatchNorm(prefix string, n int) batchNorm {
+	bn := batchNorm{
+		gamma: m.add(nn.NewParam(prefix+".weight", 1, n, n)),
+		beta:  m.add(nn.NewParam(prefix+".bias", 1, n, n)),
+		mean:  m.add(nn.NewBuffer(prefix+".running_mean", n)),
+		vr:    m.add(nn.NewBuffer(prefix+".running_var", n)),
+	}
+	for i := range n {
+		bn.gamma.Data[i], bn.vr.Data[i] = 1, 1
+	}
+	return bn
+}
+
+func (bn *batchNorm) forward(tp *nn.Tape, x *nn.Tensor) *nn.Tensor {
+	if tp.Train {
+		bn.tracked++
+	}
+	return tp.BatchNorm(x, bn.gamma.Tensor, bn.beta.Tensor, bn.mean.Tensor, bn.vr.Tensor, bnMomentum, bnEps)
+}
+
+func newGIN(cfg Config, r *rand.Rand) *GIN {
+	m := &GIN{fpModel: fpModel{cfg: cfg}}
+	for i := range cfg.Layers {
+		in, out := cfg.widths(i)
+		p := fmt.Sprintf("convs.%d.", i)
+		l := ginLayer{eps: m.add(nn.NewParam(p+"eps", 1, 1, 1))}
+		l.w0 = m.add(nn.NewParam(p+"nn.lins.0.weight", out, in))
+		l.b0 = m.add(nn.NewParam(p+"nn.lins.0.bias", 1, out, out))
+		kaiming(r, l.w0, in)
+		kaiming(r, l.b0, in)
+		l.bn = m.newBatchNorm(p+"nn.norms.0.module", out)
+		l.w1 = m.add(nn.NewParam(p+"nn.lins.1.weight", out, out))
+		l.b1 = m.add(nn.NewParam(p+"nn.lins.1.bias", 1, out, out))
+		kaiming(r, l.w1, out)
+		kaiming(r, l.b1, out)
+		m.layers = append(m.layers, l)
+	}
+	return m
+}
+
+// Forward implements Model.
+func (m *GIN) Forward(tp *nn.Tape, in *Input) *nn.Tensor {
+	x := in.X
+	for i := range m.layers {
+		l := &m.layers[i]
+		if i > 0 {
+			x = tp.ReLU(x)
+		}
+		x = tp.Dropout(x, m.cfg.Dropout)
+		h := m.hooks.linear(tp, i, x, l.w0, nil)
+		h = tp.AddScaled(tp.Propagate(in.Graph, nil, h), h, l.eps.Tensor)
+		h = tp.ReLU(l.bn.forward(tp, tp.AddBias(h, l.b0.Tensor)))
+		x = m.hooks.linear(tp, i, h, l.w1, l.b1)
+	}
+	return x
+}

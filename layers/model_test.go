@@ -1,0 +1,154 @@
+package layers
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qgtc/qgtc/internal/nn"
+	"github.com/qgtc/qgtc/subgraph"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// synthData is a graph of k communities with features that hint at the
+// community: learnable, but not from the features alone.
+func synthData(t testing.TB, n, k, f int, seed uint64) *Data {
+	r := rand.New(rand.NewPCG(seed, 1))
+	labels := make([]int32, n)
+	for v := range labels {
+		labels[v] = int32(v % k)
+	}
+	var src, dst []int32
+	for v := range n {
+		for range 4 {
+			u := r.IntN(n)
+			if r.Float64() < 0.8 { // same community
+				u = (u/k)*k + v%k
+				if u >= n {
+					u -= k
+				}
+			}
+			src, dst = append(src, int32(v)), append(dst, int32(u))
+		}
+	}
+	g, err := subgraph.FromEdges(n, src, dst, subgraph.BuildOptions{Symmetrize: true, SelfLoops: subgraph.RemoveSelfLoops})
+	require.NoError(t, err)
+	feat := &subgraph.Features{Rows: n, Cols: f}
+	feat.Indptr = []int32{0}
+	for v := range n {
+		for j := range f {
+			if (j%k == v%k && r.Float64() < 0.3) || r.Float64() < 0.1 {
+				feat.Indices = append(feat.Indices, int32(j))
+			}
+		}
+		feat.Indptr = append(feat.Indptr, int32(len(feat.Indices)))
+	}
+	ds := &subgraph.Dataset{Name: "synth", Graph: g, Features: feat, Labels: labels, NumClasses: k}
+	for v := range n {
+		switch {
+		case v < n/5:
+			ds.Train = append(ds.Train, int32(v))
+		case v < 2*n/5:
+			ds.Val = append(ds.Val, int32(v))
+		default:
+			ds.Test = append(ds.Test, int32(v))
+		}
+	}
+	d, err := NewData(ds, true)
+	require.NoError(t, err)
+	return d
+}
+
+var testConfigs = []Config{
+	{Model: "gcn", Hidden: 8, Layers: 2, Dropout: 0.5},
+	{Model: "gin", Hidden: 8, Layers: 2, Dropout: 0.5},
+	{Model: "sage", Hidden: 8, Layers: 2, Dropout: 0.5},
+	{Model: "sage", Aggr: "max", Hidden: 8, Layers: 2, Dropout: 0.5},
+	{Model: "gat", Hidden: 8, Heads: 2, Layers: 2, Dropout: 0.5, AttnDropout: 0.3},
+	{Model: "gat", Hidden: 8, Heads: 2, OutHeads: 3, Layers: 3, Dropout: 0.2},
+}
+
+func name(c Config) string { return c.Model + c.Aggr }
+
+// TestModelGradients checks every parameter's gradient through a whole
+// model (dropout on, seeded) against central finite differences.
+func TestModelGradients(t *testing.T) {
+	d := synthData(t, 24, 3, 10, 1)
+	for _, c := range testConfigs {
+		t.Run(name(c), func(t *testing.T) {
+			c.In, c.Out = 10, 3
+			m, err := New(c, 5)
+			require.NoError(t, err)
+			loss := func(backward bool) float64 {
+				tp := nn.NewTape(true, rand.New(rand.NewPCG(1, 2)))
+				l := tp.CrossEntropy(m.Forward(tp, d.Input), d.Labels, d.Train)
+				if backward {
+					tp.Backward(l)
+				}
+				return float64(l.Data[0])
+			}
+			for _, p := range m.Params() {
+				p.Grad = nil
+			}
+			loss(true)
+			const h = 1e-3
+			checked := 0
+			for _, p := range m.Params() {
+				if p.Buffer {
+					continue
+				}
+				require.NotNil(t, p.Grad, p.Name)
+				for i := 0; i < len(p.Data); i += 1 + len(p.Data)/12 {
+					orig := p.Data[i]
+					p.Data[i] = orig + h
+					lp := loss(false)
+					p.Data[i] = orig - h
+					lm := loss(false)
+					p.Data[i] = orig
+					num := (lp - lm) / (2 * h)
+					assert.InDelta(t, num, float64(p.Grad[i]), 2e-2*math.Max(1, math.Abs(num)), "%s[%d]", p.Name, i)
+					checked++
+				}
+			}
+			assert.Greater(t, checked, 10)
+		})
+	}
+}
+
+// TestTrainLearns trains each model on a small community graph: each must
+// beat chance by far, and two runs with the same seeds must agree exactly.
+func TestTrainLearns(t *testing.T) {
+	d := synthData(t, 300, 4, 24, 2)
+	for _, c := range testConfigs {
+		t.Run(name(c), func(t *testing.T) {
+			c.In, c.Out = d.Input.X.Cols, d.NumClasses
+			run := func() *Result {
+				m, err := New(c, 11)
+				require.NoError(t, err)
+				res, err := Train(m, d, TrainConfig{Epochs: 60, LR: 0.01, WeightDecay: 5e-4, Seed: 3})
+				require.NoError(t, err)
+				return res
+			}
+			a, b := run(), run()
+			assert.Greater(t, a.TestAcc, 0.7, "test accuracy")
+			assert.Equal(t, a.TestAcc, b.TestAcc)
+			assert.Equal(t, a.ValLoss, b.ValLoss)
+			assert.Equal(t, a.BestEpoch, b.BestEpoch)
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []Config{
+		{Model: "mlp", In: 3, Hidden: 4, Out: 2, Layers: 2},
+		{Model: "gcn", In: 0, Hidden: 4, Out: 2, Layers: 2},
+		{Model: "gcn", In: 3, Hidden: 4, Out: 2, Layers: 0},
+		{Model: "gcn", In: 3, Hidden: 4, Out: 2, Layers: 2, Dropout: 1},
+		{Model: "sage", Aggr: "sum", In: 3, Hidden: 4, Out: 2, Layers: 2},
+		{Model: "gat", In: 3, Hidden: 6, Heads: 4, Out: 2, Layers: 2},
+	} {
+		_, err := New(c, 1)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", c)
+	}
+}
