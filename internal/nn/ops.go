@@ -1,6 +1,10 @@
 package nn
 
-import "math"
+import (
+	"math"
+
+	"github.com/qgtc/qgtc/cpu"
+)
 
 // MatMulT returns x·wᵀ for x N×K (dense or sparse) and w M×K, the layout of
 // a PyTorch Linear weight [out, in]. A sparse x gets no gradient.
@@ -14,7 +18,7 @@ func (tp *Tape) MatMulT(x, w *Tensor) *Tensor {
 	if x.Sparse != nil {
 		spmmT(out.Data, x, w)
 	} else if n > 0 && m > 0 {
-		gemm(false, true, n, m, k, 1, x.Data, k, w.Data, k, 0, out.Data, m)
+		cpu.Sgemm(false, true, n, m, k, 1, x.Data, k, w.Data, k, 0, out.Data, m)
 	}
 	tp.record(out, func() {
 		dy := out.Grad
@@ -23,11 +27,11 @@ func (tp *Tape) MatMulT(x, w *Tensor) *Tensor {
 			if x.Sparse != nil {
 				spmmTGradW(w.grad(), x, dy, m)
 			} else {
-				gemm(true, false, m, k, n, 1, dy, m, x.Data, k, 1, w.grad(), k)
+				cpu.Sgemm(true, false, m, k, n, 1, dy, m, x.Data, k, 1, w.grad(), k)
 			}
 		}
 		if x.requires && x.Sparse == nil {
-			gemm(false, false, n, k, m, 1, dy, m, w.Data, k, 1, x.grad(), k)
+			cpu.Sgemm(false, false, n, k, m, 1, dy, m, w.Data, k, 1, x.grad(), k)
 		}
 	}, x, w)
 	return out
