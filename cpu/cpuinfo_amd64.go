@@ -7,15 +7,28 @@ import "unsafe"
 // haveAsm says the assembly kernels are compiled in.
 const haveAsm = true
 
-func init() {
-	if hasAVX2 && hasFMA {
-		sgemmKernel = sgemmKernelAVX2Slices
-		sgemmImpl = "avx2+fma"
+// asmBitImpls are the assembly inner kernels cpuid allows, best first.
+func asmBitImpls() []*bitImpl {
+	var impls []*bitImpl
+	if hasVPOPCNTDQ {
+		impls = append(impls, &bitImpl{name: "avx512", lines: asmLines(popcntLinesAVX512)})
 	}
+	if hasAVX2 {
+		impls = append(impls, &bitImpl{name: "avx2", lines: asmLines(popcntLinesAVX2)})
+	}
+	return impls
+}
+
+// asmSgemmKernel is the assembly GEMM microkernel cpuid allows, or nil.
+func asmSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32), string) {
+	if hasAVX2 && hasFMA {
+		return sgemmKernelAVX2Slices, "avx2+fma"
+	}
+	return nil, ""
 }
 
 // sgemmKernelAVX2Slices adapts the assembly microkernel to sgemmKernel's
-// signature; the slices were sized by the caller (sgemmMacro).
+// signature, checking the bounds it relies on.
 func sgemmKernelAVX2Slices(k int, a, b, c []float32, ldc int, alpha float32) {
 	if k > 0 {
 		_ = a[k*sgMR-1]

@@ -4,3 +4,22 @@ package cpu
 
 // haveAsm says the assembly kernels are compiled in.
 const haveAsm = false
+
+// addChain runs 64·n dependent additions, the clock calibration loop of the
+// benchmarks. Without assembly the compiler may fuse or reorder them, so
+// the bit-MACs/cycle figure of a purego build is approximate.
+func addChain(n int) int {
+	x := 0
+	for i := 0; i < n; i++ {
+		for j := 0; j < 64; j++ {
+			x = x*3 + 1 // the multiply keeps the chain from folding
+		}
+	}
+	return x
+}
+
+func asmBitImpls() []*bitImpl { return nil }
+
+func asmSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32), string) {
+	return nil, ""
+}

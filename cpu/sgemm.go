@@ -53,9 +53,9 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if m < 0 || n < 0 || k < 0 {
 		panic(fmt.Errorf("%w: negative size m=%d n=%d k=%d", ErrSgemmArg, m, n, k))
 	}
-	checkMat("A", a, ar, ac, lda)
-	checkMat("B", b, br, bc, ldb)
-	checkMat("C", c, m, n, ldc)
+	sgemmCheckMat("A", a, ar, ac, lda)
+	sgemmCheckMat("B", b, br, bc, ldb)
+	sgemmCheckMat("C", c, m, n, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
@@ -77,7 +77,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 }
 
-func checkMat(name string, x []float32, rows, cols, ld int) {
+func sgemmCheckMat(name string, x []float32, rows, cols, ld int) {
 	if ld < max(1, cols) {
 		panic(fmt.Errorf("%w: %s is %d×%d but its stride is %d", ErrSgemmArg, name, rows, cols, ld))
 	}
@@ -101,7 +101,7 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if 2*m*n*k < 1<<21 {
 		workers = 1
 	}
-	bpSize := sgKC * roundUp(min(n, sgNC), sgNR)
+	bpSize := sgKC * sgRoundUp(min(n, sgNC), sgNR)
 	var bp []float32
 	if p, ok := packedBPool.Get().(*[]float32); ok && cap(*p) >= bpSize {
 		bp = (*p)[:bpSize]
@@ -117,17 +117,17 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		nTasks := (nc + sgTaskN - 1) / sgTaskN
 		for pc := 0; pc < k; pc += sgKC {
 			kc := min(sgKC, k-pc)
-			parallelFor(nPanels, workers, func(jp int) {
-				packB(bp[jp*kc*sgNR:(jp+1)*kc*sgNR], transB, b, ldb, pc, jc+jp*sgNR, kc, min(sgNR, nc-jp*sgNR))
+			forEachTask(nPanels, workers, func(jp int) {
+				sgemmPackB(bp[jp*kc*sgNR:(jp+1)*kc*sgNR], transB, b, ldb, pc, jc+jp*sgNR, kc, min(sgNR, nc-jp*sgNR))
 			})
-			parallelFor(mBlocks*nTasks, workers, func(t int) {
+			forEachTask(mBlocks*nTasks, workers, func(t int) {
 				ib, jt := t/nTasks, t%nTasks
 				ic := ib * sgMC
 				mc := min(sgMC, m-ic)
 				j0 := jt * sgTaskN
 				j1 := min(nc, j0+sgTaskN)
 				buf := sgemmBufs.Get().(*sgemmBuf)
-				packA(buf.a, transA, a, lda, ic, pc, mc, kc)
+				sgemmPackA(buf.a, transA, a, lda, ic, pc, mc, kc)
 				sgemmMacro(buf, mc, kc, j0, j1, bp, c[ic*ldc+jc:], ldc, alpha)
 				sgemmBufs.Put(buf)
 			})
@@ -161,9 +161,9 @@ func sgemmMacro(buf *sgemmBuf, mc, kc, j0, j1 int, bp, c []float32, ldc int, alp
 	}
 }
 
-// packA copies op(A)[ic:ic+mc, pc:pc+kc] into sgMR-row micro-panels:
+// sgemmPackA copies op(A)[ic:ic+mc, pc:pc+kc] into sgMR-row micro-panels:
 // dst[ip*kc*sgMR + p*sgMR + i] = op(A)[ic+ip*sgMR+i][pc+p], zero padded.
-func packA(dst []float32, trans bool, a []float32, lda, ic, pc, mc, kc int) {
+func sgemmPackA(dst []float32, trans bool, a []float32, lda, ic, pc, mc, kc int) {
 	for ip := 0; ip*sgMR < mc; ip++ {
 		pan := dst[ip*kc*sgMR : (ip+1)*kc*sgMR]
 		rows := min(sgMR, mc-ip*sgMR)
@@ -191,9 +191,9 @@ func packA(dst []float32, trans bool, a []float32, lda, ic, pc, mc, kc int) {
 	}
 }
 
-// packB copies op(B)[pc:pc+kc, j0:j0+cols] (cols <= sgNR) into one micro-panel:
+// sgemmPackB copies op(B)[pc:pc+kc, j0:j0+cols] (cols <= sgNR) into one micro-panel:
 // dst[p*sgNR + j] = op(B)[pc+p][j0+j], zero padded.
-func packB(dst []float32, trans bool, b []float32, ldb, pc, j0, kc, cols int) {
+func sgemmPackB(dst []float32, trans bool, b []float32, ldb, pc, j0, kc, cols int) {
 	if !trans {
 		for p := 0; p < kc; p++ {
 			d := dst[p*sgNR : p*sgNR+sgNR]
@@ -215,9 +215,9 @@ func packB(dst []float32, trans bool, b []float32, ldb, pc, j0, kc, cols int) {
 	}
 }
 
-// parallelFor calls fn(i) for i in [0, n) on up to workers goroutines,
+// forEachTask calls fn(i) for i in [0, n) on up to workers goroutines,
 // handing out indices dynamically so uneven tasks balance.
-func parallelFor(n, workers int, fn func(i int)) {
+func forEachTask(n, workers int, fn func(i int)) {
 	if workers > n {
 		workers = n
 	}
@@ -246,4 +246,4 @@ func parallelFor(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-func roundUp(x, m int) int { return (x + m - 1) / m * m }
+func sgRoundUp(x, m int) int { return (x + m - 1) / m * m }

@@ -27,10 +27,14 @@ func sgemmKernelGeneric(k int, a, b, c []float32, ldc int, alpha float32) {
 }
 
 // sgemmKernel is the microkernel in use; sgemmImpl names it.
-var (
-	sgemmKernel = sgemmKernelGeneric
-	sgemmImpl   = "generic"
-)
+var sgemmKernel, sgemmImpl = pickSgemmKernel()
+
+func pickSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32), string) {
+	if f, name := asmSgemmKernel(); f != nil {
+		return f, name
+	}
+	return sgemmKernelGeneric, "generic"
+}
 
 // SgemmImpl names the float32 GEMM microkernel in use ("avx2+fma" or "generic").
 func SgemmImpl() string { return sgemmImpl }

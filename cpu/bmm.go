@@ -1,0 +1,357 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// ErrImpl is returned by NewKernel for a path this CPU or build lacks.
+var ErrImpl = errors.New("cpu: bit-kernel path not available")
+
+// Kernel is the CPU bit matrix product, a bmm.Kernel. It splits A into
+// blocks of 64 rows handed out to GOMAXPROCS goroutines; for each row of
+// each bit plane of A it runs the inner AND+popcount kernel against every
+// line of every bit plane of B (the cross-plane reduction: a loaded piece of
+// A is combined with all of B's planes before moving on), accumulates the
+// counts shifted by i+j into a 64-row int32 tile, and finishes the tile in
+// place: int32 copy, float epilogue, or re-quantization packed straight
+// into the destination's bit planes.
+//
+// Zero-tile jumping: each bitTask first marks which 256-bit chunks of its rows
+// are non-zero in any plane of A (one pass over its part of A), and the
+// inner kernel then only ever runs over runs of non-zero chunks, so the
+// block-diagonal adjacencies of batched subgraphs cost in proportion to
+// their non-zero blocks, with no test inside the inner loop.
+type Kernel struct {
+	impl *bitImpl
+}
+
+// NewKernel returns the kernel with a given inner path: "" for the best one
+// this CPU has, or one of Impls(). It wraps ErrImpl for any other name.
+func NewKernel(path string) (*Kernel, error) {
+	im := findImpl(path)
+	if im == nil {
+		return nil, fmt.Errorf("%w: %q (this CPU and build have %v)", ErrImpl, path, Impls())
+	}
+	return &Kernel{impl: im}, nil
+}
+
+func init() {
+	bmm.Register(&Kernel{impl: bitImpls[0]}, 10)
+}
+
+// Name implements bmm.Kernel: "cpu/avx512", "cpu/avx2" or "cpu/generic".
+func (k *Kernel) Name() string { return "cpu/" + k.impl.name }
+
+// Path is the inner kernel's path, one of Impls().
+func (k *Kernel) Path() string { return k.impl.name }
+
+// bitRowBlock is the number of rows of A one bitTask owns: a multiple of 64, so
+// that a bitTask writing a column-packed MulBit destination owns whole words.
+const bitRowBlock = 64
+
+// bitChunkWords is the granularity of the zero mask: 256 bits, one AVX2 step
+// and the default padding of K.
+const bitChunkWords = 4
+
+// bitPanelBytes bounds the K-window of B (all planes, all lines) the inner
+// kernel streams through for one row of A, so that it stays in L2.
+const bitPanelBytes = 384 << 10
+
+// bitPlan is one product's shape, shared read-only by the tasks.
+type bitPlan struct {
+	a, b         *bittensor.Tensor
+	m, n         int
+	lw           int // words per line (K padded, over 64)
+	kc           int // words per K block
+	abits, bbits int
+	plb          int // B's padded lines per plane
+	bw           []uint64
+	nb           int // lines of B the inner kernel runs over per call
+	perPlane     bool
+	impl         *bitImpl
+}
+
+// bitTask is a goroutine's scratch space, reused across tasks.
+type bitTask struct {
+	tile   []int32  // bitRowBlock×n, the int32 products of the rows
+	counts []uint32 // per B line popcounts of one row of one plane of A
+	mask   []uint64 // per (plane, row) bitset of non-zero 256-bit chunks
+	q      []uint32 // MulBit: re-quantized values of the rows
+}
+
+var bitTaskPool sync.Pool
+
+func newBitPlan(impl *bitImpl, a, b *bittensor.Tensor) *bitPlan {
+	p := &bitPlan{a: a, b: b, m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
+		plb: b.PaddedLines(), bw: b.Words(), impl: impl}
+	// One call covers all planes of B when the padding lines in between
+	// waste little; else one call per plane over its n real lines.
+	p.nb = (p.bbits-1)*p.plb + p.n
+	p.perPlane = (p.bbits-1)*(p.plb-p.n)*8 > p.nb
+	if p.perPlane {
+		p.nb = p.n
+	}
+	p.kc = p.lw
+	if panel := p.bbits * p.plb * 8; p.lw*panel > bitPanelBytes {
+		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
+	}
+	return p
+}
+
+// run computes the product rows block by block and calls finish on each
+// block's int32 tile (rows [m0, m1) of C, row-major with stride n). When
+// into is not nil the tile of rows [m0, m1) is into[m0*n : m1*n].
+func (p *bitPlan) run(into []int32, finish func(t *bitTask, m0, m1 int)) {
+	if p.m == 0 || p.n == 0 {
+		return
+	}
+	blocks := (p.m + bitRowBlock - 1) / bitRowBlock
+	workers := runtime.GOMAXPROCS(0)
+	if float64(p.m)*float64(p.n)*float64(p.lw)*float64(p.abits*p.bbits) < 1<<16 {
+		workers = 1
+	}
+	forEachTask(blocks, workers, func(ib int) {
+		t, _ := bitTaskPool.Get().(*bitTask)
+		if t == nil {
+			t = &bitTask{}
+		}
+		m0 := ib * bitRowBlock
+		m1 := min(p.m, m0+bitRowBlock)
+		var tile []int32
+		if into != nil {
+			tile = into[m0*p.n : m1*p.n]
+		} else {
+			t.tile = growSlice(t.tile, bitRowBlock*p.n)
+			tile = t.tile[:(m1-m0)*p.n]
+		}
+		clear(tile)
+		p.block(t, tile, m0, m1)
+		if finish != nil {
+			t.tile = tile
+			finish(t, m0, m1)
+			if into != nil {
+				t.tile = nil
+			}
+		}
+		bitTaskPool.Put(t)
+	})
+}
+
+func growSlice[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// block computes rows [m0, m1) of C into tile.
+func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
+	rows := m1 - m0
+	nchunks := (p.lw + bitChunkWords - 1) / bitChunkWords
+	mw := (nchunks + 63) / 64
+	t.mask = growSlice(t.mask, p.abits*rows*mw)
+	clear(t.mask)
+	for i := 0; i < p.abits; i++ {
+		for r := 0; r < rows; r++ {
+			markChunks(t.mask[(i*rows+r)*mw:(i*rows+r+1)*mw], p.a.Line(i, m0+r))
+		}
+	}
+	t.counts = growSlice(t.counts, p.bbits*p.plb)
+	for kb := 0; kb < p.lw; kb += p.kc {
+		ke := min(p.lw, kb+p.kc)
+		for i := 0; i < p.abits; i++ {
+			for r := 0; r < rows; r++ {
+				mask := t.mask[(i*rows+r)*mw : (i*rows+r+1)*mw]
+				line := p.a.Line(i, m0+r)
+				counts := t.counts
+				if !p.runs(counts, mask, line, kb, ke) {
+					continue
+				}
+				trow := tile[r*p.n : (r+1)*p.n]
+				for j := 0; j < p.bbits; j++ {
+					addShifted(trow, counts[j*p.plb:j*p.plb+p.n], uint(i+j))
+				}
+			}
+		}
+	}
+}
+
+// runs clears counts and adds to it the popcounts of line's non-zero
+// chunks within words [kb, ke) against every line of B; it reports whether
+// there were any.
+func (p *bitPlan) runs(counts []uint32, mask, line []uint64, kb, ke int) bool {
+	c := kb / bitChunkWords
+	cEnd := (ke + bitChunkWords - 1) / bitChunkWords
+	any := false
+	for c < cEnd {
+		// Jump to the next set bit of mask at or after c.
+		w := c / 64
+		word := mask[w] >> (c % 64)
+		if word == 0 {
+			c = (w + 1) * 64
+			continue
+		}
+		c += bits.TrailingZeros64(word)
+		if c >= cEnd {
+			break
+		}
+		// Extend over the run of set bits.
+		e := c
+		for e < cEnd {
+			word := ^mask[e/64] >> (e % 64)
+			if word == 0 {
+				e = (e/64 + 1) * 64
+				continue
+			}
+			e += bits.TrailingZeros64(word)
+			break
+		}
+		e = min(e, cEnd)
+		if !any {
+			clear(counts)
+			any = true
+		}
+		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
+		if p.perPlane {
+			for j := 0; j < p.bbits; j++ {
+				off := j * p.plb * p.lw
+				p.impl.lines(counts[j*p.plb:], line[w0:w1], p.bw[off+w0:], p.lw, w1-w0, p.n)
+			}
+		} else {
+			p.impl.lines(counts, line[w0:w1], p.bw[w0:], p.lw, w1-w0, p.nb)
+		}
+		c = e
+	}
+	return any
+}
+
+// markChunks sets bit c of mask when words [4c, 4c+4) of line are not all zero.
+func markChunks(mask, line []uint64) {
+	for c := 0; c*bitChunkWords < len(line); c++ {
+		var or uint64
+		for _, x := range line[c*bitChunkWords : min(len(line), (c+1)*bitChunkWords)] {
+			or |= x
+		}
+		if or != 0 {
+			mask[c/64] |= 1 << (c % 64)
+		}
+	}
+}
+
+// addShifted adds counts<<sh to row (counts of one plane pair).
+func addShifted(row []int32, counts []uint32, sh uint) {
+	counts = counts[:len(row)]
+	for n, c := range counts {
+		row[n] += int32(c) << sh
+	}
+}
+
+func checkOperands(a, b *bittensor.Tensor) (int, int, error) {
+	return bmm.Check(a, b)
+}
+
+// MulInt implements bmm.Kernel.
+func (k *Kernel) MulInt(dst []int32, a, b *bittensor.Tensor) error {
+	m, n, err := checkOperands(a, b)
+	if err != nil {
+		return err
+	}
+	if len(dst) != m*n {
+		return fmt.Errorf("%w: destination has %d values, product is %d×%d", bmm.ErrShape, len(dst), m, n)
+	}
+	newBitPlan(k.impl, a, b).run(dst, nil)
+	return nil
+}
+
+// MulFloat implements bmm.Kernel.
+func (k *Kernel) MulFloat(dst []float32, a, b *bittensor.Tensor, ep *bmm.Epilogue) error {
+	m, n, err := checkOperands(a, b)
+	if err != nil {
+		return err
+	}
+	if len(dst) != m*n {
+		return fmt.Errorf("%w: destination has %d values, product is %d×%d", bmm.ErrShape, len(dst), m, n)
+	}
+	if err := ep.Validate(m, n); err != nil {
+		return err
+	}
+	newBitPlan(k.impl, a, b).run(nil, func(t *bitTask, m0, m1 int) {
+		for r := 0; r < m1-m0; r++ {
+			row := t.tile[r*n : (r+1)*n]
+			out := dst[(m0+r)*n : (m0+r+1)*n]
+			for j, c := range row {
+				out[j] = ep.Apply(c, m0+r, j)
+			}
+		}
+	})
+	return nil
+}
+
+// MulBit implements bmm.Kernel. The re-quantized values of each 64-row
+// block go straight into dst's bit planes; padding bits end up zero.
+func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant) error {
+	m, n, err := checkOperands(a, b)
+	if err != nil {
+		return err
+	}
+	if err := bmm.CheckDst(dst, m, n); err != nil {
+		return err
+	}
+	if err := ep.Validate(m, n); err != nil {
+		return err
+	}
+	clear(dst.Words())
+	obits := dst.Bits()
+	newBitPlan(k.impl, a, b).run(nil, func(t *bitTask, m0, m1 int) {
+		rows := m1 - m0
+		t.q = growSlice(t.q, rows*n)
+		for r := 0; r < rows; r++ {
+			for j, c := range t.tile[r*n : (r+1)*n] {
+				t.q[r*n+j] = rq.Quantize(ep.Apply(c, m0+r, j), obits)
+			}
+		}
+		packBitBlock(dst, t.q, m0, rows, n)
+	})
+	return nil
+}
+
+// packBitBlock writes rows [m0, m0+rows) of an m×n matrix of values q
+// (row-major, stride n) into dst's bit planes. m0 is a multiple of 64 and
+// rows <= 64, so for a column-packed dst the block is one word per line and
+// plane, owned by the caller alone.
+func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
+	nbits := dst.Bits()
+	if dst.Packing() == bittensor.ByRows {
+		for r := 0; r < rows; r++ {
+			vals := q[r*n : (r+1)*n]
+			for w := 0; w*64 < n; w++ {
+				chunk := vals[w*64 : min(n, w*64+64)]
+				for pl := 0; pl < nbits; pl++ {
+					var word uint64
+					for j, v := range chunk {
+						word |= uint64(v>>pl&1) << j
+					}
+					dst.Line(pl, m0+r)[w] = word
+				}
+			}
+		}
+		return
+	}
+	w := m0 / 64
+	for c := 0; c < n; c++ {
+		for pl := 0; pl < nbits; pl++ {
+			var word uint64
+			for r := 0; r < rows; r++ {
+				word |= uint64(q[r*n+c]>>pl&1) << r
+			}
+			dst.Line(pl, c)[w] = word
+		}
+	}
+}
