@@ -1,0 +1,171 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/qgtc/qgtc/internal/nn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stFile assembles a safetensors file by hand from a header and data.
+func stFile(header string, data []byte) []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, uint64(len(header)))
+	b.WriteString(header)
+	b.Write(data)
+	return b.Bytes()
+}
+
+func f32le(v ...float32) []byte { return f32Bytes(v) }
+
+// TestLoadParamsPyG loads a hand-written file laid out the way
+// safetensors.torch.save_file writes torch_geometric.nn.models.GCN(3, 2,
+// num_layers=1, out_channels=2)'s state dict, and checks the values land
+// in the right places, in PyTorch's [out, in] order.
+func TestLoadParamsPyG(t *testing.T) {
+	w := []float32{1, 2, 3, 4, 5, 6} // [[1,2,3],[4,5,6]]
+	hdr := `{"__metadata__":{"format":"pt"},"convs.0.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},` +
+		`"convs.0.lin.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[8,32]}}`
+	file := stFile(hdr, append(f32le(0.5, -0.5), f32le(w...)...))
+	m, err := New(Config{Model: "gcn", In: 3, Out: 2, Layers: 1}, 1)
+	require.NoError(t, err)
+	require.NoError(t, LoadParams(m, bytes.NewReader(file)))
+	ps := m.Params()
+	assert.Equal(t, "convs.0.lin.weight", ps[0].Name)
+	assert.Equal(t, w, ps[0].Data)
+	assert.Equal(t, []float32{0.5, -0.5}, ps[1].Data)
+	// x·Wᵀ for x = [1, 0, 0] picks W's first column.
+	x := nn.FromData(1, 3, []float32{1, 0, 0})
+	y := nn.NewTape(false, nil).MatMulT(x, ps[0].Tensor)
+	assert.Equal(t, []float32{1, 4}, y.Data)
+
+	bad := stFile(`{"convs.0.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, f32le(1, 2))
+	assert.ErrorIs(t, LoadParams(m, bytes.NewReader(bad)), ErrSafetensors, "missing weight")
+	wrong := stFile(`{"convs.0.bias":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},`+
+		`"convs.0.lin.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[12,36]}}`, append(f32le(1, 2, 3), f32le(w...)...))
+	assert.ErrorIs(t, LoadParams(m, bytes.NewReader(wrong)), ErrSafetensors, "wrong shape")
+}
+
+func TestDTypes(t *testing.T) {
+	f64 := make([]byte, 16)
+	binary.LittleEndian.PutUint64(f64, math.Float64bits(1.5))
+	binary.LittleEndian.PutUint64(f64[8:], math.Float64bits(-2))
+	cases := []struct {
+		dtype string
+		data  []byte
+		want  []float32
+	}{
+		{"F32", f32le(1.5, -2), []float32{1.5, -2}},
+		{"F64", f64, []float32{1.5, -2}},
+		{"F16", []byte{0x00, 0x3e, 0x00, 0xc0}, []float32{1.5, -2}},
+		{"BF16", []byte{0xc0, 0x3f, 0x00, 0xc0}, []float32{1.5, -2}},
+	}
+	for _, c := range cases {
+		t.Run(c.dtype, func(t *testing.T) {
+			got, err := (&STensor{DType: c.dtype, Shape: []int{2}, Data: c.data}).Float32s()
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+	_, err := (&STensor{DType: "I64", Shape: []int{1}, Data: make([]byte, 8)}).Float32s()
+	assert.ErrorIs(t, err, ErrSafetensors)
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	d := synthData(t, 40, 3, 10, 4)
+	for _, c := range testConfigs {
+		t.Run(name(c), func(t *testing.T) {
+			c.In, c.Out = 10, 3
+			m, err := New(c, 9)
+			require.NoError(t, err)
+			_, err = Train(m, d, TrainConfig{Epochs: 3, LR: 0.01, Seed: 1}) // move BN statistics
+			require.NoError(t, err)
+			var buf bytes.Buffer
+			require.NoError(t, Save(&buf, m))
+			m2, err := Load(bytes.NewReader(buf.Bytes()))
+			require.NoError(t, err)
+			assert.Equal(t, m.Config(), m2.Config())
+			for i, p := range m.Params() {
+				assert.Equal(t, p.Data, m2.Params()[i].Data, p.Name)
+			}
+			a := m.Forward(nn.NewTape(false, nil), d.Input)
+			b := m2.Forward(nn.NewTape(false, nil), d.Input)
+			assert.Equal(t, a.Data, b.Data)
+		})
+	}
+}
+
+func TestReadSafetensorsErrors(t *testing.T) {
+	ok := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
+	cases := map[string][]byte{
+		"empty":          {},
+		"short length":   {1, 0, 0},
+		"huge header":    {0, 0, 0, 0, 0, 0, 0, 1},
+		"short header":   stFile(ok, nil)[:20],
+		"not json":       stFile(`{"a":`, nil),
+		"not object":     stFile(`[1,2]`, nil),
+		"null":           stFile(`null`, nil),
+		"bad dtype":      stFile(`{"a":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}}`, f32le(1, 2)),
+		"no shape":       stFile(`{"a":{"dtype":"F32","data_offsets":[0,8]}}`, f32le(1, 2)),
+		"negative dim":   stFile(`{"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}`, f32le(1, 2)),
+		"size mismatch":  stFile(`{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, f32le(1, 2)),
+		"reversed":       stFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}}`, f32le(1, 2)),
+		"short data":     stFile(ok, f32le(1)),
+		"trailing bytes": stFile(ok, f32le(1, 2, 3)),
+		"gap":            stFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, f32le(1, 2)),
+		"overlap": stFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`,
+			f32le(1, 2)),
+		"unknown field": stFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}}`, f32le(1, 2)),
+		"bad metadata":  stFile(`{"__metadata__":{"k":1}}`, nil),
+		"overflow":      stFile(`{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}`, nil),
+	}
+	for name, file := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := ReadSafetensors(bytes.NewReader(file))
+			assert.ErrorIs(t, err, ErrSafetensors)
+		})
+	}
+	ts, meta, err := ReadSafetensors(bytes.NewReader(stFile(`{"__metadata__":{"k":"v"},`+ok[1:], f32le(1, 2))))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"k": "v"}, meta)
+	assert.Equal(t, []int{2}, ts["a"].Shape)
+
+	_, err = Load(bytes.NewReader(stFile(ok, f32le(1, 2))))
+	assert.ErrorIs(t, err, ErrSafetensors, "no model metadata")
+	_, err = Load(bytes.NewReader(stFile(`{"__metadata__":{"qgtc.model":"gcn","qgtc.in":"x"}}`, nil)))
+	assert.ErrorIs(t, err, ErrSafetensors, "bad metadata value")
+	_, err = Load(bytes.NewReader(stFile(`{"__metadata__":{"qgtc.model":"gcn","qgtc.in":"0"}}`, nil)))
+	assert.ErrorIs(t, err, ErrSafetensors, "metadata of an impossible model")
+}
+
+// FuzzReadSafetensors: any input either fails with ErrSafetensors or
+// parses into tensors that survive a write/read round trip unchanged.
+func FuzzReadSafetensors(f *testing.F) {
+	f.Add(stFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, f32le(1, 2)))
+	f.Add(stFile(`{"__metadata__":{"k":"v"},"b":{"dtype":"I64","shape":[],"data_offsets":[0,8]},"a":{"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]}}`, make([]byte, 12)))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ts, meta, err := ReadSafetensors(bytes.NewReader(data))
+		if err != nil {
+			require.ErrorIs(t, err, ErrSafetensors)
+			return
+		}
+		var buf bytes.Buffer
+		require.NoError(t, WriteSafetensors(&buf, ts, meta))
+		ts2, meta2, err := ReadSafetensors(&buf)
+		require.NoError(t, err)
+		require.Equal(t, len(ts), len(ts2))
+		for k, v := range ts {
+			require.Equal(t, v.DType, ts2[k].DType)
+			require.Equal(t, v.Data, ts2[k].Data)
+			require.Equal(t, len(v.Shape), len(ts2[k].Shape))
+		}
+		if len(meta) > 0 {
+			require.Equal(t, meta, meta2)
+		}
+	})
+}
