@@ -23,4 +23,16 @@
 //	C[m][n] = Σ_i Σ_j 2^(i+j) · popcount(A_i[m] AND B_j[n])
 //
 // where A_i is plane i of A; package bmm computes it.
+//
+// Pack (and SetInts, which re-packs into an existing tensor without
+// allocating) converts 64 values at a time into their planes with a
+// multiply-based bit gather and no per-bit branches, splitting large
+// matrices across GOMAXPROCS goroutines: features are re-quantized and
+// re-packed at every layer. A 32-bit tensor takes any int32 and stores its
+// uint32 bit pattern, so Pack and Ints are inverses at every width.
+//
+// WriteTo and Read store a tensor in a small versioned binary format
+// (header, words little-endian, CRC-32C checksums; see serial.go). Read
+// checks everything it is given and never trusts a size it has not
+// verified: corrupt or truncated input is an error wrapping ErrFormat.
 package bittensor

@@ -72,13 +72,34 @@ func (p Padding) validate() error {
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
 
+// Limits on a tensor's size, so that shapes from a file or a user can
+// neither overflow int nor ask for absurd allocations.
+const (
+	maxExtent = 1 << 40 // rows or cols
+	maxWords  = 1 << 36 // 512 GiB of storage
+)
+
 // New returns a zero rows×cols tensor of the given bit width, packing and padding.
 func New(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
+	t, err := layout(rows, cols, nbits, packing, pad)
+	if err != nil {
+		return nil, err
+	}
+	t.words = make([]uint64, t.numWords())
+	return t, nil
+}
+
+// layout validates a shape and returns a tensor with every field but the
+// storage set.
+func layout(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
 	if nbits < 1 || nbits > MaxBits {
 		return nil, fmt.Errorf("%w: bits=%d", ErrBits, nbits)
 	}
 	if rows < 0 || cols < 0 {
 		return nil, fmt.Errorf("%w: %d×%d has a negative extent", ErrShape, rows, cols)
+	}
+	if rows > maxExtent || cols > maxExtent {
+		return nil, fmt.Errorf("%w: %d×%d has an extent over 2^40", ErrShape, rows, cols)
 	}
 	if packing != ByRows && packing != ByCols {
 		return nil, fmt.Errorf("%w: packing %v", ErrShape, packing)
@@ -92,17 +113,16 @@ func New(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
 		lines, k = cols, rows
 	}
 	t.paddedLines = roundUp(lines, pad.Lines)
-	if lines == 0 {
-		t.paddedLines = 0
-	}
 	t.lineWords = roundUp(k, pad.Bits) / 64
-	total := uint64(nbits) * uint64(t.paddedLines) * uint64(t.lineWords)
-	if total > 1<<36 {
+	// Each factor is below 2^41, so compare by division rather than multiply.
+	if t.paddedLines > 0 && t.lineWords > 0 &&
+		(t.lineWords > maxWords/t.paddedLines || t.paddedLines*t.lineWords > maxWords/nbits) {
 		return nil, fmt.Errorf("%w: %d×%d×%d bits is too large", ErrShape, rows, cols, nbits)
 	}
-	t.words = make([]uint64, total)
 	return t, nil
 }
+
+func (t *Tensor) numWords() int { return t.bits * t.paddedLines * t.lineWords }
 
 // PackRows packs a row-major rows×cols matrix along its rows, as the left
 // operand A of a product, with DefaultPadding.
@@ -118,76 +138,62 @@ func PackCols(vals []int32, rows, cols, nbits int) (*Tensor, error) {
 
 // Pack packs a row-major rows×cols matrix of values in [0, 2^nbits) with the
 // given packing and padding. The first bad value is named in the error.
+// For nbits = 32 every int32 is valid and stands for its uint32 bit pattern
+// (the inverse of Ints).
 func Pack(vals []int32, rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
-	t, err := New(rows, cols, nbits, packing, pad)
+	t, err := layout(rows, cols, nbits, packing, pad)
 	if err != nil {
 		return nil, err
 	}
-	if len(vals) != rows*cols {
-		return nil, fmt.Errorf("%w: len(vals)=%d, want %d×%d=%d", ErrShape, len(vals), rows, cols, rows*cols)
+	if err := t.checkVals(vals); err != nil {
+		return nil, err
 	}
-	if i := firstOutOfRange(vals, nbits); i >= 0 {
-		return nil, fmt.Errorf("%w: vals[%d] (row %d, col %d) = %d is outside [0, 2^%d)",
-			ErrValue, i, i/cols, i%cols, vals[i], nbits)
-	}
-	if packing == ByRows {
-		t.packRows(vals)
-	} else {
-		t.packCols(vals)
-	}
+	t.words = make([]uint64, t.numWords())
+	t.pack(vals)
 	return t, nil
 }
 
+// SetInts overwrites every value of t with vals (row-major Rows×Cols, as
+// for Pack), reusing t's storage: a layer re-packs its features into the
+// same tensor each step. On error t is unchanged.
+func (t *Tensor) SetInts(vals []int32) error {
+	if err := t.checkVals(vals); err != nil {
+		return err
+	}
+	t.pack(vals)
+	return nil
+}
+
+func (t *Tensor) checkVals(vals []int32) error {
+	if len(vals) != t.rows*t.cols {
+		return fmt.Errorf("%w: len(vals)=%d, want %d×%d=%d", ErrShape, len(vals), t.rows, t.cols, t.rows*t.cols)
+	}
+	if i := firstOutOfRange(vals, t.bits); i >= 0 {
+		return fmt.Errorf("%w: vals[%d] (row %d, col %d) = %d is outside [0, 2^%d)",
+			ErrValue, i, i/t.cols, i%t.cols, vals[i], t.bits)
+	}
+	return nil
+}
+
+// firstOutOfRange returns the index of the first value that does not fit
+// nbits bits, or -1. The common all-good case is one OR over the values.
 func firstOutOfRange(vals []int32, nbits int) int {
-	limit := int64(1) << nbits
+	if nbits >= 32 {
+		return -1
+	}
+	var acc uint32
+	for _, v := range vals {
+		acc |= uint32(v)
+	}
+	if acc>>nbits == 0 {
+		return -1
+	}
 	for i, v := range vals {
-		if v < 0 || int64(v) >= limit {
+		if uint32(v)>>nbits != 0 {
 			return i
 		}
 	}
 	return -1
-}
-
-// packRows scatters each row's values into its plane words, 64 values at a time.
-func (t *Tensor) packRows(vals []int32) {
-	pw := t.PlaneWords()
-	for r := 0; r < t.rows; r++ {
-		row := vals[r*t.cols : (r+1)*t.cols]
-		for w := 0; w*64 < t.cols; w++ {
-			chunk := row[w*64 : min(t.cols, w*64+64)]
-			base := r*t.lineWords + w
-			for p := 0; p < t.bits; p++ {
-				t.words[p*pw+base] = gatherBit(chunk, p)
-			}
-		}
-	}
-}
-
-// packCols packs each column; columns are strided in vals, so go 64 rows at a time.
-func (t *Tensor) packCols(vals []int32) {
-	pw := t.PlaneWords()
-	var chunk [64]int32
-	for c := 0; c < t.cols; c++ {
-		for w := 0; w*64 < t.rows; w++ {
-			n := min(64, t.rows-w*64)
-			for j := 0; j < n; j++ {
-				chunk[j] = vals[(w*64+j)*t.cols+c]
-			}
-			base := c*t.lineWords + w
-			for p := 0; p < t.bits; p++ {
-				t.words[p*pw+base] = gatherBit(chunk[:n], p)
-			}
-		}
-	}
-}
-
-// gatherBit returns the word whose bit j is bit p of chunk[j].
-func gatherBit(chunk []int32, p int) uint64 {
-	var word uint64
-	for j, v := range chunk {
-		word |= uint64(uint32(v)>>p&1) << j
-	}
-	return word
 }
 
 // Rows is the number of rows of the stored matrix.
@@ -324,6 +330,9 @@ func (t *Tensor) Clone() *Tensor {
 // Equal reports whether t and u hold the same shape, bit width, packing,
 // padding and bits.
 func (t *Tensor) Equal(u *Tensor) bool {
+	if t == nil || u == nil {
+		return t == u
+	}
 	if t.rows != u.rows || t.cols != u.cols || t.bits != u.bits || t.packing != u.packing || t.pad != u.pad {
 		return false
 	}
