@@ -1,0 +1,261 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// QBatch is one batch of nodes (one or more partitions, Cluster-GCN style)
+// with its adjacency among them, self-loops included, in two forms: CSR for
+// the float simulation and a 1-bit tensor packed by rows for the bit
+// kernels. Deg and DInv are the row sums of that adjacency and their
+// inverse square roots (GCN's D^-1/2), as float32.
+type QBatch struct {
+	Nodes           []int32 // global ids, in the batch's row order
+	Indptr, Indices []int32 // local CSR adjacency with self-loops, sorted
+	Adj             *bittensor.Tensor
+	Deg, DInv       []float32
+}
+
+// N is the number of nodes in the batch.
+func (b *QBatch) N() int { return len(b.Nodes) }
+
+// NewQBatches builds one batch per group of global node ids: the subgraph
+// of g induced by the group, plus a self-loop on every node. The node ids
+// of a group must be distinct.
+//
+// withBits also packs the 1-bit adjacency (needed by the bit kernels, not
+// by the float simulation that trains).
+func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool) ([]*QBatch, error) {
+	local := make([]int32, g.N())
+	for i := range local {
+		local[i] = -1
+	}
+	out := make([]*QBatch, 0, len(groups))
+	for gi, nodes := range groups {
+		for i, v := range nodes {
+			if v < 0 || int(v) >= g.N() {
+				return nil, fmt.Errorf("%w: batch %d holds node %d of a %d-node graph", ErrQModel, gi, v, g.N())
+			}
+			if local[v] >= 0 {
+				return nil, fmt.Errorf("%w: batch %d holds node %d twice", ErrQModel, gi, v)
+			}
+			local[v] = int32(i)
+		}
+		b, err := qBuildBatch(g, nodes, local, withBits)
+		for _, v := range nodes {
+			local[v] = -1
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func qBuildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*QBatch, error) {
+	n := len(nodes)
+	b := &QBatch{Nodes: slices.Clone(nodes), Indptr: make([]int32, n+1)}
+	if withBits {
+		adj, err := bittensor.New(n, n, 1, bittensor.ByRows, bittensor.DefaultPadding)
+		if err != nil {
+			return nil, err
+		}
+		b.Adj = adj
+	}
+	b.Deg = make([]float32, n)
+	b.DInv = make([]float32, n)
+	for i, v := range nodes {
+		row := len(b.Indices)
+		self := false
+		for _, u := range g.Neighbors(int(v)) {
+			if lu := local[u]; lu >= 0 {
+				if u == v {
+					self = true
+				}
+				b.Indices = append(b.Indices, lu)
+			}
+		}
+		if !self {
+			b.Indices = append(b.Indices, int32(i))
+		}
+		r := b.Indices[row:]
+		slices.Sort(r)
+		if b.Adj != nil {
+			line := b.Adj.Line(0, i)
+			for _, k := range r {
+				line[k/64] |= 1 << (k % 64)
+			}
+		}
+		b.Indptr[i+1] = int32(len(b.Indices))
+		b.Deg[i] = float32(len(r))
+		b.DInv[i] = float32(1 / math.Sqrt(float64(len(r))))
+	}
+	return b, nil
+}
+
+// QGroups groups the parts of p into batches of q parts each: consecutive
+// parts when rng is nil (inference), a random grouping otherwise (a
+// Cluster-GCN training epoch). Empty groups are dropped.
+func QGroups(p *subgraph.Partitioning, q int, rng *rand.Rand) [][]int32 {
+	byPart := make([][]int32, p.K)
+	for v, k := range p.Parts {
+		byPart[k] = append(byPart[k], int32(v))
+	}
+	order := make([]int, p.K)
+	for i := range order {
+		order[i] = i
+	}
+	if rng != nil {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	q = max(1, q)
+	var groups [][]int32
+	for i := 0; i < len(order); i += q {
+		var nodes []int32
+		for _, k := range order[i:min(len(order), i+q)] {
+			nodes = append(nodes, byPart[k]...)
+		}
+		if len(nodes) > 0 {
+			if rng == nil {
+				slices.Sort(nodes)
+			}
+			groups = append(groups, nodes)
+		}
+	}
+	return groups
+}
+
+// QInput is a dataset's node features quantized once: the float values
+// (for the full-precision path) and the codes, both CSR over the non-zero
+// codes' positions. Binary features get 1-bit codes, which are exact.
+type QInput struct {
+	Rows, Cols      int
+	Params          QParams
+	Indptr, Indices []int32
+	Vals            []float32 // float value of each stored entry
+	Codes           []uint32  // its code
+}
+
+// QuantizeInput quantizes features f to bits (ignored for binary features,
+// which take 1 bit) with a per-tensor range calibrated on the values.
+func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: dataset has no node features", ErrQModel)
+	}
+	if bits < 1 || bits > 32 {
+		return nil, fmt.Errorf("%w: feature bits %d", ErrQBits, bits)
+	}
+	in := &QInput{Rows: f.Rows, Cols: f.Cols, Indptr: make([]int32, f.Rows+1)}
+	// Collect (col, value) per row from either layout.
+	row := func(r int, visit func(c int32, v float32)) {
+		if f.Dense != nil {
+			for c, v := range f.Dense[r*f.Cols : (r+1)*f.Cols] {
+				visit(int32(c), v)
+			}
+			return
+		}
+		for p := f.Indptr[r]; p < f.Indptr[r+1]; p++ {
+			v := float32(1)
+			if f.Values != nil {
+				v = f.Values[p]
+			}
+			visit(f.Indices[p], v)
+		}
+	}
+	binary := true
+	var sample []float32
+	neg := false
+	stride := 1
+	if nnz := qFeatureNNZ(f); nnz > 1<<20 {
+		stride = nnz >> 20
+	}
+	i := 0
+	for r := 0; r < f.Rows; r++ {
+		row(r, func(_ int32, v float32) {
+			if v != 0 && v != 1 {
+				binary = false
+			}
+			if v < 0 {
+				neg = true
+			}
+			if v != 0 && i%stride == 0 {
+				sample = append(sample, v)
+			}
+			i++
+		})
+	}
+	if binary {
+		in.Params = QParams{Bits: 1, Scale: 1, Lower: 0}
+	} else {
+		in.Params = qBestRange(sample, bits, !neg)
+	}
+	inv, off := in.Params.Requant()
+	zero := qQuant(0, inv, off, in.Params.Bits)
+	for r := 0; r < f.Rows; r++ {
+		if zero != 0 {
+			// A non-zero code for 0: every column is stored.
+			dense := make([]float32, f.Cols)
+			row(r, func(c int32, v float32) { dense[c] = v })
+			for c, v := range dense {
+				in.Indices = append(in.Indices, int32(c))
+				in.Vals = append(in.Vals, v)
+				in.Codes = append(in.Codes, qQuant(v, inv, off, in.Params.Bits))
+			}
+		} else {
+			row(r, func(c int32, v float32) {
+				q := qQuant(v, inv, off, in.Params.Bits)
+				if q == 0 && v == 0 {
+					return
+				}
+				in.Indices = append(in.Indices, c)
+				in.Vals = append(in.Vals, v)
+				in.Codes = append(in.Codes, q)
+			})
+		}
+		in.Indptr[r+1] = int32(len(in.Indices))
+	}
+	return in, nil
+}
+
+func qFeatureNNZ(f *subgraph.Features) int {
+	if f.Dense != nil {
+		return len(f.Dense)
+	}
+	return len(f.Indices)
+}
+
+// Pack packs the codes of rows nodes as a ByRows tensor: a batch's first
+// operand. Only the stored codes are visited.
+func (in *QInput) Pack(nodes []int32) (*bittensor.Tensor, error) {
+	t, err := bittensor.New(len(nodes), in.Cols, in.Params.Bits, bittensor.ByRows, bittensor.DefaultPadding)
+	if err != nil {
+		return nil, err
+	}
+	pw := t.PlaneWords()
+	lw := t.LineWords()
+	words := t.Words()
+	for i, v := range nodes {
+		if v < 0 || int(v) >= in.Rows {
+			return nil, fmt.Errorf("%w: node %d outside the %d feature rows", ErrQModel, v, in.Rows)
+		}
+		base := i * lw
+		for p := in.Indptr[v]; p < in.Indptr[v+1]; p++ {
+			c, q := int(in.Indices[p]), in.Codes[p]
+			w, bit := base+c/64, uint64(1)<<(c%64)
+			for q != 0 {
+				pl := bits.TrailingZeros32(q)
+				words[pl*pw+w] |= bit
+				q &= q - 1
+			}
+		}
+	}
+	return t, nil
+}

@@ -1,0 +1,134 @@
+package layers
+
+import (
+	"fmt"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// QPlan is a calibrated QModel compiled for the bit kernels: each linear's
+// weights quantized per output channel and packed by columns once, with
+// their column sums for the zero-point corrections.
+type QPlan struct {
+	Model   *QModel
+	Kernel  bmm.Kernel
+	ops     []qOp
+	weights []*qWeights         // per op; nil for aggregations
+	packed  []*bittensor.Tensor // per op: weight codes, K×N packed by columns
+	// WeightBytes is the packed size of every weight tensor.
+	WeightBytes int
+}
+
+// Compile quantizes and packs m's weights for kernel k (bmm.Default() when
+// nil). m must be calibrated.
+func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
+	if !m.Calibrated {
+		return nil, fmt.Errorf("%w: model is not calibrated (run Calibrate or QAT first)", ErrQModel)
+	}
+	if k == nil {
+		k = bmm.Default()
+	}
+	p := &QPlan{Model: m, Kernel: k, ops: m.ops()}
+	for i := range p.ops {
+		op := &p.ops[i]
+		if op.kind != qLin {
+			p.weights = append(p.weights, nil)
+			p.packed = append(p.packed, nil)
+			continue
+		}
+		w := qPrepareWeights(op.lin, m.WBits, true)
+		codes := make([]int32, len(w.codes))
+		for j, c := range w.codes {
+			codes[j] = int32(c)
+		}
+		t, err := bittensor.Pack(codes, op.lin.In, op.lin.Out, m.WBits, bittensor.ByCols, bittensor.DefaultPadding)
+		if err != nil {
+			return nil, err
+		}
+		p.weights = append(p.weights, w)
+		p.packed = append(p.packed, t)
+		p.WeightBytes += 8 * len(t.Words())
+	}
+	return p, nil
+}
+
+// QTrace receives, for tests and the fusion benchmark, each op's output
+// before the next op consumes it: the packed codes (nil for the logits).
+type QTrace func(op int, codes *bittensor.Tensor)
+
+// QStats counts what a forward pass moved between layers.
+type QStats struct {
+	// InterBytes is the size of every inter-layer tensor as it is stored:
+	// packed bit planes here.
+	InterBytes int
+	// UnfusedBytes is what the same pass would store without fusion: an
+	// int32 product and a float32 epilogue output per op.
+	UnfusedBytes int
+}
+
+// Forward runs the plan on batch b whose features x are packed by rows
+// (QInput.Pack of b.Nodes) and returns the float32 logits, b.N()×Classes.
+// Every product is a bit product; between ops only packed codes exist.
+func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32, QStats, error) {
+	var st QStats
+	m := p.Model
+	if b.Adj == nil {
+		return nil, st, fmt.Errorf("%w: batch has no packed adjacency", ErrQModel)
+	}
+	if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
+		return nil, st, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
+			ErrQModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
+	}
+	if x.Bits() != m.Input.Bits {
+		return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrQModel, x.Bits(), m.Input.Bits)
+	}
+	cur := x
+	ph := m.Input
+	n := b.N()
+	for i := range p.ops {
+		op := &p.ops[i]
+		var a, bt *bittensor.Tensor
+		var ep *bmm.Epilogue
+		packing := bittensor.ByRows
+		switch op.kind {
+		case qLin:
+			a, bt = cur, p.packed[i]
+			ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
+		case qAgg:
+			a, bt = b.Adj, cur
+			ep = qAggEpilogue(op, ph, cur.Cols(), b, true)
+		}
+		if i+1 < len(p.ops) && p.ops[i+1].kind == qAgg {
+			packing = bittensor.ByCols // the aggregation's right operand
+		}
+		width := bt.Cols()
+		st.UnfusedBytes += 8 * n * width
+		if op.out == nil {
+			logits, err := qMulFloat(p.Kernel, a, bt, ep)
+			if err != nil {
+				return nil, st, fmt.Errorf("layers: op %d: %w", i, err)
+			}
+			if trace != nil {
+				trace(i, nil)
+			}
+			return logits, st, nil
+		}
+		out, err := qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing)
+		if err != nil {
+			return nil, st, fmt.Errorf("layers: op %d: %w", i, err)
+		}
+		st.InterBytes += 8 * len(out.Words())
+		if trace != nil {
+			trace(i, out)
+		}
+		cur, ph = out, *op.out
+	}
+	return nil, st, fmt.Errorf("%w: model ends without logits", ErrQModel)
+}
+
+// qRQ is p's quantizer as a fused-epilogue re-quantization.
+func qRQ(p QParams) bmm.Requant {
+	inv, off := p.Requant()
+	return bmm.Requant{Scale: inv, Offset: off}
+}

@@ -1,0 +1,221 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// qEpilogue applies ep to a product already converted to float32, in exactly
+// the order and rounding of bmm.Epilogue.Apply. It exists for products that
+// do not fit int32 (wide bit widths, split into plane groups) and for the
+// float simulation used by quantization-aware training: for every int32 c,
+// qEpilogue(ep, float32(c), m, n) == ep.Apply(c, m, n).
+func qEpilogue(ep *bmm.Epilogue, t float32, m, n int) float32 {
+	if ep == nil {
+		return t
+	}
+	if ep.ColScale != nil {
+		t = float32(t * ep.ColScale[n])
+	}
+	if ep.RowTerm != nil {
+		t = t + float32(ep.RowTerm[m]*ep.ColTerm[n])
+	}
+	if ep.ColConst != nil {
+		t = t + ep.ColConst[n]
+	}
+	if ep.RowScale != nil {
+		t = float32(t * ep.RowScale[m])
+	}
+	if ep.ColBias != nil {
+		t = t + ep.ColBias[n]
+	}
+	if ep.ReLU && !(t > 0) {
+		t = 0
+	}
+	return t
+}
+
+// qPlaneGroups returns plane-group sizes ga, gb such that every product of a
+// ga-plane slice of A and a gb-plane slice of B fits int32 for reduction
+// length k. When the whole product fits, they are the full widths.
+func qPlaneGroups(k, abits, bbits int) (ga, gb int) {
+	ga, gb = abits, bbits
+	for bmm.MaxSum(k, ga, gb) > math.MaxInt32 {
+		switch {
+		case ga >= gb && ga > 1:
+			ga = (ga + 1) / 2
+		case gb > 1:
+			gb = (gb + 1) / 2
+		default:
+			return 1, 1
+		}
+	}
+	return ga, gb
+}
+
+// qPlanes returns planes [p0, p1) of t as a tensor of p1−p0 bits with t's
+// shape, packing and padding: the value (t >> p0) mod 2^(p1−p0).
+func qPlanes(t *bittensor.Tensor, p0, p1 int) (*bittensor.Tensor, error) {
+	if p0 == 0 && p1 == t.Bits() {
+		return t, nil
+	}
+	s, err := bittensor.New(t.Rows(), t.Cols(), p1-p0, t.Packing(), t.Padding())
+	if err != nil {
+		return nil, err
+	}
+	for p := p0; p < p1; p++ {
+		copy(s.Plane(p-p0), t.Plane(p))
+	}
+	return s, nil
+}
+
+// qWideProduct computes C = A·B for operands whose product may overflow
+// int32, from int32 products of plane groups: C = Σ 2^(i0+j0) C_(i0,j0).
+// The sum is exact in int64 when K·(2^a−1)·(2^b−1) < 2^62; beyond that (a
+// and b both near 32 bits) it is accumulated in float64 and rounds.
+// The result is returned as float64 (exact integers whenever below 2^53).
+func qWideProduct(k bmm.Kernel, a, b *bittensor.Tensor) ([]float64, error) {
+	if a.Packing() != bittensor.ByRows || b.Packing() != bittensor.ByCols || a.Cols() != b.Rows() {
+		_, _, err := bmm.Check(a, b)
+		return nil, err
+	}
+	m, n, kk := a.Rows(), b.Cols(), a.Cols()
+	ga, gb := qPlaneGroups(kk, a.Bits(), b.Bits())
+	exactInt := bmm.MaxSum(kk, a.Bits(), b.Bits()) < math.Exp2(62)
+	acc := make([]int64, 0)
+	if exactInt {
+		acc = make([]int64, m*n)
+	}
+	out := make([]float64, m*n)
+	part := make([]int32, m*n)
+	for i0 := 0; i0 < a.Bits(); i0 += ga {
+		as, err := qPlanes(a, i0, min(a.Bits(), i0+ga))
+		if err != nil {
+			return nil, err
+		}
+		for j0 := 0; j0 < b.Bits(); j0 += gb {
+			bs, err := qPlanes(b, j0, min(b.Bits(), j0+gb))
+			if err != nil {
+				return nil, err
+			}
+			if _, _, err := bmm.Check(as, bs); err != nil {
+				return nil, err
+			}
+			if err := k.MulInt(part, as, bs); err != nil {
+				return nil, err
+			}
+			sh := uint(i0 + j0)
+			if exactInt {
+				for i, c := range part {
+					acc[i] += int64(c) << sh
+				}
+			} else {
+				f := math.Ldexp(1, int(sh))
+				for i, c := range part {
+					out[i] += float64(c) * f
+				}
+			}
+		}
+	}
+	if exactInt {
+		for i, c := range acc {
+			out[i] = float64(c)
+		}
+	}
+	return out, nil
+}
+
+// qFits reports whether A·B fits the int32 kernels directly.
+func qFits(a, b *bittensor.Tensor) bool {
+	return bmm.MaxSum(a.Cols(), a.Bits(), b.Bits()) <= math.MaxInt32
+}
+
+// qMulBit computes ep(A·B), re-quantizes it with rq to outBits and packs it
+// with the given packing: the fused inter-layer step. When the product fits
+// int32 the kernel does it in one pass (no int32 or float32 matrix is ever
+// materialized); otherwise the plane-split product is used.
+func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
+	if qFits(a, b) {
+		return bmm.MM2BitWith(k, a, b, outBits, rq, packing, bittensor.DefaultPadding, ep)
+	}
+	c, err := qWideProduct(k, a, b)
+	if err != nil {
+		return nil, err
+	}
+	m, n := a.Rows(), b.Cols()
+	if err := ep.Validate(m, n); err != nil {
+		return nil, err
+	}
+	codes := make([]int32, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			codes[i*n+j] = int32(rq.Quantize(qEpilogue(ep, float32(c[i*n+j]), i, j), outBits))
+		}
+	}
+	return bittensor.Pack(codes, m, n, outBits, packing, bittensor.DefaultPadding)
+}
+
+// qMulFloat computes ep(A·B) as float32, row-major.
+func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue) ([]float32, error) {
+	if qFits(a, b) {
+		return bmm.MM2FloatWith(k, a, b, ep)
+	}
+	c, err := qWideProduct(k, a, b)
+	if err != nil {
+		return nil, err
+	}
+	m, n := a.Rows(), b.Cols()
+	if err := ep.Validate(m, n); err != nil {
+		return nil, err
+	}
+	out := make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			out[i*n+j] = qEpilogue(ep, float32(c[i*n+j]), i, j)
+		}
+	}
+	return out, nil
+}
+
+// qRowSums returns the row sums of the codes of a ByRows tensor, as float32
+// (the RowTerm of a zero-point correction): Σ_p 2^p popcount(line p).
+func qRowSums(t *bittensor.Tensor) []float32 {
+	out := make([]float32, t.Rows())
+	for l := 0; l < t.Rows(); l++ {
+		var s int64
+		for p := 0; p < t.Bits(); p++ {
+			var pop int64
+			for _, w := range t.Line(p, l) {
+				pop += int64(bits.OnesCount64(w))
+			}
+			s += pop << p
+		}
+		out[l] = float32(s)
+	}
+	return out
+}
+
+// qGatherRows builds a ByRows tensor whose row i is row rows[i] of t (ByRows):
+// a batch's slice of a dataset's feature matrix packed once.
+func qGatherRows(t *bittensor.Tensor, rows []int32) (*bittensor.Tensor, error) {
+	if t.Packing() != bittensor.ByRows {
+		return nil, fmt.Errorf("%w: gather needs a tensor packed by rows, got %v", ErrQModel, t.Packing())
+	}
+	s, err := bittensor.New(len(rows), t.Cols(), t.Bits(), bittensor.ByRows, t.Padding())
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rows {
+		if r < 0 || int(r) >= t.Rows() {
+			return nil, fmt.Errorf("%w: gather row %d of a %d-row tensor", ErrQModel, r, t.Rows())
+		}
+		for p := 0; p < t.Bits(); p++ {
+			copy(s.Line(p, i), t.Line(p, int(r)))
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,322 @@
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// Errors of the quantized models; wrapped with the value at fault.
+var (
+	// ErrQModel: a quantized model is malformed or does not fit its input.
+	ErrQModel = errors.New("layers: bad quantized model")
+	// ErrQBits: a bit width outside 1..32.
+	ErrQBits = errors.New("layers: bit width out of range 1..32")
+)
+
+// Model kinds of QModel.
+const (
+	QGCN = "gcn" // Cluster-GCN order: Â·(H·W) + b
+	QGIN = "gin" // GIN-0: MLP(h + Σ neighbours), first linear applied before the sum
+)
+
+// QLinear is a dense layer y = x·Wᵀ + b with W stored Out×In row-major (the
+// PyTorch layout, so state dicts map one to one).
+type QLinear struct {
+	In, Out int
+	W       []float32 // Out×In
+	B       []float32 // Out, or nil
+}
+
+// QModel is a GCN or GIN whose every product runs on bit tensors: the float
+// master weights plus the quantization parameters of each tensor that is
+// quantized on the way (see the package comment). The same model runs three
+// ways that agree: Infer (bit kernels), the integer simulation used by
+// quantization-aware training, and, with Quantized false, full precision.
+type QModel struct {
+	Kind    string // QGCN or QGIN
+	Classes int
+	Layers  []QLayer
+
+	// ABits is the width of every activation (features, hidden layers and
+	// the re-quantized update products), WBits of the weights.
+	ABits, WBits int
+	// Input quantizes the node features (1 bit, exact, for binary features).
+	Input QParams
+	// Calibrated says the activation parameters are set (PTQ or QAT).
+	Calibrated bool
+}
+
+// QLayer is one graph layer. GCN uses Lin1 (bias applied after the
+// aggregation); GIN uses Lin1 (bias after the aggregation, then ReLU) and
+// Lin2 (the MLP's second linear).
+type QLayer struct {
+	Lin1 QLinear
+	Lin2 *QLinear
+
+	// Z quantizes the update product H·W (GCN: D^-1/2·H·W), signed; it is
+	// the right operand of the aggregation.
+	Z QParams
+	// U (GIN only) quantizes ReLU(A·Z + b1), the MLP's hidden activation.
+	U QParams
+	// Out quantizes the layer's output, the next layer's input; unused on
+	// the last layer, which emits float32 logits.
+	Out QParams
+}
+
+// NewQModel returns a randomly initialised (Glorot) kind model: in → hidden
+// (× layers−1) → classes, with activation and weight widths abits, wbits.
+func NewQModel(kind string, in, hidden, classes, layers, abits, wbits int, seed uint64) (*QModel, error) {
+	if kind != QGCN && kind != QGIN {
+		return nil, fmt.Errorf("%w: model %q (want gcn or gin)", ErrQModel, kind)
+	}
+	if layers < 1 || in < 1 || hidden < 1 || classes < 1 {
+		return nil, fmt.Errorf("%w: %d layers, %d inputs, %d hidden, %d classes", ErrQModel, layers, in, hidden, classes)
+	}
+	if err := qCheckBits(abits, wbits); err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	m := &QModel{Kind: kind, Classes: classes, ABits: abits, WBits: wbits}
+	for l := 0; l < layers; l++ {
+		fi, fo := hidden, hidden
+		if l == 0 {
+			fi = in
+		}
+		if l == layers-1 {
+			fo = classes
+		}
+		var ly QLayer
+		if kind == QGCN {
+			ly.Lin1 = qGlorot(r, fi, fo)
+		} else {
+			ly.Lin1 = qGlorot(r, fi, hidden)
+			l2 := qGlorot(r, hidden, fo)
+			ly.Lin2 = &l2
+		}
+		m.Layers = append(m.Layers, ly)
+	}
+	return m, nil
+}
+
+func qGlorot(r *rand.Rand, in, out int) QLinear {
+	a := math.Sqrt(6 / float64(in+out))
+	l := QLinear{In: in, Out: out, W: make([]float32, in*out), B: make([]float32, out)}
+	for i := range l.W {
+		l.W[i] = float32((2*r.Float64() - 1) * a)
+	}
+	return l
+}
+
+func qCheckBits(abits, wbits int) error {
+	if abits < 1 || abits > 32 {
+		return fmt.Errorf("%w: activation bits %d", ErrQBits, abits)
+	}
+	if wbits < 1 || wbits > 32 {
+		return fmt.Errorf("%w: weight bits %d", ErrQBits, wbits)
+	}
+	return nil
+}
+
+// Clone returns a deep copy of m.
+func (m *QModel) Clone() *QModel {
+	c := *m
+	c.Layers = make([]QLayer, len(m.Layers))
+	for i, ly := range m.Layers {
+		c.Layers[i] = ly
+		c.Layers[i].Lin1 = ly.Lin1.clone()
+		if ly.Lin2 != nil {
+			l2 := ly.Lin2.clone()
+			c.Layers[i].Lin2 = &l2
+		}
+	}
+	return &c
+}
+
+func (l QLinear) clone() QLinear {
+	l.W = append([]float32(nil), l.W...)
+	if l.B != nil {
+		l.B = append([]float32(nil), l.B...)
+	}
+	return l
+}
+
+// Validate checks the shapes chain from in features to Classes.
+func (m *QModel) Validate(in int) error {
+	if m.Kind != QGCN && m.Kind != QGIN {
+		return fmt.Errorf("%w: kind %q", ErrQModel, m.Kind)
+	}
+	if len(m.Layers) == 0 {
+		return fmt.Errorf("%w: no layers", ErrQModel)
+	}
+	if err := qCheckBits(m.ABits, m.WBits); err != nil {
+		return err
+	}
+	prev := in
+	for i, ly := range m.Layers {
+		lins := []*QLinear{&ly.Lin1}
+		if m.Kind == QGIN {
+			if ly.Lin2 == nil {
+				return fmt.Errorf("%w: GIN layer %d has no second linear", ErrQModel, i)
+			}
+			lins = append(lins, ly.Lin2)
+		}
+		for j, l := range lins {
+			if l.In != prev || len(l.W) != l.In*l.Out || (l.B != nil && len(l.B) != l.Out) {
+				return fmt.Errorf("%w: layer %d linear %d is %d→%d with %d weights and %d biases, input width %d",
+					ErrQModel, i, j+1, l.In, l.Out, len(l.W), len(l.B), prev)
+			}
+			prev = l.Out
+		}
+	}
+	if prev != m.Classes {
+		return fmt.Errorf("%w: last layer has %d outputs for %d classes", ErrQModel, prev, m.Classes)
+	}
+	return nil
+}
+
+// qOpKind is one step of the flattened model.
+type qOpKind uint8
+
+const (
+	qLin qOpKind = iota // H·Wᵀ: activation codes times weight codes
+	qAgg                // A·Z: 1-bit adjacency times the update codes
+)
+
+// qOp is one product of the flattened model with its epilogue settings and
+// the quantizer of its output (nil for the logits).
+type qOp struct {
+	kind     qOpKind
+	lin      *QLinear // qLin
+	bias     []float32
+	rowScale bool // multiply by D^-1/2 (GCN)
+	relu     bool
+	out      *QParams
+}
+
+// ops flattens m into the product sequence that both the bit-kernel
+// inference and the simulation walk. A qLin's output feeds a qAgg (packed by
+// columns), a qAgg's output feeds a qLin (packed by rows).
+func (m *QModel) ops() []qOp {
+	var ops []qOp
+	last := len(m.Layers) - 1
+	for i := range m.Layers {
+		ly := &m.Layers[i]
+		out := &ly.Out
+		if i == last {
+			out = nil
+		}
+		switch m.Kind {
+		case QGCN:
+			ops = append(ops,
+				qOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
+				qOp{kind: qAgg, bias: ly.Lin1.B, rowScale: true, relu: i != last, out: out})
+		case QGIN:
+			ops = append(ops,
+				qOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
+				qOp{kind: qAgg, bias: ly.Lin1.B, relu: true, out: &ly.U},
+				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out})
+		}
+	}
+	return ops
+}
+
+// qParamsFor returns params of the given width covering [lo, hi] (widened
+// to include 0 when unsigned, and to a non-empty range).
+func qParamsFor(bits int, lo, hi float64) QParams {
+	if !(hi > lo) {
+		hi = lo + 1e-8
+		if lo == 0 {
+			hi = 1
+		}
+	}
+	levels := math.Exp2(float64(bits)) - 1
+	return QParams{Bits: bits, Scale: float32((hi - lo) / levels), Lower: float32(lo)}
+}
+
+// qUpper is the largest value p represents.
+func qUpper(p QParams) float32 {
+	return p.Scale*float32(math.Exp2(float64(p.Bits))-1) + p.Lower
+}
+
+// qWeightParams returns per-output-channel params for l's weights (one per
+// row of W, the columns of the product's B operand) and the codes, laid out
+// In×Out (K×N row-major), as float64. Each channel's range is the min/max
+// shrunk by the factor that minimises the squared quantization error.
+func qWeightParams(l *QLinear, bits int) ([]QParams, []float64) {
+	ps := make([]QParams, l.Out)
+	codes := make([]float64, l.In*l.Out)
+	for j := 0; j < l.Out; j++ {
+		row := l.W[j*l.In : (j+1)*l.In]
+		ps[j] = qBestRange(row, bits, false)
+		inv, off := ps[j].Requant()
+		for k, w := range row {
+			codes[k*l.Out+j] = float64(qQuant(w, inv, off, bits))
+		}
+	}
+	return ps, codes
+}
+
+// qQuant is the one quantizer of the package: bmm.Requant's formula, so
+// that a fused epilogue that re-quantizes gives the same codes.
+func qQuant(x, inv, off float32, bits int) uint32 {
+	return bmm.Requant{Scale: inv, Offset: off}.Quantize(x, bits)
+}
+
+// qDequant is Scale·(q + Zero()).
+func qDequant(q float64, p QParams) float64 {
+	return float64(p.Scale) * (q + float64(p.Zero()))
+}
+
+// qBestRange picks the range of vals for bits: among the min/max (or
+// [0, max] when unsigned), a few tail quantiles and shrunk ranges, the one
+// that minimises the squared error of quantize-then-dequantize. vals may be
+// a sample; it is not modified.
+func qBestRange(vals []float32, bits int, unsigned bool) QParams {
+	if len(vals) == 0 {
+		return qParamsFor(bits, 0, 1)
+	}
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	lo, hi := float64(s[0]), float64(s[len(s)-1])
+	if unsigned {
+		lo = 0
+	}
+	if bits >= 12 {
+		return qParamsFor(bits, lo, hi)
+	}
+	type cand struct{ lo, hi float64 }
+	var cands []cand
+	for _, f := range []float64{1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3} {
+		cands = append(cands, cand{lo * f, hi * f})
+	}
+	for _, q := range []float64{1e-4, 1e-3, 5e-3, 1e-2, 3e-2, 1e-1} {
+		i := int(q * float64(len(s)))
+		if i == 0 {
+			continue
+		}
+		c := cand{float64(s[i]), float64(s[len(s)-1-i])}
+		if unsigned {
+			c.lo = 0
+		}
+		cands = append(cands, c)
+	}
+	best, bestErr := qParamsFor(bits, lo, hi), math.Inf(1)
+	for _, c := range cands {
+		p := qParamsFor(bits, c.lo, c.hi)
+		inv, off := p.Requant()
+		var e float64
+		for _, v := range s {
+			d := qDequant(float64(qQuant(v, inv, off, bits)), p) - float64(v)
+			e += d * d
+		}
+		if e < bestErr {
+			best, bestErr = p, e
+		}
+	}
+	return best
+}

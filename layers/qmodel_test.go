@@ -1,0 +1,240 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// qSynth is a planted-partition graph whose labels are the communities and
+// whose sparse count features are noisy indicators of them.
+func qSynth(t testing.TB, n, k, f int, binary bool, seed uint64) *subgraph.Dataset {
+	t.Helper()
+	g, labels, err := subgraph.PlantedPartition(n, k, 6, 0.2, seed)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(seed, 7))
+	feat := &subgraph.Features{Rows: n, Cols: f, Indptr: make([]int32, n+1)}
+	for v := 0; v < n; v++ {
+		for c := 0; c < f; c++ {
+			p := 0.05
+			if c%k == int(labels[v]) {
+				p = 0.25
+			}
+			if r.Float64() < p {
+				feat.Indices = append(feat.Indices, int32(c))
+				if !binary {
+					feat.Values = append(feat.Values, float32(1+r.IntN(20)))
+				}
+			}
+		}
+		feat.Indptr[v+1] = int32(len(feat.Indices))
+	}
+	d := &subgraph.Dataset{Name: "synth", Graph: g, Features: feat, Labels: labels, NumClasses: k}
+	d.RandomSplit(10, 10, seed)
+	return d
+}
+
+func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) (*QModel, *QData, *QInput) {
+	t.Helper()
+	ds := qSynth(t, 300, 4, 40, binary, 3)
+	var p *subgraph.Partitioning
+	if parts > 1 {
+		var err error
+		p, err = subgraph.Partition(ds.Graph, parts, subgraph.PartitionOptions{Seed: 1})
+		require.NoError(t, err)
+	}
+	d, err := NewQData(ds, p, 1)
+	require.NoError(t, err)
+	in, err := QuantizeInput(ds.Features, abits)
+	require.NoError(t, err)
+	m, err := NewQModel(kind, 40, 16, 4, 2, abits, wbits, 5)
+	require.NoError(t, err)
+	_, err = m.TrainFP32(d, in, QTrainConfig{Epochs: 5, LR: 0.01, Seed: 1})
+	require.NoError(t, err)
+	require.NoError(t, m.Calibrate(d, in, 0))
+	return m, d, in
+}
+
+func TestQEpilogueMatchesApply(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	ep := &bmm.Epilogue{ColScale: vec(3), RowTerm: vec(2), ColTerm: vec(3), ColConst: vec(3), RowScale: vec(2), ColBias: vec(3), ReLU: true}
+	for i := 0; i < 2000; i++ {
+		c := int32(r.Uint32())
+		m, n := i%2, i%3
+		require.Equal(t, math.Float32bits(ep.Apply(c, m, n)), math.Float32bits(qEpilogue(ep, float32(c), m, n)))
+	}
+}
+
+// TestQWideProduct checks the plane-split product against int64 sums where
+// the int32 kernels would overflow.
+func TestQWideProduct(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct{ m, k, n, a, b int }{
+		{3, 300, 5, 16, 16}, {2, 65, 3, 32, 1}, {4, 257, 2, 20, 12}, {1, 1, 1, 32, 32},
+	} {
+		t.Run(fmt.Sprintf("%dx%dx%d/a=%d/b=%d", tc.m, tc.k, tc.n, tc.a, tc.b), func(t *testing.T) {
+			av := make([]int32, tc.m*tc.k)
+			bv := make([]int32, tc.k*tc.n)
+			for i := range av {
+				av[i] = int32(r.Uint64() & (1<<tc.a - 1))
+			}
+			for i := range bv {
+				bv[i] = int32(r.Uint64() & (1<<tc.b - 1))
+			}
+			a, err := bittensor.PackRows(av, tc.m, tc.k, tc.a)
+			require.NoError(t, err)
+			b, err := bittensor.PackCols(bv, tc.k, tc.n, tc.b)
+			require.NoError(t, err)
+			got, err := qWideProduct(bmm.Generic{}, a, b)
+			require.NoError(t, err)
+			for i := 0; i < tc.m; i++ {
+				for j := 0; j < tc.n; j++ {
+					var want uint64
+					for k := 0; k < tc.k; k++ {
+						want += uint64(uint32(av[i*tc.k+k])) * uint64(uint32(bv[k*tc.n+j]))
+					}
+					if tc.a+tc.b < 50 {
+						assert.Equal(t, float64(want), got[i*tc.n+j])
+					} else {
+						assert.InEpsilon(t, float64(want), got[i*tc.n+j]+1e-300, 1e-12)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestQInferMatchesSimulation proves that inference on bit tensors gives
+// exactly the codes and logits of the float64 simulation of the same
+// integer math: every inter-layer tensor's codes and every logit bit.
+func TestQInferMatchesSimulation(t *testing.T) {
+	for _, kind := range []string{QGCN, QGIN} {
+		for _, bits := range [][2]int{{1, 1}, {2, 2}, {3, 5}, {4, 4}, {8, 8}, {16, 16}, {8, 2}} {
+			for _, binary := range []bool{true, false} {
+				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", kind, bits[0], bits[1], binary)
+				t.Run(name, func(t *testing.T) {
+					m, d, in := qPrepared(t, kind, bits[0], bits[1], 3, binary)
+					plan, err := m.Compile(bmm.Generic{})
+					require.NoError(t, err)
+					for _, b := range d.Eval {
+						st, want, err := m.simForward(b, in, true, -1, 0, nil)
+						require.NoError(t, err)
+						x, err := in.Pack(b.Nodes)
+						require.NoError(t, err)
+						got, _, err := plan.Forward(b, x, func(op int, codes *bittensor.Tensor) {
+							if codes == nil {
+								return
+							}
+							require.Equal(t, st.codes[op], codes.Ints(), "codes of op %d", op)
+						})
+						require.NoError(t, err)
+						require.Equal(t, len(want), len(got))
+						for i := range want {
+							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestQZeroPointExact checks that the first product's epilogue output is
+// the product of the dequantized features and weights (signed weights with
+// per-channel zero points, features with a zero point when they need one).
+func TestQZeroPointExact(t *testing.T) {
+	for _, kind := range []string{QGCN, QGIN} {
+		t.Run(kind, func(t *testing.T) {
+			m, d, in := qPrepared(t, kind, 4, 3, 1, false)
+			b := d.Eval[0]
+			st, _, err := m.simForward(b, in, true, 0, 0, nil)
+			require.NoError(t, err)
+			w := st.weights[0]
+			l := &m.Layers[0].Lin1
+			y := st.outs[0]
+			for r := 0; r < b.N(); r++ {
+				for j := 0; j < l.Out; j++ {
+					var want, mag float64
+					for p := st.input.indptr[r]; p < st.input.indptr[r+1]; p++ {
+						h := qDequant(st.input.vals[p], m.Input)
+						v := h * w.deq[int(st.input.indices[p])*l.Out+j]
+						want += v
+						mag += math.Abs(v)
+					}
+					if kind == QGCN {
+						want *= float64(b.DInv[r])
+						mag *= float64(b.DInv[r])
+					}
+					assert.InDelta(t, want, float64(y[r*l.Out+j]), 1e-5*(mag+1))
+				}
+			}
+		})
+	}
+}
+
+// TestQATForwardIsInference proves the training forward pass (the one QAT
+// differentiates) computes exactly what inference computes.
+func TestQATForwardIsInference(t *testing.T) {
+	for _, kind := range []string{QGCN, QGIN} {
+		t.Run(kind, func(t *testing.T) {
+			m, d, in := qPrepared(t, kind, 3, 3, 1, false)
+			_, err := m.QAT(d, in, QTrainConfig{Epochs: 2, LR: 0.005, Seed: 1})
+			require.NoError(t, err)
+			plan, err := m.Compile(nil)
+			require.NoError(t, err)
+			b := d.Eval[0]
+			// The training pass: rng set and a dropout rate, as train uses them.
+			_, train, err := m.simForward(b, in, true, -1, 0.5, rand.New(rand.NewPCG(1, 1)))
+			require.NoError(t, err)
+			x, err := in.Pack(b.Nodes)
+			require.NoError(t, err)
+			inf, _, err := plan.Forward(b, x, nil)
+			require.NoError(t, err)
+			for i := range inf {
+				require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(train[i]), "logit %d", i)
+			}
+		})
+	}
+}
+
+// TestQTrainLearns checks full-precision training, calibration and QAT reach
+// a useful accuracy on the planted partition, quantized at 4 bits.
+func TestQTrainLearns(t *testing.T) {
+	for _, kind := range []string{QGCN, QGIN} {
+		t.Run(kind, func(t *testing.T) {
+			ds := qSynth(t, 400, 4, 40, false, 9)
+			d, err := NewQData(ds, nil, 1)
+			require.NoError(t, err)
+			in, err := QuantizeInput(ds.Features, 4)
+			require.NoError(t, err)
+			m, err := NewQModel(kind, 40, 16, 4, 2, 4, 4, 1)
+			require.NoError(t, err)
+			_, err = m.TrainFP32(d, in, QTrainConfig{Epochs: 60, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.3, Seed: 1})
+			require.NoError(t, err)
+			fp, err := m.Accuracy(d, in, false, d.Test)
+			require.NoError(t, err)
+			require.NoError(t, m.Calibrate(d, in, 0))
+			_, err = m.QAT(d, in, QTrainConfig{Epochs: 10, LR: 0.003, Seed: 1})
+			require.NoError(t, err)
+			q, err := m.Accuracy(d, in, true, d.Test)
+			require.NoError(t, err)
+			assert.Greater(t, fp, 0.7, "fp32 test accuracy")
+			assert.Greater(t, q, fp-0.1, "4-bit test accuracy")
+		})
+	}
+}

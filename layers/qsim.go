@@ -1,0 +1,510 @@
+package layers
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// The float simulation of a QModel. With quant set it computes every
+// product from the integer codes (exactly: float64 sums of integers below
+// 2^53), then applies the very epilogues and quantizer the bit kernels use,
+// so its codes and logits equal Infer's bit for bit; this is the forward
+// pass of quantization-aware training, and its backward pass is the
+// straight-through estimator. Without quant it is the full-precision model
+// (same batches, same order of operations), which trains the fp32 weights.
+
+// qWeights holds one linear's weights as the product's B operand (K×N).
+type qWeights struct {
+	params []QParams // per output channel (quant only)
+	codes  []float64 // K×N codes (quant only)
+	colSum []float64 // Σ_k codes[k][n] (quant only)
+	deq    []float64 // K×N values the product sees: dequantized or W itself
+}
+
+func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
+	w := &qWeights{deq: make([]float64, l.In*l.Out)}
+	if !quant {
+		for j := 0; j < l.Out; j++ {
+			for k := 0; k < l.In; k++ {
+				w.deq[k*l.Out+j] = float64(l.W[j*l.In+k])
+			}
+		}
+		return w
+	}
+	w.params, w.codes = qWeightParams(l, bits)
+	w.colSum = make([]float64, l.Out)
+	for k := 0; k < l.In; k++ {
+		for j := 0; j < l.Out; j++ {
+			q := w.codes[k*l.Out+j]
+			w.colSum[j] += q
+			w.deq[k*l.Out+j] = qDequant(q, w.params[j])
+		}
+	}
+	return w
+}
+
+// qLinEpilogue is the epilogue of H·Wᵀ on codes: per-channel scales and the
+// zero-point corrections that make it the product of the dequantized
+// values, then D^-1/2, bias and ReLU as op says.
+//
+//	Σ_k s_h(q_h+z_h)·s_j(q_w+z_j) = s_h s_j·[C + z_j·R_h + z_h·(Σ_k q_w + K·z_j)]
+func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b *QBatch, quant bool) *bmm.Epilogue {
+	ep := &bmm.Epilogue{ColBias: op.bias, ReLU: op.relu}
+	if op.rowScale {
+		ep.RowScale = b.DInv
+	}
+	if !quant {
+		return ep
+	}
+	n := len(w.params)
+	ep.ColScale = make([]float32, n)
+	ep.ColTerm = make([]float32, n)
+	ep.RowTerm = rowSums
+	zh := float64(ph.Zero())
+	if zh != 0 {
+		ep.ColConst = make([]float32, n)
+	}
+	for j, pw := range w.params {
+		s := float32(ph.Scale * pw.Scale)
+		ep.ColScale[j] = s
+		ep.ColTerm[j] = float32(s * pw.Zero())
+		if zh != 0 {
+			ep.ColConst[j] = float32(float64(s) * zh * (w.colSum[j] + float64(k)*float64(pw.Zero())))
+		}
+	}
+	return ep
+}
+
+// qAggEpilogue is the epilogue of A·Z with a 1-bit adjacency A and Z's
+// per-tensor params: Σ_u A[v][u]·s_z(q+z_z) = s_z·C + s_z z_z·deg(v).
+func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilogue {
+	ep := &bmm.Epilogue{ColBias: op.bias, ReLU: op.relu}
+	if op.rowScale {
+		ep.RowScale = b.DInv
+	}
+	if !quant {
+		return ep
+	}
+	ep.ColScale = make([]float32, n)
+	ep.ColTerm = make([]float32, n)
+	ep.RowTerm = b.Deg
+	for j := range ep.ColScale {
+		ep.ColScale[j] = pz.Scale
+		ep.ColTerm[j] = float32(pz.Scale * pz.Zero())
+	}
+	return ep
+}
+
+// qSimInput is the batch's input: the gathered sparse rows of the features.
+type qSimInput struct {
+	indptr, indices []int32
+	vals            []float64 // codes (quant) or values
+}
+
+func qGatherInput(in *QInput, nodes []int32, quant bool) *qSimInput {
+	s := &qSimInput{indptr: make([]int32, len(nodes)+1)}
+	for i, v := range nodes {
+		for p := in.Indptr[v]; p < in.Indptr[v+1]; p++ {
+			s.indices = append(s.indices, in.Indices[p])
+			if quant {
+				s.vals = append(s.vals, float64(in.Codes[p]))
+			} else {
+				s.vals = append(s.vals, float64(in.Vals[p]))
+			}
+		}
+		s.indptr[i+1] = int32(len(s.indices))
+	}
+	return s
+}
+
+// qSimState is what one forward pass keeps for the backward pass.
+type qSimState struct {
+	quant   bool
+	ops     []qOp
+	weights []*qWeights // per op (nil for qAgg)
+	input   *qSimInput
+	dropIn  []bool      // dropped input entries (training, fp32 only)
+	acts    [][]float64 // input of each op: codes (quant) or values, dense n×width; nil for op 0
+	drops   [][]bool    // dropout masks of dense inputs
+	outs    [][]float32 // each op's epilogue output (before quantization)
+	widths  []int       // output width of each op
+	inP     []QParams
+	n       int
+	batch   *QBatch
+	codes   [][]int32 // output codes of each quantized op (for tests)
+	dropout float32
+}
+
+// qParFor runs f over [0, n) split in chunks across the CPUs.
+func qParFor(n int, f func(lo, hi int)) {
+	w := runtime.GOMAXPROCS(0)
+	if n < 64 || w == 1 {
+		f(0, n)
+		return
+	}
+	chunk := (n + w - 1) / w
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			f(lo, hi)
+		}(lo, min(n, lo+chunk))
+	}
+	wg.Wait()
+}
+
+// simForward runs the model on batch b. stopAt ≥ 0 stops after that op and
+// returns its epilogue output instead of the logits (calibration). With
+// rng non-nil and dropout > 0 (full precision only), inputs of the linears
+// are dropped out.
+func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+	if in.Cols != m.Layers[0].Lin1.In {
+		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrQModel, in.Cols, m.Layers[0].Lin1.In)
+	}
+	if quant && in.Params != m.Input {
+		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, m.Input)
+	}
+	st := &qSimState{quant: quant, ops: m.ops(), n: b.N(), batch: b, dropout: dropout}
+	if rng == nil || quant {
+		st.dropout = 0
+	}
+	st.input = qGatherInput(in, b.Nodes, quant)
+	if st.dropout > 0 {
+		st.dropIn = make([]bool, len(st.input.vals))
+		keep := 1 / (1 - float64(st.dropout))
+		for i := range st.input.vals {
+			if rng.Float32() < st.dropout {
+				st.dropIn[i] = true
+				st.input.vals[i] = 0
+			} else {
+				st.input.vals[i] *= keep
+			}
+		}
+	}
+	n := b.N()
+	ph := m.Input
+	var cur []float64 // dense input of the current op (nil: the sparse features)
+	curW := in.Cols
+	for i := range st.ops {
+		op := &st.ops[i]
+		st.inP = append(st.inP, ph)
+		var c []float64
+		var ep *bmm.Epilogue
+		var width int
+		switch op.kind {
+		case qLin:
+			w := qPrepareWeights(op.lin, m.WBits, quant)
+			st.weights = append(st.weights, w)
+			width = op.lin.Out
+			src := w.deq
+			if quant {
+				src = w.codes
+			}
+			var drop []bool
+			if cur != nil && st.dropout > 0 {
+				drop = make([]bool, len(cur))
+				keep := 1 / (1 - float64(st.dropout))
+				for j := range cur {
+					if rng.Float32() < st.dropout {
+						drop[j] = true
+						cur[j] = 0
+					} else {
+						cur[j] *= keep
+					}
+				}
+			}
+			st.drops = append(st.drops, drop)
+			var rowSums []float32
+			if cur == nil {
+				c = qSpMMDense(st.input, src, n, width)
+				if quant {
+					rowSums = qSparseRowSums(st.input)
+				}
+			} else {
+				c = qMatMul(cur, src, n, curW, width)
+				if quant {
+					rowSums = qDenseRowSums(cur, n, curW)
+				}
+			}
+			ep = qLinEpilogue(op, ph, w, curW, rowSums, b, quant)
+		case qAgg:
+			st.weights = append(st.weights, nil)
+			st.drops = append(st.drops, nil)
+			width = curW
+			c = qAggregate(b, cur, width)
+			ep = qAggEpilogue(op, ph, width, b, quant)
+		}
+		st.acts = append(st.acts, cur)
+		st.widths = append(st.widths, width)
+		y := make([]float32, n*width)
+		qParFor(n, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				for j := 0; j < width; j++ {
+					y[r*width+j] = qEpilogue(ep, float32(c[r*width+j]), r, j)
+				}
+			}
+		})
+		st.outs = append(st.outs, y)
+		if i == stopAt || op.out == nil {
+			st.codes = append(st.codes, nil)
+			return st, y, nil
+		}
+		next := make([]float64, n*width)
+		if quant {
+			p := *op.out
+			inv, off := p.Requant()
+			codes := make([]int32, n*width)
+			for j, v := range y {
+				q := qQuant(v, inv, off, p.Bits)
+				codes[j] = int32(q)
+				next[j] = float64(q)
+			}
+			st.codes = append(st.codes, codes)
+			ph = p
+		} else {
+			st.codes = append(st.codes, nil)
+			for j, v := range y {
+				next[j] = float64(v)
+			}
+		}
+		cur, curW = next, width
+	}
+	return st, st.outs[len(st.outs)-1], nil
+}
+
+// qSpMMDense returns S·B for sparse S (n rows) and dense B (K×w).
+func qSpMMDense(s *qSimInput, bm []float64, n, w int) []float64 {
+	out := make([]float64, n*w)
+	qParFor(n, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			o := out[r*w : (r+1)*w]
+			for p := s.indptr[r]; p < s.indptr[r+1]; p++ {
+				v := s.vals[p]
+				if v == 0 {
+					continue
+				}
+				row := bm[int(s.indices[p])*w : int(s.indices[p]+1)*w]
+				for j, x := range row {
+					o[j] += v * x
+				}
+			}
+		}
+	})
+	return out
+}
+
+// qMatMul returns A·B for dense A (n×k) and B (k×w).
+func qMatMul(a, bm []float64, n, k, w int) []float64 {
+	out := make([]float64, n*w)
+	qParFor(n, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			o := out[r*w : (r+1)*w]
+			for kk, v := range a[r*k : (r+1)*k] {
+				if v == 0 {
+					continue
+				}
+				row := bm[kk*w : (kk+1)*w]
+				for j, x := range row {
+					o[j] += v * x
+				}
+			}
+		}
+	})
+	return out
+}
+
+// qAggregate returns A·Z with the batch's adjacency (self-loops included).
+func qAggregate(b *QBatch, z []float64, w int) []float64 {
+	n := b.N()
+	out := make([]float64, n*w)
+	qParFor(n, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			o := out[v*w : (v+1)*w]
+			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
+				for j, x := range z[int(u)*w : int(u+1)*w] {
+					o[j] += x
+				}
+			}
+		}
+	})
+	return out
+}
+
+func qSparseRowSums(s *qSimInput) []float32 {
+	out := make([]float32, len(s.indptr)-1)
+	for r := range out {
+		var t float64
+		for _, v := range s.vals[s.indptr[r]:s.indptr[r+1]] {
+			t += v
+		}
+		out[r] = float32(t)
+	}
+	return out
+}
+
+func qDenseRowSums(a []float64, n, k int) []float32 {
+	out := make([]float32, n)
+	for r := range out {
+		var t float64
+		for _, v := range a[r*k : (r+1)*k] {
+			t += v
+		}
+		out[r] = float32(t)
+	}
+	return out
+}
+
+// qGrads are the gradients of every linear's weights and biases, in the
+// QLinear layout.
+type qGrads struct {
+	w, b map[*QLinear][]float32
+}
+
+// simBackward propagates dLogits (n×classes) through st with the
+// straight-through estimator: a quantizer passes the gradient where its
+// input lies inside its range and stops it where it clipped; weights pass
+// it unchanged. Gradients accumulate into g.
+func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
+	n := st.n
+	for i := len(st.ops) - 1; i >= 0; i-- {
+		op := &st.ops[i]
+		width := st.widths[i]
+		y := st.outs[i]
+		var lo, hi float32
+		clip := st.quant && op.out != nil
+		if clip {
+			lo, hi = op.out.Lower, qUpper(*op.out)
+		}
+		// dT: gradient at the epilogue's pre-activation, times RowScale.
+		dt := dOut
+		var bias []float32
+		if op.bias != nil {
+			bias = make([]float32, width)
+		}
+		for r := 0; r < n; r++ {
+			for j := 0; j < width; j++ {
+				k := r*width + j
+				v := y[k]
+				if (op.relu && !(v > 0)) || (clip && (v < lo || v > hi)) {
+					dt[k] = 0
+					continue
+				}
+				if bias != nil {
+					bias[j] += float32(dt[k])
+				}
+				if op.rowScale {
+					dt[k] *= float64(st.batch.DInv[r])
+				}
+			}
+		}
+		if bias != nil {
+			gb := g.b[qBiasOwner(m, op)]
+			for j, v := range bias {
+				gb[j] += v
+			}
+		}
+		switch op.kind {
+		case qAgg:
+			// A is symmetric: Aᵀ·dT = A·dT.
+			dOut = qAggregate(st.batch, dt, width)
+		case qLin:
+			w := st.weights[i]
+			l := op.lin
+			gw := g.w[l]
+			var hDeq []float64
+			in := st.inP[i]
+			if st.acts[i] != nil {
+				hDeq = st.acts[i]
+				if st.quant {
+					hDeq = make([]float64, len(st.acts[i]))
+					for k, q := range st.acts[i] {
+						hDeq[k] = qDequant(q, in)
+					}
+				}
+			}
+			// dW[j][k] = Σ_r dT[r][j]·Ĥ[r][k]
+			qParFor(l.Out, func(jlo, jhi int) {
+				for r := 0; r < n; r++ {
+					drow := dt[r*width : (r+1)*width]
+					if hDeq == nil {
+						s := st.input
+						for p := s.indptr[r]; p < s.indptr[r+1]; p++ {
+							hv := s.vals[p]
+							if st.quant {
+								hv = qDequant(hv, in)
+							}
+							if hv == 0 {
+								continue
+							}
+							kk := int(s.indices[p])
+							for j := jlo; j < jhi; j++ {
+								gw[j*l.In+kk] += float32(drow[j] * hv)
+							}
+						}
+						continue
+					}
+					hrow := hDeq[r*l.In : (r+1)*l.In]
+					for j := jlo; j < jhi; j++ {
+						d := drow[j]
+						if d == 0 {
+							continue
+						}
+						gr := gw[j*l.In : (j+1)*l.In]
+						for kk, hv := range hrow {
+							gr[kk] += float32(d * hv)
+						}
+					}
+				}
+			})
+			if i == 0 {
+				return
+			}
+			// dĤ = dT·Ŵᵀ, then through the dropout mask.
+			dh := make([]float64, n*l.In)
+			qParFor(n, func(rlo, rhi int) {
+				for r := rlo; r < rhi; r++ {
+					drow := dt[r*width : (r+1)*width]
+					o := dh[r*l.In : (r+1)*l.In]
+					for kk := range o {
+						var s float64
+						wr := w.deq[kk*l.Out : (kk+1)*l.Out]
+						for j, d := range drow {
+							s += d * wr[j]
+						}
+						o[kk] = s
+					}
+				}
+			})
+			if drop := st.drops[i]; drop != nil {
+				keep := 1 / (1 - float64(st.dropout))
+				for k := range dh {
+					if drop[k] {
+						dh[k] = 0
+					} else {
+						dh[k] *= keep
+					}
+				}
+			}
+			dOut = dh
+		}
+	}
+}
+
+// qBiasOwner finds the linear whose bias op applies.
+func qBiasOwner(m *QModel, op *qOp) *QLinear {
+	for i := range m.Layers {
+		ly := &m.Layers[i]
+		if &op.bias[0] == &ly.Lin1.B[0] {
+			return &ly.Lin1
+		}
+		if ly.Lin2 != nil && &op.bias[0] == &ly.Lin2.B[0] {
+			return ly.Lin2
+		}
+	}
+	panic("layers: bias of no linear")
+}

@@ -1,0 +1,347 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// QData is a node-classification task prepared for QModel: the graph, the
+// labels and split, and the batches. Inference (and evaluation) runs on the
+// fixed Eval batches; training draws Cluster-GCN batches of PerBatch random
+// parts of Parts each epoch, or uses Eval when there is a single part.
+type QData struct {
+	Graph            *subgraph.Graph
+	Labels           []int32
+	Classes          int
+	Train, Val, Test []int32
+	Parts            *subgraph.Partitioning // nil: the whole graph is one batch
+	PerBatch         int
+	Eval             []*QBatch
+}
+
+// NewQData prepares d with partitioning parts (nil for one batch) grouped
+// perBatch parts to a batch. The Eval batches carry their packed adjacency.
+func NewQData(d *subgraph.Dataset, parts *subgraph.Partitioning, perBatch int) (*QData, error) {
+	if d.Labels == nil || d.NumClasses < 1 {
+		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrQModel, d.Name)
+	}
+	q := &QData{Graph: d.Graph, Labels: d.Labels, Classes: d.NumClasses,
+		Train: d.Train, Val: d.Val, Test: d.Test, Parts: parts, PerBatch: max(1, perBatch)}
+	var groups [][]int32
+	if parts == nil || parts.K == 1 {
+		all := make([]int32, d.Graph.N())
+		for i := range all {
+			all[i] = int32(i)
+		}
+		groups = [][]int32{all}
+		q.Parts = nil
+	} else {
+		groups = QGroups(parts, q.PerBatch, nil)
+	}
+	var err error
+	q.Eval, err = NewQBatches(d.Graph, groups, true)
+	return q, err
+}
+
+// QTrainConfig controls TrainFP32 and QAT.
+type QTrainConfig struct {
+	Epochs      int
+	LR          float32
+	WeightDecay float32
+	Dropout     float32 // full precision only
+	Patience    int     // stop after this many epochs without a better validation accuracy (0: never)
+	Seed        uint64
+	// Progress, when set, is called after every epoch.
+	Progress func(epoch int, loss, valAcc float64)
+}
+
+// qAdam is Adam with L2 weight decay on the weights (not the biases).
+type qAdam struct {
+	lr, wd float64
+	t      int
+	m, v   map[*float32][]float64
+}
+
+func (o *qAdam) step(params [][]float32, grads [][]float32, decay []bool) {
+	o.t++
+	bc1 := 1 - math.Pow(0.9, float64(o.t))
+	bc2 := 1 - math.Pow(0.999, float64(o.t))
+	for i, p := range params {
+		if len(p) == 0 {
+			continue
+		}
+		m, ok := o.m[&p[0]]
+		if !ok {
+			m = make([]float64, len(p))
+			o.m[&p[0]] = m
+			o.v[&p[0]] = make([]float64, len(p))
+		}
+		v := o.v[&p[0]]
+		for k, g32 := range grads[i] {
+			g := float64(g32)
+			if decay[i] {
+				g += o.wd * float64(p[k])
+			}
+			m[k] = 0.9*m[k] + 0.1*g
+			v[k] = 0.999*v[k] + 0.001*g*g
+			p[k] -= float32(o.lr * (m[k] / bc1) / (math.Sqrt(v[k]/bc2) + 1e-8))
+		}
+	}
+}
+
+func (m *QModel) linears() []*QLinear {
+	var ls []*QLinear
+	for i := range m.Layers {
+		ls = append(ls, &m.Layers[i].Lin1)
+		if m.Layers[i].Lin2 != nil {
+			ls = append(ls, m.Layers[i].Lin2)
+		}
+	}
+	return ls
+}
+
+// TrainFP32 trains m's float weights in full precision on d's batches and
+// keeps the weights of the best validation epoch. It returns that accuracy.
+func (m *QModel) TrainFP32(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
+	return m.train(d, in, cfg, false)
+}
+
+// QAT fine-tunes a calibrated m with quantization in the loop: the forward
+// pass is the exact integer simulation of inference (the same quantizer and
+// rounding as the bit kernels) and the backward pass the straight-through
+// estimator. The weights of the best validation epoch (epoch 0 being the
+// calibrated starting point) are kept; it returns that accuracy.
+func (m *QModel) QAT(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
+	if !m.Calibrated {
+		return 0, fmt.Errorf("%w: QAT needs a calibrated model", ErrQModel)
+	}
+	return m.train(d, in, cfg, true)
+}
+
+func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (float64, error) {
+	if err := m.Validate(in.Cols); err != nil {
+		return 0, err
+	}
+	if m.Classes != d.Classes {
+		return 0, fmt.Errorf("%w: model has %d classes, data %d", ErrQModel, m.Classes, d.Classes)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51ed270b27b6d4a3))
+	isTrain := make([]bool, d.Graph.N())
+	for _, v := range d.Train {
+		isTrain[v] = true
+	}
+	lins := m.linears()
+	var params, grads [][]float32
+	var decay []bool
+	g := &qGrads{w: map[*QLinear][]float32{}, b: map[*QLinear][]float32{}}
+	for _, l := range lins {
+		g.w[l] = make([]float32, len(l.W))
+		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
+		if l.B != nil {
+			g.b[l] = make([]float32, len(l.B))
+			params, grads, decay = append(params, l.B), append(grads, g.b[l]), append(decay, false)
+		}
+	}
+	opt := &qAdam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
+	best := -1.0
+	var bestModel *QModel
+	if quant {
+		acc, err := m.Accuracy(d, in, true, d.Val)
+		if err != nil {
+			return 0, err
+		}
+		best, bestModel = acc, m.Clone()
+	}
+	stale := 0
+	for ep := 1; ep <= cfg.Epochs; ep++ {
+		batches := d.Eval
+		if d.Parts != nil {
+			var err error
+			batches, err = NewQBatches(d.Graph, QGroups(d.Parts, d.PerBatch, rng), false)
+			if err != nil {
+				return 0, err
+			}
+		}
+		var loss float64
+		var count int
+		for _, b := range batches {
+			st, logits, err := m.simForward(b, in, quant, -1, cfg.Dropout, rng)
+			if err != nil {
+				return 0, err
+			}
+			var idx []int
+			for i, v := range b.Nodes {
+				if isTrain[v] {
+					idx = append(idx, i)
+				}
+			}
+			if len(idx) == 0 {
+				continue
+			}
+			l, dl := qCrossEntropy(logits, m.Classes, d.Labels, b.Nodes, idx)
+			loss += l * float64(len(idx))
+			count += len(idx)
+			for _, gr := range grads {
+				clear(gr)
+			}
+			m.simBackward(st, dl, g)
+			opt.step(params, grads, decay)
+		}
+		acc, err := m.Accuracy(d, in, quant, d.Val)
+		if err != nil {
+			return 0, err
+		}
+		if count > 0 {
+			loss /= float64(count)
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(ep, loss, acc)
+		}
+		if acc > best {
+			best, bestModel, stale = acc, m.Clone(), 0
+		} else if stale++; cfg.Patience > 0 && stale >= cfg.Patience {
+			break
+		}
+	}
+	if bestModel != nil {
+		m.Layers = bestModel.Layers
+	}
+	return best, nil
+}
+
+// qCrossEntropy is the mean softmax cross-entropy over rows idx of logits
+// (n×c) and its gradient, n×c.
+func qCrossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (float64, []float64) {
+	n := len(logits) / c
+	d := make([]float64, n*c)
+	var loss float64
+	inv := 1 / float64(len(idx))
+	for _, i := range idx {
+		row := logits[i*c : (i+1)*c]
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = max(mx, float64(v))
+		}
+		var s float64
+		for _, v := range row {
+			s += math.Exp(float64(v) - mx)
+		}
+		y := int(labels[nodes[i]])
+		if y < 0 || y >= c {
+			continue
+		}
+		loss -= float64(row[y]) - mx - math.Log(s)
+		for j, v := range row {
+			p := math.Exp(float64(v)-mx) / s
+			if j == y {
+				p--
+			}
+			d[i*c+j] = p * inv
+		}
+	}
+	return loss * inv, d
+}
+
+// Accuracy is the fraction of nodes whose label the model predicts, run
+// over d's Eval batches: quantized (the exact simulation of Infer) or in
+// full precision.
+func (m *QModel) Accuracy(d *QData, in *QInput, quant bool, nodes []int32) (float64, error) {
+	if len(nodes) == 0 {
+		return math.NaN(), nil
+	}
+	pred, err := m.Predict(d, in, quant)
+	if err != nil {
+		return 0, err
+	}
+	return QAccuracy(pred, d.Labels, nodes), nil
+}
+
+// QAccuracy is the fraction of nodes with pred equal to the label.
+func QAccuracy(pred, labels, nodes []int32) float64 {
+	if len(nodes) == 0 {
+		return math.NaN()
+	}
+	ok := 0
+	for _, v := range nodes {
+		if pred[v] == labels[v] {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(nodes))
+}
+
+// Predict returns the predicted class of every node (−1 for nodes in no
+// batch) with the simulation.
+func (m *QModel) Predict(d *QData, in *QInput, quant bool) ([]int32, error) {
+	pred := make([]int32, d.Graph.N())
+	for i := range pred {
+		pred[i] = -1
+	}
+	for _, b := range d.Eval {
+		_, logits, err := m.simForward(b, in, quant, -1, 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		QArgmax(pred, logits, m.Classes, b.Nodes)
+	}
+	return pred, nil
+}
+
+// QArgmax writes the arg max of each logits row to pred[nodes[row]].
+func QArgmax(pred []int32, logits []float32, c int, nodes []int32) {
+	for i, v := range nodes {
+		row := logits[i*c : (i+1)*c]
+		best := 0
+		for j, x := range row {
+			if x > row[best] {
+				best = j
+			}
+		}
+		pred[v] = int32(best)
+	}
+}
+
+// Calibrate sets m's activation parameters (post-training quantization):
+// the features' params from in, then each quantized tensor in order, from
+// its values over up to maxBatches of d's Eval batches with every earlier
+// tensor already quantized, by the range (min/max, a tail percentile or a
+// shrink) that minimises the squared quantization error.
+func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
+	if err := m.Validate(in.Cols); err != nil {
+		return err
+	}
+	m.Input = in.Params
+	batches := d.Eval
+	if maxBatches > 0 && len(batches) > maxBatches {
+		batches = batches[:maxBatches]
+	}
+	ops := m.ops()
+	m.Calibrated = true
+	for i := range ops {
+		if ops[i].out == nil {
+			continue
+		}
+		var sample []float32
+		for _, b := range batches {
+			_, y, err := m.simForward(b, in, true, i, 0, nil)
+			if err != nil {
+				return err
+			}
+			sample = append(sample, y...)
+		}
+		const maxSample = 1 << 19
+		if len(sample) > maxSample {
+			stride := len(sample) / maxSample
+			s := sample[:0]
+			for j := 0; j < len(sample); j += stride {
+				s = append(s, sample[j])
+			}
+			sample = s
+		}
+		*ops[i].out = qBestRange(sample, m.ABits, ops[i].relu)
+	}
+	return nil
+}
