@@ -19,17 +19,26 @@ const maxSparseID = 1 << 22
 // columns such as weights are ignored), separated by spaces, tabs or
 // commas; lines starting with '#' or '%' are comments, and a first line
 // that does not start with a number is taken as a CSV header. Node ids
-// are non-negative integers; the graph has 1 + the largest id nodes.
+// are non-negative integers; the graph has 1 + the largest id nodes, or
+// N when a comment line "# nodes: N" says so (which keeps isolated nodes
+// at the end; WriteEdgeList writes it).
 func parseEdgeList(name string, r io.Reader) (*Graph, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var src, dst []int32
-	maxID := int64(-1)
+	maxID, declared := int64(-1), int64(-1)
 	line := 0
 	for sc.Scan() {
 		line++
 		s := strings.TrimSpace(sc.Text())
 		if s == "" || s[0] == '#' || s[0] == '%' {
+			if rest, ok := strings.CutPrefix(s, "# nodes:"); ok {
+				v, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+				if err != nil || v < 0 || v > math.MaxInt32-1 {
+					return nil, fmt.Errorf("%w: %s: line %d: node count %q is not a non-negative int32", ErrFormat, name, line, rest)
+				}
+				declared = v
+			}
 			continue
 		}
 		f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' || r == ';' })
@@ -54,10 +63,17 @@ func parseEdgeList(name string, r io.Reader) (*Graph, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %s: line %d: %v", ErrFormat, name, line+1, err)
 	}
-	if maxID >= maxSparseID && maxID > 16*int64(len(src)) {
-		return nil, fmt.Errorf("%w: %s: node id %d is far beyond what %d edges need; renumber the nodes 0..N-1", ErrFormat, name, maxID, len(src))
+	n := maxID + 1
+	if declared >= 0 {
+		if declared < n {
+			return nil, fmt.Errorf("%w: %s: \"# nodes: %d\" but an edge names node %d", ErrInconsistent, name, declared, maxID)
+		}
+		n = declared
 	}
-	g, err := FromEdges(int(maxID+1), src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	if n > maxSparseID && n > 16*int64(len(src)) {
+		return nil, fmt.Errorf("%w: %s: %d nodes is far beyond what %d edges need; renumber the nodes 0..N-1", ErrFormat, name, n, len(src))
+	}
+	g, err := FromEdges(int(n), src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -73,11 +89,11 @@ func readEdgeList(name string, b []byte) (*Dataset, error) {
 }
 
 // WriteEdgeList writes g's undirected edges once each (u < v) as "u v"
-// lines after a comment giving the node count, a file parseEdgeList
-// reads back to the same graph when the highest node has an edge.
+// lines after a "# nodes: N" comment, a file Load reads back to the same
+// (symmetrized) graph.
 func WriteEdgeList(w io.Writer, g *Graph) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# qgtc edge list: %d nodes, %d undirected edges\n", g.N(), g.NumUndirectedEdges())
+	fmt.Fprintf(bw, "# qgtc edge list, %d undirected edges\n# nodes: %d\n", g.NumUndirectedEdges(), g.N())
 	var buf []byte
 	for v := 0; v < g.N(); v++ {
 		for _, u := range g.Neighbors(v) {
