@@ -581,13 +581,22 @@ func TestMalformed(t *testing.T) {
 			_, err := readNPZ("x.npz", npz(with("adj_indptr", npyBytes("<i4", []int{3}, i32(0, 1, 2))[:30])))
 			return err
 		}, ErrFormat, []string{"x.npz:adj_indptr", "header"}},
-		{"index out of range", func() error { _, err := readNPZ("x.npz", npz(with("adj_indices", npyBytes("<i4", []int{2}, i32(1, 7))))); return err }, ErrInconsistent, []string{"adj_indices", "element 1 = 7"}},
-		{"indptr length", func() error { _, err := readNPZ("x.npz", npz(with("adj_indptr", npyBytes("<i4", []int{2}, i32(0, 2))))); return err }, ErrInconsistent, []string{"adj_indptr", "want adj_shape[0]+1"}},
+		{"index out of range", func() error {
+			_, err := readNPZ("x.npz", npz(with("adj_indices", npyBytes("<i4", []int{2}, i32(1, 7)))))
+			return err
+		}, ErrInconsistent, []string{"adj_indices", "element 1 = 7"}},
+		{"indptr length", func() error {
+			_, err := readNPZ("x.npz", npz(with("adj_indptr", npyBytes("<i4", []int{2}, i32(0, 2)))))
+			return err
+		}, ErrInconsistent, []string{"adj_indptr", "want adj_shape[0]+1"}},
 		{"indptr decreasing", func() error {
 			_, err := readNPZ("x.npz", npz(with("adj_indptr", npyBytes("<i4", []int{3}, i32(0, 2, 1)))))
 			return err
 		}, ErrInconsistent, []string{"x.npz:adj", "indptr"}},
-		{"object dtype", func() error { _, err := readNPZ("x.npz", npz(with("adj_indptr", npyBytes("|O", []int{3}, nil)))); return err }, ErrFormat, []string{"adj_indptr", "descr", "not a numeric array"}},
+		{"object dtype", func() error {
+			_, err := readNPZ("x.npz", npz(with("adj_indptr", npyBytes("|O", []int{3}, nil))))
+			return err
+		}, ErrFormat, []string{"adj_indptr", "descr", "not a numeric array"}},
 		{"pickle truncated", func() error {
 			b, err := os.ReadFile("../testdata/cora/ind.cora.y")
 			require.NoError(t, err)
