@@ -1,0 +1,331 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+)
+
+func checkEdgeValues(name string, v []float32, g CSR, heads int) error {
+	if len(g.Indptr) == 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) {
+		return fmt.Errorf("%w: indptr does not end at the %d indices", ErrCSR, len(g.Indices))
+	}
+	if g.EdgeIDs != nil && len(g.EdgeIDs) != len(g.Indices) {
+		return fmt.Errorf("%w: %d edge ids for %d edges", ErrCSR, len(g.EdgeIDs), len(g.Indices))
+	}
+	if heads <= 0 {
+		return fmt.Errorf("%w: %d heads", ErrOperand, heads)
+	}
+	if len(v) != g.NNZ()*heads {
+		return fmt.Errorf("%w: %s has %d values, want nnz·heads = %d·%d", ErrOperand, name, len(v), g.NNZ(), heads)
+	}
+	return nil
+}
+
+// rowsOnly is a schedule whose spans are whole rows: the softmax of a row
+// needs all of its edges.
+func rowsOnly(s *Schedule, g CSR, heads int) Schedule {
+	sc := resolve(s, g, 0, heads)
+	sc.NoSplit = true
+	sc.FeatTile, sc.Partitions = 0, 0
+	return sc
+}
+
+// EdgeSoftmax normalises logits (nnz×heads, by edge id) over the edges
+// entering each row, per head:
+//
+//	out[e,h] = exp(logits[e,h] − m) / Σ_{e' into v} exp(logits[e',h] − m)
+//
+// with m the row's maximum. out may alias logits.
+func EdgeSoftmax(out []float32, g CSR, logits []float32, heads int, s *Schedule) error {
+	if err := checkEdgeValues("logits", logits, g, heads); err != nil {
+		return err
+	}
+	if err := checkEdgeValues("out", out, g, heads); err != nil {
+		return err
+	}
+	sc := rowsOnly(s, g, heads)
+	pl := makePlan(g, sc, heads)
+	pl.run(sc, func(_ *worker, sp span) {
+		for v := int(sp.r0); v < int(sp.r1); v++ {
+			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
+			for h := 0; h < heads; h++ {
+				m := float32(math.Inf(-1))
+				for p := p0; p < p1; p++ {
+					m = max(m, logits[g.eid(p)*heads+h])
+				}
+				var z float32
+				for p := p0; p < p1; p++ {
+					i := g.eid(p)*heads + h
+					x := expf(logits[i] - m)
+					out[i] = x
+					z += x
+				}
+				inv := 1 / z
+				for p := p0; p < p1; p++ {
+					out[g.eid(p)*heads+h] *= inv
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// EdgeSoftmaxBackward computes the gradient of the logits from out (what
+// EdgeSoftmax returned) and gout, its gradient:
+//
+//	glogits[e,h] = out[e,h]·(gout[e,h] − Σ_{e' into v} out[e',h]·gout[e',h])
+//
+// glogits may alias gout.
+func EdgeSoftmaxBackward(glogits []float32, g CSR, out, gout []float32, heads int, s *Schedule) error {
+	for _, c := range []struct {
+		n string
+		v []float32
+	}{{"glogits", glogits}, {"out", out}, {"gout", gout}} {
+		if err := checkEdgeValues(c.n, c.v, g, heads); err != nil {
+			return err
+		}
+	}
+	sc := rowsOnly(s, g, heads)
+	pl := makePlan(g, sc, heads)
+	pl.run(sc, func(_ *worker, sp span) {
+		for v := int(sp.r0); v < int(sp.r1); v++ {
+			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
+			for h := 0; h < heads; h++ {
+				var c float32
+				for p := p0; p < p1; p++ {
+					i := g.eid(p)*heads + h
+					c += out[i] * gout[i]
+				}
+				for p := p0; p < p1; p++ {
+					i := g.eid(p)*heads + h
+					glogits[i] = out[i] * (gout[i] - c)
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// gatArgs is one checked fused GAT call.
+type gatArgs struct {
+	g            CSR
+	feat, el, er []float32
+	heads, d     int
+	slope        float32
+	nsrc         int
+}
+
+func checkGAT(g CSR, feat, el, er []float32, heads, d int) (gatArgs, error) {
+	a := gatArgs{g: g, feat: feat, el: el, er: er, heads: heads, d: d}
+	if heads <= 0 || d <= 0 {
+		return a, fmt.Errorf("%w: %d heads of width %d", ErrOperand, heads, d)
+	}
+	if len(g.Indptr) == 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) {
+		return a, fmt.Errorf("%w: indptr does not end at the %d indices", ErrCSR, len(g.Indices))
+	}
+	if g.EdgeIDs != nil && len(g.EdgeIDs) != len(g.Indices) {
+		return a, fmt.Errorf("%w: %d edge ids for %d edges", ErrCSR, len(g.EdgeIDs), len(g.Indices))
+	}
+	f := heads * d
+	if len(feat)%f != 0 {
+		return a, fmt.Errorf("%w: feat has %d values, not a multiple of heads·d = %d", ErrOperand, len(feat), f)
+	}
+	a.nsrc = len(feat) / f
+	if len(el) != a.nsrc*heads {
+		return a, fmt.Errorf("%w: el has %d values, want nsrc·heads = %d·%d", ErrOperand, len(el), a.nsrc, heads)
+	}
+	if len(er) != g.Rows()*heads {
+		return a, fmt.Errorf("%w: er has %d values, want rows·heads = %d·%d", ErrOperand, len(er), g.Rows(), heads)
+	}
+	return a, nil
+}
+
+func leaky(z, slope float32) float32 {
+	if z > 0 {
+		return z
+	}
+	return z * slope
+}
+
+// GATAggregate is GAT's attention and aggregation fused in one pass over
+// the edges: for every row v, head h and edge u→v,
+//
+//	a_e = softmax over the edges into v of LeakyReLU(el[u,h] + er[v,h])
+//	out[v,h,:] = Σ_e a_e · feat[u,h,:]
+//
+// with feat nsrc×heads×d, el nsrc×heads, er rows×heads and out
+// rows×heads×d. The attention weights live only in a per-row scratch;
+// stats (rows×heads×2) receives each (v,h)'s maximum score and 1/Σexp,
+// from which GATAggregateBackward recomputes them. A row without edges
+// gets 0.
+func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d int, slope float32, s *Schedule) error {
+	a, err := checkGAT(g, feat, el, er, heads, d)
+	if err != nil {
+		return err
+	}
+	a.slope = slope
+	rows, f := g.Rows(), heads*d
+	if len(out) != rows*f {
+		return fmt.Errorf("%w: out has %d values, want rows·heads·d = %d·%d", ErrOperand, len(out), rows, f)
+	}
+	if len(stats) != rows*heads*2 {
+		return fmt.Errorf("%w: stats has %d values, want rows·heads·2 = %d", ErrOperand, len(stats), rows*heads*2)
+	}
+	sc := rowsOnly(s, g, f)
+	pl := makePlan(g, sc, f)
+	pl.run(sc, func(w *worker, sp span) {
+		buf := w.scratch(sp.maxDeg(g))
+		for v := int(sp.r0); v < int(sp.r1); v++ {
+			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
+			idx := g.Indices[p0:p1]
+			o := out[v*f : (v+1)*f]
+			clear(o)
+			for h := 0; h < heads; h++ {
+				wt := buf[:p1-p0]
+				m := float32(math.Inf(-1))
+				erv := er[v*heads+h]
+				for j, u := range idx {
+					sc := leaky(el[int(u)*heads+h]+erv, slope)
+					wt[j] = sc
+					m = max(m, sc)
+				}
+				var z float32
+				for j := range wt {
+					wt[j] = expf(wt[j] - m)
+					z += wt[j]
+				}
+				var inv float32
+				if z > 0 {
+					inv = 1 / z
+				}
+				for j := range wt {
+					wt[j] *= inv
+				}
+				stats[(v*heads+h)*2] = m
+				stats[(v*heads+h)*2+1] = inv
+				gatherAxpy(o[h*d:(h+1)*d], feat[h*d:], idx, wt, f)
+			}
+		}
+	})
+	return nil
+}
+
+// attention recomputes a_e and the pre-activation z for edge u→v, head h.
+func (a *gatArgs) attention(u, v, h int, stats []float32) (att, z float32) {
+	z = a.el[u*a.heads+h] + a.er[v*a.heads+h]
+	i := (v*a.heads + h) * 2
+	return expf(leaky(z, a.slope)-stats[i]) * stats[i+1], z
+}
+
+// GATAggregateBackward computes the gradients of feat, el and er (each
+// overwritten, skipped when nil) from gout (rows×heads×d), the gradient of
+// GATAggregate's out, and the out and stats it returned. It stores no
+// per-edge values: each of its two passes (over g for er, over the reverse
+// graph gT for feat and el) recomputes the attention weights from stats.
+// With c[v,h] = <gout[v,h], out[v,h]>:
+//
+//	g_a(e)    = <gout[v,h], feat[u,h]>
+//	g_z(e)    = a_e·(g_a(e) − c[v,h]) · (1 if z > 0 else slope)
+//	ger[v,h]  = Σ_{e into v} g_z(e),   gel[u,h] = Σ_{e out of u} g_z(e)
+//	gfeat[u,h] = Σ_{e out of u} a_e · gout[v,h]
+//
+// Pass the zero CSR as gT to have the transpose built here.
+func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, out, stats, gout []float32, heads, d int, slope float32, s *Schedule) error {
+	a, err := checkGAT(g, feat, el, er, heads, d)
+	if err != nil {
+		return err
+	}
+	a.slope = slope
+	rows, f := g.Rows(), heads*d
+	for _, c := range []struct {
+		n    string
+		v    []float32
+		want int
+		opt  bool
+	}{{"out", out, rows * f, false}, {"gout", gout, rows * f, false}, {"stats", stats, rows * heads * 2, false},
+		{"gfeat", gfeat, len(feat), true}, {"gel", gel, len(el), true}, {"ger", ger, len(er), true}} {
+		if (c.v != nil || !c.opt) && len(c.v) != c.want {
+			return fmt.Errorf("%w: %s has %d values, want %d", ErrOperand, c.n, len(c.v), c.want)
+		}
+	}
+	// c[v,h] = <gout[v,h], out[v,h]>.
+	cvh := make([]float32, rows*heads)
+	for v := 0; v < rows; v++ {
+		for h := 0; h < heads; h++ {
+			i := v*f + h*d
+			cvh[v*heads+h] = dot(gout[i:i+d], out[i:i+d])
+		}
+	}
+	sc := rowsOnly(s, g, f)
+	if ger != nil {
+		pl := makePlan(g, sc, f)
+		pl.run(sc, func(_ *worker, sp span) {
+			for v := int(sp.r0); v < int(sp.r1); v++ {
+				for h := 0; h < heads; h++ {
+					gv := gout[v*f+h*d : v*f+(h+1)*d]
+					var acc float32
+					for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
+						u := int(g.Indices[p])
+						att, z := a.attention(u, v, h, stats)
+						ga := dot(gv, feat[u*f+h*d:u*f+(h+1)*d])
+						gz := att * (ga - cvh[v*heads+h])
+						if z <= 0 {
+							gz *= slope
+						}
+						acc += gz
+					}
+					ger[v*heads+h] = acc
+				}
+			}
+		})
+	}
+	if gfeat == nil && gel == nil {
+		return nil
+	}
+	if gT.Indptr == nil {
+		gT = g.Transpose(a.nsrc)
+	}
+	if gT.Rows() != a.nsrc || gT.NNZ() != g.NNZ() {
+		return fmt.Errorf("%w: transpose has %d rows and %d edges, want %d and %d", ErrCSR, gT.Rows(), gT.NNZ(), a.nsrc, g.NNZ())
+	}
+	sc = rowsOnly(s, gT, f)
+	pl := makePlan(gT, sc, f)
+	pl.run(sc, func(w *worker, sp span) {
+		buf := w.scratch(sp.maxDeg(gT))
+		for u := int(sp.r0); u < int(sp.r1); u++ {
+			q0, q1 := int(gT.Indptr[u]), int(gT.Indptr[u+1])
+			idx := gT.Indices[q0:q1]
+			if gfeat != nil {
+				clear(gfeat[u*f : (u+1)*f])
+			}
+			for h := 0; h < heads; h++ {
+				wt := buf[:q1-q0]
+				fu := feat[u*f+h*d : u*f+(h+1)*d]
+				var acc float32
+				for j, v32 := range idx {
+					v := int(v32)
+					att, z := a.attention(u, v, h, stats)
+					wt[j] = att
+					if gel != nil {
+						ga := dot(gout[v*f+h*d:v*f+(h+1)*d], fu)
+						gz := att * (ga - cvh[v*heads+h])
+						if z <= 0 {
+							gz *= slope
+						}
+						acc += gz
+					}
+				}
+				if gel != nil {
+					gel[u*heads+h] = acc
+				}
+				if gfeat != nil {
+					gatherAxpy(gfeat[u*f+h*d:u*f+(h+1)*d], gout[h*d:], idx, wt, f)
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// expf is e^x in float32 for x ≤ 0 (softmax arguments), with exp(−Inf) = 0.
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }

@@ -1,0 +1,81 @@
+//go:build !purego
+
+package cpu
+
+import "github.com/klauspost/cpuid/v2"
+
+// spmmUseAVX2 switches the templates' AVX2+FMA inner loops on; tests turn it
+// off to compare them with the generic ones.
+var spmmUseAVX2 = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
+
+// spmmGatherSumAVX2 is gatherSumGeneric over w columns, w a multiple of 8.
+//
+//go:noescape
+func spmmGatherSumAVX2(acc, x *float32, idx *int32, n, ldx, w int)
+
+// spmmGatherAxpyAVX2 is gatherAxpyGeneric over w columns, w a multiple of 8.
+//
+//go:noescape
+func spmmGatherAxpyAVX2(acc, x *float32, idx *int32, wt *float32, n, ldx, w int)
+
+// spmmDotAVX2 is dotGeneric over n values, n a multiple of 8.
+//
+//go:noescape
+func spmmDotAVX2(a, b *float32, n int) float32
+
+// checkGather panics, as a slice expression would, when a gathered row
+// reaches past x: the assembly does not check bounds.
+func checkGather(x []float32, idx []int32, ldx, w int) {
+	if len(x) < w {
+		panic(errGatherRange)
+	}
+	lim := uint(len(x) - w)
+	for _, u := range idx {
+		if uint(u)*uint(ldx) > lim || u < 0 {
+			panic(errGatherRange)
+		}
+	}
+}
+
+func gatherSum(acc, x []float32, idx []int32, ldx int) {
+	w := len(acc)
+	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+		gatherSumGeneric(acc, x, idx, ldx)
+		return
+	}
+	checkGather(x, idx, ldx, w)
+	w8 := w &^ 7
+	spmmGatherSumAVX2(&acc[0], &x[0], &idx[0], len(idx), ldx, w8)
+	if w8 < w {
+		gatherSumGeneric(acc[w8:], x[w8:], idx, ldx)
+	}
+}
+
+func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
+	w := len(acc)
+	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+		gatherAxpyGeneric(acc, x, idx, wt, ldx)
+		return
+	}
+	checkGather(x, idx, ldx, w)
+	wt = wt[:len(idx)]
+	w8 := w &^ 7
+	spmmGatherAxpyAVX2(&acc[0], &x[0], &idx[0], &wt[0], len(idx), ldx, w8)
+	if w8 < w {
+		gatherAxpyGeneric(acc[w8:], x[w8:], idx, wt, ldx)
+	}
+}
+
+func dot(a, b []float32) float32 {
+	n := len(a)
+	if !spmmUseAVX2 || n < 8 {
+		return dotGeneric(a, b)
+	}
+	b = b[:n]
+	n8 := n &^ 7
+	s := spmmDotAVX2(&a[0], &b[0], n8)
+	if n8 < n {
+		s += dotGeneric(a[n8:], b[n8:])
+	}
+	return s
+}

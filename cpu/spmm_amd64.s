@@ -1,0 +1,386 @@
+//go:build !purego
+
+// Hand-written AVX2+FMA loops of the sparse templates (the avo generators
+// in cpu/_asm belong to the bit kernels; these three loops are short enough
+// to read directly). Each keeps a tile of the destination row in registers
+// while it gathers source rows, so the output is loaded and stored once per
+// row instead of once per edge.
+
+#include "textflag.h"
+
+// func spmmGatherSumAVX2(acc, x *float32, idx *int32, n, ldx, w int)
+// Implements gatherSumGeneric: acc[k] += Σ_j x[idx[j]*ldx + k], k < w, w%8 == 0.
+TEXT ·spmmGatherSumAVX2(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ n+24(FP), CX
+	MOVQ ldx+32(FP), R9
+	SHLQ $2, R9
+	MOVQ w+40(FP), DX
+
+sum64:
+	CMPQ DX, $64
+	JL   sum32
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	XORQ BX, BX
+
+sum64loop:
+	CMPQ    BX, CX
+	JGE     sum64done
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	VADDPS  0(AX), Y0, Y0
+	VADDPS  32(AX), Y1, Y1
+	VADDPS  64(AX), Y2, Y2
+	VADDPS  96(AX), Y3, Y3
+	VADDPS  128(AX), Y4, Y4
+	VADDPS  160(AX), Y5, Y5
+	VADDPS  192(AX), Y6, Y6
+	VADDPS  224(AX), Y7, Y7
+	INCQ    BX
+	JMP     sum64loop
+
+sum64done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $256, DI
+	ADDQ    $256, SI
+	SUBQ    $64, DX
+	JMP     sum64
+
+	// 8..56 columns left: one register per 8 columns, two edges per step
+	// into two register sets to halve the dependency chains.
+sum32:
+	CMPQ DX, $32
+	JL   sum8
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	XORQ    BX, BX
+
+sum32loop:
+	LEAQ    1(BX), R10
+	CMPQ    R10, CX
+	JGE     sum32tail
+	MOVLQSX (R8)(BX*4), AX
+	MOVLQSX 4(R8)(BX*4), R11
+	IMULQ   R9, AX
+	IMULQ   R9, R11
+	ADDQ    SI, AX
+	ADDQ    SI, R11
+	VADDPS  0(AX), Y0, Y0
+	VADDPS  32(AX), Y1, Y1
+	VADDPS  64(AX), Y2, Y2
+	VADDPS  96(AX), Y3, Y3
+	VADDPS  0(R11), Y4, Y4
+	VADDPS  32(R11), Y5, Y5
+	VADDPS  64(R11), Y6, Y6
+	VADDPS  96(R11), Y7, Y7
+	ADDQ    $2, BX
+	JMP     sum32loop
+
+sum32tail:
+	CMPQ    BX, CX
+	JGE     sum32done
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	VADDPS  0(AX), Y0, Y0
+	VADDPS  32(AX), Y1, Y1
+	VADDPS  64(AX), Y2, Y2
+	VADDPS  96(AX), Y3, Y3
+
+sum32done:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	SUBQ    $32, DX
+	JMP     sum32
+
+sum8:
+	CMPQ DX, $8
+	JL   sumdone
+	VMOVUPS 0(DI), Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	XORQ    BX, BX
+
+sum8loop:
+	LEAQ    3(BX), R10
+	CMPQ    R10, CX
+	JGE     sum8tail
+	MOVLQSX (R8)(BX*4), AX
+	MOVLQSX 4(R8)(BX*4), R11
+	MOVLQSX 8(R8)(BX*4), R12
+	MOVLQSX 12(R8)(BX*4), R13
+	IMULQ   R9, AX
+	IMULQ   R9, R11
+	IMULQ   R9, R12
+	IMULQ   R9, R13
+	VADDPS  (SI)(AX*1), Y0, Y0
+	VADDPS  (SI)(R11*1), Y1, Y1
+	VADDPS  (SI)(R12*1), Y2, Y2
+	VADDPS  (SI)(R13*1), Y3, Y3
+	ADDQ    $4, BX
+	JMP     sum8loop
+
+sum8tail:
+	CMPQ    BX, CX
+	JGE     sum8done
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	VADDPS  (SI)(AX*1), Y0, Y0
+	INCQ    BX
+	JMP     sum8tail
+
+sum8done:
+	VADDPS  Y1, Y0, Y0
+	VADDPS  Y3, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	SUBQ    $8, DX
+	JMP     sum8
+
+sumdone:
+	VZEROUPPER
+	RET
+
+// func spmmGatherAxpyAVX2(acc, x *float32, idx *int32, wt *float32, n, ldx, w int)
+// Implements gatherAxpyGeneric: acc[k] += Σ_j wt[j]*x[idx[j]*ldx + k], k < w, w%8 == 0.
+TEXT ·spmmGatherAxpyAVX2(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ wt+24(FP), R10
+	MOVQ n+32(FP), CX
+	MOVQ ldx+40(FP), R9
+	SHLQ $2, R9
+	MOVQ w+48(FP), DX
+
+axpy64:
+	CMPQ DX, $64
+	JL   axpy32
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	XORQ BX, BX
+
+axpy64loop:
+	CMPQ         BX, CX
+	JGE          axpy64done
+	MOVLQSX      (R8)(BX*4), AX
+	IMULQ        R9, AX
+	ADDQ         SI, AX
+	VBROADCASTSS (R10)(BX*4), Y15
+	VFMADD231PS  0(AX), Y15, Y0
+	VFMADD231PS  32(AX), Y15, Y1
+	VFMADD231PS  64(AX), Y15, Y2
+	VFMADD231PS  96(AX), Y15, Y3
+	VFMADD231PS  128(AX), Y15, Y4
+	VFMADD231PS  160(AX), Y15, Y5
+	VFMADD231PS  192(AX), Y15, Y6
+	VFMADD231PS  224(AX), Y15, Y7
+	INCQ         BX
+	JMP          axpy64loop
+
+axpy64done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $256, DI
+	ADDQ    $256, SI
+	SUBQ    $64, DX
+	JMP     axpy64
+
+axpy32:
+	CMPQ DX, $32
+	JL   axpy8
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	XORQ    BX, BX
+
+axpy32loop:
+	LEAQ         1(BX), R11
+	CMPQ         R11, CX
+	JGE          axpy32tail
+	MOVLQSX      (R8)(BX*4), AX
+	MOVLQSX      4(R8)(BX*4), R11
+	IMULQ        R9, AX
+	IMULQ        R9, R11
+	ADDQ         SI, AX
+	ADDQ         SI, R11
+	VBROADCASTSS (R10)(BX*4), Y14
+	VBROADCASTSS 4(R10)(BX*4), Y15
+	VFMADD231PS  0(AX), Y14, Y0
+	VFMADD231PS  32(AX), Y14, Y1
+	VFMADD231PS  64(AX), Y14, Y2
+	VFMADD231PS  96(AX), Y14, Y3
+	VFMADD231PS  0(R11), Y15, Y4
+	VFMADD231PS  32(R11), Y15, Y5
+	VFMADD231PS  64(R11), Y15, Y6
+	VFMADD231PS  96(R11), Y15, Y7
+	ADDQ         $2, BX
+	JMP          axpy32loop
+
+axpy32tail:
+	CMPQ         BX, CX
+	JGE          axpy32done
+	MOVLQSX      (R8)(BX*4), AX
+	IMULQ        R9, AX
+	ADDQ         SI, AX
+	VBROADCASTSS (R10)(BX*4), Y14
+	VFMADD231PS  0(AX), Y14, Y0
+	VFMADD231PS  32(AX), Y14, Y1
+	VFMADD231PS  64(AX), Y14, Y2
+	VFMADD231PS  96(AX), Y14, Y3
+
+axpy32done:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	SUBQ    $32, DX
+	JMP     axpy32
+
+axpy8:
+	CMPQ DX, $8
+	JL   axpydone
+	VMOVUPS 0(DI), Y0
+	VXORPS  Y1, Y1, Y1
+	XORQ    BX, BX
+
+axpy8loop:
+	LEAQ         1(BX), R11
+	CMPQ         R11, CX
+	JGE          axpy8tail
+	MOVLQSX      (R8)(BX*4), AX
+	MOVLQSX      4(R8)(BX*4), R11
+	IMULQ        R9, AX
+	IMULQ        R9, R11
+	VBROADCASTSS (R10)(BX*4), Y14
+	VBROADCASTSS 4(R10)(BX*4), Y15
+	VFMADD231PS  (SI)(AX*1), Y14, Y0
+	VFMADD231PS  (SI)(R11*1), Y15, Y1
+	ADDQ         $2, BX
+	JMP          axpy8loop
+
+axpy8tail:
+	CMPQ         BX, CX
+	JGE          axpy8done
+	MOVLQSX      (R8)(BX*4), AX
+	IMULQ        R9, AX
+	VBROADCASTSS (R10)(BX*4), Y14
+	VFMADD231PS  (SI)(AX*1), Y14, Y0
+
+axpy8done:
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	SUBQ    $8, DX
+	JMP     axpy8
+
+axpydone:
+	VZEROUPPER
+	RET
+
+// func spmmDotAVX2(a, b *float32, n int) float32
+// Implements dotGeneric over n values, n%8 == 0.
+TEXT ·spmmDotAVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+dot32:
+	CMPQ        CX, $32
+	JL          dot8
+	VMOVUPS     0(SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         dot32
+
+dot8:
+	CMPQ        CX, $8
+	JL          dotdone
+	VMOVUPS     0(SI), Y4
+	VFMADD231PS 0(DI), Y4, Y0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         dot8
+
+dotdone:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET

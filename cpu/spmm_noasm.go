@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package cpu
+
+var spmmUseAVX2 = false
+
+func gatherSum(acc, x []float32, idx []int32, ldx int) { gatherSumGeneric(acc, x, idx, ldx) }
+
+func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
+	gatherAxpyGeneric(acc, x, idx, wt, ldx)
+}
+
+func dot(a, b []float32) float32 { return dotGeneric(a, b) }
