@@ -1,0 +1,282 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
+)
+
+// errNoGPU is returned by `bench --device gpu` when no GPU code is compiled in.
+var errNoGPU = errors.New("no GPU benchmark compiled in")
+
+func init() {
+	register(&command{name: "bench", summary: "benchmark bit products: 'bench bmm' runs the aggregation grid", run: runBench})
+}
+
+// benchRow is one line of `qgtc bench bmm` (and one object of --json).
+type benchRow struct {
+	Name        string  `json:"name"`
+	M           int     `json:"m"`
+	K           int     `json:"k"`
+	N           int     `json:"n"`
+	ABits       int     `json:"a_bits"`
+	BBits       int     `json:"b_bits"`
+	Kernel      string  `json:"kernel"`
+	Seconds     float64 `json:"seconds"`
+	GOPS        float64 `json:"gops"`     // logical 2·M·K·N / t
+	BitGOPS     float64 `json:"bit_gops"` // GOPS · a_bits · b_bits
+	MACsPerCyc  float64 `json:"bit_macs_per_cycle_per_core"`
+	FP32Seconds float64 `json:"fp32_seconds,omitempty"`
+	FP32GFLOPS  float64 `json:"fp32_gflops,omitempty"`
+	Ratio       float64 `json:"speedup_vs_fp32,omitempty"`
+}
+
+// benchReport is the --json output.
+type benchReport struct {
+	CPU        string     `json:"cpu"`
+	Path       string     `json:"path"`
+	GOMAXPROCS int        `json:"gomaxprocs"`
+	ClockGHz   float64    `json:"clock_ghz"`
+	Rows       []benchRow `json:"rows"`
+}
+
+func parseInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		lo, hi, isRange := strings.Cut(f, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --%s %q: %q is not an integer", errUsage, flag, s, lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("%w: --%s %q: bad range %q", errUsage, flag, s, f)
+			}
+		}
+		for v := a; v <= b; v++ {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func runBench(args []string, w io.Writer) error {
+	if len(args) == 0 || args[0] != "bmm" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(w, "usage: qgtc bench bmm [--device cpu|gpu] [--n 1024,2048,4096] [--d 16,32,64] [--bits 1-8] [--a dense|blockdiag] [--impl PATH] [--time 300ms] [--json]")
+			return nil
+		}
+		return fmt.Errorf("%w: want 'qgtc bench bmm [flags]', got %q", errUsage, args)
+	}
+	fs := newFlags("bench bmm", w)
+	device := fs.String("device", "cpu", "cpu or gpu")
+	ns := fs.String("n", "1024,2048,4096", "graph sizes N (A is N×N, 1 bit)")
+	ds := fs.String("d", "16,32,64", "feature widths D (X is N×D)")
+	bs := fs.String("bits", "1-8", "feature bit widths s (list or range)")
+	shape := fs.String("a", "dense", "adjacency: dense (random, half ones) or blockdiag (batched 1/16-size subgraphs, 2% ones)")
+	impl := fs.String("impl", "", "CPU bit-kernel path (default the best; see 'qgtc info')")
+	minTime := fs.Duration("time", 300*time.Millisecond, "time spent on each product (and on its fp32 GEMM)")
+	noFP32 := fs.Bool("no-fp32", false, "skip the float32 GEMM baseline")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	nList, err := parseInts("n", *ns)
+	if err != nil {
+		return err
+	}
+	dList, err := parseInts("d", *ds)
+	if err != nil {
+		return err
+	}
+	bList, err := parseInts("bits", *bs)
+	if err != nil {
+		return err
+	}
+	for _, v := range nList {
+		if v < 16 || v > 1<<15 {
+			return fmt.Errorf("%w: --n %d is not in 16..32768", errUsage, v)
+		}
+	}
+	for _, v := range dList {
+		if v < 1 || v > 4096 {
+			return fmt.Errorf("%w: --d %d is not in 1..4096", errUsage, v)
+		}
+	}
+	for _, v := range bList {
+		if v < 1 || v > 16 {
+			return fmt.Errorf("%w: --bits %d is not in 1..16", errUsage, v)
+		}
+	}
+	if *shape != "dense" && *shape != "blockdiag" {
+		return fmt.Errorf("%w: --a %q is neither dense nor blockdiag", errUsage, *shape)
+	}
+	var shapes []benchShape
+	for _, n := range nList {
+		for _, d := range dList {
+			for _, s := range bList {
+				sh := benchShape{Name: fmt.Sprintf("n=%d/d=%d/s=%d", n, d, s), M: n, K: n, N: d, ABits: 1, BBits: s, Density: 0.5}
+				if *shape == "blockdiag" {
+					sh.BlockDiag = max(1, n/16)
+					sh.Density = 0.32 // inside the blocks: 2% of the whole
+					sh.Name += "/a=blockdiag"
+				}
+				shapes = append(shapes, sh)
+			}
+		}
+	}
+	switch *device {
+	case "gpu":
+		if gpuBenchBMM == nil {
+			return fmt.Errorf("%w: this qgtc has no GPU backend (gpuBenchBMM is not set)", errNoGPU)
+		}
+		return gpuBenchBMM(shapes, w)
+	case "cpu":
+	default:
+		return fmt.Errorf("%w: --device %q is neither cpu nor gpu", errUsage, *device)
+	}
+	k, err := cpu.NewKernel(*impl)
+	if err != nil {
+		return fmt.Errorf("%w: --impl: %v", errUsage, err)
+	}
+	rep := benchReport{CPU: cpu.CPUFeatures().Model, Path: k.Path(), GOMAXPROCS: runtime.GOMAXPROCS(0), ClockGHz: cpu.ClockHz() / 1e9}
+	const rowFmt = "%6v %5v %3v %-9v %9v %18v %12v %8v\n"
+	if !*asJSON {
+		fmt.Fprintf(w, "kernel %s, GOMAXPROCS %d, clock %.2f GHz (calibrated), fp32 GEMM %s\n", k.Name(), rep.GOMAXPROCS, rep.ClockGHz, cpu.SgemmImpl())
+		fmt.Fprintf(w, rowFmt, "N", "D", "s", "A", "GOPS", "bit-MACs/cyc/core", "fp32 GFLOPS", "x fp32")
+	}
+	fp32A := map[int][]float32{}
+	for _, sh := range shapes {
+		row, err := benchCPU(k, sh, *minTime, !*noFP32, fp32A)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sh.Name, err)
+		}
+		rep.Rows = append(rep.Rows, row)
+		if !*asJSON {
+			a := "dense"
+			if sh.BlockDiag > 0 {
+				a = "blockdiag"
+			}
+			fmt.Fprintf(w, rowFmt, sh.M, sh.N, sh.BBits, a, fmt.Sprintf("%.1f", row.GOPS), fmt.Sprintf("%.1f", row.MACsPerCyc),
+				optF(row.FP32GFLOPS, "%.1f"), optF(row.Ratio, "%.2f"))
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return nil
+}
+
+func optF(v float64, format string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// benchA returns the values of the shape's A.
+func benchA(sh benchShape, r *rand.Rand) []int32 {
+	v := make([]int32, sh.M*sh.K)
+	amax := uint64(1)<<sh.ABits - 1
+	for i := 0; i < sh.M; i++ {
+		j0, j1 := 0, sh.K
+		if sh.BlockDiag > 0 {
+			j0 = i / sh.BlockDiag * sh.BlockDiag
+			j1 = min(sh.K, j0+sh.BlockDiag)
+		}
+		row := v[i*sh.K : (i+1)*sh.K]
+		for j := j0; j < j1; j++ {
+			if r.Float64() < sh.Density {
+				row[j] = int32(1 + r.Uint64()%amax)
+			}
+		}
+	}
+	return v
+}
+
+// timeBest runs f at least twice and until minTime has passed; it returns
+// the fastest run, the figure least disturbed by other work on the machine.
+func timeBest(minTime time.Duration, f func() error) (time.Duration, error) {
+	best := time.Duration(1 << 62)
+	start := time.Now()
+	for rep := 0; rep < 2 || time.Since(start) < minTime; rep++ {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		best = min(best, time.Since(t0))
+	}
+	return best, nil
+}
+
+func benchCPU(k bmm.Kernel, sh benchShape, minTime time.Duration, fp32 bool, fp32A map[int][]float32) (benchRow, error) {
+	r := rand.New(rand.NewPCG(uint64(sh.M), uint64(sh.N*100+sh.BBits)))
+	av := benchA(sh, r)
+	bv := make([]int32, sh.K*sh.N)
+	for i := range bv {
+		bv[i] = int32(r.Uint64() & (1<<sh.BBits - 1))
+	}
+	a, err := bittensor.PackRows(av, sh.M, sh.K, sh.ABits)
+	if err != nil {
+		return benchRow{}, err
+	}
+	b, err := bittensor.PackCols(bv, sh.K, sh.N, sh.BBits)
+	if err != nil {
+		return benchRow{}, err
+	}
+	dst := make([]int32, sh.M*sh.N)
+	best, err := timeBest(minTime, func() error { return k.MulInt(dst, a, b) })
+	if err != nil {
+		return benchRow{}, err
+	}
+	sec := best.Seconds()
+	logical := 2 * float64(sh.M) * float64(sh.K) * float64(sh.N)
+	cores := min(runtime.GOMAXPROCS(0), runtime.NumCPU())
+	row := benchRow{Name: sh.Name, M: sh.M, K: sh.K, N: sh.N, ABits: sh.ABits, BBits: sh.BBits, Kernel: k.Name(), Seconds: sec,
+		GOPS: logical / sec / 1e9, BitGOPS: logical * float64(sh.ABits*sh.BBits) / sec / 1e9,
+		MACsPerCyc: logical / 2 * float64(sh.ABits*sh.BBits) / sec / cpu.ClockHz() / float64(cores)}
+	if !fp32 {
+		return row, nil
+	}
+	// The float32 GEMM of the same logical shape, on the same values.
+	key := sh.M*1_000_003 + sh.K + 7*sh.BlockDiag
+	af, ok := fp32A[key]
+	if !ok {
+		af = make([]float32, len(av))
+		for i, x := range av {
+			af[i] = float32(x)
+		}
+		clear(fp32A) // keep one N's matrix at a time
+		fp32A[key] = af
+	}
+	bf := make([]float32, len(bv))
+	for i, x := range bv {
+		bf[i] = float32(x)
+	}
+	c := make([]float32, sh.M*sh.N)
+	fbest, err := timeBest(minTime, func() error {
+		cpu.Sgemm(false, false, sh.M, sh.N, sh.K, 1, af, sh.K, bf, sh.N, 0, c, sh.N)
+		return nil
+	})
+	if err != nil {
+		return benchRow{}, err
+	}
+	row.FP32Seconds = fbest.Seconds()
+	row.FP32GFLOPS = logical / fbest.Seconds() / 1e9
+	row.Ratio = fbest.Seconds() / sec
+	return row, nil
+}
