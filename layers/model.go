@@ -149,10 +149,9 @@ type Input struct {
 	Graph *nn.Graph  // pull-style CSR without self-loops (symmetric for undirected graphs)
 	X     *nn.Tensor // N×F features, dense or sparse
 
-	loops    *nn.Graph // Graph plus a self-loop on every node
-	gcnW     []float32 // D^-1/2 (A+I) D^-1/2 on loops
-	meanW    []float32 // 1/in-degree on Graph
-	gcnReady bool
+	pull  *subgraph.Graph // Graph as a subgraph.Graph
+	loops *nn.Graph       // Graph plus a self-loop on every node
+	gcnW  []float32       // D^-1/2 (A+I) D^-1/2 on loops
 }
 
 // NewInput pairs a graph (edges u→v stored as g's row u, as subgraph
@@ -166,17 +165,8 @@ func NewInput(g *subgraph.Graph, f *subgraph.Features) (*Input, error) {
 	if f.Rows != n {
 		return nil, fmt.Errorf("%w: %d feature rows for %d nodes", ErrData, f.Rows, n)
 	}
-	in := g.Reverse() // row v lists the sources of edges into v
-	ip := make([]int32, n+1)
-	idx := make([]int32, 0, in.NumEdges())
-	for v := range n {
-		for _, u := range in.Neighbors(v) {
-			if int(u) != v {
-				idx = append(idx, u)
-			}
-		}
-		ip[v+1] = int32(len(idx))
-	}
+	// Row v of the reverse lists the sources of the edges into v.
+	pull := g.Reverse().Rebuild(subgraph.BuildOptions{SelfLoops: subgraph.RemoveSelfLoops})
 	var x *nn.Tensor
 	switch {
 	case f.Dense != nil:
@@ -194,7 +184,7 @@ func NewInput(g *subgraph.Graph, f *subgraph.Features) (*Input, error) {
 		}
 		x = nn.NewSparse(f.Rows, f.Cols, f.Indptr, f.Indices, vals)
 	}
-	return &Input{Graph: nn.NewGraph(ip, idx), X: x}, nil
+	return &Input{Graph: nn.NewGraph(pull.Indptr, pull.Indices), X: x, pull: pull}, nil
 }
 
 // NormalizeRows scales every feature row to sum 1 (rows summing to 0 stay),
@@ -223,45 +213,20 @@ func (in *Input) NormalizeRows() {
 }
 
 func (in *Input) gcn() (*nn.Graph, []float32) {
-	if !in.gcnReady {
-		g := in.Graph
-		n := g.N()
-		ip := make([]int32, n+1)
-		idx := make([]int32, 0, g.NumEdges()+n)
-		for v := range n {
-			row := g.Indices[g.Indptr[v]:g.Indptr[v+1]]
-			placed := false
-			for _, u := range row {
-				if !placed && int(u) > v {
-					idx = append(idx, int32(v))
-					placed = true
-				}
-				idx = append(idx, u)
-			}
-			if !placed {
-				idx = append(idx, int32(v))
-			}
-			ip[v+1] = int32(len(idx))
-		}
-		in.loops = nn.NewGraph(ip, idx)
-		deg := in.loops.InDegrees()
-		w := make([]float32, len(idx))
-		for v := range n {
-			for p := ip[v]; p < ip[v+1]; p++ {
-				w[p] = float32(1 / math.Sqrt(float64(deg[v])*float64(deg[idx[p]])))
+	if in.loops == nil {
+		// pull is row v = sources of v's in-edges, so its degrees are
+		// in-degrees, the ones PyG's gcn_norm uses.
+		loops := in.pull.Rebuild(subgraph.BuildOptions{SelfLoops: subgraph.AddSelfLoops})
+		norm := loops.GCNNorm(false)
+		w := make([]float32, loops.NumEdges())
+		for v := range loops.N() {
+			for p := loops.Indptr[v]; p < loops.Indptr[v+1]; p++ {
+				w[p] = norm[v] * norm[loops.Indices[p]]
 			}
 		}
-		in.gcnW = w
-		in.gcnReady = true
+		in.loops, in.gcnW = nn.NewGraph(loops.Indptr, loops.Indices), w
 	}
 	return in.loops, in.gcnW
-}
-
-func (in *Input) mean() []float32 {
-	if in.meanW == nil {
-		in.meanW = nn.MeanWeights(in.Graph)
-	}
-	return in.meanW
 }
 
 // hooked applies the hooks and returns x·wᵀ (+ b when b is non-nil).

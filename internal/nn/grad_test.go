@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/qgtc/qgtc/cpu"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,18 +38,7 @@ func gradCheck(t *testing.T, inputs []*Tensor, f func(tp *Tape) *Tensor) {
 		for i := range r.Data {
 			r.Data[i] = float32(rr.NormFloat64())
 		}
-		loss := New(1, 1)
-		var sum float64
-		for i, v := range out.Data {
-			sum += float64(v * r.Data[i])
-		}
-		loss.Data[0] = float32(sum)
-		tp.Custom(loss, func() {
-			g := GradOf(out)
-			for i := range g {
-				g[i] += loss.Grad[0] * r.Data[i]
-			}
-		}, out)
+		loss := dotLoss(tp, out, r.Data)
 		return tp, loss, out
 	}
 	for _, in := range inputs {
@@ -119,16 +110,71 @@ func TestGradients(t *testing.T) {
 		{"MeanHeads", []*Tensor{hx}, func(tp *Tape) *Tensor { return tp.MeanHeads(hx, 2) }},
 		{"Propagate", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Propagate(g, nil, x) }},
 		{"Propagate/weighted", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Propagate(g, gw, x) }},
-		{"Propagate/mean", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Propagate(g, MeanWeights(g), x) }},
-		{"MaxAggregate", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.MaxAggregate(g, x) }},
+		{"Aggregate/sum", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, cpu.Sum) }},
+		{"Aggregate/mean", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, cpu.Mean) }},
+		{"Aggregate/max", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, cpu.Max) }},
+		{"EdgeAdd", []*Tensor{src, dst}, func(tp *Tape) *Tensor { return tp.EdgeAdd(g, src, dst) }},
+		{"EdgeSoftmax", []*Tensor{src, dst}, func(tp *Tape) *Tensor { return tp.EdgeSoftmax(g, tp.EdgeAdd(g, src, dst)) }},
+		{"WeightedAggregate", []*Tensor{hx, src, dst}, func(tp *Tape) *Tensor {
+			return tp.WeightedAggregate(g, hx, tp.EdgeAdd(g, src, dst))
+		}},
 		{"HeadDot", []*Tensor{hx, att}, func(tp *Tape) *Tensor { return tp.HeadDot(hx, att, 2) }},
-		{"GATAggregate", []*Tensor{hx, src, dst}, func(tp *Tape) *Tensor { return tp.GATAggregate(g, hx, src, dst, 2, 0.2, 0) }},
-		{"GATAggregate/dropout", []*Tensor{hx, src, dst}, func(tp *Tape) *Tensor { return tp.GATAggregate(g, hx, src, dst, 2, 0.2, 0.5) }},
+		{"GATAggregate", []*Tensor{hx, src, dst}, func(tp *Tape) *Tensor { return tp.GATAggregate(g, hx, src, dst, 2, 0.2) }},
 		{"GAT/full", []*Tensor{hx, att}, func(tp *Tape) *Tensor {
-			return tp.GATAggregate(g, hx, tp.HeadDot(hx, att, 2), tp.HeadDot(hx, att, 2), 2, 0.2, 0)
+			return tp.GATAggregate(g, hx, tp.HeadDot(hx, att, 2), tp.HeadDot(hx, att, 2), 2, 0.2)
+		}},
+		{"GAT/composed-dropout", []*Tensor{hx, src, dst}, func(tp *Tape) *Tensor {
+			a := tp.Dropout(tp.EdgeSoftmax(g, tp.LeakyReLU(tp.EdgeAdd(g, src, dst), 0.2)), 0.5)
+			return tp.WeightedAggregate(g, hx, a)
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { gradCheck(t, c.inputs, c.f) })
+	}
+}
+
+// dotLoss records L = Σ out·r as a 1×1 tensor.
+func dotLoss(tp *Tape, out *Tensor, r []float32) *Tensor {
+	loss := New(1, 1)
+	var sum float64
+	for i, v := range out.Data {
+		sum += float64(v * r[i])
+	}
+	loss.Data[0] = float32(sum)
+	tp.Custom(loss, func() {
+		g := GradOf(out)
+		for i := range g {
+			g[i] += loss.Grad[0] * r[i]
+		}
+	}, out)
+	return loss
+}
+
+// TestGATFusedMatchesComposed: the fused op and the composition of edge ops
+// agree, forward and backward.
+func TestGATFusedMatchesComposed(t *testing.T) {
+	g := smallGraph()
+	run := func(fused bool) [][]float32 {
+		r := rand.New(rand.NewPCG(5, 5))
+		x := randTensor(r, 5, 6, 1)
+		src, dst := randTensor(r, 5, 2, 1), randTensor(r, 5, 2, 1)
+		tp := NewTape(true, nil)
+		var y *Tensor
+		if fused {
+			y = tp.GATAggregate(g, x, src, dst, 2, 0.2)
+		} else {
+			y = tp.WeightedAggregate(g, x, tp.EdgeSoftmax(g, tp.LeakyReLU(tp.EdgeAdd(g, src, dst), 0.2)))
+		}
+		w := make([]float32, len(y.Data))
+		for i := range w {
+			w[i] = float32(i%7) - 3
+		}
+		tp.Backward(dotLoss(tp, y, w))
+		return [][]float32{y.Data, x.Grad, src.Grad, dst.Grad}
+	}
+	a, b := run(true), run(false)
+	for i := range a {
+		require.NotNil(t, a[i])
+		assert.InDeltaSlice(t, b[i], a[i], 1e-5, "output %d", i)
 	}
 }

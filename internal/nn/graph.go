@@ -1,19 +1,20 @@
 package nn
 
 import (
-	"math"
 	"sync"
+
+	"github.com/qgtc/qgtc/cpu"
 )
 
-// Graph is a pull-style CSR: row v lists the sources u of the edges u→v,
-// and the edge id of an entry is its position in Indices. Edge-valued
-// inputs (weights) are indexed by edge id.
+// Graph is a pull-style CSR (cpu.CSR): row v lists the sources u of the
+// edges u→v; an edge's id is its position in Indices. Edge-valued tensors
+// (weights, attention) have one row per edge id. The reverse graph the
+// backward passes pull over is built once, on first use.
 type Graph struct {
-	Indptr  []int32
-	Indices []int32
+	CSR cpu.CSR
 
 	once sync.Once
-	rev  transposed // row u lists the targets v of edges u→v; perm = edge id
+	t    cpu.CSR
 }
 
 // NewGraph wraps a pull-style CSR without copying.
@@ -21,30 +22,27 @@ func NewGraph(indptr, indices []int32) *Graph {
 	if len(indptr) == 0 || int(indptr[len(indptr)-1]) != len(indices) {
 		shapePanic("NewGraph", "indptr of length %d for %d indices", len(indptr), len(indices))
 	}
-	return &Graph{Indptr: indptr, Indices: indices}
+	return &Graph{CSR: cpu.CSR{Indptr: indptr, Indices: indices}}
 }
 
 // N is the number of nodes.
-func (g *Graph) N() int { return len(g.Indptr) - 1 }
+func (g *Graph) N() int { return g.CSR.Rows() }
 
 // NumEdges is the number of stored edges.
-func (g *Graph) NumEdges() int { return len(g.Indices) }
+func (g *Graph) NumEdges() int { return g.CSR.NNZ() }
 
-// Push returns the push-style (out-edge) CSR: row u lists the targets of
-// u's edges and perm gives each entry's edge id.
-func (g *Graph) Push() (indptr, indices, perm []int32) {
-	g.once.Do(func() {
-		c := CSR{Indptr: g.Indptr, Indices: g.Indices}
-		g.rev = *c.transpose(g.N())
-	})
-	return g.rev.indptr, g.rev.indices, g.rev.perm
+// T is the reverse graph (row u lists the targets of u's edges, with
+// their edge ids).
+func (g *Graph) T() cpu.CSR {
+	g.once.Do(func() { g.t = g.CSR.Transpose(g.N()) })
+	return g.t
 }
 
 // InDegrees returns the number of edges into each node.
 func (g *Graph) InDegrees() []int32 {
 	d := make([]int32, g.N())
 	for v := range d {
-		d[v] = g.Indptr[v+1] - g.Indptr[v]
+		d[v] = g.CSR.Indptr[v+1] - g.CSR.Indptr[v]
 	}
 	return d
 }
@@ -56,91 +54,150 @@ func checkNodes(op string, g *Graph, x *Tensor) {
 	}
 }
 
-// Propagate returns out[v] = Σ_{u→v} w[e]·x[u] (w nil: all ones). w gets
-// no gradient: it is a property of the graph (GCN normalization, mean
-// weights).
+func checkEdges(op string, g *Graph, e *Tensor) {
+	dense(op, e)
+	if e.Rows != g.NumEdges() {
+		shapePanic(op, "%d edge rows for %d edges", e.Rows, g.NumEdges())
+	}
+}
+
+// must turns a template's shape error into the package's panic: the
+// caller built mismatched tensors.
+func must(op string, err error) {
+	if err != nil {
+		panic(ShapeError{op, err.Error()})
+	}
+}
+
+// accumulate runs f on a scratch buffer the size of t and adds it to t's
+// gradient (the templates' backward passes overwrite, the tape accumulates).
+func accumulate(t *Tensor, f func(g []float32)) {
+	if !t.requires {
+		return
+	}
+	tmp := make([]float32, len(t.Data))
+	f(tmp)
+	addTo(t.grad(), tmp)
+}
+
+// Propagate returns out[v] = Σ_{u→v} w[e]·x[u] (w nil: all ones), an SpMM.
+// w gets no gradient: it is a property of the graph (GCN normalization).
 func (tp *Tape) Propagate(g *Graph, w []float32, x *Tensor) *Tensor {
 	checkNodes("Propagate", g, x)
 	if w != nil && len(w) != g.NumEdges() {
 		shapePanic("Propagate", "%d weights for %d edges", len(w), g.NumEdges())
 	}
-	f := x.Cols
-	out := New(g.N(), f)
-	pull(out.Data, g.Indptr, g.Indices, nil, w, x.Data, f)
+	msg := cpu.CopyU
+	if w != nil {
+		msg = cpu.UMulE
+	}
+	out := New(g.N(), x.Cols)
+	if x.Cols == 0 {
+		return out
+	}
+	must("Propagate", cpu.SpMM(out.Data, g.CSR, msg, cpu.Sum, x.Data, w, nil, x.Cols, nil, nil))
 	tp.record(out, func() {
-		ip, idx, perm := g.Push()
-		pull(x.grad(), ip, idx, perm, w, out.Grad, f)
+		accumulate(x, func(gx []float32) {
+			must("Propagate", cpu.SpMMBackward(gx, nil, nil, g.CSR, g.T(), msg, cpu.Sum, x.Data, w, nil, out.Grad, x.Cols, nil, nil))
+		})
 	}, x)
 	return out
 }
 
-// pull accumulates dst[v] += Σ_p w[eid(p)]·src[idx[p]] over row v's entries.
-func pull(dst []float32, indptr, idx, perm []int32, w, src []float32, f int) {
-	parallelFor(len(indptr)-1, f*int(1+len(idx)/max(1, len(indptr)-1)), func(lo, hi int) {
-		for v := lo; v < hi; v++ {
-			row := dst[v*f:][:f]
-			for p := indptr[v]; p < indptr[v+1]; p++ {
-				wt := float32(1)
-				if w != nil {
-					e := p
-					if perm != nil {
-						e = perm[p]
-					}
-					wt = w[e]
-				}
-				s := src[int(idx[p])*f:][:f]
-				for j, sv := range s {
-					row[j] += wt * sv
-				}
-			}
-		}
-	})
-}
-
-// MeanWeights returns the edge weights that make Propagate a mean over
-// each node's in-edges.
-func MeanWeights(g *Graph) []float32 {
-	w := make([]float32, g.NumEdges())
-	for v := range g.N() {
-		d := g.Indptr[v+1] - g.Indptr[v]
-		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
-			w[p] = 1 / float32(d)
-		}
+// Aggregate returns the Sum, Mean, Max or Min over each node's in-edges
+// of the sources' rows (0 for a node without in-edges). Max and Min send
+// the gradient to the winning edge.
+func (tp *Tape) Aggregate(g *Graph, x *Tensor, red cpu.Reduce) *Tensor {
+	checkNodes("Aggregate", g, x)
+	out := New(g.N(), x.Cols)
+	if x.Cols == 0 {
+		return out
 	}
-	return w
+	var arg []int32
+	if red == cpu.Max || red == cpu.Min {
+		arg = make([]int32, len(out.Data))
+	}
+	must("Aggregate", cpu.SpMM(out.Data, g.CSR, cpu.CopyU, red, x.Data, nil, nil, x.Cols, arg, nil))
+	tp.record(out, func() {
+		accumulate(x, func(gx []float32) {
+			must("Aggregate", cpu.SpMMBackward(gx, nil, nil, g.CSR, g.T(), cpu.CopyU, red, x.Data, nil, nil, out.Grad, x.Cols, arg, nil))
+		})
+	}, x)
+	return out
 }
 
-// MaxAggregate returns out[v] = max_{u→v} x[u] per column (0 for a node
-// without in-edges); the gradient goes to the arg max.
-func (tp *Tape) MaxAggregate(g *Graph, x *Tensor) *Tensor {
-	checkNodes("MaxAggregate", g, x)
-	f := x.Cols
-	out := New(g.N(), f)
-	arg := make([]int32, g.N()*f)
-	parallelFor(g.N(), f*4, func(lo, hi int) {
-		for v := lo; v < hi; v++ {
-			row, a := out.Data[v*f:][:f], arg[v*f:][:f]
-			for j := range a {
-				a[j] = -1
-			}
-			for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
-				u := g.Indices[p]
-				for j, sv := range x.Data[int(u)*f:][:f] {
-					if a[j] < 0 || sv > row[j] {
-						row[j], a[j] = sv, u
-					}
-				}
-			}
-		}
-	})
+// EdgeAdd returns the nnz×H edge tensor src[u] + dst[v] for every edge
+// u→v, for src and dst N×H (an SDDMM).
+func (tp *Tape) EdgeAdd(g *Graph, src, dst *Tensor) *Tensor {
+	checkNodes("EdgeAdd", g, src)
+	checkNodes("EdgeAdd", g, dst)
+	sameShape("EdgeAdd", src, dst)
+	h := src.Cols
+	out := New(g.NumEdges(), h)
+	must("EdgeAdd", cpu.SDDMM(out.Data, g.CSR, cpu.UAddVOp, src.Data, dst.Data, h, 1, nil))
 	tp.record(out, func() {
-		gx := x.grad()
-		for i, u := range arg {
-			if u >= 0 {
-				gx[int(u)*f+i%f] += out.Grad[i]
-			}
+		var gs, gd []float32
+		if src.requires {
+			gs = make([]float32, len(src.Data))
 		}
-	}, x)
+		if dst.requires {
+			gd = make([]float32, len(dst.Data))
+		}
+		must("EdgeAdd", cpu.SDDMMBackward(gs, gd, g.CSR, g.T(), cpu.UAddVOp, src.Data, dst.Data, out.Grad, h, 1, nil))
+		if gs != nil {
+			addTo(src.grad(), gs)
+		}
+		if gd != nil {
+			addTo(dst.grad(), gd)
+		}
+	}, src, dst)
+	return out
+}
+
+// EdgeSoftmax normalizes an nnz×H edge tensor over each node's in-edges,
+// per head.
+func (tp *Tape) EdgeSoftmax(g *Graph, logits *Tensor) *Tensor {
+	checkEdges("EdgeSoftmax", g, logits)
+	out := like(logits)
+	if logits.Cols == 0 {
+		return out
+	}
+	must("EdgeSoftmax", cpu.EdgeSoftmax(out.Data, g.CSR, logits.Data, logits.Cols, nil))
+	tp.record(out, func() {
+		accumulate(logits, func(gl []float32) {
+			must("EdgeSoftmax", cpu.EdgeSoftmaxBackward(gl, g.CSR, out.Data, out.Grad, logits.Cols, nil))
+		})
+	}, logits)
+	return out
+}
+
+// WeightedAggregate returns out[v, h] = Σ_{u→v} a[e, h]·x[u, h] for x
+// N×(H·F) and edge weights a nnz×H (one per head), an SpMM whose backward
+// gives both x and a their gradients.
+func (tp *Tape) WeightedAggregate(g *Graph, x, a *Tensor) *Tensor {
+	checkNodes("WeightedAggregate", g, x)
+	checkEdges("WeightedAggregate", g, a)
+	if a.Cols < 1 || x.Cols%a.Cols != 0 {
+		shapePanic("WeightedAggregate", "%d feature columns for %d heads", x.Cols, a.Cols)
+	}
+	out := New(g.N(), x.Cols)
+	must("WeightedAggregate", cpu.SpMM(out.Data, g.CSR, cpu.UMulE, cpu.Sum, x.Data, a.Data, nil, x.Cols, nil, nil))
+	tp.record(out, func() {
+		var gx, ga []float32
+		if x.requires {
+			gx = make([]float32, len(x.Data))
+		}
+		if a.requires {
+			ga = make([]float32, len(a.Data))
+		}
+		must("WeightedAggregate", cpu.SpMMBackward(gx, ga, nil, g.CSR, g.T(), cpu.UMulE, cpu.Sum, x.Data, a.Data, nil, out.Grad, x.Cols, nil, nil))
+		if gx != nil {
+			addTo(x.grad(), gx)
+		}
+		if ga != nil {
+			addTo(a.grad(), ga)
+		}
+	}, x, a)
 	return out
 }
 
@@ -185,189 +242,48 @@ func (tp *Tape) HeadDot(x, att *Tensor, heads int) *Tensor {
 	return out
 }
 
-// GATAggregate is GAT's fused scatter + edge softmax + aggregation. For
-// x N×(H·F) and per-vertex attention terms src, dst N×H:
+// GATAggregate is GAT's fused scatter + edge softmax + aggregation
+// (cpu.GATAggregate). For x N×(H·F) and per-vertex attention terms src,
+// dst N×H:
 //
-//	e_uv = LeakyReLU(src[u,h] + dst[v,h], slope)
-//	α_uv = softmax over u→v of e_uv, then dropout with rate p
+//	α_uv = softmax over u→v of LeakyReLU(src[u,h] + dst[v,h], slope)
 //	out[v, h] = Σ_{u→v} α_uv·x[u, h]
 //
-// Only the per-(node, head) softmax max and sum are kept; the backward pass
-// recomputes every edge's e and α (and regenerates its dropout mask from a
-// seed), so memory stays O(N·H) instead of O(E·H).
-func (tp *Tape) GATAggregate(g *Graph, x, src, dst *Tensor, heads int, slope, p float32) *Tensor {
+// Only the per-(node, head) softmax max and normalizer are kept; the
+// backward pass recomputes every edge's α from them, so memory stays
+// O(N·H) instead of O(E·H). (Attention dropout needs the edge values:
+// compose EdgeAdd, LeakyReLU, EdgeSoftmax, Dropout and WeightedAggregate.)
+func (tp *Tape) GATAggregate(g *Graph, x, src, dst *Tensor, heads int, slope float32) *Tensor {
 	checkNodes("GATAggregate", g, x)
 	checkNodes("GATAggregate", g, src)
 	checkNodes("GATAggregate", g, dst)
 	if heads < 1 || x.Cols%heads != 0 || src.Cols != heads || dst.Cols != heads {
 		shapePanic("GATAggregate", "x has %d columns, src %d, dst %d, for %d heads", x.Cols, src.Cols, dst.Cols, heads)
 	}
-	n, hf := g.N(), x.Cols
-	f := hf / heads
-	a := &gatState{g: g, x: x, src: src, dst: dst, heads: heads, f: f, slope: slope, p: p}
-	if tp.Train && p > 0 {
-		a.seed, a.drop = tp.Seed(), true
-	}
-	a.mx = make([]float32, n*heads)
-	a.sum = make([]float32, n*heads)
-	out := New(n, hf)
-	parallelFor(n, hf*int(1+g.NumEdges()/max(1, n)), func(lo, hi int) {
-		for v := lo; v < hi; v++ {
-			a.softmaxStats(v)
-			orow := out.Data[v*hf:][:hf]
-			for q := g.Indptr[v]; q < g.Indptr[v+1]; q++ {
-				u := int(g.Indices[q])
-				for h := range heads {
-					al := a.alpha(u, v, h, int(q))
-					if al == 0 {
-						continue
-					}
-					xs := x.Data[u*hf+h*f:][:f]
-					o := orow[h*f:][:f]
-					for j, xv := range xs {
-						o[j] += al * xv
-					}
-				}
+	d := x.Cols / heads
+	out := New(g.N(), x.Cols)
+	stats := make([]float32, g.N()*heads*2)
+	must("GATAggregate", cpu.GATAggregate(out.Data, stats, g.CSR, x.Data, src.Data, dst.Data, heads, d, slope, nil))
+	tp.record(out, func() {
+		var gx, gs, gd []float32
+		if x.requires {
+			gx = make([]float32, len(x.Data))
+		}
+		if src.requires {
+			gs = make([]float32, len(src.Data))
+		}
+		if dst.requires {
+			gd = make([]float32, len(dst.Data))
+		}
+		must("GATAggregate", cpu.GATAggregateBackward(gx, gs, gd, g.CSR, g.T(), x.Data, src.Data, dst.Data, out.Data, stats, out.Grad, heads, d, slope, nil))
+		for _, p := range []struct {
+			t *Tensor
+			g []float32
+		}{{x, gx}, {src, gs}, {dst, gd}} {
+			if p.g != nil {
+				addTo(p.t.grad(), p.g)
 			}
 		}
-	})
-	tp.record(out, func() { a.backward(out.Grad) }, x, src, dst)
+	}, x, src, dst)
 	return out
-}
-
-type gatState struct {
-	g           *Graph
-	x, src, dst *Tensor
-	heads, f    int
-	slope, p    float32
-	seed        uint64
-	drop        bool
-	mx, sum     []float32 // per (v, h): softmax max and Σ exp(e − max)
-}
-
-func (a *gatState) score(u, v, h int) float32 {
-	return leaky(a.src.Data[u*a.heads+h]+a.dst.Data[v*a.heads+h], a.slope)
-}
-
-func (a *gatState) softmaxStats(v int) {
-	g, H := a.g, a.heads
-	for h := range H {
-		m := float32(math.Inf(-1))
-		for q := g.Indptr[v]; q < g.Indptr[v+1]; q++ {
-			m = max(m, a.score(int(g.Indices[q]), v, h))
-		}
-		var s float32
-		for q := g.Indptr[v]; q < g.Indptr[v+1]; q++ {
-			s += expf(a.score(int(g.Indices[q]), v, h) - m)
-		}
-		a.mx[v*H+h], a.sum[v*H+h] = m, s
-	}
-}
-
-// softmax returns α_uv before dropout.
-func (a *gatState) softmax(u, v, h int) float32 {
-	i := v*a.heads + h
-	return expf(a.score(u, v, h)-a.mx[i]) / a.sum[i]
-}
-
-// dropScale is the dropout factor of edge e in head h (1 without dropout).
-func (a *gatState) dropScale(e, h int) float32 {
-	if !a.drop {
-		return 1
-	}
-	if keep(a.seed, e*a.heads+h, a.p) {
-		return 1 / (1 - a.p)
-	}
-	return 0
-}
-
-func (a *gatState) alpha(u, v, h, e int) float32 {
-	return a.softmax(u, v, h) * a.dropScale(e, h)
-}
-
-func (a *gatState) backward(dy []float32) {
-	g, H, F := a.g, a.heads, a.f
-	hf := H * F
-	n := g.N()
-	dot := func(u, v, h int) float32 {
-		var s float32
-		xs, d := a.x.Data[u*hf+h*F:][:F], dy[v*hf+h*F:][:F]
-		for j := range xs {
-			s += xs[j] * d[j]
-		}
-		return s
-	}
-	// Pass 1, by target v: c[v,h] = Σ_u α_uv·∂L/∂α_uv (pre-dropout α), and
-	// the dst-side gradient, which is local to v.
-	c := make([]float32, n*H)
-	var gdst []float32
-	if a.dst.requires {
-		gdst = a.dst.grad()
-	}
-	parallelFor(n, hf*int(1+g.NumEdges()/max(1, n)), func(lo, hi int) {
-		for v := lo; v < hi; v++ {
-			for h := range H {
-				var s float32
-				for q := g.Indptr[v]; q < g.Indptr[v+1]; q++ {
-					u := int(g.Indices[q])
-					s += a.softmax(u, v, h) * a.dropScale(int(q), h) * dot(u, v, h)
-				}
-				c[v*H+h] = s
-				if gdst == nil {
-					continue
-				}
-				var ds float32
-				for q := g.Indptr[v]; q < g.Indptr[v+1]; q++ {
-					u := int(g.Indices[q])
-					ds += a.edgeGrad(u, v, h, int(q), dot(u, v, h), s)
-				}
-				gdst[v*H+h] += ds
-			}
-		}
-	})
-	// Pass 2, by source u over the push-style CSR: x and src gradients.
-	ip, idx, perm := g.Push()
-	var gx, gsrc []float32
-	if a.x.requires {
-		gx = a.x.grad()
-	}
-	if a.src.requires {
-		gsrc = a.src.grad()
-	}
-	if gx == nil && gsrc == nil {
-		return
-	}
-	parallelFor(n, hf*int(1+g.NumEdges()/max(1, n)), func(lo, hi int) {
-		for u := lo; u < hi; u++ {
-			for q := ip[u]; q < ip[u+1]; q++ {
-				v, e := int(idx[q]), int(perm[q])
-				for h := range H {
-					if gx != nil {
-						al := a.alpha(u, v, h, e)
-						if al != 0 {
-							d, o := dy[v*hf+h*F:][:F], gx[u*hf+h*F:][:F]
-							for j := range o {
-								o[j] += al * d[j]
-							}
-						}
-					}
-					if gsrc != nil {
-						gsrc[u*H+h] += a.edgeGrad(u, v, h, e, dot(u, v, h), c[v*H+h])
-					}
-				}
-			}
-		}
-	})
-}
-
-// edgeGrad is ∂L/∂(src[u]+dst[v]) for edge e = u→v in head h, given
-// dα' = <dy[v,h], x[u,h]> and c = Σ_u α·dα.
-func (a *gatState) edgeGrad(u, v, h, e int, dotv, c float32) float32 {
-	al := a.softmax(u, v, h)
-	dal := dotv * a.dropScale(e, h)
-	de := al * (dal - c)
-	if a.src.Data[u*a.heads+h]+a.dst.Data[v*a.heads+h] > 0 {
-		return de
-	}
-	return de * a.slope
 }
