@@ -101,50 +101,60 @@ func runSDDMM(a *sddmmArgs, s Schedule) {
 	}
 	pl := makePlan(g, s, f)
 	pl.run(s, func(w *worker, sp span) {
+		buf := w.scratch(sp.maxDeg(g))
 		if sp.seg >= 0 {
 			v := int(sp.r0)
 			for k0 := 0; k0 < f; k0 += tile {
-				a.edges(v, int(sp.p0), int(sp.p1), k0, min(f, k0+tile))
+				a.edges(v, int(sp.p0), int(sp.p1), k0, min(f, k0+tile), buf)
 			}
 			return
 		}
 		parts := w.partitions(g, s, int(sp.r0), int(sp.r1), a.nsrc)
 		for k0 := 0; k0 < f; k0 += tile {
 			k1 := min(f, k0+tile)
-			parts.each(func(v, p0, p1 int) { a.edges(v, p0, p1, k0, k1) })
+			parts.each(func(v, p0, p1 int) { a.edges(v, p0, p1, k0, k1, buf) })
 		}
 	})
 }
 
 // edges computes columns [k0, k1) of the values of the edges at positions
-// [p0, p1) of row v (for UDotV: the heads inside [k0, k1)).
-func (a *sddmmArgs) edges(v, p0, p1, k0, k1 int) {
+// [p0, p1) of row v (for UDotV: the heads inside [k0, k1)). buf is scratch
+// of at least p1−p0 floats.
+func (a *sddmmArgs) edges(v, p0, p1, k0, k1 int, buf []float32) {
 	f, g := a.f, a.g
 	ys := a.y[v*f+k0 : v*f+k1]
+	if a.op == UDotV {
+		d := a.dim
+		idx := g.Indices[p0:p1]
+		for h := k0 / d; h < k1/d; h++ {
+			c := h * d
+			if g.EdgeIDs == nil && a.width == 1 {
+				dotRows(a.out[p0:p1], a.x[c:], idx, f, ys[c-k0:c-k0+d])
+				continue
+			}
+			tmp := buf[:p1-p0]
+			dotRows(tmp, a.x[c:], idx, f, ys[c-k0:c-k0+d])
+			for j, t := range tmp {
+				a.out[g.eid(p0+j)*a.width+h] = t
+			}
+		}
+		return
+	}
 	for p := p0; p < p1; p++ {
 		u := int(g.Indices[p])
 		e := g.eid(p)
 		xs := a.x[u*f+k0 : u*f+k1]
+		o := a.out[e*f+k0 : e*f+k1]
 		switch a.op {
-		case UDotV:
-			d := a.dim
-			o := a.out[e*a.width : (e+1)*a.width]
-			for h := k0 / d; h < k1/d; h++ {
-				c := h*d - k0
-				o[h] = dot(xs[c:c+d], ys[c:c+d])
-			}
 		case UAddVOp:
-			o := a.out[e*f+k0 : e*f+k1]
 			for k := range o {
 				o[k] = xs[k] + ys[k]
 			}
 		case USubVOp:
-			o := a.out[e*f+k0 : e*f+k1]
 			for k := range o {
 				o[k] = xs[k] - ys[k]
 			}
 		case UMulVOp:
-			o := a.out[e*f+k0 : e*f+k1]
 			for k := range o {
 				o[k] = xs[k] * ys[k]
 			}

@@ -23,6 +23,11 @@ func spmmGatherAxpyAVX2(acc, x *float32, idx *int32, wt *float32, n, ldx, w int)
 //go:noescape
 func spmmDotAVX2(a, b *float32, n int) float32
 
+// spmmDotRowsAVX2 is dotRowsGeneric over w columns, w a multiple of 8.
+//
+//go:noescape
+func spmmDotRowsAVX2(dst, x *float32, idx *int32, n, ldx int, y *float32, w int)
+
 // checkGather panics, as a slice expression would, when a gathered row
 // reaches past x: the assembly does not check bounds.
 func checkGather(x []float32, idx []int32, ldx, w int) {
@@ -78,4 +83,21 @@ func dot(a, b []float32) float32 {
 		s += dotGeneric(a[n8:], b[n8:])
 	}
 	return s
+}
+
+func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
+	w := len(y)
+	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+		dotRowsGeneric(dst, x, idx, ldx, y)
+		return
+	}
+	checkGather(x, idx, ldx, w)
+	dst = dst[:len(idx)]
+	w8 := w &^ 7
+	spmmDotRowsAVX2(&dst[0], &x[0], &idx[0], len(idx), ldx, &y[0], w8)
+	if w8 < w {
+		for j, u := range idx {
+			dst[j] += dotGeneric(y[w8:], x[int(u)*ldx+w8:])
+		}
+	}
 }

@@ -384,3 +384,59 @@ dotdone:
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
+
+// func spmmDotRowsAVX2(dst, x *float32, idx *int32, n, ldx int, y *float32, w int)
+// Implements dotRowsGeneric: dst[j] = Σ_k x[idx[j]*ldx + k]*y[k], k < w, w%8 == 0.
+TEXT ·spmmDotRowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ n+24(FP), CX
+	MOVQ ldx+32(FP), R9
+	SHLQ $2, R9
+	MOVQ y+40(FP), R10
+	MOVQ w+48(FP), R12
+	SHLQ $2, R12
+	XORQ BX, BX
+
+rows:
+	CMPQ    BX, CX
+	JGE     rowsdone
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	XORQ    R11, R11
+
+cols16:
+	LEAQ        64(R11), R13
+	CMPQ        R13, R12
+	JGT         cols8
+	VMOVUPS     (AX)(R11*1), Y2
+	VMOVUPS     32(AX)(R11*1), Y3
+	VFMADD231PS (R10)(R11*1), Y2, Y0
+	VFMADD231PS 32(R10)(R11*1), Y3, Y1
+	MOVQ        R13, R11
+	JMP         cols16
+
+cols8:
+	// At most one block of 8 is left, as w%8 == 0.
+	CMPQ        R11, R12
+	JGE         hsum
+	VMOVUPS     (AX)(R11*1), Y2
+	VFMADD231PS (R10)(R11*1), Y2, Y0
+
+hsum:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (DI)(BX*4)
+	INCQ         BX
+	JMP          rows
+
+rowsdone:
+	VZEROUPPER
+	RET

@@ -46,6 +46,14 @@ func dotGeneric(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// dotRowsGeneric is dst[j] = Σ_k x[idx[j]·ldx + k]·y[k] over len(y).
+func dotRowsGeneric(dst, x []float32, idx []int32, ldx int, y []float32) {
+	dst = dst[:len(idx)]
+	for j, u := range idx {
+		dst[j] = dotGeneric(y, x[int(u)*ldx:int(u)*ldx+len(y)])
+	}
+}
+
 // addTo is dst[k] += src[k] over len(dst).
 func addTo(dst, src []float32) {
 	src = src[:len(dst)]

@@ -77,6 +77,9 @@ func TestSpMMMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, f := range []int{1, 3, 15, 16, 17, 64, 257} {
 		g := testGraph(rng, 90, 70, 5, true, f%2 == 1)
+		if f == 16 || f == 3 {
+			g.EdgeIDs = nil // edge id = position
+		}
 		nsrc := 70
 		x := randVec(rng, nsrc*f)
 		y := randVec(rng, g.Rows()*f)
@@ -124,7 +127,12 @@ func checkArg(t *testing.T, g CSR, msg Msg, x, e, y []float32, f, fe int, arg []
 				assert.Equal(t, int32(-1), a, "arg of empty row %d", v)
 				continue
 			}
-			p := slices.IndexFunc(g.EdgeIDs[p0:p1], func(id int32) bool { return id == a })
+			p := -1
+			for q := p0; q < p1; q++ {
+				if g.eid(q) == int(a) {
+					p = q - p0
+				}
+			}
 			if !assert.GreaterOrEqual(t, p, 0, "arg[%d,%d] = %d is not an edge of the row", v, k, a) {
 				return
 			}
@@ -138,6 +146,9 @@ func TestSDDMMMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, f := range []int{1, 3, 15, 16, 17, 64, 257} {
 		g := testGraph(rng, 80, 60, 5, true, f%2 == 0)
+		if f == 16 || f == 15 {
+			g.EdgeIDs = nil
+		}
 		x := randVec(rng, 60*f)
 		y := randVec(rng, g.Rows()*f)
 		for op := UDotV; op < numSDDMM; op++ {
@@ -519,6 +530,10 @@ func TestGatherKernels(t *testing.T) {
 				assert.InDeltaSlice(t, want, got, 1e-5, "axpy "+name)
 				if w > 0 {
 					assert.InDelta(t, dotGeneric(base, x[off:off+w]), dot(base, x[off:off+w]), 1e-4, "dot "+name)
+					got, want = make([]float32, n), make([]float32, n)
+					dotRows(got, x[off:], idx, ldx, base)
+					dotRowsGeneric(want, x[off:], idx, ldx, base)
+					assert.InDeltaSlice(t, want, got, 1e-4, "dotRows "+name)
 				}
 			}
 		}

@@ -1,0 +1,181 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// Benchmarks of the sparse templates on a real graph (QGTC_BENCH_GRAPH,
+// default coauthor_cs; bench/torch/spmm_bench.sh runs them beside PyTorch).
+// Each reports GFLOP/s counting one flop per message element (two for
+// u_mul_e and u_dot_v).
+
+var benchGraphs sync.Map // name → CSR
+
+func benchGraph(b *testing.B) (CSR, string) {
+	name := os.Getenv("QGTC_BENCH_GRAPH")
+	if name == "" {
+		name = "coauthor_cs"
+	}
+	if g, ok := benchGraphs.Load(name); ok {
+		return g.(CSR), name
+	}
+	d, err := subgraph.Load(name)
+	if err != nil {
+		b.Skipf("dataset %s: %v", name, err)
+	}
+	g := CSR{Indptr: d.Graph.Indptr, Indices: d.Graph.Indices}
+	benchGraphs.Store(name, g)
+	return g, name
+}
+
+// naiveSpMM is the plain serial CSR loop the templates are compared with.
+func naiveSpMM(out []float32, g CSR, x, w []float32, f int) {
+	for v := 0; v < g.Rows(); v++ {
+		o := out[v*f : (v+1)*f]
+		clear(o)
+		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
+			u := int(g.Indices[p])
+			c := float32(1)
+			if w != nil {
+				c = w[p]
+			}
+			for k, xv := range x[u*f : (u+1)*f] {
+				o[k] += c * xv
+			}
+		}
+	}
+}
+
+func naiveSDDMM(out []float32, g CSR, x, y []float32, f int) {
+	for v := 0; v < g.Rows(); v++ {
+		ys := y[v*f : (v+1)*f]
+		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
+			u := int(g.Indices[p])
+			var s float32
+			for k, xv := range x[u*f : (u+1)*f] {
+				s += xv * ys[k]
+			}
+			out[p] = s
+		}
+	}
+}
+
+var benchWidths = []int{16, 32, 64, 128, 256}
+
+// BenchmarkTemplates is the table bench/torch/spmm_bench.sh prints: the
+// templates under their tuned schedule against the naive serial loop.
+func BenchmarkTemplates(b *testing.B) {
+	g, name := benchGraph(b)
+	n, nnz := g.Rows(), g.NNZ()
+	rng := rand.New(rand.NewPCG(1, 1))
+	w := randVec(rng, nnz)
+	for _, f := range benchWidths {
+		x, y := randVec(rng, n*f), randVec(rng, n*f)
+		out := make([]float32, n*f)
+		eout := make([]float32, nnz)
+		s := TuneSchedule(g, n, f)
+		cases := []struct {
+			op, impl string
+			flops    float64
+			run      func()
+		}{
+			{"copy_u_sum", "qgtc", 1, func() { must(b, SpMM(out, g, CopyU, Sum, x, nil, nil, f, nil, &s)) }},
+			{"copy_u_sum", "naive", 1, func() { naiveSpMM(out, g, x, nil, f) }},
+			{"u_mul_e_sum", "qgtc", 2, func() { must(b, SpMM(out, g, UMulE, Sum, x, w, nil, f, nil, &s)) }},
+			{"u_mul_e_sum", "naive", 2, func() { naiveSpMM(out, g, x, w, f) }},
+			{"u_dot_v", "qgtc", 2, func() { must(b, SDDMM(eout, g, UDotV, x, y, f, 1, &s)) }},
+			{"u_dot_v", "naive", 2, func() { naiveSDDMM(eout, g, x, y, f) }},
+		}
+		for _, c := range cases {
+			b.Run(fmt.Sprintf("graph=%s/op=%s/f=%d/impl=%s", name, c.op, f, c.impl), func(b *testing.B) {
+				b.SetBytes(int64(nnz) * int64(f) * 4)
+				b.ReportAllocs()
+				for b.Loop() {
+					c.run()
+				}
+				b.ReportMetric(c.flops*float64(nnz)*float64(f)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+func must(b *testing.B, err error) {
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkSchedules shows what feature tiling, source partitions and row
+// splitting each change, for copy_u/sum at f = 64 and 256.
+func BenchmarkSchedules(b *testing.B) {
+	g, name := benchGraph(b)
+	n := g.Rows()
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, f := range []int{64, 256} {
+		x := randVec(rng, n*f)
+		out := make([]float32, n*f)
+		for _, s := range []Schedule{{}, {NoSplit: true}, {FeatTile: 32}, {FeatTile: 64}, {Partitions: 4}, {FeatTile: 64, Partitions: 4}, {Workers: 1}} {
+			b.Run(fmt.Sprintf("graph=%s/f=%d/tile=%d/parts=%d/workers=%d/nosplit=%v", name, f, s.FeatTile, s.Partitions, s.workers(), s.NoSplit), func(b *testing.B) {
+				for b.Loop() {
+					must(b, SpMM(out, g, CopyU, Sum, x, nil, nil, f, nil, &s))
+				}
+				b.ReportMetric(float64(g.NNZ())*float64(f)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkGAT compares the fused attention + aggregation with the same
+// computation as separate ops (SDDMM-like scores, EdgeSoftmax, SpMM).
+func BenchmarkGAT(b *testing.B) {
+	g, name := benchGraph(b)
+	n, nnz := g.Rows(), g.NNZ()
+	rng := rand.New(rand.NewPCG(3, 3))
+	const heads, d, slope = 4, 16, 0.2
+	f := heads * d
+	feat, el, er := randVec(rng, n*f), randVec(rng, n*heads), randVec(rng, n*heads)
+	out, stats := make([]float32, n*f), make([]float32, n*heads*2)
+	gout := randVec(rng, n*f)
+	gT := g.Transpose(n)
+	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=fused", name, heads, d), func(b *testing.B) {
+		for b.Loop() {
+			must(b, GATAggregate(out, stats, g, feat, el, er, heads, d, slope, nil))
+		}
+	})
+	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=fused-backward", name, heads, d), func(b *testing.B) {
+		gf, gl, gr := make([]float32, len(feat)), make([]float32, len(el)), make([]float32, len(er))
+		for b.Loop() {
+			must(b, GATAggregateBackward(gf, gl, gr, g, gT, feat, el, er, out, stats, gout, heads, d, slope, nil))
+		}
+	})
+	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=unfused", name, heads, d), func(b *testing.B) {
+		sc := make([]float32, nnz*heads)
+		for b.Loop() {
+			must(b, SDDMMFunc(sc, g, func(o []float32, u, v, e int) {
+				for h := range o {
+					o[h] = leaky(el[u*heads+h]+er[v*heads+h], slope)
+				}
+			}, heads, nil))
+			must(b, EdgeSoftmax(sc, g, sc, heads, nil))
+			must(b, SpMM(out, g, UMulE, Sum, feat, sc, nil, f, nil, nil))
+		}
+	})
+}
+
+// relErr is ‖got − want‖ / ‖want‖.
+func relErr(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i] - want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+	}
+	return math.Sqrt(num / den)
+}
