@@ -12,4 +12,6 @@ func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 
 func dot(a, b []float32) float32 { return dotGeneric(a, b) }
 
-func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) { dotRowsGeneric(dst, x, idx, ldx, y) }
+func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
+	dotRowsGeneric(dst, x, idx, ldx, y)
+}
