@@ -26,6 +26,8 @@ const (
 	sgNC = 4096 // multiple of sgNR
 	// sgTaskN is the width of one parallel task's slice of a B block.
 	sgTaskN = 256 // multiple of sgNR
+	// sgDirectN is the widest C for which A is read without packing.
+	sgDirectN = 128
 )
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
@@ -110,6 +112,9 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 	defer packedBPool.Put(&bp)
 
+	// A skinny product (few columns) reuses each element of A only n
+	// times, too few to pay for packing it: read it in place then.
+	direct := !transA && n <= sgDirectN && sgemmDirect != nil
 	mBlocks := (m + sgMC - 1) / sgMC
 	for jc := 0; jc < n; jc += sgNC {
 		nc := min(sgNC, n-jc)
@@ -127,8 +132,17 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 				j0 := jt * sgTaskN
 				j1 := min(nc, j0+sgTaskN)
 				buf := sgemmBufs.Get().(*sgemmBuf)
-				sgemmPackA(buf.a, transA, a, lda, ic, pc, mc, kc)
-				sgemmMacro(buf, mc, kc, j0, j1, bp, c[ic*ldc+jc:], ldc, alpha)
+				var ad []float32
+				if direct {
+					// Full panels read A in place; only a last partial one is packed.
+					ad = a[ic*lda+pc:]
+					if full := mc / sgMR * sgMR; full < mc {
+						sgemmPackA(buf.a, false, a, lda, ic+full, pc, mc-full, kc)
+					}
+				} else {
+					sgemmPackA(buf.a, transA, a, lda, ic, pc, mc, kc)
+				}
+				sgemmMacro(buf, mc, kc, j0, j1, bp, c[ic*ldc+jc:], ldc, alpha, ad, lda)
 				sgemmBufs.Put(buf)
 			})
 		}
@@ -136,14 +150,32 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 }
 
 // sgemmMacro multiplies the packed mc×kc block of A by columns [j0, j1) of
-// the packed kc×nc block of B into c (already offset to the block's corner).
-func sgemmMacro(buf *sgemmBuf, mc, kc, j0, j1 int, bp, c []float32, ldc int, alpha float32) {
+// the packed kc×nc block of B into c (already offset to the block's
+// corner). When ad is not nil, full 6-row panels of A are read from ad
+// (row stride lda) in place and buf.a holds only the last partial panel.
+func sgemmMacro(buf *sgemmBuf, mc, kc, j0, j1 int, bp, c []float32, ldc int, alpha float32, ad []float32, lda int) {
 	for jr := j0; jr < j1; jr += sgNR {
 		nr := min(sgNR, j1-jr)
 		bpan := bp[(jr/sgNR)*kc*sgNR : (jr/sgNR+1)*kc*sgNR]
 		for ir := 0; ir < mc; ir += sgMR {
 			mr := min(sgMR, mc-ir)
-			apan := buf.a[(ir/sgMR)*kc*sgMR : (ir/sgMR+1)*kc*sgMR]
+			if ad != nil && mr == sgMR {
+				if nr == sgNR {
+					sgemmDirect(kc, ad[ir*lda:], lda, bpan, c[ir*ldc+jr:], ldc, alpha)
+					continue
+				}
+				t := buf.tile
+				clear(t)
+				sgemmDirect(kc, ad[ir*lda:], lda, bpan, t, sgNR, alpha)
+				sgemmAddTile(c[ir*ldc+jr:], ldc, t, mr, nr)
+				continue
+			}
+			var apan []float32
+			if ad != nil {
+				apan = buf.a[:kc*sgMR]
+			} else {
+				apan = buf.a[(ir/sgMR)*kc*sgMR : (ir/sgMR+1)*kc*sgMR]
+			}
 			if mr == sgMR && nr == sgNR {
 				sgemmKernel(kc, apan, bpan, c[ir*ldc+jr:], ldc, alpha)
 				continue
@@ -151,12 +183,17 @@ func sgemmMacro(buf *sgemmBuf, mc, kc, j0, j1 int, bp, c []float32, ldc int, alp
 			t := buf.tile
 			clear(t)
 			sgemmKernel(kc, apan, bpan, t, sgNR, alpha)
-			for i := 0; i < mr; i++ {
-				row := c[(ir+i)*ldc+jr : (ir+i)*ldc+jr+nr]
-				for j := range row {
-					row[j] += t[i*sgNR+j]
-				}
-			}
+			sgemmAddTile(c[ir*ldc+jr:], ldc, t, mr, nr)
+		}
+	}
+}
+
+// sgemmAddTile adds the top-left mr×nr of a sgMR×sgNR tile to c.
+func sgemmAddTile(c []float32, ldc int, t []float32, mr, nr int) {
+	for i := 0; i < mr; i++ {
+		row := c[i*ldc : i*ldc+nr]
+		for j := range row {
+			row[j] += t[i*sgNR+j]
 		}
 	}
 }
@@ -174,6 +211,19 @@ func sgemmPackA(dst []float32, trans bool, a []float32, lda, ic, pc, mc, kc int)
 				d := pan[p*sgMR : p*sgMR+sgMR]
 				copy(d, src)
 				clear(d[rows:])
+			}
+			continue
+		}
+		if rows == sgMR {
+			s0 := a[r0*lda+pc : r0*lda+pc+kc]
+			s1 := a[(r0+1)*lda+pc : (r0+1)*lda+pc+kc]
+			s2 := a[(r0+2)*lda+pc : (r0+2)*lda+pc+kc]
+			s3 := a[(r0+3)*lda+pc : (r0+3)*lda+pc+kc]
+			s4 := a[(r0+4)*lda+pc : (r0+4)*lda+pc+kc]
+			s5 := a[(r0+5)*lda+pc : (r0+5)*lda+pc+kc]
+			for p := range s0 {
+				d := (*[sgMR]float32)(pan[p*sgMR:])
+				d[0], d[1], d[2], d[3], d[4], d[5] = s0[p], s1[p], s2[p], s3[p], s4[p], s5[p]
 			}
 			continue
 		}

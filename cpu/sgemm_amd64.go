@@ -9,3 +9,9 @@ package cpu
 //
 //go:noescape
 func sgemmKernelAVX2(k int, a *float32, b *float32, c *float32, ldc int, alpha float32)
+
+// sgemmKernelAVX2Direct is sgemmKernelGenericDirect: c[i*ldc+j] += alpha·Σ_p a[i*lda+p]·b[p*16+j]
+// for a full 6×16 tile, A read in place (unpacked) with row stride lda.
+//
+//go:noescape
+func sgemmKernelAVX2Direct(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32)

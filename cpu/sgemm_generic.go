@@ -27,14 +27,38 @@ func sgemmKernelGeneric(k int, a, b, c []float32, ldc int, alpha float32) {
 }
 
 // sgemmKernel is the microkernel in use; sgemmImpl names it.
-var sgemmKernel, sgemmImpl = pickSgemmKernel()
+var sgemmKernel, sgemmDirect, sgemmImpl = pickSgemmKernel()
 
-func pickSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32), string) {
-	if f, name := asmSgemmKernel(); f != nil {
-		return f, name
+func pickSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32),
+	func(k int, a []float32, lda int, b, c []float32, ldc int, alpha float32), string) {
+	if f, d, name := asmSgemmKernel(); f != nil {
+		return f, d, name
 	}
-	return sgemmKernelGeneric, "generic"
+	return sgemmKernelGeneric, sgemmKernelGenericDirect, "generic"
 }
 
 // SgemmImpl names the float32 GEMM microkernel in use ("avx2+fma" or "generic").
 func SgemmImpl() string { return sgemmImpl }
+
+// sgemmKernelGenericDirect is sgemmKernelGeneric with A read in place:
+// c[i*ldc+j] += alpha·Σ_p a[i*lda+p]·b[p*sgNR+j] for a full tile.
+func sgemmKernelGenericDirect(k int, a []float32, lda int, b, c []float32, ldc int, alpha float32) {
+	var acc [sgMR][sgNR]float32
+	b = b[:k*sgNR]
+	for i := range acc {
+		row := a[i*lda : i*lda+k]
+		r := &acc[i]
+		for p, ai := range row {
+			bp := (*[sgNR]float32)(b[p*sgNR:])
+			for j := range bp {
+				r[j] += ai * bp[j]
+			}
+		}
+	}
+	for i := range acc {
+		row := c[i*ldc : i*ldc+sgNR]
+		for j := range row {
+			row[j] += alpha * acc[i][j]
+		}
+	}
+}

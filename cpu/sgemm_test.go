@@ -10,19 +10,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+type sgemmKernels struct {
+	packed func(k int, a, b, c []float32, ldc int, alpha float32)
+	direct func(k int, a []float32, lda int, b, c []float32, ldc int, alpha float32)
+}
+
 // sgemmImpls lists the microkernels this machine can run, for forcing each.
-func sgemmImpls() map[string]func(k int, a, b, c []float32, ldc int, alpha float32) {
-	impls := map[string]func(k int, a, b, c []float32, ldc int, alpha float32){"generic": sgemmKernelGeneric}
+func sgemmImpls() map[string]sgemmKernels {
+	impls := map[string]sgemmKernels{"generic": {sgemmKernelGeneric, sgemmKernelGenericDirect}}
 	if sgemmImpl != "generic" {
-		impls[sgemmImpl] = sgemmKernel
+		impls[sgemmImpl] = sgemmKernels{sgemmKernel, sgemmDirect}
 	}
 	return impls
 }
 
-func withSgemmKernel(t testing.TB, f func(k int, a, b, c []float32, ldc int, alpha float32)) {
-	old := sgemmKernel
-	sgemmKernel = f
-	t.Cleanup(func() { sgemmKernel = old })
+func withSgemmKernel(t testing.TB, f sgemmKernels) {
+	oldP, oldD := sgemmKernel, sgemmDirect
+	sgemmKernel, sgemmDirect = f.packed, f.direct
+	t.Cleanup(func() { sgemmKernel, sgemmDirect = oldP, oldD })
 }
 
 // naiveSgemm is the definition in float64, with the bound on the rounding
@@ -70,7 +75,7 @@ func randF32(rng *rand.Rand, n int) []float32 {
 func TestSgemmVsNaive(t *testing.T) {
 	sizes := [][3]int{
 		{0, 0, 0}, {1, 1, 1}, {0, 5, 3}, {4, 0, 3}, {3, 4, 0}, {5, 15, 7}, {6, 16, 1}, {7, 17, 2},
-		{13, 33, 255}, {97, 31, 257}, {1, 300, 9}, {200, 1, 65}, {101, 70, 600}, {50, 530, 40},
+		{13, 33, 255}, {97, 31, 257}, {1, 300, 9}, {200, 1, 65}, {101, 70, 600}, {50, 530, 40}, {103, 129, 70},
 	}
 	for name, kern := range sgemmImpls() {
 		t.Run("impl="+name, func(t *testing.T) {
