@@ -101,15 +101,16 @@ func qBuildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*QBatc
 	return b, nil
 }
 
-// QGroups groups the parts of p into batches of q parts each: consecutive
-// parts when rng is nil (inference), a random grouping otherwise (a
-// Cluster-GCN training epoch). Empty groups are dropped.
-func QGroups(p *subgraph.Partitioning, q int, rng *rand.Rand) [][]int32 {
-	byPart := make([][]int32, p.K)
-	for v, k := range p.Parts {
-		byPart[k] = append(byPart[k], int32(v))
+// QGroups groups the k parts of a partition (parts[v] is node v's part)
+// into batches of q parts each: consecutive parts when rng is nil
+// (inference), a random grouping otherwise (a Cluster-GCN training epoch).
+// Empty groups are dropped.
+func QGroups(parts []int32, k, q int, rng *rand.Rand) [][]int32 {
+	byPart := make([][]int32, k)
+	for v, p := range parts {
+		byPart[p] = append(byPart[p], int32(v))
 	}
-	order := make([]int, p.K)
+	order := make([]int, k)
 	for i := range order {
 		order[i] = i
 	}
@@ -193,7 +194,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 		})
 	}
 	if binary {
-		in.Params = QParams{Bits: 1, Scale: 1, Lower: 0}
+		in.Params = qParamsFor(1, 0, 1) // codes equal the values: exact
 	} else {
 		in.Params = qBestRange(sample, bits, !neg)
 	}

@@ -1,6 +1,8 @@
 package layers
 
 import (
+	"time"
+
 	"fmt"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -131,4 +133,49 @@ func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32
 func qRQ(p QParams) bmm.Requant {
 	inv, off := p.Requant()
 	return bmm.Requant{Scale: inv, Offset: off}
+}
+
+// QRun is the outcome of running a plan over every batch of a task.
+type QRun struct {
+	Pred    []int32       // predicted class per node (−1: in no batch)
+	Pack    time.Duration // packing each batch's feature codes into bit planes
+	Compute time.Duration // the bit products with their fused epilogues
+	Stats   QStats        // summed over batches
+	Batches int
+	Nodes   int
+}
+
+// Run runs p over d's Eval batches with features in (quantized with the
+// plan's input params). progress, when set, is called after each batch.
+func (p *QPlan) Run(d *QData, in *QInput, progress func(done, total int)) (*QRun, error) {
+	if in.Params != p.Model.Input {
+		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, p.Model.Input)
+	}
+	r := &QRun{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
+	for i := range r.Pred {
+		r.Pred[i] = -1
+	}
+	for i, b := range d.Eval {
+		t0 := time.Now()
+		x, err := in.Pack(b.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		logits, st, err := p.Forward(b, x, nil)
+		if err != nil {
+			return nil, err
+		}
+		t2 := time.Now()
+		r.Pack += t1.Sub(t0)
+		r.Compute += t2.Sub(t1)
+		r.Stats.InterBytes += st.InterBytes
+		r.Stats.UnfusedBytes += st.UnfusedBytes
+		r.Nodes += b.N()
+		QArgmax(r.Pred, logits, p.Model.Classes, b.Nodes)
+		if progress != nil {
+			progress(i+1, len(d.Eval))
+		}
+	}
+	return r, nil
 }

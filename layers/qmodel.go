@@ -225,8 +225,12 @@ func (m *QModel) ops() []qOp {
 	return ops
 }
 
-// qParamsFor returns params of the given width covering [lo, hi] (widened
-// to include 0 when unsigned, and to a non-empty range).
+// qParamsFor returns params of the given width whose levels span [lo, hi]
+// (made non-empty). The quantizer floors, so Lower is stored half a step
+// below lo: the floor then rounds to the nearest level, and qZero adds the
+// half step back when dequantizing (level q is lo + Scale·q). For lo = 0
+// the zero point is exactly 0, so 0 stays 0 and non-negative activations
+// need no zero-point correction.
 func qParamsFor(bits int, lo, hi float64) QParams {
 	if !(hi > lo) {
 		hi = lo + 1e-8
@@ -235,12 +239,17 @@ func qParamsFor(bits int, lo, hi float64) QParams {
 		}
 	}
 	levels := math.Exp2(float64(bits)) - 1
-	return QParams{Bits: bits, Scale: float32((hi - lo) / levels), Lower: float32(lo)}
+	s := float32((hi - lo) / levels)
+	return QParams{Bits: bits, Scale: s, Lower: float32(lo) - s/2}
 }
 
-// qUpper is the largest value p represents.
+// qZero is the zero point of p in units of Scale: x̂ = Scale·(q + qZero).
+func qZero(p QParams) float32 { return p.Zero() + 0.5 }
+
+// qUpper is where p starts clamping: values in [Lower, qUpper) quantize
+// without clipping (the straight-through estimator's range).
 func qUpper(p QParams) float32 {
-	return p.Scale*float32(math.Exp2(float64(p.Bits))-1) + p.Lower
+	return p.Lower + p.Scale*float32(math.Exp2(float64(p.Bits)))
 }
 
 // qWeightParams returns per-output-channel params for l's weights (one per
@@ -267,9 +276,9 @@ func qQuant(x, inv, off float32, bits int) uint32 {
 	return bmm.Requant{Scale: inv, Offset: off}.Quantize(x, bits)
 }
 
-// qDequant is Scale·(q + Zero()).
+// qDequant is Scale·(q + qZero).
 func qDequant(q float64, p QParams) float64 {
-	return float64(p.Scale) * (q + float64(p.Zero()))
+	return float64(p.Scale) * (q + float64(qZero(p)))
 }
 
 // qBestRange picks the range of vals for bits: among the min/max (or

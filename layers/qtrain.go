@@ -17,21 +17,23 @@ type QData struct {
 	Labels           []int32
 	Classes          int
 	Train, Val, Test []int32
-	Parts            *subgraph.Partitioning // nil: the whole graph is one batch
+	Parts            []int32 // node → part; nil: the whole graph is one batch
+	K                int     // number of parts
 	PerBatch         int
 	Eval             []*QBatch
 }
 
-// NewQData prepares d with partitioning parts (nil for one batch) grouped
-// perBatch parts to a batch. The Eval batches carry their packed adjacency.
-func NewQData(d *subgraph.Dataset, parts *subgraph.Partitioning, perBatch int) (*QData, error) {
+// NewQData prepares d with the partition parts into k parts (nil for one
+// batch) grouped perBatch parts to a batch. The Eval batches carry their
+// packed adjacency.
+func NewQData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*QData, error) {
 	if d.Labels == nil || d.NumClasses < 1 {
 		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrQModel, d.Name)
 	}
 	q := &QData{Graph: d.Graph, Labels: d.Labels, Classes: d.NumClasses,
-		Train: d.Train, Val: d.Val, Test: d.Test, Parts: parts, PerBatch: max(1, perBatch)}
+		Train: d.Train, Val: d.Val, Test: d.Test, Parts: parts, K: k, PerBatch: max(1, perBatch)}
 	var groups [][]int32
-	if parts == nil || parts.K == 1 {
+	if parts == nil || k <= 1 {
 		all := make([]int32, d.Graph.N())
 		for i := range all {
 			all[i] = int32(i)
@@ -39,7 +41,15 @@ func NewQData(d *subgraph.Dataset, parts *subgraph.Partitioning, perBatch int) (
 		groups = [][]int32{all}
 		q.Parts = nil
 	} else {
-		groups = QGroups(parts, q.PerBatch, nil)
+		if len(parts) != d.Graph.N() {
+			return nil, fmt.Errorf("%w: %d part assignments for %d nodes", ErrQModel, len(parts), d.Graph.N())
+		}
+		for v, p := range parts {
+			if p < 0 || int(p) >= k {
+				return nil, fmt.Errorf("%w: node %d in part %d, outside [0, %d)", ErrQModel, v, p, k)
+			}
+		}
+		groups = QGroups(parts, k, q.PerBatch, nil)
 	}
 	var err error
 	q.Eval, err = NewQBatches(d.Graph, groups, true)
@@ -160,7 +170,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 		batches := d.Eval
 		if d.Parts != nil {
 			var err error
-			batches, err = NewQBatches(d.Graph, QGroups(d.Parts, d.PerBatch, rng), false)
+			batches, err = NewQBatches(d.Graph, QGroups(d.Parts, d.K, d.PerBatch, rng), false)
 			if err != nil {
 				return 0, err
 			}
