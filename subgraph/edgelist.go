@@ -13,7 +13,7 @@ import (
 // maxSparseID bounds node ids in edge lists relative to their size: a
 // file naming node 4,000,000,000 in ten lines would otherwise make us
 // allocate for billions of isolated nodes.
-const maxSparseID = 1 << 22
+const maxSparseID = 1 << 20
 
 // parseEdgeList reads a text edge list: one edge "u v" per line (extra
 // columns such as weights are ignored), separated by spaces, tabs or

@@ -380,6 +380,19 @@ func TestWriteEdgeListRoundTrip(t *testing.T) {
 	assert.Equal(t, g.Indices, h.Indices)
 }
 
+func TestWriteEdgeNPZRoundTrip(t *testing.T) {
+	d := loadCached(t, "citeseer") // has isolated nodes and unlabelled ones
+	var buf bytes.Buffer
+	require.NoError(t, WriteEdgeNPZ(&buf, d.Graph, d.Labels))
+	e, err := readNPZ("citeseer-edges.npz", buf.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, d.Graph.Indptr, e.Graph.Indptr)
+	assert.Equal(t, d.Graph.Indices, e.Graph.Indices)
+	assert.Equal(t, d.Labels, e.Labels)
+	assert.Equal(t, 6, e.NumClasses)
+	assert.ErrorIs(t, WriteEdgeNPZ(&buf, d.Graph, d.Labels[:3]), ErrInconsistent)
+}
+
 func TestNotFoundNamesSearchOrder(t *testing.T) {
 	t.Setenv("QGTC_DATA", "/nonexistent/qgtc-data")
 	_, err := Load("no_such_dataset")

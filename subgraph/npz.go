@@ -3,12 +3,14 @@ package subgraph
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -322,7 +324,8 @@ func numClasses(labels []int32) int {
 }
 
 // edgeNPZ reads QGTC's benchmark graphs: src_li and dst_li edge lists and,
-// when present, num_nodes; otherwise the node count is 1 + the largest id.
+// when present, num_nodes (otherwise the node count is 1 + the largest id)
+// and per-node labels.
 func edgeNPZ(z *npzFile) (*Dataset, error) {
 	s, err := z.vector("src_li")
 	if err != nil {
@@ -365,7 +368,21 @@ func edgeNPZ(z *npzFile) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", z.name, err)
 	}
-	return &Dataset{Graph: g}, nil
+	d := &Dataset{Graph: g}
+	if z.has("labels") {
+		a, err := z.vector("labels")
+		if err != nil {
+			return nil, err
+		}
+		if a.len() != n {
+			return nil, fmt.Errorf("%w: %s: labels has %d entries for %d nodes", ErrInconsistent, z.name, a.len(), n)
+		}
+		if d.Labels, err = a.int32s(-1, math.MaxInt32-1); err != nil {
+			return nil, err
+		}
+		d.NumClasses = numClasses(d.Labels)
+	}
+	return d, nil
 }
 
 // datasetName is a file's base name without its extensions.
@@ -375,4 +392,61 @@ func datasetName(path string) string {
 		b = b[:i]
 	}
 	return b
+}
+
+// WriteEdgeNPZ writes g as a QGTC-style edge npz that Load reads back:
+// src_li and dst_li (int64, each undirected edge once with src < dst),
+// num_nodes, and labels (int64 per node) when labels is not nil.
+func WriteEdgeNPZ(w io.Writer, g *Graph, labels []int32) error {
+	if labels != nil && len(labels) != g.N() {
+		return fmt.Errorf("%w: %d labels for %d nodes", ErrInconsistent, len(labels), g.N())
+	}
+	var src, dst []int64
+	for v := 0; v < g.N(); v++ {
+		for _, u := range g.Neighbors(v) {
+			if int(u) > v || (int(u) < v && !g.HasEdge(u, int32(v))) {
+				src = append(src, int64(min(v, int(u))))
+				dst = append(dst, int64(max(v, int(u))))
+			}
+		}
+	}
+	zw := zip.NewWriter(w)
+	put := func(name string, shape []int, vals []int64) error {
+		f, err := zw.CreateHeader(&zip.FileHeader{Name: name + ".npy", Method: zip.Store})
+		if err != nil {
+			return err
+		}
+		dims := ""
+		for _, d := range shape {
+			dims += strconv.Itoa(d) + ","
+		}
+		hdr := "{'descr': '<i8', 'fortran_order': False, 'shape': (" + dims + "), }"
+		hdr += strings.Repeat(" ", 63-(10+len(hdr))%64) + "\n"
+		b := append([]byte("\x93NUMPY\x01\x00"), byte(len(hdr)), byte(len(hdr)>>8))
+		b = append(b, hdr...)
+		for _, x := range vals {
+			b = binary.LittleEndian.AppendUint64(b, uint64(x))
+		}
+		_, err = f.Write(b)
+		return err
+	}
+	if err := put("src_li", []int{len(src)}, src); err != nil {
+		return err
+	}
+	if err := put("dst_li", []int{len(dst)}, dst); err != nil {
+		return err
+	}
+	if err := put("num_nodes", nil, []int64{int64(g.N())}); err != nil {
+		return err
+	}
+	if labels != nil {
+		l := make([]int64, len(labels))
+		for i, x := range labels {
+			l[i] = int64(x)
+		}
+		if err := put("labels", []int{len(l)}, l); err != nil {
+			return err
+		}
+	}
+	return zw.Close()
 }

@@ -110,6 +110,11 @@ func assemblePlanetoid(name string, file func(string) string, mats map[string]*F
 	if int(lo) < nLab {
 		return nil, bad("test.index", "test node %d lies inside the first %d (ally) nodes", lo, nLab)
 	}
+	// The test block follows the ally nodes; citeseer's has 15 holes. A
+	// range far wider than the list is a corrupt file, not a dataset.
+	if int(hi)+1-nLab > 2*len(testIdx)+64 {
+		return nil, bad("test.index", "ids span %d..%d, far more than its %d entries after the %d ally nodes", lo, hi, len(testIdx), nLab)
+	}
 	n := int(hi) + 1
 	cols := -1
 	for _, ext := range []string{"x", "tx", "allx"} {

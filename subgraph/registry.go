@@ -52,8 +52,14 @@ func Locate(nameOrPath string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: dataset %q not found; looked in %s (set QGTC_DATA or pass a path)", ErrNotFound, nameOrPath, strings.Join(looked, ", "))
+	return "", &notFoundError{fmt.Sprintf("dataset %q not found; looked in %s (set QGTC_DATA or pass a path)", nameOrPath, strings.Join(looked, ", "))}
 }
+
+// notFoundError reads as its message alone and matches ErrNotFound.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
 
 func searchDirs() []string {
 	var dirs []string
