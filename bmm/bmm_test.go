@@ -254,3 +254,7 @@ func TestRegistry(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int32{2}, c)
 }
+
+func BenchmarkGeneric(b *testing.B) {
+	bmmtest.Benchmark(b, bmm.Generic{})
+}

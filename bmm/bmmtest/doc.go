@@ -18,4 +18,8 @@
 // so runs are reproducible; set QGTC_BMMTEST_SEED to a number to replay a
 // reported failure, or to "random" to draw a fresh seed (printed on
 // failure). testing.Short() shrinks the suite.
+//
+// Benchmark times a kernel's MulInt and MulBit on BenchShapes (a GNN layer's
+// aggregation and update, and a square product), reporting ops/s, so every
+// kernel's numbers come from the same cases: bmmtest.Benchmark(b, kernel).
 package bmmtest
