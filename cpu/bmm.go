@@ -64,6 +64,9 @@ const bitChunkWords = 4
 // kernel streams through for one row of A, so that it stays in L2.
 const bitPanelBytes = 384 << 10
 
+// bitL1Bytes bounds a block of B's lines (of one K block) kept in L1.
+const bitL1Bytes = 16 << 10
+
 // bitPlan is one product's shape, shared read-only by the tasks.
 type bitPlan struct {
 	a, b         *bittensor.Tensor
@@ -73,8 +76,8 @@ type bitPlan struct {
 	abits, bbits int
 	plb          int // B's padded lines per plane
 	bw           []uint64
-	nb           int // lines of B the inner kernel runs over per call
-	perPlane     bool
+	segs         [][2]int // blocks of B's lines [v0, v1) that fit L1
+	segMax       int      // longest block
 	impl         *bitImpl
 }
 
@@ -91,16 +94,28 @@ var bitTaskPool sync.Pool
 func newBitPlan(impl *bitImpl, a, b *bittensor.Tensor) *bitPlan {
 	p := &bitPlan{a: a, b: b, m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
 		plb: b.PaddedLines(), bw: b.Words(), impl: impl}
-	// One call covers all planes of B when the padding lines in between
-	// waste little; else one call per plane over its n real lines.
-	p.nb = (p.bbits-1)*p.plb + p.n
-	p.perPlane = (p.bbits-1)*(p.plb-p.n)*8 > p.nb
-	if p.perPlane {
-		p.nb = p.n
-	}
 	p.kc = p.lw
 	if panel := p.bbits * p.plb * 8; p.lw*panel > bitPanelBytes {
 		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
+	}
+	// B's planes are consecutive in memory, so its lines of all planes form
+	// one (bbits·plb)-line matrix. Run over all of it when the padding lines
+	// between planes waste little, else over each plane's n real lines;
+	// either way in blocks that stay in L1 while the rows of A go by.
+	var whole [][2]int
+	if nb := (p.bbits-1)*p.plb + p.n; (p.bbits-1)*(p.plb-p.n)*8 <= nb {
+		whole = [][2]int{{0, nb}}
+	} else {
+		for j := 0; j < p.bbits; j++ {
+			whole = append(whole, [2]int{j * p.plb, j*p.plb + p.n})
+		}
+	}
+	step := max(4, bitL1Bytes/(8*max(1, p.kc))&^3)
+	for _, w := range whole {
+		for v := w[0]; v < w[1]; v += step {
+			p.segs = append(p.segs, [2]int{v, min(w[1], v+step)})
+			p.segMax = max(p.segMax, min(w[1], v+step)-v)
+		}
 	}
 	return p
 }
@@ -151,7 +166,10 @@ func growSlice[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// block computes rows [m0, m1) of C into tile.
+// block computes rows [m0, m1) of C into tile. For each K block and each
+// L1-sized block of B's lines, every line of every plane of A's rows runs
+// against it; the counts of a line of plane i against B's plane j add to
+// the tile shifted by i+j.
 func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	rows := m1 - m0
 	nchunks := (p.lw + bitChunkWords - 1) / bitChunkWords
@@ -163,20 +181,29 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 			markChunks(t.mask[(i*rows+r)*mw:(i*rows+r+1)*mw], p.a.Line(i, m0+r))
 		}
 	}
-	t.counts = growSlice(t.counts, p.bbits*p.plb)
+	t.counts = growSlice(t.counts, p.segMax)
 	for kb := 0; kb < p.lw; kb += p.kc {
 		ke := min(p.lw, kb+p.kc)
-		for i := 0; i < p.abits; i++ {
-			for r := 0; r < rows; r++ {
-				mask := t.mask[(i*rows+r)*mw : (i*rows+r+1)*mw]
-				line := p.a.Line(i, m0+r)
-				counts := t.counts
-				if !p.runs(counts, mask, line, kb, ke) {
-					continue
-				}
-				trow := tile[r*p.n : (r+1)*p.n]
-				for j := 0; j < p.bbits; j++ {
-					addShifted(trow, counts[j*p.plb:j*p.plb+p.n], uint(i+j))
+		for _, seg := range p.segs {
+			v0, v1 := seg[0], seg[1]
+			counts := t.counts[:v1-v0]
+			for i := 0; i < p.abits; i++ {
+				for r := 0; r < rows; r++ {
+					mask := t.mask[(i*rows+r)*mw : (i*rows+r+1)*mw]
+					if !p.runs(counts, mask, p.a.Line(i, m0+r), kb, ke, v0) {
+						continue
+					}
+					trow := tile[r*p.n : (r+1)*p.n]
+					// Lines v0..v1 of B are (plane j, column c) = (v/plb, v%plb).
+					for v := v0; v < v1; {
+						j := v / p.plb
+						end := min(v1, (j+1)*p.plb)
+						c0, c1 := v-j*p.plb, min(end-j*p.plb, p.n)
+						if c1 > c0 {
+							addShifted(trow[c0:c1], counts[v-v0:v-v0+c1-c0], uint(i+j))
+						}
+						v = end
+					}
 				}
 			}
 		}
@@ -184,9 +211,9 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 }
 
 // runs clears counts and adds to it the popcounts of line's non-zero
-// chunks within words [kb, ke) against every line of B; it reports whether
-// there were any.
-func (p *bitPlan) runs(counts []uint32, mask, line []uint64, kb, ke int) bool {
+// chunks within words [kb, ke) against lines [v0, v0+len(counts)) of B; it
+// reports whether there were any.
+func (p *bitPlan) runs(counts []uint32, mask, line []uint64, kb, ke, v0 int) bool {
 	c := kb / bitChunkWords
 	cEnd := (ke + bitChunkWords - 1) / bitChunkWords
 	any := false
@@ -219,14 +246,7 @@ func (p *bitPlan) runs(counts []uint32, mask, line []uint64, kb, ke int) bool {
 			any = true
 		}
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		if p.perPlane {
-			for j := 0; j < p.bbits; j++ {
-				off := j * p.plb * p.lw
-				p.impl.lines(counts[j*p.plb:], line[w0:w1], p.bw[off+w0:], p.lw, w1-w0, p.n)
-			}
-		} else {
-			p.impl.lines(counts, line[w0:w1], p.bw[w0:], p.lw, w1-w0, p.nb)
-		}
+		p.impl.lines(counts, line[w0:w1], p.bw[v0*p.lw+w0:], p.lw, w1-w0, len(counts))
 		c = e
 	}
 	return any
