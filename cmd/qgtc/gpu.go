@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"text/tabwriter"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/tcu"
+)
+
+// The GPU backend's CLI hooks: the tcu kernel, its benchmark table and its
+// section of `qgtc info`.
+
+func init() {
+	openGPUKernel = openTCU
+	gpuBenchBMM = benchTCU
+	infoSections = append(infoSections, gpuInfo)
+}
+
+func openTCU() (bmm.Kernel, io.Closer, error) {
+	d, err := tcu.Open(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := tcu.NewKernel(d)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return k, d, nil
+}
+
+// gpuInfo reports the devices, NVRTC and the kernel path, or why there is
+// no GPU path (the CPU path carries on either way).
+func gpuInfo(w io.Writer) {
+	fmt.Fprintln(w, "GPU:")
+	devs, err := tcu.Devices()
+	if err != nil {
+		fmt.Fprintf(w, "  unavailable: %v\n  (the CPU kernels are used)\n", err)
+		return
+	}
+	for _, d := range devs {
+		fmt.Fprintf(w, "  %v\n", d)
+	}
+	k, c, err := openTCU()
+	if err != nil {
+		fmt.Fprintf(w, "  kernel unavailable: %v\n", err)
+		return
+	}
+	defer c.Close()
+	tk := k.(*tcu.Kernel)
+	fmt.Fprintf(w, "  NVRTC %s, kernel %s\n", tk.Device().NVRTCVersion(), tk.Name())
+	if ok, why := tk.WGMMA(); !ok {
+		fmt.Fprintf(w, "  wgmma off: %s\n", why)
+	}
+}
+
+// wgmmaLimit is the measured wgmma b1 rate on H100/H200 (shared/GPU.md).
+const wgmmaLimit = 15.5e15
+
+// benchTCU times each shape on GPU 0 (CUDA events around the kernels
+// only, warm-up, median of repeats) and writes a table row per shape.
+func benchTCU(shapes []benchShape, w io.Writer) error {
+	k, c, err := openTCU()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tk := k.(*tcu.Kernel)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "shape\tM\tK\tN\tbits\tus\tT ops/s\tP bit-ops/s\t%% of 15.5P\tvisited\tvariant\t\n")
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range shapes {
+		a, err := gpuBenchA(r, s)
+		if err != nil {
+			return fmt.Errorf("shape %s: %w", s.Name, err)
+		}
+		b, err := gpuRandTensor(r, s.K, s.N, s.BBits, bittensor.ByCols, 1)
+		if err != nil {
+			return fmt.Errorf("shape %s: %w", s.Name, err)
+		}
+		res, err := tk.Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b}, tcu.BenchOptions{})
+		if err != nil {
+			return fmt.Errorf("shape %s: %w", s.Name, err)
+		}
+		ops := 2 * float64(s.M) * float64(s.K) * float64(s.N)
+		sec := res.Time.Seconds()
+		bitops := ops * float64(s.ABits*s.BBits)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%dx%d\t%.2f\t%.1f\t%.3f\t%.1f\t%.3f\t%s\t\n", s.Name, s.M, s.K, s.N, s.ABits, s.BBits,
+			sec*1e6, ops/sec/1e12, bitops/sec/1e15, 100*bitops/sec/wgmmaLimit, res.NonZero, res.Config)
+	}
+	return tw.Flush()
+}
+
+// gpuBenchA draws the shape's A: block-diagonal when BlockDiag > 0, else
+// random values with the given density of non-zeros.
+func gpuBenchA(r *rand.Rand, s benchShape) (*bittensor.Tensor, error) {
+	if s.BlockDiag <= 0 {
+		return gpuRandTensor(r, s.M, s.K, s.ABits, bittensor.ByRows, s.Density)
+	}
+	vals := make([]int32, s.M*s.K)
+	for i := 0; i < s.M; i++ {
+		blk := i / s.BlockDiag
+		for j := blk * s.BlockDiag; j < min(s.K, (blk+1)*s.BlockDiag); j++ {
+			if s.Density >= 1 || r.Float64() < s.Density {
+				vals[i*s.K+j] = int32(r.IntN(1 << s.ABits))
+			}
+		}
+	}
+	return bittensor.Pack(vals, s.M, s.K, s.ABits, bittensor.ByRows, bittensor.DefaultPadding)
+}
+
+func gpuRandTensor(r *rand.Rand, rows, cols, bits int, p bittensor.Packing, density float64) (*bittensor.Tensor, error) {
+	if bits < 1 || bits > 16 {
+		return nil, errors.New("bench bit widths must be 1..16")
+	}
+	vals := make([]int32, rows*cols)
+	for i := range vals {
+		if density >= 1 || r.Float64() < density {
+			vals[i] = int32(r.IntN(1 << bits))
+		}
+	}
+	return bittensor.Pack(vals, rows, cols, bits, p, bittensor.DefaultPadding)
+}

@@ -1,0 +1,141 @@
+package tcu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bittensor"
+)
+
+// WGMMALimit is the measured wgmma b1 rate of the H100/H200 (shared/GPU.md),
+// in bit-ops/s: the hardware limit every figure is reported against.
+const WGMMALimit = 15.5e15
+
+// randomBits returns a rows×cols tensor whose bits are uniformly random
+// (density 1/2), padding kept zero, written word by word.
+func randomBits(r *rand.Rand, rows, cols, bits int, packing bittensor.Packing) *bittensor.Tensor {
+	t, err := bittensor.New(rows, cols, bits, packing, bittensor.DefaultPadding)
+	if err != nil {
+		panic(err)
+	}
+	k := t.K()
+	for p := 0; p < bits; p++ {
+		for l := 0; l < t.Lines(); l++ {
+			line := t.Line(p, l)
+			for w := range line {
+				v := r.Uint64()
+				if rem := k - 64*w; rem < 64 {
+					if rem <= 0 {
+						v = 0
+					} else {
+						v &= 1<<rem - 1
+					}
+				}
+				line[w] = v
+			}
+		}
+	}
+	return t
+}
+
+// benchOne times as[i]·bs[i] and reports logical ops/s (2·M·K·N per
+// product), bit-ops/s (times a·b) and the share of the wgmma b1 limit.
+func benchOne(b *testing.B, k *Kernel, as, bs []*bittensor.Tensor, o BenchOptions) {
+	var res BenchResult
+	var err error
+	for i := 0; i < b.N; i++ {
+		res, err = k.Bench(as, bs, o)
+		require.NoError(b, err)
+	}
+	ops := 0.0
+	for i := range as {
+		ops += 2 * float64(as[i].Rows()) * float64(as[i].Cols()) * float64(bs[i].Cols())
+	}
+	bitops := ops * float64(as[0].Bits()*bs[0].Bits())
+	sec := res.Time.Seconds()
+	b.ReportMetric(res.Time.Seconds()*1e6, "us/launch")
+	b.ReportMetric(ops/sec/1e12, "Tops/s")
+	b.ReportMetric(bitops/sec/1e15, "Pbitops/s")
+	b.ReportMetric(100*bitops/sec/WGMMALimit, "%limit")
+	b.ReportMetric(res.NonZero, "visited")
+	b.Logf("config: %s", res.Config)
+}
+
+// BenchmarkAggregation: A is an N×N 1-bit adjacency (random bits), X an
+// N×D s-bit feature matrix: the aggregation step of a GNN layer.
+func BenchmarkAggregation(b *testing.B) {
+	ks := paths(b)
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{1024, 2048, 4096} {
+		a := randomBits(r, n, n, 1, bittensor.ByRows)
+		for _, d := range []int{16, 32, 64} {
+			for s := 1; s <= 8; s++ {
+				x := randomBits(r, n, d, s, bittensor.ByCols)
+				for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
+					k, ok := ks[impl]
+					if !ok {
+						continue
+					}
+					b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=%s", n, d, s, impl), func(b *testing.B) {
+						benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 15, Inner: 20})
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkLarge: compute-bound shapes, N = 16384, D = 256.
+func BenchmarkLarge(b *testing.B) {
+	ks := paths(b)
+	r := rand.New(rand.NewPCG(2, 2))
+	const n, d = 16384, 256
+	a := randomBits(r, n, n, 1, bittensor.ByRows)
+	for _, s := range []int{1, 4} {
+		x := randomBits(r, n, d, s, bittensor.ByCols)
+		for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
+			k, ok := ks[impl]
+			if !ok {
+				continue
+			}
+			b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=%s", n, d, s, impl), func(b *testing.B) {
+				benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 9, Inner: 5})
+			})
+		}
+	}
+}
+
+// BenchmarkBlockDiag: the subgraph batches of QGTC. A block-diagonal N×N
+// adjacency with blocks of bs nodes, run whole with zero-tile jumping
+// (ztj), and as N/bs independent products in one launch (batched). Ops are
+// counted on the dense N×N shape for ztj and on the blocks for batched.
+func BenchmarkBlockDiag(b *testing.B) {
+	ks := paths(b)
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, c := range []struct{ n, bs, d int }{{4096, 256, 64}, {16384, 512, 64}, {16384, 1024, 256}} {
+		a := blockDiag(r, c.n, c.bs, 1)
+		for _, s := range []int{1, 4} {
+			x := randomBits(r, c.n, c.d, s, bittensor.ByCols)
+			var as, xs []*bittensor.Tensor
+			for q := 0; q < c.n/c.bs; q++ {
+				as = append(as, blockDiag(r, c.bs, c.bs, 1))
+				xs = append(xs, randomBits(r, c.bs, c.d, s, bittensor.ByCols))
+			}
+			for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
+				k, ok := ks[impl]
+				if !ok {
+					continue
+				}
+				b.Run(fmt.Sprintf("N=%d/bs=%d/D=%d/s=%d/mode=ztj/impl=%s", c.n, c.bs, c.d, s, impl), func(b *testing.B) {
+					benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 15, Inner: 20})
+				})
+				b.Run(fmt.Sprintf("N=%d/bs=%d/D=%d/s=%d/mode=batched/impl=%s", c.n, c.bs, c.d, s, impl), func(b *testing.B) {
+					benchOne(b, k, as, xs, BenchOptions{Repeats: 15, Inner: 20})
+				})
+			}
+		}
+	}
+}

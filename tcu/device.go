@@ -1,0 +1,314 @@
+package tcu
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Device is one CUDA device with its primary context. Every driver call is
+// made from a single goroutine locked to an OS thread (CUDA contexts are
+// per thread); methods hand their work to it, so a Device is safe for
+// concurrent use. Close releases everything; there are no finalizers.
+type Device struct {
+	info  DeviceInfo
+	drv   *driver
+	nv    *nvrtc
+	dev   int32
+	ctx   uintptr
+	cache cache
+
+	work chan func()
+	done chan struct{}
+
+	mu      sync.Mutex // guards closed, modules
+	closed  bool
+	modules map[string]*module
+
+	stream *Stream // the default stream kernels and copies run on
+	pool   *pool
+	host   *HostBuffer // pinned staging buffer, grown on demand (device thread only)
+	args   *HostBuffer // pinned kernel-parameter block (device thread only)
+}
+
+type module struct {
+	h     uintptr
+	funcs map[string]uintptr
+}
+
+// Open opens device ordinal: loads the driver and NVRTC, retains the
+// device's primary context on a dedicated OS thread and creates a stream.
+// With no driver, no device or no NVRTC the error wraps ErrNoDriver,
+// ErrNoDevice or ErrNoNVRTC (all ErrUnavailable) and says which.
+func Open(ordinal int) (*Device, error) {
+	infos, err := Devices()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= len(infos) {
+		return nil, fmt.Errorf("%w: device %d requested, %d present", ErrNoDevice, ordinal, len(infos))
+	}
+	info := infos[ordinal]
+	if info.Major < 8 {
+		return nil, fmt.Errorf("%w: %s is compute %d.%d; the 1-bit kernels need 8.0 or newer", ErrUnsupported, info.Name, info.Major, info.Minor)
+	}
+	nv, err := loadNVRTC()
+	if err != nil {
+		return nil, err
+	}
+	drv, _ := loadDriver()
+	d := &Device{
+		info: info, drv: drv, nv: nv, cache: cache{dir: defaultCacheDir()},
+		work: make(chan func()), done: make(chan struct{}), modules: map[string]*module{},
+	}
+	started := make(chan error)
+	go d.loop(started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	d.pool = newPool(devAlloc{d})
+	s, err := d.NewStream()
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.stream = s
+	return d, nil
+}
+
+// loop is the device's OS thread: it owns the context and runs queued work.
+func (d *Device) loop(started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	err := d.drv.do("cuDeviceGet", uintptr(unsafe.Pointer(&d.dev)), uintptr(d.info.Ordinal))
+	if err == nil {
+		err = d.drv.do("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev))
+	}
+	if err == nil {
+		if err = d.drv.do("cuCtxSetCurrent", d.ctx); err != nil {
+			d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev))
+		}
+	}
+	started <- err
+	if err != nil {
+		return
+	}
+	for f := range d.work {
+		f()
+	}
+	d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev))
+	close(d.done)
+}
+
+// run executes f on the device thread and returns its error.
+func (d *Device) run(f func() error) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	errc := make(chan error, 1)
+	// Send under the lock so Close cannot close the channel in between.
+	d.work <- func() { errc <- f() }
+	d.mu.Unlock()
+	return <-errc
+}
+
+// Info describes the device.
+func (d *Device) Info() DeviceInfo { return d.info }
+
+// NVRTCVersion is the version of the loaded runtime compiler.
+func (d *Device) NVRTCVersion() string { return d.nv.Version() }
+
+// Close frees the device memory pool, modules, pinned buffer and stream,
+// and releases the context. Using the device afterwards returns ErrClosed.
+func (d *Device) Close() error {
+	var errs []error
+	if d.pool != nil || d.stream != nil {
+		errs = append(errs, d.run(func() error {
+			var first error
+			keep := func(err error) {
+				if first == nil {
+					first = err
+				}
+			}
+			if d.stream != nil {
+				keep(d.drv.do("cuStreamSynchronize", d.stream.h))
+			}
+			if d.pool != nil {
+				keep(d.pool.release())
+			}
+			for _, h := range []**HostBuffer{&d.host, &d.args} {
+				if *h != nil {
+					keep((*h).free())
+					*h = nil
+				}
+			}
+			d.mu.Lock()
+			for _, m := range d.modules {
+				keep(d.drv.do("cuModuleUnload", m.h))
+			}
+			d.modules = nil
+			d.mu.Unlock()
+			if d.stream != nil {
+				keep(d.drv.do("cuStreamDestroy_v2", d.stream.h))
+			}
+			return first
+		}))
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.closed = true
+	close(d.work)
+	d.mu.Unlock()
+	<-d.done
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Stream is a CUDA stream of the device.
+type Stream struct {
+	d *Device
+	h uintptr
+}
+
+// NewStream creates a non-blocking stream.
+func (d *Device) NewStream() (*Stream, error) {
+	s := &Stream{d: d}
+	err := d.run(func() error { return d.drv.do("cuStreamCreate", uintptr(unsafe.Pointer(&s.h)), 1) })
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Sync waits for everything queued on the stream.
+func (s *Stream) Sync() error {
+	return s.d.run(func() error { return s.d.drv.do("cuStreamSynchronize", s.h) })
+}
+
+// Close destroys the stream (not the device's default one).
+func (s *Stream) Close() error {
+	if s == s.d.stream {
+		return nil
+	}
+	return s.d.run(func() error { return s.d.drv.do("cuStreamDestroy_v2", s.h) })
+}
+
+// Event is a CUDA event, used to time work on a stream.
+type Event struct {
+	d *Device
+	h uintptr
+}
+
+// NewEvent creates a timing event.
+func (d *Device) NewEvent() (*Event, error) {
+	e := &Event{d: d}
+	if err := d.run(func() error { return d.drv.do("cuEventCreate", uintptr(unsafe.Pointer(&e.h)), 0) }); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Event) record(s *Stream) error { return e.d.drv.do("cuEventRecord", e.h, s.h) }
+
+// Record queues the event on s.
+func (e *Event) Record(s *Stream) error { return e.d.run(func() error { return e.record(s) }) }
+
+// Sync waits for the event.
+func (e *Event) Sync() error {
+	return e.d.run(func() error { return e.d.drv.do("cuEventSynchronize", e.h) })
+}
+
+// Close destroys the event.
+func (e *Event) Close() error {
+	return e.d.run(func() error { return e.d.drv.do("cuEventDestroy_v2", e.h) })
+}
+
+// Elapsed is the time between two completed events.
+func Elapsed(start, end *Event) (time.Duration, error) {
+	var ms float32
+	err := start.d.run(func() error {
+		if err := start.d.drv.do("cuEventSynchronize", end.h); err != nil {
+			return err
+		}
+		return start.d.drv.do("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), start.h, end.h)
+	})
+	return time.Duration(float64(ms) * 1e6), err
+}
+
+// function returns kernel name from the module built from the given
+// sources and options, compiling (or loading from the cache) on first use.
+// Call on the device thread.
+func (d *Device) function(modName, src string, headers []header, opts []string, name string) (uintptr, error) {
+	key := cacheKey(src, headers, d.info.Arch(), d.nv.Version(), opts)
+	d.mu.Lock()
+	m := d.modules[key]
+	d.mu.Unlock()
+	if m == nil {
+		cubin, _, err := d.cache.getOrBuild(key, func() ([]byte, error) {
+			return d.nv.compile(modName, src, headers, d.info.Arch(), opts)
+		})
+		if err != nil {
+			return 0, err
+		}
+		m = &module{funcs: map[string]uintptr{}}
+		if err := d.drv.do("cuModuleLoadData", uintptr(unsafe.Pointer(&m.h)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
+			return 0, fmt.Errorf("%s %v: %w", modName, opts, err)
+		}
+		d.mu.Lock()
+		d.modules[key] = m
+		d.mu.Unlock()
+	}
+	if f, ok := m.funcs[name]; ok {
+		return f, nil
+	}
+	var f uintptr
+	if err := d.drv.do("cuModuleGetFunction", uintptr(unsafe.Pointer(&f)), m.h, uintptr(unsafe.Pointer(cstr(name)))); err != nil {
+		return 0, fmt.Errorf("%s: kernel %s: %w", modName, name, err)
+	}
+	// Allow the opt-in shared memory size for every kernel.
+	if err := d.drv.do("cuFuncSetAttribute", f, 8, uintptr(d.info.SharedPerSM)); err != nil {
+		return 0, fmt.Errorf("%s: kernel %s: %w", modName, name, err)
+	}
+	m.funcs[name] = f
+	return f, nil
+}
+
+// maxParams bounds a kernel's parameters; all are 64-bit.
+const maxParams = 32
+
+// launch queues kernel f with the given 64-bit parameters. The values and
+// the pointer array CUDA reads them through live in pinned host memory,
+// which the Go runtime never moves. Call on the device thread.
+func (d *Device) launch(f uintptr, grid, block [3]uint32, smem int, s *Stream, params ...uint64) error {
+	if len(params) > maxParams {
+		return fmt.Errorf("%w: %d kernel parameters, at most %d", ErrShape, len(params), maxParams)
+	}
+	if d.args == nil {
+		h, err := d.allocHost(2 * 8 * maxParams)
+		if err != nil {
+			return err
+		}
+		d.args = h
+	}
+	vals := unsafe.Slice((*uint64)(cptr(d.args.ptr)), maxParams)
+	ptrs := unsafe.Slice((*uintptr)(cptr(d.args.ptr+8*maxParams)), maxParams)
+	for i, v := range params {
+		vals[i] = v
+		ptrs[i] = d.args.ptr + uintptr(8*i)
+	}
+	return d.drv.do("cuLaunchKernel", f,
+		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
+		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
+		uintptr(smem), s.h, d.args.ptr+8*maxParams, 0)
+}

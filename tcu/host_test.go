@@ -1,0 +1,386 @@
+package tcu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bittensor"
+)
+
+// These tests need no GPU: loader errors, the kernel cache, zero-tile
+// lists, launch packing, the memory pool and variant selection.
+
+func TestOpenLibraryErrors(t *testing.T) {
+	_, err := openLibrary(ErrNoDriver, []string{"/nonexistent/libcuda.so.1", "libqgtc-nothing.so.9"}, []string{"cuInit"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNoDriver)
+	assert.ErrorIs(t, err, ErrUnavailable)
+	assert.Contains(t, err.Error(), "/nonexistent/libcuda.so.1")
+	assert.Contains(t, err.Error(), "libqgtc-nothing.so.9")
+
+	_, err = openLibrary(ErrNoNVRTC, nil, nil)
+	assert.ErrorIs(t, err, ErrNoNVRTC)
+	assert.Contains(t, err.Error(), "no candidate paths")
+
+	// A library that loads but lacks the symbols is named with them.
+	_, err = openLibrary(ErrNoNVRTC, []string{"libc.so.6"}, []string{"malloc", "nvrtcCompileProgram"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNoNVRTC)
+	assert.Contains(t, err.Error(), "missing symbols nvrtcCompileProgram")
+	assert.NotContains(t, err.Error(), "malloc,")
+
+	lib, err := openLibrary(ErrNoDriver, []string{"libc.so.6"}, []string{"malloc", "free"})
+	require.NoError(t, err)
+	assert.NotZero(t, lib.syms["malloc"])
+}
+
+func TestCandidates(t *testing.T) {
+	t.Setenv("QGTC_NVRTC", "/x/libnvrtc.so")
+	assert.Equal(t, []string{"/x/libnvrtc.so"}, nvrtcCandidates())
+	t.Setenv("QGTC_NVRTC", "")
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "lib64"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lib64", "libnvrtc.so.13"), nil, 0o644))
+	t.Setenv("CUDA_HOME", dir)
+	c := nvrtcCandidates()
+	assert.Equal(t, filepath.Join(dir, "lib64", "libnvrtc.so.13"), c[0], "CUDA_HOME comes first")
+	assert.Contains(t, c, "libnvrtc.so", "the loader path is the last resort")
+	t.Setenv("QGTC_CUDA_DRIVER", "/y/libcuda.so")
+	assert.Equal(t, []string{"/y/libcuda.so"}, driverCandidates())
+}
+
+// TestOpenWithoutGPU: on a machine without the driver or a device (CI),
+// Open says which is missing; on a GPU host it opens.
+func TestOpenWithoutGPU(t *testing.T) {
+	d, err := Open(0)
+	if err == nil {
+		t.Logf("device present: %v", d.Info())
+		require.NoError(t, d.Close())
+		assert.ErrorIs(t, d.Close(), ErrClosed)
+		return
+	}
+	assert.ErrorIs(t, err, ErrUnavailable)
+	msg := err.Error()
+	assert.True(t, strings.Contains(msg, "no CUDA driver") || strings.Contains(msg, "no CUDA device") || strings.Contains(msg, "no NVRTC"), msg)
+	t.Logf("no GPU path here: %v", err)
+}
+
+func TestCacheKey(t *testing.T) {
+	base := cacheKey("src", []header{{"h", "x"}}, "sm_90a", "13.0", []string{"-DA=1"})
+	assert.Len(t, base, 64)
+	for name, k := range map[string]string{
+		"source":  cacheKey("src2", []header{{"h", "x"}}, "sm_90a", "13.0", []string{"-DA=1"}),
+		"header":  cacheKey("src", []header{{"h", "y"}}, "sm_90a", "13.0", []string{"-DA=1"}),
+		"arch":    cacheKey("src", []header{{"h", "x"}}, "sm_80", "13.0", []string{"-DA=1"}),
+		"nvrtc":   cacheKey("src", []header{{"h", "x"}}, "sm_90a", "12.9", []string{"-DA=1"}),
+		"options": cacheKey("src", []header{{"h", "x"}}, "sm_90a", "13.0", []string{"-DA=2"}),
+		"shifted": cacheKey("sr", []header{{"ch", "x"}}, "sm_90a", "13.0", []string{"-DA=1"}),
+	} {
+		assert.NotEqual(t, base, k, name)
+	}
+	assert.Equal(t, base, cacheKey("src", []header{{"h", "x"}}, "sm_90a", "13.0", []string{"-DA=1"}))
+}
+
+func TestCacheCorruption(t *testing.T) {
+	c := &cache{dir: t.TempDir()}
+	key := cacheKey("s", nil, "sm_90a", "13.0", nil)
+	builds := 0
+	build := func() ([]byte, error) { builds++; return []byte("cubin-bytes"), nil }
+
+	got, built, err := c.getOrBuild(key, build)
+	require.NoError(t, err)
+	assert.True(t, built)
+	assert.Equal(t, "cubin-bytes", string(got))
+	got, built, err = c.getOrBuild(key, build)
+	require.NoError(t, err)
+	assert.False(t, built, "second use comes from disk")
+	assert.Equal(t, "cubin-bytes", string(got))
+
+	for name, corrupt := range map[string]func([]byte) []byte{
+		"truncated":   func(b []byte) []byte { return b[:len(b)-3] },
+		"flipped":     func(b []byte) []byte { b[len(b)-1] ^= 1; return b },
+		"bad magic":   func(b []byte) []byte { b[0] = 'X'; return b },
+		"empty":       func([]byte) []byte { return nil },
+		"long length": func(b []byte) []byte { binary.LittleEndian.PutUint64(b[8:], 1<<40); return b },
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(c.path(key))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(c.path(key), corrupt(raw), 0o644))
+			_, ok, err := c.get(key)
+			require.NoError(t, err)
+			assert.False(t, ok, "a corrupt entry is never returned")
+			_, err = os.Stat(c.path(key))
+			assert.True(t, errors.Is(err, os.ErrNotExist), "a corrupt entry is removed")
+			before := builds
+			got, built, err := c.getOrBuild(key, build)
+			require.NoError(t, err)
+			assert.True(t, built)
+			assert.Equal(t, before+1, builds)
+			assert.Equal(t, "cubin-bytes", string(got))
+		})
+	}
+
+	// A build error is returned and nothing is cached.
+	_, _, err = c.getOrBuild("other", func() ([]byte, error) { return nil, ErrCompile })
+	assert.ErrorIs(t, err, ErrCompile)
+	_, ok, _ := c.get("other")
+	assert.False(t, ok)
+
+	// A disabled cache always builds.
+	off := &cache{}
+	_, built, err = off.getOrBuild(key, build)
+	require.NoError(t, err)
+	assert.True(t, built)
+}
+
+func TestDefaultCacheDir(t *testing.T) {
+	t.Setenv("QGTC_CACHE_DIR", "off")
+	assert.Equal(t, "", defaultCacheDir())
+	t.Setenv("QGTC_CACHE_DIR", "/tmp/x")
+	assert.Equal(t, "/tmp/x", defaultCacheDir())
+}
+
+// blockSparse packs an m×k a-bit A whose values are non-zero only inside
+// random 16×256-aligned-or-not blocks.
+func blockSparse(t *testing.T, r *rand.Rand, m, k, bits int, pad bittensor.Padding) *bittensor.Tensor {
+	vals := make([]int32, m*k)
+	for blk := 0; blk < 1+r.IntN(6); blk++ {
+		r0, c0 := r.IntN(max(m, 1)), r.IntN(max(k, 1))
+		for i := r0; i < min(m, r0+1+r.IntN(40)); i++ {
+			for j := c0; j < min(k, c0+1+r.IntN(300)); j++ {
+				if r.IntN(3) == 0 {
+					vals[i*k+j] = int32(r.IntN(1 << bits))
+				}
+			}
+		}
+	}
+	a, err := bittensor.Pack(vals, m, k, bits, bittensor.ByRows, pad)
+	require.NoError(t, err)
+	return a
+}
+
+func TestTileMaskAndList(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		m, k, bits int
+		pad        bittensor.Padding
+	}{
+		{0, 0, 1, bittensor.DefaultPadding}, {1, 1, 1, bittensor.DefaultPadding}, {100, 1000, 1, bittensor.DefaultPadding},
+		{257, 513, 3, bittensor.DefaultPadding}, {70, 300, 2, bittensor.Padding{Lines: 3, Bits: 192}},
+		{33, 65, 1, bittensor.Padding{Lines: 1, Bits: 64}}, {200, 1500, 4, bittensor.Padding{Lines: 32, Bits: 512}},
+	} {
+		a := blockSparse(t, r, tc.m, tc.k, tc.bits, tc.pad)
+		l := layoutOf(a)
+		words := deviceWords(a)
+		require.Len(t, words, a.Bits()*l.planeWords())
+		assert.Zero(t, l.lw%stepWords)
+		mask := newTileMask(words, a.Bits(), l)
+		// Brute force from the values themselves.
+		nz := func(g, s int) bool {
+			for i := g * 16; i < min(a.Rows(), g*16+16); i++ {
+				for j := s * 256; j < min(a.Cols(), s*256+256); j++ {
+					if a.At(i, j) != 0 {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		for g := 0; g < mask.groups; g++ {
+			for s := 0; s < mask.steps; s++ {
+				require.Equal(t, nz(g, s), mask.nonZero(g, s), "%+v group %d step %d", tc, g, s)
+			}
+		}
+		for _, bm := range []int{16, 32, 64, 128} {
+			kptr, kidx := mask.list(bm)
+			tiles := (a.PaddedLines() + bm - 1) / bm
+			require.Len(t, kptr, tiles+1)
+			for tm := 0; tm < tiles; tm++ {
+				var want []int32
+				for s := 0; s < mask.steps; s++ {
+					for g := tm * bm / 16; g < min(mask.groups, (tm+1)*bm/16); g++ {
+						if nz(g, s) {
+							want = append(want, int32(s))
+							break
+						}
+					}
+				}
+				assert.Equal(t, want, append([]int32(nil), kidx[kptr[tm]:kptr[tm+1]]...), "%+v bm=%d tile %d", tc, bm, tm)
+			}
+		}
+	}
+}
+
+func TestDeviceWordsRelayout(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	a := blockSparse(t, r, 21, 150, 3, bittensor.Padding{Lines: 3, Bits: 192})
+	require.Equal(t, 3, a.LineWords())
+	w := deviceWords(a)
+	l := layoutOf(a)
+	assert.Equal(t, 4, l.lw)
+	for p := 0; p < a.Bits(); p++ {
+		for line := 0; line < l.lines; line++ {
+			got := w[p*l.planeWords()+line*l.lw:][:l.lw]
+			assert.Equal(t, a.Line(p, line), got[:3])
+			assert.Zero(t, got[3], "new words are zero")
+		}
+	}
+	d := blockSparse(t, r, 20, 300, 1, bittensor.DefaultPadding)
+	assert.Same(t, &d.Words()[0], &deviceWords(d)[0], "default padding goes up as is")
+}
+
+func TestPackLaunch(t *testing.T) {
+	assert.Equal(t, probBytes, binary.Size(prob{}))
+	ps := []prob{{M: 100, N: 40}, {M: 0, N: 10}, {M: 16, N: 16}, {M: 1, N: 1}, {M: 300, N: 0}, {M: 129, N: 200}}
+	desc, blocks, err := packLaunch(ps, 64, 32)
+	require.NoError(t, err)
+	assert.Len(t, desc, len(ps)*probBytes)
+	want := 2*2 + 0 + 1 + 1 + 0 + 3*7
+	assert.Equal(t, want, blocks)
+	// Every block maps to the problem and tile that own it.
+	b := 0
+	for i, p := range ps {
+		n := int(p.TilesM * p.TilesN)
+		for j := 0; j < n; j++ {
+			assert.Equal(t, i, findProb(ps, b), "block %d", b)
+			assert.Equal(t, j, b-int(ps[findProb(ps, b)].TileStart))
+			b++
+		}
+	}
+	// Field offsets as common.cuh declares them.
+	one := prob{A: 1, Kidx: 2, ColBias: 3, OutPlane: 4, M: 5, Mode: 6, OutBits: 7, ReLU: 8, RqScale: 1.5, TilesM: 9}
+	raw, _, err := packLaunch([]prob{one}, 16, 16)
+	require.NoError(t, err)
+	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(raw[off:]) }
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(raw[off:]) }
+	assert.Equal(t, uint64(1), u64(0))
+	assert.Equal(t, uint64(2), u64(32))
+	assert.Equal(t, uint64(3), u64(80))
+	assert.Equal(t, uint64(4), u64(104))
+	assert.Equal(t, uint32(5), u32(112))
+	assert.Equal(t, uint32(6), u32(140))
+	assert.Equal(t, uint32(7), u32(144))
+	assert.Equal(t, uint32(8), u32(156))
+	assert.Equal(t, uint32(0x3fc00000), u32(160))
+	assert.Equal(t, uint32(1), u32(168), "TilesM is set by packLaunch")
+
+	_, _, err = packLaunch([]prob{{M: -1}}, 16, 16)
+	assert.ErrorIs(t, err, ErrShape)
+}
+
+func TestCommonHeaderMatchesProb(t *testing.T) {
+	src, err := kernelFS.ReadFile("kernels/common.cuh")
+	require.NoError(t, err)
+	assert.True(t, bytes.Contains(src, []byte("sizeof(Prob) == 176")), "common.cuh asserts the size the Go side encodes")
+	for _, f := range []string{"M, N, lw32, aLines, bLines, tilesN, tileStart, mode;", "int outBits, outByCols, outLw32, relu;", "float rqScale, rqOffset;", "int tilesM, pad;"} {
+		assert.True(t, bytes.Contains(src, []byte(f)), "common.cuh declares %q", f)
+	}
+}
+
+type fakeAlloc struct {
+	next   uintptr
+	live   map[uintptr]int
+	limit  int
+	used   int
+	allocs int
+}
+
+func (f *fakeAlloc) alloc(n int) (uintptr, error) {
+	if f.used+n > f.limit {
+		return 0, errors.New("out of memory")
+	}
+	f.next += 1 << 20
+	f.live[f.next] = n
+	f.used += n
+	f.allocs++
+	return f.next, nil
+}
+
+func (f *fakeAlloc) free(p uintptr) error {
+	n, ok := f.live[p]
+	if !ok {
+		return errors.New("bad free")
+	}
+	delete(f.live, p)
+	f.used -= n
+	return nil
+}
+
+func TestPool(t *testing.T) {
+	fa := &fakeAlloc{live: map[uintptr]int{}, limit: 9000}
+	p := newPool(fa)
+	b1, c1, err := p.get(1000)
+	require.NoError(t, err)
+	assert.Equal(t, sizeClass(1000), c1)
+	require.NoError(t, p.put(b1))
+	b2, _, err := p.get(900) // same class: reused
+	require.NoError(t, err)
+	assert.Equal(t, b1, b2)
+	assert.Equal(t, 1, fa.allocs)
+	assert.ErrorIs(t, p.put(12345), ErrShape)
+	require.NoError(t, p.put(b2))
+	assert.ErrorIs(t, p.put(b2), ErrShape, "double free")
+
+	// Out of memory: idle blocks go back to the driver and the call retries.
+	_, _, err = p.get(8000)
+	require.NoError(t, err)
+	assert.Equal(t, 0, p.idle)
+	_, _, err = p.get(8000)
+	assert.Error(t, err)
+
+	require.NoError(t, p.release())
+	assert.Empty(t, fa.live, "release frees everything")
+}
+
+func TestSizeClass(t *testing.T) {
+	prev := 0
+	for n := 1; n < 1<<22; n = n*5/4 + 1 {
+		c := sizeClass(n)
+		assert.GreaterOrEqual(t, c, n)
+		assert.LessOrEqual(t, float64(c), max(float64(minBlock), 1.25*float64(n)+1), "n=%d", n)
+		assert.GreaterOrEqual(t, c, prev)
+		prev = c
+	}
+}
+
+func TestConfigs(t *testing.T) {
+	for a := 1; a <= 16; a++ {
+		for b := 1; a+b <= 31; b++ {
+			for _, mn := range [][2]int{{1, 1}, {100, 16}, {4096, 64}, {16384, 256}, {50, 1000}} {
+				c := mmaConfig(a, b, mn[0], mn[1], 132)
+				assert.Zero(t, c.bm%c.wm)
+				assert.Zero(t, c.bn%c.wn)
+				assert.Zero(t, c.wm%16)
+				assert.Zero(t, c.wn%8)
+				assert.LessOrEqual(t, c.threads(), 128)
+				assert.GreaterOrEqual(t, c.threads(), 32)
+				regs := (a + b - 1) * (c.wm / 16) * (c.wn / 8) * 4
+				assert.LessOrEqual(t, regs, 128, "%v", c)
+				assert.LessOrEqual(t, c.smem(modeBit), 227<<10, "%v", c)
+				assert.Contains(t, c.opts(), "--fmad=false")
+				if w, ok := wgmmaConfig(a, b, mn[0], mn[1], 132, 128, 256); ok {
+					assert.True(t, wgmmaNs[b*w.bn], "%v", w)
+					assert.LessOrEqual(t, a*b*w.bn, 256)
+					assert.Equal(t, 64*w.wgs, w.bm)
+					assert.LessOrEqual(t, w.smem(modeBit), 227<<10, "%v", w)
+				}
+			}
+		}
+	}
+	c, ok := wgmmaConfig(1, 4, 16384, 256, 132, 128, 256)
+	require.True(t, ok)
+	assert.Equal(t, 64, c.bn)
+	assert.Equal(t, 2, c.wgs)
+	_, ok = wgmmaConfig(1, 3, 4096, 16, 132, 128, 256)
+	assert.False(t, ok, "48 columns is not a generated wgmma N")
+}

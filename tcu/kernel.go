@@ -1,0 +1,514 @@
+package tcu
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"unsafe"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+//go:embed kernels/*.cu kernels/*.cuh
+var kernelFS embed.FS
+
+func kernelSource(name string) (string, []header) {
+	src, err := kernelFS.ReadFile("kernels/" + name)
+	if err != nil {
+		panic("tcu: missing embedded kernel " + name) // build error, not a user one
+	}
+	var hs []header
+	for _, h := range []string{"common.cuh", "wgmma_ops.cuh"} {
+		b, err := kernelFS.ReadFile("kernels/" + h)
+		if err != nil {
+			panic("tcu: missing embedded header " + h)
+		}
+		hs = append(hs, header{name: h, src: string(b)})
+	}
+	return string(src), hs
+}
+
+// Kernel is the GPU bit-matmul kernel: it implements bmm.Kernel on the
+// device's 1-bit tensor cores, choosing wgmma (Hopper) or mma.sync per
+// shape at run time. Operands are copied to the device for each call; use
+// the Batch methods to run many products in one launch.
+type Kernel struct {
+	d        *Device
+	force    string // "" (choose per shape), PathMMA or PathWGMMA
+	wgmmaOK  bool
+	wgmmaWhy string // why wgmma is off, when it is
+	lbo, sbo int
+}
+
+var _ bmm.Kernel = (*Kernel)(nil)
+
+// NewKernel prepares the kernel on d. On Hopper it checks the wgmma path
+// against the CPU reference once, on random operands, and switches it off
+// (with the reason in WGMMA) if the results differ or it fails to build.
+func NewKernel(d *Device) (*Kernel, error) {
+	k := &Kernel{d: d}
+	if d.info.Major != 9 || d.info.Minor != 0 {
+		k.wgmmaWhy = fmt.Sprintf("wgmma needs sm_90a, device is %s", d.info.Arch())
+		return k, nil
+	}
+	var whys []string
+	for _, ls := range [][2]int{{128, 256}, {256, 128}} {
+		k.wgmmaOK, k.lbo, k.sbo = true, ls[0], ls[1]
+		err := k.probeWGMMA()
+		if err == nil {
+			k.wgmmaWhy = ""
+			return k, nil
+		}
+		whys = append(whys, fmt.Sprintf("LBO=%d SBO=%d: %v", ls[0], ls[1], err))
+		if errors.Is(err, ErrCompile) {
+			break
+		}
+	}
+	k.wgmmaOK = false
+	k.wgmmaWhy = "wgmma self-check failed: " + fmt.Sprint(whys)
+	return k, nil
+}
+
+// probeWGMMA runs wgmma products on random operands and compares them
+// with bmm.Generic.
+func (k *Kernel) probeWGMMA() error {
+	w := &Kernel{d: k.d, force: PathWGMMA, wgmmaOK: true, lbo: k.lbo, sbo: k.sbo}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range []struct{ m, kk, n, a, b int }{{150, 700, 40, 2, 2}, {130, 520, 300, 1, 1}} {
+		a, b, err := randomPair(r, s.m, s.kk, s.n, s.a, s.b)
+		if err != nil {
+			return err
+		}
+		want := make([]int32, s.m*s.n)
+		if err := (bmm.Generic{}).MulInt(want, a, b); err != nil {
+			return err
+		}
+		got := make([]int32, s.m*s.n)
+		if err := w.MulInt(got, a, b); err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			for i := range got {
+				if got[i] != want[i] {
+					return fmt.Errorf("%d×%d×%d a%d b%d: C[%d][%d] = %d, want %d", s.m, s.kk, s.n, s.a, s.b, i/s.n, i%s.n, got[i], want[i])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func randomPair(r *rand.Rand, m, k, n, ab, bb int) (a, b *bittensor.Tensor, err error) {
+	av := make([]int32, m*k)
+	for i := range av {
+		av[i] = int32(r.IntN(1 << ab))
+	}
+	bv := make([]int32, k*n)
+	for i := range bv {
+		bv[i] = int32(r.IntN(1 << bb))
+	}
+	if a, err = bittensor.PackRows(av, m, k, ab); err != nil {
+		return nil, nil, err
+	}
+	b, err = bittensor.PackCols(bv, k, n, bb)
+	return a, b, err
+}
+
+// Name implements bmm.Kernel: "tcu/wgmma" when the wgmma path is on (it
+// takes the shapes it fits; mma.sync the rest), else "tcu/mma".
+func (k *Kernel) Name() string {
+	if k.force != "" {
+		return "tcu/" + k.force
+	}
+	if k.wgmmaOK {
+		return "tcu/wgmma"
+	}
+	return "tcu/mma"
+}
+
+// WGMMA reports whether the wgmma path is on and, if not, why.
+func (k *Kernel) WGMMA() (bool, string) { return k.wgmmaOK, k.wgmmaWhy }
+
+// Device is the kernel's device.
+func (k *Kernel) Device() *Device { return k.d }
+
+// WithPath returns a kernel that takes path (PathMMA or PathWGMMA) for
+// every shape it has a variant for, for tests and benchmarks. Shapes with
+// no wgmma variant still run on mma.sync.
+func (k *Kernel) WithPath(path string) (*Kernel, error) {
+	switch path {
+	case PathMMA:
+	case PathWGMMA:
+		if !k.wgmmaOK {
+			return nil, fmt.Errorf("%w: %s", ErrUnsupported, k.wgmmaWhy)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown kernel path %q", ErrUnsupported, path)
+	}
+	c := *k
+	c.force = path
+	return &c, nil
+}
+
+// config picks the variant for a launch whose largest product is m×n.
+func (k *Kernel) config(a, b, m, n int) config {
+	if k.wgmmaOK && k.force != PathMMA {
+		if c, ok := wgmmaConfig(a, b, m, n, k.d.info.SMs, k.lbo, k.sbo); ok {
+			if k.force == PathWGMMA || useWGMMA(c, m, n, k.d.info.SMs) {
+				return c
+			}
+		}
+	}
+	return mmaConfig(a, b, m, n, k.d.info.SMs)
+}
+
+// useWGMMA: the wgmma tile is 64 rows or more, so small products, which
+// would leave most multiprocessors idle, stay on mma.sync.
+func useWGMMA(c config, m, n, sms int) bool {
+	tiles := ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn)
+	return tiles >= sms
+}
+
+// job is one product of a launch with its host destination.
+type job struct {
+	a, b  *bittensor.Tensor
+	mode  int
+	ints  []int32
+	flts  []float32
+	bits  *bittensor.Tensor
+	ep    *bmm.Epilogue
+	rq    bmm.Requant
+	m, n  int
+	noZTJ bool // visit every k-step (benchmarks of the dense path)
+}
+
+// MulInt implements bmm.Kernel.
+func (k *Kernel) MulInt(dst []int32, a, b *bittensor.Tensor) error {
+	return k.run([]job{{a: a, b: b, mode: modeInt, ints: dst}})
+}
+
+// MulFloat implements bmm.Kernel.
+func (k *Kernel) MulFloat(dst []float32, a, b *bittensor.Tensor, ep *bmm.Epilogue) error {
+	return k.run([]job{{a: a, b: b, mode: modeFloat, flts: dst, ep: ep}})
+}
+
+// MulBit implements bmm.Kernel.
+func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant) error {
+	return k.run([]job{{a: a, b: b, mode: modeBit, bits: dst, ep: ep, rq: rq}})
+}
+
+// MulIntBatch computes dsts[i] = as[i]·bs[i] for independent products in
+// one launch: the subgraph batches of a layer. All A's share a bit width,
+// and so do all B's.
+func (k *Kernel) MulIntBatch(dsts [][]int32, as, bs []*bittensor.Tensor) error {
+	if len(dsts) != len(as) || len(as) != len(bs) {
+		return fmt.Errorf("%w: %d destinations, %d A's, %d B's", ErrShape, len(dsts), len(as), len(bs))
+	}
+	jobs := make([]job, len(as))
+	for i := range as {
+		jobs[i] = job{a: as[i], b: bs[i], mode: modeInt, ints: dsts[i]}
+	}
+	return k.run(jobs)
+}
+
+// MulBitBatch is MulBitBatch's MulBit twin: dsts[i] = rq(ep[i](as[i]·bs[i]))
+// packed into the given tensors, in one launch. eps may be nil.
+func (k *Kernel) MulBitBatch(dsts []*bittensor.Tensor, as, bs []*bittensor.Tensor, eps []*bmm.Epilogue, rq bmm.Requant) error {
+	if len(dsts) != len(as) || len(as) != len(bs) || (eps != nil && len(eps) != len(as)) {
+		return fmt.Errorf("%w: %d destinations, %d A's, %d B's, %d epilogues", ErrShape, len(dsts), len(as), len(bs), len(eps))
+	}
+	jobs := make([]job, len(as))
+	for i := range as {
+		jobs[i] = job{a: as[i], b: bs[i], mode: modeBit, bits: dsts[i], rq: rq}
+		if eps != nil {
+			jobs[i].ep = eps[i]
+		}
+	}
+	return k.run(jobs)
+}
+
+// check validates the jobs of one launch and fills in m, n.
+func checkJobs(jobs []job) error {
+	for i := range jobs {
+		j := &jobs[i]
+		m, n, err := bmm.Check(j.a, j.b)
+		if err != nil {
+			return fmt.Errorf("product %d: %w", i, err)
+		}
+		j.m, j.n = m, n
+		if j.a.Bits() != jobs[0].a.Bits() || j.b.Bits() != jobs[0].b.Bits() {
+			return fmt.Errorf("%w: product %d is %d-bit × %d-bit, product 0 is %d-bit × %d-bit; one launch takes one pair of widths",
+				ErrShape, i, j.a.Bits(), j.b.Bits(), jobs[0].a.Bits(), jobs[0].b.Bits())
+		}
+		if err := j.ep.Validate(m, n); err != nil {
+			return fmt.Errorf("product %d: %w", i, err)
+		}
+		switch j.mode {
+		case modeInt:
+			if len(j.ints) != m*n {
+				return fmt.Errorf("%w: product %d: len(dst)=%d, want %d×%d", ErrShape, i, len(j.ints), m, n)
+			}
+		case modeFloat:
+			if len(j.flts) != m*n {
+				return fmt.Errorf("%w: product %d: len(dst)=%d, want %d×%d", ErrShape, i, len(j.flts), m, n)
+			}
+		case modeBit:
+			if err := bmm.CheckDst(j.bits, m, n); err != nil {
+				return fmt.Errorf("product %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// run executes jobs in one launch and copies the results to their destinations.
+func (k *Kernel) run(jobs []job) error {
+	if err := checkJobs(jobs); err != nil {
+		return err
+	}
+	return k.d.run(func() error {
+		p, err := k.prepare(jobs)
+		if err != nil {
+			return err
+		}
+		defer p.free()
+		if err := p.zeroOutputs(); err != nil {
+			return err
+		}
+		if err := p.launch(); err != nil {
+			return err
+		}
+		return p.fetch()
+	})
+}
+
+// plan is a launch with its operands on the device: one pooled buffer
+// holds inputs, zero-tile lists, descriptors and outputs.
+type plan struct {
+	k      *Kernel
+	cfg    config
+	fn     uintptr
+	blocks int
+	nprobs int
+	buf    *Buffer
+	probs  uint64 // device address of the descriptors
+	outOff int    // outputs start here in buf
+	outLen int
+	jobs   []job
+	outAt  []int // each job's output offset in buf
+	work   float64
+}
+
+// region lays out byte blocks at 256-byte aligned offsets.
+type region struct {
+	size  int
+	parts []regionPart
+}
+
+type regionPart struct {
+	off  int
+	data []byte
+}
+
+func (r *region) add(data []byte, n int) int {
+	off := roundUp(r.size, 256)
+	r.parts = append(r.parts, regionPart{off, data})
+	r.size = off + n
+	return off
+}
+
+func asBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// prepare uploads jobs and picks the variant. Device thread only.
+func (k *Kernel) prepare(jobs []job) (*plan, error) {
+	maxM, maxN := 0, 0
+	for _, j := range jobs {
+		maxM, maxN = max(maxM, j.m), max(maxN, j.n)
+	}
+	a0, b0 := jobs[0].a.Bits(), jobs[0].b.Bits()
+	cfg := k.config(a0, b0, maxM, maxN)
+	file := "bmm_mma.cu"
+	name := "bmm_mma"
+	if cfg.path == PathWGMMA {
+		file, name = "bmm_wgmma.cu", "bmm_wgmma"
+	}
+	src, hdrs := kernelSource(file)
+	fn, err := k.d.function(file, src, hdrs, cfg.opts(), name)
+	if err != nil {
+		return nil, err
+	}
+
+	var in region
+	ps := make([]prob, len(jobs))
+	type fix struct{ a, b, kp, ki int }
+	fixes := make([]fix, len(jobs))
+	epOffs := make([][6]int, len(jobs))
+	p := &plan{k: k, cfg: cfg, fn: fn, jobs: jobs, nprobs: len(jobs)}
+	for i, j := range jobs {
+		la, lb := layoutOf(j.a), layoutOf(j.b)
+		aw, bw := deviceWords(j.a), deviceWords(j.b)
+		fixes[i].a = in.add(asBytes(aw), 8*max(len(aw), 1))
+		fixes[i].b = in.add(asBytes(bw), 8*max(len(bw), 1))
+		fixes[i].kp = -1
+		if !j.noZTJ {
+			kp, ki := newTileMask(aw, j.a.Bits(), la).list(cfg.bm)
+			fixes[i].kp = in.add(asBytes(kp), 4*len(kp))
+			fixes[i].ki = in.add(asBytes(ki), 4*max(len(ki), 1))
+			p.work += float64(len(ki))
+		}
+		epOffs[i] = [6]int{-1, -1, -1, -1, -1, -1}
+		if j.ep != nil {
+			for v, s := range [][]float32{j.ep.ColScale, j.ep.RowTerm, j.ep.ColTerm, j.ep.ColConst, j.ep.RowScale, j.ep.ColBias} {
+				if s != nil {
+					epOffs[i][v] = in.add(asBytes(s), 4*max(len(s), 1))
+				}
+			}
+			ps[i].ReLU = b2i(j.ep.ReLU)
+		}
+		ps[i].M, ps[i].N = int32(j.m), int32(j.n)
+		ps[i].Lw32 = int32(2 * la.lw)
+		ps[i].ALines, ps[i].BLines = int32(la.lines), int32(lb.lines)
+		ps[i].APlane, ps[i].BPlane = int64(2*la.planeWords()), int64(2*lb.planeWords())
+		ps[i].Mode = int32(j.mode)
+		if j.mode == modeBit {
+			ps[i].OutBits = int32(j.bits.Bits())
+			ps[i].OutByCols = b2i(j.bits.Packing() == bittensor.ByCols)
+			ps[i].OutLw32 = int32(2 * j.bits.LineWords())
+			ps[i].OutPlane = int64(2 * j.bits.PlaneWords())
+			ps[i].RqScale, ps[i].RqOffset = j.rq.Scale, j.rq.Offset
+		}
+	}
+	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn)
+	if err != nil {
+		return nil, err
+	}
+	probOff := in.add(nil, len(desc))
+	p.outOff = roundUp(in.size, 256)
+	out := region{size: p.outOff}
+	p.outAt = make([]int, len(jobs))
+	for i, j := range jobs {
+		n := 4 * j.m * j.n
+		if j.mode == modeBit {
+			n = 8 * len(j.bits.Words())
+		}
+		p.outAt[i] = out.add(nil, max(n, 4))
+	}
+	p.outLen = out.size - p.outOff
+	buf, err := k.d.alloc(out.size)
+	if err != nil {
+		return nil, err
+	}
+	p.buf, p.blocks = buf, blocks
+	base := uint64(buf.ptr)
+	for i := range ps {
+		ps[i].A, ps[i].B = base+uint64(fixes[i].a), base+uint64(fixes[i].b)
+		if fixes[i].kp >= 0 {
+			ps[i].Kptr, ps[i].Kidx = base+uint64(fixes[i].kp), base+uint64(fixes[i].ki)
+		}
+		ptrs := []*uint64{&ps[i].ColScale, &ps[i].RowTerm, &ps[i].ColTerm, &ps[i].ColConst, &ps[i].RowScale, &ps[i].ColBias}
+		for v, off := range epOffs[i] {
+			if off >= 0 {
+				*ptrs[v] = base + uint64(off)
+			}
+		}
+		ps[i].Out = base + uint64(p.outAt[i])
+	}
+	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn)
+	if err != nil {
+		p.free()
+		return nil, err
+	}
+	in.parts[len(in.parts)-1].data = desc
+	p.probs = base + uint64(probOff)
+	// One staging copy, one upload.
+	st, err := k.d.staging(max(in.size, p.outLen))
+	if err != nil {
+		p.free()
+		return nil, err
+	}
+	sb := st.Bytes()
+	for _, part := range in.parts {
+		copy(sb[part.off:], part.data)
+	}
+	if err := k.d.htod(buf.ptr, st.ptr, in.size); err != nil {
+		p.free()
+		return nil, err
+	}
+	// The staging buffer is reused by fetch: wait for the upload.
+	if err := k.d.drv.do("cuStreamSynchronize", k.d.stream.h); err != nil {
+		p.free()
+		return nil, err
+	}
+	return p, nil
+}
+
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// zeroOutputs clears the output region (MulBit ORs words into it).
+func (p *plan) zeroOutputs() error {
+	return p.k.d.memset32(p.buf.ptr+uintptr(p.outOff), 0, p.outLen/4)
+}
+
+func (p *plan) launch() error {
+	if p.blocks == 0 {
+		return nil
+	}
+	return p.k.d.launch(p.fn, [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{uint32(p.cfg.threads()), 1, 1},
+		p.cfg.smem(p.maxMode()), p.k.d.stream, p.probs, uint64(p.nprobs))
+}
+
+func (p *plan) maxMode() int {
+	m := 0
+	for _, j := range p.jobs {
+		m = max(m, j.mode)
+	}
+	return m
+}
+
+// fetch copies the outputs back and waits.
+func (p *plan) fetch() error {
+	d := p.k.d
+	st, err := d.staging(p.outLen)
+	if err != nil {
+		return err
+	}
+	if err := d.dtoh(st.ptr, p.buf.ptr+uintptr(p.outOff), p.outLen); err != nil {
+		return err
+	}
+	if err := d.drv.do("cuStreamSynchronize", d.stream.h); err != nil {
+		return err
+	}
+	sb := st.Bytes()
+	for i, j := range p.jobs {
+		off := p.outAt[i] - p.outOff
+		switch j.mode {
+		case modeInt:
+			copy(asBytes(j.ints), sb[off:])
+		case modeFloat:
+			copy(asBytes(j.flts), sb[off:])
+		case modeBit:
+			copy(asBytes(j.bits.Words()), sb[off:])
+		}
+	}
+	return nil
+}
+
+func (p *plan) free() {
+	if p.buf != nil {
+		_ = p.k.d.pool.put(p.buf.ptr)
+		p.buf = nil
+	}
+}

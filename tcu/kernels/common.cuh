@@ -1,0 +1,118 @@
+// Shared by the bit-matmul kernels: the job descriptor, the epilogue and
+// re-quantization (bit for bit bmm.Epilogue.Apply and bmm.Requant.Quantize:
+// every float step rounded on its own with __fmul_rn/__fadd_rn, no FMA),
+// and the bit-plane packing of MulBit results.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// Prob is one product of a batch. Field order and sizes must match
+// tcu/layout.go (probBytes, encodeProb).
+struct Prob {
+  u64 A, B, out, kptr, kidx;                                    //   0
+  u64 colScale, rowTerm, colTerm, colConst, rowScale, colBias;  //  40
+  long long aPlane, bPlane, outPlane;  //  88: 32-bit words per plane
+  int M, N, lw32, aLines, bLines, tilesN, tileStart, mode;      // 112
+  int outBits, outByCols, outLw32, relu;                        // 144
+  float rqScale, rqOffset;                                      // 160
+  int tilesM, pad;                                              // 168
+};                                                              // 176
+static_assert(sizeof(Prob) == 176, "Prob layout");
+
+enum { MODE_INT = 0, MODE_FLOAT = 1, MODE_BIT = 2 };
+
+// findProb returns the problem whose tile range holds block b.
+__device__ __forceinline__ int findProb(const Prob* p, int n, int b) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (p[mid].tileStart <= b) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+// applyEp mirrors bmm.Epilogue.Apply.
+__device__ __forceinline__ float applyEp(const Prob& P, int c, int m, int n) {
+  float t = __int2float_rn(c);
+  if (P.colScale) t = __fmul_rn(t, ((const float*)P.colScale)[n]);
+  if (P.rowTerm) t = __fadd_rn(t, __fmul_rn(((const float*)P.rowTerm)[m], ((const float*)P.colTerm)[n]));
+  if (P.colConst) t = __fadd_rn(t, ((const float*)P.colConst)[n]);
+  if (P.rowScale) t = __fmul_rn(t, ((const float*)P.rowScale)[m]);
+  if (P.colBias) t = __fadd_rn(t, ((const float*)P.colBias)[n]);
+  if (P.relu && !(t > 0.f)) t = 0.f;
+  return t;
+}
+
+// quantize mirrors bmm.Requant.Quantize.
+__device__ __forceinline__ u32 quantize(float y, float scale, float offset, int bits) {
+  float v = __fadd_rn(__fmul_rn(y, scale), offset);
+  if (!(v > 0.f)) return 0u;  // also NaN
+  u64 mx = (1ull << bits) - 1ull;
+  if (v >= __ull2float_rn(mx)) return (u32)mx;
+  return __float2uint_rz(floorf(v));
+}
+
+// emit stores product c at (m, n): int32 or float32 straight to the
+// row-major output, or the re-quantized code into the block's q tile
+// (ldq words per row) for packBits. Out-of-range positions store code 0.
+__device__ __forceinline__ void emit(const Prob& P, int c, int m, int n, u32* q, int qi) {
+  bool ok = m < P.M && n < P.N;
+  if (P.mode == MODE_INT) {
+    if (ok) ((int*)P.out)[(long long)m * P.N + n] = c;
+  } else if (P.mode == MODE_FLOAT) {
+    if (ok) ((float*)P.out)[(long long)m * P.N + n] = applyEp(P, c, m, n);
+  } else {
+    q[qi] = ok ? quantize(applyEp(P, c, m, n), P.rqScale, P.rqOffset, P.outBits) : 0u;
+  }
+}
+
+// packBits bit-decomposes the block's bm×bn tile of codes q (row stride
+// ldq) into the output tensor's planes: a warp takes 32 consecutive
+// positions of one output line, and __ballot_sync turns bit p of the 32
+// codes into plane p's word. Words are OR-ed in (the output was zeroed),
+// so tiles that share a word compose.
+__device__ __forceinline__ void packBits(const Prob& P, const u32* q, int ldq, int m0, int n0, int bm, int bn) {
+  u32* out = (u32*)P.out;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  // Lines are rows (ByRows) or columns (ByCols); bits run along the other axis.
+  const int lines = P.outByCols ? min(bn, P.N - n0) : min(bm, P.M - m0);
+  const int b0 = P.outByCols ? m0 : n0;
+  const int bext = P.outByCols ? min(bm, P.M - m0) : min(bn, P.N - n0);
+  if (lines <= 0 || bext <= 0) return;
+  const int w0 = b0 >> 5, w1 = (b0 + bext + 31) >> 5, nwords = w1 - w0;
+  for (int task = warp; task < lines * nwords; task += nw) {
+    const int l = task / nwords, w = w0 + task % nwords;
+    const int pos = w * 32 + lane;  // bit position along the packed axis
+    u32 v = 0;
+    if (pos >= b0 && pos < b0 + bext) {
+      v = P.outByCols ? q[(pos - m0) * ldq + l] : q[l * ldq + (pos - n0)];
+    }
+    const long long line = P.outByCols ? (long long)(n0 + l) : (long long)(m0 + l);
+    u32* dst = out + line * P.outLw32 + w;
+    for (int p = 0; p < P.outBits; p++) {
+      u32 word = __ballot_sync(0xffffffffu, (v >> p) & 1u);
+      if (lane == 0 && word) atomicOr(dst + p * P.outPlane, word);
+    }
+  }
+}
+
+__device__ __forceinline__ void cp_async16(u32 saddr, const void* g, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(g), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+// Number of non-zero k-steps of m-tile tm and the i-th of them: from the
+// zero-tile list when the job has one, else every step.
+__device__ __forceinline__ int kCount(const Prob& P, int tm) {
+  if (P.kptr) { const int* kp = (const int*)P.kptr; return kp[tm + 1] - kp[tm]; }
+  return P.lw32 >> 3;
+}
+__device__ __forceinline__ int kStep(const Prob& P, int tm, int i) {
+  if (P.kptr) return ((const int*)P.kidx)[((const int*)P.kptr)[tm] + i];
+  return i;
+}

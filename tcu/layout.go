@@ -1,0 +1,179 @@
+package tcu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/qgtc/qgtc/bittensor"
+)
+
+// The kernels read a line's K bits in 256-bit steps of 16-byte copies, so
+// on the device a line is a whole number of steps: LineWords rounded up to
+// 4. Tensors with the default padding already are and go up unchanged;
+// others are re-laid out on the host (lines keep their order, extra words
+// are zero).
+const stepWords = 4 // 64-bit words per 256-bit k-step
+
+// operandLayout is how a tensor sits in device memory.
+type operandLayout struct {
+	lines int // stored lines (PaddedLines)
+	lw    int // 64-bit words per line, a multiple of stepWords
+}
+
+func layoutOf(t *bittensor.Tensor) operandLayout {
+	return operandLayout{lines: t.PaddedLines(), lw: roundUp(t.LineWords(), stepWords)}
+}
+
+func (l operandLayout) planeWords() int { return l.lines * l.lw }
+
+func roundUp(x, m int) int { return (x + m - 1) / m * m }
+
+// deviceWords returns t's words in the device layout: t.Words() itself
+// when it already fits, else a re-laid-out copy.
+func deviceWords(t *bittensor.Tensor) []uint64 {
+	l := layoutOf(t)
+	if l.lw == t.LineWords() {
+		return t.Words()
+	}
+	out := make([]uint64, t.Bits()*l.planeWords())
+	for p := 0; p < t.Bits(); p++ {
+		for line := 0; line < l.lines; line++ {
+			copy(out[p*l.planeWords()+line*l.lw:], t.Line(p, line))
+		}
+	}
+	return out
+}
+
+// tileMask records which 256-bit k-steps of each group of 16 rows of an A
+// operand hold a one in any plane. It is computed once per operand; row
+// tiles of any multiple of 16 rows derive their zero-tile lists from it.
+type tileMask struct {
+	groups, steps int
+	bits          []uint64 // groups×steps bits, row-major
+}
+
+// maskGroup is the row granularity of a tileMask.
+const maskGroup = 16
+
+func newTileMask(words []uint64, bits int, l operandLayout) *tileMask {
+	steps := l.lw / stepWords
+	groups := (l.lines + maskGroup - 1) / maskGroup
+	m := &tileMask{groups: groups, steps: steps, bits: make([]uint64, (groups*steps+63)/64)}
+	pw := l.planeWords()
+	for p := 0; p < bits; p++ {
+		plane := words[p*pw : (p+1)*pw]
+		for line := 0; line < l.lines; line++ {
+			row := plane[line*l.lw : (line+1)*l.lw]
+			g := line / maskGroup
+			for s := 0; s < steps; s++ {
+				w := row[s*stepWords : (s+1)*stepWords]
+				if w[0]|w[1]|w[2]|w[3] != 0 {
+					i := g*steps + s
+					m.bits[i/64] |= 1 << (i % 64)
+				}
+			}
+		}
+	}
+	return m
+}
+
+func (m *tileMask) nonZero(g, s int) bool {
+	i := g*m.steps + s
+	return m.bits[i/64]>>(i%64)&1 != 0
+}
+
+// NonZeroSteps counts the non-zero (16-row group, k-step) tiles.
+func (m *tileMask) nonZeroTiles() int {
+	n := 0
+	for g := 0; g < m.groups; g++ {
+		for s := 0; s < m.steps; s++ {
+			if m.nonZero(g, s) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// list returns, for row tiles of bm rows (a multiple of 16), the CSR list
+// of their non-zero k-steps: tile t visits kidx[kptr[t]:kptr[t+1]].
+func (m *tileMask) list(bm int) (kptr, kidx []int32) {
+	per := bm / maskGroup
+	tiles := (m.groups + per - 1) / per
+	kptr = make([]int32, tiles+1)
+	for t := 0; t < tiles; t++ {
+		for s := 0; s < m.steps; s++ {
+			for g := t * per; g < min((t+1)*per, m.groups); g++ {
+				if m.nonZero(g, s) {
+					kidx = append(kidx, int32(s))
+					break
+				}
+			}
+		}
+		kptr[t+1] = int32(len(kidx))
+	}
+	return kptr, kidx
+}
+
+// Output modes of a product (Prob.mode).
+const (
+	modeInt   = 0
+	modeFloat = 1
+	modeBit   = 2
+)
+
+// prob is one product of a launch; its binary form is kernels/common.cuh's
+// struct Prob (little-endian, no padding: 176 bytes).
+type prob struct {
+	A, B, Out, Kptr, Kidx                                   uint64
+	ColScale, RowTerm, ColTerm, ColConst, RowScale, ColBias uint64
+	APlane, BPlane, OutPlane                                int64
+	M, N, Lw32, ALines, BLines, TilesN, TileStart, Mode     int32
+	OutBits, OutByCols, OutLw32, ReLU                       int32
+	RqScale, RqOffset                                       float32
+	TilesM, Pad                                             int32
+}
+
+const probBytes = 176
+
+// packLaunch assigns each problem its tiles for a bm×bn block tile, in
+// order, and returns the encoded descriptors and the number of blocks.
+// Problems with no tiles (M or N zero) take no blocks.
+func packLaunch(ps []prob, bm, bn int) ([]byte, int, error) {
+	total := 0
+	for i := range ps {
+		p := &ps[i]
+		if p.M < 0 || p.N < 0 {
+			return nil, 0, fmt.Errorf("%w: problem %d is %d×%d", ErrShape, i, p.M, p.N)
+		}
+		p.TilesM = int32((int(p.M) + bm - 1) / bm)
+		p.TilesN = int32((int(p.N) + bn - 1) / bn)
+		p.TileStart = int32(total)
+		total += int(p.TilesM) * int(p.TilesN)
+		if total > 1<<31-1 {
+			return nil, 0, fmt.Errorf("%w: %d blocks in one launch", ErrShape, total)
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(ps) * probBytes)
+	if err := binary.Write(&buf, binary.LittleEndian, ps); err != nil {
+		return nil, 0, err
+	}
+	return buf.Bytes(), total, nil
+}
+
+// findProb is the host twin of common.cuh's findProb (tested against it
+// through packLaunch): the last problem whose first tile is <= block.
+func findProb(ps []prob, block int) int {
+	lo, hi := 0, len(ps)-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if int(ps[mid].TileStart) <= block {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}

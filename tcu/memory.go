@@ -1,0 +1,282 @@
+package tcu
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"unsafe"
+)
+
+// allocator is where the pool gets device memory from (the driver, or a
+// fake in tests).
+type allocator interface {
+	alloc(size int) (uintptr, error)
+	free(p uintptr) error
+}
+
+// devAlloc allocates with cuMemAlloc; call on the device thread.
+type devAlloc struct{ d *Device }
+
+func (a devAlloc) alloc(size int) (uintptr, error) {
+	var p uint64
+	if err := a.d.drv.do("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(size)); err != nil {
+		return 0, fmt.Errorf("allocating %d bytes of device memory: %w", size, err)
+	}
+	return uintptr(p), nil
+}
+
+func (a devAlloc) free(p uintptr) error { return a.d.drv.do("cuMemFree_v2", p) }
+
+// pool caches device allocations by size class, so that the buffers of
+// repeated products are reused instead of going back to cuMemAlloc, which
+// synchronizes the device. Not safe for concurrent use: the device thread
+// owns it.
+type pool struct {
+	a     allocator
+	free  map[int][]uintptr // size class -> idle blocks
+	class map[uintptr]int   // every block the pool allocated -> its class
+	idle  int               // bytes in idle blocks
+}
+
+func newPool(a allocator) *pool {
+	return &pool{a: a, free: map[int][]uintptr{}, class: map[uintptr]int{}}
+}
+
+// minBlock is the smallest block; everything is at least 256-byte aligned.
+const minBlock = 512
+
+// sizeClass rounds n up to 512 bytes, or to the next of 1, 1.25, 1.5, 1.75
+// times a power of two: at most 25% waste, few classes.
+func sizeClass(n int) int {
+	if n <= minBlock {
+		return minBlock
+	}
+	p := 1 << (bits.Len(uint(n-1)) - 1) // largest power of two < n
+	step := p / 4
+	return (n + step - 1) / step * step
+}
+
+// get returns a block of at least n bytes and its class. When the device is
+// out of memory, idle blocks are returned to the driver and the allocation
+// is tried once more.
+func (p *pool) get(n int) (uintptr, int, error) {
+	c := sizeClass(n)
+	if l := p.free[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		p.free[c] = l[:len(l)-1]
+		p.idle -= c
+		return b, c, nil
+	}
+	b, err := p.a.alloc(c)
+	if err != nil && p.idle > 0 {
+		if rerr := p.trim(); rerr != nil {
+			return 0, 0, errors.Join(err, rerr)
+		}
+		b, err = p.a.alloc(c)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	p.class[b] = c
+	return b, c, nil
+}
+
+// put returns a block to its class's idle list.
+func (p *pool) put(b uintptr) error {
+	c, ok := p.class[b]
+	if !ok {
+		return fmt.Errorf("%w: freeing %#x, which the pool did not allocate", ErrShape, b)
+	}
+	for _, x := range p.free[c] {
+		if x == b {
+			return fmt.Errorf("%w: block %#x freed twice", ErrShape, b)
+		}
+	}
+	p.free[c] = append(p.free[c], b)
+	p.idle += c
+	return nil
+}
+
+// trim frees idle blocks.
+func (p *pool) trim() error {
+	var errs []error
+	for c, l := range p.free {
+		for _, b := range l {
+			errs = append(errs, p.a.free(b))
+			delete(p.class, b)
+		}
+		delete(p.free, c)
+	}
+	p.idle = 0
+	return errors.Join(errs...)
+}
+
+// release frees every block, idle or not (device Close).
+func (p *pool) release() error {
+	var errs []error
+	for b := range p.class {
+		errs = append(errs, p.a.free(b))
+	}
+	p.class = map[uintptr]int{}
+	p.free = map[int][]uintptr{}
+	p.idle = 0
+	return errors.Join(errs...)
+}
+
+// Buffer is device memory from the device's pool.
+type Buffer struct {
+	d    *Device
+	ptr  uintptr
+	size int
+}
+
+// Alloc returns n bytes of device memory (at least one block).
+func (d *Device) Alloc(n int) (*Buffer, error) {
+	var b *Buffer
+	err := d.run(func() error {
+		var err error
+		b, err = d.alloc(n)
+		return err
+	})
+	return b, err
+}
+
+func (d *Device) alloc(n int) (*Buffer, error) {
+	p, _, err := d.pool.get(n)
+	if err != nil {
+		return nil, err
+	}
+	return &Buffer{d: d, ptr: p, size: n}, nil
+}
+
+// Ptr is the device address.
+func (b *Buffer) Ptr() uint64 { return uint64(b.ptr) }
+
+// Size is the requested size in bytes.
+func (b *Buffer) Size() int { return b.size }
+
+// Free returns the buffer to the pool. A nil buffer is fine.
+func (b *Buffer) Free() error {
+	if b == nil {
+		return nil
+	}
+	return b.d.run(func() error { return b.d.pool.put(b.ptr) })
+}
+
+// Write copies src to the start of the buffer and waits for it.
+func (b *Buffer) Write(src []byte) error {
+	if len(src) > b.size {
+		return fmt.Errorf("%w: writing %d bytes into a %d-byte buffer", ErrShape, len(src), b.size)
+	}
+	return b.d.run(func() error {
+		st, err := b.d.staging(len(src))
+		if err != nil {
+			return err
+		}
+		copy(st.Bytes(), src)
+		if err := b.d.htod(b.ptr, st.ptr, len(src)); err != nil {
+			return err
+		}
+		return b.d.drv.do("cuStreamSynchronize", b.d.stream.h)
+	})
+}
+
+// Read copies the start of the buffer into dst and waits for it.
+func (b *Buffer) Read(dst []byte) error {
+	if len(dst) > b.size {
+		return fmt.Errorf("%w: reading %d bytes from a %d-byte buffer", ErrShape, len(dst), b.size)
+	}
+	return b.d.run(func() error {
+		st, err := b.d.staging(len(dst))
+		if err != nil {
+			return err
+		}
+		if err := b.d.dtoh(st.ptr, b.ptr, len(dst)); err != nil {
+			return err
+		}
+		if err := b.d.drv.do("cuStreamSynchronize", b.d.stream.h); err != nil {
+			return err
+		}
+		copy(dst, st.Bytes())
+		return nil
+	})
+}
+
+func (d *Device) htod(dst, src uintptr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return d.drv.do("cuMemcpyHtoDAsync_v2", dst, src, uintptr(n), d.stream.h)
+}
+
+func (d *Device) dtoh(dst, src uintptr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return d.drv.do("cuMemcpyDtoHAsync_v2", dst, src, uintptr(n), d.stream.h)
+}
+
+func (d *Device) memset32(dst uintptr, v uint32, words int) error {
+	if words == 0 {
+		return nil
+	}
+	return d.drv.do("cuMemsetD32Async", dst, uintptr(v), uintptr(words), d.stream.h)
+}
+
+// HostBuffer is page-locked host memory: copies from and to it run at full
+// PCIe speed and asynchronously.
+type HostBuffer struct {
+	d    *Device
+	ptr  uintptr
+	size int
+}
+
+// AllocHost returns n bytes of pinned host memory.
+func (d *Device) AllocHost(n int) (*HostBuffer, error) {
+	var h *HostBuffer
+	err := d.run(func() error {
+		var err error
+		h, err = d.allocHost(n)
+		return err
+	})
+	return h, err
+}
+
+func (d *Device) allocHost(n int) (*HostBuffer, error) {
+	var p uintptr
+	if err := d.drv.do("cuMemAllocHost_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 1))); err != nil {
+		return nil, fmt.Errorf("allocating %d bytes of pinned host memory: %w", n, err)
+	}
+	return &HostBuffer{d: d, ptr: p, size: n}, nil
+}
+
+// Bytes is the buffer's memory; valid until Free.
+func (h *HostBuffer) Bytes() []byte { return unsafe.Slice((*byte)(cptr(h.ptr)), h.size) }
+
+func (h *HostBuffer) free() error { return h.d.drv.do("cuMemFreeHost", h.ptr) }
+
+// Free releases the buffer.
+func (h *HostBuffer) Free() error { return h.d.run(h.free) }
+
+// staging returns the device's pinned staging buffer with room for n
+// bytes, growing it (by at least half) when needed. Device thread only;
+// the stream must be idle with respect to the old buffer.
+func (d *Device) staging(n int) (*HostBuffer, error) {
+	if d.host != nil && d.host.size >= n {
+		return d.host, nil
+	}
+	size := max(n, 1<<20)
+	if d.host != nil {
+		size = max(size, d.host.size*3/2)
+		if err := d.host.free(); err != nil {
+			return nil, err
+		}
+		d.host = nil
+	}
+	h, err := d.allocHost(size)
+	if err != nil {
+		return nil, err
+	}
+	d.host = h
+	return h, nil
+}
