@@ -55,7 +55,8 @@ gpu-test:
 	CGO_ENABLED=0 $(GO) test -c -o build/gpu/tcu.test ./tcu
 	CGO_ENABLED=0 $(GO) build -o build/gpu/qgtc ./cmd/qgtc
 	@echo "now run on the GPU host (device tool), carrying build/:"
-	@echo "  ./build/gpu/tcu.test -test.v && ./build/gpu/qgtc info"
+	@echo "  STEPS='nvcc test bench base sanitize' bash bench/gpu/run.sh   # logs and the table in \$$OUT"
+	@echo "  ./build/gpu/qgtc info && ./build/gpu/qgtc bench bmm --device gpu"
 
 demo: build
 	./$(BIN) info
