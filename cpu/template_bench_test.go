@@ -16,23 +16,66 @@ import (
 // Each reports GFLOP/s counting one flop per message element (two for
 // u_mul_e and u_dot_v).
 
-var benchGraphs sync.Map // name → CSR
+var benchData sync.Map // name → *subgraph.Dataset
 
-func benchGraph(b *testing.B) (CSR, string) {
+func benchDataset(b *testing.B) (*subgraph.Dataset, string) {
 	name := os.Getenv("QGTC_BENCH_GRAPH")
 	if name == "" {
 		name = "coauthor_cs"
 	}
-	if g, ok := benchGraphs.Load(name); ok {
-		return g.(CSR), name
+	if d, ok := benchData.Load(name); ok {
+		return d.(*subgraph.Dataset), name
 	}
 	d, err := subgraph.Load(name)
 	if err != nil {
 		b.Skipf("dataset %s: %v", name, err)
 	}
-	g := CSR{Indptr: d.Graph.Indptr, Indices: d.Graph.Indices}
-	benchGraphs.Store(name, g)
-	return g, name
+	benchData.Store(name, d)
+	return d, name
+}
+
+func benchGraph(b *testing.B) (CSR, string) {
+	d, name := benchDataset(b)
+	return CSR{Indptr: d.Graph.Indptr, Indices: d.Graph.Indices}, name
+}
+
+// benchFeatures are the dataset's node features projected to f columns by
+// a fixed Gaussian matrix (real structure, chosen width), or Gaussian
+// features when the dataset has none.
+func benchFeatures(b *testing.B, f int) []float32 {
+	d, _ := benchDataset(b)
+	n := d.Graph.N()
+	rng := rand.New(rand.NewPCG(5, 5))
+	ft := d.Features
+	if ft == nil {
+		return randVec(rng, n*f)
+	}
+	proj := randVec(rng, ft.Cols*f)
+	x := make([]float32, n*f)
+	for v := 0; v < n; v++ {
+		o := x[v*f : (v+1)*f]
+		add := func(c int, val float32) {
+			for k, p := range proj[c*f : (c+1)*f] {
+				o[k] += val * p
+			}
+		}
+		if ft.Dense != nil {
+			for c, val := range ft.Dense[v*ft.Cols : (v+1)*ft.Cols] {
+				if val != 0 {
+					add(c, val)
+				}
+			}
+			continue
+		}
+		for p := ft.Indptr[v]; p < ft.Indptr[v+1]; p++ {
+			val := float32(1)
+			if ft.Values != nil {
+				val = ft.Values[p]
+			}
+			add(int(ft.Indices[p]), val)
+		}
+	}
+	return x
 }
 
 // naiveSpMM is the plain serial CSR loop the templates are compared with.
@@ -178,4 +221,41 @@ func relErr(got, want []float32) float64 {
 		den += float64(want[i]) * float64(want[i])
 	}
 	return math.Sqrt(num / den)
+}
+
+// BenchmarkSampledSpMM measures ES-SpMM-style sampling: copy_u/mean (and
+// sum, rescaled) on the sample against the exact result, reporting the
+// relative error beside the time. limit=0 is the exact graph.
+func BenchmarkSampledSpMM(b *testing.B) {
+	g, name := benchGraph(b)
+	n := g.Rows()
+	const f = 64
+	x := benchFeatures(b, f)
+	exact := make([]float32, n*f)
+	exactSum := make([]float32, n*f)
+	must(b, SpMM(exact, g, CopyU, Mean, x, nil, nil, f, nil, nil))
+	must(b, SpMM(exactSum, g, CopyU, Sum, x, nil, nil, f, nil, nil))
+	out := make([]float32, n*f)
+	for _, limit := range []int{0, 32, 16, 8, 4} {
+		for _, cacheFirst := range []bool{true, false} {
+			if limit == 0 && !cacheFirst {
+				continue
+			}
+			sg, _, scale := SampleCSR(g, limit, CacheWindow(f), cacheFirst)
+			b.Run(fmt.Sprintf("graph=%s/f=%d/limit=%d/cachefirst=%v", name, f, limit, cacheFirst), func(b *testing.B) {
+				for b.Loop() {
+					must(b, SpMM(out, sg, CopyU, Mean, x, nil, nil, f, nil, nil))
+				}
+				b.ReportMetric(relErr(out, exact), "mean-relerr")
+				b.ReportMetric(float64(sg.NNZ())/float64(g.NNZ()), "edges-kept")
+				must(b, SpMM(out, sg, CopyU, Sum, x, nil, nil, f, nil, nil))
+				for v := 0; v < n; v++ {
+					for k := v * f; k < (v+1)*f; k++ {
+						out[k] *= scale[v]
+					}
+				}
+				b.ReportMetric(relErr(out, exactSum), "sum-relerr")
+			})
+		}
+	}
 }

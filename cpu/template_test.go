@@ -557,3 +557,52 @@ func TestTuneSchedule(t *testing.T) {
 	require.NoError(t, SpMM(out, g, CopyU, Mean, x, nil, nil, f, nil, nil))
 	assertClose(t, out, want, mag, 4e-6, "out")
 }
+
+func TestSampleCSR(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	g := testGraph(rng, 120, 120, 8, true, true)
+	for _, cacheFirst := range []bool{true, false} {
+		for _, limit := range []int{0, 1, 4, 1000} {
+			t.Run(fmt.Sprintf("limit=%d/cacheFirst=%v", limit, cacheFirst), func(t *testing.T) {
+				s, orig, scale := SampleCSR(g, limit, 10, cacheFirst)
+				require.Len(t, orig, s.NNZ())
+				require.NoError(t, s.Validate(120))
+				for v := 0; v < g.Rows(); v++ {
+					deg, kept := g.Indptr[v+1]-g.Indptr[v], s.Indptr[v+1]-s.Indptr[v]
+					if limit <= 0 || int(deg) <= limit {
+						assert.Equal(t, deg, kept, "row %d kept whole", v)
+					} else {
+						assert.Equal(t, int32(limit), kept, "row %d capped", v)
+					}
+					if kept > 0 {
+						assert.InDelta(t, float64(deg)/float64(kept), scale[v], 1e-6)
+					}
+					// Every kept edge is an edge of the row, with its id.
+					have := map[[2]int]int{}
+					for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
+						have[[2]int{int(g.Indices[p]), g.eid(int(p))}]++
+					}
+					near := 0
+					for q := s.Indptr[v]; q < s.Indptr[v+1]; q++ {
+						k := [2]int{int(s.Indices[q]), int(orig[q])}
+						assert.Positive(t, have[k], "row %d: sampled edge %v not in the graph", v, k)
+						have[k]--
+						if d := int(s.Indices[q]) - v; d >= -5 && d <= 5 {
+							near++
+						}
+					}
+					if cacheFirst && limit > 0 {
+						// Cache-first keeps every in-window edge the budget allows.
+						all := 0
+						for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
+							if d := int(g.Indices[p]) - v; d >= -5 && d <= 5 {
+								all++
+							}
+						}
+						assert.Equal(t, min(all, int(kept)), near, "row %d near edges", v)
+					}
+				}
+			})
+		}
+	}
+}
