@@ -34,8 +34,13 @@ fuzz-smoke:
 fuzz:
 	$(MAKE) fuzz-smoke FUZZTIME=60s
 
+# bench runs the benchmarks matching BENCH (default all) in BENCHPKGS, e.g.
+#   make bench BENCHPKGS=./cpu BENCH='MM2Int$$/n=4096' BENCHFLAGS='-cpu 1,2'
+BENCH ?= .
+BENCHPKGS ?= $(PKGS)
+BENCHFLAGS ?=
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem $(BENCHFLAGS) $(BENCHPKGS)
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
@@ -43,11 +48,15 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest $(PKGS)
 
 # generate rebuilds the avo assembly (cpu/_asm has its own go.mod).
+# generate rebuilds the avo assembly and its Go stubs (cpu/_asm has its own go.mod).
 generate:
 	$(GO) generate ./...
 
+# check-generate fails when go generate changes or adds any file.
 check-generate: generate
 	@git diff --exit-code -- '*.s' '*_amd64.go' || { echo "go generate changed committed files"; exit 1; }
+	@new=$$(git status --porcelain --untracked-files=all -- '*.s' '*_amd64.go' | grep '^??' || true); \
+		if [ -n "$$new" ]; then echo "go generate added files:"; echo "$$new"; exit 1; fi
 
 # gpu-test builds, with no CUDA toolkit, the static binaries a GPU host runs.
 gpu-test:
@@ -58,9 +67,10 @@ gpu-test:
 	@echo "  STEPS='nvcc test bench base sanitize' bash bench/gpu/run.sh   # logs and the table in \$$OUT"
 	@echo "  ./build/gpu/qgtc info && ./build/gpu/qgtc bench bmm --device gpu"
 
+# demo: the default job, 4-bit GCN inference on the bundled Cora (the first
+# run trains and caches the model, later runs load it).
 demo: build
-	./$(BIN) info
-	./$(BIN) bmm demo
+	./$(BIN) infer --dataset cora --bits 4
 
 clean:
 	rm -rf bin build
