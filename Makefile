@@ -47,7 +47,6 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest $(PKGS)
 
-# generate rebuilds the avo assembly (cpu/_asm has its own go.mod).
 # generate rebuilds the avo assembly and its Go stubs (cpu/_asm has its own go.mod).
 generate:
 	$(GO) generate ./...
