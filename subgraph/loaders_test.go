@@ -696,3 +696,23 @@ func TestMalformed(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLoad times a full Load (read, decompress, parse, build the CSR)
+// of bundled datasets; nodes/s and edges/s are the figures to compare.
+func BenchmarkLoad(b *testing.B) {
+	for _, name := range []string{"cora", "citeseer", "amazon_computers", "coauthor_physics", "blogcatalog", "proteins"} {
+		b.Run("dataset="+name, func(b *testing.B) {
+			var d *Dataset
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if d, err = Load(name); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(d.Graph.N())/s, "nodes/s")
+			b.ReportMetric(float64(d.Graph.NumUndirectedEdges())/s, "edges/s")
+		})
+	}
+}

@@ -164,3 +164,15 @@ func (f *Features) ToDense() []float32 {
 	}
 	return out
 }
+
+// Masks returns the split as boolean node masks (PyG's train_mask etc.).
+func (d *Dataset) Masks() (train, val, test []bool) {
+	mask := func(ids []int32) []bool {
+		m := make([]bool, d.Graph.N())
+		for _, v := range ids {
+			m[v] = true
+		}
+		return m
+	}
+	return mask(d.Train), mask(d.Val), mask(d.Test)
+}

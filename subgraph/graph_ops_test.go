@@ -1,0 +1,132 @@
+package subgraph
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tiny: directed edges 0->1, 1->2, 2->0, 2->3, 3->3 (loop); node 4 isolated.
+func tinyDirected(t *testing.T) *Graph {
+	g, err := FromEdges(5, []int32{0, 1, 2, 2, 3, 0}, []int32{1, 2, 0, 3, 3, 1}, BuildOptions{})
+	require.NoError(t, err)
+	return g
+}
+
+func TestGraphCounts(t *testing.T) {
+	g := tinyDirected(t)
+	assert.Equal(t, 5, g.NumEdges(), "duplicate 0->1 merged")
+	assert.Equal(t, 4, g.NumUndirectedEdges())
+	assert.Equal(t, 1, g.SelfLoops())
+	assert.False(t, g.IsSymmetric())
+	assert.Equal(t, []int32{1, 1, 2, 1, 0}, g.Degrees())
+	assert.Equal(t, []int32{1, 1, 1, 2, 0}, g.InDegrees())
+	assert.Equal(t, g.InDegrees(), g.Reverse().Degrees())
+	src, dst := g.Edges()
+	assert.Equal(t, []int32{0, 1, 2, 2, 3}, src)
+	assert.Equal(t, []int32{1, 2, 0, 3, 3}, dst)
+	assert.True(t, g.HasEdge(2, 3))
+	assert.False(t, g.HasEdge(3, 2))
+
+	u := g.Rebuild(BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	require.NoError(t, u.Validate())
+	assert.True(t, u.IsSymmetric())
+	assert.Zero(t, u.SelfLoops())
+	assert.Equal(t, 8, u.NumEdges())
+	assert.Equal(t, 4, u.NumUndirectedEdges())
+	l := u.Rebuild(BuildOptions{SelfLoops: AddSelfLoops})
+	assert.Equal(t, 5, l.SelfLoops())
+}
+
+func TestNormalization(t *testing.T) {
+	u := tinyDirected(t).Rebuild(BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	// degrees 2, 2, 3, 1, 0
+	inv := func(d float64) float32 { return float32(1 / math.Sqrt(d)) }
+	assert.Equal(t, []float32{inv(2), inv(2), inv(3), inv(1), 0}, u.GCNNorm(false))
+	assert.Equal(t, []float32{inv(3), inv(3), inv(4), inv(2), inv(1)}, u.GCNNorm(true))
+	assert.Equal(t, []float32{0.5, 0.5, float32(1) / 3, 1, 0}, u.MeanNorm())
+	// An existing self-loop is not counted twice.
+	l := u.Rebuild(BuildOptions{SelfLoops: AddSelfLoops})
+	assert.Equal(t, u.GCNNorm(true), l.GCNNorm(true))
+}
+
+func TestInducedSubgraph(t *testing.T) {
+	u := tinyDirected(t).Rebuild(BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	tests := []struct {
+		nodes   []int32
+		indptr  []int32
+		indices []int32
+		err     string
+	}{
+		{[]int32{2, 3, 0}, []int32{0, 2, 3, 4}, []int32{1, 2, 0, 0}, ""},
+		{[]int32{4}, []int32{0, 0}, nil, ""},
+		{[]int32{}, []int32{0}, nil, ""},
+		{[]int32{1, 5}, nil, nil, "node 5 outside [0, 5)"},
+		{[]int32{1, 1}, nil, nil, "node 1 listed twice"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.nodes), func(t *testing.T) {
+			h, err := u.InducedSubgraph(tt.nodes)
+			if tt.err != "" {
+				require.ErrorIs(t, err, ErrGraph)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, h.Validate())
+			assert.Equal(t, tt.indptr, h.Indptr)
+			assert.Equal(t, tt.indices, h.Indices)
+		})
+	}
+}
+
+func TestComponentsAndStats(t *testing.T) {
+	g := tinyDirected(t)
+	comp, k := g.Components()
+	assert.Equal(t, 2, k)
+	assert.Equal(t, []int32{0, 0, 0, 0, 1}, comp)
+	assert.Equal(t, []int32{0, 1, 2, 3}, g.LargestComponent())
+	assert.Equal(t, DegreeStats{Min: 0, Max: 2, Mean: 1, Median: 1}, g.DegreeStats())
+	e, err := FromEdges(0, nil, nil, BuildOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, DegreeStats{}, e.DegreeStats())
+	_, k = e.Components()
+	assert.Zero(t, k)
+}
+
+func TestDatasetInducedAndMasks(t *testing.T) {
+	g := tinyDirected(t).Rebuild(BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	d := &Dataset{
+		Graph:      g,
+		Features:   &Features{Rows: 5, Cols: 2, Dense: []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		Multi:      &Features{Rows: 5, Cols: 3, Indptr: []int32{0, 1, 1, 3, 3, 4}, Indices: []int32{2, 0, 1, 2}},
+		Labels:     []int32{0, 1, 0, 1, -1},
+		NumClasses: 2,
+		Train:      []int32{0, 4}, Val: []int32{1}, Test: []int32{2, 3},
+	}
+	s, err := d.Induced([]int32{3, 2, 4})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{6, 7, 4, 5, 8, 9}, s.Features.Dense)
+	assert.Equal(t, []int32{0, 0, 2, 3}, s.Multi.Indptr)
+	assert.Equal(t, []int32{0, 1, 2}, s.Multi.Indices)
+	assert.Equal(t, []int32{1, 0, -1}, s.Labels)
+	assert.Equal(t, []int32{2}, s.Train)
+	assert.Empty(t, s.Val)
+	assert.Equal(t, []int32{0, 1}, s.Test)
+	tr, va, te := d.Masks()
+	assert.Equal(t, []bool{true, false, false, false, true}, tr)
+	assert.Equal(t, []bool{false, true, false, false, false}, va)
+	assert.Equal(t, []bool{false, false, true, true, false}, te)
+
+	lc := d.LargestComponent()
+	assert.Equal(t, 4, lc.Graph.N())
+	assert.Equal(t, []int32{0}, lc.Train)
+
+	sp := &Features{Rows: 2, Cols: 3, Indptr: []int32{0, 2, 3}, Indices: []int32{0, 2, 1}, Values: []float32{1, 0.5, 2}}
+	assert.Equal(t, []float32{1, 0, 0.5, 0, 2, 0}, sp.ToDense())
+	assert.False(t, sp.Binary())
+	assert.Equal(t, 3, sp.NNZ())
+}
