@@ -1,0 +1,325 @@
+// Package plot draws small line charts as SVG (written by hand) and PNG
+// (image/png) with no plotting dependency: enough for qgtc sweep's
+// accuracy- and speed-against-bits panels. A Figure is a column of panels
+// that share their x values; each panel has series of points with optional
+// error bars.
+package plot
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math"
+	"strings"
+)
+
+// ErrEmpty: a figure with nothing to draw.
+var ErrEmpty = errors.New("plot: nothing to draw")
+
+// Series is one line of a panel; Err (same length as Y, or nil) draws ±Err bars.
+type Series struct {
+	Name  string
+	Y     []float64
+	Err   []float64
+	Color color.RGBA
+}
+
+// Panel is one chart with a y axis of its own.
+type Panel struct {
+	Title  string
+	YLabel string
+	LogY   bool
+	Series []Series
+}
+
+// Figure is a column of panels over shared x values (drawn evenly spaced,
+// labelled with XTicks).
+type Figure struct {
+	Title  string
+	XLabel string
+	XTicks []string
+	Panels []Panel
+}
+
+// Palette holds distinct series colours.
+var Palette = []color.RGBA{{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {148, 103, 189, 255}, {255, 127, 14, 255}}
+
+const (
+	width   = 640
+	panelH  = 260
+	marginL = 80
+	marginR = 150
+	marginT = 40
+	marginB = 40
+)
+
+type frame struct {
+	x0, y0, w, h float64 // plot area
+	lo, hi       float64
+	log          bool
+	n            int
+}
+
+func (f *frame) px(i int) float64 {
+	if f.n == 1 {
+		return f.x0 + f.w/2
+	}
+	return f.x0 + f.w*float64(i)/float64(f.n-1)
+}
+
+func (f *frame) py(v float64) float64 {
+	lo, hi := f.lo, f.hi
+	if f.log {
+		v, lo, hi = math.Log10(v), math.Log10(lo), math.Log10(hi)
+	}
+	return f.y0 + f.h - f.h*(v-lo)/(hi-lo)
+}
+
+func (fig *Figure) check() error {
+	if len(fig.XTicks) == 0 || len(fig.Panels) == 0 {
+		return ErrEmpty
+	}
+	for _, p := range fig.Panels {
+		for _, s := range p.Series {
+			if len(s.Y) != len(fig.XTicks) || (s.Err != nil && len(s.Err) != len(s.Y)) {
+				return fmt.Errorf("%w: series %q has %d points for %d x values", ErrEmpty, s.Name, len(s.Y), len(fig.XTicks))
+			}
+		}
+	}
+	return nil
+}
+
+func (fig *Figure) frames() []frame {
+	var out []frame
+	for i, p := range fig.Panels {
+		f := frame{x0: marginL, y0: float64(marginT + i*panelH + 20), w: width - marginL - marginR, h: panelH - 60, log: p.LogY, n: len(fig.XTicks)}
+		f.lo, f.hi = math.Inf(1), math.Inf(-1)
+		for _, s := range p.Series {
+			for j, y := range s.Y {
+				if math.IsNaN(y) || (f.log && y <= 0) {
+					continue
+				}
+				e := 0.0
+				if s.Err != nil && !math.IsNaN(s.Err[j]) {
+					e = s.Err[j]
+				}
+				f.lo = math.Min(f.lo, y-e)
+				f.hi = math.Max(f.hi, y+e)
+			}
+		}
+		if math.IsInf(f.lo, 0) {
+			f.lo, f.hi = 0, 1
+		}
+		if f.log {
+			f.lo = math.Max(f.lo, 1e-12)
+			f.lo, f.hi = f.lo/1.5, f.hi*1.5
+		} else {
+			pad := (f.hi - f.lo) * 0.08
+			if pad == 0 {
+				pad = math.Max(1, math.Abs(f.hi)*0.1)
+			}
+			f.lo, f.hi = f.lo-pad, f.hi+pad
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (f *frame) ticks() []float64 {
+	if f.log {
+		var t []float64
+		for e := math.Floor(math.Log10(f.lo)); e <= math.Ceil(math.Log10(f.hi)); e++ {
+			if v := math.Pow(10, e); v >= f.lo && v <= f.hi {
+				t = append(t, v)
+			}
+		}
+		return t
+	}
+	step := math.Pow(10, math.Floor(math.Log10((f.hi-f.lo)/4)))
+	for (f.hi-f.lo)/step > 8 {
+		step *= 2
+	}
+	var t []float64
+	for v := math.Ceil(f.lo/step) * step; v <= f.hi; v += step {
+		t = append(t, v)
+	}
+	return t
+}
+
+func label(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e6:
+		return fmt.Sprintf("%gM", v/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%gk", v/1e3)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+func hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}
+
+// WriteSVG draws fig as an SVG document.
+func (fig *Figure) WriteSVG(w io.Writer) error {
+	if err := fig.check(); err != nil {
+		return err
+	}
+	h := marginT + len(fig.Panels)*panelH + marginB
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, h, width, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15" font-weight="bold">%s</text>`+"\n", marginL, esc(fig.Title))
+	for pi, f := range fig.frames() {
+		p := fig.Panels[pi]
+		fmt.Fprintf(&b, `<text x="%g" y="%g" font-weight="bold">%s</text>`+"\n", f.x0, f.y0-6, esc(p.Title))
+		fmt.Fprintf(&b, `<rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="#444"/>`+"\n", f.x0, f.y0, f.w, f.h)
+		for _, t := range f.ticks() {
+			y := f.py(t)
+			fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#ddd"/>`+"\n", f.x0, y, f.x0+f.w, y)
+			fmt.Fprintf(&b, `<text x="%g" y="%.1f" text-anchor="end">%s</text>`+"\n", f.x0-6, y+4, label(t))
+		}
+		for i, tk := range fig.XTicks {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%s</text>`+"\n", f.px(i), f.y0+f.h+16, esc(tk))
+		}
+		fmt.Fprintf(&b, `<text transform="translate(%g,%g) rotate(-90)" text-anchor="middle">%s</text>`+"\n", f.x0-55, f.y0+f.h/2, esc(p.YLabel))
+		for si, s := range p.Series {
+			c := hex(s.Color)
+			var pts []string
+			for i, y := range s.Y {
+				if math.IsNaN(y) || (f.log && y <= 0) {
+					continue
+				}
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.px(i), f.py(y)))
+				if s.Err != nil && s.Err[i] > 0 {
+					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", f.px(i), f.py(y-s.Err[i]), f.px(i), f.py(y+s.Err[i]), c)
+				}
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", f.px(i), f.py(y), c)
+			}
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), c)
+			ly := f.y0 + 14 + float64(si)*18
+			fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"/>`+"\n", f.x0+f.w+10, ly-4, f.x0+f.w+30, ly-4, c)
+			fmt.Fprintf(&b, `<text x="%g" y="%g">%s</text>`+"\n", f.x0+f.w+35, ly, esc(s.Name))
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%g" y="%d" text-anchor="middle">%s</text>`+"\n", float64(marginL)+float64(width-marginL-marginR)/2, h-8, esc(fig.XLabel))
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WritePNG draws fig as a PNG: the same frames, grid, lines, points and
+// error bars, with tick values in a small built-in digit font (titles and
+// names are in the SVG only).
+func (fig *Figure) WritePNG(w io.Writer) error {
+	if err := fig.check(); err != nil {
+		return err
+	}
+	h := marginT + len(fig.Panels)*panelH + marginB
+	img := image.NewRGBA(image.Rect(0, 0, width, h))
+	for i := range img.Pix {
+		img.Pix[i] = 255
+	}
+	grey := color.RGBA{68, 68, 68, 255}
+	light := color.RGBA{221, 221, 221, 255}
+	for pi, f := range fig.frames() {
+		p := fig.Panels[pi]
+		for _, t := range f.ticks() {
+			y := f.py(t)
+			line(img, f.x0, y, f.x0+f.w, y, light)
+			text(img, int(f.x0)-6, int(y)-2, label(t), grey, true)
+		}
+		x1, y1 := f.x0+f.w, f.y0+f.h
+		line(img, f.x0, f.y0, x1, f.y0, grey)
+		line(img, f.x0, y1, x1, y1, grey)
+		line(img, f.x0, f.y0, f.x0, y1, grey)
+		line(img, x1, f.y0, x1, y1, grey)
+		for i, tk := range fig.XTicks {
+			text(img, int(f.px(i))+len(tk)*2, int(y1)+6, tk, grey, true)
+		}
+		for si, s := range p.Series {
+			px, py := math.NaN(), math.NaN()
+			for i, y := range s.Y {
+				if math.IsNaN(y) || (f.log && y <= 0) {
+					continue
+				}
+				x, yy := f.px(i), f.py(y)
+				if !math.IsNaN(px) {
+					thick(img, px, py, x, yy, s.Color)
+				}
+				if s.Err != nil && s.Err[i] > 0 {
+					line(img, x, f.py(y-s.Err[i]), x, f.py(y+s.Err[i]), s.Color)
+				}
+				dot(img, x, yy, s.Color)
+				px, py = x, yy
+			}
+			ly := f.y0 + 10 + float64(si)*14
+			thick(img, x1+10, ly, x1+30, ly, s.Color)
+		}
+	}
+	return png.Encode(w, img)
+}
+
+func line(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA) {
+	n := int(math.Max(math.Abs(x1-x0), math.Abs(y1-y0))) + 1
+	for i := 0; i <= n; i++ {
+		t := float64(i) / float64(n)
+		img.SetRGBA(int(x0+(x1-x0)*t+0.5), int(y0+(y1-y0)*t+0.5), c)
+	}
+}
+
+func thick(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA) {
+	line(img, x0, y0, x1, y1, c)
+	line(img, x0, y0+1, x1, y1+1, c)
+}
+
+func dot(img *image.RGBA, x, y float64, c color.RGBA) {
+	for dy := -3; dy <= 3; dy++ {
+		for dx := -3; dx <= 3; dx++ {
+			if dx*dx+dy*dy <= 10 {
+				img.SetRGBA(int(x+0.5)+dx, int(y+0.5)+dy, c)
+			}
+		}
+	}
+}
+
+// glyphs is a 3×5 font for tick labels: each rune is 5 rows of 3 bits.
+var glyphs = map[rune][5]uint8{
+	'0': {7, 5, 5, 5, 7}, '1': {2, 6, 2, 2, 7}, '2': {7, 1, 7, 4, 7}, '3': {7, 1, 7, 1, 7},
+	'4': {5, 5, 7, 1, 1}, '5': {7, 4, 7, 1, 7}, '6': {7, 4, 7, 5, 7}, '7': {7, 1, 1, 1, 1},
+	'8': {7, 5, 7, 5, 7}, '9': {7, 5, 7, 1, 7}, '.': {0, 0, 0, 0, 2}, '-': {0, 0, 7, 0, 0},
+	'k': {4, 5, 6, 5, 5}, 'M': {5, 7, 7, 5, 5}, 'e': {7, 5, 7, 4, 7}, '+': {0, 2, 7, 2, 0},
+	'%': {5, 1, 2, 4, 5},
+}
+
+// text draws s with its right edge at x when right, else its left edge.
+func text(img *image.RGBA, x, y int, s string, c color.RGBA, right bool) {
+	const scale = 2
+	if right {
+		x -= len(s) * 4 * scale
+	}
+	for i, r := range s {
+		g, ok := glyphs[r]
+		if !ok {
+			continue
+		}
+		for row := 0; row < 5; row++ {
+			for col := 0; col < 3; col++ {
+				if g[row]>>(2-col)&1 == 0 {
+					continue
+				}
+				for dy := 0; dy < scale; dy++ {
+					for dx := 0; dx < scale; dx++ {
+						img.SetRGBA(x+(i*4+col)*scale+dx, y+row*scale+dy, c)
+					}
+				}
+			}
+		}
+	}
+}
