@@ -742,3 +742,13 @@ func TestPlanetoidHomophily(t *testing.T) {
 		assert.InDelta(t, tt.h, float64(same)/float64(total), 0.005, tt.name)
 	}
 }
+
+func TestTUFoldWithoutTestFile(t *testing.T) {
+	dir := writeTemp(t, map[string][]byte{
+		"T.txt":                      []byte("1\n2 0\n0 1 1\n0 1 0\n"),
+		"10fold_idx/train_idx-1.txt": []byte("0\n"),
+	})
+	_, err := LoadGraphSet(dir)
+	require.ErrorIs(t, err, ErrFormat)
+	assert.Contains(t, err.Error(), "test_idx-1.txt")
+}

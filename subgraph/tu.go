@@ -187,8 +187,8 @@ func readTU(path string) (*GraphSet, error) {
 		}{{fmt.Sprintf("train_idx-%d.txt", k), &fold.Train}, {fmt.Sprintf("test_idx-%d.txt", k), &fold.Test}} {
 			p := filepath.Join(dir, part.file)
 			fb, err := os.ReadFile(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				return s, nil
+			if errors.Is(err, fs.ErrNotExist) && part.dst == &fold.Train {
+				return s, nil // no more folds
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrFormat, err)
