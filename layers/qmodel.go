@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/quantize"
 )
 
 // Errors of the quantized models; wrapped with the value at fault.
@@ -226,31 +227,19 @@ func (m *QModel) ops() []qOp {
 }
 
 // qParamsFor returns params of the given width whose levels span [lo, hi]
-// (made non-empty). The quantizer floors, so Lower is stored half a step
-// below lo: the floor then rounds to the nearest level, and qZero adds the
-// half step back when dequantizing (level q is lo + Scale·q). For lo = 0
-// the zero point is exactly 0, so 0 stays 0 and non-negative activations
-// need no zero-point correction.
+// (quantize.FromRange: Lower half a step below lo, so the floor rounds to
+// the nearest level). For lo = 0 the zero point is exactly 0, so 0 stays 0
+// and non-negative activations need no zero-point correction.
 func qParamsFor(bits int, lo, hi float64) QParams {
-	if !(hi > lo) {
-		hi = lo + 1e-8
-		if lo == 0 {
-			hi = 1
-		}
+	p, err := quantize.FromRange(lo, max(lo, hi), bits)
+	if err != nil { // NaN or infinite data: a unit range keeps going
+		p, _ = quantize.FromRange(0, 1, bits)
 	}
-	levels := math.Exp2(float64(bits)) - 1
-	s := float32((hi - lo) / levels)
-	return QParams{Bits: bits, Scale: s, Lower: float32(lo) - s/2}
+	return p
 }
 
 // qZero is the zero point of p in units of Scale: x̂ = Scale·(q + qZero).
-func qZero(p QParams) float32 { return p.Zero() + 0.5 }
-
-// qUpper is where p starts clamping: values in [Lower, qUpper) quantize
-// without clipping (the straight-through estimator's range).
-func qUpper(p QParams) float32 {
-	return p.Lower + p.Scale*float32(math.Exp2(float64(p.Bits)))
-}
+func qZero(p QParams) float32 { return p.Zero() }
 
 // qWeightParams returns per-output-channel params for l's weights (one per
 // row of W, the columns of the product's B operand) and the codes, laid out

@@ -214,8 +214,19 @@ func TestQATForwardIsInference(t *testing.T) {
 			require.NoError(t, err)
 			b := d.Eval[0]
 			// The training pass: rng set and a dropout rate, as train uses them.
-			_, train, err := m.simForward(b, in, true, -1, 0.5, rand.New(rand.NewPCG(1, 1)))
+			st, train, err := m.simForward(b, in, true, -1, 0.5, rand.New(rand.NewPCG(1, 1)))
 			require.NoError(t, err)
+			// Its quantizers are package quantize's FakeQuant, value for value.
+			for i, op := range st.ops {
+				if op.out == nil {
+					continue
+				}
+				fq, _, err := op.out.FakeQuant(st.outs[i])
+				require.NoError(t, err)
+				for j, q := range st.codes[i] {
+					require.Equal(t, math.Float32bits(fq[j]), math.Float32bits(op.out.Value(uint32(q))), "op %d value %d", i, j)
+				}
+			}
 			x, err := in.Pack(b.Nodes)
 			require.NoError(t, err)
 			inf, _, err := plan.Forward(b, x, nil)

@@ -375,10 +375,14 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 		op := &st.ops[i]
 		width := st.widths[i]
 		y := st.outs[i]
-		var lo, hi float32
-		clip := st.quant && op.out != nil
-		if clip {
-			lo, hi = op.out.Lower, qUpper(*op.out)
+		// The straight-through mask is package quantize's: where the
+		// quantizer did not clamp.
+		var inRange []bool
+		if st.quant && op.out != nil {
+			inRange = make([]bool, len(y))
+			if err := op.out.FakeQuantTo(make([]float32, len(y)), inRange, y); err != nil {
+				clear(inRange) // NaN activations: stop the gradient
+			}
 		}
 		// dT: gradient at the epilogue's pre-activation, times RowScale.
 		dt := dOut
@@ -390,7 +394,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 			for j := 0; j < width; j++ {
 				k := r*width + j
 				v := y[k]
-				if (op.relu && !(v > 0)) || (clip && (v < lo || v > hi)) {
+				if (op.relu && !(v > 0)) || (inRange != nil && !inRange[k]) {
 					dt[k] = 0
 					continue
 				}
