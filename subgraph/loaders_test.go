@@ -752,3 +752,24 @@ func TestTUFoldWithoutTestFile(t *testing.T) {
 	require.ErrorIs(t, err, ErrFormat)
 	assert.Contains(t, err.Error(), "test_idx-1.txt")
 }
+
+// The same defaultdict adjacency pickled by Python 3 at protocols 0, 2, 4.
+func TestPickleProtocols(t *testing.T) {
+	for proto, b := range map[int]string{
+		0: "ccollections\ndefaultdict\np0\n(c__builtin__\nlist\np1\ntp2\nRp3\nI0\n(lp4\nI1\naI2\nasI1\n(lp5\nI0\nasI2\n(lp6\nI0\nas.",
+		2: "\x80\x02ccollections\ndefaultdict\nq\x00c__builtin__\nlist\nq\x01\x85q\x02Rq\x03(K\x00]q\x04(K\x01K\x02eK\x01]q\x05K\x00aK\x02]q\x06K\x00au.",
+		4: "\x80\x04\x95Q\x00\x00\x00\x00\x00\x00\x00\x8c\x0bcollections\x94\x8c\x0bdefaultdict\x94\x93\x94\x8c\x08builtins\x94\x8c\x04list\x94\x93\x94\x85\x94R\x94(K\x00]\x94(K\x01K\x02eK\x01]\x94K\x00aK\x02]\x94K\x00au.",
+	} {
+		v, err := unpickle("adj.pkl", []byte(b))
+		require.NoError(t, err, "protocol %d", proto)
+		src, dst, err := pyAdjacency(v, 3)
+		require.NoError(t, err, "protocol %d", proto)
+		assert.Equal(t, []int32{0, 0, 1, 2}, src, "protocol %d", proto)
+		assert.Equal(t, []int32{1, 2, 0, 0}, dst, "protocol %d", proto)
+		_, _, err = pyAdjacency(v, 2)
+		assert.ErrorContains(t, err, "neighbour of node 0 2 is not a node id in [0, 2)")
+	}
+	_, err := unpickle("adj.pkl", []byte("\x80\x02ccollections\ndefault"))
+	assert.ErrorIs(t, err, ErrFormat)
+	assert.ErrorContains(t, err, "adj.pkl: pickle at byte")
+}

@@ -11,8 +11,10 @@ import (
 	"strings"
 )
 
-// A minimal Python pickle reader (protocols 0-2, the opcodes Python 2's
-// cPickle and numpy/scipy emit) for the Planetoid files.
+// A minimal Python pickle reader for the Planetoid files: protocols 0-2
+// (what Python 2's cPickle wrote for numpy/scipy objects) and the
+// protocol 3-4 opcodes a Python 3 re-pickling adds. Out-of-band buffers
+// (protocol 5) are not supported.
 //
 // github.com/nlpodyssey/gopickle was the obvious choice, but it allocates
 // buffers of whatever length a file declares before reading them, so a
@@ -155,9 +157,101 @@ func (u *unpickler) run() (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if p[0] > 2 {
-				return nil, fmt.Errorf("protocol %d not supported (want 0-2)", p[0])
+			if p[0] > 5 {
+				return nil, fmt.Errorf("protocol %d not supported (want 0-5)", p[0])
 			}
+		case '\x95': // FRAME: the framed bytes follow inline
+			if _, err := u.take(8); err != nil {
+				return nil, err
+			}
+		case '\x8c': // SHORT_BINUNICODE
+			p, err := u.take(1)
+			if err != nil {
+				return nil, err
+			}
+			q, err := u.take(int(p[0]))
+			if err != nil {
+				return nil, err
+			}
+			u.push(string(q))
+		case '\x8d', '\x8e': // BINUNICODE8, BINBYTES8
+			p, err := u.take(8)
+			if err != nil {
+				return nil, err
+			}
+			n := binary.LittleEndian.Uint64(p)
+			if n > uint64(len(u.b)) {
+				return nil, fmt.Errorf("length %d runs past the end", n)
+			}
+			q, err := u.take(int(n))
+			if err != nil {
+				return nil, err
+			}
+			u.push(string(q))
+		case '\x8b': // LONG4
+			p, err := u.take(4)
+			if err != nil {
+				return nil, err
+			}
+			q, err := u.take(int(int32(binary.LittleEndian.Uint32(p))))
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeLong(q)
+			if err != nil {
+				return nil, err
+			}
+			u.push(v)
+		case '\x8f': // EMPTY_SET (kept as a list)
+			u.push(&pyList{})
+		case '\x90': // ADDITEMS
+			items, err := u.popMark()
+			if err != nil {
+				return nil, err
+			}
+			t, err := u.top()
+			if err != nil {
+				return nil, err
+			}
+			l, ok := t.(*pyList)
+			if !ok {
+				return nil, fmt.Errorf("ADDITEMS to a %T, want a set", t)
+			}
+			l.items = append(l.items, items...)
+		case '\x91': // FROZENSET
+			items, err := u.popMark()
+			if err != nil {
+				return nil, err
+			}
+			u.push(&pyList{items: items})
+		case '\x93': // STACK_GLOBAL
+			items, err := u.popN(2)
+			if err != nil {
+				return nil, err
+			}
+			m, ok1 := items[0].(string)
+			n, ok2 := items[1].(string)
+			if !ok1 || !ok2 {
+				return nil, errors.New("STACK_GLOBAL wants two strings")
+			}
+			u.push(pyGlobal{m, n})
+		case '\x94': // MEMOIZE
+			v, err := u.top()
+			if err != nil {
+				return nil, err
+			}
+			u.memo[int64(len(u.memo))] = v
+		case '\x92': // NEWOBJ_EX: cls, args, kwargs
+			items, err := u.popN(3)
+			if err != nil {
+				return nil, err
+			}
+			cls, ok := items[0].(pyGlobal)
+			args, ok2 := items[1].(pyTuple)
+			if !ok || !ok2 {
+				return nil, errors.New("NEWOBJ_EX wants a global and a tuple")
+			}
+			u.push(&pyObject{class: cls, args: args})
 		case '.': // STOP
 			v, err := u.pop()
 			if err != nil {
