@@ -1,0 +1,332 @@
+package subgraph
+
+import (
+	"os"
+	"math/rand/v2"
+	"slices"
+)
+
+// wgraph is the partitioner's working graph: symmetric CSR without
+// self-loops, with vertex and edge weights (a coarse vertex weighs as much as
+// the nodes it stands for, a coarse edge as many edges as it merges).
+type wgraph struct {
+	xadj   []int32
+	adjncy []int32
+	adjwgt []int32
+	vwgt   []int32
+	tvwgt  int64
+}
+
+func (g *wgraph) n() int { return len(g.xadj) - 1 }
+
+// fromGraph turns a Graph into a unit-weight working graph, symmetrizing it
+// and dropping self-loops when needed.
+func fromGraph(g *Graph) *wgraph {
+	n := g.N()
+	src := g
+	if !isSymmetric(g) {
+		rev := g.Reverse()
+		xadj := make([]int32, n+1)
+		adj := make([]int32, 0, len(g.Indices)+len(rev.Indices))
+		for v := 0; v < n; v++ {
+			a, b := g.Neighbors(v), rev.Neighbors(v)
+			i, j := 0, 0
+			for i < len(a) || j < len(b) { // sorted union
+				var u int32
+				switch {
+				case j == len(b) || (i < len(a) && a[i] < b[j]):
+					u = a[i]
+					i++
+				case i == len(a) || b[j] < a[i]:
+					u = b[j]
+					j++
+				default:
+					u = a[i]
+					i++
+					j++
+				}
+				adj = append(adj, u)
+			}
+			xadj[v+1] = int32(len(adj))
+		}
+		src = &Graph{Indptr: xadj, Indices: adj}
+	}
+	w := &wgraph{xadj: make([]int32, n+1), vwgt: make([]int32, n), tvwgt: int64(n)}
+	w.adjncy = make([]int32, 0, len(src.Indices))
+	for v := 0; v < n; v++ {
+		for _, u := range src.Neighbors(v) {
+			if int(u) != v {
+				w.adjncy = append(w.adjncy, u)
+			}
+		}
+		w.xadj[v+1] = int32(len(w.adjncy))
+		w.vwgt[v] = 1
+	}
+	w.adjwgt = make([]int32, len(w.adjncy))
+	for i := range w.adjwgt {
+		w.adjwgt[i] = 1
+	}
+	return w
+}
+
+// isSymmetric reports whether every stored edge u→v has its v→u.
+func isSymmetric(g *Graph) bool {
+	rev := g.Reverse()
+	return slices.Equal(rev.Indptr, g.Indptr) && slices.Equal(rev.Indices, g.Indices)
+}
+
+// coarsener holds scratch space reused across levels.
+type coarsener struct {
+	match, perm, htable []int32
+	deg                 []int32
+}
+
+// coarsen builds the multilevel hierarchy: graphs[0] is g, graphs[i+1] is
+// graphs[i] contracted along a matching, cmaps[i] maps graphs[i]'s vertices
+// to graphs[i+1]'s. It stops at `to` vertices or once a level shrinks by
+// less than 15% (METIS's COARSEN_FRACTION), which happens on graphs whose
+// matchings run dry (stars, power-law hubs).
+func coarsen(g *wgraph, to int, maxvwgt int32, r *rand.PCG) (graphs []*wgraph, cmaps [][]int32) {
+	graphs = []*wgraph{g}
+	var c coarsener
+	for cur := g; cur.n() > to && len(cur.adjncy) > 0; {
+		cmap, cn := c.matchLevel(cur, maxvwgt, r)
+		next := contract(cur, cmap, cn, c.match, &c.htable)
+		graphs = append(graphs, next)
+		cmaps = append(cmaps, cmap)
+		if float64(cn) > 0.85*float64(cur.n()) {
+			break
+		}
+		cur = next
+	}
+	return graphs, cmaps
+}
+
+// matchLevel computes a sorted heavy-edge matching (vertices visited by
+// increasing degree, randomly within a degree, each matched to its unmatched
+// neighbour over the heaviest edge that keeps the pair under maxvwgt), adds
+// two-hop matches when more than 10% stay unmatched, and numbers the coarse
+// vertices in order of their smallest member. It returns the coarse map and
+// the coarse vertex count.
+func (c *coarsener) matchLevel(g *wgraph, maxvwgt int32, r *rand.PCG) ([]int32, int) {
+	n := g.n()
+	c.match = grow(c.match, n)
+	c.perm = grow(c.perm, n)
+	match, perm := c.match, c.perm
+	for i := range match {
+		match[i] = -1
+	}
+	if eqWeights(g) {
+		// METIS's Match_RM: with all edge weights equal, "heaviest" means
+		// nothing; visit in random order.
+		copy(perm, permutation(n, r))
+	} else {
+		degreeOrder(g, perm, &c.deg, r)
+	}
+	unmatched := 0
+	lastFree := 0 // isolated vertices pair with the next free vertex in perm order
+	for pi, v := range perm {
+		if match[v] >= 0 {
+			continue
+		}
+		best := v
+		if g.xadj[v] == g.xadj[v+1] {
+			lastFree = max(lastFree, pi+1)
+			for ; lastFree < n; lastFree++ {
+				u := perm[lastFree]
+				if match[u] < 0 && g.vwgt[u]+g.vwgt[v] <= maxvwgt {
+					best = u
+					break
+				}
+			}
+		} else {
+			bw := int32(-1)
+			vw := g.vwgt[v]
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				u := g.adjncy[e]
+				if match[u] < 0 && g.adjwgt[e] > bw && vw+g.vwgt[u] <= maxvwgt {
+					best, bw = u, g.adjwgt[e]
+				}
+			}
+		}
+		if best == v {
+			unmatched++
+			continue
+		}
+		match[v], match[best] = best, v
+	}
+	if unmatched > n/10 {
+		for _, maxDeg := range []int32{2, 3, int32(n)} {
+			unmatched = match2Hop(g, perm, match, maxvwgt, maxDeg, unmatched)
+			if unmatched <= n/10+n/20 {
+				break
+			}
+		}
+	}
+	cmap := make([]int32, n)
+	cn := int32(0)
+	for v := 0; v < n; v++ {
+		u := match[v]
+		if u < 0 {
+			match[v] = int32(v)
+			u = int32(v)
+		}
+		if int(u) >= v {
+			cmap[v] = cn
+			cmap[u] = cn
+			cn++
+		}
+	}
+	return cmap, int(cn)
+}
+
+// match2Hop pairs unmatched vertices of degree <= maxDeg that share a
+// neighbour (METIS's Match_2HopAny): on power-law graphs the leaves of a hub
+// cannot match each other directly, and without this coarsening stalls.
+func match2Hop(g *wgraph, perm, match []int32, maxvwgt, maxDeg int32, unmatched int) int {
+	n := g.n()
+	// For each pivot, the unmatched low-degree vertices next to it.
+	colptr := make([]int32, n+1)
+	for v := 0; v < n; v++ {
+		if d := g.xadj[v+1] - g.xadj[v]; match[v] < 0 && d > 0 && d <= maxDeg {
+			for _, u := range g.adjncy[g.xadj[v]:g.xadj[v+1]] {
+				colptr[u+1]++
+			}
+		}
+	}
+	for v := 0; v < n; v++ {
+		colptr[v+1] += colptr[v]
+	}
+	rows := make([]int32, colptr[n])
+	fill := slices.Clone(colptr[:n])
+	for _, v := range perm {
+		if d := g.xadj[v+1] - g.xadj[v]; match[v] < 0 && d > 0 && d <= maxDeg {
+			for _, u := range g.adjncy[g.xadj[v]:g.xadj[v+1]] {
+				rows[fill[u]] = v
+				fill[u]++
+			}
+		}
+	}
+	for _, pivot := range perm {
+		list := rows[colptr[pivot]:colptr[pivot+1]]
+		for i := 0; i < len(list); i++ {
+			a := list[i]
+			if match[a] >= 0 {
+				continue
+			}
+			for j := i + 1; j < len(list); j++ {
+				b := list[j]
+				if match[b] < 0 && g.vwgt[a]+g.vwgt[b] <= maxvwgt {
+					match[a], match[b] = b, a
+					unmatched -= 2
+					i = j
+					break
+				}
+			}
+		}
+	}
+	return unmatched
+}
+
+// degreeOrder fills perm with the vertices sorted by degree, randomly
+// shuffled within each degree (a bucket sort of a random permutation).
+func degreeOrder(g *wgraph, perm []int32, scratch *[]int32, r *rand.PCG) {
+	n := g.n()
+	rp := permutation(n, r)
+	maxd := int32(0)
+	for v := 0; v < n; v++ {
+		maxd = max(maxd, g.xadj[v+1]-g.xadj[v])
+	}
+	// Degrees above 2^16 share the last bucket; their order among
+	// themselves matters little and the bucket array stays small.
+	nb := min(maxd, 1<<16) + 2
+	*scratch = grow(*scratch, int(nb))
+	cnt := (*scratch)[:nb]
+	clear(cnt)
+	for v := 0; v < n; v++ {
+		cnt[min(g.xadj[v+1]-g.xadj[v], nb-2)+1]++
+	}
+	for i := 1; i < len(cnt); i++ {
+		cnt[i] += cnt[i-1]
+	}
+	for _, v := range rp {
+		d := min(g.xadj[v+1]-g.xadj[v], nb-2)
+		perm[cnt[d]] = v
+		cnt[d]++
+	}
+}
+
+// contract builds the coarse graph of a matching: coarse vertex c merges
+// the members of its pair, its edges are the merged edges to other coarse
+// vertices with summed weights (an edge inside the pair disappears).
+func contract(g *wgraph, cmap []int32, cn int, match []int32, htable *[]int32) *wgraph {
+	n := g.n()
+	*htable = grow(*htable, cn)
+	ht := (*htable)[:cn]
+	for i := range ht {
+		ht[i] = -1
+	}
+	cg := &wgraph{xadj: make([]int32, cn+1), vwgt: make([]int32, cn), tvwgt: g.tvwgt}
+	adj := make([]int32, len(g.adjncy))
+	wgt := make([]int32, len(g.adjncy))
+	ne := int32(0)
+	for v := 0; v < n; v++ {
+		u := match[v]
+		if int(u) < v {
+			continue
+		}
+		c := cmap[v]
+		start := ne
+		cg.vwgt[c] = g.vwgt[v]
+		members := [2]int32{int32(v), u}
+		nm := 2
+		if int(u) == v {
+			nm = 1
+		} else {
+			cg.vwgt[c] += g.vwgt[u]
+		}
+		for _, x := range members[:nm] {
+			for e := g.xadj[x]; e < g.xadj[x+1]; e++ {
+				cw := cmap[g.adjncy[e]]
+				if cw == c {
+					continue
+				}
+				if p := ht[cw]; p >= 0 {
+					wgt[p] += g.adjwgt[e]
+				} else {
+					ht[cw] = ne
+					adj[ne] = cw
+					wgt[ne] = g.adjwgt[e]
+					ne++
+				}
+			}
+		}
+		for _, cw := range adj[start:ne] {
+			ht[cw] = -1
+		}
+		cg.xadj[c+1] = ne
+	}
+	cg.adjncy = slices.Clone(adj[:ne])
+	cg.adjwgt = slices.Clone(wgt[:ne])
+	return cg
+}
+
+// grow returns s resized to n, reallocating only when it is too short.
+func grow(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+func eqWeights(g *wgraph) bool {
+	if os.Getenv("QGTC_RM") == "" {
+		return false
+	}
+	for _, w := range g.adjwgt {
+		if w != g.adjwgt[0] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,541 @@
+package subgraph
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// kwayPartition is the multilevel k-way driver (METIS's kmetis): coarsen to
+// max(n/(20·log2 k), 30·k) vertices, split the coarsest graph by recursive
+// bisection, then project back level by level, balancing and refining each.
+func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
+	t0 := time.Now()
+	n := g.n()
+	coarsenTo := max(int(float64(n)/(20*math.Log2(float64(k)))), 30*k)
+	maxvwgt := int32(max(1, min(int64(math.MaxInt32), int64(1.5*float64(g.tvwgt)/float64(coarsenTo)))))
+	r := rng64(opt.Seed, 1)
+	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, r)
+	if debugPartition {
+		fmt.Fprintf(os.Stderr, "coarsened %v\n", time.Since(t0))
+	}
+	cg := graphs[len(graphs)-1]
+	where := make([]int32, cg.n())
+	rb := &recursiveBisector{
+		ub:    rbUB(opt.Imbalance, k),
+		sem:   make(chan struct{}, max(0, opt.Threads-1)),
+		ncuts: ncutsEnv(),
+	}
+	rb.run(cg, k, splitmix(opt.Seed^0x5bd1e995), where, 0)
+	rb.wg.Wait()
+	if debugPartition {
+		fmt.Fprintf(os.Stderr, "levels=%d coarsest n=%d rb cut=%d %v\n", len(graphs), cg.n(), wcut(cg, where), time.Since(t0))
+	}
+	kr := newKwayRefiner(k, opt, rng64(opt.Seed, 2))
+	for l := len(graphs) - 1; l >= 0; l-- {
+		if l < len(graphs)-1 {
+			fine := make([]int32, graphs[l].n())
+			for v, c := range cmaps[l] {
+				fine[v] = where[c]
+			}
+			where = fine
+		}
+		kr.refine(graphs[l], where, opt.Iterations, 2*(len(graphs)-1-l) >= len(graphs), l == 0)
+		if debugPartition {
+			fmt.Fprintf(os.Stderr, "level %d n=%d cut=%d maxpw=%d %v\n", l, graphs[l].n(), wcut(graphs[l], where), slices.Max(kr.pwgts), time.Since(t0))
+		}
+	}
+	kr.fillEmpty()
+	copy(out, where)
+}
+
+// recursiveBisector splits a graph into k parts by multilevel bisection,
+// running the two halves of each split concurrently while threads are free.
+// Each call's randomness comes from its own seed, derived from its parent's,
+// so the result does not depend on scheduling.
+type recursiveBisector struct {
+	ub    float64 // allowed imbalance of each bisection
+	ncuts int     // bisections tried per split, the best kept
+	sem   chan struct{}
+	wg    sync.WaitGroup
+}
+
+// run writes parts off..off+k-1 of g's vertices into out.
+func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off int32) {
+	if k == 1 || g.n() <= 1 {
+		for i := range out {
+			out[i] = off
+		}
+		return
+	}
+	k0 := k / 2
+	var where []uint8
+	bestCut := int64(-1)
+	for try := 0; try < rb.ncuts; try++ {
+		w := mlBisect(g, float64(k0)/float64(k), rb.ub, rng64(seed, uint64(try)))
+		if c := bisectCut(g, w); bestCut < 0 || c < bestCut {
+			where, bestCut = w, c
+		}
+	}
+	subs, vmaps := splitGraph(g, where)
+	for s := 0; s < 2; s++ {
+		sub, vmap := subs[s], vmaps[s]
+		ks, offs := k0, off
+		if s == 1 {
+			ks, offs = k-k0, off+int32(k0)
+		}
+		child := splitmix(seed*2 + uint64(s) + 1)
+		task := func() {
+			part := make([]int32, sub.n())
+			rb.run(sub, ks, child, part, offs)
+			for i, v := range vmap {
+				out[v] = part[i]
+			}
+		}
+		// Spawn only worthwhile halves; writes go to disjoint entries of out.
+		if sub.n() > 2000 {
+			select {
+			case rb.sem <- struct{}{}:
+				rb.wg.Add(1)
+				go func() {
+					defer rb.wg.Done()
+					defer func() { <-rb.sem }()
+					task()
+				}()
+				continue
+			default:
+			}
+		}
+		task()
+	}
+}
+
+// splitGraph returns the subgraphs induced by each side of a bisection and,
+// for each, the parent vertex of every subgraph vertex.
+func splitGraph(g *wgraph, where []uint8) (subs [2]*wgraph, vmaps [2][]int32) {
+	n := g.n()
+	label := make([]int32, n)
+	var cnt [2]int32
+	var ne [2]int32
+	for v := 0; v < n; v++ {
+		s := where[v]
+		label[v] = cnt[s]
+		cnt[s]++
+		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+			if where[g.adjncy[e]] == s {
+				ne[s]++
+			}
+		}
+	}
+	for s := 0; s < 2; s++ {
+		subs[s] = &wgraph{
+			xadj:   make([]int32, 1, cnt[s]+1),
+			adjncy: make([]int32, 0, ne[s]),
+			adjwgt: make([]int32, 0, ne[s]),
+			vwgt:   make([]int32, 0, cnt[s]),
+		}
+		vmaps[s] = make([]int32, 0, cnt[s])
+	}
+	for v := 0; v < n; v++ {
+		s := where[v]
+		sg := subs[s]
+		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+			if u := g.adjncy[e]; where[u] == s {
+				sg.adjncy = append(sg.adjncy, label[u])
+				sg.adjwgt = append(sg.adjwgt, g.adjwgt[e])
+			}
+		}
+		sg.xadj = append(sg.xadj, int32(len(sg.adjncy)))
+		sg.vwgt = append(sg.vwgt, g.vwgt[v])
+		sg.tvwgt += int64(g.vwgt[v])
+		vmaps[s] = append(vmaps[s], int32(v))
+	}
+	return subs, vmaps
+}
+
+// kwayRefiner improves a k-way partition level by level with greedy
+// boundary moves (METIS's Greedy_KWayOptimize): a boundary vertex moves to
+// the neighbouring part it is most connected to when that lowers the cut,
+// or keeps it and evens the balance, and the target has room.
+type kwayRefiner struct {
+	k       int
+	ub      float64
+	r       *rand.PCG
+	g       *wgraph
+	where   []int32
+	pwgts   []int64
+	maxpw   int64
+	minpw   int64
+	conn    []int32 // edge weight from the current vertex to each part; zero between uses
+	touched []int32
+	mark    []uint32
+	stamp   uint32
+	id, ed  []int32
+	q       *pqueue
+	strict  bool // no overshoot: the final pass after balancing
+}
+
+func newKwayRefiner(k int, opt PartitionOptions, r *rand.PCG) *kwayRefiner {
+	return &kwayRefiner{k: k, ub: opt.Imbalance, r: r, conn: make([]int32, k), pwgts: make([]int64, k)}
+}
+
+// setup attaches a level's graph and partition.
+func (kr *kwayRefiner) setup(g *wgraph, where []int32) {
+	kr.g, kr.where = g, where
+	clear(kr.pwgts)
+	for v, p := range where {
+		kr.pwgts[p] += int64(g.vwgt[v])
+	}
+	kr.maxpw = maxPartWeight(g.tvwgt, kr.k, kr.ub)
+	kr.minpw = int64(float64(g.tvwgt) / float64(kr.k) / kr.ub)
+	if cap(kr.mark) < g.n() {
+		kr.mark = make([]uint32, g.n())
+		kr.stamp = 0
+	}
+	kr.mark = kr.mark[:g.n()]
+}
+
+// connect fills conn for v's neighbour parts and touched with those parts.
+func (kr *kwayRefiner) connect(v int32) {
+	g := kr.g
+	kr.touched = kr.touched[:0]
+	for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+		p := kr.where[g.adjncy[e]]
+		if kr.conn[p] == 0 {
+			kr.touched = append(kr.touched, p)
+		}
+		kr.conn[p] += g.adjwgt[e]
+	}
+}
+
+func (kr *kwayRefiner) release() {
+	for _, p := range kr.touched {
+		kr.conn[p] = 0
+	}
+}
+
+// bestTarget is the neighbour part (not from) with room for weight vw that
+// v is most connected to, ties to the lighter part; -1 if none.
+func (kr *kwayRefiner) bestTarget(from int32, vw int64) (int32, int32) {
+	best, bc := int32(-1), int32(-1)
+	for _, p := range kr.touched {
+		if p == from || kr.pwgts[p]+vw > kr.maxpw {
+			continue
+		}
+		if c := kr.conn[p]; c > bc || (c == bc && kr.pwgts[p] < kr.pwgts[best]) {
+			best, bc = p, c
+		}
+	}
+	return best, bc
+}
+
+func (kr *kwayRefiner) moveTo(v, to int32) {
+	vw := int64(kr.g.vwgt[v])
+	kr.pwgts[kr.where[v]] -= vw
+	kr.pwgts[to] += vw
+	kr.where[v] = to
+}
+
+// refine balances the partition, then runs up to niter greedy passes. A
+// pass pops boundary vertices from a max-priority queue keyed by external
+// minus internal degree; when a vertex moves, its neighbours' degrees are
+// updated and those not yet visited in this pass are queued or re-keyed, as
+// in METIS, so one pass follows a chain of improvements.
+func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst, final bool) {
+	kr.setup(g, where)
+	if balanceFirst && slices.Max(kr.pwgts) > kr.maxpw+kr.maxpw/50 {
+		kr.balance()
+	}
+	n := g.n()
+	id, ed := grow(kr.id, n), grow(kr.ed, n)
+	kr.id, kr.ed = id, ed
+	for v := 0; v < n; v++ {
+		var a, b int32
+		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+			if where[g.adjncy[e]] == where[v] {
+				a += g.adjwgt[e]
+			} else {
+				b += g.adjwgt[e]
+			}
+		}
+		id[v], ed[v] = a, b
+	}
+	if kr.q == nil || len(kr.q.pos) < n {
+		kr.q = newPQueue(n)
+	}
+	q := kr.q
+	status := kr.mark // 0 idle, stamp = queued or visited in this pass
+	var bnd []int32
+	for pass := 0; pass < niter; pass++ {
+		bnd = bnd[:0]
+		// Only vertices with ed >= id can gain (or break even): no part
+		// can hold more than all of v's external edges.
+		for v := int32(0); int(v) < n; v++ {
+			if ed[v] > 0 && ed[v] >= id[v] {
+				bnd = append(bnd, v)
+			}
+		}
+		for i := len(bnd) - 1; i > 0; i-- {
+			j := int(below(uint32(kr.r.Uint64()), uint32(i+1)))
+			bnd[i], bnd[j] = bnd[j], bnd[i]
+		}
+		kr.stamp++
+		q.reset()
+		for _, v := range bnd {
+			q.insert(v, kr.key(v))
+			status[v] = kr.stamp
+		}
+		moves := 0
+		gains := int64(0)
+		for {
+			v, ok := q.pop()
+			if !ok {
+				break
+			}
+			from := where[v]
+			vw := int64(g.vwgt[v])
+			if id[v] > 0 && kr.pwgts[from]-vw < kr.minpw {
+				continue
+			}
+			kr.connect(v)
+			to, c := kr.refineTarget(from, vw, id[v])
+			kr.release()
+			if to < 0 {
+				continue
+			}
+			gain := c - id[v]
+			if !(gain > 0 || (gain == 0 && (kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from]))) {
+				continue
+			}
+			kr.moveTo(v, to)
+			moves++
+			gains += int64(gain)
+			id[v], ed[v] = c, ed[v]+id[v]-c
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				u := g.adjncy[e]
+				w := g.adjwgt[e]
+				switch where[u] {
+				case from:
+					id[u] -= w
+					ed[u] += w
+				case to:
+					id[u] += w
+					ed[u] -= w
+				default:
+					continue
+				}
+				live := ed[u] > 0 && ed[u] >= id[u]
+				switch {
+				case q.has(u) && live:
+					q.update(u, kr.key(u))
+				case q.has(u):
+					q.remove(u)
+				case status[u] != kr.stamp && live:
+					q.insert(u, kr.key(u))
+					status[u] = kr.stamp
+				}
+			}
+		}
+		if debugPartition {
+			fmt.Fprintf(os.Stderr, "  pass %d moves %d gain %d max %d\n", pass, moves, gains, slices.Max(kr.pwgts))
+		}
+		// Stop when a pass no longer lowers the cut (METIS stops on an
+		// unchanged cut too); balance-only moves go on in the next level.
+		if moves == 0 || gains == 0 {
+			break
+		}
+	}
+	if final && slices.Max(kr.pwgts) > kr.maxpw {
+		kr.balance()
+		kr.strict = true
+		kr.refine(g, where, niter, false, false)
+		kr.strict = false
+	}
+}
+
+// overshoot is METIS's ffactor: a move that gains g may leave its target up
+// to overshoot·g over the weight limit. Coarse levels thus keep moving whole
+// communities; the finer levels restore the balance.
+const overshoot = 5
+
+// refineTarget picks the move for v (internal degree id, weight vw) as
+// METIS's greedy refinement: the most connected neighbour part that is no
+// worse than staying and has room up to the overshoot, ties to the
+// lighter part; -1 when there is none.
+func (kr *kwayRefiner) refineTarget(from int32, vw int64, id int32) (int32, int32) {
+	best, bc := int32(-1), int32(-1)
+	for _, p := range kr.touched {
+		c := kr.conn[p]
+		if p == from || c < id {
+			continue
+		}
+		slack := overshoot * int64(c-id)
+		if kr.strict {
+			slack = 0
+		}
+		if kr.pwgts[p]+vw > kr.maxpw+slack {
+			if best < 0 || c != bc {
+				continue
+			}
+		}
+		if c > bc || (c == bc && kr.pwgts[p] < kr.pwgts[best]) {
+			best, bc = p, c
+		}
+	}
+	return best, bc
+}
+
+// key is the queue priority of v: external minus internal degree. (METIS
+// divides ed by sqrt of the number of neighbour parts; that needs a scan of
+// v's neighbours per update and changed no cut in our tests.)
+func (kr *kwayRefiner) key(v int32) int64 { return int64(kr.ed[v]) - int64(kr.id[v]) }
+
+// balance moves vertices out of parts heavier than maxpw: in each
+// overweight part, best gain first, to the most connected neighbour part
+// with room, or to the lightest part when no neighbour part has room.
+func (kr *kwayRefiner) balance() {
+	g := kr.g
+	for round := 0; round < 8; round++ {
+		type cand struct {
+			gain int64
+			v    int32
+		}
+		var cands []cand
+		for v := int32(0); int(v) < g.n(); v++ {
+			from := kr.where[v]
+			if kr.pwgts[from] <= kr.maxpw {
+				continue
+			}
+			kr.connect(v)
+			_, c := kr.bestTarget(from, int64(g.vwgt[v]))
+			gain := int64(c) - int64(kr.conn[from])
+			if c < 0 {
+				gain = -int64(kr.conn[from]) - 1<<31
+			}
+			kr.release()
+			cands = append(cands, cand{gain, v})
+		}
+		if len(cands) == 0 {
+			return
+		}
+		slices.SortFunc(cands, func(a, b cand) int {
+			if a.gain != b.gain {
+				if a.gain > b.gain {
+					return -1
+				}
+				return 1
+			}
+			return int(a.v - b.v)
+		})
+		moved := false
+		for _, cd := range cands {
+			v := cd.v
+			from := kr.where[v]
+			vw := int64(g.vwgt[v])
+			if kr.pwgts[from] <= kr.maxpw {
+				continue
+			}
+			kr.connect(v)
+			to, _ := kr.bestTarget(from, vw)
+			kr.release()
+			if to < 0 {
+				to = kr.lightest()
+				if kr.pwgts[to]+vw > kr.maxpw && kr.pwgts[to]+vw >= kr.pwgts[from] {
+					continue
+				}
+			}
+			kr.moveTo(v, to)
+			moved = true
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+func (kr *kwayRefiner) lightest() int32 {
+	best := int32(0)
+	for p := range kr.pwgts {
+		if kr.pwgts[p] < kr.pwgts[best] {
+			best = int32(p)
+		}
+	}
+	return best
+}
+
+// fillEmpty gives every empty part one vertex of the heaviest part (the
+// one whose move cuts the fewest edges), so that each of the K parts is
+// used; it runs on the finest level, where all vertex weights are 1.
+func (kr *kwayRefiner) fillEmpty() {
+	g := kr.g
+	for p := range kr.pwgts {
+		if kr.pwgts[p] > 0 {
+			continue
+		}
+		heavy := int32(0)
+		for q := range kr.pwgts {
+			if kr.pwgts[q] > kr.pwgts[heavy] {
+				heavy = int32(q)
+			}
+		}
+		best, bestID := int32(-1), int32(math.MaxInt32)
+		for v := int32(0); int(v) < g.n(); v++ {
+			if kr.where[v] != heavy {
+				continue
+			}
+			kr.connect(v)
+			id := kr.conn[heavy]
+			kr.release()
+			if id < bestID {
+				best, bestID = v, id
+			}
+		}
+		kr.moveTo(best, int32(p))
+	}
+}
+
+var debugPartition = os.Getenv("QGTC_PDEBUG") != ""
+
+func wcut(g *wgraph, where []int32) int64 {
+	var c int64
+	for v := 0; v < g.n(); v++ {
+		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+			if where[g.adjncy[e]] != where[v] {
+				c += int64(g.adjwgt[e])
+			}
+		}
+	}
+	return c / 2
+}
+
+func ncutsEnv() int {
+	if v, err := strconv.Atoi(os.Getenv("QGTC_NCUTS")); err == nil {
+		return v
+	}
+	return 4
+}
+
+// bisectCut is the weight of the edges across a bisection.
+func bisectCut(g *wgraph, where []uint8) int64 {
+	var c int64
+	for v := 0; v < g.n(); v++ {
+		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+			if where[g.adjncy[e]] != where[v] {
+				c += int64(g.adjwgt[e])
+			}
+		}
+	}
+	return c / 2
+}
+
+func rbUB(ub float64, k int) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv("QGTC_RBUB"), 64); err == nil {
+		return math.Pow(v, 1/math.Ceil(math.Log2(float64(k))))
+	}
+	return math.Pow(ub, 1/math.Log(float64(k)))
+}
