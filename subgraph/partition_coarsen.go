@@ -1,8 +1,8 @@
 package subgraph
 
 import (
-	"os"
 	"math/rand/v2"
+	"os"
 	"slices"
 )
 
