@@ -4,18 +4,21 @@ import "math/bits"
 
 //go:generate sh -c "cd _asm && go run ./bitdot -out ../bitdot_amd64.s -stubs ../bitdot_amd64.go -pkg cpu"
 
-// bitImpl is one implementation of the inner AND+popcount kernel:
+// bitImpl is one implementation of the inner AND+popcount kernel: for one
+// line a of bit plane i of A and ncols columns of B with bbits planes,
 //
-//	out[v] += popcount(a[0:kw] & b[v*ldb : v*ldb+kw])   for v < nlines
+//	out[n] += Σ_j popcount(a[0:kw] & B_j[n][0:kw]) << (shift+j)
 //
-// lines takes any kw; the assembly paths handle whole 256-bit steps and
-// leave a tail of kw%4 words (non-default padding only) to the Go loop.
+// where B_j[n] = b[j*bps + n*ldb:] (bps: B's plane stride, ldb: its line
+// stride, in words) and shift = i. row takes any kw; the assembly paths
+// run whole 256-bit steps and leave a tail of kw%4 words (non-default
+// padding only) to the Go loop.
 type bitImpl struct {
-	name  string
-	lines func(out []uint32, a, b []uint64, ldb, kw, nlines int)
+	name string
+	row  func(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, ncols int)
 }
 
-var implGeneric = &bitImpl{name: "generic", lines: popcntLinesGeneric}
+var implGeneric = &bitImpl{name: "generic", row: popcntRowGeneric}
 
 // bitImpls lists the kernels this CPU can run, best first: the assembly
 // ones cpuid allows, then the generic one.
@@ -47,23 +50,22 @@ func findImpl(name string) *bitImpl {
 	return nil
 }
 
-// asmLines wraps an assembly kernel: it checks the bounds the assembly
+// asmRow wraps an assembly row kernel: it checks the bounds the assembly
 // relies on, runs it on the whole 256-bit steps and finishes a tail of
 // kw%4 words in Go.
-func asmLines(kern func(out *uint32, a, b *uint64, ldb, kw, nlines int)) func(out []uint32, a, b []uint64, ldb, kw, nlines int) {
-	return func(out []uint32, a, b []uint64, ldb, kw, nlines int) {
-		if nlines <= 0 || kw <= 0 {
+func asmRow(kern func(out *int32, a, b *uint64, ldb, bps, bbits, shift, kw, ncols int)) func(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, ncols int) {
+	return func(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, ncols int) {
+		if ncols <= 0 || kw <= 0 || bbits <= 0 {
 			return
 		}
-		_ = out[nlines-1]
+		_ = out[ncols-1]
 		_ = a[kw-1]
-		_ = b[(nlines-1)*ldb+kw-1]
+		_ = b[(bbits-1)*bps+(ncols-1)*ldb+kw-1]
 		if k4 := kw &^ 3; k4 > 0 {
-			kern(&out[0], &a[0], &b[0], ldb, k4, nlines)
+			kern(&out[0], &a[0], &b[0], ldb, bps, bbits, shift, k4, ncols)
 		}
-		if kw&3 != 0 {
-			k4 := kw &^ 3
-			popcntLinesGeneric(out, a[k4:kw], b[k4:], ldb, kw-k4, nlines)
+		if k4 := kw &^ 3; k4 < kw {
+			popcntRowGeneric(out, a[k4:kw], b[k4:], ldb, bps, bbits, shift, kw-k4, ncols)
 		}
 	}
 }

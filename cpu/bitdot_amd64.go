@@ -4,17 +4,17 @@
 
 package cpu
 
-// popcntLinesAVX2 is popcntLinesGeneric: out[v] += popcount(a[0:kw] & b[v*ldb:][:kw]) for v < nlines,
-// kw a multiple of 4. Four lines at a time share each load of a (1×4 register blocking).
+// popcntRowAVX2 is popcntRowGeneric: out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)
+// for n < ncols, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.
 //
 //go:noescape
-func popcntLinesAVX2(out *uint32, a *uint64, b *uint64, ldb int, kw int, nlines int)
+func popcntRowAVX2(out *int32, a *uint64, b *uint64, ldb int, bps int, bbits int, shift int, kw int, ncols int)
 
-// popcntLinesAVX512 is popcntLinesGeneric with AVX-512 VPOPCNTDQ: out[v] += popcount(a[0:kw] & b[v*ldb:][:kw])
-// for v < nlines, kw a multiple of 4. Four lines at a time share each load of a.
+// popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)
+// for n < ncols, j < bbits; kw a multiple of 4. 1×4 register blocking.
 //
 //go:noescape
-func popcntLinesAVX512(out *uint32, a *uint64, b *uint64, ldb int, kw int, nlines int)
+func popcntRowAVX512(out *int32, a *uint64, b *uint64, ldb int, bps int, bbits int, shift int, kw int, ncols int)
 
 // addChain runs 64·n dependent ADDs (one cycle each on any x86-64 core),
 // the clock calibration loop of the benchmarks; it returns 64·n.

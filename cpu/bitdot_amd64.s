@@ -72,94 +72,109 @@ DATA popcnt_low_nibble<>+30(SB)/1, $0x0f
 DATA popcnt_low_nibble<>+31(SB)/1, $0x0f
 GLOBL popcnt_low_nibble<>(SB), RODATA|NOPTR, $32
 
-// func popcntLinesAVX2(out *uint32, a *uint64, b *uint64, ldb int, kw int, nlines int)
-// Requires: AVX, AVX2, CMOV
-TEXT ·popcntLinesAVX2(SB), NOSPLIT, $0-48
+// func popcntRowAVX2(out *int32, a *uint64, b *uint64, ldb int, bps int, bbits int, shift int, kw int, ncols int)
+// Requires: AVX, AVX2, CMOV, SSE2
+TEXT ·popcntRowAVX2(SB), NOSPLIT, $0-72
 	MOVQ    out+0(FP), AX
 	MOVQ    a+8(FP), CX
 	MOVQ    b+16(FP), DX
-	MOVQ    ldb+24(FP), BX
-	MOVQ    kw+32(FP), SI
-	MOVQ    nlines+40(FP), DI
-	SHLQ    $0x03, BX
-	SHRQ    $0x02, SI
+	MOVQ    ncols+64(FP), BX
 	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
 	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
 	VPXOR   Y2, Y2, Y2
 
-avx2_group:
-	CMPQ  DI, $0x04
-	JL    avx2_single
-	LEAQ  (DX)(BX*1), R8
-	LEAQ  (DX)(BX*2), R9
-	LEAQ  (R8)(BX*2), R10
+avx2x4_group:
+	CMPQ  BX, $0x04
+	JL    avx2x4_done
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
-	XORQ  R11, R11
-	MOVQ  SI, R12
+	MOVQ  DX, SI
+	MOVQ  bbits+40(FP), DI
+	MOVQ  shift+48(FP), R8
 
-avx2_chunk4:
-	TESTQ   R12, R12
-	JZ      avx2_reduce4
-	MOVQ    $0x0000001f, R13
-	CMPQ    R12, R13
-	CMOVQLT R12, R13
-	SUBQ    R13, R12
-	VPXOR   Y7, Y7, Y7
+avx2x4_plane:
+	MOVQ ldb+24(FP), R9
+	SHLQ $0x03, R9
+	LEAQ (SI)(R9*1), R10
+	LEAQ (SI)(R9*2), R11
+	LEAQ (R10)(R9*2), R9
+	MOVQ R8, X7
+	XORQ R12, R12
+	MOVQ kw+56(FP), R13
+	SHRQ $0x02, R13
+
+avx2x4_chunk:
+	TESTQ   R13, R13
+	JZ      avx2x4_chunkdone
+	MOVQ    $0x0000001f, R14
+	CMPQ    R13, R14
+	CMOVQLT R13, R14
+	SUBQ    R14, R13
 	VPXOR   Y8, Y8, Y8
 	VPXOR   Y9, Y9, Y9
 	VPXOR   Y10, Y10, Y10
+	VPXOR   Y11, Y11, Y11
 
-avx2_inner4:
-	VMOVDQU (CX)(R11*1), Y11
-	VPAND   (DX)(R11*1), Y11, Y12
-	VPSRLW  $0x04, Y12, Y13
-	VPAND   Y0, Y12, Y12
+avx2x4_inner:
+	VMOVDQU (CX)(R12*1), Y12
+	VPAND   (SI)(R12*1), Y12, Y13
+	VPSRLW  $0x04, Y13, Y14
 	VPAND   Y0, Y13, Y13
-	VPSHUFB Y12, Y1, Y12
+	VPAND   Y0, Y14, Y14
 	VPSHUFB Y13, Y1, Y13
-	VPADDB  Y12, Y7, Y7
-	VPADDB  Y13, Y7, Y7
-	VPAND   (R8)(R11*1), Y11, Y12
-	VPSRLW  $0x04, Y12, Y13
-	VPAND   Y0, Y12, Y12
-	VPAND   Y0, Y13, Y13
-	VPSHUFB Y12, Y1, Y12
-	VPSHUFB Y13, Y1, Y13
-	VPADDB  Y12, Y8, Y8
+	VPSHUFB Y14, Y1, Y14
 	VPADDB  Y13, Y8, Y8
-	VPAND   (R9)(R11*1), Y11, Y12
+	VPADDB  Y14, Y8, Y8
+	VPAND   (R10)(R12*1), Y12, Y13
+	VPSRLW  $0x04, Y13, Y14
+	VPAND   Y0, Y13, Y13
+	VPAND   Y0, Y14, Y14
+	VPSHUFB Y13, Y1, Y13
+	VPSHUFB Y14, Y1, Y14
+	VPADDB  Y13, Y9, Y9
+	VPADDB  Y14, Y9, Y9
+	VPAND   (R11)(R12*1), Y12, Y13
+	VPSRLW  $0x04, Y13, Y14
+	VPAND   Y0, Y13, Y13
+	VPAND   Y0, Y14, Y14
+	VPSHUFB Y13, Y1, Y13
+	VPSHUFB Y14, Y1, Y14
+	VPADDB  Y13, Y10, Y10
+	VPADDB  Y14, Y10, Y10
+	VPAND   (R9)(R12*1), Y12, Y12
 	VPSRLW  $0x04, Y12, Y13
 	VPAND   Y0, Y12, Y12
 	VPAND   Y0, Y13, Y13
 	VPSHUFB Y12, Y1, Y12
 	VPSHUFB Y13, Y1, Y13
-	VPADDB  Y12, Y9, Y9
-	VPADDB  Y13, Y9, Y9
-	VPAND   (R10)(R11*1), Y11, Y11
-	VPSRLW  $0x04, Y11, Y12
-	VPAND   Y0, Y11, Y11
-	VPAND   Y0, Y12, Y12
-	VPSHUFB Y11, Y1, Y11
-	VPSHUFB Y12, Y1, Y12
-	VPADDB  Y11, Y10, Y10
-	VPADDB  Y12, Y10, Y10
-	ADDQ    $0x20, R11
-	DECQ    R13
-	JNZ     avx2_inner4
-	VPSADBW Y2, Y7, Y7
-	VPADDQ  Y7, Y3, Y3
+	VPADDB  Y12, Y11, Y11
+	VPADDB  Y13, Y11, Y11
+	ADDQ    $0x20, R12
+	DECQ    R14
+	JNZ     avx2x4_inner
 	VPSADBW Y2, Y8, Y8
-	VPADDQ  Y8, Y4, Y4
+	VPSLLQ  X7, Y8, Y8
+	VPADDQ  Y8, Y3, Y3
 	VPSADBW Y2, Y9, Y9
-	VPADDQ  Y9, Y5, Y5
+	VPSLLQ  X7, Y9, Y9
+	VPADDQ  Y9, Y4, Y4
 	VPSADBW Y2, Y10, Y10
-	VPADDQ  Y10, Y6, Y6
-	JMP     avx2_chunk4
+	VPSLLQ  X7, Y10, Y10
+	VPADDQ  Y10, Y5, Y5
+	VPSADBW Y2, Y11, Y11
+	VPSLLQ  X7, Y11, Y11
+	VPADDQ  Y11, Y6, Y6
+	JMP     avx2x4_chunk
 
-avx2_reduce4:
+avx2x4_chunkdone:
+	MOVQ       bps+32(FP), R9
+	SHLQ       $0x03, R9
+	ADDQ       R9, SI
+	INCQ       R8
+	DECQ       DI
+	JNZ        avx2x4_plane
 	VPSLLQ     $0x20, Y4, Y4
 	VPOR       Y4, Y3, Y3
 	VPSLLQ     $0x20, Y6, Y6
@@ -173,194 +188,261 @@ avx2_reduce4:
 	VPADDD     (AX), X6, X6
 	VMOVDQU    X6, (AX)
 	ADDQ       $0x10, AX
-	MOVQ       BX, R13
-	SHLQ       $0x02, R13
-	ADDQ       R13, DX
-	SUBQ       $0x04, DI
-	JMP        avx2_group
+	MOVQ       ldb+24(FP), SI
+	SHLQ       $0x03, SI
+	SHLQ       $0x02, SI
+	ADDQ       SI, DX
+	SUBQ       $0x04, BX
+	JMP        avx2x4_group
 
-avx2_single:
-	TESTQ DI, DI
-	JZ    avx2_done
+avx2x4_done:
+avx2x1_group:
+	TESTQ BX, BX
+	JZ    avx2x1_done
 	VPXOR Y3, Y3, Y3
-	XORQ  R11, R11
-	MOVQ  SI, R12
+	MOVQ  DX, SI
+	MOVQ  bbits+40(FP), DI
+	MOVQ  shift+48(FP), R8
 
-avx2_chunk1:
-	TESTQ   R12, R12
-	JZ      avx2_reduce1
-	MOVQ    $0x0000001f, R13
-	CMPQ    R12, R13
-	CMOVQLT R12, R13
-	SUBQ    R13, R12
-	VPXOR   Y4, Y4, Y4
+avx2x1_plane:
+	MOVQ ldb+24(FP), R9
+	SHLQ $0x03, R9
+	MOVQ R8, X4
+	XORQ R9, R9
+	MOVQ kw+56(FP), R10
+	SHRQ $0x02, R10
 
-avx2_inner1:
-	VMOVDQU (CX)(R11*1), Y5
-	VPAND   (DX)(R11*1), Y5, Y5
-	VPSRLW  $0x04, Y5, Y6
-	VPAND   Y0, Y5, Y5
+avx2x1_chunk:
+	TESTQ   R10, R10
+	JZ      avx2x1_chunkdone
+	MOVQ    $0x0000001f, R11
+	CMPQ    R10, R11
+	CMOVQLT R10, R11
+	SUBQ    R11, R10
+	VPXOR   Y5, Y5, Y5
+
+avx2x1_inner:
+	VMOVDQU (CX)(R9*1), Y6
+	VPAND   (SI)(R9*1), Y6, Y6
+	VPSRLW  $0x04, Y6, Y7
 	VPAND   Y0, Y6, Y6
-	VPSHUFB Y5, Y1, Y5
+	VPAND   Y0, Y7, Y7
 	VPSHUFB Y6, Y1, Y6
-	VPADDB  Y5, Y4, Y4
-	VPADDB  Y6, Y4, Y4
-	ADDQ    $0x20, R11
-	DECQ    R13
-	JNZ     avx2_inner1
-	VPSADBW Y2, Y4, Y4
-	VPADDQ  Y4, Y3, Y3
-	JMP     avx2_chunk1
+	VPSHUFB Y7, Y1, Y7
+	VPADDB  Y6, Y5, Y5
+	VPADDB  Y7, Y5, Y5
+	ADDQ    $0x20, R9
+	DECQ    R11
+	JNZ     avx2x1_inner
+	VPSADBW Y2, Y5, Y5
+	VPSLLQ  X4, Y5, Y5
+	VPADDQ  Y5, Y3, Y3
+	JMP     avx2x1_chunk
 
-avx2_reduce1:
+avx2x1_chunkdone:
+	MOVQ         bps+32(FP), R9
+	SHLQ         $0x03, R9
+	ADDQ         R9, SI
+	INCQ         R8
+	DECQ         DI
+	JNZ          avx2x1_plane
 	VEXTRACTI128 $0x01, Y3, X4
 	VPADDQ       X4, X3, X4
 	VPSHUFD      $0x4e, X4, X3
 	VPADDQ       X3, X4, X4
-	VMOVD        X4, R8
-	ADDL         R8, (AX)
+	VMOVD        X4, SI
+	ADDL         SI, (AX)
 	ADDQ         $0x04, AX
-	ADDQ         BX, DX
-	DECQ         DI
-	JMP          avx2_single
+	MOVQ         ldb+24(FP), SI
+	SHLQ         $0x03, SI
+	ADDQ         SI, DX
+	SUBQ         $0x01, BX
+	JMP          avx2x1_group
 
-avx2_done:
+avx2x1_done:
 	VZEROUPPER
 	RET
 
-// func popcntLinesAVX512(out *uint32, a *uint64, b *uint64, ldb int, kw int, nlines int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
-TEXT ·popcntLinesAVX512(SB), NOSPLIT, $0-48
+// func popcntRowAVX512(out *int32, a *uint64, b *uint64, ldb int, bps int, bbits int, shift int, kw int, ncols int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ, SSE2
+TEXT ·popcntRowAVX512(SB), NOSPLIT, $0-72
 	MOVQ out+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
-	MOVQ ldb+24(FP), BX
-	MOVQ kw+32(FP), SI
-	MOVQ nlines+40(FP), DI
-	SHLQ $0x03, BX
-	MOVQ SI, R8
-	ANDQ $0x04, R8
-	SHRQ $0x03, SI
+	MOVQ ncols+64(FP), BX
 
-avx512_group:
-	CMPQ   DI, $0x04
-	JL     avx512_single
-	LEAQ   (DX)(BX*1), R9
-	LEAQ   (DX)(BX*2), R10
-	LEAQ   (R9)(BX*2), R11
+avx512x4_group:
+	CMPQ   BX, $0x04
+	JL     avx512x4_done
 	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
 	VPXORQ Z2, Z2, Z2
 	VPXORQ Z3, Z3, Z3
-	XORQ   R12, R12
-	MOVQ   SI, R13
-	TESTQ  R13, R13
-	JZ     avx512_tail4
+	MOVQ   DX, SI
+	MOVQ   bbits+40(FP), DI
+	MOVQ   shift+48(FP), R8
 
-avx512_inner4:
-	VMOVDQU64 (CX)(R12*1), Z4
-	VPANDQ    (DX)(R12*1), Z4, Z5
-	VPOPCNTQ  Z5, Z5
-	VPADDQ    Z5, Z0, Z0
-	VPANDQ    (R9)(R12*1), Z4, Z5
-	VPOPCNTQ  Z5, Z5
-	VPADDQ    Z5, Z1, Z1
-	VPANDQ    (R10)(R12*1), Z4, Z5
-	VPOPCNTQ  Z5, Z5
-	VPADDQ    Z5, Z2, Z2
-	VPANDQ    (R11)(R12*1), Z4, Z4
-	VPOPCNTQ  Z4, Z4
-	VPADDQ    Z4, Z3, Z3
+avx512x4_plane:
+	MOVQ   ldb+24(FP), R9
+	SHLQ   $0x03, R9
+	LEAQ   (SI)(R9*1), R10
+	LEAQ   (SI)(R9*2), R11
+	LEAQ   (R10)(R9*2), R9
+	MOVQ   R8, X4
+	XORQ   R12, R12
+	MOVQ   kw+56(FP), R13
+	MOVQ   R13, R14
+	ANDQ   $0x04, R14
+	SHRQ   $0x03, R13
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	TESTQ  R13, R13
+	JZ     avx512x4_tail
+
+avx512x4_inner:
+	VMOVDQU64 (CX)(R12*1), Z9
+	VPANDQ    (SI)(R12*1), Z9, Z10
+	VPOPCNTQ  Z10, Z10
+	VPADDQ    Z10, Z5, Z5
+	VPANDQ    (R10)(R12*1), Z9, Z10
+	VPOPCNTQ  Z10, Z10
+	VPADDQ    Z10, Z6, Z6
+	VPANDQ    (R11)(R12*1), Z9, Z10
+	VPOPCNTQ  Z10, Z10
+	VPADDQ    Z10, Z7, Z7
+	VPANDQ    (R9)(R12*1), Z9, Z9
+	VPOPCNTQ  Z9, Z9
+	VPADDQ    Z9, Z8, Z8
 	ADDQ      $0x40, R12
 	DECQ      R13
-	JNZ       avx512_inner4
+	JNZ       avx512x4_inner
 
-avx512_tail4:
-	TESTQ    R8, R8
-	JZ       avx512_reduce4
-	VMOVDQU  (CX)(R12*1), Y4
-	VPAND    (DX)(R12*1), Y4, Y6
-	VPOPCNTQ Y6, Y6
-	VPADDQ   Z6, Z0, Z0
-	VPAND    (R9)(R12*1), Y4, Y6
-	VPOPCNTQ Y6, Y6
-	VPADDQ   Z6, Z1, Z1
-	VPAND    (R10)(R12*1), Y4, Y6
-	VPOPCNTQ Y6, Y6
-	VPADDQ   Z6, Z2, Z2
-	VPAND    (R11)(R12*1), Y4, Y6
-	VPOPCNTQ Y6, Y6
-	VPADDQ   Z6, Z3, Z3
+avx512x4_tail:
+	TESTQ    R14, R14
+	JZ       avx512x4_weigh
+	VMOVDQU  (CX)(R12*1), Y9
+	VPAND    (SI)(R12*1), Y9, Y11
+	VPOPCNTQ Y11, Y11
+	VPADDQ   Z11, Z5, Z5
+	VPAND    (R10)(R12*1), Y9, Y11
+	VPOPCNTQ Y11, Y11
+	VPADDQ   Z11, Z6, Z6
+	VPAND    (R11)(R12*1), Y9, Y11
+	VPOPCNTQ Y11, Y11
+	VPADDQ   Z11, Z7, Z7
+	VPAND    (R9)(R12*1), Y9, Y11
+	VPOPCNTQ Y11, Y11
+	VPADDQ   Z11, Z8, Z8
 
-avx512_reduce4:
+avx512x4_weigh:
+	VPSLLQ        X4, Z5, Z5
+	VPADDQ        Z5, Z0, Z0
+	VPSLLQ        X4, Z6, Z6
+	VPADDQ        Z6, Z1, Z1
+	VPSLLQ        X4, Z7, Z7
+	VPADDQ        Z7, Z2, Z2
+	VPSLLQ        X4, Z8, Z8
+	VPADDQ        Z8, Z3, Z3
+	MOVQ          bps+32(FP), R9
+	SHLQ          $0x03, R9
+	ADDQ          R9, SI
+	INCQ          R8
+	DECQ          DI
+	JNZ           avx512x4_plane
 	VEXTRACTI64X4 $0x01, Z0, Y4
 	VPADDQ        Y4, Y0, Y4
-	VEXTRACTI64X4 $0x01, Z1, Y5
-	VPADDQ        Y5, Y1, Y5
-	VEXTRACTI64X4 $0x01, Z2, Y6
-	VPADDQ        Y6, Y2, Y6
-	VEXTRACTI64X4 $0x01, Z3, Y8
-	VPADDQ        Y8, Y3, Y8
-	VPSLLQ        $0x20, Y5, Y5
-	VPOR          Y5, Y4, Y4
-	VPSLLQ        $0x20, Y8, Y8
-	VPOR          Y8, Y6, Y6
-	VPERM2I128    $0x20, Y6, Y4, Y8
-	VPERM2I128    $0x31, Y6, Y4, Y5
-	VPADDQ        Y5, Y8, Y8
-	VPSHUFD       $0x4e, Y8, Y5
-	VPADDQ        Y5, Y8, Y8
-	VPERMQ        $0x08, Y8, Y8
-	VPADDD        (AX), X8, X8
-	VMOVDQU       X8, (AX)
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDQ        Y9, Y1, Y9
+	VEXTRACTI64X4 $0x01, Z2, Y10
+	VPADDQ        Y10, Y2, Y10
+	VEXTRACTI64X4 $0x01, Z3, Y11
+	VPADDQ        Y11, Y3, Y11
+	VPSLLQ        $0x20, Y9, Y9
+	VPOR          Y9, Y4, Y4
+	VPSLLQ        $0x20, Y11, Y11
+	VPOR          Y11, Y10, Y10
+	VPERM2I128    $0x20, Y10, Y4, Y11
+	VPERM2I128    $0x31, Y10, Y4, Y9
+	VPADDQ        Y9, Y11, Y11
+	VPSHUFD       $0x4e, Y11, Y9
+	VPADDQ        Y9, Y11, Y11
+	VPERMQ        $0x08, Y11, Y11
+	VPADDD        (AX), X11, X11
+	VMOVDQU       X11, (AX)
 	ADDQ          $0x10, AX
-	MOVQ          BX, R13
-	SHLQ          $0x02, R13
-	ADDQ          R13, DX
-	SUBQ          $0x04, DI
-	JMP           avx512_group
+	MOVQ          ldb+24(FP), SI
+	SHLQ          $0x03, SI
+	SHLQ          $0x02, SI
+	ADDQ          SI, DX
+	SUBQ          $0x04, BX
+	JMP           avx512x4_group
 
-avx512_single:
-	TESTQ  DI, DI
-	JZ     avx512_done
-	VPXORQ Z7, Z7, Z7
-	XORQ   R12, R12
-	MOVQ   SI, R13
-	TESTQ  R13, R13
-	JZ     avx512_tail1
+avx512x4_done:
+avx512x1_group:
+	TESTQ  BX, BX
+	JZ     avx512x1_done
+	VPXORQ Z12, Z12, Z12
+	MOVQ   DX, SI
+	MOVQ   bbits+40(FP), DI
+	MOVQ   shift+48(FP), R8
 
-avx512_inner1:
-	VMOVDQU64 (CX)(R12*1), Z0
-	VPANDQ    (DX)(R12*1), Z0, Z0
-	VPOPCNTQ  Z0, Z0
-	VPADDQ    Z0, Z7, Z7
-	ADDQ      $0x40, R12
-	DECQ      R13
-	JNZ       avx512_inner1
+avx512x1_plane:
+	MOVQ   ldb+24(FP), R9
+	SHLQ   $0x03, R9
+	MOVQ   R8, X0
+	XORQ   R9, R9
+	MOVQ   kw+56(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x04, R11
+	SHRQ   $0x03, R10
+	VPXORQ Z13, Z13, Z13
+	TESTQ  R10, R10
+	JZ     avx512x1_tail
 
-avx512_tail1:
-	TESTQ    R8, R8
-	JZ       avx512_reduce1
-	VMOVDQU  (CX)(R12*1), Y0
-	VPAND    (DX)(R12*1), Y0, Y6
-	VPOPCNTQ Y6, Y6
-	VPADDQ   Z6, Z7, Z7
+avx512x1_inner:
+	VMOVDQU64 (CX)(R9*1), Z1
+	VPANDQ    (SI)(R9*1), Z1, Z1
+	VPOPCNTQ  Z1, Z1
+	VPADDQ    Z1, Z13, Z13
+	ADDQ      $0x40, R9
+	DECQ      R10
+	JNZ       avx512x1_inner
 
-avx512_reduce1:
-	VEXTRACTI64X4 $0x01, Z7, Y0
-	VPADDQ        Y0, Y7, Y0
+avx512x1_tail:
+	TESTQ    R11, R11
+	JZ       avx512x1_weigh
+	VMOVDQU  (CX)(R9*1), Y1
+	VPAND    (SI)(R9*1), Y1, Y4
+	VPOPCNTQ Y4, Y4
+	VPADDQ   Z4, Z13, Z13
+
+avx512x1_weigh:
+	VPSLLQ        X0, Z13, Z13
+	VPADDQ        Z13, Z12, Z12
+	MOVQ          bps+32(FP), R9
+	SHLQ          $0x03, R9
+	ADDQ          R9, SI
+	INCQ          R8
+	DECQ          DI
+	JNZ           avx512x1_plane
+	VEXTRACTI64X4 $0x01, Z12, Y0
+	VPADDQ        Y0, Y12, Y0
 	VEXTRACTI128  $0x01, Y0, X1
 	VPADDQ        X1, X0, X1
 	VPSHUFD       $0x4e, X1, X0
 	VPADDQ        X0, X1, X1
-	VMOVD         X1, R9
-	ADDL          R9, (AX)
+	VMOVD         X1, SI
+	ADDL          SI, (AX)
 	ADDQ          $0x04, AX
-	ADDQ          BX, DX
-	DECQ          DI
-	JMP           avx512_single
+	MOVQ          ldb+24(FP), SI
+	SHLQ          $0x03, SI
+	ADDQ          SI, DX
+	SUBQ          $0x01, BX
+	JMP           avx512x1_group
 
-avx512_done:
+avx512x1_done:
 	VZEROUPPER
 	RET
 

@@ -2,36 +2,51 @@ package cpu
 
 import "math/bits"
 
-// popcntLinesGeneric is the reference inner kernel:
+// popcntRowGeneric is the reference inner kernel:
 //
-//	out[v] += popcount(a[0:kw] & b[v*ldb : v*ldb+kw])   for v < nlines
+//	out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)
 //
-// Four lines at a time share each word of a, as in the assembly.
-func popcntLinesGeneric(out []uint32, a, b []uint64, ldb, kw, nlines int) {
-	if nlines <= 0 || kw <= 0 {
+// for n < ncols, j < bbits. Four columns at a time share each word of a,
+// as in the assembly.
+func popcntRowGeneric(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, ncols int) {
+	if ncols <= 0 || kw <= 0 {
 		return
 	}
 	a = a[:kw]
-	out = out[:nlines]
-	v := 0
-	for ; v+4 <= nlines; v += 4 {
-		b0 := b[v*ldb : v*ldb+kw]
-		b1 := b[(v+1)*ldb : (v+1)*ldb+kw]
-		b2 := b[(v+2)*ldb : (v+2)*ldb+kw]
-		b3 := b[(v+3)*ldb : (v+3)*ldb+kw]
+	out = out[:ncols]
+	n := 0
+	for ; n+4 <= ncols; n += 4 {
 		var s0, s1, s2, s3 int
-		for w, x := range a {
-			s0 += bits.OnesCount64(x & b0[w])
-			s1 += bits.OnesCount64(x & b1[w])
-			s2 += bits.OnesCount64(x & b2[w])
-			s3 += bits.OnesCount64(x & b3[w])
+		for j := 0; j < bbits; j++ {
+			o := j*bps + n*ldb
+			b0 := b[o : o+kw]
+			b1 := b[o+ldb : o+ldb+kw]
+			b2 := b[o+2*ldb : o+2*ldb+kw]
+			b3 := b[o+3*ldb : o+3*ldb+kw]
+			var p0, p1, p2, p3 int
+			for w, x := range a {
+				p0 += bits.OnesCount64(x & b0[w])
+				p1 += bits.OnesCount64(x & b1[w])
+				p2 += bits.OnesCount64(x & b2[w])
+				p3 += bits.OnesCount64(x & b3[w])
+			}
+			sh := uint(shift + j)
+			s0 += p0 << sh
+			s1 += p1 << sh
+			s2 += p2 << sh
+			s3 += p3 << sh
 		}
-		out[v] += uint32(s0)
-		out[v+1] += uint32(s1)
-		out[v+2] += uint32(s2)
-		out[v+3] += uint32(s3)
+		out[n] += int32(s0)
+		out[n+1] += int32(s1)
+		out[n+2] += int32(s2)
+		out[n+3] += int32(s3)
 	}
-	for ; v < nlines; v++ {
-		out[v] += uint32(popcount1(a, b[v*ldb:v*ldb+kw]))
+	for ; n < ncols; n++ {
+		s := 0
+		for j := 0; j < bbits; j++ {
+			o := j*bps + n*ldb
+			s += popcount1(a, b[o:o+kw]) << uint(shift+j)
+		}
+		out[n] += int32(s)
 	}
 }

@@ -9,10 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// naiveLines is the definition, one word at a time.
-func naiveLines(out []uint32, a, b []uint64, ldb, kw, nlines int) {
-	for v := 0; v < nlines; v++ {
-		out[v] += uint32(popcount1(a[:kw], b[v*ldb:v*ldb+kw]))
+// naiveRow is the definition, one word at a time, in int64.
+func naiveRow(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, ncols int) {
+	for n := 0; n < ncols; n++ {
+		var s int64
+		for j := 0; j < bbits; j++ {
+			o := j*bps + n*ldb
+			s += int64(popcount1(a[:kw], b[o:o+kw])) << (shift + j)
+		}
+		out[n] += int32(s)
 	}
 }
 
@@ -29,55 +34,69 @@ func randWords(r *rand.Rand, n int, density float64) []uint64 {
 	return w
 }
 
-// TestLinesVsGeneric checks every inner-kernel path against the naive loop
+// rowCase lays out ncols columns of bbits planes, kw words each, with
+// line stride ldb and plane stride bps, behind an offset of off words.
+type rowCase struct{ kw, ncols, bbits, shift, pad, off int }
+
+func (c rowCase) operands(r *rand.Rand, density float64) (a, b []uint64, ldb, bps int) {
+	ldb = c.kw + c.pad
+	bps = max(1, c.ncols)*ldb + c.pad
+	a = randWords(r, c.kw+c.off, density)[c.off:]
+	b = randWords(r, c.bbits*bps+c.off, density)[c.off:]
+	return a, b, ldb, bps
+}
+
+// TestRowVsNaive checks every inner-kernel path against the naive loop
 // over word counts around each vector width (4 words = 256 bits, 8 = 512,
-// 31·4 = the AVX2 byte-counter flush), line counts around the 4-line
-// blocking, strides and unaligned starts.
-func TestLinesVsGeneric(t *testing.T) {
-	kws := []int{0, 1, 3, 4, 5, 7, 8, 9, 12, 16, 63, 64, 65, 120, 124, 128, 132, 252, 256, 257}
-	nls := []int{0, 1, 3, 4, 5, 8, 13}
+// 31·4 = the AVX2 byte-counter flush), column counts around the 4-column
+// blocking, several planes and weights, strides and unaligned starts.
+func TestRowVsNaive(t *testing.T) {
+	var cases []rowCase
+	for _, kw := range []int{0, 1, 3, 4, 5, 7, 8, 9, 12, 16, 63, 64, 65, 120, 124, 128, 132, 257} {
+		for _, nc := range []int{0, 1, 3, 4, 5, 8, 13} {
+			for _, pb := range [][2]int{{1, 0}, {3, 2}, {8, 0}} {
+				for _, po := range [][2]int{{0, 0}, {1, 1}, {3, 5}} {
+					cases = append(cases, rowCase{kw, nc, pb[0], pb[1], po[0], po[1]})
+				}
+			}
+		}
+	}
 	for _, im := range bitImpls {
 		t.Run("impl="+im.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
-			for _, kw := range kws {
-				for _, nl := range nls {
-					for _, shift := range []int{0, 1, 3} {
-						ldb := kw + shift
-						a := randWords(r, kw+7, 1)[shift:]
-						b := randWords(r, max(1, nl)*ldb+7, 1)[shift:]
-						want := make([]uint32, nl+1)
-						for i := range want {
-							want[i] = uint32(i * 1000) // lines add to what is there
-						}
-						got := append([]uint32(nil), want...)
-						naiveLines(want, a, b, ldb, kw, nl)
-						im.lines(got, a, b, ldb, kw, nl)
-						require.Equal(t, want, got, "kw=%d nlines=%d ldb=%d offset=%d", kw, nl, ldb, shift)
-					}
+			for _, c := range cases {
+				a, b, ldb, bps := c.operands(r, 1)
+				want := make([]int32, c.ncols+1)
+				for i := range want {
+					want[i] = int32(i * 1000) // the kernel adds to what is there
 				}
+				got := append([]int32(nil), want...)
+				naiveRow(want, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
+				im.row(got, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
+				require.Equal(t, want, got, "%+v", c)
 			}
 		})
 	}
 }
 
-// TestLinesAllOnes drives the AVX2 byte counters to their limit: every
-// byte gains 8 per step for 31 steps (248 <= 255) before each flush.
-func TestLinesAllOnes(t *testing.T) {
+// TestRowAllOnes drives the AVX2 byte counters to their limit: every byte
+// gains 8 per step for 31 steps (248 <= 255) before each flush.
+func TestRowAllOnes(t *testing.T) {
 	for _, im := range bitImpls {
 		for _, kw := range []int{4 * 31, 4 * 32, 4 * 62, 4*93 + 4} {
 			t.Run(fmt.Sprintf("impl=%s/kw=%d", im.name, kw), func(t *testing.T) {
 				a := make([]uint64, kw)
-				b := make([]uint64, 5*kw)
+				b := make([]uint64, 2*5*kw)
 				for i := range a {
 					a[i] = ^uint64(0)
 				}
 				for i := range b {
 					b[i] = ^uint64(0)
 				}
-				got := make([]uint32, 5)
-				im.lines(got, a, b, kw, kw, 5)
-				for v := range got {
-					assert.Equal(t, uint32(64*kw), got[v], "line %d", v)
+				got := make([]int32, 5)
+				im.row(got, a, b, kw, 5*kw, 2, 1, kw, 5)
+				for n := range got {
+					assert.Equal(t, int32(64*kw*(2+4)), got[n], "column %d", n)
 				}
 			})
 		}
@@ -108,24 +127,23 @@ func TestImplsAndNewKernel(t *testing.T) {
 	assert.ErrorIs(t, err, ErrImpl)
 }
 
-// FuzzLines compares every assembly path with the generic loop on
-// arbitrary bits, lengths, line counts and offsets.
-func FuzzLines(f *testing.F) {
-	f.Add(uint64(1), uint16(64), uint8(5), uint8(0), uint8(0))
-	f.Add(uint64(2), uint16(4), uint8(4), uint8(1), uint8(3))
-	f.Add(uint64(3), uint16(127), uint8(1), uint8(3), uint8(1))
-	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nl8, pad8, off8 uint8) {
-		kw, nl, pad, off := int(kw16%600), int(nl8%16), int(pad8%9), int(off8%8)
-		r := rand.New(rand.NewPCG(seed, uint64(kw)))
-		ldb := kw + pad
-		a := randWords(r, kw+off, 0.7)[off:]
-		b := randWords(r, max(1, nl)*ldb+off, 0.7)[off:]
-		want := make([]uint32, nl)
-		popcntLinesGeneric(want, a, b, ldb, kw, nl)
+// FuzzRow compares every assembly path with the generic loop on arbitrary
+// bits, lengths, column and plane counts, weights, strides and offsets.
+func FuzzRow(f *testing.F) {
+	f.Add(uint64(1), uint16(64), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0))
+	f.Add(uint64(2), uint16(4), uint8(4), uint8(4), uint8(3), uint8(1), uint8(3))
+	f.Add(uint64(3), uint16(127), uint8(1), uint8(8), uint8(7), uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nc8, bb8, sh8, pad8, off8 uint8) {
+		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 16), bbits: 1 + int(bb8%8), shift: int(sh8 % 16),
+			pad: int(pad8 % 9), off: int(off8 % 8)}
+		r := rand.New(rand.NewPCG(seed, uint64(c.kw)))
+		a, b, ldb, bps := c.operands(r, 0.7)
+		want := make([]int32, c.ncols)
+		naiveRow(want, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
 		for _, im := range bitImpls {
-			got := make([]uint32, nl)
-			im.lines(got, a, b, ldb, kw, nl)
-			if !assert.Equal(t, want, got, "impl=%s kw=%d nlines=%d ldb=%d off=%d", im.name, kw, nl, ldb, off) {
+			got := make([]int32, c.ncols)
+			im.row(got, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
+			if !assert.Equal(t, want, got, "impl=%s %+v", im.name, c) {
 				return
 			}
 		}

@@ -64,7 +64,7 @@ const bitChunkWords = 4
 // kernel streams through for one row of A, so that it stays in L2.
 const bitPanelBytes = 384 << 10
 
-// bitL1Bytes bounds a block of B's lines (of one K block) kept in L1.
+// bitL1Bytes bounds a block of B's columns (all planes, one K block) kept in L1.
 const bitL1Bytes = 16 << 10
 
 // bitPlan is one product's shape, shared read-only by the tasks.
@@ -74,49 +74,29 @@ type bitPlan struct {
 	lw           int // words per line (K padded, over 64)
 	kc           int // words per K block
 	abits, bbits int
-	plb          int // B's padded lines per plane
+	bps          int // words per plane of B
 	bw           []uint64
-	segs         [][2]int // blocks of B's lines [v0, v1) that fit L1
-	segMax       int      // longest block
+	colBlock     int // columns of B (all planes) per L1 block
 	impl         *bitImpl
 }
 
 // bitTask is a goroutine's scratch space, reused across tasks.
 type bitTask struct {
-	tile   []int32  // bitRowBlock×n, the int32 products of the rows
-	counts []uint32 // per B line popcounts of one row of one plane of A
-	mask   []uint64 // per (plane, row) bitset of non-zero 256-bit chunks
-	q      []uint32 // MulBit: re-quantized values of the rows
+	tile []int32  // bitRowBlock×n, the int32 products of the rows
+	mask []uint64 // per row, bitset of 256-bit chunks non-zero in any plane of A
+	q    []uint32 // MulBit: re-quantized values of the rows
 }
 
 var bitTaskPool sync.Pool
 
 func newBitPlan(impl *bitImpl, a, b *bittensor.Tensor) *bitPlan {
 	p := &bitPlan{a: a, b: b, m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
-		plb: b.PaddedLines(), bw: b.Words(), impl: impl}
+		bps: b.PlaneWords(), bw: b.Words(), impl: impl}
 	p.kc = p.lw
-	if panel := p.bbits * p.plb * 8; p.lw*panel > bitPanelBytes {
+	if panel := p.bbits * p.n * 8; p.lw*panel > bitPanelBytes {
 		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
 	}
-	// B's planes are consecutive in memory, so its lines of all planes form
-	// one (bbits·plb)-line matrix. Run over all of it when the padding lines
-	// between planes waste little, else over each plane's n real lines;
-	// either way in blocks that stay in L1 while the rows of A go by.
-	var whole [][2]int
-	if nb := (p.bbits-1)*p.plb + p.n; (p.bbits-1)*(p.plb-p.n)*8 <= nb {
-		whole = [][2]int{{0, nb}}
-	} else {
-		for j := 0; j < p.bbits; j++ {
-			whole = append(whole, [2]int{j * p.plb, j*p.plb + p.n})
-		}
-	}
-	step := max(4, bitL1Bytes/(8*max(1, p.kc))&^3)
-	for _, w := range whole {
-		for v := w[0]; v < w[1]; v += step {
-			p.segs = append(p.segs, [2]int{v, min(w[1], v+step)})
-			p.segMax = max(p.segMax, min(w[1], v+step)-v)
-		}
-	}
+	p.colBlock = max(4, bitL1Bytes/(8*max(1, p.kc)*p.bbits)&^3)
 	return p
 }
 
@@ -149,11 +129,10 @@ func (p *bitPlan) run(into []int32, finish func(t *bitTask, m0, m1 int)) {
 		clear(tile)
 		p.block(t, tile, m0, m1)
 		if finish != nil {
+			saved := t.tile
 			t.tile = tile
 			finish(t, m0, m1)
-			if into != nil {
-				t.tile = nil
-			}
+			t.tile = saved
 		}
 		bitTaskPool.Put(t)
 	})
@@ -167,56 +146,37 @@ func growSlice[T any](s []T, n int) []T {
 }
 
 // block computes rows [m0, m1) of C into tile. For each K block and each
-// L1-sized block of B's lines, every line of every plane of A's rows runs
-// against it; the counts of a line of plane i against B's plane j add to
-// the tile shifted by i+j.
+// L1-sized block of B's columns (all planes), each row of A runs against
+// it: every plane i of the row with every plane j of B, weighted 2^(i+j),
+// over the row's non-zero chunks only.
 func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	rows := m1 - m0
 	nchunks := (p.lw + bitChunkWords - 1) / bitChunkWords
 	mw := (nchunks + 63) / 64
-	t.mask = growSlice(t.mask, p.abits*rows*mw)
+	t.mask = growSlice(t.mask, rows*mw)
 	clear(t.mask)
-	for i := 0; i < p.abits; i++ {
-		for r := 0; r < rows; r++ {
-			markChunks(t.mask[(i*rows+r)*mw:(i*rows+r+1)*mw], p.a.Line(i, m0+r))
+	for r := 0; r < rows; r++ {
+		for i := 0; i < p.abits; i++ {
+			markChunks(t.mask[r*mw:(r+1)*mw], p.a.Line(i, m0+r))
 		}
 	}
-	t.counts = growSlice(t.counts, p.segMax)
 	for kb := 0; kb < p.lw; kb += p.kc {
 		ke := min(p.lw, kb+p.kc)
-		for _, seg := range p.segs {
-			v0, v1 := seg[0], seg[1]
-			counts := t.counts[:v1-v0]
-			for i := 0; i < p.abits; i++ {
-				for r := 0; r < rows; r++ {
-					mask := t.mask[(i*rows+r)*mw : (i*rows+r+1)*mw]
-					if !p.runs(counts, mask, p.a.Line(i, m0+r), kb, ke, v0) {
-						continue
-					}
-					trow := tile[r*p.n : (r+1)*p.n]
-					// Lines v0..v1 of B are (plane j, column c) = (v/plb, v%plb).
-					for v := v0; v < v1; {
-						j := v / p.plb
-						end := min(v1, (j+1)*p.plb)
-						c0, c1 := v-j*p.plb, min(end-j*p.plb, p.n)
-						if c1 > c0 {
-							addShifted(trow[c0:c1], counts[v-v0:v-v0+c1-c0], uint(i+j))
-						}
-						v = end
-					}
-				}
+		for c0 := 0; c0 < p.n; c0 += p.colBlock {
+			c1 := min(p.n, c0+p.colBlock)
+			for r := 0; r < rows; r++ {
+				p.runs(tile[r*p.n+c0:r*p.n+c1], t.mask[r*mw:(r+1)*mw], m0+r, kb, ke, c0)
 			}
 		}
 	}
 }
 
-// runs clears counts and adds to it the popcounts of line's non-zero
-// chunks within words [kb, ke) against lines [v0, v0+len(counts)) of B; it
-// reports whether there were any.
-func (p *bitPlan) runs(counts []uint32, mask, line []uint64, kb, ke, v0 int) bool {
+// runs adds to out the weighted popcounts of row m of A against columns
+// [c0, c0+len(out)) of B over the row's runs of non-zero chunks within
+// words [kb, ke).
+func (p *bitPlan) runs(out []int32, mask []uint64, m, kb, ke, c0 int) {
 	c := kb / bitChunkWords
 	cEnd := (ke + bitChunkWords - 1) / bitChunkWords
-	any := false
 	for c < cEnd {
 		// Jump to the next set bit of mask at or after c.
 		w := c / 64
@@ -241,15 +201,12 @@ func (p *bitPlan) runs(counts []uint32, mask, line []uint64, kb, ke, v0 int) boo
 			break
 		}
 		e = min(e, cEnd)
-		if !any {
-			clear(counts)
-			any = true
-		}
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		p.impl.lines(counts, line[w0:w1], p.bw[v0*p.lw+w0:], p.lw, w1-w0, len(counts))
+		for i := 0; i < p.abits; i++ {
+			p.impl.row(out, p.a.Line(i, m)[w0:w1], p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, i, w1-w0, len(out))
+		}
 		c = e
 	}
-	return any
 }
 
 // markChunks sets bit c of mask when words [4c, 4c+4) of line are not all zero.
@@ -262,14 +219,6 @@ func markChunks(mask, line []uint64) {
 		if or != 0 {
 			mask[c/64] |= 1 << (c % 64)
 		}
-	}
-}
-
-// addShifted adds counts<<sh to row (counts of one plane pair).
-func addShifted(row []int32, counts []uint32, sh uint) {
-	counts = counts[:len(row)]
-	for n, c := range counts {
-		row[n] += int32(c) << sh
 	}
 }
 

@@ -30,23 +30,23 @@ func reportBit(b *testing.B, m, k, n, abits, bbits int) {
 	b.ReportMetric(logical/2*float64(abits*bbits)/sec/ClockHz()/float64(cores), "bitMAC/cyc/core")
 }
 
-// BenchmarkLines is the inner kernel on L1-resident lines: one 4096-bit
-// line of A against 16 lines of B (8 KiB), one goroutine.
-func BenchmarkLines(b *testing.B) {
+// BenchmarkRow is the inner kernel on L1-resident lines: one line of A
+// against 16 columns of B of bbits planes (at most 32 KiB), one goroutine.
+func BenchmarkRow(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, kw := range []int{4, 16, 64} {
-		const nl = 16
-		a := randWords(r, kw, 1)
-		bw := randWords(r, nl*kw, 1)
-		out := make([]uint32, nl)
+	for _, c := range []struct{ kw, bbits int }{{4, 1}, {4, 4}, {16, 1}, {64, 1}, {64, 4}} {
+		const nc = 16
+		a := randWords(r, c.kw, 1)
+		bw := randWords(r, c.bbits*nc*c.kw, 1)
+		out := make([]int32, nc)
 		for _, im := range bitImpls {
-			b.Run(fmt.Sprintf("kw=%d/impl=%s", kw, im.name), func(b *testing.B) {
-				b.SetBytes(int64(8 * kw * (nl + 1)))
+			b.Run(fmt.Sprintf("kw=%d/bbits=%d/impl=%s", c.kw, c.bbits, im.name), func(b *testing.B) {
+				b.SetBytes(int64(8 * c.kw * (c.bbits*nc + 1)))
 				for b.Loop() {
-					im.lines(out, a, bw, kw, kw, nl)
+					im.row(out, a, bw, c.kw, nc*c.kw, c.bbits, 0, c.kw, nc)
 				}
 				sec := b.Elapsed().Seconds() / float64(b.N)
-				b.ReportMetric(float64(64*kw*nl)/sec/ClockHz(), "bitMAC/cyc/core")
+				b.ReportMetric(float64(64*c.kw*nc*c.bbits)/sec/ClockHz(), "bitMAC/cyc/core")
 			})
 		}
 	}

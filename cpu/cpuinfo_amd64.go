@@ -11,10 +11,10 @@ const haveAsm = true
 func asmBitImpls() []*bitImpl {
 	var impls []*bitImpl
 	if hasVPOPCNTDQ {
-		impls = append(impls, &bitImpl{name: "avx512", lines: asmLines(popcntLinesAVX512)})
+		impls = append(impls, &bitImpl{name: "avx512", row: asmRow(popcntRowAVX512)})
 	}
 	if hasAVX2 {
-		impls = append(impls, &bitImpl{name: "avx2", lines: asmLines(popcntLinesAVX2)})
+		impls = append(impls, &bitImpl{name: "avx2", row: asmRow(popcntRowAVX2)})
 	}
 	return impls
 }

@@ -10,7 +10,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(out *uint32, a *uint64, b *uint64, ldb int, kw int, nlines int)"
+const signature = "func(out *int32, a *uint64, b *uint64, ldb int, bps int, bbits int, shift int, kw int, ncols int)"
 
 func main() {
 	ConstraintExpr("!purego")
@@ -22,28 +22,14 @@ func main() {
 	for i := 0; i < 32; i++ {
 		DATA(i, U8(0x0f))
 	}
-	linesAVX2(lut, low)
-	linesAVX512()
+	rowAVX2(lut, low)
+	rowAVX512()
 	addChain()
 	Generate()
 }
 
-type args struct{ out, a, b, ldb, kw, nl Register }
-
-func loadArgs() args {
-	var r args
-	r.out = Load(Param("out"), GP64())
-	r.a = Load(Param("a"), GP64())
-	r.b = Load(Param("b"), GP64())
-	r.ldb = Load(Param("ldb"), GP64())
-	r.kw = Load(Param("kw"), GP64())
-	r.nl = Load(Param("nlines"), GP64())
-	SHLQ(U8(3), r.ldb) // words to bytes
-	return r
-}
-
 // reduce4 adds the four qword sums of each of q[0..3] (ymm, each sum < 2^32)
-// to the four uint32 at out. It clobbers q.
+// to the four 32-bit integers at out. It clobbers q.
 func reduce4(q [4]VecVirtual, out Register) {
 	VPSLLQ(U8(32), q[1], q[1])
 	VPOR(q[1], q[0], q[0]) // dwords: q0 sums | q1 sums
@@ -61,7 +47,7 @@ func reduce4(q [4]VecVirtual, out Register) {
 	VMOVDQU(r, Mem{Base: out})
 }
 
-// reduce1 adds the four qword sums of q (ymm) to the uint32 at out.
+// reduce1 adds the four qword sums of q (ymm) to the 32-bit integer at out.
 func reduce1(q VecVirtual, out Register) {
 	h := XMM()
 	VEXTRACTI128(U8(1), q, h)
@@ -74,15 +60,78 @@ func reduce1(q VecVirtual, out Register) {
 	ADDL(s, Mem{Base: out})
 }
 
-// linesAVX2: vpshufb nibble popcount (Muła), byte counts summed with
-// vpsadbw every <= 31 iterations (a byte gains at most 8 per iteration).
-func linesAVX2(lut, low Mem) {
-	TEXT("popcntLinesAVX2", NOSPLIT, signature)
+// The row kernels compute, for one line a of one bit plane of A (weight
+// 2^shift) and ncols columns of B with bbits planes each,
+//
+//	out[n] += Σ_j popcount(a[0:kw] & B_j[n][0:kw]) << (shift+j)
+//
+// where B_j[n] starts at b + j*bps + n*ldb words and kw is a multiple of 4.
+// Four columns at a time share each load of a; the plane weights are
+// applied to the 64-bit partial sums, so each output is reduced
+// horizontally once for all of B's planes.
+
+// colLoop emits the loop over groups of cols columns (4, then 1 for the
+// rest): for each plane j of B, body(bl, shiftX) accumulates the weighted
+// popcounts of the cols lines bl into q; then q is reduced into out.
+func colLoop(prefix string, cols int, out, ncols, b Register, zeroQ func() []VecVirtual,
+	body func(bl []Register, shiftX VecVirtual, q []VecVirtual), reduce func(q []VecVirtual)) {
+	Label(prefix + "_group")
+	if cols > 1 {
+		CMPQ(ncols, U8(cols))
+		JL(LabelRef(prefix + "_done"))
+	} else {
+		TESTQ(ncols, ncols)
+		JZ(LabelRef(prefix + "_done"))
+	}
+	q := zeroQ()
+	bj := GP64()
+	MOVQ(b, bj)
+	jc := Load(Param("bbits"), GP64())
+	sh := Load(Param("shift"), GP64())
+	Label(prefix + "_plane")
+	ldb := Load(Param("ldb"), GP64())
+	SHLQ(U8(3), ldb)
+	bl := []Register{bj}
+	if cols == 4 {
+		b1, b2, b3 := GP64(), GP64(), GP64()
+		LEAQ(Mem{Base: bj, Index: ldb, Scale: 1}, b1)
+		LEAQ(Mem{Base: bj, Index: ldb, Scale: 2}, b2)
+		LEAQ(Mem{Base: b1, Index: ldb, Scale: 2}, b3)
+		bl = append(bl, b1, b2, b3)
+	}
+	shx := XMM()
+	MOVQ(sh, shx)
+	body(bl, shx, q)
+	bps := Load(Param("bps"), GP64())
+	SHLQ(U8(3), bps)
+	ADDQ(bps, bj)
+	INCQ(sh)
+	DECQ(jc)
+	JNZ(LabelRef(prefix + "_plane"))
+	reduce(q)
+	ADDQ(U8(4*cols), out)
+	ldb2 := Load(Param("ldb"), GP64())
+	SHLQ(U8(3), ldb2)
+	if cols == 4 {
+		SHLQ(U8(2), ldb2)
+	}
+	ADDQ(ldb2, b)
+	SUBQ(U8(cols), ncols)
+	JMP(LabelRef(prefix + "_group"))
+	Label(prefix + "_done")
+}
+
+// rowAVX2: vpshufb nibble popcount (Muła et al.), byte counts summed with
+// vpsadbw every <= 31 steps (a byte gains at most 8 per step).
+func rowAVX2(lut, low Mem) {
+	TEXT("popcntRowAVX2", NOSPLIT, signature)
 	Pragma("noescape")
-	Doc("popcntLinesAVX2 is popcntLinesGeneric: out[v] += popcount(a[0:kw] & b[v*ldb:][:kw]) for v < nlines,",
-		"kw a multiple of 4. Four lines at a time share each load of a (1×4 register blocking).")
-	r := loadArgs()
-	SHRQ(U8(2), r.kw) // ymm iterations
+	Doc("popcntRowAVX2 is popcntRowGeneric: out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)",
+		"for n < ncols, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.")
+	out := Load(Param("out"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	ncols := Load(Param("ncols"), GP64())
 	mask, table, zero := YMM(), YMM(), YMM()
 	VMOVDQU(low, mask)
 	VMOVDQU(lut, table)
@@ -99,206 +148,137 @@ func linesAVX2(lut, low Mem) {
 		VPADDB(t, c, c)
 		VPADDB(h, c, c)
 	}
-
-	Label("avx2_group")
-	CMPQ(r.nl, U8(4))
-	JL(LabelRef("avx2_single"))
-	b1, b2, b3 := GP64(), GP64(), GP64()
-	LEAQ(Mem{Base: r.b, Index: r.ldb, Scale: 1}, b1)
-	LEAQ(Mem{Base: r.b, Index: r.ldb, Scale: 2}, b2)
-	LEAQ(Mem{Base: b1, Index: r.ldb, Scale: 2}, b3)
-	bl := [4]Register{r.b, b1, b2, b3}
-	var q, c [4]VecVirtual
-	for l := range q {
-		q[l] = YMM()
-		VPXOR(q[l], q[l], q[l])
+	zeroQ := func(n int) func() []VecVirtual {
+		return func() []VecVirtual {
+			q := make([]VecVirtual, n)
+			for l := range q {
+				q[l] = YMM()
+				VPXOR(q[l], q[l], q[l])
+			}
+			return q
+		}
 	}
-	off, rem, n := GP64(), GP64(), GP64()
-	XORQ(off, off)
-	MOVQ(r.kw, rem)
-	Label("avx2_chunk4")
-	TESTQ(rem, rem)
-	JZ(LabelRef("avx2_reduce4"))
-	MOVQ(U32(31), n)
-	CMPQ(rem, n)
-	CMOVQLT(rem, n)
-	SUBQ(n, rem)
-	for l := range c {
-		c[l] = YMM()
-		VPXOR(c[l], c[l], c[l])
+	body := func(prefix string) func(bl []Register, shx VecVirtual, q []VecVirtual) {
+		return func(bl []Register, shx VecVirtual, q []VecVirtual) {
+			off, rem, n := GP64(), GP64(), GP64()
+			XORQ(off, off)
+			Load(Param("kw"), rem)
+			SHRQ(U8(2), rem) // 256-bit steps
+			Label(prefix + "_chunk")
+			TESTQ(rem, rem)
+			JZ(LabelRef(prefix + "_chunkdone"))
+			MOVQ(U32(31), n)
+			CMPQ(rem, n)
+			CMOVQLT(rem, n)
+			SUBQ(n, rem)
+			c := make([]VecVirtual, len(bl))
+			for l := range c {
+				c[l] = YMM()
+				VPXOR(c[l], c[l], c[l])
+			}
+			Label(prefix + "_inner")
+			x := YMM()
+			VMOVDQU(Mem{Base: a, Index: off, Scale: 1}, x)
+			for l := range c {
+				popAdd(x, Mem{Base: bl[l], Index: off, Scale: 1}, c[l])
+			}
+			ADDQ(U8(32), off)
+			DECQ(n)
+			JNZ(LabelRef(prefix + "_inner"))
+			for l := range c {
+				VPSADBW(zero, c[l], c[l])
+				VPSLLQ(shx, c[l], c[l])
+				VPADDQ(c[l], q[l], q[l])
+			}
+			JMP(LabelRef(prefix + "_chunk"))
+			Label(prefix + "_chunkdone")
+		}
 	}
-	Label("avx2_inner4")
-	x := YMM()
-	VMOVDQU(Mem{Base: r.a, Index: off, Scale: 1}, x)
-	for l := range c {
-		popAdd(x, Mem{Base: bl[l], Index: off, Scale: 1}, c[l])
-	}
-	ADDQ(U8(32), off)
-	DECQ(n)
-	JNZ(LabelRef("avx2_inner4"))
-	for l := range c {
-		VPSADBW(zero, c[l], c[l])
-		VPADDQ(c[l], q[l], q[l])
-	}
-	JMP(LabelRef("avx2_chunk4"))
-	Label("avx2_reduce4")
-	reduce4(q, r.out)
-	ADDQ(U8(16), r.out)
-	MOVQ(r.ldb, n)
-	SHLQ(U8(2), n)
-	ADDQ(n, r.b)
-	SUBQ(U8(4), r.nl)
-	JMP(LabelRef("avx2_group"))
-
-	Label("avx2_single")
-	TESTQ(r.nl, r.nl)
-	JZ(LabelRef("avx2_done"))
-	q1 := YMM()
-	VPXOR(q1, q1, q1)
-	XORQ(off, off)
-	MOVQ(r.kw, rem)
-	Label("avx2_chunk1")
-	TESTQ(rem, rem)
-	JZ(LabelRef("avx2_reduce1"))
-	MOVQ(U32(31), n)
-	CMPQ(rem, n)
-	CMOVQLT(rem, n)
-	SUBQ(n, rem)
-	c1 := YMM()
-	VPXOR(c1, c1, c1)
-	Label("avx2_inner1")
-	x1 := YMM()
-	VMOVDQU(Mem{Base: r.a, Index: off, Scale: 1}, x1)
-	popAdd(x1, Mem{Base: r.b, Index: off, Scale: 1}, c1)
-	ADDQ(U8(32), off)
-	DECQ(n)
-	JNZ(LabelRef("avx2_inner1"))
-	VPSADBW(zero, c1, c1)
-	VPADDQ(c1, q1, q1)
-	JMP(LabelRef("avx2_chunk1"))
-	Label("avx2_reduce1")
-	reduce1(q1, r.out)
-	ADDQ(U8(4), r.out)
-	ADDQ(r.ldb, r.b)
-	DECQ(r.nl)
-	JMP(LabelRef("avx2_single"))
-
-	Label("avx2_done")
+	colLoop("avx2x4", 4, out, ncols, b, zeroQ(4), body("avx2x4"), func(q []VecVirtual) { reduce4([4]VecVirtual(q), out) })
+	colLoop("avx2x1", 1, out, ncols, b, zeroQ(1), body("avx2x1"), func(q []VecVirtual) { reduce1(q[0], out) })
 	VZEROUPPER()
 	RET()
 }
 
-// linesAVX512: VPOPCNTQ on 512-bit words, a 256-bit step for a kw%8 == 4 tail.
-func linesAVX512() {
-	TEXT("popcntLinesAVX512", NOSPLIT, signature)
+// rowAVX512: VPOPCNTQ on 512-bit steps, a 256-bit step for a kw%8 == 4 tail.
+func rowAVX512() {
+	TEXT("popcntRowAVX512", NOSPLIT, signature)
 	Pragma("noescape")
-	Doc("popcntLinesAVX512 is popcntLinesGeneric with AVX-512 VPOPCNTDQ: out[v] += popcount(a[0:kw] & b[v*ldb:][:kw])",
-		"for v < nlines, kw a multiple of 4. Four lines at a time share each load of a.")
-	r := loadArgs()
-	tail := GP64()
-	MOVQ(r.kw, tail)
-	ANDQ(U8(4), tail)
-	SHRQ(U8(3), r.kw) // zmm iterations
+	Doc("popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)",
+		"for n < ncols, j < bbits; kw a multiple of 4. 1×4 register blocking.")
+	out := Load(Param("out"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	ncols := Load(Param("ncols"), GP64())
 
-	// step adds popcount(x & src) to q; x and the temporaries are zmm, or
-	// ymm for the tail (a 256-bit op zeroes the upper half, so adding the
-	// whole zmm is right).
-	step := func(x VecVirtual, src Mem, q VecVirtual, wide bool) {
-		t := ZMM()
-		if wide {
-			VPANDQ(src, x, t)
-			VPOPCNTQ(t, t)
-		} else {
-			VPAND(src, x.AsY(), t.AsY())
-			VPOPCNTQ(t.AsY(), t.AsY())
+	zeroQ := func(n int) func() []VecVirtual {
+		return func() []VecVirtual {
+			q := make([]VecVirtual, n)
+			for l := range q {
+				q[l] = ZMM()
+				VPXORQ(q[l], q[l], q[l])
+			}
+			return q
 		}
-		VPADDQ(t, q, q)
 	}
-
-	Label("avx512_group")
-	CMPQ(r.nl, U8(4))
-	JL(LabelRef("avx512_single"))
-	b1, b2, b3 := GP64(), GP64(), GP64()
-	LEAQ(Mem{Base: r.b, Index: r.ldb, Scale: 1}, b1)
-	LEAQ(Mem{Base: r.b, Index: r.ldb, Scale: 2}, b2)
-	LEAQ(Mem{Base: b1, Index: r.ldb, Scale: 2}, b3)
-	bl := [4]Register{r.b, b1, b2, b3}
-	var q [4]VecVirtual
-	for l := range q {
-		q[l] = ZMM()
-		VPXORQ(q[l], q[l], q[l])
+	body := func(prefix string) func(bl []Register, shx VecVirtual, q []VecVirtual) {
+		return func(bl []Register, shx VecVirtual, q []VecVirtual) {
+			off, n, tail := GP64(), GP64(), GP64()
+			XORQ(off, off)
+			Load(Param("kw"), n)
+			MOVQ(n, tail)
+			ANDQ(U8(4), tail)
+			SHRQ(U8(3), n) // 512-bit steps
+			t := make([]VecVirtual, len(bl))
+			for l := range t {
+				t[l] = ZMM()
+				VPXORQ(t[l], t[l], t[l])
+			}
+			TESTQ(n, n)
+			JZ(LabelRef(prefix + "_tail"))
+			Label(prefix + "_inner")
+			x := ZMM()
+			VMOVDQU64(Mem{Base: a, Index: off, Scale: 1}, x)
+			for l := range t {
+				u := ZMM()
+				VPANDQ(Mem{Base: bl[l], Index: off, Scale: 1}, x, u)
+				VPOPCNTQ(u, u)
+				VPADDQ(u, t[l], t[l])
+			}
+			ADDQ(U8(64), off)
+			DECQ(n)
+			JNZ(LabelRef(prefix + "_inner"))
+			Label(prefix + "_tail")
+			TESTQ(tail, tail)
+			JZ(LabelRef(prefix + "_weigh"))
+			xt := ZMM()
+			VMOVDQU(Mem{Base: a, Index: off, Scale: 1}, xt.AsY())
+			for l := range t {
+				u := ZMM()
+				// A 256-bit op zeroes the upper half, so adding the zmm is right.
+				VPAND(Mem{Base: bl[l], Index: off, Scale: 1}, xt.AsY(), u.AsY())
+				VPOPCNTQ(u.AsY(), u.AsY())
+				VPADDQ(u, t[l], t[l])
+			}
+			Label(prefix + "_weigh")
+			for l := range t {
+				VPSLLQ(shx, t[l], t[l])
+				VPADDQ(t[l], q[l], q[l])
+			}
+		}
 	}
-	off, n := GP64(), GP64()
-	XORQ(off, off)
-	MOVQ(r.kw, n)
-	TESTQ(n, n)
-	JZ(LabelRef("avx512_tail4"))
-	Label("avx512_inner4")
-	x := ZMM()
-	VMOVDQU64(Mem{Base: r.a, Index: off, Scale: 1}, x)
-	for l := range q {
-		step(x, Mem{Base: bl[l], Index: off, Scale: 1}, q[l], true)
+	toY := func(q []VecVirtual) []VecVirtual {
+		y := make([]VecVirtual, len(q))
+		for l := range q {
+			h := YMM()
+			VEXTRACTI64X4(U8(1), q[l], h)
+			VPADDQ(h, q[l].AsY(), h)
+			y[l] = h
+		}
+		return y
 	}
-	ADDQ(U8(64), off)
-	DECQ(n)
-	JNZ(LabelRef("avx512_inner4"))
-	Label("avx512_tail4")
-	TESTQ(tail, tail)
-	JZ(LabelRef("avx512_reduce4"))
-	xt := ZMM()
-	VMOVDQU(Mem{Base: r.a, Index: off, Scale: 1}, xt.AsY())
-	for l := range q {
-		step(xt, Mem{Base: bl[l], Index: off, Scale: 1}, q[l], false)
-	}
-	Label("avx512_reduce4")
-	var qy [4]VecVirtual
-	for l := range q {
-		h := YMM()
-		VEXTRACTI64X4(U8(1), q[l], h)
-		VPADDQ(h, q[l].AsY(), h)
-		qy[l] = h
-	}
-	reduce4(qy, r.out)
-	ADDQ(U8(16), r.out)
-	MOVQ(r.ldb, n)
-	SHLQ(U8(2), n)
-	ADDQ(n, r.b)
-	SUBQ(U8(4), r.nl)
-	JMP(LabelRef("avx512_group"))
-
-	Label("avx512_single")
-	TESTQ(r.nl, r.nl)
-	JZ(LabelRef("avx512_done"))
-	q1 := ZMM()
-	VPXORQ(q1, q1, q1)
-	XORQ(off, off)
-	MOVQ(r.kw, n)
-	TESTQ(n, n)
-	JZ(LabelRef("avx512_tail1"))
-	Label("avx512_inner1")
-	x1 := ZMM()
-	VMOVDQU64(Mem{Base: r.a, Index: off, Scale: 1}, x1)
-	step(x1, Mem{Base: r.b, Index: off, Scale: 1}, q1, true)
-	ADDQ(U8(64), off)
-	DECQ(n)
-	JNZ(LabelRef("avx512_inner1"))
-	Label("avx512_tail1")
-	TESTQ(tail, tail)
-	JZ(LabelRef("avx512_reduce1"))
-	xt1 := ZMM()
-	VMOVDQU(Mem{Base: r.a, Index: off, Scale: 1}, xt1.AsY())
-	step(xt1, Mem{Base: r.b, Index: off, Scale: 1}, q1, false)
-	Label("avx512_reduce1")
-	h := YMM()
-	VEXTRACTI64X4(U8(1), q1, h)
-	VPADDQ(h, q1.AsY(), h)
-	reduce1(h, r.out)
-	ADDQ(U8(4), r.out)
-	ADDQ(r.ldb, r.b)
-	DECQ(r.nl)
-	JMP(LabelRef("avx512_single"))
-
-	Label("avx512_done")
+	colLoop("avx512x4", 4, out, ncols, b, zeroQ(4), body("avx512x4"), func(q []VecVirtual) { reduce4([4]VecVirtual(toY(q)), out) })
+	colLoop("avx512x1", 1, out, ncols, b, zeroQ(1), body("avx512x1"), func(q []VecVirtual) { reduce1(toY(q)[0], out) })
 	VZEROUPPER()
 	RET()
 }
