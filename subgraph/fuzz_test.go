@@ -28,7 +28,7 @@ func checkLoaded(t *testing.T, d *Dataset, err error) {
 			t.Fatalf("features have %d rows for %d nodes", f.Rows, n)
 		}
 		if f != nil && f.Dense == nil {
-			if _, _, _, err := canonicalCSR("f", f.Rows, f.Indptr, f.Indices, make([]float32, len(f.Indices))); err != nil {
+			if _, _, _, err := canonicalCSR("f", f.Rows, f.Cols, f.Indptr, f.Indices, make([]float32, len(f.Indices))); err != nil {
 				t.Fatalf("features CSR: %v", err)
 			}
 			for _, c := range f.Indices {
@@ -98,7 +98,7 @@ func FuzzPickle(f *testing.F) {
 			return
 		}
 		if m, err := pyCSR(v); err == nil {
-			if _, _, _, err := canonicalCSR("m", m.Rows, m.Indptr, m.Indices, m.Values); err != nil {
+			if _, _, _, err := canonicalCSR("m", m.Rows, m.Cols, m.Indptr, m.Indices, m.Values); err != nil {
 				t.Fatalf("pyCSR returned a bad CSR: %v", err)
 			}
 		}

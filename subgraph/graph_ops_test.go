@@ -130,3 +130,21 @@ func TestDatasetInducedAndMasks(t *testing.T) {
 	assert.False(t, sp.Binary())
 	assert.Equal(t, 3, sp.NNZ())
 }
+
+func TestCanonicalCSR(t *testing.T) {
+	// rows: {2:1, 0:2, 2:3}, {}, {1:4}
+	ip := []int32{0, 3, 3, 4}
+	ix := []int32{2, 0, 2, 1}
+	vs := []float32{1, 2, 3, 4}
+	for _, cols := range []int{3, 100000} { // transpose path, row-sort path
+		p, i, v, err := canonicalCSR("m", 3, cols, ip, ix, vs)
+		require.NoError(t, err)
+		assert.Equal(t, []int32{0, 2, 2, 3}, p)
+		assert.Equal(t, []int32{0, 2, 1}, i)
+		assert.Equal(t, []float32{2, 4, 4}, v)
+	}
+	_, _, _, err := canonicalCSR("m", 3, 2, ip, ix, vs)
+	assert.ErrorContains(t, err, "m: row 0 has column 2 outside [0, 2)")
+	_, _, _, err = canonicalCSR("m", 3, 3, []int32{0, 3, 2, 4}, ix, vs)
+	assert.ErrorContains(t, err, "indptr decreases at row 1")
+}

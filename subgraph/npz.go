@@ -131,14 +131,17 @@ func (z *npzFile) csr(p string) (rows, cols int, indptr, indices []int32, values
 		return
 	}
 	values = dt.float32s()
-	indptr, indices, values, err = canonicalCSR(z.name+":"+p, rows, indptr, indices, values)
+	indptr, indices, values, err = canonicalCSR(z.name+":"+p, rows, cols, indptr, indices, values)
 	return
 }
 
 // canonicalCSR checks indptr (starts at 0, non-decreasing, ends at
-// len(indices)) and sorts each row's columns, summing duplicates.
-func canonicalCSR(name string, rows int, indptr, indices []int32, values []float32) ([]int32, []int32, []float32, error) {
-	if len(indptr) != rows+1 || indptr[0] != 0 || int(indptr[rows]) != len(indices) {
+// len(indices)) and column indices (in [0, cols)), and returns rows with
+// sorted, unique columns, summing duplicates as scipy does. Sorted input
+// is returned as is; otherwise two counting-sort transposes (CSR -> CSC ->
+// CSR) sort every row in O(nnz + rows + cols).
+func canonicalCSR(name string, rows, cols int, indptr, indices []int32, values []float32) ([]int32, []int32, []float32, error) {
+	if len(indptr) != rows+1 || indptr[0] != 0 || int(indptr[rows]) != len(indices) || len(values) != len(indices) {
 		return nil, nil, nil, fmt.Errorf("%w: %s: indptr must run from 0 to %d over %d rows", ErrInconsistent, name, len(indices), rows)
 	}
 	sorted := true
@@ -147,13 +150,71 @@ func canonicalCSR(name string, rows int, indptr, indices []int32, values []float
 			return nil, nil, nil, fmt.Errorf("%w: %s: indptr decreases at row %d", ErrInconsistent, name, r)
 		}
 		row := indices[indptr[r]:indptr[r+1]]
-		for i := 1; i < len(row) && sorted; i++ {
-			sorted = row[i-1] < row[i]
+		for i, c := range row {
+			if c < 0 || int(c) >= cols {
+				return nil, nil, nil, fmt.Errorf("%w: %s: row %d has column %d outside [0, %d)", ErrInconsistent, name, r, c, cols)
+			}
+			if i > 0 && row[i-1] >= c {
+				sorted = false
+			}
 		}
 	}
 	if sorted {
 		return indptr, indices, values, nil
 	}
+	if cols > 4*len(indices)+1024 { // few entries over many columns: sort rows directly
+		return sortRows(rows, indptr, indices, values)
+	}
+	// CSR -> CSC: visiting rows in order lists each column's rows sorted.
+	cp := make([]int32, cols+1)
+	for _, c := range indices {
+		cp[c+1]++
+	}
+	for c := 0; c < cols; c++ {
+		cp[c+1] += cp[c]
+	}
+	fill := slices.Clone(cp[:cols])
+	crow := make([]int32, len(indices))
+	cval := make([]float32, len(indices))
+	for r := 0; r < rows; r++ {
+		for i := indptr[r]; i < indptr[r+1]; i++ {
+			c := indices[i]
+			crow[fill[c]], cval[fill[c]] = int32(r), values[i]
+			fill[c]++
+		}
+	}
+	// CSC -> CSR: visiting columns in order lists each row's columns sorted.
+	fill = slices.Clone(indptr[:rows])
+	outIdx := make([]int32, len(indices))
+	outVal := make([]float32, len(indices))
+	for c := 0; c < cols; c++ {
+		for i := cp[c]; i < cp[c+1]; i++ {
+			r := crow[i]
+			outIdx[fill[r]], outVal[fill[r]] = int32(c), cval[i]
+			fill[r]++
+		}
+	}
+	// Merge duplicates in place.
+	outPtr := make([]int32, rows+1)
+	w := int32(0)
+	for r := 0; r < rows; r++ {
+		start := w
+		for i := indptr[r]; i < indptr[r+1]; i++ {
+			if w > start && outIdx[w-1] == outIdx[i] {
+				outVal[w-1] += outVal[i]
+				continue
+			}
+			outIdx[w], outVal[w] = outIdx[i], outVal[i]
+			w++
+		}
+		outPtr[r+1] = w
+	}
+	return outPtr, outIdx[:w], outVal[:w], nil
+}
+
+// sortRows sorts each row by column with a comparison sort, summing
+// duplicates; canonicalCSR's fallback when the column count dwarfs nnz.
+func sortRows(rows int, indptr, indices []int32, values []float32) ([]int32, []int32, []float32, error) {
 	type ent struct {
 		c int32
 		v float32
@@ -167,7 +228,7 @@ func canonicalCSR(name string, rows int, indptr, indices []int32, values []float
 		for i := indptr[r]; i < indptr[r+1]; i++ {
 			buf = append(buf, ent{indices[i], values[i]})
 		}
-		slices.SortFunc(buf, func(a, b ent) int { return int(a.c) - int(b.c) })
+		slices.SortStableFunc(buf, func(a, b ent) int { return int(a.c) - int(b.c) })
 		for i, e := range buf {
 			if i > 0 && buf[i-1].c == e.c {
 				outVal[len(outVal)-1] += e.v

@@ -414,7 +414,7 @@ func pyCSR(v any) (*Features, error) {
 	if err != nil {
 		return nil, err
 	}
-	indptr, indices, values, err := canonicalCSR("csr_matrix", dims[0], indptr, indices, dt.float32s())
+	indptr, indices, values, err := canonicalCSR("csr_matrix", dims[0], dims[1], indptr, indices, dt.float32s())
 	if err != nil {
 		return nil, err
 	}
