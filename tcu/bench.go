@@ -54,13 +54,13 @@ func (k *Kernel) Bench(as, bs []*bittensor.Tensor, o BenchOptions) (BenchResult,
 	}
 	jobs := make([]job, len(as))
 	for i := range as {
-		jobs[i] = job{a: as[i], b: bs[i], mode: modeInt, noZTJ: o.Dense}
+		if as[i] == nil || bs[i] == nil {
+			return BenchResult{}, fmt.Errorf("%w: nil operand %d", ErrShape, i)
+		}
+		jobs[i] = job{a: as[i], b: bs[i], mode: modeInt, noZTJ: o.Dense, ints: make([]int32, as[i].Rows()*bs[i].Cols())}
 	}
 	if err := checkJobs(jobs); err != nil {
 		return BenchResult{}, err
-	}
-	for i := range jobs {
-		jobs[i].ints = make([]int32, jobs[i].m*jobs[i].n)
 	}
 	var res BenchResult
 	d := k.d

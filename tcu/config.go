@@ -52,7 +52,7 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("WGS", c.wgs), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
@@ -70,7 +70,7 @@ func (c config) String() string {
 // shared) within 128 registers; the block has up to 4 warps, fewer along M
 // when that is needed to give every multiprocessor two blocks.
 func mmaConfig(a, b, m, n, sms int) config {
-	w := a + b - 1
+	w := min(a+b-1, 31) // accumulators: see NW in bmm_mma.cu
 	var f int // m16n8 fragments per warp
 	switch {
 	case w <= 2:
@@ -102,8 +102,19 @@ func mmaConfig(a, b, m, n, sms int) config {
 	if c.stageBytes() <= 8<<10 {
 		c.stages = 4
 	}
+	// Wide operands: fewer stages, then fewer warps, to fit shared memory.
+	for c.smem(modeBit) > maxSmem && c.stages > 2 {
+		c.stages--
+	}
+	for c.smem(modeBit) > maxSmem && c.bm > c.wm {
+		c.bm /= 2
+	}
 	return c
 }
+
+// maxSmem is the shared memory a block may use on sm_80 and newer (the
+// smallest opt-in limit of those parts, less a margin).
+const maxSmem = 160 << 10
 
 // wgmmaNs are the wgmma N extents the kernels are generated for (gen_wgmma.py).
 var wgmmaNs = map[int]bool{32: true, 64: true, 128: true, 256: true}

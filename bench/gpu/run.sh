@@ -27,7 +27,7 @@ for step in $STEPS; do
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/mma.cubin -Xptxas -v --fmad=false \
         -DABITS=1 -DBBITS=4 -DBM=64 -DBN=64 -DWM=32 -DWN=32 -DSTAGES=3 -I$K $K/bmm_mma.cu 2>&1
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/wg.cubin -Xptxas -v --fmad=false \
-        -DABITS=1 -DBBITS=4 -DBN=64 -DWGS=2 -DSTAGES=4 -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
+        -DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DSTAGES=4 -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
       cuobjdump -sass /tmp/wg.cubin | grep -c -E "BGMMA|HGMMA" || true
       cuobjdump -sass /tmp/mma.cubin | grep -c BMMA || true
     } >"$OUT/nvcc.log" 2>&1

@@ -14,7 +14,10 @@
 // Compile-time parameters (-D): ABITS, BBITS, BM, BN, WM, WN, STAGES.
 #include "common.cuh"
 
-#define NW (ABITS + BBITS - 1)
+// Plane pairs of weight 2^31 or more cannot contribute to a product that
+// fits int32 (bmm.Check), except as zeros: they are skipped, and at most
+// 31 accumulators are kept.
+#define NW (ABITS + BBITS - 1 < 31 ? ABITS + BBITS - 1 : 31)
 #define MF (WM / 16)
 #define NF (WN / 8)
 #define WARPS_N (BN / WN)
@@ -128,7 +131,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
 #pragma unroll
         for (int mf = 0; mf < MF; mf++)
 #pragma unroll
-          for (int nf = 0; nf < NF; nf++) bmma(acc[i + j][mf][nf], a[mf], b[nf]);
+          for (int nf = 0; nf < NF; nf++)
+            if (i + j < NW) bmma(acc[i + j < NW ? i + j : 0][mf][nf], a[mf], b[nf]);
       }
     }
   }
@@ -147,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
         const int lc = wn * WN + nf * 8 + (lane & 3) * 2 + (r & 1);
         int c = 0;
 #pragma unroll
-        for (int w = 0; w < NW; w++) c += acc[w][mf][nf][r] << w;
+        for (int w = 0; w < NW; w++) c += (int)((u32)acc[w][mf][nf][r] << w);
         emit(P, c, m0 + lr, n0 + lc, q, lr * ldq + lc);
       }
   if (P.mode == MODE_BIT) {

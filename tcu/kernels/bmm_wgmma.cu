@@ -13,11 +13,11 @@
 // leading and stride byte offsets for that layout (128 and 256 when the
 // leading dimension is K); the host checks the choice against the CPU once.
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, WGS, STAGES, DESC_LBO, DESC_SBO.
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, STAGES, DESC_LBO, DESC_SBO.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
-#define NP (BBITS * BN)
+// NP = BBITS * BN, the wgmma N, comes as a number (-DNP) for token pasting.
 #define BM (64 * WGS)
 #define NTHREADS (128 * WGS)
 #define A_BYTES (ABITS * BM * 32)
@@ -120,7 +120,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
 #pragma unroll
       for (int i = 0; i < ABITS; i++)
 #pragma unroll
-        for (int j = 0; j < BBITS; j++) v += d[i][4 * (j * (BN / 8) + c) + r] << (i + j);
+        for (int j = 0; j < BBITS; j++)
+          if (i + j < 31) v += (int)((u32)d[i][4 * (j * (BN / 8) + c) + r] << (i + j));
       emit(P, v, m0 + lr, n0 + lc, q, lr * ldq + lc);
     }
   if (P.mode == MODE_BIT) {
