@@ -71,7 +71,7 @@ func (c config) String() string {
 // when that is needed to give every multiprocessor two blocks.
 func mmaConfig(a, b, m, n, sms int) config {
 	w := min(a+b-1, 31) // accumulators: see NW in bmm_mma.cu
-	var f int // m16n8 fragments per warp
+	var f int           // m16n8 fragments per warp
 	switch {
 	case w <= 2:
 		f = 16
