@@ -209,15 +209,28 @@ func (p *bitPlan) runs(out []int32, mask []uint64, m, kb, ke, c0 int) {
 	}
 }
 
-// markChunks sets bit c of mask when words [4c, 4c+4) of line are not all zero.
+// markChunks sets bit c of mask when words [4c, 4c+4) of line are not all
+// zero. It ORs into mask, so calling it for each plane of a row marks the
+// chunks non-zero in any plane.
 func markChunks(mask, line []uint64) {
-	for c := 0; c*bitChunkWords < len(line); c++ {
+	full := len(line) / bitChunkWords
+	for c0 := 0; c0 < full; c0 += 64 {
+		var m uint64
+		for c := c0; c < min(full, c0+64); c++ {
+			w := line[c*bitChunkWords : c*bitChunkWords+4 : c*bitChunkWords+4]
+			if w[0]|w[1]|w[2]|w[3] != 0 {
+				m |= 1 << (c - c0)
+			}
+		}
+		mask[c0/64] |= m
+	}
+	if rest := line[full*bitChunkWords:]; len(rest) > 0 {
 		var or uint64
-		for _, x := range line[c*bitChunkWords : min(len(line), (c+1)*bitChunkWords)] {
+		for _, x := range rest {
 			or |= x
 		}
 		if or != 0 {
-			mask[c/64] |= 1 << (c % 64)
+			mask[full/64] |= 1 << (full % 64)
 		}
 	}
 }
