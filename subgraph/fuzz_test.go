@@ -89,8 +89,9 @@ func FuzzNPZ(f *testing.F) {
 }
 
 func FuzzPickle(f *testing.F) {
-	f.Add(readSeed(f, "cora/ind.cora.y", 0))
-	f.Add(readSeed(f, "cora/ind.cora.x", 0))
+	// Small seeds: the fuzzer minimizes every new input, slow for big ones.
+	f.Add(readSeed(f, "fixtures/pickle/tiny-csr.pkl", 0))
+	f.Add(readSeed(f, "fixtures/pickle/tiny-y.pkl", 0))
 	f.Add(append(readSeed(f, "cora/ind.cora.graph", 600), '.'))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := unpickle("f", b)

@@ -783,3 +783,23 @@ func TestLocateRelativeToSearchDirs(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	assert.Contains(t, err.Error(), filepath.Join("testdata", "cora", "nothing.npz"))
 }
+
+func TestPickledArrays(t *testing.T) {
+	b, err := os.ReadFile("../testdata/fixtures/pickle/tiny-csr.pkl")
+	require.NoError(t, err)
+	v, err := unpickle("tiny-csr.pkl", b)
+	require.NoError(t, err)
+	m, err := pyCSR(v)
+	require.NoError(t, err)
+	assert.Equal(t, &Features{Rows: 3, Cols: 4, Indptr: []int32{0, 2, 2, 3}, Indices: []int32{1, 3, 0}, Values: []float32{1, 1, 0.5}}, m)
+	b, err = os.ReadFile("../testdata/fixtures/pickle/tiny-y.pkl")
+	require.NoError(t, err)
+	v, err = unpickle("tiny-y.pkl", b)
+	require.NoError(t, err)
+	a, err := pyNDArray(v)
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 3}, a.shape)
+	assert.Equal(t, []float32{0, 1, 0, 1, 0, 0}, a.float32s())
+	_, err = pyCSR(v)
+	assert.ErrorContains(t, err, "not a pickled scipy csr_matrix")
+}
