@@ -10,7 +10,9 @@ import "math/bits"
 //	out[n] += Σ_j popcount(a[0:kw] & B_j[n][0:kw]) << (shift+j)
 //
 // where B_j[n] = b[j*bps + n*ldb:] (bps: B's plane stride, ldb: its line
-// stride, in words) and shift = i. row takes any kw; the assembly paths
+// stride, in words) and shift = i. Each sum must fit in int32, as
+// bmm.Check guarantees for the whole product (the assembly packs two
+// partial sums into one 64-bit lane while reducing). row takes any kw; the assembly paths
 // run whole 256-bit steps and leave a tail of kw%4 words (non-default
 // padding only) to the Go loop.
 type bitImpl struct {

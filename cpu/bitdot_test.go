@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -136,6 +137,14 @@ func FuzzRow(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nc8, bb8, sh8, pad8, off8 uint8) {
 		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 16), bbits: 1 + int(bb8%8), shift: int(sh8 % 16),
 			pad: int(pad8 % 9), off: int(off8 % 8)}
+		// The kernels' precondition (bmm.Check's overflow rule): every
+		// weighted sum fits in int32.
+		for c.shift > 0 && float64(64*c.kw)*float64(uint64(1)<<c.bbits-1)*float64(uint64(1)<<c.shift) > math.MaxInt32 {
+			c.shift--
+		}
+		for c.bbits > 1 && float64(64*c.kw)*float64(uint64(1)<<c.bbits-1) > math.MaxInt32 {
+			c.bbits--
+		}
 		r := rand.New(rand.NewPCG(seed, uint64(c.kw)))
 		a, b, ldb, bps := c.operands(r, 0.7)
 		want := make([]int32, c.ncols)
