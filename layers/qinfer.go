@@ -42,7 +42,7 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 		w := qPrepareWeights(op.lin, m.WBits, true)
 		codes := make([]int32, len(w.codes))
 		for j, c := range w.codes {
-			codes[j] = int32(c)
+			codes[j] = int32(uint32(c)) // 32-bit codes wrap; Pack stores the bit pattern
 		}
 		t, err := bittensor.Pack(codes, op.lin.In, op.lin.Out, m.WBits, bittensor.ByCols, bittensor.DefaultPadding)
 		if err != nil {

@@ -139,7 +139,7 @@ func TestQWideProduct(t *testing.T) {
 // integer math: every inter-layer tensor's codes and every logit bit.
 func TestQInferMatchesSimulation(t *testing.T) {
 	for _, kind := range []string{QGCN, QGIN} {
-		for _, bits := range [][2]int{{1, 1}, {2, 2}, {3, 5}, {4, 4}, {8, 8}, {16, 16}, {8, 2}} {
+		for _, bits := range [][2]int{{1, 1}, {2, 2}, {3, 5}, {4, 4}, {8, 8}, {16, 16}, {8, 2}, {20, 24}} {
 			for _, binary := range []bool{true, false} {
 				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", kind, bits[0], bits[1], binary)
 				t.Run(name, func(t *testing.T) {
@@ -197,6 +197,32 @@ func TestQZeroPointExact(t *testing.T) {
 					}
 					assert.InDelta(t, want, float64(y[r*l.Out+j]), 1e-5*(mag+1))
 				}
+			}
+		})
+	}
+}
+
+// TestQInfer32Bits checks 32-bit codes end to end: products beyond int64
+// are summed in float64, so codes may differ in their last bits from the
+// simulation, but the logits agree to float32 precision.
+func TestQInfer32Bits(t *testing.T) {
+	for _, kind := range []string{QGCN, QGIN} {
+		t.Run(kind, func(t *testing.T) {
+			m, d, in := qPrepared(t, kind, 32, 32, 1, false)
+			plan, err := m.Compile(bmm.Generic{})
+			require.NoError(t, err)
+			b := d.Eval[0]
+			_, want, err := m.simForward(b, in, true, -1, 0, nil)
+			require.NoError(t, err)
+			_, fp, err := m.simForward(b, in, false, -1, 0, nil)
+			require.NoError(t, err)
+			x, err := in.Pack(b.Nodes)
+			require.NoError(t, err)
+			got, _, err := plan.Forward(b, x, nil)
+			require.NoError(t, err)
+			for i := range want {
+				assert.InDelta(t, want[i], got[i], 1e-2*(1+math.Abs(float64(want[i]))), "logit %d", i)
+				assert.InDelta(t, fp[i], got[i], 1e-2*(1+math.Abs(float64(fp[i]))), "logit %d vs fp32", i)
 			}
 		})
 	}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/plot"
+	"github.com/qgtc/qgtc/layers"
+)
+
+func init() {
+	register(&command{name: "sweep", summary: "accuracy, latency and model size of a quantized GNN per bit width (table, CSV, JSON, plots)", run: runSweep})
+}
+
+// sweepRow is one bit width of `qgtc sweep`, over the seeds.
+type sweepRow struct {
+	Bits         int       `json:"bits"` // 0: the fp32 model
+	Accuracy     float64   `json:"accuracy"`
+	AccuracyStd  float64   `json:"accuracy_std"`
+	Accuracies   []float64 `json:"accuracies"`
+	PTQAccuracy  float64   `json:"ptq_accuracy"` // mean over seeds, before QAT
+	ComputeMS    float64   `json:"compute_ms"`   // mean over seeds: bit products and epilogues
+	PackMS       float64   `json:"pack_ms"`
+	NodesPerSec  float64   `json:"nodes_per_sec"` // over pack + compute
+	WeightBytes  int       `json:"weight_bytes"`
+	InterBytes   int       `json:"inter_layer_bytes"`
+	Kernel       string    `json:"kernel"`
+	FeatureBits  int       `json:"feature_bits"`
+	TrainSeconds float64   `json:"train_seconds"`
+}
+
+type sweepReport struct {
+	Dataset string     `json:"dataset"`
+	Model   string     `json:"model"`
+	Nodes   int        `json:"nodes"`
+	Parts   int        `json:"parts"`
+	Batches int        `json:"batches"`
+	Seeds   int        `json:"seeds"`
+	Rows    []sweepRow `json:"rows"` // the fp32 model first
+}
+
+func qParseBits(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || b < 1 || b > 32 {
+			return nil, fmt.Errorf("%w: --bits entry %q is not a width in 1..32", errUsage, f)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func qMeanStd(v []float64) (float64, float64) {
+	if len(v) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	m := s / float64(len(v))
+	if len(v) == 1 {
+		return m, 0
+	}
+	var d float64
+	for _, x := range v {
+		d += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(d / float64(len(v)-1))
+}
+
+func runSweep(args []string, stdout io.Writer) error {
+	fs := newFlags("sweep", stdout)
+	j := &qjob{}
+	fs.StringVar(&j.dataset, "dataset", "", "dataset name or path (required)")
+	fs.StringVar(&j.kind, "model", "gcn", "model: gcn or gin")
+	bitList := fs.String("bits", "1,2,3,4,6,8,16,32", "comma-separated bit widths (activations = weights)")
+	seeds := fs.Int("seeds", 1, "seeds per width (split, partition, training); reports mean ± std")
+	out := fs.String("out", "qgtc-sweep", "folder for sweep.csv, sweep.json, sweep.svg and sweep.png")
+	fs.IntVar(&j.parts, "parts", 0, "graph partitions (0: automatic, as in infer)")
+	fs.IntVar(&j.batch, "batch", 1, "partitions per batch")
+	fs.IntVar(&j.hidden, "hidden", 64, "hidden width")
+	fs.IntVar(&j.layers, "layers", 2, "graph layers")
+	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs")
+	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs per width (0: PTQ only)")
+	fs.Uint64Var(&j.seed, "seed", 0, "first seed")
+	device := fs.String("device", "cpu", "cpu, gpu or auto")
+	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
+	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if j.dataset == "" {
+		return fmt.Errorf("%w: --dataset is required", errUsage)
+	}
+	if j.kind != layers.QGCN && j.kind != layers.QGIN {
+		return fmt.Errorf("%w: --model %q (want gcn or gin)", errUsage, j.kind)
+	}
+	bits, err := qParseBits(*bitList)
+	if err != nil {
+		return err
+	}
+	if *seeds < 1 || j.batch < 1 || j.hidden < 1 || j.layers < 1 {
+		return fmt.Errorf("%w: --seeds, --batch, --hidden and --layers must be positive", errUsage)
+	}
+	kernel, closer, note, err := qPickKernel(*device)
+	if err != nil {
+		return err
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "qgtc: note:", note)
+	}
+	rep := sweepReport{Model: j.kind, Seeds: *seeds}
+	rows := make([]sweepRow, len(bits)+1)
+	acc := make([][]float64, len(bits)+1)
+	ptq := make([][]float64, len(bits)+1)
+	parts := j.parts
+	for s := 0; s < *seeds; s++ {
+		sj := *j
+		sj.seed = j.seed + uint64(s)
+		sj.parts = parts
+		t, err := qLoadTask(&sj)
+		if err != nil {
+			return err
+		}
+		rep.Dataset, rep.Nodes, rep.Parts, rep.Batches = t.ds.Name, t.ds.Graph.N(), t.parts, len(t.data.Eval)
+		// The fp32 model: trained once per seed, on features quantized at the
+		// first width (its float values do not depend on the width).
+		in0, err := layers.QuantizeInput(t.ds.Features, bits[0])
+		if err != nil {
+			return err
+		}
+		fp, dt, err := qFP32Model(&sj, t, in0)
+		if err != nil {
+			return err
+		}
+		fa, err := fp.Accuracy(t.data, in0, false, t.ds.Test)
+		if err != nil {
+			return err
+		}
+		acc[0] = append(acc[0], fa)
+		rows[0].WeightBytes = qFP32Bytes(fp)
+		rows[0].TrainSeconds += dt.Seconds()
+		for bi, b := range bits {
+			sj.abits, sj.wbits = b, b
+			in, err := layers.QuantizeInput(t.ds.Features, b)
+			if err != nil {
+				return err
+			}
+			// PTQ accuracy, then the QAT model (cached like infer's).
+			pm := fp.Clone()
+			pm.ABits, pm.WBits = b, b
+			if err := pm.Calibrate(t.data, in, 8); err != nil {
+				return err
+			}
+			pa, err := pm.Accuracy(t.data, in, true, t.ds.Test)
+			if err != nil {
+				return err
+			}
+			ptq[bi+1] = append(ptq[bi+1], pa)
+			m, dt, err := qQuantModel(&sj, t, fp, in)
+			if err != nil {
+				return err
+			}
+			plan, err := m.Compile(kernel)
+			if err != nil {
+				return err
+			}
+			qProgress(j.quiet, "qgtc: sweep seed %d: %d-bit inference", sj.seed, b)
+			run, err := plan.Run(t.data, in, nil)
+			if err != nil {
+				return err
+			}
+			r := &rows[bi+1]
+			r.Bits, r.Kernel, r.FeatureBits = b, kernel.Name(), in.Params.Bits
+			r.WeightBytes, r.InterBytes = plan.WeightBytes, run.Stats.InterBytes
+			r.ComputeMS += qms(run.Compute) / float64(*seeds)
+			r.PackMS += qms(run.Pack) / float64(*seeds)
+			r.TrainSeconds += dt.Seconds()
+			acc[bi+1] = append(acc[bi+1], layers.QAccuracy(run.Pred, t.ds.Labels, t.ds.Test))
+		}
+		qProgressDone(j.quiet)
+	}
+	for i := range rows {
+		rows[i].Accuracies = acc[i]
+		rows[i].Accuracy, rows[i].AccuracyStd = qMeanStd(acc[i])
+		rows[i].PTQAccuracy, _ = qMeanStd(ptq[i])
+		if t := rows[i].ComputeMS + rows[i].PackMS; t > 0 {
+			rows[i].NodesPerSec = float64(rep.Nodes) / (t / 1000)
+		}
+	}
+	rows[0].PTQAccuracy = rows[0].Accuracy
+	rep.Rows = rows
+	if *out != "" {
+		if err := qWriteSweep(*out, &rep); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %d batches, %d seed(s), kernel %s\n",
+		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, rep.Seeds, bmm.Default().Name())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
+	for _, r := range rows {
+		name := strconv.Itoa(r.Bits)
+		if r.Bits == 0 {
+			fmt.Fprintf(tw, "fp32\t%.2f\t%.2f\t\t\t\t\t%s\t\t\n", 100*r.Accuracy, 100*r.AccuracyStd, qByteSize(int64(r.WeightBytes)))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, 100*r.Accuracy, 100*r.AccuracyStd, 100*r.PTQAccuracy,
+			r.ComputeMS, r.PackMS, qGroupDigits(r.NodesPerSec), qByteSize(int64(r.WeightBytes)), qByteSize(int64(r.InterBytes)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if *out != "" {
+		fmt.Fprintf(stdout, "wrote %s/sweep.{csv,json,svg,png}\n", *out)
+	}
+	return nil
+}
+
+// fp32Bytes is the size of m's weights and biases as float32.
+func qFP32Bytes(m *layers.QModel) int {
+	n := 0
+	for _, ly := range m.Layers {
+		n += 4 * (len(ly.Lin1.W) + len(ly.Lin1.B))
+		if ly.Lin2 != nil {
+			n += 4 * (len(ly.Lin2.W) + len(ly.Lin2.B))
+		}
+	}
+	return n
+}
+
+func qWriteSweep(dir string, rep *sweepReport) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{"dataset", "model", "bits", "accuracy", "accuracy_std", "ptq_accuracy", "compute_ms", "pack_ms", "nodes_per_sec", "weight_bytes", "inter_layer_bytes", "kernel"})
+	for _, r := range rep.Rows {
+		bits := strconv.Itoa(r.Bits)
+		if r.Bits == 0 {
+			bits = "fp32"
+		}
+		_ = w.Write([]string{rep.Dataset, rep.Model, bits, qf6(r.Accuracy), qf6(r.AccuracyStd), qf6(r.PTQAccuracy), qf6(r.ComputeMS), qf6(r.PackMS),
+			qf6(r.NodesPerSec), strconv.Itoa(r.WeightBytes), strconv.Itoa(r.InterBytes), r.Kernel})
+	}
+	w.Flush()
+	if err := os.WriteFile(filepath.Join(dir, "sweep.csv"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	fig := qSweepFigure(rep)
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"sweep.svg", fig.WriteSVG}, {"sweep.png", fig.WritePNG}} {
+		fh, err := os.Create(filepath.Join(dir, f.name))
+		if err != nil {
+			return err
+		}
+		if err := f.write(fh); err != nil {
+			fh.Close()
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if err := fh.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func qf6(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func qSweepFigure(rep *sweepReport) *plot.Figure {
+	q := rep.Rows[1:]
+	ticks := make([]string, len(q))
+	acc := make([]float64, len(q))
+	std := make([]float64, len(q))
+	ptq := make([]float64, len(q))
+	fp := make([]float64, len(q))
+	speed := make([]float64, len(q))
+	for i, r := range q {
+		ticks[i] = strconv.Itoa(r.Bits)
+		acc[i], std[i], ptq[i] = 100*r.Accuracy, 100*r.AccuracyStd, 100*r.PTQAccuracy
+		fp[i] = 100 * rep.Rows[0].Accuracy
+		speed[i] = r.NodesPerSec
+	}
+	return &plot.Figure{
+		Title:  fmt.Sprintf("qgtc sweep: %s on %s (%d seed(s))", rep.Model, rep.Dataset, rep.Seeds),
+		XLabel: "bits (activations = weights)",
+		XTicks: ticks,
+		Panels: []plot.Panel{
+			{Title: "test accuracy", YLabel: "accuracy (%)", Series: []plot.Series{
+				{Name: "QAT", Y: acc, Err: std, Color: plot.Palette[0]},
+				{Name: "PTQ", Y: ptq, Color: plot.Palette[2]},
+				{Name: "fp32", Y: fp, Color: plot.Palette[1]},
+			}},
+			{Title: "inference speed (pack + compute)", YLabel: "nodes / s", LogY: true, Series: []plot.Series{
+				{Name: "nodes/s", Y: speed, Color: plot.Palette[3]},
+			}},
+		},
+	}
+}
