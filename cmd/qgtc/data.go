@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,11 +20,11 @@ func init() {
 	register(&command{name: "data", summary: "list, inspect and generate graph datasets", run: runData})
 }
 
-// dataSubcommands maps `qgtc data <sub>` to its handler; data_synth adds
-// "synth" once the generators exist.
+// dataSubcommands maps `qgtc data <sub>` to its handler.
 var dataSubcommands = map[string]func(args []string, w io.Writer) error{
-	"list": dataList,
-	"info": dataInfo,
+	"list":  dataList,
+	"info":  dataInfo,
+	"synth": dataSynth,
 }
 
 func runData(args []string, w io.Writer) error {
@@ -29,9 +32,7 @@ func runData(args []string, w io.Writer) error {
 		fmt.Fprintln(w, "Usage: qgtc data <list|info|synth> [flags]")
 		fmt.Fprintln(w, "  list                      bundled datasets with a one-line description")
 		fmt.Fprintln(w, "  info <name|path> [--json] nodes, edges, features, classes, split, density, degrees")
-		if _, ok := dataSubcommands["synth"]; ok {
-			fmt.Fprintln(w, "  synth [flags] -o FILE     write a synthetic graph (R-MAT or planted partition)")
-		}
+		fmt.Fprintln(w, "  synth [flags] -o FILE     write a synthetic graph (R-MAT or planted partition) as .npz or edge list")
 		fmt.Fprintln(w, "\nA name is looked up in $QGTC_DATA/<name>, ./testdata/<name>, <binary>/../testdata/<name>;")
 		fmt.Fprintln(w, "a path may be a dataset folder (Planetoid, OGB, GraphSAGE, TU) or a .npz/.zip/.mat/edge-list file.")
 		if len(args) == 0 {
@@ -194,4 +195,65 @@ func dataInfo(args []string, w io.Writer) error {
 	fmt.Fprintf(tw, "components\t%d (largest %d nodes)\n", s.Components, s.LargestComponent)
 	fmt.Fprintf(tw, "load time\t%s\n", took.Round(time.Millisecond))
 	return tw.Flush()
+}
+
+func dataSynth(args []string, w io.Writer) error {
+	fs := newFlags("data synth", w)
+	model := fs.String("model", "rmat", "generator: rmat (Chakrabarti et al.) or planted (planted partition / SBM)")
+	out := fs.StringP("out", "o", "", "output file: .npz (src_li, dst_li, num_nodes, labels) or an edge list (.txt, .edges, .el)")
+	seed := fs.Uint64("seed", 1, "random seed")
+	scale := fs.Int("scale", 14, "rmat: 2^scale nodes")
+	edgeFactor := fs.Int("edge-factor", 16, "rmat: edges drawn per node")
+	a := fs.Float64("a", 0.57, "rmat: quadrant probability a (Graph500: 0.57)")
+	b := fs.Float64("b", 0.19, "rmat: quadrant probability b")
+	c := fs.Float64("c", 0.19, "rmat: quadrant probability c (d = 1-a-b-c)")
+	nodes := fs.Int("nodes", 10000, "planted: number of nodes")
+	k := fs.Int("communities", 10, "planted: number of communities (written as labels to .npz)")
+	avgDeg := fs.Float64("avg-degree", 10, "planted: average degree")
+	mixing := fs.Float64("mixing", 0.1, "planted: expected fraction of edges between communities")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() != 0 {
+		return fmt.Errorf("%w: data synth wants -o FILE and no other arguments", errUsage)
+	}
+	ext := strings.ToLower(filepath.Ext(*out))
+	if ext != ".npz" && ext != ".txt" && ext != ".edges" && ext != ".el" {
+		return fmt.Errorf("%w: output %q: want a .npz, .txt, .edges or .el file", errUsage, *out)
+	}
+	var g *subgraph.Graph
+	var labels []int32
+	var err error
+	switch *model {
+	case "rmat":
+		g, err = subgraph.RMAT(*scale, *edgeFactor, *a, *b, *c, *seed)
+	case "planted":
+		g, labels, err = subgraph.PlantedPartition(*nodes, *k, *avgDeg, *mixing, *seed)
+	default:
+		return fmt.Errorf("%w: --model %q: want rmat or planted", errUsage, *model)
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	if ext == ".npz" {
+		err = subgraph.WriteEdgeNPZ(f, g, labels)
+	} else {
+		err = subgraph.WriteEdgeList(f, g)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", *out, err)
+	}
+	fmt.Fprintf(w, "wrote %s: %s graph, %d nodes, %d undirected edges", *out, *model, g.N(), g.NumUndirectedEdges())
+	if labels != nil && ext == ".npz" {
+		fmt.Fprintf(w, ", %d community labels", *k)
+	}
+	fmt.Fprintln(w)
+	return nil
 }

@@ -63,3 +63,41 @@ func TestDataBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestDataSynthRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args   []string
+		file   string
+		labels bool
+	}{
+		{[]string{"--model", "rmat", "--scale", "8", "--edge-factor", "4"}, "r.npz", false},
+		{[]string{"--model", "rmat", "--scale", "8", "--edge-factor", "4"}, "r.txt", false},
+		{[]string{"--model", "planted", "--nodes", "300", "--communities", "3", "--avg-degree", "6"}, "p.npz", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			p := filepath.Join(dir, tt.file)
+			code, out, errs := runCLI(append([]string{"data", "synth", "-o", p}, tt.args...)...)
+			require.Equal(t, 0, code, errs)
+			assert.Contains(t, out, "wrote "+p)
+			code, out, errs = runCLI("data", "info", "--json", p)
+			require.Equal(t, 0, code, errs)
+			var s dataSummary
+			require.NoError(t, json.Unmarshal([]byte(out), &s))
+			if tt.labels {
+				assert.Equal(t, 300, s.Nodes)
+				assert.Equal(t, 3, s.Classes)
+			} else {
+				assert.Equal(t, 256, s.Nodes)
+			}
+			assert.Positive(t, s.UndirectedEdges)
+		})
+	}
+	code, _, errs := runCLI("data", "synth", "-o", filepath.Join(dir, "x.bin"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "want a .npz")
+	code, _, errs = runCLI("data", "synth", "--model", "rmat", "--scale", "99", "-o", filepath.Join(dir, "x.npz"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "scale 99")
+}
