@@ -606,3 +606,20 @@ func TestSampleCSR(t *testing.T) {
 		}
 	}
 }
+
+func TestExpf(t *testing.T) {
+	for x := -100.0; x <= 90; x += 0.0137 {
+		want := math.Exp(float64(float32(x)))
+		got := float64(expf(float32(x)))
+		if want > math.MaxFloat32 {
+			assert.True(t, math.IsInf(got, 1), "expf(%v) = %v, want +Inf", x, got)
+			continue
+		}
+		tol := 3e-7*want + 1e-44
+		if !assert.InDelta(t, want, got, tol, "expf(%v)", x) {
+			return
+		}
+	}
+	assert.Equal(t, float32(0), expf(float32(math.Inf(-1))))
+	assert.True(t, math.IsNaN(float64(expf(float32(math.NaN())))))
+}
