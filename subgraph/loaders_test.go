@@ -304,6 +304,18 @@ func TestFixtures(t *testing.T) {
 			assert.Equal(t, nb, slices.Clip(append([]int32{}, g.Neighbors(v)...)), "node %d", v)
 		}
 	}
+	t.Run("planetoid", func(t *testing.T) {
+		d, err := Load(fx("planetoid-tiny"))
+		require.NoError(t, err)
+		check(t, d.Graph)
+		assert.Equal(t, "planetoid-tiny", d.Name)
+		assert.Equal(t, []int32{0, 1, 1, 0, -1, 1}, d.Labels)
+		assert.Equal(t, 2, d.NumClasses)
+		assert.Equal(t, &Features{Rows: 6, Cols: 3, Indptr: []int32{0, 1, 2, 4, 6, 6, 7}, Indices: []int32{0, 1, 0, 2, 1, 2, 2}}, d.Features)
+		assert.Equal(t, []int32{0, 1}, d.Train)
+		assert.Equal(t, []int32{2}, d.Val)
+		assert.Equal(t, []int32{3, 5}, d.Test)
+	})
 	t.Run("ogb", func(t *testing.T) {
 		d, err := Load(fx("ogbn-tiny"))
 		require.NoError(t, err)
