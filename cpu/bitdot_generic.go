@@ -4,37 +4,39 @@ import "math/bits"
 
 // popcntRowGeneric is the reference inner kernel:
 //
-//	out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)
+//	out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)
 //
-// for n < ncols, j < bbits. Four columns at a time share each word of a,
-// as in the assembly.
-func popcntRowGeneric(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, ncols int) {
+// for n < ncols, i < abits, j < bbits. Four columns at a time share each
+// word of A, as in the assembly.
+func popcntRowGeneric(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int) {
 	if ncols <= 0 || kw <= 0 {
 		return
 	}
-	a = a[:kw]
 	out = out[:ncols]
 	n := 0
 	for ; n+4 <= ncols; n += 4 {
 		var s0, s1, s2, s3 int
-		for j := 0; j < bbits; j++ {
-			o := j*bps + n*ldb
-			b0 := b[o : o+kw]
-			b1 := b[o+ldb : o+ldb+kw]
-			b2 := b[o+2*ldb : o+2*ldb+kw]
-			b3 := b[o+3*ldb : o+3*ldb+kw]
-			var p0, p1, p2, p3 int
-			for w, x := range a {
-				p0 += bits.OnesCount64(x & b0[w])
-				p1 += bits.OnesCount64(x & b1[w])
-				p2 += bits.OnesCount64(x & b2[w])
-				p3 += bits.OnesCount64(x & b3[w])
+		for i := 0; i < abits; i++ {
+			ai := a[i*aps : i*aps+kw]
+			for j := 0; j < bbits; j++ {
+				o := j*bps + n*ldb
+				b0 := b[o : o+kw]
+				b1 := b[o+ldb : o+ldb+kw]
+				b2 := b[o+2*ldb : o+2*ldb+kw]
+				b3 := b[o+3*ldb : o+3*ldb+kw]
+				var p0, p1, p2, p3 int
+				for w, x := range ai {
+					p0 += bits.OnesCount64(x & b0[w])
+					p1 += bits.OnesCount64(x & b1[w])
+					p2 += bits.OnesCount64(x & b2[w])
+					p3 += bits.OnesCount64(x & b3[w])
+				}
+				sh := uint(i + j)
+				s0 += p0 << sh
+				s1 += p1 << sh
+				s2 += p2 << sh
+				s3 += p3 << sh
 			}
-			sh := uint(shift + j)
-			s0 += p0 << sh
-			s1 += p1 << sh
-			s2 += p2 << sh
-			s3 += p3 << sh
 		}
 		out[n] += int32(s0)
 		out[n+1] += int32(s1)
@@ -43,9 +45,11 @@ func popcntRowGeneric(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, nc
 	}
 	for ; n < ncols; n++ {
 		s := 0
-		for j := 0; j < bbits; j++ {
-			o := j*bps + n*ldb
-			s += popcount1(a, b[o:o+kw]) << uint(shift+j)
+		for i := 0; i < abits; i++ {
+			for j := 0; j < bbits; j++ {
+				o := j*bps + n*ldb
+				s += popcount1(a[i*aps:i*aps+kw], b[o:o+kw]) << uint(i+j)
+			}
 		}
 		out[n] += int32(s)
 	}

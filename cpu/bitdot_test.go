@@ -11,12 +11,14 @@ import (
 )
 
 // naiveRow is the definition, one word at a time, in int64.
-func naiveRow(out []int32, a, b []uint64, ldb, bps, bbits, shift, kw, ncols int) {
+func naiveRow(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int) {
 	for n := 0; n < ncols; n++ {
 		var s int64
-		for j := 0; j < bbits; j++ {
-			o := j*bps + n*ldb
-			s += int64(popcount1(a[:kw], b[o:o+kw])) << (shift + j)
+		for i := 0; i < abits; i++ {
+			for j := 0; j < bbits; j++ {
+				o := j*bps + n*ldb
+				s += int64(popcount1(a[i*aps:i*aps+kw], b[o:o+kw])) << (i + j)
+			}
 		}
 		out[n] += int32(s)
 	}
@@ -35,16 +37,18 @@ func randWords(r *rand.Rand, n int, density float64) []uint64 {
 	return w
 }
 
-// rowCase lays out ncols columns of bbits planes, kw words each, with
-// line stride ldb and plane stride bps, behind an offset of off words.
-type rowCase struct{ kw, ncols, bbits, shift, pad, off int }
+// rowCase lays out a row of abits planes (plane stride aps) and ncols
+// columns of bbits planes, kw words each, with line stride ldb and plane
+// stride bps, behind an offset of off words.
+type rowCase struct{ kw, ncols, abits, bbits, pad, off int }
 
-func (c rowCase) operands(r *rand.Rand, density float64) (a, b []uint64, ldb, bps int) {
+func (c rowCase) operands(r *rand.Rand, density float64) (a []uint64, aps int, b []uint64, ldb, bps int) {
 	ldb = c.kw + c.pad
+	aps = c.kw + 2*c.pad
 	bps = max(1, c.ncols)*ldb + c.pad
-	a = randWords(r, c.kw+c.off, density)[c.off:]
+	a = randWords(r, c.abits*aps+c.off, density)[c.off:]
 	b = randWords(r, c.bbits*bps+c.off, density)[c.off:]
-	return a, b, ldb, bps
+	return a, aps, b, ldb, bps
 }
 
 // TestRowVsNaive checks every inner-kernel path against the naive loop
@@ -55,9 +59,9 @@ func TestRowVsNaive(t *testing.T) {
 	var cases []rowCase
 	for _, kw := range []int{0, 1, 3, 4, 5, 7, 8, 9, 12, 16, 63, 64, 65, 120, 124, 128, 132, 257} {
 		for _, nc := range []int{0, 1, 3, 4, 5, 8, 13} {
-			for _, pb := range [][2]int{{1, 0}, {3, 2}, {8, 0}} {
+			for _, ab := range [][2]int{{1, 1}, {3, 2}, {1, 8}, {4, 4}} {
 				for _, po := range [][2]int{{0, 0}, {1, 1}, {3, 5}} {
-					cases = append(cases, rowCase{kw, nc, pb[0], pb[1], po[0], po[1]})
+					cases = append(cases, rowCase{kw, nc, ab[0], ab[1], po[0], po[1]})
 				}
 			}
 		}
@@ -66,14 +70,14 @@ func TestRowVsNaive(t *testing.T) {
 		t.Run("impl="+im.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			for _, c := range cases {
-				a, b, ldb, bps := c.operands(r, 1)
+				a, aps, b, ldb, bps := c.operands(r, 1)
 				want := make([]int32, c.ncols+1)
 				for i := range want {
 					want[i] = int32(i * 1000) // the kernel adds to what is there
 				}
 				got := append([]int32(nil), want...)
-				naiveRow(want, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
-				im.row(got, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
+				naiveRow(want, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
+				im.row(got, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
 				require.Equal(t, want, got, "%+v", c)
 			}
 		})
@@ -86,7 +90,7 @@ func TestRowAllOnes(t *testing.T) {
 	for _, im := range bitImpls {
 		for _, kw := range []int{4 * 31, 4 * 32, 4 * 62, 4*93 + 4} {
 			t.Run(fmt.Sprintf("impl=%s/kw=%d", im.name, kw), func(t *testing.T) {
-				a := make([]uint64, kw)
+				a := make([]uint64, 2*kw)
 				b := make([]uint64, 2*5*kw)
 				for i := range a {
 					a[i] = ^uint64(0)
@@ -95,9 +99,9 @@ func TestRowAllOnes(t *testing.T) {
 					b[i] = ^uint64(0)
 				}
 				got := make([]int32, 5)
-				im.row(got, a, b, kw, 5*kw, 2, 1, kw, 5)
+				im.row(got, a, kw, 2, b, kw, 5*kw, 2, kw, 5)
 				for n := range got {
-					assert.Equal(t, int32(64*kw*(2+4)), got[n], "column %d", n)
+					assert.Equal(t, int32(64*kw*(1+2+2+4)), got[n], "column %d", n)
 				}
 			})
 		}
@@ -131,27 +135,28 @@ func TestImplsAndNewKernel(t *testing.T) {
 // FuzzRow compares every assembly path with the generic loop on arbitrary
 // bits, lengths, column and plane counts, weights, strides and offsets.
 func FuzzRow(f *testing.F) {
-	f.Add(uint64(1), uint16(64), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0))
-	f.Add(uint64(2), uint16(4), uint8(4), uint8(4), uint8(3), uint8(1), uint8(3))
-	f.Add(uint64(3), uint16(127), uint8(1), uint8(8), uint8(7), uint8(3), uint8(1))
-	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nc8, bb8, sh8, pad8, off8 uint8) {
-		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 16), bbits: 1 + int(bb8%8), shift: int(sh8 % 16),
+	f.Add(uint64(1), uint16(64), uint8(5), uint8(0), uint8(0), uint8(0), uint8(0))
+	f.Add(uint64(2), uint16(4), uint8(4), uint8(3), uint8(3), uint8(1), uint8(3))
+	f.Add(uint64(3), uint16(127), uint8(1), uint8(0), uint8(7), uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nc8, ab8, bb8, pad8, off8 uint8) {
+		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 16), abits: 1 + int(ab8%16), bbits: 1 + int(bb8%16),
 			pad: int(pad8 % 9), off: int(off8 % 8)}
 		// The kernels' precondition (bmm.Check's overflow rule): every
 		// weighted sum fits in int32.
-		for c.shift > 0 && float64(64*c.kw)*float64(uint64(1)<<c.bbits-1)*float64(uint64(1)<<c.shift) > math.MaxInt32 {
-			c.shift--
-		}
-		for c.bbits > 1 && float64(64*c.kw)*float64(uint64(1)<<c.bbits-1) > math.MaxInt32 {
-			c.bbits--
+		for float64(64*c.kw)*float64(uint64(1)<<c.abits-1)*float64(uint64(1)<<c.bbits-1) > math.MaxInt32 {
+			if c.abits > c.bbits {
+				c.abits--
+			} else {
+				c.bbits--
+			}
 		}
 		r := rand.New(rand.NewPCG(seed, uint64(c.kw)))
-		a, b, ldb, bps := c.operands(r, 0.7)
+		a, aps, b, ldb, bps := c.operands(r, 0.7)
 		want := make([]int32, c.ncols)
-		naiveRow(want, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
+		naiveRow(want, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
 		for _, im := range bitImpls {
 			got := make([]int32, c.ncols)
-			im.row(got, a, b, ldb, bps, c.bbits, c.shift, c.kw, c.ncols)
+			im.row(got, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
 			if !assert.Equal(t, want, got, "impl=%s %+v", im.name, c) {
 				return
 			}

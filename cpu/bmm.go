@@ -74,8 +74,8 @@ type bitPlan struct {
 	lw           int // words per line (K padded, over 64)
 	kc           int // words per K block
 	abits, bbits int
-	bps          int // words per plane of B
-	bw           []uint64
+	aps, bps     int // words per plane of A, of B
+	aw, bw       []uint64
 	colBlock     int // columns of B (all planes) per L1 block
 	impl         *bitImpl
 }
@@ -91,7 +91,7 @@ var bitTaskPool sync.Pool
 
 func newBitPlan(impl *bitImpl, a, b *bittensor.Tensor) *bitPlan {
 	p := &bitPlan{a: a, b: b, m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
-		bps: b.PlaneWords(), bw: b.Words(), impl: impl}
+		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl}
 	p.kc = p.lw
 	if panel := p.bbits * p.n * 8; p.lw*panel > bitPanelBytes {
 		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
@@ -147,8 +147,8 @@ func growSlice[T any](s []T, n int) []T {
 
 // block computes rows [m0, m1) of C into tile. For each K block and each
 // L1-sized block of B's columns (all planes), each row of A runs against
-// it: every plane i of the row with every plane j of B, weighted 2^(i+j),
-// over the row's non-zero chunks only.
+// it in one kernel call: every plane i of the row with every plane j of B,
+// weighted 2^(i+j), over the row's non-zero chunks only.
 func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	rows := m1 - m0
 	nchunks := (p.lw + bitChunkWords - 1) / bitChunkWords
@@ -202,9 +202,7 @@ func (p *bitPlan) runs(out []int32, mask []uint64, m, kb, ke, c0 int) {
 		}
 		e = min(e, cEnd)
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		for i := 0; i < p.abits; i++ {
-			p.impl.row(out, p.a.Line(i, m)[w0:w1], p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, i, w1-w0, len(out))
-		}
+		p.impl.row(out, p.aw[m*p.lw+w0:], p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, len(out))
 		c = e
 	}
 }

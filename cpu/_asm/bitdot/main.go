@@ -10,7 +10,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(out *int32, a *uint64, b *uint64, ldb int, bps int, bbits int, shift int, kw int, ncols int)"
+const signature = "func(out *int32, a *uint64, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int)"
 
 func main() {
 	ConstraintExpr("!purego")
@@ -60,35 +60,45 @@ func reduce1(q VecVirtual, out Register) {
 	ADDL(s, Mem{Base: out})
 }
 
-// The row kernels compute, for one line a of one bit plane of A (weight
-// 2^shift) and ncols columns of B with bbits planes each,
+// The row kernels compute, for one row of A with abits planes (plane i at
+// a + i*aps words) and ncols columns of B with bbits planes each,
 //
-//	out[n] += Σ_j popcount(a[0:kw] & B_j[n][0:kw]) << (shift+j)
+//	out[n] += Σ_i Σ_j popcount(A_i[0:kw] & B_j[n][0:kw]) << (i+j)
 //
 // where B_j[n] starts at b + j*bps + n*ldb words and kw is a multiple of 4.
-// Four columns at a time share each load of a; the plane weights are
+// Four columns at a time share each load of A; the plane weights are
 // applied to the 64-bit partial sums, so each output is reduced
-// horizontally once for all of B's planes.
+// horizontally once for all plane pairs.
 
 // colLoop emits the loop over groups of cols columns (4, then 1 for the
-// rest): for each plane j of B, body(bl, shiftX) accumulates the weighted
-// popcounts of the cols lines bl into q; then q is reduced into out.
-func colLoop(prefix string, cols int, out, ncols, b Register, zeroQ func() []VecVirtual,
-	body func(bl []Register, shiftX VecVirtual, q []VecVirtual), reduce func(q []VecVirtual)) {
+// rest): for each plane pair (i, j), body(ai, bl, shiftX, q) accumulates
+// the popcounts of A_i against the cols lines bl, shifted by i+j, into q;
+// then q is reduced into out. Values used once per group or plane of A
+// live on the stack to leave registers to the inner loop.
+func colLoop(prefix string, cols int, st stack, b Register, zeroQ func() []VecVirtual,
+	body func(ai Register, bl []Register, shiftX VecVirtual, q []VecVirtual), reduce func(q []VecVirtual, out Register)) {
 	Label(prefix + "_group")
+	nc := GP64()
+	MOVQ(st.ncols, nc)
 	if cols > 1 {
-		CMPQ(ncols, U8(cols))
+		CMPQ(nc, U8(cols))
 		JL(LabelRef(prefix + "_done"))
 	} else {
-		TESTQ(ncols, ncols)
+		TESTQ(nc, nc)
 		JZ(LabelRef(prefix + "_done"))
 	}
 	q := zeroQ()
+	ai := Load(Param("a"), GP64())
+	MOVQ(U32(0), st.shBase)
+	ic := Load(Param("abits"), GP64())
+	MOVQ(ic, st.ic)
+	Label(prefix + "_planeA")
 	bj := GP64()
 	MOVQ(b, bj)
 	jc := Load(Param("bbits"), GP64())
-	sh := Load(Param("shift"), GP64())
-	Label(prefix + "_plane")
+	sh := GP64()
+	MOVQ(st.shBase, sh)
+	Label(prefix + "_planeB")
 	ldb := Load(Param("ldb"), GP64())
 	SHLQ(U8(3), ldb)
 	bl := []Register{bj}
@@ -101,24 +111,42 @@ func colLoop(prefix string, cols int, out, ncols, b Register, zeroQ func() []Vec
 	}
 	shx := XMM()
 	MOVQ(sh, shx)
-	body(bl, shx, q)
+	body(ai, bl, shx, q)
 	bps := Load(Param("bps"), GP64())
 	SHLQ(U8(3), bps)
 	ADDQ(bps, bj)
 	INCQ(sh)
 	DECQ(jc)
-	JNZ(LabelRef(prefix + "_plane"))
-	reduce(q)
-	ADDQ(U8(4*cols), out)
+	JNZ(LabelRef(prefix + "_planeB"))
+	aps := Load(Param("aps"), GP64())
+	SHLQ(U8(3), aps)
+	ADDQ(aps, ai)
+	INCQ(st.shBase)
+	DECQ(st.ic)
+	JNZ(LabelRef(prefix + "_planeA"))
+	out := GP64()
+	MOVQ(st.out, out)
+	reduce(q, out)
+	ADDQ(U8(4*cols), st.out)
 	ldb2 := Load(Param("ldb"), GP64())
 	SHLQ(U8(3), ldb2)
 	if cols == 4 {
 		SHLQ(U8(2), ldb2)
 	}
 	ADDQ(ldb2, b)
-	SUBQ(U8(cols), ncols)
+	SUBQ(U8(cols), st.ncols)
 	JMP(LabelRef(prefix + "_group"))
 	Label(prefix + "_done")
+}
+
+// stack holds the row kernels' rarely used values.
+type stack struct{ out, ncols, ic, shBase Mem }
+
+func newStack() stack {
+	st := stack{out: AllocLocal(8), ncols: AllocLocal(8), ic: AllocLocal(8), shBase: AllocLocal(8)}
+	MOVQ(Load(Param("out"), GP64()), st.out)
+	MOVQ(Load(Param("ncols"), GP64()), st.ncols)
+	return st
 }
 
 // rowAVX2: vpshufb nibble popcount (Muła et al.), byte counts summed with
@@ -126,12 +154,10 @@ func colLoop(prefix string, cols int, out, ncols, b Register, zeroQ func() []Vec
 func rowAVX2(lut, low Mem) {
 	TEXT("popcntRowAVX2", NOSPLIT, signature)
 	Pragma("noescape")
-	Doc("popcntRowAVX2 is popcntRowGeneric: out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)",
-		"for n < ncols, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.")
-	out := Load(Param("out"), GP64())
-	a := Load(Param("a"), GP64())
+	Doc("popcntRowAVX2 is popcntRowGeneric: out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)",
+		"for n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.")
+	st := newStack()
 	b := Load(Param("b"), GP64())
-	ncols := Load(Param("ncols"), GP64())
 	mask, table, zero := YMM(), YMM(), YMM()
 	VMOVDQU(low, mask)
 	VMOVDQU(lut, table)
@@ -158,8 +184,8 @@ func rowAVX2(lut, low Mem) {
 			return q
 		}
 	}
-	body := func(prefix string) func(bl []Register, shx VecVirtual, q []VecVirtual) {
-		return func(bl []Register, shx VecVirtual, q []VecVirtual) {
+	body := func(prefix string) func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
+		return func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 			off, rem, n := GP64(), GP64(), GP64()
 			XORQ(off, off)
 			Load(Param("kw"), rem)
@@ -194,8 +220,8 @@ func rowAVX2(lut, low Mem) {
 			Label(prefix + "_chunkdone")
 		}
 	}
-	colLoop("avx2x4", 4, out, ncols, b, zeroQ(4), body("avx2x4"), func(q []VecVirtual) { reduce4([4]VecVirtual(q), out) })
-	colLoop("avx2x1", 1, out, ncols, b, zeroQ(1), body("avx2x1"), func(q []VecVirtual) { reduce1(q[0], out) })
+	colLoop("avx2x4", 4, st, b, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out) })
+	colLoop("avx2x1", 1, st, b, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out) })
 	VZEROUPPER()
 	RET()
 }
@@ -204,12 +230,10 @@ func rowAVX2(lut, low Mem) {
 func rowAVX512() {
 	TEXT("popcntRowAVX512", NOSPLIT, signature)
 	Pragma("noescape")
-	Doc("popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[n] += Σ_j popcount(a[0:kw] & b[j*bps+n*ldb:][:kw]) << (shift+j)",
-		"for n < ncols, j < bbits; kw a multiple of 4. 1×4 register blocking.")
-	out := Load(Param("out"), GP64())
-	a := Load(Param("a"), GP64())
+	Doc("popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)",
+		"for n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking.")
+	st := newStack()
 	b := Load(Param("b"), GP64())
-	ncols := Load(Param("ncols"), GP64())
 
 	zeroQ := func(n int) func() []VecVirtual {
 		return func() []VecVirtual {
@@ -221,8 +245,8 @@ func rowAVX512() {
 			return q
 		}
 	}
-	body := func(prefix string) func(bl []Register, shx VecVirtual, q []VecVirtual) {
-		return func(bl []Register, shx VecVirtual, q []VecVirtual) {
+	body := func(prefix string) func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
+		return func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 			off, n, tail := GP64(), GP64(), GP64()
 			XORQ(off, off)
 			Load(Param("kw"), n)
@@ -277,8 +301,8 @@ func rowAVX512() {
 		}
 		return y
 	}
-	colLoop("avx512x4", 4, out, ncols, b, zeroQ(4), body("avx512x4"), func(q []VecVirtual) { reduce4([4]VecVirtual(toY(q)), out) })
-	colLoop("avx512x1", 1, out, ncols, b, zeroQ(1), body("avx512x1"), func(q []VecVirtual) { reduce1(toY(q)[0], out) })
+	colLoop("avx512x4", 4, st, b, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out) })
+	colLoop("avx512x1", 1, st, b, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out) })
 	VZEROUPPER()
 	RET()
 }
