@@ -51,7 +51,7 @@ func testGraphs(t *testing.T) map[string]*Graph {
 	return gs
 }
 
-func mustGraph(t *testing.T, n int, src, dst []int32) *Graph {
+func mustGraph(t testing.TB, n int, src, dst []int32) *Graph {
 	t.Helper()
 	g, err := FromEdges(n, src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
 	require.NoError(t, err)
