@@ -71,6 +71,7 @@ type dataSummary struct {
 	Features         int     `json:"features"`
 	FeatureNonzeros  int     `json:"feature_nonzeros"`
 	FeatureKind      string  `json:"feature_kind"`
+	FeatureEmptyRows int     `json:"feature_empty_rows"`
 	Classes          int     `json:"classes"`
 	MultiLabel       bool    `json:"multi_label"`
 	Unlabelled       int     `json:"unlabelled_nodes"`
@@ -120,6 +121,13 @@ func dataInfo(args []string, w io.Writer) error {
 		if d.Features.Dense == nil {
 			s.FeatureKind = "sparse"
 		}
+		if d.Features.Dense == nil {
+			for v := 0; v < d.Features.Rows; v++ {
+				if d.Features.Indptr[v] == d.Features.Indptr[v+1] {
+					s.FeatureEmptyRows++
+				}
+			}
+		}
 		if d.Features.Binary() {
 			s.FeatureKind += " binary"
 		} else {
@@ -167,8 +175,8 @@ func dataInfo(args []string, w io.Writer) error {
 	fmt.Fprintf(tw, "nodes\t%d\n", s.Nodes)
 	fmt.Fprintf(tw, "edges\t%d undirected (%d stored directed; duplicates and self-loops removed)\n", s.UndirectedEdges, g.NumEdges())
 	if d.Features != nil {
-		fmt.Fprintf(tw, "features\t%d (%s, %d nonzeros, %.2f%% dense)\n", s.Features, s.FeatureKind, s.FeatureNonzeros,
-			100*float64(s.FeatureNonzeros)/float64(max(1, s.Nodes*s.Features)))
+		fmt.Fprintf(tw, "features\t%d (%s, %d nonzeros, %.2f%% dense, %d all-zero rows)\n", s.Features, s.FeatureKind, s.FeatureNonzeros,
+			100*float64(s.FeatureNonzeros)/float64(max(1, s.Nodes*s.Features)), s.FeatureEmptyRows)
 	} else {
 		fmt.Fprintf(tw, "features\tnone\n")
 	}
