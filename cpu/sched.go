@@ -57,16 +57,13 @@ func CachedSchedule(sh Shape) (Schedule, bool) {
 	return s, ok
 }
 
-// HeuristicSchedule is the schedule used for a shape nobody tuned: the whole
-// feature width in one pass while the sources' features fit in a core's
-// share of the last-level cache, otherwise tiles of 64 columns, with no
-// source partitioning.
+// HeuristicSchedule is the schedule used for a shape nobody tuned: the
+// whole feature width in one pass, no source partitions, all cores. On the
+// CPUs measured (BenchmarkSchedules: AMD EPYC, 1 MB L2, 32 MB L3) tiling and
+// partitioning only paid off once the gathered features outgrew the last
+// level cache, which TuneSchedule finds out per shape.
 func HeuristicSchedule(sh Shape) Schedule {
-	s := Schedule{}
-	if bytes := sh.Cols * sh.F * 4; sh.F > 64 && bytes > 8<<20 {
-		s.FeatTile = 64
-	}
-	return s
+	return Schedule{}
 }
 
 // resolve picks the schedule of a call: the caller's, the tuned one, or the
