@@ -622,6 +622,13 @@ func TestMalformed(t *testing.T) {
 			_, err := readNPZ("x.npz", npz(with("adj_indptr", npyBytes("|O", []int{3}, nil))))
 			return err
 		}, ErrFormat, []string{"adj_indptr", "descr", "not a numeric array"}},
+		{"edge npz sparse ids", func() error {
+			_, err := readNPZ("e.npz", npz(map[string][]byte{
+				"src_li": npyBytes("<i4", []int{1}, i32(0)),
+				"dst_li": npyBytes("<i4", []int{1}, i32(2000000000)),
+			}))
+			return err
+		}, ErrInconsistent, []string{"e.npz", "renumber"}},
 		{"pickle truncated", func() error {
 			b, err := os.ReadFile("../testdata/cora/ind.cora.y")
 			require.NoError(t, err)

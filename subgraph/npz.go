@@ -425,6 +425,9 @@ func edgeNPZ(z *npzFile) (*Dataset, error) {
 		}
 		n = int(v[0])
 	}
+	if n > maxSparseID && n > 16*len(src) {
+		return nil, fmt.Errorf("%w: %s: %d nodes is far beyond what %d edges need; renumber the nodes 0..N-1", ErrInconsistent, z.name, n, len(src))
+	}
 	g, err := FromEdges(n, src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", z.name, err)
