@@ -15,19 +15,21 @@ import (
 var ErrImpl = errors.New("cpu: bit-kernel path not available")
 
 // Kernel is the CPU bit matrix product, a bmm.Kernel. It splits A into
-// blocks of 64 rows handed out to GOMAXPROCS goroutines; for each row of
-// each bit plane of A it runs the inner AND+popcount kernel against every
-// line of every bit plane of B (the cross-plane reduction: a loaded piece of
-// A is combined with all of B's planes before moving on), accumulates the
-// counts shifted by i+j into a 64-row int32 tile, and finishes the tile in
-// place: int32 copy, float epilogue, or re-quantization packed straight
-// into the destination's bit planes.
+// blocks of 64 rows handed out to GOMAXPROCS goroutines. Each row of A,
+// all its bit planes i, runs through the inner AND+popcount kernel against
+// an L1-sized block of B's columns with all their bit planes j at once
+// (the cross-plane reduction: a loaded piece of A meets every plane of B
+// before moving on), the kernel weighting each count by 2^(i+j) in its
+// 64-bit partial sums so each output is reduced horizontally once. The
+// 64-row int32 tile is then finished in place: kept (MulInt), put through
+// the float epilogue (MulFloat), or re-quantized and packed straight into
+// the destination's bit planes (MulBit).
 //
-// Zero-tile jumping: each bitTask first marks which 256-bit chunks of its rows
-// are non-zero in any plane of A (one pass over its part of A), and the
-// inner kernel then only ever runs over runs of non-zero chunks, so the
-// block-diagonal adjacencies of batched subgraphs cost in proportion to
-// their non-zero blocks, with no test inside the inner loop.
+// Zero-tile jumping: each task first marks which 256-bit chunks of its
+// rows are non-zero in any plane of A (one pass over its part of A), and
+// the inner kernel then only ever runs over runs of non-zero chunks, so
+// the block-diagonal adjacencies of batched subgraphs cost in proportion
+// to their non-zero blocks, with no test inside the inner loop.
 type Kernel struct {
 	impl *bitImpl
 }
@@ -52,16 +54,16 @@ func (k *Kernel) Name() string { return "cpu/" + k.impl.name }
 // Path is the inner kernel's path, one of Impls().
 func (k *Kernel) Path() string { return k.impl.name }
 
-// bitRowBlock is the number of rows of A one bitTask owns: a multiple of 64, so
-// that a bitTask writing a column-packed MulBit destination owns whole words.
+// bitRowBlock is the number of rows of A one task owns: a multiple of 64,
+// so that a task writing a column-packed MulBit destination owns whole words.
 const bitRowBlock = 64
 
 // bitChunkWords is the granularity of the zero mask: 256 bits, one AVX2 step
 // and the default padding of K.
 const bitChunkWords = 4
 
-// bitPanelBytes bounds the K-window of B (all planes, all lines) the inner
-// kernel streams through for one row of A, so that it stays in L2.
+// bitPanelBytes bounds the K-window of B (all planes, all columns) that the
+// rows of a task stream through, so that it stays in L2.
 const bitPanelBytes = 384 << 10
 
 // bitL1Bytes bounds a block of B's columns (all planes, one K block) kept in L1.
