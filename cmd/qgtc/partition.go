@@ -1,0 +1,308 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// `qgtc partition`: multilevel k-way partitioning of a dataset's graph,
+// its cache file, METIS-format export for gpmetis comparisons, and the
+// Cluster-GCN batching + packing pipeline timed end to end.
+
+func init() {
+	register(&command{name: "partition", summary: "partition a graph into K parts (METIS-style), cache it, batch and pack it", run: runPartition})
+}
+
+// partitionReport is what `qgtc partition --json` prints.
+type partitionReport struct {
+	Dataset      string       `json:"dataset"`
+	Nodes        int          `json:"nodes"`
+	Edges        int64        `json:"edges"`
+	Parts        int          `json:"parts"`
+	Seed         uint64       `json:"seed"`
+	Source       string       `json:"source"` // computed, cache, or the partition file evaluated
+	EdgeCut      int64        `json:"edge_cut"`
+	KeptFraction float64      `json:"kept_fraction"`
+	InvK         float64      `json:"inv_k"`
+	Imbalance    float64      `json:"imbalance"`
+	MinPart      int          `json:"min_part"`
+	MaxPart      int          `json:"max_part"`
+	EmptyParts   int          `json:"empty_parts"`
+	Seconds      float64      `json:"seconds"`
+	LoadSeconds  float64      `json:"load_seconds"`
+	Out          string       `json:"out,omitempty"`
+	Batching     *batchReport `json:"batching,omitempty"`
+}
+
+// batchReport sums the batching and packing of every batch.
+type batchReport struct {
+	PartsPerBatch   int     `json:"parts_per_batch"`
+	Batches         int     `json:"batches"`
+	MeanNodes       float64 `json:"mean_nodes"`
+	MaxNodes        int     `json:"max_nodes"`
+	FeatureCols     int     `json:"feature_cols"`
+	FeatureBits     int     `json:"feature_bits"`
+	PackedBytes     int64   `json:"packed_bytes"`
+	DenseAdjBytes   int64   `json:"dense_adjacency_bytes"`
+	EdgeListBytes   int64   `json:"edge_list_bytes"`
+	FeatureSeconds  float64 `json:"feature_pack_seconds"`
+	BatchSeconds    float64 `json:"batch_seconds"`
+	PackSeconds     float64 `json:"pack_seconds"`
+	UnpackSeconds   float64 `json:"unpack_seconds"`
+	NonZeroTiles    int64   `json:"nonzero_tiles"`
+	TotalTiles      int64   `json:"total_tiles"`
+	AdjacencyChecks int     `json:"adjacency_checks"`
+}
+
+func runPartition(args []string, w io.Writer) error {
+	fs := newFlags("partition", w)
+	dataset := fs.String("dataset", "", "dataset name or path (see 'qgtc data list'), or a METIS graph file with --metis-graph")
+	metisGraph := fs.Bool("metis-graph", false, "--dataset is a METIS graph file")
+	k := fs.Int("parts", 0, "number of parts K")
+	seed := fs.Uint64("seed", 0, "random seed (same seed, same partition)")
+	ub := fs.Float64("imbalance", subgraph.DefaultImbalance, "largest part size over N/K")
+	threads := fs.Int("threads", 0, "goroutines for the parallel phases (0 = all CPUs)")
+	out := fs.String("out", "", "write the partition cache file here (reused by inference)")
+	cache := fs.String("cache", "", "load the partition from this cache file, or compute and write it")
+	eval := fs.String("eval", "", "evaluate a METIS partition file (gpmetis output) instead of partitioning")
+	writeMetis := fs.String("write-metis", "", "write the graph in METIS format (for gpmetis) to this file")
+	batchParts := fs.Int("batch", 0, "also build Cluster-GCN batches of this many parts and pack them")
+	featBits := fs.Int("feature-bits", 1, "bits per packed feature (codes min(round(x), 2^b-1); 1 bit = x != 0)")
+	selfLoops := fs.Bool("self-loops", true, "batch adjacencies include the diagonal")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dataset == "" || fs.NArg() > 0 {
+		return fmt.Errorf("%w: want --dataset D and no other arguments", errUsage)
+	}
+	if *k == 0 && *writeMetis == "" {
+		return fmt.Errorf("%w: want --parts K (or --write-metis FILE)", errUsage)
+	}
+	if *featBits < 1 || *featBits > bittensor.MaxBits {
+		return fmt.Errorf("%w: --feature-bits %d not in 1..%d", errUsage, *featBits, bittensor.MaxBits)
+	}
+	t0 := time.Now()
+	var d *subgraph.Dataset
+	if *metisGraph {
+		f, err := os.Open(*dataset)
+		if err != nil {
+			return err
+		}
+		g, err := subgraph.ReadMETIS(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *dataset, err)
+		}
+		d = &subgraph.Dataset{Name: *dataset, Graph: g}
+	} else {
+		var err error
+		if d, err = subgraph.Load(*dataset); err != nil {
+			return err
+		}
+	}
+	loadSec := time.Since(t0).Seconds()
+	g := d.Graph
+	if *writeMetis != "" {
+		if err := writeMETISFile(*writeMetis, g); err != nil {
+			return err
+		}
+		if *k == 0 {
+			fmt.Fprintf(w, "wrote %s (%d nodes)\n", *writeMetis, g.N())
+			return nil
+		}
+	}
+	opt := subgraph.PartitionOptions{Imbalance: *ub, Seed: *seed, Threads: *threads}
+	rep := partitionReport{Dataset: d.Name, Nodes: g.N(), Parts: *k, Seed: *seed, LoadSeconds: loadSec, InvK: 1 / float64(*k)}
+	var p *subgraph.Partitioning
+	t1 := time.Now()
+	switch {
+	case *eval != "":
+		f, err := os.Open(*eval)
+		if err != nil {
+			return err
+		}
+		p, err = subgraph.ReadMETISPartition(f, g.N(), *k)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *eval, err)
+		}
+		rep.Source = *eval
+	case *cache != "":
+		var loaded bool
+		var err error
+		if p, loaded, err = subgraph.LoadOrPartition(*cache, g, *k, opt); err != nil {
+			return err
+		}
+		rep.Source = map[bool]string{false: "computed", true: "cache"}[loaded]
+	default:
+		var err error
+		if p, err = subgraph.Partition(g, *k, opt); err != nil {
+			return err
+		}
+		rep.Source = "computed"
+	}
+	rep.Seconds = time.Since(t1).Seconds()
+	st, err := p.Stats(g)
+	if err != nil {
+		return err
+	}
+	rep.Edges, rep.EdgeCut, rep.KeptFraction = st.Edges, st.EdgeCut, st.KeptFraction
+	rep.Imbalance, rep.MinPart, rep.MaxPart, rep.EmptyParts = st.Imbalance, st.MinPart, st.MaxPart, st.EmptyParts
+	if *out != "" {
+		if err := subgraph.SavePartition(*out, g, p, opt); err != nil {
+			return err
+		}
+		rep.Out = *out
+	}
+	if *batchParts > 0 {
+		br, err := batchAndPack(d, p, *batchParts, *featBits, *selfLoops, *seed)
+		if err != nil {
+			return err
+		}
+		rep.Batching = br
+	}
+	if *asJSON {
+		enc := json.NewEncoder(w)
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(w, "%s: %d nodes, %d edges, K=%d (%s)\n", rep.Dataset, rep.Nodes, rep.Edges, rep.Parts, rep.Source)
+	fmt.Fprintf(w, "edge cut %d, kept fraction %.4f (1/K = %.4f), imbalance %.4f (parts %d..%d)\n",
+		rep.EdgeCut, rep.KeptFraction, rep.InvK, rep.Imbalance, rep.MinPart, rep.MaxPart)
+	fmt.Fprintf(w, "load %.3fs, partition %.3fs\n", rep.LoadSeconds, rep.Seconds)
+	if b := rep.Batching; b != nil {
+		fmt.Fprintf(w, "batches: %d of %d parts, %.0f nodes on average (max %d); features %d cols × %d bits\n",
+			b.Batches, b.PartsPerBatch, b.MeanNodes, b.MaxNodes, b.FeatureCols, b.FeatureBits)
+		fmt.Fprintf(w, "packed %d bytes (edge lists %d) vs dense adjacencies %d bytes (%.1fx); tiles non-zero %d of %d\n",
+			b.PackedBytes, b.EdgeListBytes, b.DenseAdjBytes, float64(b.DenseAdjBytes)/float64(max(1, b.EdgeListBytes)), b.NonZeroTiles, b.TotalTiles)
+		fmt.Fprintf(w, "features %.3fs, batch %.3fs, pack %.3fs, unpack %.3fs\n", b.FeatureSeconds, b.BatchSeconds, b.PackSeconds, b.UnpackSeconds)
+	}
+	if rep.Out != "" {
+		fmt.Fprintf(w, "wrote %s\n", rep.Out)
+	}
+	return nil
+}
+
+func writeMETISFile(path string, g *subgraph.Graph) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := subgraph.WriteMETIS(f, g); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// featureTensor quantizes a dataset's features to nbits-bit codes packed
+// ByRows: min(round(x), 2^nbits-1), or x != 0 at one bit. Sparse features
+// are written straight into the planes without a dense copy.
+func featureTensor(f *subgraph.Features, nbits int) (*bittensor.Tensor, error) {
+	t, err := bittensor.New(f.Rows, f.Cols, nbits, bittensor.ByRows, bittensor.DefaultPadding)
+	if err != nil {
+		return nil, err
+	}
+	words, pw, lw := t.Words(), t.PlaneWords(), t.LineWords()
+	limit := float64(uint64(1)<<nbits - 1)
+	set := func(r, c int, x float32) {
+		code := uint64(0)
+		if nbits == 1 {
+			if x != 0 {
+				code = 1
+			}
+		} else if x > 0 {
+			code = uint64(math.Min(math.Round(float64(x)), limit))
+		}
+		for p := 0; code != 0; p, code = p+1, code>>1 {
+			if code&1 != 0 {
+				words[p*pw+r*lw+c/64] |= 1 << (c % 64)
+			}
+		}
+	}
+	if f.Dense != nil {
+		for r := 0; r < f.Rows; r++ {
+			for c, x := range f.Dense[r*f.Cols : (r+1)*f.Cols] {
+				set(r, c, x)
+			}
+		}
+		return t, nil
+	}
+	for r := 0; r < f.Rows; r++ {
+		for i := f.Indptr[r]; i < f.Indptr[r+1]; i++ {
+			x := float32(1)
+			if f.Values != nil {
+				x = f.Values[i]
+			}
+			set(r, int(f.Indices[i]), x)
+		}
+	}
+	return t, nil
+}
+
+// batchAndPack builds every batch, packs it with its feature rows, unpacks
+// the adjacency again and checks it bit for bit, timing each step.
+func batchAndPack(d *subgraph.Dataset, p *subgraph.Partitioning, q, featBits int, selfLoops bool, seed uint64) (*batchReport, error) {
+	r := &batchReport{PartsPerBatch: q}
+	var feat *bittensor.Tensor
+	if d.Features != nil {
+		t := time.Now()
+		var err error
+		if feat, err = featureTensor(d.Features, featBits); err != nil {
+			return nil, err
+		}
+		r.FeatureSeconds = time.Since(t).Seconds()
+		r.FeatureCols, r.FeatureBits = feat.Cols(), feat.Bits()
+	}
+	plan, err := subgraph.Batches(d.Graph, p, subgraph.BatchOptions{PartsPerBatch: q, Order: subgraph.Shuffled, Seed: seed, SelfLoops: selfLoops})
+	if err != nil {
+		return nil, err
+	}
+	r.Batches = plan.Len()
+	nodes := 0
+	for i := 0; i < plan.Len(); i++ {
+		t := time.Now()
+		b, err := plan.Batch(i)
+		if err != nil {
+			return nil, err
+		}
+		t2 := time.Now()
+		buf, err := b.Pack(feat)
+		if err != nil {
+			return nil, err
+		}
+		t3 := time.Now()
+		pk, err := subgraph.ReadPacked(buf)
+		if err != nil {
+			return nil, err
+		}
+		adj, err := pk.Adjacency()
+		if err != nil {
+			return nil, err
+		}
+		t4 := time.Now()
+		if !adj.Equal(b.Adj) {
+			return nil, fmt.Errorf("batch %d: unpacked adjacency differs from the batch's", i)
+		}
+		r.AdjacencyChecks++
+		r.BatchSeconds += t2.Sub(t).Seconds()
+		r.PackSeconds += t3.Sub(t2).Seconds()
+		r.UnpackSeconds += t4.Sub(t3).Seconds()
+		r.PackedBytes += int64(len(buf))
+		r.DenseAdjBytes += int64(8 * len(b.Adj.Words()))
+		r.EdgeListBytes += int64(4*(len(b.Nodes)+1) + map[bool]int{false: 2, true: 4}[pk.Index32]*len(b.Indices))
+		r.NonZeroTiles += int64(b.Mask.Count())
+		r.TotalTiles += int64(b.Mask.RowTiles * b.Mask.ColTiles)
+		nodes += len(b.Nodes)
+		r.MaxNodes = max(r.MaxNodes, len(b.Nodes))
+	}
+	r.MeanNodes = float64(nodes) / float64(max(1, r.Batches))
+	return r, nil
+}
