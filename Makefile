@@ -69,6 +69,8 @@ gpu-test:
 # demo: the default job, 4-bit GCN inference on the bundled Cora (the first
 # run trains and caches the model, later runs load it).
 demo: build
+	./$(BIN) info
+	./$(BIN) bmm demo
 	./$(BIN) infer --dataset cora --bits 4
 
 clean:
