@@ -1,5 +1,16 @@
 package cpu
 
+// The sparse templates (this file, spmm_*.go, sddmm.go, sched*.go,
+// edgesoftmax.go) are the float32 graph kernels of the full-precision path,
+// after DGL's: SpMM sends a message along every edge and reduces the
+// messages at each destination row; SDDMM computes a value per edge from
+// its two endpoints; EdgeSoftmax normalises edge values per row; and
+// GATAggregate fuses GAT's attention with its aggregation. Every one has a
+// backward. All are pull-style over a CSR of in-edges: one worker owns each
+// output row, so no atomics are needed, and the work is split by edges
+// (Schedule). SampleCSR and SpMMFunc/SDDMMFunc cover sampling and messages
+// the builtins lack.
+
 import (
 	"errors"
 	"fmt"
@@ -356,7 +367,11 @@ func (a *spmmArgs) accumulate(acc []float32, arg []int32, v, p0, p1, k0, k1 int,
 	for p := p0; p < p1; p++ {
 		u := int(a.g.Indices[p])
 		e := a.g.eid(p)
-		a.message(m, u, e, v, k0, k1)
+		if a.msg == CopyU && a.udf == nil {
+			m = a.x[u*f+k0 : u*f+k1] // the message is the row itself
+		} else {
+			a.message(m, u, e, v, k0, k1)
+		}
 		switch a.red {
 		case Sum, Mean:
 			addTo(acc, m)

@@ -27,6 +27,23 @@ var testSchedules = []struct {
 	{"generic", &Schedule{FeatTile: 24, Partitions: 2, Workers: 3, Grain: 5}, true},
 }
 
+// widths are the awkward feature widths every op is checked at; -short
+// (the race-detector run) keeps a few.
+func widths() []int {
+	if testing.Short() {
+		return []int{1, 3, 17, 64}
+	}
+	return []int{1, 3, 15, 16, 17, 64, 257}
+}
+
+// schedules are testSchedules, fewer under -short.
+func schedules() []int {
+	if testing.Short() {
+		return []int{0, 2, 4}
+	}
+	return []int{0, 1, 2, 3, 4}
+}
+
 func withGeneric(generic bool, fn func()) {
 	old := spmmUseAVX2
 	if generic {
@@ -75,7 +92,7 @@ func edgeWidths(msg Msg, f int) []int {
 
 func TestSpMMMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, f := range []int{1, 3, 15, 16, 17, 64, 257} {
+	for _, f := range widths() {
 		g := testGraph(rng, 90, 70, 5, true, f%2 == 1)
 		if f == 16 || f == 3 {
 			g.EdgeIDs = nil // edge id = position
@@ -88,7 +105,8 @@ func TestSpMMMatchesReference(t *testing.T) {
 				e := randVec(rng, g.NNZ()*fe)
 				for red := Sum; red <= Min; red++ {
 					want, mag := refSpMM(g, msg, red, to64(x), to64(e), to64(y), f, fe)
-					for _, sc := range testSchedules {
+					for _, si := range schedules() {
+						sc := testSchedules[si]
 						name := fmt.Sprintf("f=%d/%v/fe=%d/%v/%s", f, msg, fe, red, sc.name)
 						t.Run(name, func(t *testing.T) {
 							out := make([]float32, g.Rows()*f)
@@ -144,7 +162,7 @@ func checkArg(t *testing.T, g CSR, msg Msg, x, e, y []float32, f, fe int, arg []
 
 func TestSDDMMMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, f := range []int{1, 3, 15, 16, 17, 64, 257} {
+	for _, f := range widths() {
 		g := testGraph(rng, 80, 60, 5, true, f%2 == 0)
 		if f == 16 || f == 15 {
 			g.EdgeIDs = nil
@@ -162,7 +180,8 @@ func TestSDDMMMatchesReference(t *testing.T) {
 			}
 			for _, h := range heads {
 				want, mag := refSDDMM(g, op, to64(x), to64(y), f, h)
-				for _, sc := range testSchedules {
+				for _, si := range schedules() {
+					sc := testSchedules[si]
 					t.Run(fmt.Sprintf("f=%d/%v/heads=%d/%s", f, op, h, sc.name), func(t *testing.T) {
 						out := make([]float32, len(want))
 						for i := range out {
