@@ -70,17 +70,14 @@ func (k *Kernel) Bench(as, bs []*bittensor.Tensor, o BenchOptions) (BenchResult,
 			return err
 		}
 		defer p.free()
-		res.Config = p.cfg.String()
+		res.Config = fmt.Sprintf("%s split%d", p.cfg, p.splits)
 		res.NonZero = 1
-		if !o.Dense {
-			total := 0.0
-			for _, j := range jobs {
-				l := layoutOf(j.a)
-				total += float64(((l.lines + p.cfg.bm - 1) / p.cfg.bm) * (l.lw / stepWords))
-			}
-			if total > 0 {
-				res.NonZero = p.work / total
-			}
+		total := 0.0
+		for _, j := range jobs {
+			total += float64(((j.m + p.cfg.bm - 1) / p.cfg.bm) * (layoutOf(j.a).lw / stepWords))
+		}
+		if total > 0 {
+			res.NonZero = p.work / total
 		}
 		if err := p.zeroOutputs(); err != nil {
 			return err

@@ -76,6 +76,12 @@ func BenchmarkAggregation(b *testing.B) {
 				x := randomBits(r, n, d, s, bittensor.ByCols)
 				for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
 					k, ok := ks[impl]
+					if impl == "auto" {
+						// The grid's small products need split-K; show its effect.
+						b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=nosplit", n, d, s), func(b *testing.B) {
+							benchOne(b, k.WithSplits(1), []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 15, Inner: 20})
+						})
+					}
 					if !ok {
 						continue
 					}

@@ -98,10 +98,10 @@ func mmaConfig(a, b, m, n, sms int) config {
 	for warpsM > 1 && tiles(warpsM) < 2*sms {
 		warpsM /= 2
 	}
-	c := config{path: PathMMA, abits: a, bbits: b, bm: warpsM * wm, bn: warpsN * wn, wm: wm, wn: wn, stages: 3}
-	if c.stageBytes() <= 8<<10 {
-		c.stages = 4
-	}
+	c := config{path: PathMMA, abits: a, bbits: b, bm: warpsM * wm, bn: warpsN * wn, wm: wm, wn: wn}
+	// Enough stages to keep ~64 KB of copies in flight per block, two
+	// blocks per multiprocessor.
+	c.stages = min(8, max(3, (64<<10)/c.stageBytes()))
 	// Wide operands: fewer stages, then fewer warps, to fit shared memory.
 	for c.smem(modeBit) > maxSmem && c.stages > 2 {
 		c.stages--
@@ -116,8 +116,15 @@ func mmaConfig(a, b, m, n, sms int) config {
 // smallest opt-in limit of those parts, less a margin).
 const maxSmem = 160 << 10
 
-// wgmmaNs are the wgmma N extents the kernels are generated for (gen_wgmma.py).
-var wgmmaNs = map[int]bool{32: true, 64: true, 128: true, 256: true}
+// wgmmaNs are the wgmma N extents the kernels are generated for
+// (gen_wgmma.py): every one PTX allows for .b1.
+var wgmmaNs = func() map[int]bool {
+	m := map[int]bool{8: true, 16: true, 24: true}
+	for n := 32; n <= 256; n += 16 {
+		m[n] = true
+	}
+	return m
+}()
 
 // wgmmaConfig picks the wgmma variant, or ok=false when the shape does
 // not fit one: B's planes side by side (b·BN columns) must be a generated
@@ -131,12 +138,31 @@ func wgmmaConfig(a, b, m, n, sms, lbo, sbo int) (config, bool) {
 		if bn > 8 && bn >= 2*roundUp(max(n, 1), 8) {
 			continue // mostly padding
 		}
-		c := config{path: PathWGMMA, abits: a, bbits: b, bn: bn, wgs: 2, stages: 4, lbo: lbo, sbo: sbo}
+		c := config{path: PathWGMMA, abits: a, bbits: b, bn: bn, wgs: 2, lbo: lbo, sbo: sbo}
 		c.bm = 64 * c.wgs
-		if ((m+c.bm-1)/c.bm)*((n+bn-1)/bn) < sms {
+		if ((m+c.bm-1)/c.bm)*((n+bn-1)/bn) < sms/2 {
 			c.wgs, c.bm = 1, 64
+		}
+		// Deep pipelines keep enough bytes in flight to cover the memory
+		// latency: a two-warpgroup block has its multiprocessor to itself
+		// (registers), a one-warpgroup block shares it with another.
+		budget := 200 << 10
+		if c.wgs == 1 {
+			budget = 100 << 10
+		}
+		c.stages = min(16, budget/c.stageBytes())
+		if c.stages < 3 {
+			return config{}, false // wide A: mma.sync
 		}
 		return c, true
 	}
 	return config{}, false
+}
+
+// slots is how many blocks of this variant the device holds at once.
+func (c config) slots(sms int) int {
+	if c.path == PathWGMMA && c.wgs == 2 {
+		return sms
+	}
+	return 2 * sms
 }

@@ -59,7 +59,7 @@ func gpuKernel(tb testing.TB) *Kernel {
 // paths returns the auto kernel and each forced path the device has.
 func paths(tb testing.TB) map[string]*Kernel {
 	k := gpuKernel(tb)
-	out := map[string]*Kernel{"auto": k}
+	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3)}
 	for _, p := range []string{PathMMA, PathWGMMA} {
 		if kp, err := k.WithPath(p); err == nil {
 			out[p] = kp

@@ -242,24 +242,29 @@ func TestDeviceWordsRelayout(t *testing.T) {
 func TestPackLaunch(t *testing.T) {
 	assert.Equal(t, probBytes, binary.Size(prob{}))
 	ps := []prob{{M: 100, N: 40}, {M: 0, N: 10}, {M: 16, N: 16}, {M: 1, N: 1}, {M: 300, N: 0}, {M: 129, N: 200}}
-	desc, blocks, err := packLaunch(ps, 64, 32)
-	require.NoError(t, err)
-	assert.Len(t, desc, len(ps)*probBytes)
-	want := 2*2 + 0 + 1 + 1 + 0 + 3*7
-	assert.Equal(t, want, blocks)
-	// Every block maps to the problem and tile that own it.
-	b := 0
-	for i, p := range ps {
-		n := int(p.TilesM * p.TilesN)
-		for j := 0; j < n; j++ {
-			assert.Equal(t, i, findProb(ps, b), "block %d", b)
-			assert.Equal(t, j, b-int(ps[findProb(ps, b)].TileStart))
-			b++
+	for _, splits := range []int{1, 3} {
+		desc, blocks, err := packLaunch(ps, 64, 32, splits)
+		require.NoError(t, err)
+		assert.Len(t, desc, len(ps)*probBytes)
+		want := (2*2 + 0 + 1 + 1 + 0 + 3*7) * splits
+		assert.Equal(t, want, blocks)
+		// Every block maps to the problem, tile and split that own it.
+		b := 0
+		for i, p := range ps {
+			n := int(p.TilesM*p.TilesN) * splits
+			for j := 0; j < n; j++ {
+				assert.Equal(t, i, findProb(ps, b), "block %d", b)
+				assert.Equal(t, j, b-int(ps[findProb(ps, b)].TileStart))
+				assert.Equal(t, int32(splits), ps[i].Splits)
+				b++
+			}
 		}
 	}
+	_, _, err := packLaunch(ps, 64, 32, 0)
+	assert.ErrorIs(t, err, ErrShape)
 	// Field offsets as common.cuh declares them.
-	one := prob{A: 1, Kidx: 2, ColBias: 3, OutPlane: 4, M: 5, Mode: 6, OutBits: 7, ReLU: 8, RqScale: 1.5, TilesM: 9}
-	raw, _, err := packLaunch([]prob{one}, 16, 16)
+	one := prob{A: 1, Kidx: 2, ColBias: 3, OutPlane: 4, M: 5, Mode: 6, OutBits: 7, ReLU: 8, RqScale: 1.5, TilesM: 9, Ws: 10, Cnt: 11}
+	raw, _, err := packLaunch([]prob{one}, 16, 16, 2)
 	require.NoError(t, err)
 	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(raw[off:]) }
 	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(raw[off:]) }
@@ -273,16 +278,19 @@ func TestPackLaunch(t *testing.T) {
 	assert.Equal(t, uint32(8), u32(156))
 	assert.Equal(t, uint32(0x3fc00000), u32(160))
 	assert.Equal(t, uint32(1), u32(168), "TilesM is set by packLaunch")
+	assert.Equal(t, uint32(2), u32(172), "Splits")
+	assert.Equal(t, uint64(10), u64(176))
+	assert.Equal(t, uint64(11), u64(184))
 
-	_, _, err = packLaunch([]prob{{M: -1}}, 16, 16)
+	_, _, err = packLaunch([]prob{{M: -1}}, 16, 16, 1)
 	assert.ErrorIs(t, err, ErrShape)
 }
 
 func TestCommonHeaderMatchesProb(t *testing.T) {
 	src, err := kernelFS.ReadFile("kernels/common.cuh")
 	require.NoError(t, err)
-	assert.True(t, bytes.Contains(src, []byte("sizeof(Prob) == 176")), "common.cuh asserts the size the Go side encodes")
-	for _, f := range []string{"M, N, lw32, aLines, bLines, tilesN, tileStart, mode;", "int outBits, outByCols, outLw32, relu;", "float rqScale, rqOffset;", "int tilesM, pad;"} {
+	assert.True(t, bytes.Contains(src, []byte("sizeof(Prob) == 192")), "common.cuh asserts the size the Go side encodes")
+	for _, f := range []string{"M, N, lw32, aLines, bLines, tilesN, tileStart, mode;", "int outBits, outByCols, outLw32, relu;", "float rqScale, rqOffset;", "int tilesM, splits;", "u64 ws, cnt;"} {
 		assert.True(t, bytes.Contains(src, []byte(f)), "common.cuh declares %q", f)
 	}
 }
@@ -381,6 +389,18 @@ func TestConfigs(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 64, c.bn)
 	assert.Equal(t, 2, c.wgs)
-	_, ok = wgmmaConfig(1, 3, 4096, 16, 132, 128, 256)
-	assert.False(t, ok, "48 columns is not a generated wgmma N")
+	_, ok = wgmmaConfig(1, 5, 4096, 8, 132, 128, 256)
+	assert.False(t, ok, "40 columns is not a wgmma N")
+	c, ok = wgmmaConfig(1, 3, 4096, 64, 132, 128, 256)
+	require.True(t, ok)
+	assert.Equal(t, 64, c.bn, "three planes of 64 columns: N=192")
+}
+
+func TestChooseSplits(t *testing.T) {
+	assert.Equal(t, 1, chooseSplits(300, 64, 264), "enough tiles")
+	assert.Equal(t, 5, chooseSplits(64, 16, 264), "few long tiles are split")
+	assert.Equal(t, 2, chooseSplits(10, 4, 264), "at least two k-steps a split")
+	assert.Equal(t, 1, chooseSplits(10, 1, 264))
+	assert.Equal(t, 1, chooseSplits(0, 10, 264))
+	assert.Equal(t, 64, chooseSplits(1, 1000, 264), "capped")
 }

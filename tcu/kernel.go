@@ -38,6 +38,7 @@ func kernelSource(name string) (string, []header) {
 type Kernel struct {
 	d        *Device
 	force    string // "" (choose per shape), PathMMA or PathWGMMA
+	splits   int    // > 0: split-K factor for every launch (tests)
 	wgmmaOK  bool
 	wgmmaWhy string // why wgmma is off, when it is
 	lbo, sbo int
@@ -153,23 +154,22 @@ func (k *Kernel) WithPath(path string) (*Kernel, error) {
 	return &c, nil
 }
 
+// WithSplits returns a kernel that splits every tile's k-steps over n
+// blocks (0: chosen per launch), for tests and benchmarks.
+func (k *Kernel) WithSplits(n int) *Kernel {
+	c := *k
+	c.splits = n
+	return &c
+}
+
 // config picks the variant for a launch whose largest product is m×n.
 func (k *Kernel) config(a, b, m, n int) config {
 	if k.wgmmaOK && k.force != PathMMA {
 		if c, ok := wgmmaConfig(a, b, m, n, k.d.info.SMs, k.lbo, k.sbo); ok {
-			if k.force == PathWGMMA || useWGMMA(c, m, n, k.d.info.SMs) {
-				return c
-			}
+			return c
 		}
 	}
 	return mmaConfig(a, b, m, n, k.d.info.SMs)
-}
-
-// useWGMMA: the wgmma tile is 64 rows or more, so small products, which
-// would leave most multiprocessors idle, stay on mma.sync.
-func useWGMMA(c config, m, n, sms int) bool {
-	tiles := ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn)
-	return tiles >= sms
 }
 
 // job is one product of a launch with its host destination.
@@ -297,9 +297,13 @@ type plan struct {
 	probs  uint64 // device address of the descriptors
 	outOff int    // outputs start here in buf
 	outLen int
-	jobs   []job
-	outAt  []int // each job's output offset in buf
-	work   float64
+	// zeroLen covers the outputs and the split-K workspace and counters,
+	// which the kernels leave zeroed behind them.
+	zeroLen int
+	splits  int
+	jobs    []job
+	outAt   []int // each job's output offset in buf
+	work    float64
 }
 
 // region lays out byte blocks at 256-byte aligned offsets.
@@ -351,6 +355,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	type fix struct{ a, b, kp, ki int }
 	fixes := make([]fix, len(jobs))
 	epOffs := make([][6]int, len(jobs))
+	entries := make([]float64, len(jobs)) // (row tile, k-step) pairs visited
 	p := &plan{k: k, cfg: cfg, fn: fn, jobs: jobs, nprobs: len(jobs)}
 	for i, j := range jobs {
 		la, lb := layoutOf(j.a), layoutOf(j.b)
@@ -362,8 +367,11 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			kp, ki := newTileMask(aw, j.a.Bits(), la).list(cfg.bm)
 			fixes[i].kp = in.add(asBytes(kp), 4*len(kp))
 			fixes[i].ki = in.add(asBytes(ki), 4*max(len(ki), 1))
-			p.work += float64(len(ki))
+			entries[i] = float64(len(ki))
+		} else {
+			entries[i] = float64(((j.m + cfg.bm - 1) / cfg.bm) * (la.lw / stepWords))
 		}
+		p.work += entries[i]
 		epOffs[i] = [6]int{-1, -1, -1, -1, -1, -1}
 		if j.ep != nil {
 			for v, s := range [][]float32{j.ep.ColScale, j.ep.RowTerm, j.ep.ColTerm, j.ep.ColConst, j.ep.RowScale, j.ep.ColBias} {
@@ -386,7 +394,21 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			ps[i].RqScale, ps[i].RqOffset = j.rq.Scale, j.rq.Offset
 		}
 	}
-	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn)
+	// Average k-steps a tile visits, for the split-K choice.
+	tiles, steps := 0, 0.0
+	for i, j := range jobs {
+		tn := (j.n + cfg.bn - 1) / cfg.bn
+		tiles += ((j.m + cfg.bm - 1) / cfg.bm) * tn
+		steps += entries[i] * float64(tn)
+	}
+	splits := 1
+	if k.splits > 0 {
+		splits = k.splits
+	} else if tiles > 0 {
+		splits = chooseSplits(tiles, steps/float64(tiles), cfg.slots(k.d.info.SMs))
+	}
+	p.splits = splits
+	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn, splits)
 	if err != nil {
 		return nil, err
 	}
@@ -402,6 +424,15 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		p.outAt[i] = out.add(nil, max(n, 4))
 	}
 	p.outLen = out.size - p.outOff
+	wsAt := make([][2]int, len(jobs))
+	if splits > 1 {
+		for i := range ps {
+			t := int(ps[i].TilesM) * int(ps[i].TilesN)
+			wsAt[i][0] = out.add(nil, max(4*t*cfg.bm*cfg.bn, 4))
+			wsAt[i][1] = out.add(nil, max(4*t, 4))
+		}
+	}
+	p.zeroLen = out.size - p.outOff
 	buf, err := k.d.alloc(out.size)
 	if err != nil {
 		return nil, err
@@ -420,8 +451,11 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			}
 		}
 		ps[i].Out = base + uint64(p.outAt[i])
+		if splits > 1 {
+			ps[i].Ws, ps[i].Cnt = base+uint64(wsAt[i][0]), base+uint64(wsAt[i][1])
+		}
 	}
-	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn)
+	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn, splits)
 	if err != nil {
 		p.free()
 		return nil, err
@@ -459,7 +493,7 @@ func b2i(b bool) int32 {
 
 // zeroOutputs clears the output region (MulBit ORs words into it).
 func (p *plan) zeroOutputs() error {
-	return p.k.d.memset32(p.buf.ptr+uintptr(p.outOff), 0, p.outLen/4)
+	return p.k.d.memset32(p.buf.ptr+uintptr(p.outOff), 0, p.zeroLen/4)
 }
 
 func (p *plan) launch() error {

@@ -132,15 +132,20 @@ type prob struct {
 	M, N, Lw32, ALines, BLines, TilesN, TileStart, Mode     int32
 	OutBits, OutByCols, OutLw32, ReLU                       int32
 	RqScale, RqOffset                                       float32
-	TilesM, Pad                                             int32
+	TilesM, Splits                                          int32
+	Ws, Cnt                                                 uint64
 }
 
-const probBytes = 176
+const probBytes = 192
 
-// packLaunch assigns each problem its tiles for a bm×bn block tile, in
-// order, and returns the encoded descriptors and the number of blocks.
-// Problems with no tiles (M or N zero) take no blocks.
-func packLaunch(ps []prob, bm, bn int) ([]byte, int, error) {
+// packLaunch assigns each problem its blocks for a bm×bn block tile with
+// the k-steps of each tile split over splits blocks, in order, and returns
+// the encoded descriptors and the number of blocks. Problems with no tiles
+// (M or N zero) take no blocks.
+func packLaunch(ps []prob, bm, bn, splits int) ([]byte, int, error) {
+	if splits < 1 {
+		return nil, 0, fmt.Errorf("%w: %d splits", ErrShape, splits)
+	}
 	total := 0
 	for i := range ps {
 		p := &ps[i]
@@ -149,8 +154,9 @@ func packLaunch(ps []prob, bm, bn int) ([]byte, int, error) {
 		}
 		p.TilesM = int32((int(p.M) + bm - 1) / bm)
 		p.TilesN = int32((int(p.N) + bn - 1) / bn)
+		p.Splits = int32(splits)
 		p.TileStart = int32(total)
-		total += int(p.TilesM) * int(p.TilesN)
+		total += int(p.TilesM) * int(p.TilesN) * splits
 		if total > 1<<31-1 {
 			return nil, 0, fmt.Errorf("%w: %d blocks in one launch", ErrShape, total)
 		}
@@ -163,8 +169,8 @@ func packLaunch(ps []prob, bm, bn int) ([]byte, int, error) {
 	return buf.Bytes(), total, nil
 }
 
-// findProb is the host twin of common.cuh's findProb (tested against it
-// through packLaunch): the last problem whose first tile is <= block.
+// findProb is the host twin of common.cuh's findProb: the last problem
+// whose first block is <= block.
 func findProb(ps []prob, block int) int {
 	lo, hi := 0, len(ps)-1
 	for lo < hi {
@@ -176,4 +182,17 @@ func findProb(ps []prob, block int) int {
 		}
 	}
 	return lo
+}
+
+// chooseSplits spreads each output tile's k-steps over several blocks
+// (split-K, reduced in one launch through a workspace) when the tiles alone
+// would leave the device's resident block slots idle: the small aggregation
+// products have few, long tiles. Each split keeps at least two k-steps.
+func chooseSplits(tiles int, avgSteps float64, slots int) int {
+	if tiles <= 0 || tiles >= slots {
+		return 1
+	}
+	s := (slots + tiles - 1) / tiles
+	s = min(s, int(avgSteps/2))
+	return max(1, min(s, 64))
 }

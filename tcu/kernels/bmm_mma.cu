@@ -72,9 +72,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
   extern __shared__ __align__(128) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   const Prob& P = probs[pi];
-  const int tile = blockIdx.x - P.tileStart;
-  const int tm = tile / P.tilesN, tn = tile - tm * P.tilesN;
-  const int m0 = tm * BM, n0 = tn * BN;
+  const Work wk = blockWork(P, blockIdx.x);
+  const int tm = wk.tm;
+  const int m0 = tm * BM, n0 = wk.tn * BN;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wm = warp / WARPS_N, wn = warp - wm * WARPS_N;
   const u32 sbase = smem_u32(smem);
@@ -89,10 +89,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
 #pragma unroll
         for (int r = 0; r < 4; r++) acc[w][i][j][r] = 0;
 
-  const int nk = kCount(P, tm);
+  const int nk = wk.k1 - wk.k0;
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
-    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, kStep(P, tm, s));
+    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + s));
     cp_async_commit();
   }
   for (int t = 0; t < nk; t++) {
@@ -100,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
     __syncthreads();
     {
       const int nt = t + STAGES - 1;
-      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, kStep(P, tm, nt));
+      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + nt));
       cp_async_commit();
     }
     const u32 sA = sbase + (t % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
@@ -141,19 +141,26 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
 
   u32* q = (u32*)smem;
   const int ldq = BN + 1;
-#pragma unroll
-  for (int mf = 0; mf < MF; mf++)
-#pragma unroll
-    for (int nf = 0; nf < NF; nf++)
-#pragma unroll
-      for (int r = 0; r < 4; r++) {
-        const int lr = wm * WM + mf * 16 + (lane >> 2) + (r >> 1) * 8;
-        const int lc = wn * WN + nf * 8 + (lane & 3) * 2 + (r & 1);
-        int c = 0;
-#pragma unroll
-        for (int w = 0; w < NW; w++) c += (int)((u32)acc[w][mf][nf][r] << w);
-        emit(P, c, m0 + lr, n0 + lc, q, lr * ldq + lc);
-      }
+  // FOR_OUT runs body for each output this thread holds: (lr, lc) in the
+  // tile and its product c.
+#define FOR_OUT(body)                                                     \
+  _Pragma("unroll") for (int mf = 0; mf < MF; mf++)                       \
+  _Pragma("unroll") for (int nf = 0; nf < NF; nf++)                       \
+  _Pragma("unroll") for (int r = 0; r < 4; r++) {                         \
+    const int lr = wm * WM + mf * 16 + (lane >> 2) + (r >> 1) * 8;        \
+    const int lc = wn * WN + nf * 8 + (lane & 3) * 2 + (r & 1);           \
+    int c = 0;                                                            \
+    _Pragma("unroll") for (int w = 0; w < NW; w++) c += (int)((u32)acc[w][mf][nf][r] << w); \
+    body                                                                  \
+  }
+  if (P.splits > 1) {
+    int* ws = (int*)P.ws + (long long)wk.tile * (BM * BN);
+    FOR_OUT(atomicAdd(ws + lr * BN + lc, c);)
+    if (!splitArrive(P, wk.tile)) return;
+    FOR_OUT(c = atomicExch(ws + lr * BN + lc, 0); emit(P, c, m0 + lr, n0 + lc, q, lr * ldq + lc);)
+  } else {
+    FOR_OUT(emit(P, c, m0 + lr, n0 + lc, q, lr * ldq + lc);)
+  }
   if (P.mode == MODE_BIT) {
     __syncthreads();
     packBits(P, q, ldq, m0, n0, BM, BN);

@@ -66,9 +66,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
   extern __shared__ __align__(1024) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   const Prob& P = probs[pi];
-  const int tile = blockIdx.x - P.tileStart;
-  const int tm = tile / P.tilesN, tn = tile - tm * P.tilesN;
-  const int m0 = tm * BM, n0 = tn * BN;
+  const Work wk = blockWork(P, blockIdx.x);
+  const int tm = wk.tm;
+  const int m0 = tm * BM, n0 = wk.tn * BN;
   const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const u32 sbase = smem_u32(smem);
 
@@ -78,10 +78,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
 #pragma unroll
     for (int r = 0; r < NP / 2; r++) d[i][r] = 0;
 
-  const int nk = kCount(P, tm);
+  const int nk = wk.k1 - wk.k0;
 #pragma unroll
   for (int s = 0; s < PREFETCH; s++) {
-    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, kStep(P, tm, s));
+    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + s));
     cp_async_commit();
   }
   for (int t = 0; t < nk; t++) {
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
       // Stage (t+PREFETCH)%STAGES was last read by the wgmma of step t-2,
       // which every warpgroup has waited for before this iteration's barrier.
       const int nt = t + PREFETCH;
-      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, kStep(P, tm, nt));
+      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + nt));
       cp_async_commit();
     }
     const u32 sA = sbase + (t % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
@@ -110,20 +110,27 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
 
   u32* q = (u32*)smem;
   const int ldq = BN + 1;
-#pragma unroll
-  for (int c = 0; c < BN / 8; c++)
-#pragma unroll
-    for (int r = 0; r < 4; r++) {
-      const int lr = wg * 64 + warp * 16 + (lane >> 2) + (r >> 1) * 8;
-      const int lc = c * 8 + (lane & 3) * 2 + (r & 1);
-      int v = 0;
-#pragma unroll
-      for (int i = 0; i < ABITS; i++)
-#pragma unroll
-        for (int j = 0; j < BBITS; j++)
-          if (i + j < 31) v += (int)((u32)d[i][4 * (j * (BN / 8) + c) + r] << (i + j));
-      emit(P, v, m0 + lr, n0 + lc, q, lr * ldq + lc);
-    }
+  // FOR_OUT runs body for each output this thread holds: (lr, lc) in the
+  // tile and its product v, B's planes combined with their weights.
+#define FOR_OUT(body)                                                          \
+  _Pragma("unroll") for (int c = 0; c < BN / 8; c++)                           \
+  _Pragma("unroll") for (int r = 0; r < 4; r++) {                              \
+    const int lr = wg * 64 + warp * 16 + (lane >> 2) + (r >> 1) * 8;           \
+    const int lc = c * 8 + (lane & 3) * 2 + (r & 1);                           \
+    int v = 0;                                                                 \
+    _Pragma("unroll") for (int i = 0; i < ABITS; i++)                          \
+    _Pragma("unroll") for (int j = 0; j < BBITS; j++)                          \
+      if (i + j < 31) v += (int)((u32)d[i][4 * (j * (BN / 8) + c) + r] << (i + j)); \
+    body                                                                       \
+  }
+  if (P.splits > 1) {
+    int* ws = (int*)P.ws + (long long)wk.tile * (BM * BN);
+    FOR_OUT(atomicAdd(ws + lr * BN + lc, v);)
+    if (!splitArrive(P, wk.tile)) return;
+    FOR_OUT(v = atomicExch(ws + lr * BN + lc, 0); emit(P, v, m0 + lr, n0 + lc, q, lr * ldq + lc);)
+  } else {
+    FOR_OUT(emit(P, v, m0 + lr, n0 + lc, q, lr * ldq + lc);)
+  }
   if (P.mode == MODE_BIT) {
     __syncthreads();
     packBits(P, q, ldq, m0, n0, BM, BN);

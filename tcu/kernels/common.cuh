@@ -16,9 +16,10 @@ struct Prob {
   int M, N, lw32, aLines, bLines, tilesN, tileStart, mode;      // 112
   int outBits, outByCols, outLw32, relu;                        // 144
   float rqScale, rqOffset;                                      // 160
-  int tilesM, pad;                                              // 168
-};                                                              // 176
-static_assert(sizeof(Prob) == 176, "Prob layout");
+  int tilesM, splits;                                           // 168
+  u64 ws, cnt;  // 176: split-K partial tiles (int32) and arrival counters
+};                                                              // 192
+static_assert(sizeof(Prob) == 192, "Prob layout");
 
 enum { MODE_INT = 0, MODE_FLOAT = 1, MODE_BIT = 2 };
 
@@ -106,12 +107,49 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
-// Number of non-zero k-steps of m-tile tm and the i-th of them: from the
-// zero-tile list when the job has one, else every step.
-__device__ __forceinline__ int kCount(const Prob& P, int tm) {
-  if (P.kptr) { const int* kp = (const int*)P.kptr; return kp[tm + 1] - kp[tm]; }
-  return P.lw32 >> 3;
+// Block b of problem P: its output tile and its share of the k-steps.
+struct Work {
+  int tm, tn, tile, k0, k1;
+};
+__device__ __forceinline__ Work blockWork(const Prob& P, int b) {
+  Work w;
+  const int local = b - P.tileStart;
+  w.tile = local / P.splits;
+  const int split = local - w.tile * P.splits;
+  w.tm = w.tile / P.tilesN;
+  w.tn = w.tile - w.tm * P.tilesN;
+  int nk;
+  if (P.kptr) {
+    const int* kp = (const int*)P.kptr;
+    nk = kp[w.tm + 1] - kp[w.tm];
+  } else {
+    nk = P.lw32 >> 3;
+  }
+  w.k0 = (int)((long long)nk * split / P.splits);
+  w.k1 = (int)((long long)nk * (split + 1) / P.splits);
+  return w;
 }
+
+// splitArrive is called by every thread after adding its partial sums into
+// the tile's workspace; it returns true in the last of the tile's splits
+// to arrive (uniformly for the whole block), which then finishes the tile.
+__device__ __forceinline__ bool splitArrive(const Prob& P, int tile) {
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* cnt = (int*)P.cnt + tile;
+    const int prev = atomicAdd(cnt, 1);
+    last = prev == P.splits - 1;
+    if (last) *cnt = 0;  // ready for the next launch
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+// The i-th non-zero k-step of m-tile tm: from the zero-tile list when the
+// job has one, else every step.
 __device__ __forceinline__ int kStep(const Prob& P, int tm, int i) {
   if (P.kptr) return ((const int*)P.kidx)[((const int*)P.kptr)[tm] + i];
   return i;
