@@ -31,6 +31,9 @@ func TestSerialRoundTrip(t *testing.T) {
 	shapes := [][2]int{{0, 0}, {0, 5}, {5, 0}, {1, 1}, {63, 65}, {64, 64}, {65, 63}, {255, 257}, {257, 255}, {256, 1}, {1, 256}}
 	for _, packing := range packings {
 		for nbits := 1; nbits <= bittensor.MaxBits; nbits++ {
+			if testing.Short() && !spread(nbits) {
+				continue
+			}
 			for i, sh := range shapes {
 				pad := paddings[(nbits+i)%len(paddings)]
 				vals := randVals(r, sh[0]*sh[1], nbits)

@@ -294,6 +294,9 @@ func (t *Tensor) lineK(r, c int) (int, int) {
 // Values of 32-bit tensors with the top bit set wrap to negative int32.
 func (t *Tensor) Ints() []int32 {
 	out := make([]int32, t.rows*t.cols)
+	if len(out) == 0 {
+		return out
+	}
 	pw := t.PlaneWords()
 	for l := 0; l < t.Lines(); l++ {
 		for w := 0; w*64 < t.K(); w++ {
@@ -351,8 +354,8 @@ func (t *Tensor) SliceRows(r0, r1 int) (*Tensor, error) {
 		return nil, fmt.Errorf("%w: rows [%d, %d) of a %d-row tensor", ErrShape, r0, r1, t.rows)
 	}
 	s, err := New(r1-r0, t.cols, t.bits, t.packing, t.pad)
-	if err != nil {
-		return nil, err
+	if err != nil || len(s.words) == 0 {
+		return s, err
 	}
 	if t.packing == ByRows {
 		for p := 0; p < t.bits; p++ {

@@ -75,6 +75,9 @@ func TestMutantsAreCaught(t *testing.T) {
 		bmmtest.Conformance(t, mutant{bug: bug})
 		return
 	}
+	if testing.Short() {
+		t.Skip("runs the suite five more times in child processes; not in -short")
+	}
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	for _, bug := range []string{"skiplast", "wrongbig", "fused", "padding", "highplane"} {
