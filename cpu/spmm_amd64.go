@@ -8,10 +8,19 @@ import "github.com/klauspost/cpuid/v2"
 // off to compare them with the generic ones.
 var spmmUseAVX2 = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
 
+// spmmUseAVX512 switches on the AVX-512 gather-sum, which holds a
+// 256-column chunk of a row in registers.
+var spmmUseAVX512 = spmmUseAVX2 && cpuid.CPU.Supports(cpuid.AVX512F)
+
 // spmmGatherSumAVX2 is gatherSumGeneric over w columns, w a multiple of 8.
 //
 //go:noescape
 func spmmGatherSumAVX2(acc, x *float32, idx *int32, n, ldx, w int)
+
+// spmmGatherSumAVX512 is gatherSumGeneric over w columns, w a multiple of 16.
+//
+//go:noescape
+func spmmGatherSumAVX512(acc, x *float32, idx *int32, n, ldx, w int)
 
 // spmmGatherAxpyAVX2 is gatherAxpyGeneric over w columns, w a multiple of 8.
 //
@@ -50,7 +59,17 @@ func gatherSum(acc, x []float32, idx []int32, ldx int) {
 	}
 	checkGather(x, idx, ldx, w)
 	w8 := w &^ 7
+	if spmmUseAVX512 && w >= 16 {
+		w16 := w &^ 15
+		spmmGatherSumAVX512(&acc[0], &x[0], &idx[0], len(idx), ldx, w16)
+		if w16 == w8 {
+			goto tail
+		}
+		spmmGatherSumAVX2(&acc[w16], &x[w16], &idx[0], len(idx), ldx, 8)
+		goto tail
+	}
 	spmmGatherSumAVX2(&acc[0], &x[0], &idx[0], len(idx), ldx, w8)
+tail:
 	if w8 < w {
 		gatherSumGeneric(acc[w8:], x[w8:], idx, ldx)
 	}

@@ -440,3 +440,194 @@ hsum:
 rowsdone:
 	VZEROUPPER
 	RET
+
+// func spmmGatherSumAVX512(acc, x *float32, idx *int32, n, ldx, w int)
+// Implements gatherSumGeneric for w%16 == 0 with 16 ZMM accumulators: a
+// 256-column chunk of the row stays in registers, so a 1 KB source row is
+// read in one sequential sweep.
+TEXT ·spmmGatherSumAVX512(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ n+24(FP), CX
+	MOVQ ldx+32(FP), R9
+	SHLQ $2, R9
+	MOVQ w+40(FP), DX
+
+z256:
+	CMPQ      DX, $256
+	JL        z64
+	VMOVUPS   0(DI), Z0
+	VMOVUPS   64(DI), Z1
+	VMOVUPS   128(DI), Z2
+	VMOVUPS   192(DI), Z3
+	VMOVUPS   256(DI), Z4
+	VMOVUPS   320(DI), Z5
+	VMOVUPS   384(DI), Z6
+	VMOVUPS   448(DI), Z7
+	VMOVUPS   512(DI), Z8
+	VMOVUPS   576(DI), Z9
+	VMOVUPS   640(DI), Z10
+	VMOVUPS   704(DI), Z11
+	VMOVUPS   768(DI), Z12
+	VMOVUPS   832(DI), Z13
+	VMOVUPS   896(DI), Z14
+	VMOVUPS   960(DI), Z15
+	XORQ      BX, BX
+
+z256loop:
+	CMPQ    BX, CX
+	JGE     z256done
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	VADDPS  0(AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VADDPS  256(AX), Z4, Z4
+	VADDPS  320(AX), Z5, Z5
+	VADDPS  384(AX), Z6, Z6
+	VADDPS  448(AX), Z7, Z7
+	VADDPS  512(AX), Z8, Z8
+	VADDPS  576(AX), Z9, Z9
+	VADDPS  640(AX), Z10, Z10
+	VADDPS  704(AX), Z11, Z11
+	VADDPS  768(AX), Z12, Z12
+	VADDPS  832(AX), Z13, Z13
+	VADDPS  896(AX), Z14, Z14
+	VADDPS  960(AX), Z15, Z15
+	INCQ    BX
+	JMP     z256loop
+
+z256done:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 256(DI)
+	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z6, 384(DI)
+	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z8, 512(DI)
+	VMOVUPS Z9, 576(DI)
+	VMOVUPS Z10, 640(DI)
+	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z12, 768(DI)
+	VMOVUPS Z13, 832(DI)
+	VMOVUPS Z14, 896(DI)
+	VMOVUPS Z15, 960(DI)
+	ADDQ    $1024, DI
+	ADDQ    $1024, SI
+	SUBQ    $256, DX
+	JMP     z256
+
+z64:
+	CMPQ    DX, $64
+	JL      z16
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	XORQ    BX, BX
+
+z64loop:
+	LEAQ    1(BX), R10
+	CMPQ    R10, CX
+	JGE     z64tail
+	MOVLQSX (R8)(BX*4), AX
+	MOVLQSX 4(R8)(BX*4), R11
+	IMULQ   R9, AX
+	IMULQ   R9, R11
+	ADDQ    SI, AX
+	ADDQ    SI, R11
+	VADDPS  0(AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+	VADDPS  0(R11), Z4, Z4
+	VADDPS  64(R11), Z5, Z5
+	VADDPS  128(R11), Z6, Z6
+	VADDPS  192(R11), Z7, Z7
+	ADDQ    $2, BX
+	JMP     z64loop
+
+z64tail:
+	CMPQ    BX, CX
+	JGE     z64done
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	VADDPS  0(AX), Z0, Z0
+	VADDPS  64(AX), Z1, Z1
+	VADDPS  128(AX), Z2, Z2
+	VADDPS  192(AX), Z3, Z3
+
+z64done:
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $256, DI
+	ADDQ    $256, SI
+	SUBQ    $64, DX
+	JMP     z64
+
+z16:
+	CMPQ    DX, $16
+	JL      zdone
+	VMOVUPS 0(DI), Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	XORQ    BX, BX
+
+z16loop:
+	LEAQ    3(BX), R10
+	CMPQ    R10, CX
+	JGE     z16tail
+	MOVLQSX (R8)(BX*4), AX
+	MOVLQSX 4(R8)(BX*4), R11
+	MOVLQSX 8(R8)(BX*4), R12
+	MOVLQSX 12(R8)(BX*4), R13
+	IMULQ   R9, AX
+	IMULQ   R9, R11
+	IMULQ   R9, R12
+	IMULQ   R9, R13
+	VADDPS  (SI)(AX*1), Z0, Z0
+	VADDPS  (SI)(R11*1), Z1, Z1
+	VADDPS  (SI)(R12*1), Z2, Z2
+	VADDPS  (SI)(R13*1), Z3, Z3
+	ADDQ    $4, BX
+	JMP     z16loop
+
+z16tail:
+	CMPQ    BX, CX
+	JGE     z16done
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	VADDPS  (SI)(AX*1), Z0, Z0
+	INCQ    BX
+	JMP     z16tail
+
+z16done:
+	VADDPS  Z1, Z0, Z0
+	VADDPS  Z3, Z2, Z2
+	VADDPS  Z2, Z0, Z0
+	VMOVUPS Z0, 0(DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	SUBQ    $16, DX
+	JMP     z16
+
+zdone:
+	VZEROUPPER
+	RET

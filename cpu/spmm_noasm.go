@@ -2,7 +2,7 @@
 
 package cpu
 
-var spmmUseAVX2 = false
+var spmmUseAVX2, spmmUseAVX512 = false, false
 
 func gatherSum(acc, x []float32, idx []int32, ldx int) { gatherSumGeneric(acc, x, idx, ldx) }
 

@@ -527,9 +527,19 @@ func TestGatherKernels(t *testing.T) {
 		t.Skip("no AVX2+FMA on this CPU (or purego build): only the generic loops run")
 	}
 	rng := rand.New(rand.NewPCG(19, 20))
-	const ldx = 150
+	const ldx = 600
 	x := randVec(rng, 40*ldx)
-	for _, w := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129} {
+	old512 := spmmUseAVX512
+	defer func() { spmmUseAVX512 = old512 }()
+	for _, use512 := range []bool{false, old512} {
+		spmmUseAVX512 = use512
+		checkGatherKernels(t, rng, x, ldx)
+	}
+	assert.Panics(t, func() { gatherSum(make([]float32, 8), x, []int32{40}, ldx) }, "row past x")
+}
+
+func checkGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
+	for _, w := range []int{0, 1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 264, 300, 520} {
 		for _, off := range []int{0, 1, 3} {
 			for _, n := range []int{0, 1, 2, 3, 4, 5, 9} {
 				idx := make([]int32, n)
@@ -538,7 +548,7 @@ func TestGatherKernels(t *testing.T) {
 				}
 				wt := randVec(rng, n)
 				base := randVec(rng, w)
-				name := fmt.Sprintf("w=%d/off=%d/n=%d", w, off, n)
+				name := fmt.Sprintf("w=%d/off=%d/n=%d/avx512=%v", w, off, n, spmmUseAVX512)
 				got, want := slices.Clone(base), slices.Clone(base)
 				gatherSum(got, x[off:], idx, ldx)
 				gatherSumGeneric(want, x[off:], idx, ldx)
@@ -557,7 +567,6 @@ func TestGatherKernels(t *testing.T) {
 			}
 		}
 	}
-	assert.Panics(t, func() { gatherSum(make([]float32, 8), x, []int32{40}, ldx) }, "row past x")
 }
 
 func TestTuneSchedule(t *testing.T) {
