@@ -20,6 +20,7 @@ type QPlan struct {
 	packed  []*bittensor.Tensor // per op: weight codes, K×N packed by columns
 	// WeightBytes is the packed size of every weight tensor.
 	WeightBytes int
+	wInt        []int64 // op 0's weight codes, K×N, for ForwardSparse
 }
 
 // Compile quantizes and packs m's weights for kernel k (bmm.Default() when
@@ -50,6 +51,12 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 		}
 		p.weights = append(p.weights, w)
 		p.packed = append(p.packed, t)
+		if i == 0 {
+			p.wInt = make([]int64, len(w.codes))
+			for j, c := range w.codes {
+				p.wInt[j] = int64(c)
+			}
+		}
 		p.WeightBytes += 8 * len(t.Words())
 	}
 	return p, nil
@@ -73,17 +80,81 @@ type QStats struct {
 // (QInput.Pack of b.Nodes) and returns the float32 logits, b.N()×Classes.
 // Every product is a bit product; between ops only packed codes exist.
 func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32, QStats, error) {
+	return p.forward(b, x, nil, trace)
+}
+
+// ForwardSparse is Forward with the first product (features × weights)
+// computed from the sparse feature codes of in instead of their bit planes:
+// the same integer product (exact, int64), so the same codes and logits,
+// at a cost in stored codes rather than in K·bits². The rest of the pass
+// is bit products as in Forward.
+func (p *QPlan) ForwardSparse(b *QBatch, in *QInput, trace QTrace) ([]float32, QStats, error) {
+	if in.Params != p.Model.Input || in.Cols != p.Model.Layers[0].Lin1.In {
+		return nil, QStats{}, fmt.Errorf("%w: features quantized with %+v (%d columns), the model expects %+v (%d)",
+			ErrQModel, in.Params, in.Cols, p.Model.Input, p.Model.Layers[0].Lin1.In)
+	}
+	return p.forward(b, nil, in, trace)
+}
+
+// qSparseFirst computes op 0 from the sparse codes of b's rows: C = X·W in
+// int64, then the epilogue and the quantizer exactly as a kernel applies
+// them, packed for the next op.
+func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing) (*bittensor.Tensor, []float32, error) {
+	nOut := op.lin.Out
+	n := b.N()
+	wc := p.wInt
+	codes := make([]int32, n*nOut)
+	var logits []float32
+	if op.out == nil {
+		logits = make([]float32, n*nOut)
+	}
+	var rq bmm.Requant
+	if op.out != nil {
+		rq = qRQ(*op.out)
+	}
+	qParFor(n, func(lo, hi int) {
+		acc := make([]int64, nOut)
+		for r := lo; r < hi; r++ {
+			clear(acc)
+			v := b.Nodes[r]
+			for q := in.Indptr[v]; q < in.Indptr[v+1]; q++ {
+				x := int64(in.Codes[q])
+				row := wc[int(in.Indices[q])*nOut : int(in.Indices[q]+1)*nOut]
+				for j, c := range row {
+					acc[j] += x * c
+				}
+			}
+			for j, c := range acc {
+				y := qEpilogue(ep, float32(c), r, j)
+				if logits != nil {
+					logits[r*nOut+j] = y
+				} else {
+					codes[r*nOut+j] = int32(rq.Quantize(y, op.out.Bits))
+				}
+			}
+		}
+	})
+	if logits != nil {
+		return nil, logits, nil
+	}
+	t, err := bittensor.Pack(codes, n, nOut, op.out.Bits, packing, bittensor.DefaultPadding)
+	return t, nil, err
+}
+
+func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace) ([]float32, QStats, error) {
 	var st QStats
 	m := p.Model
 	if b.Adj == nil {
 		return nil, st, fmt.Errorf("%w: batch has no packed adjacency", ErrQModel)
 	}
-	if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
-		return nil, st, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
-			ErrQModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
-	}
-	if x.Bits() != m.Input.Bits {
-		return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrQModel, x.Bits(), m.Input.Bits)
+	if sx == nil { // packed features; the sparse path reads in's codes
+		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
+			return nil, st, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
+				ErrQModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
+		}
+		if x.Bits() != m.Input.Bits {
+			return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrQModel, x.Bits(), m.Input.Bits)
+		}
 	}
 	cur := x
 	ph := m.Input
@@ -96,6 +167,10 @@ func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32
 		switch op.kind {
 		case qLin:
 			a, bt = cur, p.packed[i]
+			if i == 0 && sx != nil {
+				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qInputRowSums(sx, b.Nodes), b, true)
+				break
+			}
 			ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
 		case qAgg:
 			a, bt = b.Adj, cur
@@ -106,6 +181,21 @@ func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32
 		}
 		width := bt.Cols()
 		st.UnfusedBytes += 8 * n * width
+		if i == 0 && sx != nil {
+			out, logits, err := p.qSparseFirst(b, sx, ep, op, packing)
+			if err != nil {
+				return nil, st, fmt.Errorf("layers: op 0: %w", err)
+			}
+			if trace != nil {
+				trace(0, out)
+			}
+			if logits != nil {
+				return logits, st, nil
+			}
+			st.InterBytes += 8 * len(out.Words())
+			cur, ph = out, *op.out
+			continue
+		}
 		if op.out == nil {
 			logits, err := qMulFloat(p.Kernel, a, bt, ep)
 			if err != nil {
@@ -146,8 +236,10 @@ type QRun struct {
 }
 
 // Run runs p over d's Eval batches with features in (quantized with the
-// plan's input params). progress, when set, is called after each batch.
-func (p *QPlan) Run(d *QData, in *QInput, progress func(done, total int)) (*QRun, error) {
+// plan's input params). With sparse, the first product reads the sparse
+// codes (ForwardSparse) instead of packing bit planes. progress, when set,
+// is called after each batch.
+func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total int)) (*QRun, error) {
 	if in.Params != p.Model.Input {
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, p.Model.Input)
 	}
@@ -157,12 +249,19 @@ func (p *QPlan) Run(d *QData, in *QInput, progress func(done, total int)) (*QRun
 	}
 	for i, b := range d.Eval {
 		t0 := time.Now()
-		x, err := in.Pack(b.Nodes)
-		if err != nil {
-			return nil, err
+		var x *bittensor.Tensor
+		if !sparse {
+			var err error
+			if x, err = in.Pack(b.Nodes); err != nil {
+				return nil, err
+			}
 		}
 		t1 := time.Now()
-		logits, st, err := p.Forward(b, x, nil)
+		var sx *QInput
+		if sparse {
+			sx = in
+		}
+		logits, st, err := p.forward(b, x, sx, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -178,4 +277,25 @@ func (p *QPlan) Run(d *QData, in *QInput, progress func(done, total int)) (*QRun
 		}
 	}
 	return r, nil
+}
+
+// qInputRowSums is the row sums of the codes of rows nodes of in.
+func qInputRowSums(in *QInput, nodes []int32) []float32 {
+	out := make([]float32, len(nodes))
+	for i, v := range nodes {
+		var s int64
+		for _, q := range in.Codes[in.Indptr[v]:in.Indptr[v+1]] {
+			s += int64(q)
+		}
+		out[i] = float32(s)
+	}
+	return out
+}
+
+// SparseCheaper reports whether ForwardSparse's first product is expected
+// to cost less than the bit product for features in: stored codes against
+// words × planes of the packed features.
+func (p *QPlan) SparseCheaper(in *QInput) bool {
+	lineWords := (in.Cols + bittensor.DefaultPadding.Bits - 1) / bittensor.DefaultPadding.Bits * bittensor.DefaultPadding.Bits / 64
+	return 8*len(in.Codes) < in.Rows*lineWords*in.Params.Bits*p.Model.WBits
 }

@@ -162,6 +162,16 @@ func TestQInferMatchesSimulation(t *testing.T) {
 						for i := range want {
 							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
 						}
+						// The sparse first product gives the same codes and logits.
+						sp, _, err := plan.ForwardSparse(b, in, func(op int, codes *bittensor.Tensor) {
+							if codes != nil {
+								require.Equal(t, st.codes[op], codes.Ints(), "sparse: codes of op %d", op)
+							}
+						})
+						require.NoError(t, err)
+						for i := range want {
+							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(sp[i]), "sparse: logit %d", i)
+						}
 					}
 				})
 			}

@@ -135,36 +135,14 @@ func qLoadTask(j *qjob) (*qtask, error) {
 	return t, nil
 }
 
-// qPartitioner splits a graph into k parts (node → part); set by
-// qpartition.go to the multilevel partitioner. qBFSParts is the fallback.
-var qPartitioner = qBFSParts
-
-// qBFSParts cuts a breadth-first order of g into k equal ranges: a cheap
-// partition that keeps neighbourhoods together.
-func qBFSParts(g *subgraph.Graph, k int, _ uint64) ([]int32, error) {
-	n := g.N()
-	parts := make([]int32, n)
-	seen := make([]bool, n)
-	order := make([]int32, 0, n)
-	for s := 0; s < n; s++ {
-		if seen[s] {
-			continue
-		}
-		seen[s] = true
-		order = append(order, int32(s))
-		for i := len(order) - 1; i < len(order); i++ {
-			for _, u := range g.Neighbors(int(order[i])) {
-				if !seen[u] {
-					seen[u] = true
-					order = append(order, u)
-				}
-			}
-		}
+// qPartitioner splits a graph into k parts (node → part): METIS-style
+// multilevel k-way partitioning.
+func qPartitioner(g *subgraph.Graph, k int, seed uint64) ([]int32, error) {
+	p, err := subgraph.Partition(g, k, subgraph.PartitionOptions{Seed: seed})
+	if err != nil {
+		return nil, err
 	}
-	for i, v := range order {
-		parts[v] = int32(i * k / n)
-	}
-	return parts, nil
+	return p.Parts, nil
 }
 
 // qCachedPartition returns the partition of ds into k parts, from the cache
@@ -352,6 +330,7 @@ type inferReport struct {
 	UnfusedBytes    int      `json:"unfused_inter_layer_bytes"`
 	WeightBytes     int      `json:"weight_bytes"`
 	Weights         string   `json:"weights,omitempty"`
+	SparseInput     bool     `json:"sparse_input"`
 }
 
 func runInfer(args []string, stdout io.Writer) error {
@@ -371,6 +350,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
 	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs (0: post-training quantization only)")
 	fs.Uint64Var(&j.seed, "seed", 0, "seed for the split, partition and training")
+	sparseIn := fs.String("sparse-input", "auto", "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -378,6 +358,9 @@ func runInfer(args []string, stdout io.Writer) error {
 	}
 	if j.dataset == "" {
 		return fmt.Errorf("%w: --dataset is required", errUsage)
+	}
+	if *sparseIn != "on" && *sparseIn != "off" && *sparseIn != "auto" {
+		return fmt.Errorf("%w: --sparse-input %q (want on, off or auto)", errUsage, *sparseIn)
 	}
 	if j.kind != layers.QGCN && j.kind != layers.QGIN {
 		return fmt.Errorf("%w: --model %q (want gcn or gin)", errUsage, j.kind)
@@ -457,7 +440,8 @@ func runInfer(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	run, err := plan.Run(t.data, in, func(done, total int) {
+	sparse := *sparseIn == "on" || (*sparseIn == "auto" && plan.SparseCheaper(in))
+	run, err := plan.Run(t.data, in, sparse, func(done, total int) {
 		if total > 1 {
 			qProgress(j.quiet, "qgtc: inference batch %d/%d", done, total)
 		}
@@ -470,7 +454,8 @@ func runInfer(args []string, stdout io.Writer) error {
 		Nodes: t.ds.Graph.N(), Edges: t.ds.Graph.NumEdges() / 2, Parts: t.parts, Batches: run.Batches, KeptEdges: t.keptEdges,
 		Kernel: kernel.Name(), LoadMS: qms(t.load), PartitionMS: qms(t.part), PartitionCached: t.partCached,
 		PrepareMS: qms(t.prep + quantPrep), PackMS: qms(run.Pack), ComputeMS: qms(run.Compute), TrainMS: qms(trainTime),
-		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes, Weights: *weights}
+		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes, Weights: *weights,
+		SparseInput: sparse}
 	if j.abits != j.wbits {
 		r.Bits = 0
 	}
@@ -500,8 +485,12 @@ func runInfer(args []string, stdout io.Writer) error {
 }
 
 func printInfer(w io.Writer, r *inferReport) {
-	fmt.Fprintf(w, "qgtc infer: %s on %s, %d-bit activations x %d-bit weights (features %d-bit), kernel %s\n",
-		r.Model, r.Dataset, r.ABits, r.WBits, r.FeatureBits, r.Kernel)
+	first := "bit product"
+	if r.SparseInput {
+		first = "sparse codes"
+	}
+	fmt.Fprintf(w, "qgtc infer: %s on %s, %d-bit activations x %d-bit weights (features %d-bit, first product from %s), kernel %s\n",
+		r.Model, r.Dataset, r.ABits, r.WBits, r.FeatureBits, first, r.Kernel)
 	fmt.Fprintf(w, "  graph        %d nodes, %d edges; %d parts in %d batches keep %.1f%% of the edges\n",
 		r.Nodes, r.Edges, r.Parts, r.Batches, 100*r.KeptEdges)
 	if r.Accuracy != nil {

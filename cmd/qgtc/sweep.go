@@ -180,7 +180,7 @@ func runSweep(args []string, stdout io.Writer) error {
 				return err
 			}
 			qProgress(j.quiet, "qgtc: sweep seed %d: %d-bit inference", sj.seed, b)
-			run, err := plan.Run(t.data, in, nil)
+			run, err := plan.Run(t.data, in, plan.SparseCheaper(in), nil)
 			if err != nil {
 				return err
 			}
