@@ -22,6 +22,11 @@ func spmmGatherSumAVX2(acc, x *float32, idx *int32, n, ldx, w int)
 //go:noescape
 func spmmGatherSumAVX512(acc, x *float32, idx *int32, n, ldx, w int)
 
+// spmmGatherAxpyAVX512 is gatherAxpyGeneric over w columns, w a multiple of 16.
+//
+//go:noescape
+func spmmGatherAxpyAVX512(acc, x *float32, idx *int32, wt *float32, n, ldx, w int)
+
 // spmmGatherAxpyAVX2 is gatherAxpyGeneric over w columns, w a multiple of 8.
 //
 //go:noescape
@@ -59,17 +64,15 @@ func gatherSum(acc, x []float32, idx []int32, ldx int) {
 	}
 	checkGather(x, idx, ldx, w)
 	w8 := w &^ 7
-	if spmmUseAVX512 && w >= 16 {
-		w16 := w &^ 15
+	switch w16 := w &^ 15; {
+	case spmmUseAVX512 && w16 > 0:
 		spmmGatherSumAVX512(&acc[0], &x[0], &idx[0], len(idx), ldx, w16)
-		if w16 == w8 {
-			goto tail
+		if w16 < w8 {
+			spmmGatherSumAVX2(&acc[w16], &x[w16], &idx[0], len(idx), ldx, 8)
 		}
-		spmmGatherSumAVX2(&acc[w16], &x[w16], &idx[0], len(idx), ldx, 8)
-		goto tail
+	default:
+		spmmGatherSumAVX2(&acc[0], &x[0], &idx[0], len(idx), ldx, w8)
 	}
-	spmmGatherSumAVX2(&acc[0], &x[0], &idx[0], len(idx), ldx, w8)
-tail:
 	if w8 < w {
 		gatherSumGeneric(acc[w8:], x[w8:], idx, ldx)
 	}
@@ -84,7 +87,15 @@ func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 	checkGather(x, idx, ldx, w)
 	wt = wt[:len(idx)]
 	w8 := w &^ 7
-	spmmGatherAxpyAVX2(&acc[0], &x[0], &idx[0], &wt[0], len(idx), ldx, w8)
+	switch w16 := w &^ 15; {
+	case spmmUseAVX512 && w16 > 0:
+		spmmGatherAxpyAVX512(&acc[0], &x[0], &idx[0], &wt[0], len(idx), ldx, w16)
+		if w16 < w8 {
+			spmmGatherAxpyAVX2(&acc[w16], &x[w16], &idx[0], &wt[0], len(idx), ldx, 8)
+		}
+	default:
+		spmmGatherAxpyAVX2(&acc[0], &x[0], &idx[0], &wt[0], len(idx), ldx, w8)
+	}
 	if w8 < w {
 		gatherAxpyGeneric(acc[w8:], x[w8:], idx, wt, ldx)
 	}
