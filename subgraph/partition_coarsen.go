@@ -2,7 +2,6 @@ package subgraph
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 )
 
@@ -116,13 +115,7 @@ func (c *coarsener) matchLevel(g *wgraph, maxvwgt int32, r *rand.PCG) ([]int32, 
 	for i := range match {
 		match[i] = -1
 	}
-	if eqWeights(g) {
-		// METIS's Match_RM: with all edge weights equal, "heaviest" means
-		// nothing; visit in random order.
-		copy(perm, permutation(n, r))
-	} else {
-		degreeOrder(g, perm, &c.deg, r)
-	}
+	degreeOrder(g, perm, &c.deg, r)
 	unmatched := 0
 	lastFree := 0 // isolated vertices pair with the next free vertex in perm order
 	for pi, v := range perm {
@@ -317,16 +310,4 @@ func grow(s []int32, n int) []int32 {
 		return make([]int32, n)
 	}
 	return s[:n]
-}
-
-func eqWeights(g *wgraph) bool {
-	if os.Getenv("QGTC_RM") == "" {
-		return false
-	}
-	for _, w := range g.adjwgt {
-		if w != g.adjwgt[0] {
-			return false
-		}
-	}
-	return true
 }
