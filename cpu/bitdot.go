@@ -4,20 +4,21 @@ import "math/bits"
 
 //go:generate sh -c "cd _asm && go run ./bitdot -out ../bitdot_amd64.s -stubs ../bitdot_amd64.go -pkg cpu"
 
-// bitImpl is one implementation of the inner AND+popcount kernel: for one
-// row of A with abits planes and ncols columns of B with bbits planes,
+// bitImpl is one implementation of the inner AND+popcount kernel: for
+// nrows rows of A with abits planes and ncols columns of B with bbits
+// planes,
 //
-//	out[n] += Σ_i Σ_j popcount(A_i[0:kw] & B_j[n][0:kw]) << (i+j)
+//	out[r*ldo+n] += Σ_i Σ_j popcount(A_i[r][0:kw] & B_j[n][0:kw]) << (i+j)
 //
-// where A_i = a[i*aps:] and B_j[n] = b[j*bps + n*ldb:] (aps, bps: plane
-// strides, ldb: B's line stride, in words). Each sum must fit in int32, as
-// bmm.Check guarantees for the whole product (the assembly packs two
-// partial sums into one 64-bit lane while reducing). row takes any kw; the
-// assembly paths run whole 256-bit steps and leave a tail of kw%4 words
-// (non-default padding only) to the Go loop.
+// where A_i[r] = a[r*lda + i*aps:] and B_j[n] = b[j*bps + n*ldb:] (lda,
+// ldb: line strides, aps, bps: plane strides, in words). Each sum must fit
+// in int32, as bmm.Check guarantees for the whole product (the assembly
+// packs two partial sums into one 64-bit lane while reducing). row takes
+// any kw; the assembly paths run whole 256-bit steps and leave a tail of
+// kw%4 words (non-default padding only) to the Go loop.
 type bitImpl struct {
 	name string
-	row  func(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int)
+	row  func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int)
 }
 
 var implGeneric = &bitImpl{name: "generic", row: popcntRowGeneric}
@@ -55,20 +56,20 @@ func findImpl(name string) *bitImpl {
 // asmRow wraps an assembly row kernel: it checks the bounds the assembly
 // relies on, runs it on the whole 256-bit steps and finishes a tail of
 // kw%4 words in Go.
-func asmRow(kern func(out *int32, a *uint64, aps, abits int, b *uint64, ldb, bps, bbits, kw, ncols int)) func(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int) {
-	return func(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int) {
-		if ncols <= 0 || kw <= 0 || abits <= 0 || bbits <= 0 {
+func asmRow(kern func(out *int32, ldo int, a *uint64, lda, aps, abits int, b *uint64, ldb, bps, bbits, kw, ncols, nrows int)) func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+	return func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+		if ncols <= 0 || nrows <= 0 || kw <= 0 || abits <= 0 || bbits <= 0 {
 			return
 		}
-		_ = out[ncols-1]
-		_ = a[(abits-1)*aps+kw-1]
+		_ = out[(nrows-1)*ldo+ncols-1]
+		_ = a[(nrows-1)*lda+(abits-1)*aps+kw-1]
 		_ = b[(bbits-1)*bps+(ncols-1)*ldb+kw-1]
 		k4 := kw &^ 3
 		if k4 > 0 {
-			kern(&out[0], &a[0], aps, abits, &b[0], ldb, bps, bbits, k4, ncols)
+			kern(&out[0], ldo, &a[0], lda, aps, abits, &b[0], ldb, bps, bbits, k4, ncols, nrows)
 		}
 		if k4 < kw {
-			popcntRowGeneric(out, a[k4:], aps, abits, b[k4:], ldb, bps, bbits, kw-k4, ncols)
+			popcntRowGeneric(out, ldo, a[k4:], lda, aps, abits, b[k4:], ldb, bps, bbits, kw-k4, ncols, nrows)
 		}
 	}
 }

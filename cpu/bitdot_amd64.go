@@ -4,17 +4,17 @@
 
 package cpu
 
-// popcntRowAVX2 is popcntRowGeneric: out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)
-// for n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.
+// popcntRowAVX2 is popcntRowGeneric: out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)
+// for r < nrows, n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.
 //
 //go:noescape
-func popcntRowAVX2(out *int32, a *uint64, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int)
+func popcntRowAVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)
 
-// popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)
-// for n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking.
+// popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)
+// for r < nrows, n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking.
 //
 //go:noescape
-func popcntRowAVX512(out *int32, a *uint64, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int)
+func popcntRowAVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)
 
 // addChain runs 64·n dependent ADDs (one cycle each on any x86-64 core),
 // the clock calibration loop of the benchmarks; it returns 64·n.

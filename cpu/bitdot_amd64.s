@@ -72,17 +72,27 @@ DATA popcnt_low_nibble<>+30(SB)/1, $0x0f
 DATA popcnt_low_nibble<>+31(SB)/1, $0x0f
 GLOBL popcnt_low_nibble<>(SB), RODATA|NOPTR, $32
 
-// func popcntRowAVX2(out *int32, a *uint64, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int)
+// func popcntRowAVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)
 // Requires: AVX, AVX2, CMOV, SSE2
-TEXT ·popcntRowAVX2(SB), NOSPLIT, $32-80
+TEXT ·popcntRowAVX2(SB), NOSPLIT, $56-104
 	MOVQ    out+0(FP), AX
-	MOVQ    AX, (SP)
-	MOVQ    ncols+72(FP), AX
-	MOVQ    AX, 8(SP)
-	MOVQ    b+32(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    a+16(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    nrows+96(FP), AX
+	MOVQ    AX, 48(SP)
 	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
 	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
 	VPXOR   Y2, Y2, Y2
+
+avx2_row:
+	CMPQ 48(SP), $0x00
+	JE   avx2_rowsdone
+	MOVQ 40(SP), AX
+	MOVQ AX, (SP)
+	MOVQ ncols+88(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ b+48(FP), AX
 
 avx2x4_group:
 	MOVQ  8(SP), CX
@@ -92,25 +102,25 @@ avx2x4_group:
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
-	MOVQ  a+8(FP), CX
+	MOVQ  32(SP), CX
 	MOVQ  $0x00000000, 24(SP)
-	MOVQ  abits+24(FP), DX
+	MOVQ  abits+40(FP), DX
 	MOVQ  DX, 16(SP)
 
 avx2x4_planeA:
 	MOVQ AX, DX
-	MOVQ bbits+56(FP), BX
+	MOVQ bbits+72(FP), BX
 	MOVQ 24(SP), SI
 
 avx2x4_planeB:
-	MOVQ ldb+40(FP), DI
+	MOVQ ldb+56(FP), DI
 	SHLQ $0x03, DI
 	LEAQ (DX)(DI*1), R8
 	LEAQ (DX)(DI*2), R9
 	LEAQ (R8)(DI*2), DI
 	MOVQ SI, X7
 	XORQ R10, R10
-	MOVQ kw+64(FP), R11
+	MOVQ kw+80(FP), R11
 	SHRQ $0x02, R11
 
 avx2x4_chunk:
@@ -177,13 +187,13 @@ avx2x4_inner:
 	JMP     avx2x4_chunk
 
 avx2x4_chunkdone:
-	MOVQ       bps+48(FP), DI
+	MOVQ       bps+64(FP), DI
 	SHLQ       $0x03, DI
 	ADDQ       DI, DX
 	INCQ       SI
 	DECQ       BX
 	JNZ        avx2x4_planeB
-	MOVQ       aps+16(FP), DX
+	MOVQ       aps+32(FP), DX
 	SHLQ       $0x03, DX
 	ADDQ       DX, CX
 	INCQ       24(SP)
@@ -203,7 +213,7 @@ avx2x4_chunkdone:
 	VPADDD     (CX), X6, X6
 	VMOVDQU    X6, (CX)
 	ADDQ       $0x10, (SP)
-	MOVQ       ldb+40(FP), CX
+	MOVQ       ldb+56(FP), CX
 	SHLQ       $0x03, CX
 	SHLQ       $0x02, CX
 	ADDQ       CX, AX
@@ -216,22 +226,22 @@ avx2x1_group:
 	TESTQ CX, CX
 	JZ    avx2x1_done
 	VPXOR Y3, Y3, Y3
-	MOVQ  a+8(FP), CX
+	MOVQ  32(SP), CX
 	MOVQ  $0x00000000, 24(SP)
-	MOVQ  abits+24(FP), DX
+	MOVQ  abits+40(FP), DX
 	MOVQ  DX, 16(SP)
 
 avx2x1_planeA:
 	MOVQ AX, DX
-	MOVQ bbits+56(FP), BX
+	MOVQ bbits+72(FP), BX
 	MOVQ 24(SP), SI
 
 avx2x1_planeB:
-	MOVQ ldb+40(FP), DI
+	MOVQ ldb+56(FP), DI
 	SHLQ $0x03, DI
 	MOVQ SI, X4
 	XORQ DI, DI
-	MOVQ kw+64(FP), R8
+	MOVQ kw+80(FP), R8
 	SHRQ $0x02, R8
 
 avx2x1_chunk:
@@ -262,13 +272,13 @@ avx2x1_inner:
 	JMP     avx2x1_chunk
 
 avx2x1_chunkdone:
-	MOVQ         bps+48(FP), DI
+	MOVQ         bps+64(FP), DI
 	SHLQ         $0x03, DI
 	ADDQ         DI, DX
 	INCQ         SI
 	DECQ         BX
 	JNZ          avx2x1_planeB
-	MOVQ         aps+16(FP), DX
+	MOVQ         aps+32(FP), DX
 	SHLQ         $0x03, DX
 	ADDQ         DX, CX
 	INCQ         24(SP)
@@ -282,24 +292,44 @@ avx2x1_chunkdone:
 	VMOVD        X4, DX
 	ADDL         DX, (CX)
 	ADDQ         $0x04, (SP)
-	MOVQ         ldb+40(FP), CX
+	MOVQ         ldb+56(FP), CX
 	SHLQ         $0x03, CX
 	ADDQ         CX, AX
 	SUBQ         $0x01, 8(SP)
 	JMP          avx2x1_group
 
 avx2x1_done:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 40(SP)
+	DECQ 48(SP)
+	JMP  avx2_row
+
+avx2_rowsdone:
 	VZEROUPPER
 	RET
 
-// func popcntRowAVX512(out *int32, a *uint64, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int)
+// func popcntRowAVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ, SSE2
-TEXT ·popcntRowAVX512(SB), NOSPLIT, $32-80
+TEXT ·popcntRowAVX512(SB), NOSPLIT, $56-104
 	MOVQ out+0(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+96(FP), AX
+	MOVQ AX, 48(SP)
+
+avx512_row:
+	CMPQ 48(SP), $0x00
+	JE   avx512_rowsdone
+	MOVQ 40(SP), AX
 	MOVQ AX, (SP)
-	MOVQ ncols+72(FP), AX
+	MOVQ ncols+88(FP), AX
 	MOVQ AX, 8(SP)
-	MOVQ b+32(FP), AX
+	MOVQ b+48(FP), AX
 
 avx512x4_group:
 	MOVQ   8(SP), CX
@@ -309,25 +339,25 @@ avx512x4_group:
 	VPXORQ Z1, Z1, Z1
 	VPXORQ Z2, Z2, Z2
 	VPXORQ Z3, Z3, Z3
-	MOVQ   a+8(FP), CX
+	MOVQ   32(SP), CX
 	MOVQ   $0x00000000, 24(SP)
-	MOVQ   abits+24(FP), DX
+	MOVQ   abits+40(FP), DX
 	MOVQ   DX, 16(SP)
 
 avx512x4_planeA:
 	MOVQ AX, DX
-	MOVQ bbits+56(FP), BX
+	MOVQ bbits+72(FP), BX
 	MOVQ 24(SP), SI
 
 avx512x4_planeB:
-	MOVQ   ldb+40(FP), DI
+	MOVQ   ldb+56(FP), DI
 	SHLQ   $0x03, DI
 	LEAQ   (DX)(DI*1), R8
 	LEAQ   (DX)(DI*2), R9
 	LEAQ   (R8)(DI*2), DI
 	MOVQ   SI, X4
 	XORQ   R10, R10
-	MOVQ   kw+64(FP), R11
+	MOVQ   kw+80(FP), R11
 	MOVQ   R11, R12
 	ANDQ   $0x04, R12
 	SHRQ   $0x03, R11
@@ -382,13 +412,13 @@ avx512x4_weigh:
 	VPADDQ        Z7, Z2, Z2
 	VPSLLQ        X4, Z8, Z8
 	VPADDQ        Z8, Z3, Z3
-	MOVQ          bps+48(FP), DI
+	MOVQ          bps+64(FP), DI
 	SHLQ          $0x03, DI
 	ADDQ          DI, DX
 	INCQ          SI
 	DECQ          BX
 	JNZ           avx512x4_planeB
-	MOVQ          aps+16(FP), DX
+	MOVQ          aps+32(FP), DX
 	SHLQ          $0x03, DX
 	ADDQ          DX, CX
 	INCQ          24(SP)
@@ -416,7 +446,7 @@ avx512x4_weigh:
 	VPADDD        (CX), X11, X11
 	VMOVDQU       X11, (CX)
 	ADDQ          $0x10, (SP)
-	MOVQ          ldb+40(FP), CX
+	MOVQ          ldb+56(FP), CX
 	SHLQ          $0x03, CX
 	SHLQ          $0x02, CX
 	ADDQ          CX, AX
@@ -429,22 +459,22 @@ avx512x1_group:
 	TESTQ  CX, CX
 	JZ     avx512x1_done
 	VPXORQ Z12, Z12, Z12
-	MOVQ   a+8(FP), CX
+	MOVQ   32(SP), CX
 	MOVQ   $0x00000000, 24(SP)
-	MOVQ   abits+24(FP), DX
+	MOVQ   abits+40(FP), DX
 	MOVQ   DX, 16(SP)
 
 avx512x1_planeA:
 	MOVQ AX, DX
-	MOVQ bbits+56(FP), BX
+	MOVQ bbits+72(FP), BX
 	MOVQ 24(SP), SI
 
 avx512x1_planeB:
-	MOVQ   ldb+40(FP), DI
+	MOVQ   ldb+56(FP), DI
 	SHLQ   $0x03, DI
-	MOVQ   SI, X0
+	MOVQ   SI, X10
 	XORQ   DI, DI
-	MOVQ   kw+64(FP), R8
+	MOVQ   kw+80(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x04, R9
 	SHRQ   $0x03, R8
@@ -453,10 +483,10 @@ avx512x1_planeB:
 	JZ     avx512x1_tail
 
 avx512x1_inner:
-	VMOVDQU64 (CX)(DI*1), Z1
-	VPANDQ    (DX)(DI*1), Z1, Z1
-	VPOPCNTQ  Z1, Z1
-	VPADDQ    Z1, Z13, Z13
+	VMOVDQU64 (CX)(DI*1), Z9
+	VPANDQ    (DX)(DI*1), Z9, Z9
+	VPOPCNTQ  Z9, Z9
+	VPADDQ    Z9, Z13, Z13
 	ADDQ      $0x40, DI
 	DECQ      R8
 	JNZ       avx512x1_inner
@@ -464,43 +494,53 @@ avx512x1_inner:
 avx512x1_tail:
 	TESTQ    R9, R9
 	JZ       avx512x1_weigh
-	VMOVDQU  (CX)(DI*1), Y1
-	VPAND    (DX)(DI*1), Y1, Y4
+	VMOVDQU  (CX)(DI*1), Y4
+	VPAND    (DX)(DI*1), Y4, Y4
 	VPOPCNTQ Y4, Y4
 	VPADDQ   Z4, Z13, Z13
 
 avx512x1_weigh:
-	VPSLLQ        X0, Z13, Z13
+	VPSLLQ        X10, Z13, Z13
 	VPADDQ        Z13, Z12, Z12
-	MOVQ          bps+48(FP), DI
+	MOVQ          bps+64(FP), DI
 	SHLQ          $0x03, DI
 	ADDQ          DI, DX
 	INCQ          SI
 	DECQ          BX
 	JNZ           avx512x1_planeB
-	MOVQ          aps+16(FP), DX
+	MOVQ          aps+32(FP), DX
 	SHLQ          $0x03, DX
 	ADDQ          DX, CX
 	INCQ          24(SP)
 	DECQ          16(SP)
 	JNZ           avx512x1_planeA
 	MOVQ          (SP), CX
-	VEXTRACTI64X4 $0x01, Z12, Y0
-	VPADDQ        Y0, Y12, Y0
-	VEXTRACTI128  $0x01, Y0, X1
-	VPADDQ        X1, X0, X1
-	VPSHUFD       $0x4e, X1, X0
-	VPADDQ        X0, X1, X1
-	VMOVD         X1, DX
+	VEXTRACTI64X4 $0x01, Z12, Y4
+	VPADDQ        Y4, Y12, Y4
+	VEXTRACTI128  $0x01, Y4, X9
+	VPADDQ        X9, X4, X9
+	VPSHUFD       $0x4e, X9, X4
+	VPADDQ        X4, X9, X9
+	VMOVD         X9, DX
 	ADDL          DX, (CX)
 	ADDQ          $0x04, (SP)
-	MOVQ          ldb+40(FP), CX
+	MOVQ          ldb+56(FP), CX
 	SHLQ          $0x03, CX
 	ADDQ          CX, AX
 	SUBQ          $0x01, 8(SP)
 	JMP           avx512x1_group
 
 avx512x1_done:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 40(SP)
+	DECQ 48(SP)
+	JMP  avx512_row
+
+avx512_rowsdone:
 	VZEROUPPER
 	RET
 

@@ -4,11 +4,18 @@ import "math/bits"
 
 // popcntRowGeneric is the reference inner kernel:
 //
-//	out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)
+//	out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)
 //
-// for n < ncols, i < abits, j < bbits. Four columns at a time share each
-// word of A, as in the assembly.
-func popcntRowGeneric(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int) {
+// for r < nrows, n < ncols, i < abits, j < bbits.
+func popcntRowGeneric(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+	for r := 0; r < nrows; r++ {
+		popcntRow1(out[r*ldo:], a[r*lda:], aps, abits, b, ldb, bps, bbits, kw, ncols)
+	}
+}
+
+// popcntRow1 is one row of popcntRowGeneric. Four columns at a time share
+// each word of A, as in the assembly.
+func popcntRow1(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int) {
 	if ncols <= 0 || kw <= 0 {
 		return
 	}

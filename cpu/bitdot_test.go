@@ -11,16 +11,19 @@ import (
 )
 
 // naiveRow is the definition, one word at a time, in int64.
-func naiveRow(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols int) {
-	for n := 0; n < ncols; n++ {
-		var s int64
-		for i := 0; i < abits; i++ {
-			for j := 0; j < bbits; j++ {
-				o := j*bps + n*ldb
-				s += int64(popcount1(a[i*aps:i*aps+kw], b[o:o+kw])) << (i + j)
+func naiveRow(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+	for r := 0; r < nrows; r++ {
+		for n := 0; n < ncols; n++ {
+			var s int64
+			for i := 0; i < abits; i++ {
+				for j := 0; j < bbits; j++ {
+					o := j*bps + n*ldb
+					ao := r*lda + i*aps
+					s += int64(popcount1(a[ao:ao+kw], b[o:o+kw])) << (i + j)
+				}
 			}
+			out[r*ldo+n] += int32(s)
 		}
-		out[n] += int32(s)
 	}
 }
 
@@ -37,19 +40,33 @@ func randWords(r *rand.Rand, n int, density float64) []uint64 {
 	return w
 }
 
-// rowCase lays out a row of abits planes (plane stride aps) and ncols
-// columns of bbits planes, kw words each, with line stride ldb and plane
-// stride bps, behind an offset of off words.
-type rowCase struct{ kw, ncols, abits, bbits, pad, off int }
+// rowCase lays out nrows rows of abits planes (line stride lda, plane
+// stride aps) and ncols columns of bbits planes (ldb, bps), kw words each,
+// behind an offset of off words; out has row stride ldo.
+type rowCase struct{ kw, ncols, nrows, abits, bbits, pad, off int }
 
-func (c rowCase) operands(r *rand.Rand, density float64) (a []uint64, aps int, b []uint64, ldb, bps int) {
-	ldb = c.kw + c.pad
-	aps = c.kw + 2*c.pad
-	bps = max(1, c.ncols)*ldb + c.pad
-	a = randWords(r, c.abits*aps+c.off, density)[c.off:]
-	b = randWords(r, c.bbits*bps+c.off, density)[c.off:]
-	return a, aps, b, ldb, bps
+type rowArgs struct {
+	a, b                    []uint64
+	ldo, lda, aps, ldb, bps int
 }
+
+func (c rowCase) operands(r *rand.Rand, density float64) rowArgs {
+	var x rowArgs
+	x.ldo = c.ncols + c.pad
+	x.lda = c.kw + c.pad
+	x.aps = max(1, c.nrows)*x.lda + c.pad
+	x.ldb = c.kw + 2*c.pad
+	x.bps = max(1, c.ncols)*x.ldb + c.pad
+	x.a = randWords(r, c.abits*x.aps+c.off, density)[c.off:]
+	x.b = randWords(r, c.bbits*x.bps+c.off, density)[c.off:]
+	return x
+}
+
+func (c rowCase) run(f func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int), x rowArgs, out []int32) {
+	f(out, x.ldo, x.a, x.lda, x.aps, c.abits, x.b, x.ldb, x.bps, c.bbits, c.kw, c.ncols, c.nrows)
+}
+
+func (c rowCase) outLen(x rowArgs) int { return max(1, c.nrows)*x.ldo + 1 }
 
 // TestRowVsNaive checks every inner-kernel path against the naive loop
 // over word counts around each vector width (4 words = 256 bits, 8 = 512,
@@ -60,8 +77,8 @@ func TestRowVsNaive(t *testing.T) {
 	for _, kw := range []int{0, 1, 3, 4, 5, 7, 8, 9, 12, 16, 63, 64, 65, 120, 124, 128, 132, 257} {
 		for _, nc := range []int{0, 1, 3, 4, 5, 8, 13} {
 			for _, ab := range [][2]int{{1, 1}, {3, 2}, {1, 8}, {4, 4}} {
-				for _, po := range [][2]int{{0, 0}, {1, 1}, {3, 5}} {
-					cases = append(cases, rowCase{kw, nc, ab[0], ab[1], po[0], po[1]})
+				for _, po := range [][3]int{{0, 0, 1}, {1, 1, 3}, {3, 5, 2}} {
+					cases = append(cases, rowCase{kw, nc, po[2], ab[0], ab[1], po[0], po[1]})
 				}
 			}
 		}
@@ -70,14 +87,14 @@ func TestRowVsNaive(t *testing.T) {
 		t.Run("impl="+im.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			for _, c := range cases {
-				a, aps, b, ldb, bps := c.operands(r, 1)
-				want := make([]int32, c.ncols+1)
+				x := c.operands(r, 1)
+				want := make([]int32, c.outLen(x))
 				for i := range want {
 					want[i] = int32(i * 1000) // the kernel adds to what is there
 				}
 				got := append([]int32(nil), want...)
-				naiveRow(want, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
-				im.row(got, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
+				c.run(naiveRow, x, want)
+				c.run(im.row, x, got)
 				require.Equal(t, want, got, "%+v", c)
 			}
 		})
@@ -99,7 +116,7 @@ func TestRowAllOnes(t *testing.T) {
 					b[i] = ^uint64(0)
 				}
 				got := make([]int32, 5)
-				im.row(got, a, kw, 2, b, kw, 5*kw, 2, kw, 5)
+				im.row(got, 0, a, 0, kw, 2, b, kw, 5*kw, 2, kw, 5, 1)
 				for n := range got {
 					assert.Equal(t, int32(64*kw*(1+2+2+4)), got[n], "column %d", n)
 				}
@@ -135,11 +152,11 @@ func TestImplsAndNewKernel(t *testing.T) {
 // FuzzRow compares every assembly path with the generic loop on arbitrary
 // bits, lengths, column and plane counts, weights, strides and offsets.
 func FuzzRow(f *testing.F) {
-	f.Add(uint64(1), uint16(64), uint8(5), uint8(0), uint8(0), uint8(0), uint8(0))
-	f.Add(uint64(2), uint16(4), uint8(4), uint8(3), uint8(3), uint8(1), uint8(3))
-	f.Add(uint64(3), uint16(127), uint8(1), uint8(0), uint8(7), uint8(3), uint8(1))
-	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nc8, ab8, bb8, pad8, off8 uint8) {
-		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 16), abits: 1 + int(ab8%16), bbits: 1 + int(bb8%16),
+	f.Add(uint64(1), uint16(64), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0), uint8(0))
+	f.Add(uint64(2), uint16(4), uint8(4), uint8(3), uint8(3), uint8(3), uint8(1), uint8(3))
+	f.Add(uint64(3), uint16(127), uint8(1), uint8(0), uint8(0), uint8(7), uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nc8, nr8, ab8, bb8, pad8, off8 uint8) {
+		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 16), nrows: int(nr8 % 5), abits: 1 + int(ab8%16), bbits: 1 + int(bb8%16),
 			pad: int(pad8 % 9), off: int(off8 % 8)}
 		// The kernels' precondition (bmm.Check's overflow rule): every
 		// weighted sum fits in int32.
@@ -151,12 +168,12 @@ func FuzzRow(f *testing.F) {
 			}
 		}
 		r := rand.New(rand.NewPCG(seed, uint64(c.kw)))
-		a, aps, b, ldb, bps := c.operands(r, 0.7)
-		want := make([]int32, c.ncols)
-		naiveRow(want, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
+		x := c.operands(r, 0.7)
+		want := make([]int32, c.outLen(x))
+		c.run(naiveRow, x, want)
 		for _, im := range bitImpls {
-			got := make([]int32, c.ncols)
-			im.row(got, a, aps, c.abits, b, ldb, bps, c.bbits, c.kw, c.ncols)
+			got := make([]int32, c.outLen(x))
+			c.run(im.row, x, got)
 			if !assert.Equal(t, want, got, "impl=%s %+v", im.name, c) {
 				return
 			}

@@ -85,7 +85,8 @@ type bitPlan struct {
 // bitTask is a goroutine's scratch space, reused across tasks.
 type bitTask struct {
 	tile []int32  // bitRowBlock×n, the int32 products of the rows
-	mask []uint64 // per row, bitset of 256-bit chunks non-zero in any plane of A
+	mask  []uint64 // per row, bitset of 256-bit chunks non-zero in any plane of A
+	dense []bool   // per row, no zero chunk in the current K block
 	q    []uint32 // MulBit: re-quantized values of the rows
 }
 
@@ -162,12 +163,29 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 			markChunks(t.mask[r*mw:(r+1)*mw], p.a.Line(i, m0+r))
 		}
 	}
+	t.dense = growSlice(t.dense, rows)
 	for kb := 0; kb < p.lw; kb += p.kc {
 		ke := min(p.lw, kb+p.kc)
+		cb, ce := kb/bitChunkWords, (ke+bitChunkWords-1)/bitChunkWords
+		for r := range t.dense {
+			t.dense[r] = allOnes(t.mask[r*mw:(r+1)*mw], cb, ce)
+		}
 		for c0 := 0; c0 < p.n; c0 += p.colBlock {
 			c1 := min(p.n, c0+p.colBlock)
-			for r := 0; r < rows; r++ {
-				p.runs(tile[r*p.n+c0:r*p.n+c1], t.mask[r*mw:(r+1)*mw], m0+r, kb, ke, c0)
+			for r := 0; r < rows; {
+				if !t.dense[r] {
+					p.runs(tile[r*p.n+c0:r*p.n+c1], t.mask[r*mw:(r+1)*mw], m0+r, kb, ke, c0)
+					r++
+					continue
+				}
+				// Consecutive rows with no zero chunk go in one call.
+				r1 := r + 1
+				for r1 < rows && t.dense[r1] {
+					r1++
+				}
+				p.impl.row(tile[r*p.n+c0:], p.n, p.aw[(m0+r)*p.lw+kb:], p.lw, p.aps, p.abits,
+					p.bw[c0*p.lw+kb:], p.lw, p.bps, p.bbits, ke-kb, c1-c0, r1-r)
+				r = r1
 			}
 		}
 	}
@@ -204,9 +222,23 @@ func (p *bitPlan) runs(out []int32, mask []uint64, m, kb, ke, c0 int) {
 		}
 		e = min(e, cEnd)
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		p.impl.row(out, p.aw[m*p.lw+w0:], p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, len(out))
+		p.impl.row(out, 0, p.aw[m*p.lw+w0:], 0, p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, len(out), 1)
 		c = e
 	}
+}
+
+// allOnes reports whether bits [c0, c1) of mask are all set.
+func allOnes(mask []uint64, c0, c1 int) bool {
+	for c0 < c1 {
+		w := c0 / 64
+		n := min(c1, (w+1)*64) - c0
+		want := ^uint64(0) >> (64 - n) << (c0 % 64)
+		if mask[w]&want != want {
+			return false
+		}
+		c0 += n
+	}
+	return true
 }
 
 // markChunks sets bit c of mask when words [4c, 4c+4) of line are not all

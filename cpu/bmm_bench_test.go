@@ -43,7 +43,7 @@ func BenchmarkRow(b *testing.B) {
 			b.Run(fmt.Sprintf("kw=%d/bbits=%d/impl=%s", c.kw, c.bbits, im.name), func(b *testing.B) {
 				b.SetBytes(int64(8 * c.kw * (c.bbits*nc + 1)))
 				for b.Loop() {
-					im.row(out, a, c.kw, 1, bw, c.kw, nc*c.kw, c.bbits, c.kw, nc)
+					im.row(out, 0, a, 0, c.kw, 1, bw, c.kw, nc*c.kw, c.bbits, c.kw, nc, 1)
 				}
 				sec := b.Elapsed().Seconds() / float64(b.N)
 				b.ReportMetric(float64(64*c.kw*nc*c.bbits)/sec/ClockHz(), "bitMAC/cyc/core")

@@ -10,7 +10,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(out *int32, a *uint64, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int)"
+const signature = "func(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)"
 
 func main() {
 	ConstraintExpr("!purego")
@@ -60,10 +60,11 @@ func reduce1(q VecVirtual, out Register) {
 	ADDL(s, Mem{Base: out})
 }
 
-// The row kernels compute, for one row of A with abits planes (plane i at
-// a + i*aps words) and ncols columns of B with bbits planes each,
+// The row kernels compute, for nrows rows of A (row r at a + r*lda words)
+// with abits planes (plane i of a row at +i*aps words) and ncols columns of
+// B with bbits planes each,
 //
-//	out[n] += Σ_i Σ_j popcount(A_i[0:kw] & B_j[n][0:kw]) << (i+j)
+//	out[r*ldo+n] += Σ_i Σ_j popcount(A_i[r][0:kw] & B_j[n][0:kw]) << (i+j)
 //
 // where B_j[n] starts at b + j*bps + n*ldb words and kw is a multiple of 4.
 // Four columns at a time share each load of A; the plane weights are
@@ -88,7 +89,8 @@ func colLoop(prefix string, cols int, st stack, b Register, zeroQ func() []VecVi
 		JZ(LabelRef(prefix + "_done"))
 	}
 	q := zeroQ()
-	ai := Load(Param("a"), GP64())
+	ai := GP64()
+	MOVQ(st.aRow, ai)
 	MOVQ(U32(0), st.shBase)
 	ic := Load(Param("abits"), GP64())
 	MOVQ(ic, st.ic)
@@ -140,13 +142,39 @@ func colLoop(prefix string, cols int, st stack, b Register, zeroQ func() []VecVi
 }
 
 // stack holds the row kernels' rarely used values.
-type stack struct{ out, ncols, ic, shBase Mem }
+type stack struct{ out, ncols, ic, shBase, aRow, outRow, rows Mem }
 
 func newStack() stack {
-	st := stack{out: AllocLocal(8), ncols: AllocLocal(8), ic: AllocLocal(8), shBase: AllocLocal(8)}
-	MOVQ(Load(Param("out"), GP64()), st.out)
-	MOVQ(Load(Param("ncols"), GP64()), st.ncols)
+	st := stack{out: AllocLocal(8), ncols: AllocLocal(8), ic: AllocLocal(8), shBase: AllocLocal(8),
+		aRow: AllocLocal(8), outRow: AllocLocal(8), rows: AllocLocal(8)}
+	MOVQ(Load(Param("out"), GP64()), st.outRow)
+	MOVQ(Load(Param("a"), GP64()), st.aRow)
+	MOVQ(Load(Param("nrows"), GP64()), st.rows)
 	return st
+}
+
+// rowLoop emits the loop over the rows: per row, the column loops run
+// from the first column with the row's A and out pointers.
+func rowLoop(prefix string, st stack, cols func(b Register)) {
+	Label(prefix + "_row")
+	CMPQ(st.rows, U8(0))
+	JE(LabelRef(prefix + "_rowsdone"))
+	out := GP64()
+	MOVQ(st.outRow, out)
+	MOVQ(out, st.out)
+	nc := Load(Param("ncols"), GP64())
+	MOVQ(nc, st.ncols)
+	b := Load(Param("b"), GP64())
+	cols(b)
+	lda := Load(Param("lda"), GP64())
+	SHLQ(U8(3), lda)
+	ADDQ(lda, st.aRow)
+	ldo := Load(Param("ldo"), GP64())
+	SHLQ(U8(2), ldo)
+	ADDQ(ldo, st.outRow)
+	DECQ(st.rows)
+	JMP(LabelRef(prefix + "_row"))
+	Label(prefix + "_rowsdone")
 }
 
 // rowAVX2: vpshufb nibble popcount (Muła et al.), byte counts summed with
@@ -154,10 +182,9 @@ func newStack() stack {
 func rowAVX2(lut, low Mem) {
 	TEXT("popcntRowAVX2", NOSPLIT, signature)
 	Pragma("noescape")
-	Doc("popcntRowAVX2 is popcntRowGeneric: out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)",
-		"for n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.")
+	Doc("popcntRowAVX2 is popcntRowGeneric: out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)",
+		"for r < nrows, n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking, vpshufb nibble popcount.")
 	st := newStack()
-	b := Load(Param("b"), GP64())
 	mask, table, zero := YMM(), YMM(), YMM()
 	VMOVDQU(low, mask)
 	VMOVDQU(lut, table)
@@ -220,8 +247,10 @@ func rowAVX2(lut, low Mem) {
 			Label(prefix + "_chunkdone")
 		}
 	}
-	colLoop("avx2x4", 4, st, b, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out) })
-	colLoop("avx2x1", 1, st, b, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out) })
+	rowLoop("avx2", st, func(b Register) {
+		colLoop("avx2x4", 4, st, b, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out) })
+		colLoop("avx2x1", 1, st, b, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out) })
+	})
 	VZEROUPPER()
 	RET()
 }
@@ -230,10 +259,9 @@ func rowAVX2(lut, low Mem) {
 func rowAVX512() {
 	TEXT("popcntRowAVX512", NOSPLIT, signature)
 	Pragma("noescape")
-	Doc("popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[n] += Σ_i Σ_j popcount(a[i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)",
-		"for n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking.")
+	Doc("popcntRowAVX512 is popcntRowGeneric with AVX-512 VPOPCNTDQ: out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:kw] & b[j*bps+n*ldb:][:kw]) << (i+j)",
+		"for r < nrows, n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking.")
 	st := newStack()
-	b := Load(Param("b"), GP64())
 
 	zeroQ := func(n int) func() []VecVirtual {
 		return func() []VecVirtual {
@@ -301,8 +329,10 @@ func rowAVX512() {
 		}
 		return y
 	}
-	colLoop("avx512x4", 4, st, b, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out) })
-	colLoop("avx512x1", 1, st, b, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out) })
+	rowLoop("avx512", st, func(b Register) {
+		colLoop("avx512x4", 4, st, b, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out) })
+		colLoop("avx512x1", 1, st, b, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out) })
+	})
 	VZEROUPPER()
 	RET()
 }
