@@ -12,19 +12,20 @@ import (
 // and TLPGNN's edge-balanced, atomic-free work split.
 //
 // The rows are cut into spans of about equal work (edges plus a per-row
-// cost, not rows); workers take spans from a shared counter, and each
-// output row is written by exactly one worker. A row with more edges than
-// a span holds is split into slices reduced into private partials and
-// merged afterwards, so one hub cannot stall a worker. Within a span the
-// feature columns are visited FeatTile at a time, and for each tile the
-// sources are visited one partition (a contiguous range of nsrc/Partitions
-// source rows) at a time, so the source rows a pass touches stay in cache.
+// cost, not rows). A row with more edges than a span holds is split into
+// slices reduced into private partials and merged afterwards, so one hub
+// cannot stall a worker. The feature columns are cut into tiles of
+// FeatTile columns; every (tile, span) pair is a work item, taken by the
+// workers from a shared counter tile by tile, and each output element is
+// written by exactly one worker. Within an item the sources are visited one
+// partition (a contiguous range of nsrc/Partitions source rows) at a time,
+// so the source rows a pass touches stay in cache.
 type Schedule struct {
-	FeatTile   int // feature columns per pass; 0 (or ≥ f) is all of them
-	Partitions int // source partitions per tile; ≤ 1 is none
-	Workers    int // goroutines; 0 is GOMAXPROCS
-	Grain      int // spans per worker; 0 is 8
-	NoSplit    bool
+	FeatTile   int  // feature columns per tile; 0 (or ≥ f) is all of them
+	Partitions int  // source partitions per tile; ≤ 1 is none
+	Workers    int  // goroutines; 0 is GOMAXPROCS
+	Grain      int  // spans per worker; 0 is 8, and 1 span for tiny problems
+	NoSplit    bool // never split a heavy row (the ablation baseline)
 }
 
 // Shape keys the schedule cache: rows, source rows, edges, feature width.
@@ -176,14 +177,33 @@ func (w *worker) scratch(n int) []float32 {
 
 // run executes every span on the schedule's workers.
 func (pl *plan) run(s Schedule, fn func(w *worker, sp span)) {
-	if len(pl.spans) == 0 {
+	runItems(s, len(pl.spans), func(w *worker, i int) { fn(w, pl.spans[i]) })
+}
+
+// runTiles executes every (span, feature tile) pair: TLPGNN's feature
+// parallelism on top of the row split, so a graph with few rows still
+// fills the cores. Items go tile-major, so the workers sweep the sources'
+// columns of one tile together while it is in cache.
+func (pl *plan) runTiles(s Schedule, f, tile int, fn func(w *worker, sp span, k0, k1 int)) {
+	nt := (f + tile - 1) / tile
+	ns := len(pl.spans)
+	runItems(s, ns*nt, func(w *worker, i int) {
+		k0 := i / ns * tile
+		fn(w, pl.spans[i%ns], k0, min(f, k0+tile))
+	})
+}
+
+// runItems calls fn for items 0..n-1, handed out to the schedule's
+// workers through a shared counter.
+func runItems(s Schedule, n int, fn func(w *worker, i int)) {
+	if n == 0 {
 		return
 	}
-	nw := min(s.workers(), len(pl.spans))
+	nw := min(s.workers(), n)
 	if nw <= 1 {
 		var w worker
-		for _, sp := range pl.spans {
-			fn(&w, sp)
+		for i := range n {
+			fn(&w, i)
 		}
 		return
 	}
@@ -196,10 +216,10 @@ func (pl *plan) run(s Schedule, fn func(w *worker, sp span)) {
 			var w worker
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(len(pl.spans)) {
+				if i >= int64(n) {
 					return
 				}
-				fn(&w, pl.spans[i])
+				fn(&w, int(i))
 			}
 		}()
 	}

@@ -100,20 +100,15 @@ func runSDDMM(a *sddmmArgs, s Schedule) {
 		tile = max(a.dim, tile/a.dim*a.dim)
 	}
 	pl := makePlan(g, s, f)
-	pl.run(s, func(w *worker, sp span) {
+	pl.runTiles(s, f, tile, func(w *worker, sp span, k0, k1 int) {
 		buf := w.scratch(sp.maxDeg(g))
 		if sp.seg >= 0 {
-			v := int(sp.r0)
-			for k0 := 0; k0 < f; k0 += tile {
-				a.edges(v, int(sp.p0), int(sp.p1), k0, min(f, k0+tile), buf)
-			}
+			a.edges(int(sp.r0), int(sp.p0), int(sp.p1), k0, k1, buf)
 			return
 		}
-		parts := w.partitions(g, s, int(sp.r0), int(sp.r1), a.nsrc)
-		for k0 := 0; k0 < f; k0 += tile {
-			k1 := min(f, k0+tile)
-			parts.each(func(v, p0, p1 int) { a.edges(v, p0, p1, k0, k1, buf) })
-		}
+		w.partitions(g, s, int(sp.r0), int(sp.r1), a.nsrc).each(func(v, p0, p1 int) {
+			a.edges(v, p0, p1, k0, k1, buf)
+		})
 	})
 }
 

@@ -458,39 +458,28 @@ func runSpMM(a *spmmArgs, s Schedule) {
 	if a.arg != nil {
 		parg = make([]int32, pl.nseg*f)
 	}
-	pl.run(s, func(w *worker, sp span) {
-		buf := w.scratch(max(tile, sp.maxDeg(g)))
+	pl.runTiles(s, f, tile, func(w *worker, sp span, k0, k1 int) {
+		buf := w.scratch(max(k1-k0, sp.maxDeg(g)))
 		if sp.seg >= 0 { // a slice of a heavy row, into its own partial
 			v := int(sp.r0)
-			acc := part[int(sp.seg)*f : int(sp.seg+1)*f]
+			acc := part[int(sp.seg)*f+k0 : int(sp.seg)*f+k1]
 			var pa []int32
 			if parg != nil {
-				pa = parg[int(sp.seg)*f : int(sp.seg+1)*f]
+				pa = parg[int(sp.seg)*f+k0 : int(sp.seg)*f+k1]
 			}
 			a.initRow(acc, pa)
-			for k0 := 0; k0 < f; k0 += tile {
-				k1 := min(f, k0+tile)
-				var ta []int32
-				if pa != nil {
-					ta = pa[k0:k1]
-				}
-				a.accumulate(acc[k0:k1], ta, v, int(sp.p0), int(sp.p1), k0, k1, buf)
-			}
+			a.accumulate(acc, pa, v, int(sp.p0), int(sp.p1), k0, k1, buf)
 			return
 		}
 		r0, r1 := int(sp.r0), int(sp.r1)
 		for v := r0; v < r1; v++ {
-			a.initRow(a.out[v*f:(v+1)*f], a.argRow(v, 0, f))
+			a.initRow(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1))
 		}
-		parts := w.partitions(g, s, r0, r1, a.nsrc)
-		for k0 := 0; k0 < f; k0 += tile {
-			k1 := min(f, k0+tile)
-			parts.each(func(v, p0, p1 int) {
-				a.accumulate(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1), v, p0, p1, k0, k1, buf)
-			})
-		}
+		w.partitions(g, s, r0, r1, a.nsrc).each(func(v, p0, p1 int) {
+			a.accumulate(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1), v, p0, p1, k0, k1, buf)
+		})
 		for v := r0; v < r1; v++ {
-			a.finishRow(a.out[v*f:(v+1)*f], a.argRow(v, 0, f), int(g.Indptr[v+1]-g.Indptr[v]))
+			a.finishRow(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1), int(g.Indptr[v+1]-g.Indptr[v]))
 		}
 	})
 	// Merge the partials of split rows; each heavy row is owned by one worker.
