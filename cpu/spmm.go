@@ -251,7 +251,8 @@ func checkSpMM(out []float32, g CSR, msg Msg, red Reduce, x, e, y []float32, f i
 // the winning edge per element (−1 for an empty row); SpMMBackward needs
 // it. A nil s uses the schedule TuneSchedule cached for this shape, or a
 // heuristic one. The work is pull-style (each output row written by one
-// worker, no atomics) over all of the schedule's workers.
+// worker, no atomics) over all of the schedule's workers. out must not
+// overlap the inputs.
 func SpMM(out []float32, g CSR, msg Msg, red Reduce, x, e, y []float32, f int, arg []int32, s *Schedule) error {
 	a, err := checkSpMM(out, g, msg, red, x, e, y, f, arg)
 	if err != nil {
@@ -344,9 +345,12 @@ func (a *spmmArgs) accumulate(acc []float32, arg []int32, v, p0, p1, k0, k1 int,
 			gatherSum(acc, a.x[k0:], idx, f)
 			return
 		case a.msg == UMulE && a.fe == 1:
-			w := buf[:p1-p0]
-			for j := range w {
-				w[j] = a.e[a.g.eid(p0+j)]
+			w := a.e[p0:p1] // edge id = position: the weights are in place
+			if a.g.EdgeIDs != nil {
+				w = buf[:p1-p0]
+				for j := range w {
+					w[j] = a.e[a.g.EdgeIDs[p0+j]]
+				}
 			}
 			gatherAxpy(acc, a.x[k0:], idx, w, f)
 			return
