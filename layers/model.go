@@ -154,6 +154,10 @@ type Input struct {
 	gcnW  []float32       // D^-1/2 (A+I) D^-1/2 on loops
 }
 
+// denseAbove is the feature density above which NewInput stores the
+// features dense (e.g. Amazon's 26%-dense bag-of-words).
+const denseAbove = 0.05
+
 // NewInput pairs a graph (edges u→v stored as g's row u, as subgraph
 // stores undirected graphs) with its features. Self-loops in g are
 // dropped: the models that want them add their own.
@@ -183,6 +187,9 @@ func NewInput(g *subgraph.Graph, f *subgraph.Features) (*Input, error) {
 			vals = append([]float32(nil), f.Values...)
 		}
 		x = nn.NewSparse(f.Rows, f.Cols, f.Indptr, f.Indices, vals)
+		if float64(len(f.Indices)) >= denseAbove*float64(f.Rows)*float64(f.Cols) {
+			x = x.Dense() // the blocked GEMM beats a gather this dense
+		}
 	}
 	return &Input{Graph: nn.NewGraph(pull.Indptr, pull.Indices), X: x, pull: pull}, nil
 }
