@@ -89,55 +89,52 @@ avx2_row:
 	CMPQ 48(SP), $0x00
 	JE   avx2_rowsdone
 	MOVQ 40(SP), AX
-	MOVQ AX, (SP)
-	MOVQ ncols+88(FP), AX
-	MOVQ AX, 8(SP)
-	MOVQ b+48(FP), AX
+	MOVQ ncols+88(FP), CX
+	MOVQ b+48(FP), DX
 
 avx2x4_group:
-	MOVQ  8(SP), CX
 	CMPQ  CX, $0x04
 	JL    avx2x4_done
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
-	MOVQ  32(SP), CX
+	MOVQ  32(SP), BX
 	MOVQ  $0x00000000, 24(SP)
-	MOVQ  abits+40(FP), DX
-	MOVQ  DX, 16(SP)
+	MOVQ  abits+40(FP), SI
+	MOVQ  SI, 16(SP)
 
 avx2x4_planeA:
-	MOVQ AX, DX
-	MOVQ bbits+72(FP), BX
-	MOVQ 24(SP), SI
+	MOVQ DX, SI
+	MOVQ bbits+72(FP), DI
+	MOVQ 24(SP), R8
 
 avx2x4_planeB:
-	MOVQ ldb+56(FP), DI
-	SHLQ $0x03, DI
-	LEAQ (DX)(DI*1), R8
-	LEAQ (DX)(DI*2), R9
-	LEAQ (R8)(DI*2), DI
-	MOVQ SI, X7
-	XORQ R10, R10
-	MOVQ kw+80(FP), R11
-	SHRQ $0x02, R11
+	MOVQ ldb+56(FP), R9
+	SHLQ $0x03, R9
+	LEAQ (SI)(R9*1), R10
+	LEAQ (SI)(R9*2), R11
+	LEAQ (R10)(R9*2), R9
+	MOVQ R8, X7
+	XORQ R12, R12
+	MOVQ kw+80(FP), R13
+	SHRQ $0x02, R13
 
 avx2x4_chunk:
-	TESTQ   R11, R11
+	TESTQ   R13, R13
 	JZ      avx2x4_chunkdone
-	MOVQ    $0x0000001f, R12
-	CMPQ    R11, R12
-	CMOVQLT R11, R12
-	SUBQ    R12, R11
+	MOVQ    $0x0000001f, R14
+	CMPQ    R13, R14
+	CMOVQLT R13, R14
+	SUBQ    R14, R13
 	VPXOR   Y8, Y8, Y8
 	VPXOR   Y9, Y9, Y9
 	VPXOR   Y10, Y10, Y10
 	VPXOR   Y11, Y11, Y11
 
 avx2x4_inner:
-	VMOVDQU (CX)(R10*1), Y12
-	VPAND   (DX)(R10*1), Y12, Y13
+	VMOVDQU (BX)(R12*1), Y12
+	VPAND   (SI)(R12*1), Y12, Y13
 	VPSRLW  $0x04, Y13, Y14
 	VPAND   Y0, Y13, Y13
 	VPAND   Y0, Y14, Y14
@@ -145,7 +142,7 @@ avx2x4_inner:
 	VPSHUFB Y14, Y1, Y14
 	VPADDB  Y13, Y8, Y8
 	VPADDB  Y14, Y8, Y8
-	VPAND   (R8)(R10*1), Y12, Y13
+	VPAND   (R10)(R12*1), Y12, Y13
 	VPSRLW  $0x04, Y13, Y14
 	VPAND   Y0, Y13, Y13
 	VPAND   Y0, Y14, Y14
@@ -153,7 +150,7 @@ avx2x4_inner:
 	VPSHUFB Y14, Y1, Y14
 	VPADDB  Y13, Y9, Y9
 	VPADDB  Y14, Y9, Y9
-	VPAND   (R9)(R10*1), Y12, Y13
+	VPAND   (R11)(R12*1), Y12, Y13
 	VPSRLW  $0x04, Y13, Y14
 	VPAND   Y0, Y13, Y13
 	VPAND   Y0, Y14, Y14
@@ -161,7 +158,7 @@ avx2x4_inner:
 	VPSHUFB Y14, Y1, Y14
 	VPADDB  Y13, Y10, Y10
 	VPADDB  Y14, Y10, Y10
-	VPAND   (DI)(R10*1), Y12, Y12
+	VPAND   (R9)(R12*1), Y12, Y12
 	VPSRLW  $0x04, Y12, Y13
 	VPAND   Y0, Y12, Y12
 	VPAND   Y0, Y13, Y13
@@ -169,8 +166,8 @@ avx2x4_inner:
 	VPSHUFB Y13, Y1, Y13
 	VPADDB  Y12, Y11, Y11
 	VPADDB  Y13, Y11, Y11
-	ADDQ    $0x20, R10
-	DECQ    R12
+	ADDQ    $0x20, R12
+	DECQ    R14
 	JNZ     avx2x4_inner
 	VPSADBW Y2, Y8, Y8
 	VPSLLQ  X7, Y8, Y8
@@ -187,19 +184,18 @@ avx2x4_inner:
 	JMP     avx2x4_chunk
 
 avx2x4_chunkdone:
-	MOVQ       bps+64(FP), DI
-	SHLQ       $0x03, DI
-	ADDQ       DI, DX
-	INCQ       SI
-	DECQ       BX
+	MOVQ       bps+64(FP), R9
+	SHLQ       $0x03, R9
+	ADDQ       R9, SI
+	INCQ       R8
+	DECQ       DI
 	JNZ        avx2x4_planeB
-	MOVQ       aps+32(FP), DX
-	SHLQ       $0x03, DX
-	ADDQ       DX, CX
+	MOVQ       aps+32(FP), SI
+	SHLQ       $0x03, SI
+	ADDQ       SI, BX
 	INCQ       24(SP)
 	DECQ       16(SP)
 	JNZ        avx2x4_planeA
-	MOVQ       (SP), CX
 	VPSLLQ     $0x20, Y4, Y4
 	VPOR       Y4, Y3, Y3
 	VPSLLQ     $0x20, Y6, Y6
@@ -210,52 +206,51 @@ avx2x4_chunkdone:
 	VPSHUFD    $0x4e, Y6, Y4
 	VPADDQ     Y4, Y6, Y6
 	VPERMQ     $0x08, Y6, Y6
-	VPADDD     (CX), X6, X6
-	VMOVDQU    X6, (CX)
-	ADDQ       $0x10, (SP)
-	MOVQ       ldb+56(FP), CX
-	SHLQ       $0x03, CX
-	SHLQ       $0x02, CX
-	ADDQ       CX, AX
-	SUBQ       $0x04, 8(SP)
+	VPADDD     (AX), X6, X6
+	VMOVDQU    X6, (AX)
+	ADDQ       $0x10, AX
+	MOVQ       ldb+56(FP), BX
+	SHLQ       $0x03, BX
+	SHLQ       $0x02, BX
+	ADDQ       BX, DX
+	SUBQ       $0x04, CX
 	JMP        avx2x4_group
 
 avx2x4_done:
 avx2x1_group:
-	MOVQ  8(SP), CX
 	TESTQ CX, CX
 	JZ    avx2x1_done
 	VPXOR Y3, Y3, Y3
-	MOVQ  32(SP), CX
+	MOVQ  32(SP), BX
 	MOVQ  $0x00000000, 24(SP)
-	MOVQ  abits+40(FP), DX
-	MOVQ  DX, 16(SP)
+	MOVQ  abits+40(FP), SI
+	MOVQ  SI, 16(SP)
 
 avx2x1_planeA:
-	MOVQ AX, DX
-	MOVQ bbits+72(FP), BX
-	MOVQ 24(SP), SI
+	MOVQ DX, SI
+	MOVQ bbits+72(FP), DI
+	MOVQ 24(SP), R8
 
 avx2x1_planeB:
-	MOVQ ldb+56(FP), DI
-	SHLQ $0x03, DI
-	MOVQ SI, X4
-	XORQ DI, DI
-	MOVQ kw+80(FP), R8
-	SHRQ $0x02, R8
+	MOVQ ldb+56(FP), R9
+	SHLQ $0x03, R9
+	MOVQ R8, X4
+	XORQ R9, R9
+	MOVQ kw+80(FP), R10
+	SHRQ $0x02, R10
 
 avx2x1_chunk:
-	TESTQ   R8, R8
+	TESTQ   R10, R10
 	JZ      avx2x1_chunkdone
-	MOVQ    $0x0000001f, R9
-	CMPQ    R8, R9
-	CMOVQLT R8, R9
-	SUBQ    R9, R8
+	MOVQ    $0x0000001f, R11
+	CMPQ    R10, R11
+	CMOVQLT R10, R11
+	SUBQ    R11, R10
 	VPXOR   Y5, Y5, Y5
 
 avx2x1_inner:
-	VMOVDQU (CX)(DI*1), Y6
-	VPAND   (DX)(DI*1), Y6, Y6
+	VMOVDQU (BX)(R9*1), Y6
+	VPAND   (SI)(R9*1), Y6, Y6
 	VPSRLW  $0x04, Y6, Y7
 	VPAND   Y0, Y6, Y6
 	VPAND   Y0, Y7, Y7
@@ -263,8 +258,8 @@ avx2x1_inner:
 	VPSHUFB Y7, Y1, Y7
 	VPADDB  Y6, Y5, Y5
 	VPADDB  Y7, Y5, Y5
-	ADDQ    $0x20, DI
-	DECQ    R9
+	ADDQ    $0x20, R9
+	DECQ    R11
 	JNZ     avx2x1_inner
 	VPSADBW Y2, Y5, Y5
 	VPSLLQ  X4, Y5, Y5
@@ -272,30 +267,29 @@ avx2x1_inner:
 	JMP     avx2x1_chunk
 
 avx2x1_chunkdone:
-	MOVQ         bps+64(FP), DI
-	SHLQ         $0x03, DI
-	ADDQ         DI, DX
-	INCQ         SI
-	DECQ         BX
+	MOVQ         bps+64(FP), R9
+	SHLQ         $0x03, R9
+	ADDQ         R9, SI
+	INCQ         R8
+	DECQ         DI
 	JNZ          avx2x1_planeB
-	MOVQ         aps+32(FP), DX
-	SHLQ         $0x03, DX
-	ADDQ         DX, CX
+	MOVQ         aps+32(FP), SI
+	SHLQ         $0x03, SI
+	ADDQ         SI, BX
 	INCQ         24(SP)
 	DECQ         16(SP)
 	JNZ          avx2x1_planeA
-	MOVQ         (SP), CX
 	VEXTRACTI128 $0x01, Y3, X4
 	VPADDQ       X4, X3, X4
 	VPSHUFD      $0x4e, X4, X3
 	VPADDQ       X3, X4, X4
-	VMOVD        X4, DX
-	ADDL         DX, (CX)
-	ADDQ         $0x04, (SP)
-	MOVQ         ldb+56(FP), CX
-	SHLQ         $0x03, CX
-	ADDQ         CX, AX
-	SUBQ         $0x01, 8(SP)
+	VMOVD        X4, BX
+	ADDL         BX, (AX)
+	ADDQ         $0x04, AX
+	MOVQ         ldb+56(FP), BX
+	SHLQ         $0x03, BX
+	ADDQ         BX, DX
+	SUBQ         $0x01, CX
 	JMP          avx2x1_group
 
 avx2x1_done:
@@ -326,80 +320,77 @@ avx512_row:
 	CMPQ 48(SP), $0x00
 	JE   avx512_rowsdone
 	MOVQ 40(SP), AX
-	MOVQ AX, (SP)
-	MOVQ ncols+88(FP), AX
-	MOVQ AX, 8(SP)
-	MOVQ b+48(FP), AX
+	MOVQ ncols+88(FP), CX
+	MOVQ b+48(FP), DX
 
 avx512x4_group:
-	MOVQ   8(SP), CX
 	CMPQ   CX, $0x04
 	JL     avx512x4_done
 	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
 	VPXORQ Z2, Z2, Z2
 	VPXORQ Z3, Z3, Z3
-	MOVQ   32(SP), CX
+	MOVQ   32(SP), BX
 	MOVQ   $0x00000000, 24(SP)
-	MOVQ   abits+40(FP), DX
-	MOVQ   DX, 16(SP)
+	MOVQ   abits+40(FP), SI
+	MOVQ   SI, 16(SP)
 
 avx512x4_planeA:
-	MOVQ AX, DX
-	MOVQ bbits+72(FP), BX
-	MOVQ 24(SP), SI
+	MOVQ DX, SI
+	MOVQ bbits+72(FP), DI
+	MOVQ 24(SP), R8
 
 avx512x4_planeB:
-	MOVQ   ldb+56(FP), DI
-	SHLQ   $0x03, DI
-	LEAQ   (DX)(DI*1), R8
-	LEAQ   (DX)(DI*2), R9
-	LEAQ   (R8)(DI*2), DI
-	MOVQ   SI, X4
-	XORQ   R10, R10
-	MOVQ   kw+80(FP), R11
-	MOVQ   R11, R12
-	ANDQ   $0x04, R12
-	SHRQ   $0x03, R11
+	MOVQ   ldb+56(FP), R9
+	SHLQ   $0x03, R9
+	LEAQ   (SI)(R9*1), R10
+	LEAQ   (SI)(R9*2), R11
+	LEAQ   (R10)(R9*2), R9
+	MOVQ   R8, X4
+	XORQ   R12, R12
+	MOVQ   kw+80(FP), R13
+	MOVQ   R13, R14
+	ANDQ   $0x04, R14
+	SHRQ   $0x03, R13
 	VPXORQ Z5, Z5, Z5
 	VPXORQ Z6, Z6, Z6
 	VPXORQ Z7, Z7, Z7
 	VPXORQ Z8, Z8, Z8
-	TESTQ  R11, R11
+	TESTQ  R13, R13
 	JZ     avx512x4_tail
 
 avx512x4_inner:
-	VMOVDQU64 (CX)(R10*1), Z9
-	VPANDQ    (DX)(R10*1), Z9, Z10
+	VMOVDQU64 (BX)(R12*1), Z9
+	VPANDQ    (SI)(R12*1), Z9, Z10
 	VPOPCNTQ  Z10, Z10
 	VPADDQ    Z10, Z5, Z5
-	VPANDQ    (R8)(R10*1), Z9, Z10
+	VPANDQ    (R10)(R12*1), Z9, Z10
 	VPOPCNTQ  Z10, Z10
 	VPADDQ    Z10, Z6, Z6
-	VPANDQ    (R9)(R10*1), Z9, Z10
+	VPANDQ    (R11)(R12*1), Z9, Z10
 	VPOPCNTQ  Z10, Z10
 	VPADDQ    Z10, Z7, Z7
-	VPANDQ    (DI)(R10*1), Z9, Z9
+	VPANDQ    (R9)(R12*1), Z9, Z9
 	VPOPCNTQ  Z9, Z9
 	VPADDQ    Z9, Z8, Z8
-	ADDQ      $0x40, R10
-	DECQ      R11
+	ADDQ      $0x40, R12
+	DECQ      R13
 	JNZ       avx512x4_inner
 
 avx512x4_tail:
-	TESTQ    R12, R12
+	TESTQ    R14, R14
 	JZ       avx512x4_weigh
-	VMOVDQU  (CX)(R10*1), Y9
-	VPAND    (DX)(R10*1), Y9, Y11
+	VMOVDQU  (BX)(R12*1), Y9
+	VPAND    (SI)(R12*1), Y9, Y11
 	VPOPCNTQ Y11, Y11
 	VPADDQ   Z11, Z5, Z5
-	VPAND    (R8)(R10*1), Y9, Y11
+	VPAND    (R10)(R12*1), Y9, Y11
 	VPOPCNTQ Y11, Y11
 	VPADDQ   Z11, Z6, Z6
-	VPAND    (R9)(R10*1), Y9, Y11
+	VPAND    (R11)(R12*1), Y9, Y11
 	VPOPCNTQ Y11, Y11
 	VPADDQ   Z11, Z7, Z7
-	VPAND    (DI)(R10*1), Y9, Y11
+	VPAND    (R9)(R12*1), Y9, Y11
 	VPOPCNTQ Y11, Y11
 	VPADDQ   Z11, Z8, Z8
 
@@ -412,19 +403,18 @@ avx512x4_weigh:
 	VPADDQ        Z7, Z2, Z2
 	VPSLLQ        X4, Z8, Z8
 	VPADDQ        Z8, Z3, Z3
-	MOVQ          bps+64(FP), DI
-	SHLQ          $0x03, DI
-	ADDQ          DI, DX
-	INCQ          SI
-	DECQ          BX
+	MOVQ          bps+64(FP), R9
+	SHLQ          $0x03, R9
+	ADDQ          R9, SI
+	INCQ          R8
+	DECQ          DI
 	JNZ           avx512x4_planeB
-	MOVQ          aps+32(FP), DX
-	SHLQ          $0x03, DX
-	ADDQ          DX, CX
+	MOVQ          aps+32(FP), SI
+	SHLQ          $0x03, SI
+	ADDQ          SI, BX
 	INCQ          24(SP)
 	DECQ          16(SP)
 	JNZ           avx512x4_planeA
-	MOVQ          (SP), CX
 	VEXTRACTI64X4 $0x01, Z0, Y4
 	VPADDQ        Y4, Y0, Y4
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -443,91 +433,89 @@ avx512x4_weigh:
 	VPSHUFD       $0x4e, Y11, Y9
 	VPADDQ        Y9, Y11, Y11
 	VPERMQ        $0x08, Y11, Y11
-	VPADDD        (CX), X11, X11
-	VMOVDQU       X11, (CX)
-	ADDQ          $0x10, (SP)
-	MOVQ          ldb+56(FP), CX
-	SHLQ          $0x03, CX
-	SHLQ          $0x02, CX
-	ADDQ          CX, AX
-	SUBQ          $0x04, 8(SP)
+	VPADDD        (AX), X11, X11
+	VMOVDQU       X11, (AX)
+	ADDQ          $0x10, AX
+	MOVQ          ldb+56(FP), BX
+	SHLQ          $0x03, BX
+	SHLQ          $0x02, BX
+	ADDQ          BX, DX
+	SUBQ          $0x04, CX
 	JMP           avx512x4_group
 
 avx512x4_done:
 avx512x1_group:
-	MOVQ   8(SP), CX
 	TESTQ  CX, CX
 	JZ     avx512x1_done
 	VPXORQ Z12, Z12, Z12
-	MOVQ   32(SP), CX
+	MOVQ   32(SP), BX
 	MOVQ   $0x00000000, 24(SP)
-	MOVQ   abits+40(FP), DX
-	MOVQ   DX, 16(SP)
+	MOVQ   abits+40(FP), SI
+	MOVQ   SI, 16(SP)
 
 avx512x1_planeA:
-	MOVQ AX, DX
-	MOVQ bbits+72(FP), BX
-	MOVQ 24(SP), SI
+	MOVQ DX, SI
+	MOVQ bbits+72(FP), DI
+	MOVQ 24(SP), R8
 
 avx512x1_planeB:
-	MOVQ   ldb+56(FP), DI
-	SHLQ   $0x03, DI
-	MOVQ   SI, X10
-	XORQ   DI, DI
-	MOVQ   kw+80(FP), R8
-	MOVQ   R8, R9
-	ANDQ   $0x04, R9
-	SHRQ   $0x03, R8
+	MOVQ   ldb+56(FP), R9
+	SHLQ   $0x03, R9
+	MOVQ   R8, X10
+	XORQ   R9, R9
+	MOVQ   kw+80(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x04, R11
+	SHRQ   $0x03, R10
 	VPXORQ Z13, Z13, Z13
-	TESTQ  R8, R8
+	TESTQ  R10, R10
 	JZ     avx512x1_tail
 
 avx512x1_inner:
-	VMOVDQU64 (CX)(DI*1), Z9
-	VPANDQ    (DX)(DI*1), Z9, Z9
+	VMOVDQU64 (BX)(R9*1), Z9
+	VPANDQ    (SI)(R9*1), Z9, Z9
 	VPOPCNTQ  Z9, Z9
 	VPADDQ    Z9, Z13, Z13
-	ADDQ      $0x40, DI
-	DECQ      R8
+	ADDQ      $0x40, R9
+	DECQ      R10
 	JNZ       avx512x1_inner
 
 avx512x1_tail:
-	TESTQ    R9, R9
+	TESTQ    R11, R11
 	JZ       avx512x1_weigh
-	VMOVDQU  (CX)(DI*1), Y4
-	VPAND    (DX)(DI*1), Y4, Y4
+	VMOVDQU  (BX)(R9*1), Y4
+	VPAND    (SI)(R9*1), Y4, Y4
 	VPOPCNTQ Y4, Y4
 	VPADDQ   Z4, Z13, Z13
 
 avx512x1_weigh:
 	VPSLLQ        X10, Z13, Z13
 	VPADDQ        Z13, Z12, Z12
-	MOVQ          bps+64(FP), DI
-	SHLQ          $0x03, DI
-	ADDQ          DI, DX
-	INCQ          SI
-	DECQ          BX
+	MOVQ          bps+64(FP), R9
+	SHLQ          $0x03, R9
+	ADDQ          R9, SI
+	INCQ          R8
+	DECQ          DI
 	JNZ           avx512x1_planeB
-	MOVQ          aps+32(FP), DX
-	SHLQ          $0x03, DX
-	ADDQ          DX, CX
+	MOVQ          aps+32(FP), SI
+	SHLQ          $0x03, SI
+	ADDQ          SI, BX
 	INCQ          24(SP)
 	DECQ          16(SP)
 	JNZ           avx512x1_planeA
-	MOVQ          (SP), CX
 	VEXTRACTI64X4 $0x01, Z12, Y4
 	VPADDQ        Y4, Y12, Y4
 	VEXTRACTI128  $0x01, Y4, X9
 	VPADDQ        X9, X4, X9
 	VPSHUFD       $0x4e, X9, X4
 	VPADDQ        X4, X9, X9
-	VMOVD         X9, DX
-	ADDL          DX, (CX)
-	ADDQ          $0x04, (SP)
-	MOVQ          ldb+56(FP), CX
-	SHLQ          $0x03, CX
-	ADDQ          CX, AX
-	SUBQ          $0x01, 8(SP)
+	VMOVD         X9, BX
+	ADDL          BX, (AX)
+	ADDQ          $0x04, AX
+	MOVQ          ldb+56(FP), BX
+	SHLQ          $0x03, BX
+	ADDQ          BX, DX
+	SUBQ          $0x01, CX
 	JMP           avx512x1_group
 
 avx512x1_done:

@@ -79,6 +79,17 @@ func TestVsGeneric(t *testing.T) {
 	for _, bs := range []int{1, 7, 64, 100, 300} {
 		cases = append(cases, tc{fmt.Sprintf("blockdiag/bs=%d", bs), 700, 700, 24, 1, 4, blockDiag(r, 700, bs, 0.3)})
 	}
+	// Rows alternate between dense (batched into one kernel call) and
+	// sparse (run by run), in runs of varying length.
+	mixed := blockDiag(r, 900, 50, 0.2)
+	for i := 0; i < 900; i++ {
+		if i%7 < 3 {
+			copy(mixed[i*900:(i+1)*900], randInts(r, 900, 1, 0.9))
+		}
+	}
+	cases = append(cases, tc{"mixed", 900, 900, 33, 1, 3, mixed})
+	// K longer than the L2 panel: several K blocks (bmm.go's kc < lw).
+	cases = append(cases, tc{"kblocks", 70, 20000, 40, 1, 8, randInts(r, 70*20000, 1, 0.5)})
 	for _, c := range cases {
 		a, err := bittensor.PackRows(c.a, c.m, c.k, c.abits)
 		require.NoError(t, err)

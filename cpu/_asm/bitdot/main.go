@@ -76,11 +76,9 @@ func reduce1(q VecVirtual, out Register) {
 // the popcounts of A_i against the cols lines bl, shifted by i+j, into q;
 // then q is reduced into out. Values used once per group or plane of A
 // live on the stack to leave registers to the inner loop.
-func colLoop(prefix string, cols int, st stack, b Register, zeroQ func() []VecVirtual,
+func colLoop(prefix string, cols int, st stack, b, out, nc Register, zeroQ func() []VecVirtual,
 	body func(ai Register, bl []Register, shiftX VecVirtual, q []VecVirtual), reduce func(q []VecVirtual, out Register)) {
 	Label(prefix + "_group")
-	nc := GP64()
-	MOVQ(st.ncols, nc)
 	if cols > 1 {
 		CMPQ(nc, U8(cols))
 		JL(LabelRef(prefix + "_done"))
@@ -126,17 +124,15 @@ func colLoop(prefix string, cols int, st stack, b Register, zeroQ func() []VecVi
 	INCQ(st.shBase)
 	DECQ(st.ic)
 	JNZ(LabelRef(prefix + "_planeA"))
-	out := GP64()
-	MOVQ(st.out, out)
 	reduce(q, out)
-	ADDQ(U8(4*cols), st.out)
+	ADDQ(U8(4*cols), out)
 	ldb2 := Load(Param("ldb"), GP64())
 	SHLQ(U8(3), ldb2)
 	if cols == 4 {
 		SHLQ(U8(2), ldb2)
 	}
 	ADDQ(ldb2, b)
-	SUBQ(U8(cols), st.ncols)
+	SUBQ(U8(cols), nc)
 	JMP(LabelRef(prefix + "_group"))
 	Label(prefix + "_done")
 }
@@ -155,17 +151,15 @@ func newStack() stack {
 
 // rowLoop emits the loop over the rows: per row, the column loops run
 // from the first column with the row's A and out pointers.
-func rowLoop(prefix string, st stack, cols func(b Register)) {
+func rowLoop(prefix string, st stack, cols func(b, out, nc Register)) {
 	Label(prefix + "_row")
 	CMPQ(st.rows, U8(0))
 	JE(LabelRef(prefix + "_rowsdone"))
 	out := GP64()
 	MOVQ(st.outRow, out)
-	MOVQ(out, st.out)
 	nc := Load(Param("ncols"), GP64())
-	MOVQ(nc, st.ncols)
 	b := Load(Param("b"), GP64())
-	cols(b)
+	cols(b, out, nc)
 	lda := Load(Param("lda"), GP64())
 	SHLQ(U8(3), lda)
 	ADDQ(lda, st.aRow)
@@ -247,9 +241,9 @@ func rowAVX2(lut, low Mem) {
 			Label(prefix + "_chunkdone")
 		}
 	}
-	rowLoop("avx2", st, func(b Register) {
-		colLoop("avx2x4", 4, st, b, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out) })
-		colLoop("avx2x1", 1, st, b, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out) })
+	rowLoop("avx2", st, func(b, out, nc Register) {
+		colLoop("avx2x4", 4, st, b, out, nc, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out) })
+		colLoop("avx2x1", 1, st, b, out, nc, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out) })
 	})
 	VZEROUPPER()
 	RET()
@@ -329,9 +323,9 @@ func rowAVX512() {
 		}
 		return y
 	}
-	rowLoop("avx512", st, func(b Register) {
-		colLoop("avx512x4", 4, st, b, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out) })
-		colLoop("avx512x1", 1, st, b, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out) })
+	rowLoop("avx512", st, func(b, out, nc Register) {
+		colLoop("avx512x4", 4, st, b, out, nc, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out) })
+		colLoop("avx512x1", 1, st, b, out, nc, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out) })
 	})
 	VZEROUPPER()
 	RET()
