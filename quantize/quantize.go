@@ -210,6 +210,10 @@ func (c ColumnParams) FakeQuant(x []float32) (y []float32, inRange []bool, err e
 	}
 	y, inRange = make([]float32, len(x)), make([]bool, len(x))
 	inv, off := c.requant()
+	zero := make([]float32, len(c))
+	for n, p := range c {
+		zero[n] = p.Zero()
+	}
 	cols := len(c)
 	for r := 0; r < rows; r++ {
 		for n, p := range c {
@@ -218,7 +222,7 @@ func (c ColumnParams) FakeQuant(x []float32) (y []float32, inRange []bool, err e
 				return nil, nil, fmt.Errorf("%w: x[%d] (row %d, column %d) is NaN", ErrInput, i, r, n)
 			}
 			inRange[i] = unclamped(x[i], inv[n], off[n], p.Bits)
-			y[i] = value(code(x[i], inv[n], off[n], p.Bits), p.Scale, p.Zero())
+			y[i] = value(code(x[i], inv[n], off[n], p.Bits), p.Scale, zero[n])
 		}
 	}
 	return y, inRange, nil
