@@ -419,8 +419,11 @@ func growBisection(g *wgraph, frac, ub float64, tries int, r *rand.PCG) []uint8 
 // mlBisect splits g into two sides, side 0 targeting frac of the weight and
 // each side within ub of its target, by multilevel bisection: coarsen to a
 // few dozen vertices, grow an initial bisection, then balance and FM-refine
-// while projecting back up.
-func mlBisect(g *wgraph, frac, ub float64, r *rand.PCG) []uint8 {
+// while projecting back up. It makes ncuts such bisections over the same
+// coarsening (each from its own initial bisections) and keeps the smallest
+// cut; re-coarsening per try, as METIS does, cost twice as much in our
+// tests without a better cut.
+func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
 	const coarsenTo = 40
 	maxvwgt := int32(min(int64(math.MaxInt32), max(1, int64(1.5*float64(g.tvwgt)/coarsenTo))))
 	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, r)
@@ -429,20 +432,31 @@ func mlBisect(g *wgraph, frac, ub float64, r *rand.PCG) []uint8 {
 	if cg.n() > 1000 {
 		tries = 4
 	}
-	where := growBisection(cg, frac, ub, tries, r)
-	for l := len(cmaps) - 1; l >= 0; l-- {
-		fg := graphs[l]
-		fw := make([]uint8, fg.n())
-		for v, c := range cmaps[l] {
-			fw[v] = where[c]
+	s := newBisectScratch(g.n())
+	var best []uint8
+	bestCut := int64(-1)
+	for try := 0; try < max(1, ncuts); try++ {
+		where := growBisection(cg, frac, ub, tries, r)
+		cut := int64(-1)
+		for l := len(cmaps) - 1; l >= 0; l-- {
+			fg := graphs[l]
+			fw := make([]uint8, fg.n())
+			for v, c := range cmaps[l] {
+				fw[v] = where[c]
+			}
+			b := newBisection(fg, frac, ub)
+			b.where = fw
+			b.params()
+			b.balance(s.q[0])
+			b.fm(10, s.q, s.moved[:fg.n()], s.swaps[:fg.n()])
+			where, cut = b.where, b.cut
 		}
-		b := newBisection(fg, frac, ub)
-		b.where = fw
-		b.params()
-		s := newBisectScratch(fg.n())
-		b.balance(s.q[0])
-		b.fm(10, s.q, s.moved, s.swaps)
-		where = b.where
+		if cut < 0 {
+			cut = bisectCut(g, where)
+		}
+		if bestCut < 0 || cut < bestCut {
+			best, bestCut = where, cut
+		}
 	}
-	return where
+	return best
 }

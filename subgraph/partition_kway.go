@@ -62,18 +62,11 @@ func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off
 		return
 	}
 	k0 := k / 2
-	var where []uint8
-	bestCut := int64(-1)
 	ncuts := 1
 	if depth < rb.topDepth {
 		ncuts = rb.ncuts
 	}
-	for try := 0; try < ncuts; try++ {
-		w := mlBisect(g, float64(k0)/float64(k), rb.ub, rng64(seed, uint64(try)))
-		if c := bisectCut(g, w); bestCut < 0 || c < bestCut {
-			where, bestCut = w, c
-		}
-	}
+	where := mlBisect(g, float64(k0)/float64(k), rb.ub, ncuts, rng64(seed, 0))
 	subs, vmaps := splitGraph(g, where)
 	for s := 0; s < 2; s++ {
 		sub, vmap := subs[s], vmaps[s]
