@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Merges `go test -bench BenchmarkTemplates` output and spmm_bench.py output
-into one table: per op and width the fastest run of each implementation, and
+into one table: per op and width the fastest single run of each
+implementation (Go: its min-ns/op metric; Python: its printed minimum), and
 the ratios (how many times faster qgtc is)."""
 import re
 import sys
 from collections import defaultdict
 
-GO = re.compile(r"^BenchmarkTemplates/graph=\S+?/op=(\S+?)/f=(\d+)/impl=(\w+)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op")
+GO = re.compile(r"^BenchmarkTemplates/graph=\S+?/op=(\S+?)/f=(\d+)/impl=(\w+)(?:-\d+)?\s.*?([\d.e+]+) min-ns/op")
 
 
 def main(go_path, torch_path):
