@@ -20,7 +20,10 @@ type QPlan struct {
 	packed  []*bittensor.Tensor // per op: weight codes, K×N packed by columns
 	// WeightBytes is the packed size of every weight tensor.
 	WeightBytes int
-	wInt        []int64 // op 0's weight codes, K×N, for ForwardSparse
+	// Tiles fuses each re-quantization by row tiles around the kernel's
+	// MulInt instead of calling its MulBit (same codes; see qMulBitTiles).
+	Tiles bool
+	wInt  []int64 // op 0's weight codes, K×N, for ForwardSparse
 }
 
 // Compile quantizes and packs m's weights for kernel k (bmm.Default() when
@@ -206,7 +209,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			}
 			return logits, st, nil
 		}
-		out, err := qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing)
+		out, err := qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing, p.Tiles)
 		if err != nil {
 			return nil, st, fmt.Errorf("layers: op %d: %w", i, err)
 		}

@@ -136,10 +136,15 @@ func qFits(a, b *bittensor.Tensor) bool {
 
 // qMulBit computes ep(A·B), re-quantizes it with rq to outBits and packs it
 // with the given packing: the fused inter-layer step. When the product fits
-// int32 the kernel does it in one pass (no int32 or float32 matrix is ever
-// materialized); otherwise the plane-split product is used.
-func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
+// int32 the kernel's MulBit does it in one pass, or with tiles
+// qMulBitTiles does it a row tile at a time around MulInt (either way no
+// whole int32 or float32 matrix is materialized); otherwise the plane-split
+// product is used.
+func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, tiles bool) (*bittensor.Tensor, error) {
 	if qFits(a, b) {
+		if tiles {
+			return qMulBitTiles(k, a, b, ep, rq, outBits, packing)
+		}
 		return bmm.MM2BitWith(k, a, b, outBits, rq, packing, bittensor.DefaultPadding, ep)
 	}
 	c, err := qWideProduct(k, a, b)
@@ -218,4 +223,88 @@ func qGatherRows(t *bittensor.Tensor, rows []int32) (*bittensor.Tensor, error) {
 		}
 	}
 	return s, nil
+}
+
+// qTileRows is the row tile of qMulBitTiles: a multiple of 64, so that a
+// tile of a column-packed destination is whole words.
+const qTileRows = 512
+
+// qMulBitTiles is qMulBit fused by row tiles around the kernel's MulInt:
+// each tile of at most qTileRows rows of A·B goes through the epilogue and
+// the quantizer into its place in the packed destination, so only one
+// tile's int32 products exist at a time (never the whole matrix). Same
+// codes as the kernel's MulBit; it exists because a kernel's MulInt may be
+// better tuned than its MulBit.
+func qMulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
+	m, n, err := bmm.Check(a, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := ep.Validate(m, n); err != nil {
+		return nil, err
+	}
+	dst, err := bittensor.New(m, n, outBits, packing, bittensor.DefaultPadding)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]int32, min(m, qTileRows)*n)
+	codes := make([]uint32, len(buf))
+	for r0 := 0; r0 < m; r0 += qTileRows {
+		r1 := min(m, r0+qTileRows)
+		as, err := a.SliceRows(r0, r1)
+		if err != nil {
+			return nil, err
+		}
+		rows := r1 - r0
+		if err := k.MulInt(buf[:rows*n], as, b); err != nil {
+			return nil, err
+		}
+		qParFor(rows, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				for j := 0; j < n; j++ {
+					codes[r*n+j] = rq.Quantize(ep.Apply(buf[r*n+j], r0+r, j), outBits)
+				}
+			}
+		})
+		qPackTile(dst, codes[:rows*n], r0, rows, n)
+	}
+	return dst, nil
+}
+
+// qPackTile writes rows [r0, r0+rows) of an m×n code matrix (row-major
+// codes of those rows) into dst's planes; r0 is a multiple of 64.
+func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
+	nb := dst.Bits()
+	if dst.Packing() == bittensor.ByRows {
+		qParFor(rows, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				vals := codes[r*n : (r+1)*n]
+				for w := 0; w*64 < n; w++ {
+					chunk := vals[w*64 : min(n, w*64+64)]
+					for p := 0; p < nb; p++ {
+						var word uint64
+						for j, v := range chunk {
+							word |= uint64(v>>p&1) << j
+						}
+						dst.Line(p, r0+r)[w] = word
+					}
+				}
+			}
+		})
+		return
+	}
+	qParFor(n, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			for w := 0; w*64 < rows; w++ {
+				cnt := min(64, rows-w*64)
+				for p := 0; p < nb; p++ {
+					var word uint64
+					for r := 0; r < cnt; r++ {
+						word |= uint64(codes[(w*64+r)*n+c]>>p&1) << r
+					}
+					dst.Line(p, c)[r0/64+w] = word
+				}
+			}
+		}
+	})
 }

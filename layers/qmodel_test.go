@@ -162,6 +162,16 @@ func TestQInferMatchesSimulation(t *testing.T) {
 						for i := range want {
 							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
 						}
+						// Fused by tiles around MulInt: the same codes and logits.
+						tp := *plan
+						tp.Tiles = true
+						tl, _, err := tp.Forward(b, x, func(op int, codes *bittensor.Tensor) {
+							if codes != nil {
+								require.Equal(t, st.codes[op], codes.Ints(), "tiles: codes of op %d", op)
+							}
+						})
+						require.NoError(t, err)
+						require.Equal(t, want, tl)
 						// The sparse first product gives the same codes and logits.
 						sp, _, err := plan.ForwardSparse(b, in, func(op int, codes *bittensor.Tensor) {
 							if codes != nil {

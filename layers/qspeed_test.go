@@ -1,0 +1,401 @@
+package layers
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+	_ "github.com/qgtc/qgtc/cpu" // the CPU bit kernels
+	"github.com/qgtc/qgtc/internal/nn"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// qSpeedTask is one graph cut into batches, with a GCN whose weights are
+// shared by every implementation compared on it.
+type qSpeedTask struct {
+	name    string
+	ds      *subgraph.Dataset
+	d       *QData
+	fp      *QModel // float weights
+	classes int
+}
+
+var qSpeedTasks = map[string]*qSpeedTask{}
+
+// qSpeedData loads (once) the graphs of the speed comparison: Coauthor
+// Physics cut by the multilevel partitioner into parts of ~2,000 nodes, and
+// a 1M-node planted-partition graph whose 500 communities are the parts,
+// with sparse binary bag-of-words features (512 columns, 16 per node).
+func qSpeedData(b *testing.B, name string) *qSpeedTask {
+	if t, ok := qSpeedTasks[name]; ok {
+		return t
+	}
+	var ds *subgraph.Dataset
+	var parts []int32
+	var k int
+	switch name {
+	case "coauthor_physics":
+		var err error
+		ds, err = subgraph.Load(name)
+		require.NoError(b, err)
+		k = (ds.Graph.N() + 1999) / 2000
+		p, err := subgraph.Partition(ds.Graph, k, subgraph.PartitionOptions{})
+		require.NoError(b, err)
+		parts = p.Parts
+	case "planted-1m":
+		const n, f = 1_000_000, 512
+		k = 500
+		g, comm, err := subgraph.PlantedPartition(n, k, 10, 0.1, 1)
+		require.NoError(b, err)
+		r := rand.New(rand.NewPCG(1, 2))
+		feat := &subgraph.Features{Rows: n, Cols: f, Indptr: make([]int32, n+1)}
+		labels := make([]int32, n)
+		for v := 0; v < n; v++ {
+			labels[v] = comm[v] % 10
+			cols := map[int32]bool{}
+			for len(cols) < 16 {
+				c := int32(r.IntN(f))
+				if r.IntN(2) == 0 {
+					c = (comm[v]*7 + int32(r.IntN(8))) % f
+				}
+				cols[c] = true
+			}
+			for c := range cols {
+				feat.Indices = append(feat.Indices, c)
+			}
+			row := feat.Indices[feat.Indptr[v]:]
+			slices.Sort(row)
+			feat.Indptr[v+1] = int32(len(feat.Indices))
+		}
+		ds = &subgraph.Dataset{Name: name, Graph: g, Features: feat, Labels: labels, NumClasses: 10}
+		parts = comm
+	}
+	d, err := NewQData(ds, parts, k, 1)
+	require.NoError(b, err)
+	fp, err := NewQModel(QGCN, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
+	require.NoError(b, err)
+	t := &qSpeedTask{name: name, ds: ds, d: d, fp: fp, classes: ds.NumClasses}
+	qSpeedTasks[name] = t
+	return t
+}
+
+// BenchmarkQGCNSpeed compares, on the same batches and weights, one full
+// inference pass of a 2-layer GCN (hidden 64): quantized on bit tensors at
+// several widths (pack + compute), our full-precision path (package
+// layers' GCN on cpu.Sgemm and the sparse templates) and PyTorch fp32 on
+// the CPU (sparse features and adjacency; run when /usr/bin/python3 has
+// torch). Compare the ms/pass metric; nodes/s is over the same pass.
+//
+//	go test -run '^$' -bench QGCNSpeed -benchtime 3x ./layers
+func BenchmarkQGCNSpeed(b *testing.B) {
+	for _, data := range []string{"coauthor_physics", "planted-1m"} {
+		b.Run("data="+data, func(b *testing.B) {
+			t := qSpeedData(b, data)
+			for _, bits := range []int{1, 2, 4, 8} {
+				b.Run(fmt.Sprintf("impl=qgtc/bits=%d", bits), func(b *testing.B) {
+					in, err := QuantizeInput(t.ds.Features, bits)
+					require.NoError(b, err)
+					m := t.fp.Clone()
+					m.ABits, m.WBits = bits, bits
+					require.NoError(b, m.Calibrate(t.d, in, 2))
+					plan, err := m.Compile(nil)
+					require.NoError(b, err)
+					sparse := plan.SparseCheaper(in)
+					b.ResetTimer()
+					var run *QRun
+					for i := 0; i < b.N; i++ {
+						run, err = plan.Run(t.d, in, sparse, nil)
+						require.NoError(b, err)
+					}
+					b.StopTimer()
+					pass := (run.Pack + run.Compute).Seconds()
+					b.ReportMetric(1000*float64(b.Elapsed().Seconds())/float64(b.N), "ms/pass")
+					b.ReportMetric(float64(run.Nodes)/pass, "nodes/s")
+					b.ReportMetric(float64(run.Stats.InterBytes), "interlayer-B")
+				})
+			}
+			b.Run("impl=fp32-go", func(b *testing.B) {
+				model, inputs := qFP32Path(b, t)
+				tp := nn.NewTape(false, nil)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for _, in := range inputs {
+						model.Forward(tp, in)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(1000*float64(b.Elapsed().Seconds())/float64(b.N), "ms/pass")
+				b.ReportMetric(float64(t.ds.Graph.N())*float64(b.N)/b.Elapsed().Seconds(), "nodes/s")
+			})
+			b.Run("impl=torch-fp32", func(b *testing.B) {
+				msPass := qTorchPass(b, t, b.N)
+				b.ReportMetric(msPass, "ms/pass")
+				b.ReportMetric(float64(t.ds.Graph.N())/(msPass/1000), "nodes/s")
+			})
+		})
+	}
+}
+
+// qFP32Path builds package layers' full-precision GCN with t's weights and
+// one Input per batch (the batch's induced subgraph and feature rows), and
+// checks on the first batch that it computes the simulation's fp32 logits.
+func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
+	m, err := New(Config{Model: "gcn", In: t.ds.Features.Cols, Hidden: 64, Out: t.classes, Layers: 2}, 1)
+	require.NoError(b, err)
+	for _, p := range m.Params() {
+		var i int
+		var what string
+		_, err := fmt.Sscanf(strings.ReplaceAll(p.Name, ".", " "), "convs %d %s", &i, &what)
+		require.NoError(b, err, p.Name)
+		l := &t.fp.Layers[i].Lin1
+		switch p.Name {
+		case fmt.Sprintf("convs.%d.lin.weight", i):
+			copy(p.Data, l.W)
+		case fmt.Sprintf("convs.%d.bias", i):
+			copy(p.Data, l.B)
+		default:
+			b.Fatalf("unexpected GCN parameter %s", p.Name)
+		}
+	}
+	var inputs []*Input
+	for _, bt := range t.d.Eval {
+		g, err := t.ds.Graph.InducedSubgraph(bt.Nodes)
+		require.NoError(b, err)
+		in, err := NewInput(g, t.ds.Features.SelectRows(bt.Nodes))
+		require.NoError(b, err)
+		inputs = append(inputs, in)
+	}
+	qin, err := QuantizeInput(t.ds.Features, 8)
+	require.NoError(b, err)
+	_, want, err := t.fp.simForward(t.d.Eval[0], qin, false, -1, 0, nil)
+	require.NoError(b, err)
+	got := m.Forward(nn.NewTape(false, nil), inputs[0]).Data
+	require.Equal(b, len(want), len(got))
+	for i := range want {
+		require.InDelta(b, want[i], got[i], 1e-3*(1+math.Abs(float64(want[i]))), "fp32 paths disagree at %d", i)
+	}
+	return m, inputs
+}
+
+// qTorchScript runs the GCN forward over exported batches in PyTorch and
+// prints the mean milliseconds of a full pass.
+const qTorchScript = `
+import json, sys, time, torch
+torch.set_num_threads(int(sys.argv[3]))
+d = sys.argv[1]; reps = int(sys.argv[2])
+meta = json.load(open(d + "/meta.json"))
+def arr(name, dt):
+    b = bytearray(open(d + "/" + name, "rb").read())
+    return torch.frombuffer(b, dtype=dt) if len(b) else torch.zeros(0, dtype=dt)
+api, aix, dinv = arr("adj_indptr", torch.int32), arr("adj_indices", torch.int32), arr("dinv", torch.float32)
+xpt, xix, xv = arr("x_indptr", torch.int32), arr("x_indices", torch.int32), arr("x_vals", torch.float32)
+F, H, C = meta["in"], meta["hidden"], meta["out"]
+w1 = arr("w1", torch.float32).reshape(H, F).t().contiguous(); b1 = arr("b1", torch.float32)
+w2 = arr("w2", torch.float32).reshape(C, H).t().contiguous(); b2 = arr("b2", torch.float32)
+batches = []
+ao = xo = 0
+for bt in meta["batches"]:
+    n, na, nx = bt["n"], bt["nnz_adj"], bt["nnz_x"]
+    ip = api[bt["i"]: bt["i"] + n + 1].long()
+    ix = aix[ao: ao + na].long()
+    dv = dinv[bt["d"]: bt["d"] + n]
+    rows = torch.repeat_interleave(torch.arange(n), ip[1:] - ip[:-1])
+    vals = dv[rows] * dv[ix]
+    A = torch.sparse_coo_tensor(torch.stack([rows, ix]), vals, (n, n)).coalesce()
+    xp = xpt[bt["x"]: bt["x"] + n + 1].long()
+    xi = xix[xo: xo + nx].long()
+    xr = torch.repeat_interleave(torch.arange(n), xp[1:] - xp[:-1])
+    X = torch.sparse_coo_tensor(torch.stack([xr, xi]), xv[xo: xo + nx], (n, F)).coalesce()
+    batches.append((A, X))
+    ao += na; xo += nx
+def run():
+    with torch.no_grad():
+        for A, X in batches:
+            h = torch.relu(torch.sparse.mm(A, torch.sparse.mm(X, w1)) + b1)
+            torch.sparse.mm(A, h @ w2) + b2
+run()
+t0 = time.perf_counter()
+for _ in range(reps):
+    run()
+print(json.dumps({"ms_per_pass": 1000 * (time.perf_counter() - t0) / reps, "torch": torch.__version__, "threads": torch.get_num_threads()}))
+`
+
+// qTorchPass exports t's batches and weights and times reps passes in
+// PyTorch, returning the milliseconds of one pass. It skips when no
+// python3 with torch is installed.
+func qTorchPass(b *testing.B, t *qSpeedTask, reps int) float64 {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
+		b.Skipf("no PyTorch (%s -c 'import torch': %v); apt-get install -y python3-torch", py, err)
+	}
+	dir := b.TempDir()
+	put := func(name string, v any) {
+		f, err := os.Create(filepath.Join(dir, name))
+		require.NoError(b, err)
+		require.NoError(b, binary.Write(f, binary.LittleEndian, v))
+		require.NoError(b, f.Close())
+	}
+	var metas []map[string]int
+	var api, aix, xpt, xix []int32
+	var dinv, xv []float32
+	in, err := QuantizeInput(t.ds.Features, 8)
+	require.NoError(b, err)
+	for _, bt := range t.d.Eval {
+		m := map[string]int{"n": bt.N(), "nnz_adj": len(bt.Indices), "i": len(api), "d": len(dinv), "x": len(xpt)}
+		api = append(api, bt.Indptr...)
+		aix = append(aix, bt.Indices...)
+		dinv = append(dinv, bt.DInv...)
+		s := qGatherInput(in, bt.Nodes, false)
+		xpt = append(xpt, s.indptr...)
+		xix = append(xix, s.indices...)
+		for _, v := range s.vals {
+			xv = append(xv, float32(v))
+		}
+		m["nnz_x"] = len(s.indices)
+		metas = append(metas, m)
+	}
+	put("adj_indptr", api)
+	put("adj_indices", aix)
+	put("dinv", dinv)
+	put("x_indptr", xpt)
+	put("x_indices", xix)
+	put("x_vals", xv)
+	l1, l2 := t.fp.Layers[0].Lin1, t.fp.Layers[1].Lin1
+	put("w1", l1.W)
+	put("b1", l1.B)
+	put("w2", l2.W)
+	put("b2", l2.B)
+	meta, err := json.Marshal(map[string]any{"batches": metas, "in": l1.In, "hidden": l1.Out, "out": l2.Out})
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o644))
+	script := filepath.Join(dir, "gcn.py")
+	require.NoError(b, os.WriteFile(script, []byte(qTorchScript), 0o644))
+	start := time.Now()
+	out, err := exec.Command(py, script, dir, strconv.Itoa(reps), strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	var res struct {
+		MS      float64 `json:"ms_per_pass"`
+		Torch   string  `json:"torch"`
+		Threads int     `json:"threads"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.NoError(b, json.Unmarshal([]byte(lines[len(lines)-1]), &res), "%s", out)
+	b.Logf("torch %s, %d threads, %d passes (%v with loading)", res.Torch, res.Threads, reps, time.Since(start).Round(time.Millisecond))
+	return res.MS
+}
+
+// BenchmarkQFusion shows what inter-layer fusion saves on Cora's GCN and
+// GIN at 4 bits: fused, each epilogue re-quantizes straight into the next
+// product's packed operand; unfused, each product is materialised as int32,
+// then as float32 after the epilogue, then quantized and packed. Both give
+// the same logits; interlayer-B is what each stores between products.
+func BenchmarkQFusion(b *testing.B) {
+	ds, err := subgraph.Load("cora")
+	require.NoError(b, err)
+	d, err := NewQData(ds, nil, 1, 1)
+	require.NoError(b, err)
+	in, err := QuantizeInput(ds.Features, 4)
+	require.NoError(b, err)
+	for _, kind := range []string{QGCN, QGIN} {
+		m, err := NewQModel(kind, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
+		require.NoError(b, err)
+		require.NoError(b, m.Calibrate(d, in, 1))
+		plan, err := m.Compile(nil)
+		require.NoError(b, err)
+		bt := d.Eval[0]
+		x, err := in.Pack(bt.Nodes)
+		require.NoError(b, err)
+		want, _, err := plan.Forward(bt, x, nil)
+		require.NoError(b, err)
+		b.Run("model="+kind+"/impl=fused", func(b *testing.B) {
+			var st QStats
+			for i := 0; i < b.N; i++ {
+				_, st, err = plan.Forward(bt, x, nil)
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(st.InterBytes), "interlayer-B")
+		})
+		b.Run("model="+kind+"/impl=fused-tiles", func(b *testing.B) {
+			var st QStats
+			var got []float32
+			tp := *plan
+			tp.Tiles = true
+			for i := 0; i < b.N; i++ {
+				got, st, err = tp.Forward(bt, x, nil)
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(st.InterBytes), "interlayer-B")
+			require.Equal(b, want, got)
+		})
+		b.Run("model="+kind+"/impl=unfused", func(b *testing.B) {
+			var bytes int
+			var got []float32
+			for i := 0; i < b.N; i++ {
+				got, bytes = qUnfusedForward(b, plan, bt, x)
+			}
+			b.ReportMetric(float64(bytes), "interlayer-B")
+			require.Equal(b, want, got)
+		})
+	}
+}
+
+// qUnfusedForward is Forward without fusion: MulInt into an int32 matrix,
+// the epilogue into a float32 matrix, then quantize and pack.
+func qUnfusedForward(b *testing.B, p *QPlan, bt *QBatch, x *bittensor.Tensor) ([]float32, int) {
+	cur, ph := x, p.Model.Input
+	bytes := 0
+	for i := range p.ops {
+		op := &p.ops[i]
+		var a, w *bittensor.Tensor
+		var ep *bmm.Epilogue
+		if op.kind == qLin {
+			a, w = cur, p.packed[i]
+			ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), bt, true)
+		} else {
+			a, w = bt.Adj, cur
+			ep = qAggEpilogue(op, ph, cur.Cols(), bt, true)
+		}
+		c, err := bmm.MM2IntWith(p.Kernel, a, w)
+		require.NoError(b, err)
+		m, n := a.Rows(), w.Cols()
+		y := make([]float32, m*n)
+		for r := 0; r < m; r++ {
+			for j := 0; j < n; j++ {
+				y[r*n+j] = ep.Apply(c[r*n+j], r, j)
+			}
+		}
+		bytes += 4*len(c) + 4*len(y)
+		if op.out == nil {
+			return y, bytes
+		}
+		rq := qRQ(*op.out)
+		codes := make([]int32, len(y))
+		for k, v := range y {
+			codes[k] = int32(rq.Quantize(v, op.out.Bits))
+		}
+		packing := bittensor.ByRows
+		if i+1 < len(p.ops) && p.ops[i+1].kind == qAgg {
+			packing = bittensor.ByCols
+		}
+		cur, err = bittensor.Pack(codes, m, n, op.out.Bits, packing, bittensor.DefaultPadding)
+		require.NoError(b, err)
+		bytes += 8 * len(cur.Words())
+		ph = *op.out
+	}
+	return nil, bytes
+}
