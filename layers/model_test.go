@@ -152,3 +152,41 @@ func TestConfigErrors(t *testing.T) {
 		assert.ErrorIs(t, err, ErrConfig, "%+v", c)
 	}
 }
+
+// TestClusterGCN trains on random groups of graph partitions; it must
+// learn and be reproducible.
+func TestClusterGCN(t *testing.T) {
+	d := synthData(t, 300, 4, 24, 2)
+	run := func() *Result {
+		m, err := New(Config{Model: "gcn", In: d.Input.X.Cols, Hidden: 16, Out: d.NumClasses, Layers: 2, Dropout: 0.5}, 1)
+		require.NoError(t, err)
+		res, err := Train(m, d, TrainConfig{Epochs: 40, LR: 0.01, Seed: 2, Clusters: 6, ClustersPerBatch: 2})
+		require.NoError(t, err)
+		return res
+	}
+	a, b := run(), run()
+	assert.Greater(t, a.TestAcc, 0.7)
+	assert.Equal(t, a.TestAcc, b.TestAcc)
+	assert.Equal(t, a.ValLoss, b.ValLoss)
+
+	m, err := New(Config{Model: "gcn", In: d.Input.X.Cols, Hidden: 16, Out: d.NumClasses, Layers: 2}, 1)
+	require.NoError(t, err)
+	_, err = Train(m, d, TrainConfig{Epochs: 1, LR: 0.01, Clusters: 1000})
+	assert.Error(t, err, "more clusters than nodes")
+}
+
+func TestInduced(t *testing.T) {
+	d := synthData(t, 30, 3, 8, 3)
+	nodes := []int32{2, 5, 7, 11, 20}
+	sub, err := d.Input.Induced(nodes)
+	require.NoError(t, err)
+	dense := d.Input.X.Dense()
+	sd := sub.X.Dense()
+	for i, v := range nodes {
+		assert.Equal(t, dense.Data[int(v)*8:int(v+1)*8], sd.Data[i*8:(i+1)*8])
+		for p := sub.Graph.CSR.Indptr[i]; p < sub.Graph.CSR.Indptr[i+1]; p++ {
+			u := nodes[sub.Graph.CSR.Indices[p]]
+			assert.Contains(t, d.Input.pull.Neighbors(int(v)), u)
+		}
+	}
+}

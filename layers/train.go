@@ -64,6 +64,12 @@ type TrainConfig struct {
 	// the best validation accuracy (ties: lower loss) are restored at the end.
 	Patience int
 	Seed     uint64 // dropout stream; New takes the initialization seed
+	// Clusters > 0 trains Cluster-GCN style: the graph is partitioned into
+	// Clusters parts once, and every epoch takes one optimizer step per
+	// random group of ClustersPerBatch parts (the induced subgraph of
+	// their union; edges between groups are dropped). Evaluation stays
+	// full-graph.
+	Clusters, ClustersPerBatch int
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochStats)
 }
@@ -89,7 +95,7 @@ type Result struct {
 }
 
 // Train fits m to d with Adam (L2 weight decay on the parameters marked
-// Decay) on the full graph, evaluating on the validation nodes after every
+// Decay) on the full graph or Cluster-GCN batches, evaluating on the validation nodes after every
 // epoch. It is deterministic for a given model seed and cfg.Seed.
 func Train(m Model, d *Data, cfg TrainConfig) (*Result, error) {
 	if cfg.Epochs < 1 || !(cfg.LR > 0) || cfg.WeightDecay < 0 || cfg.Patience < 0 {
@@ -106,13 +112,36 @@ func Train(m Model, d *Data, cfg TrainConfig) (*Result, error) {
 	best := snapshot(params)
 	bestLoss := math.Inf(1)
 	var stepTotal float64
+	var cb *clusterBatches
+	if cfg.Clusters > 0 {
+		var err error
+		if cb, err = newClusterBatches(d, cfg.Clusters, max(cfg.ClustersPerBatch, 1), cfg.Seed); err != nil {
+			return nil, err
+		}
+	}
 	wait := 0
 	for epoch := range cfg.Epochs {
 		t0 := time.Now()
-		tp := nn.NewTape(true, rng)
-		loss := tp.CrossEntropy(m.Forward(tp, d.Input), d.Labels, d.Train)
-		tp.Backward(loss)
-		opt.Step(params)
+		var lossSum float64
+		if cb == nil {
+			tp := nn.NewTape(true, rng)
+			loss := tp.CrossEntropy(m.Forward(tp, d.Input), d.Labels, d.Train)
+			tp.Backward(loss)
+			opt.Step(params)
+			lossSum = float64(loss.Data[0])
+		} else {
+			batches, err := cb.epoch(rng)
+			if err != nil {
+				return nil, err
+			}
+			for _, b := range batches {
+				tp := nn.NewTape(true, rng)
+				loss := tp.CrossEntropy(m.Forward(tp, b.in), b.lab, b.train)
+				tp.Backward(loss)
+				opt.Step(params)
+				lossSum += float64(loss.Data[0]) / float64(len(batches))
+			}
+		}
 		step := time.Since(t0).Seconds()
 		stepTotal += step
 		res.EpochSecondsMin = min(res.EpochSecondsMin, step)
@@ -120,7 +149,7 @@ func Train(m Model, d *Data, cfg TrainConfig) (*Result, error) {
 
 		ev := Evaluate(m, d)
 		if cfg.Progress != nil {
-			cfg.Progress(EpochStats{Epoch: epoch + 1, Loss: float64(loss.Data[0]), ValLoss: ev.ValLoss, ValAcc: ev.ValAcc, Seconds: step})
+			cfg.Progress(EpochStats{Epoch: epoch + 1, Loss: lossSum, ValLoss: ev.ValLoss, ValAcc: ev.ValAcc, Seconds: step})
 		}
 		improved := false
 		if ev.ValAcc > res.ValAcc || (ev.ValAcc == res.ValAcc && ev.ValLoss < res.ValLoss) {

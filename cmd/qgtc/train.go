@@ -69,6 +69,8 @@ func runTrain(args []string, stdout io.Writer) error {
 	split := fs.String("split", "auto", "auto (shipped split, else random), public (shipped) or random")
 	trainPer := fs.Int("train-per-class", 20, "random split: training nodes per class")
 	valPer := fs.Int("val-per-class", 30, "random split: validation nodes per class")
+	clusters := fs.Int("clusters", 0, "Cluster-GCN: partition into this many clusters and train on random groups of them (0: full batch)")
+	perBatch := fs.Int("clusters-per-batch", 1, "Cluster-GCN: clusters per mini-batch")
 	lcc := fs.Bool("lcc", false, "keep only the largest connected component (Shchur et al.'s standardization)")
 	noNorm := fs.Bool("no-normalize", false, "do not row-normalize the features")
 	initFile := fs.String("init", "", "load starting weights from a safetensors state dict (PyG names)")
@@ -160,7 +162,8 @@ func runTrain(args []string, stdout io.Writer) error {
 			ev := layers.Evaluate(mdl, data)
 			res = &layers.Result{ValAcc: ev.ValAcc, TestAcc: ev.TestAcc}
 		} else {
-			tc := layers.TrainConfig{Epochs: *epochs, LR: *lr, WeightDecay: *wd, Patience: *patience, Seed: sd}
+			tc := layers.TrainConfig{Epochs: *epochs, LR: *lr, WeightDecay: *wd, Patience: *patience, Seed: sd,
+				Clusters: *clusters, ClustersPerBatch: *perBatch}
 			if !*quiet {
 				tc.Progress = progressBar(os.Stderr, s, *seeds, *epochs)
 			}
