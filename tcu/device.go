@@ -29,8 +29,9 @@ type Device struct {
 
 	stream *Stream // the default stream kernels and copies run on
 	pool   *pool
-	host   *HostBuffer // pinned staging buffer, grown on demand (device thread only)
-	args   *HostBuffer // pinned kernel-parameter block (device thread only)
+	host   *HostBuffer     // pinned staging buffer, grown on demand (device thread only)
+	args   *HostBuffer     // pinned kernel-parameter block (device thread only)
+	fnSmem map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
 }
 
 type module struct {
@@ -62,6 +63,7 @@ func Open(ordinal int) (*Device, error) {
 	d := &Device{
 		info: info, drv: drv, nv: nv, cache: cache{dir: defaultCacheDir()},
 		work: make(chan func()), done: make(chan struct{}), modules: map[string]*module{},
+		fnSmem: map[uintptr]int{},
 	}
 	started := make(chan error)
 	go d.loop(started)
@@ -276,10 +278,6 @@ func (d *Device) function(modName, src string, headers []header, opts []string, 
 	if err := d.drv.do("cuModuleGetFunction", uintptr(unsafe.Pointer(&f)), m.h, uintptr(unsafe.Pointer(cstr(name)))); err != nil {
 		return 0, fmt.Errorf("%s: kernel %s: %w", modName, name, err)
 	}
-	// Allow the opt-in shared memory size for every kernel.
-	if err := d.drv.do("cuFuncSetAttribute", f, 8, uintptr(d.info.SharedPerSM)); err != nil {
-		return 0, fmt.Errorf("%s: kernel %s: %w", modName, name, err)
-	}
 	m.funcs[name] = f
 	return f, nil
 }
@@ -300,6 +298,14 @@ func (d *Device) launch(f uintptr, grid, block [3]uint32, smem int, s *Stream, p
 			return err
 		}
 		d.args = h
+	}
+	// Shared memory past the default 48 KB is opted into per kernel, up to
+	// what this launch needs (static shared memory counts against the limit).
+	if smem > 48<<10 && smem > d.fnSmem[f] {
+		if err := d.drv.do("cuFuncSetAttribute", f, 8, uintptr(smem)); err != nil {
+			return fmt.Errorf("%d bytes of dynamic shared memory: %w", smem, err)
+		}
+		d.fnSmem[f] = smem
 	}
 	vals := unsafe.Slice((*uint64)(cptr(d.args.ptr)), maxParams)
 	ptrs := unsafe.Slice((*uintptr)(cptr(d.args.ptr+8*maxParams)), maxParams)
