@@ -15,6 +15,9 @@ BENCH=${BENCH:-.}
 TESTRUN=${TESTRUN:-.}
 export QGTC_CACHE_DIR=${QGTC_CACHE_DIR:-/tmp/qgtc-kernels}
 export PYTHONUNBUFFERED=1
+# A kernel cache from an earlier run (kept in build/, carried) saves the compiles.
+mkdir -p "$QGTC_CACHE_DIR"
+[ -f build/kcache.tgz ] && tar xzf build/kcache.tgz -C "$QGTC_CACHE_DIR"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/env.txt" 2>&1
 ls /usr/local/cuda/lib64/libnvrtc* >>"$OUT/env.txt" 2>&1
 for step in $STEPS; do
@@ -54,3 +57,4 @@ for step in $STEPS; do
   esac
   echo "== $step took $(($(date +%s) - t0)) s"
 done
+tar czf "$OUT/kcache.tgz" -C "$QGTC_CACHE_DIR" . 2>/dev/null
