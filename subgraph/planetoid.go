@@ -34,19 +34,21 @@ import (
 // readPlanetoid loads ind.<name>.* from dir.
 func readPlanetoid(dir, name string) (*Dataset, error) {
 	file := func(ext string) string { return filepath.Join(dir, "ind."+name+"."+ext) }
-	load := func(ext string, optional bool) (any, error) {
+	load := func(ext string) (any, error) {
 		b, err := os.ReadFile(file(ext))
 		if err != nil {
-			if optional && errors.Is(err, fs.ErrNotExist) {
-				return nil, nil
-			}
 			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 		}
 		return unpickle(file(ext), b)
 	}
 	obj := map[string]any{}
 	for _, ext := range []string{"x", "y", "tx", "ty", "allx", "ally", "graph"} {
-		v, err := load(ext, ext == "allx")
+		if ext == "allx" {
+			if _, err := os.Stat(file(ext)); errors.Is(err, fs.ErrNotExist) {
+				continue // pubmed_partial
+			}
+		}
+		v, err := load(ext)
 		if err != nil {
 			return nil, err
 		}
@@ -62,10 +64,11 @@ func readPlanetoid(dir, name string) (*Dataset, error) {
 	}
 	mats := map[string]*Features{}
 	for _, ext := range []string{"x", "tx", "allx"} {
-		if obj[ext] == nil {
+		v, ok := obj[ext]
+		if !ok {
 			continue
 		}
-		f, err := pyCSR(obj[ext])
+		f, err := pyCSR(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrFormat, file(ext), err)
 		}
