@@ -1,4 +1,49 @@
-// Package tcu is qgtc's GPU backend: it loads the CUDA driver and NVRTC at
-// run time (no CUDA toolkit at build time), compiles the embedded kernels
-// for the device, and implements bmm.Kernel on 1-bit tensor cores.
+// Package tcu is qgtc's GPU backend: bit matrix products on the 1-bit
+// tensor cores of NVIDIA GPUs (sm_80 and newer), with no CUDA toolkit at
+// build time.
+//
+// Runtime. The CUDA driver (libcuda.so.1) and the NVRTC runtime compiler
+// are loaded with purego when a device is opened, so `CGO_ENABLED=0 go
+// build` works anywhere; without a driver, a device or NVRTC, Open returns
+// an error wrapping ErrNoDriver, ErrNoDevice or ErrNoNVRTC (all
+// ErrUnavailable) that says which, and callers carry on with the CPU
+// kernels. A Device owns the device's primary context on one goroutine
+// locked to an OS thread, a default stream, a caching device-memory pool
+// (Alloc), pinned host buffers (AllocHost) and timing events; driver
+// failures are *CUDAError values carrying the call and CUDA's message.
+// Close releases everything; there are no finalizers.
+//
+// Kernels. tcu/kernels/*.cu are embedded and compiled by NVRTC for the
+// device's exact architecture (sm_90a on Hopper) into cubins cached on
+// disk ($QGTC_CACHE_DIR, default <user cache>/qgtc/kernels), keyed by the
+// hash of source, headers, options, architecture and NVRTC version; an
+// entry carries its own checksum, and a corrupt one is rebuilt, not
+// loaded. Each bit width pair and tile shape is its own variant.
+//
+// Bit matmul. Kernel implements bmm.Kernel (MulInt, MulFloat, MulBit) on
+// the bittensor layout as is (a Tensor's words go to the device unchanged
+// when its K padding is a multiple of 256 bits):
+//   - bmm_wgmma.cu: wgmma m64nNk256 .b1 .and.popc on Hopper, B's bit planes
+//     side by side as the N of one instruction, so an A tile meets every
+//     plane of B at once; bmm_mma.cu: mma.sync m16n8k256 .b1 on sm_80..sm_89
+//     and for the shapes no wgmma variant fits. The choice is made per
+//     launch; NewKernel checks wgmma against the CPU once before using it.
+//   - cp.async staging, many stages deep, so loads overlap the math.
+//   - zero-tile jumping: a per-A mask of non-zero (16 rows, 256-bit k-step)
+//     tiles, computed once per operand, becomes a list per row tile; zero
+//     tiles are neither loaded nor multiplied.
+//   - split-K: when the output tiles are too few to fill the device (the
+//     aggregation products A(N×N)·X(N×D)), each tile's k-steps are split
+//     over several blocks, reduced through a workspace by the last block to
+//     arrive, all in one launch.
+//   - the epilogue: bmm.Epilogue and bmm.Requant evaluated in the kernel
+//     with the same float32 rounding (__fmul_rn, __fadd_rn, floorf, clamp,
+//     NaN to 0), and MulBit's codes bit-decomposed with warp ballots
+//     straight into the output planes: no int32 round trip through memory.
+//   - batches: MulIntBatch and MulBitBatch run many independent products
+//     (the subgraphs of a layer) in one launch.
+//
+// Bench times products with CUDA events around the kernels only; the
+// benchmarks in bench_test.go and bench/gpu/baselines.py give the table
+// against cuBLAS and cuSPARSE (see bench/gpu/run.sh).
 package tcu
