@@ -45,7 +45,7 @@ func EdgeSoftmax(out []float32, g CSR, logits []float32, heads int, s *Schedule)
 	}
 	sc := rowsOnly(s, g, heads)
 	pl := makePlan(g, sc, heads)
-	pl.run(sc, func(_ *worker, sp span) {
+	pl.run(sc, func(_ *spanWorker, sp rowSpan) {
 		for v := int(sp.r0); v < int(sp.r1); v++ {
 			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
 			for h := 0; h < heads; h++ {
@@ -87,7 +87,7 @@ func EdgeSoftmaxBackward(glogits []float32, g CSR, out, gout []float32, heads in
 	}
 	sc := rowsOnly(s, g, heads)
 	pl := makePlan(g, sc, heads)
-	pl.run(sc, func(_ *worker, sp span) {
+	pl.run(sc, func(_ *spanWorker, sp rowSpan) {
 		for v := int(sp.r0); v < int(sp.r1); v++ {
 			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
 			for h := 0; h < heads; h++ {
@@ -173,7 +173,7 @@ func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d 
 	}
 	sc := rowsOnly(s, g, f)
 	pl := makePlan(g, sc, f)
-	pl.run(sc, func(w *worker, sp span) {
+	pl.run(sc, func(w *spanWorker, sp rowSpan) {
 		buf := w.scratch(heads * sp.maxDeg(g))
 		for v := int(sp.r0); v < int(sp.r1); v++ {
 			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
@@ -260,13 +260,13 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 	for v := 0; v < rows; v++ {
 		for h := 0; h < heads; h++ {
 			i := v*f + h*d
-			cvh[v*heads+h] = dot(gout[i:i+d], out[i:i+d])
+			cvh[v*heads+h] = sdot(gout[i:i+d], out[i:i+d])
 		}
 	}
 	sc := rowsOnly(s, g, f)
 	if ger != nil {
 		pl := makePlan(g, sc, f)
-		pl.run(sc, func(w *worker, sp span) {
+		pl.run(sc, func(w *spanWorker, sp rowSpan) {
 			deg := sp.maxDeg(g)
 			buf := w.scratch(2 * deg)
 			for v := int(sp.r0); v < int(sp.r1); v++ {
@@ -301,7 +301,7 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 	}
 	sc = rowsOnly(s, gT, f)
 	pl := makePlan(gT, sc, f)
-	pl.run(sc, func(w *worker, sp span) {
+	pl.run(sc, func(w *spanWorker, sp rowSpan) {
 		deg := sp.maxDeg(gT)
 		buf := w.scratch(2 * deg)
 		for u := int(sp.r0); u < int(sp.r1); u++ {

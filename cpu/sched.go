@@ -82,11 +82,11 @@ func resolve(s *Schedule, g CSR, nsrc, f int) Schedule {
 
 // span is a unit of work: rows [r0, r1), or, when seg ≥ 0, the edges
 // [p0, p1) of the heavy row r0, reduced into partial number seg.
-type span struct {
+type rowSpan struct {
 	r0, r1, p0, p1, seg int32
 }
 
-func (sp span) maxDeg(g CSR) int {
+func (sp rowSpan) maxDeg(g CSR) int {
 	if sp.seg >= 0 {
 		return int(sp.p1 - sp.p0)
 	}
@@ -100,8 +100,8 @@ func (sp span) maxDeg(g CSR) int {
 // heavyRow is a row split into nseg slices with partials seg0.. .
 type heavyRow struct{ v, seg0, nseg int32 }
 
-type plan struct {
-	spans []span
+type rowPlan struct {
+	spans []rowSpan
 	heavy []heavyRow
 	nseg  int
 }
@@ -112,9 +112,9 @@ const rowCost = 2
 
 // makePlan cuts g into spans of about equal cost. Binary searches over
 // Indptr find the cuts, so planning costs O(spans·log rows).
-func makePlan(g CSR, s Schedule, f int) plan {
+func makePlan(g CSR, s Schedule, f int) rowPlan {
 	rows := g.Rows()
-	var pl plan
+	var pl rowPlan
 	if rows == 0 {
 		return pl
 	}
@@ -138,13 +138,13 @@ func makePlan(g CSR, s Schedule, f int) plan {
 		// Largest end with cost(end) − base ≤ target.
 		end := r + sort.Search(rows-r, func(i int) bool { return cost(r+i+1)-base > target })
 		if end > r {
-			pl.spans = append(pl.spans, span{r0: int32(r), r1: int32(end), seg: -1})
+			pl.spans = append(pl.spans, rowSpan{r0: int32(r), r1: int32(end), seg: -1})
 			r = end
 			continue
 		}
 		deg := int64(g.Indptr[r+1] - g.Indptr[r])
 		if s.NoSplit || nspan == 1 || deg < 2*target {
-			pl.spans = append(pl.spans, span{r0: int32(r), r1: int32(r + 1), seg: -1})
+			pl.spans = append(pl.spans, rowSpan{r0: int32(r), r1: int32(r + 1), seg: -1})
 			r++
 			continue
 		}
@@ -153,7 +153,7 @@ func makePlan(g CSR, s Schedule, f int) plan {
 		p := int64(g.Indptr[r])
 		for i := int64(0); i < n; i++ {
 			p0, p1 := p+deg*i/n, p+deg*(i+1)/n
-			pl.spans = append(pl.spans, span{r0: int32(r), r1: int32(r + 1), p0: int32(p0), p1: int32(p1), seg: int32(pl.nseg)})
+			pl.spans = append(pl.spans, rowSpan{r0: int32(r), r1: int32(r + 1), p0: int32(p0), p1: int32(p1), seg: int32(pl.nseg)})
 			pl.nseg++
 		}
 		pl.heavy = append(pl.heavy, h)
@@ -163,12 +163,12 @@ func makePlan(g CSR, s Schedule, f int) plan {
 }
 
 // worker holds one goroutine's scratch.
-type worker struct {
+type spanWorker struct {
 	buf  []float32
 	part partCursor
 }
 
-func (w *worker) scratch(n int) []float32 {
+func (w *spanWorker) scratch(n int) []float32 {
 	if cap(w.buf) < n {
 		w.buf = make([]float32, n)
 	}
@@ -176,18 +176,18 @@ func (w *worker) scratch(n int) []float32 {
 }
 
 // run executes every span on the schedule's workers.
-func (pl *plan) run(s Schedule, fn func(w *worker, sp span)) {
-	runItems(s, len(pl.spans), func(w *worker, i int) { fn(w, pl.spans[i]) })
+func (pl *rowPlan) run(s Schedule, fn func(w *spanWorker, sp rowSpan)) {
+	runItems(s, len(pl.spans), func(w *spanWorker, i int) { fn(w, pl.spans[i]) })
 }
 
 // runTiles executes every (span, feature tile) pair: TLPGNN's feature
 // parallelism on top of the row split, so a graph with few rows still
 // fills the cores. Items go tile-major, so the workers sweep the sources'
 // columns of one tile together while it is in cache.
-func (pl *plan) runTiles(s Schedule, f, tile int, fn func(w *worker, sp span, k0, k1 int)) {
+func (pl *rowPlan) runTiles(s Schedule, f, tile int, fn func(w *spanWorker, sp rowSpan, k0, k1 int)) {
 	nt := (f + tile - 1) / tile
 	ns := len(pl.spans)
-	runItems(s, ns*nt, func(w *worker, i int) {
+	runItems(s, ns*nt, func(w *spanWorker, i int) {
 		k0 := i / ns * tile
 		fn(w, pl.spans[i%ns], k0, min(f, k0+tile))
 	})
@@ -195,13 +195,13 @@ func (pl *plan) runTiles(s Schedule, f, tile int, fn func(w *worker, sp span, k0
 
 // runItems calls fn for items 0..n-1, handed out to the schedule's
 // workers through a shared counter.
-func runItems(s Schedule, n int, fn func(w *worker, i int)) {
+func runItems(s Schedule, n int, fn func(w *spanWorker, i int)) {
 	if n == 0 {
 		return
 	}
 	nw := min(s.workers(), n)
 	if nw <= 1 {
-		var w worker
+		var w spanWorker
 		for i := range n {
 			fn(&w, i)
 		}
@@ -213,7 +213,7 @@ func runItems(s Schedule, n int, fn func(w *worker, i int)) {
 	for range nw {
 		go func() {
 			defer wg.Done()
-			var w worker
+			var w spanWorker
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) {
@@ -227,18 +227,18 @@ func runItems(s Schedule, n int, fn func(w *worker, i int)) {
 }
 
 // runHeavy calls fn once per split row, in parallel when there are many.
-func (pl *plan) runHeavy(s Schedule, fn func(h heavyRow)) {
+func (pl *rowPlan) runHeavy(s Schedule, fn func(h heavyRow)) {
 	if len(pl.heavy) < 64 {
 		for _, h := range pl.heavy {
 			fn(h)
 		}
 		return
 	}
-	hp := plan{}
+	hp := rowPlan{}
 	for i := range pl.heavy {
-		hp.spans = append(hp.spans, span{r0: int32(i), seg: -1})
+		hp.spans = append(hp.spans, rowSpan{r0: int32(i), seg: -1})
 	}
-	hp.run(s, func(_ *worker, sp span) { fn(pl.heavy[sp.r0]) })
+	hp.run(s, func(_ *spanWorker, sp rowSpan) { fn(pl.heavy[sp.r0]) })
 }
 
 // partCursor walks rows [r0, r1) one source partition at a time. It needs
@@ -251,7 +251,7 @@ type partCursor struct {
 	cur      []int32
 }
 
-func (w *worker) partitions(g CSR, s Schedule, r0, r1, nsrc int) *partCursor {
+func (w *spanWorker) partitions(g CSR, s Schedule, r0, r1, nsrc int) *partCursor {
 	pc := &w.part
 	*pc = partCursor{g: g, r0: r0, r1: r1, nsrc: nsrc, np: 1, cur: pc.cur}
 	if s.Partitions <= 1 || nsrc <= s.Partitions {

@@ -100,7 +100,7 @@ func runSDDMM(a *sddmmArgs, s Schedule) {
 		tile = max(a.dim, tile/a.dim*a.dim)
 	}
 	pl := makePlan(g, s, f)
-	pl.runTiles(s, f, tile, func(w *worker, sp span, k0, k1 int) {
+	pl.runTiles(s, f, tile, func(w *spanWorker, sp rowSpan, k0, k1 int) {
 		buf := w.scratch(sp.maxDeg(g))
 		if sp.seg >= 0 {
 			a.edges(int(sp.r0), int(sp.p0), int(sp.p1), k0, k1, buf)

@@ -462,7 +462,7 @@ func runSpMM(a *spmmArgs, s Schedule) {
 	if a.arg != nil {
 		parg = make([]int32, pl.nseg*f)
 	}
-	pl.runTiles(s, f, tile, func(w *worker, sp span, k0, k1 int) {
+	pl.runTiles(s, f, tile, func(w *spanWorker, sp rowSpan, k0, k1 int) {
 		buf := w.scratch(max(k1-k0, sp.maxDeg(g)))
 		if sp.seg >= 0 { // a slice of a heavy row, into its own partial
 			v := int(sp.r0)

@@ -101,7 +101,7 @@ func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 	}
 }
 
-func dot(a, b []float32) float32 {
+func sdot(a, b []float32) float32 {
 	n := len(a)
 	if !spmmUseAVX2 || n < 8 {
 		return dotGeneric(a, b)

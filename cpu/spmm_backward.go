@@ -98,7 +98,7 @@ func spmmGradX(gx []float32, gT CSR, a *spmmArgs, G []float32, s Schedule) error
 	// Max/Min: pull over gT, keeping the columns whose winner is this edge.
 	s = splitHeavyOff(s)
 	pl := makePlan(gT, s, f)
-	pl.run(s, func(_ *worker, sp span) {
+	pl.run(s, func(_ *spanWorker, sp rowSpan) {
 		for u := int(sp.r0); u < int(sp.r1); u++ {
 			acc := gx[u*f : (u+1)*f]
 			clear(acc)
@@ -139,7 +139,7 @@ func spmmGradE(ge []float32, a *spmmArgs, G []float32, s Schedule) {
 	f, g := a.f, a.g
 	s = splitHeavyOff(s)
 	pl := makePlan(g, s, f)
-	pl.run(s, func(_ *worker, sp span) {
+	pl.run(s, func(_ *spanWorker, sp rowSpan) {
 		for v := int(sp.r0); v < int(sp.r1); v++ {
 			gv := G[v*f : (v+1)*f]
 			var win []int32
@@ -157,7 +157,7 @@ func spmmGradE(ge []float32, a *spmmArgs, G []float32, s Schedule) {
 				}
 				if win == nil && a.d >= 8 && xs != nil {
 					for h := range o {
-						o[h] = dot(xs[h*a.d:(h+1)*a.d], gv[h*a.d:(h+1)*a.d])
+						o[h] = sdot(xs[h*a.d:(h+1)*a.d], gv[h*a.d:(h+1)*a.d])
 					}
 					continue
 				}
@@ -203,7 +203,7 @@ func spmmGradY(gy []float32, a *spmmArgs, G []float32, s Schedule) error {
 	}
 	s = splitHeavyOff(s)
 	pl := makePlan(g, s, f)
-	pl.run(s, func(_ *worker, sp span) {
+	pl.run(s, func(_ *spanWorker, sp rowSpan) {
 		for v := int(sp.r0); v < int(sp.r1); v++ {
 			o := gy[v*f : (v+1)*f]
 			win := a.arg[v*f : (v+1)*f]

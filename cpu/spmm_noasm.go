@@ -10,7 +10,7 @@ func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 	gatherAxpyGeneric(acc, x, idx, wt, ldx)
 }
 
-func dot(a, b []float32) float32 { return dotGeneric(a, b) }
+func sdot(a, b []float32) float32 { return dotGeneric(a, b) }
 
 func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
 	dotRowsGeneric(dst, x, idx, ldx, y)

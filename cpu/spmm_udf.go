@@ -45,7 +45,7 @@ func SDDMMFunc(out []float32, g CSR, fn EdgeFunc, width int, s *Schedule) error 
 	sc := resolve(s, g, 0, width)
 	sc.FeatTile, sc.Partitions = 0, 0
 	pl := makePlan(g, sc, width)
-	pl.run(sc, func(_ *worker, sp span) {
+	pl.run(sc, func(_ *spanWorker, sp rowSpan) {
 		v0, v1, p0, p1 := int(sp.r0), int(sp.r1), -1, -1
 		if sp.seg >= 0 {
 			p0, p1 = int(sp.p0), int(sp.p1)

@@ -131,18 +131,18 @@ func BenchmarkTemplates(b *testing.B) {
 			flops    float64
 			run      func()
 		}{
-			{"copy_u_sum", "qgtc", 1, func() { must(b, SpMM(out, g, CopyU, Sum, x, nil, nil, f, nil, &s)) }},
+			{"copy_u_sum", "qgtc", 1, func() { tplMust(b, SpMM(out, g, CopyU, Sum, x, nil, nil, f, nil, &s)) }},
 			{"copy_u_sum", "naive", 1, func() { naiveSpMM(out, g, x, nil, f) }},
-			{"u_mul_e_sum", "qgtc", 2, func() { must(b, SpMM(out, g, UMulE, Sum, x, w, nil, f, nil, &s)) }},
+			{"u_mul_e_sum", "qgtc", 2, func() { tplMust(b, SpMM(out, g, UMulE, Sum, x, w, nil, f, nil, &s)) }},
 			{"u_mul_e_sum", "naive", 2, func() { naiveSpMM(out, g, x, w, f) }},
-			{"u_dot_v", "qgtc", 2, func() { must(b, SDDMM(eout, g, UDotV, x, y, f, 1, &s)) }},
+			{"u_dot_v", "qgtc", 2, func() { tplMust(b, SDDMM(eout, g, UDotV, x, y, f, 1, &s)) }},
 			{"u_dot_v", "naive", 2, func() { naiveSDDMM(eout, g, x, y, f) }},
 		}
 		for _, c := range cases {
 			b.Run(fmt.Sprintf("graph=%s/op=%s/f=%d/impl=%s", name, c.op, f, c.impl), func(b *testing.B) {
 				b.SetBytes(int64(nnz) * int64(f) * 4)
 				b.ReportAllocs()
-				loop(b, c.run)
+				tplLoop(b, c.run)
 				b.ReportMetric(c.flops*float64(nnz)*float64(f)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
@@ -153,7 +153,7 @@ func BenchmarkTemplates(b *testing.B) {
 // fastest single run (min-ns/op) and the CPU time per op: on a shared
 // machine those two are the least disturbed by other load, and
 // spmm_bench.sh compares minimum against minimum.
-func loop(b *testing.B, fn func()) {
+func tplLoop(b *testing.B, fn func()) {
 	c0 := cpuTime()
 	fastest := time.Duration(1<<63 - 1)
 	for b.Loop() {
@@ -167,7 +167,7 @@ func loop(b *testing.B, fn func()) {
 	}
 }
 
-func must(b *testing.B, err error) {
+func tplMust(b *testing.B, err error) {
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func BenchmarkSchedules(b *testing.B) {
 		out := make([]float32, n*f)
 		for _, s := range []Schedule{{}, {NoSplit: true}, {FeatTile: 32}, {FeatTile: 64}, {Partitions: 4}, {FeatTile: 64, Partitions: 4}, {Workers: 1}} {
 			b.Run(fmt.Sprintf("graph=%s/f=%d/tile=%d/parts=%d/workers=%d/nosplit=%v", name, f, s.FeatTile, s.Partitions, s.workers(), s.NoSplit), func(b *testing.B) {
-				loop(b, func() { must(b, SpMM(out, g, CopyU, Sum, x, nil, nil, f, nil, &s)) })
+				tplLoop(b, func() { tplMust(b, SpMM(out, g, CopyU, Sum, x, nil, nil, f, nil, &s)) })
 				b.ReportMetric(float64(g.NNZ())*float64(f)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
@@ -204,24 +204,24 @@ func BenchmarkGAT(b *testing.B) {
 	gout := randVec(rng, n*f)
 	gT := g.Transpose(n)
 	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=fused", name, heads, d), func(b *testing.B) {
-		loop(b, func() { must(b, GATAggregate(out, stats, g, feat, el, er, heads, d, slope, nil)) })
+		tplLoop(b, func() { tplMust(b, GATAggregate(out, stats, g, feat, el, er, heads, d, slope, nil)) })
 	})
 	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=fused-backward", name, heads, d), func(b *testing.B) {
 		gf, gl, gr := make([]float32, len(feat)), make([]float32, len(el)), make([]float32, len(er))
-		loop(b, func() {
-			must(b, GATAggregateBackward(gf, gl, gr, g, gT, feat, el, er, out, stats, gout, heads, d, slope, nil))
+		tplLoop(b, func() {
+			tplMust(b, GATAggregateBackward(gf, gl, gr, g, gT, feat, el, er, out, stats, gout, heads, d, slope, nil))
 		})
 	})
 	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=unfused", name, heads, d), func(b *testing.B) {
 		sc := make([]float32, nnz*heads)
-		loop(b, func() {
-			must(b, SDDMMFunc(sc, g, func(o []float32, u, v, e int) {
+		tplLoop(b, func() {
+			tplMust(b, SDDMMFunc(sc, g, func(o []float32, u, v, e int) {
 				for h := range o {
 					o[h] = leaky(el[u*heads+h]+er[v*heads+h], slope)
 				}
 			}, heads, nil))
-			must(b, EdgeSoftmax(sc, g, sc, heads, nil))
-			must(b, SpMM(out, g, UMulE, Sum, feat, sc, nil, f, nil, nil))
+			tplMust(b, EdgeSoftmax(sc, g, sc, heads, nil))
+			tplMust(b, SpMM(out, g, UMulE, Sum, feat, sc, nil, f, nil, nil))
 		})
 	})
 }
@@ -247,8 +247,8 @@ func BenchmarkSampledSpMM(b *testing.B) {
 	x := benchFeatures(b, f)
 	exact := make([]float32, n*f)
 	exactSum := make([]float32, n*f)
-	must(b, SpMM(exact, g, CopyU, Mean, x, nil, nil, f, nil, nil))
-	must(b, SpMM(exactSum, g, CopyU, Sum, x, nil, nil, f, nil, nil))
+	tplMust(b, SpMM(exact, g, CopyU, Mean, x, nil, nil, f, nil, nil))
+	tplMust(b, SpMM(exactSum, g, CopyU, Sum, x, nil, nil, f, nil, nil))
 	out := make([]float32, n*f)
 	for _, limit := range []int{0, 32, 16, 8, 4} {
 		for _, cacheFirst := range []bool{true, false} {
@@ -257,10 +257,10 @@ func BenchmarkSampledSpMM(b *testing.B) {
 			}
 			sg, _, scale := SampleCSR(g, limit, CacheWindow(f), cacheFirst)
 			b.Run(fmt.Sprintf("graph=%s/f=%d/limit=%d/cachefirst=%v", name, f, limit, cacheFirst), func(b *testing.B) {
-				loop(b, func() { must(b, SpMM(out, sg, CopyU, Mean, x, nil, nil, f, nil, nil)) })
+				tplLoop(b, func() { tplMust(b, SpMM(out, sg, CopyU, Mean, x, nil, nil, f, nil, nil)) })
 				b.ReportMetric(relErr(out, exact), "mean-relerr")
 				b.ReportMetric(float64(sg.NNZ())/float64(g.NNZ()), "edges-kept")
-				must(b, SpMM(out, sg, CopyU, Sum, x, nil, nil, f, nil, nil))
+				tplMust(b, SpMM(out, sg, CopyU, Sum, x, nil, nil, f, nil, nil))
 				for v := 0; v < n; v++ {
 					for k := v * f; k < (v+1)*f; k++ {
 						out[k] *= scale[v]

@@ -558,7 +558,7 @@ func checkGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
 				gatherAxpyGeneric(want, x[off:], idx, wt, ldx)
 				assert.InDeltaSlice(t, want, got, 1e-5, "axpy "+name)
 				if w > 0 {
-					assert.InDelta(t, dotGeneric(base, x[off:off+w]), dot(base, x[off:off+w]), 1e-4, "dot "+name)
+					assert.InDelta(t, dotGeneric(base, x[off:off+w]), sdot(base, x[off:off+w]), 1e-4, "dot "+name)
 					got, want = make([]float32, n), make([]float32, n)
 					dotRows(got, x[off:], idx, ldx, base)
 					dotRowsGeneric(want, x[off:], idx, ldx, base)
