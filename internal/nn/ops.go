@@ -249,21 +249,25 @@ func (tp *Tape) Dropout(x *Tensor, p float32) *Tensor {
 	if p >= 1 {
 		scale = 0
 	}
-	for i, v := range x.Data {
-		if keep(seed, i, p) {
-			out.Data[i] = v * scale
+	parallelFor(len(x.Data), 8, func(lo, hi int) {
+		for i, v := range x.Data[lo:hi] {
+			if v != 0 && keep(seed, lo+i, p) { // zeros stay zeros: skip the hash
+				out.Data[lo+i] = v * scale
+			}
 		}
-	}
+	})
 	tp.record(out, func() {
 		if x.Sparse != nil {
 			return
 		}
 		g := x.grad()
-		for i, d := range out.Grad {
-			if keep(seed, i, p) {
-				g[i] += d * scale
+		parallelFor(len(g), 8, func(lo, hi int) {
+			for i, d := range out.Grad[lo:hi] {
+				if keep(seed, lo+i, p) {
+					g[lo+i] += d * scale
+				}
 			}
-		}
+		})
 	}, x)
 	return out
 }
