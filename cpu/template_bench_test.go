@@ -17,41 +17,41 @@ import (
 // Each reports GFLOP/s counting one flop per message element (two for
 // u_mul_e and u_dot_v).
 
-var benchData sync.Map // name → *subgraph.Dataset
+var tplBenchData sync.Map // name → *subgraph.Dataset
 
-func benchDataset(b *testing.B) (*subgraph.Dataset, string) {
+func tplBenchDataset(b *testing.B) (*subgraph.Dataset, string) {
 	name := os.Getenv("QGTC_BENCH_GRAPH")
 	if name == "" {
 		name = "coauthor_cs"
 	}
-	if d, ok := benchData.Load(name); ok {
+	if d, ok := tplBenchData.Load(name); ok {
 		return d.(*subgraph.Dataset), name
 	}
 	d, err := subgraph.Load(name)
 	if err != nil {
 		b.Skipf("dataset %s: %v", name, err)
 	}
-	benchData.Store(name, d)
+	tplBenchData.Store(name, d)
 	return d, name
 }
 
-func benchGraph(b *testing.B) (CSR, string) {
-	d, name := benchDataset(b)
+func tplBenchGraph(b *testing.B) (CSR, string) {
+	d, name := tplBenchDataset(b)
 	return CSR{Indptr: d.Graph.Indptr, Indices: d.Graph.Indices}, name
 }
 
-// benchFeatures are the dataset's node features projected to f columns by
+// tplBenchFeatures are the dataset's node features projected to f columns by
 // a fixed Gaussian matrix (real structure, chosen width), or Gaussian
 // features when the dataset has none.
-func benchFeatures(b *testing.B, f int) []float32 {
-	d, _ := benchDataset(b)
+func tplBenchFeatures(b *testing.B, f int) []float32 {
+	d, _ := tplBenchDataset(b)
 	n := d.Graph.N()
 	rng := rand.New(rand.NewPCG(5, 5))
 	ft := d.Features
 	if ft == nil {
-		return randVec(rng, n*f)
+		return tplRandVec(rng, n*f)
 	}
-	proj := randVec(rng, ft.Cols*f)
+	proj := tplRandVec(rng, ft.Cols*f)
 	x := make([]float32, n*f)
 	for v := 0; v < n; v++ {
 		o := x[v*f : (v+1)*f]
@@ -79,8 +79,8 @@ func benchFeatures(b *testing.B, f int) []float32 {
 	return x
 }
 
-// naiveSpMM is the plain serial CSR loop the templates are compared with.
-func naiveSpMM(out []float32, g CSR, x, w []float32, f int) {
+// tplNaiveSpMM is the plain serial CSR loop the templates are compared with.
+func tplNaiveSpMM(out []float32, g CSR, x, w []float32, f int) {
 	for v := 0; v < g.Rows(); v++ {
 		o := out[v*f : (v+1)*f]
 		clear(o)
@@ -97,7 +97,7 @@ func naiveSpMM(out []float32, g CSR, x, w []float32, f int) {
 	}
 }
 
-func naiveSDDMM(out []float32, g CSR, x, y []float32, f int) {
+func tplNaiveSDDMM(out []float32, g CSR, x, y []float32, f int) {
 	for v := 0; v < g.Rows(); v++ {
 		ys := y[v*f : (v+1)*f]
 		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
@@ -111,17 +111,17 @@ func naiveSDDMM(out []float32, g CSR, x, y []float32, f int) {
 	}
 }
 
-var benchWidths = []int{16, 32, 64, 128, 256}
+var tplBenchWidths = []int{16, 32, 64, 128, 256}
 
 // BenchmarkTemplates is the table bench/torch/spmm_bench.sh prints: the
 // templates under their tuned schedule against the naive serial loop.
 func BenchmarkTemplates(b *testing.B) {
-	g, name := benchGraph(b)
+	g, name := tplBenchGraph(b)
 	n, nnz := g.Rows(), g.NNZ()
 	rng := rand.New(rand.NewPCG(1, 1))
-	w := randVec(rng, nnz)
-	for _, f := range benchWidths {
-		x, y := randVec(rng, n*f), randVec(rng, n*f)
+	w := tplRandVec(rng, nnz)
+	for _, f := range tplBenchWidths {
+		x, y := tplRandVec(rng, n*f), tplRandVec(rng, n*f)
 		out := make([]float32, n*f)
 		eout := make([]float32, nnz)
 		s := TuneSchedule(g, n, f)
@@ -132,11 +132,11 @@ func BenchmarkTemplates(b *testing.B) {
 			run      func()
 		}{
 			{"copy_u_sum", "qgtc", 1, func() { tplMust(b, SpMM(out, g, CopyU, Sum, x, nil, nil, f, nil, &s)) }},
-			{"copy_u_sum", "naive", 1, func() { naiveSpMM(out, g, x, nil, f) }},
+			{"copy_u_sum", "naive", 1, func() { tplNaiveSpMM(out, g, x, nil, f) }},
 			{"u_mul_e_sum", "qgtc", 2, func() { tplMust(b, SpMM(out, g, UMulE, Sum, x, w, nil, f, nil, &s)) }},
-			{"u_mul_e_sum", "naive", 2, func() { naiveSpMM(out, g, x, w, f) }},
+			{"u_mul_e_sum", "naive", 2, func() { tplNaiveSpMM(out, g, x, w, f) }},
 			{"u_dot_v", "qgtc", 2, func() { tplMust(b, SDDMM(eout, g, UDotV, x, y, f, 1, &s)) }},
-			{"u_dot_v", "naive", 2, func() { naiveSDDMM(eout, g, x, y, f) }},
+			{"u_dot_v", "naive", 2, func() { tplNaiveSDDMM(eout, g, x, y, f) }},
 		}
 		for _, c := range cases {
 			b.Run(fmt.Sprintf("graph=%s/op=%s/f=%d/impl=%s", name, c.op, f, c.impl), func(b *testing.B) {
@@ -154,7 +154,7 @@ func BenchmarkTemplates(b *testing.B) {
 // machine those two are the least disturbed by other load, and
 // spmm_bench.sh compares minimum against minimum.
 func tplLoop(b *testing.B, fn func()) {
-	c0 := cpuTime()
+	c0 := tplCpuTime()
 	fastest := time.Duration(1<<63 - 1)
 	for b.Loop() {
 		t0 := time.Now()
@@ -162,7 +162,7 @@ func tplLoop(b *testing.B, fn func()) {
 		fastest = min(fastest, time.Since(t0))
 	}
 	b.ReportMetric(float64(fastest.Nanoseconds()), "min-ns/op")
-	if c1 := cpuTime(); c0 >= 0 && c1 >= 0 {
+	if c1 := tplCpuTime(); c0 >= 0 && c1 >= 0 {
 		b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -176,11 +176,11 @@ func tplMust(b *testing.B, err error) {
 // BenchmarkSchedules shows what feature tiling, source partitions and row
 // splitting each change, for copy_u/sum at f = 64 and 256.
 func BenchmarkSchedules(b *testing.B) {
-	g, name := benchGraph(b)
+	g, name := tplBenchGraph(b)
 	n := g.Rows()
 	rng := rand.New(rand.NewPCG(2, 2))
 	for _, f := range []int{64, 256} {
-		x := randVec(rng, n*f)
+		x := tplRandVec(rng, n*f)
 		out := make([]float32, n*f)
 		for _, s := range []Schedule{{}, {NoSplit: true}, {FeatTile: 32}, {FeatTile: 64}, {Partitions: 4}, {FeatTile: 64, Partitions: 4}, {Workers: 1}} {
 			b.Run(fmt.Sprintf("graph=%s/f=%d/tile=%d/parts=%d/workers=%d/nosplit=%v", name, f, s.FeatTile, s.Partitions, s.workers(), s.NoSplit), func(b *testing.B) {
@@ -194,14 +194,14 @@ func BenchmarkSchedules(b *testing.B) {
 // BenchmarkGAT compares the fused attention + aggregation with the same
 // computation as separate ops (SDDMM-like scores, EdgeSoftmax, SpMM).
 func BenchmarkGAT(b *testing.B) {
-	g, name := benchGraph(b)
+	g, name := tplBenchGraph(b)
 	n, nnz := g.Rows(), g.NNZ()
 	rng := rand.New(rand.NewPCG(3, 3))
 	const heads, d, slope = 4, 16, 0.2
 	f := heads * d
-	feat, el, er := randVec(rng, n*f), randVec(rng, n*heads), randVec(rng, n*heads)
+	feat, el, er := tplRandVec(rng, n*f), tplRandVec(rng, n*heads), tplRandVec(rng, n*heads)
 	out, stats := make([]float32, n*f), make([]float32, n*heads*2)
-	gout := randVec(rng, n*f)
+	gout := tplRandVec(rng, n*f)
 	gT := g.Transpose(n)
 	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=fused", name, heads, d), func(b *testing.B) {
 		tplLoop(b, func() { tplMust(b, GATAggregate(out, stats, g, feat, el, er, heads, d, slope, nil)) })
@@ -226,8 +226,8 @@ func BenchmarkGAT(b *testing.B) {
 	})
 }
 
-// relErr is ‖got − want‖ / ‖want‖.
-func relErr(got, want []float32) float64 {
+// tplRelErr is ‖got − want‖ / ‖want‖.
+func tplRelErr(got, want []float32) float64 {
 	var num, den float64
 	for i := range want {
 		d := float64(got[i] - want[i])
@@ -241,10 +241,10 @@ func relErr(got, want []float32) float64 {
 // sum, rescaled) on the sample against the exact result, reporting the
 // relative error beside the time. limit=0 is the exact graph.
 func BenchmarkSampledSpMM(b *testing.B) {
-	g, name := benchGraph(b)
+	g, name := tplBenchGraph(b)
 	n := g.Rows()
 	const f = 64
-	x := benchFeatures(b, f)
+	x := tplBenchFeatures(b, f)
 	exact := make([]float32, n*f)
 	exactSum := make([]float32, n*f)
 	tplMust(b, SpMM(exact, g, CopyU, Mean, x, nil, nil, f, nil, nil))
@@ -258,7 +258,7 @@ func BenchmarkSampledSpMM(b *testing.B) {
 			sg, _, scale := SampleCSR(g, limit, CacheWindow(f), cacheFirst)
 			b.Run(fmt.Sprintf("graph=%s/f=%d/limit=%d/cachefirst=%v", name, f, limit, cacheFirst), func(b *testing.B) {
 				tplLoop(b, func() { tplMust(b, SpMM(out, sg, CopyU, Mean, x, nil, nil, f, nil, nil)) })
-				b.ReportMetric(relErr(out, exact), "mean-relerr")
+				b.ReportMetric(tplRelErr(out, exact), "mean-relerr")
 				b.ReportMetric(float64(sg.NNZ())/float64(g.NNZ()), "edges-kept")
 				tplMust(b, SpMM(out, sg, CopyU, Sum, x, nil, nil, f, nil, nil))
 				for v := 0; v < n; v++ {
@@ -266,7 +266,7 @@ func BenchmarkSampledSpMM(b *testing.B) {
 						out[k] *= scale[v]
 					}
 				}
-				b.ReportMetric(relErr(out, exactSum), "sum-relerr")
+				b.ReportMetric(tplRelErr(out, exactSum), "sum-relerr")
 			})
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // testGraph is a random pull CSR on rows destination and nsrc source rows,
 // with empty rows, self-loops, repeated edges, one hub row (to make the
 // planner split it) and permuted edge ids.
-func testGraph(rng *rand.Rand, rows, nsrc, avgDeg int, hub, sorted bool) CSR {
+func tplGraph(rng *rand.Rand, rows, nsrc, avgDeg int, hub, sorted bool) CSR {
 	indptr := make([]int32, rows+1)
 	var idx []int32
 	for v := 0; v < rows; v++ {
@@ -46,7 +46,7 @@ func testGraph(rng *rand.Rand, rows, nsrc, avgDeg int, hub, sorted bool) CSR {
 	return CSR{Indptr: indptr, Indices: idx, EdgeIDs: ids}
 }
 
-func randVec(rng *rand.Rand, n int) []float32 {
+func tplRandVec(rng *rand.Rand, n int) []float32 {
 	v := make([]float32, n)
 	for i := range v {
 		v[i] = float32(rng.NormFloat64())
@@ -54,7 +54,7 @@ func randVec(rng *rand.Rand, n int) []float32 {
 	return v
 }
 
-func to64(v []float32) []float64 {
+func tplTo64(v []float32) []float64 {
 	o := make([]float64, len(v))
 	for i, x := range v {
 		o[i] = float64(x)
@@ -213,8 +213,8 @@ func refGAT(g CSR, feat, el, er []float64, heads, d int, slope float64) []float6
 	return out
 }
 
-// dotLoss is Σ out·r, the scalar whose gradient the backward tests check.
-func dotLoss(out, r []float64) float64 {
+// tplDotLoss is Σ out·r, the scalar whose gradient the backward tests check.
+func tplDotLoss(out, r []float64) float64 {
 	var s float64
 	for i := range out {
 		s += out[i] * r[i]
@@ -222,9 +222,9 @@ func dotLoss(out, r []float64) float64 {
 	return s
 }
 
-// numGrad is the central finite difference of loss with respect to every
+// tplNumGrad is the central finite difference of loss with respect to every
 // element of in (modified in place and restored).
-func numGrad(in []float64, loss func() float64) []float64 {
+func tplNumGrad(in []float64, loss func() float64) []float64 {
 	g := make([]float64, len(in))
 	for i := range in {
 		old := in[i]

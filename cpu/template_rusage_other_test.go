@@ -2,4 +2,4 @@
 
 package cpu
 
-func cpuTime() int64 { return -1 }
+func tplCpuTime() int64 { return -1 }

@@ -4,8 +4,8 @@ package cpu
 
 import "syscall"
 
-// cpuTime is the process's user+system CPU time in ns, or -1.
-func cpuTime() int64 {
+// tplCpuTime is the process's user+system CPU time in ns, or -1.
+func tplCpuTime() int64 {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return -1

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testSchedules are the schedules every op is checked under: the default,
+// tplTestSchedules are the tplSchedules every op is checked under: the default,
 // one worker, a tiled and partitioned one that splits the hub row across
 // three workers, and one that never splits; "generic" also switches the
 // assembly off.
-var testSchedules = []struct {
+var tplTestSchedules = []struct {
 	name    string
 	s       *Schedule
 	generic bool
@@ -27,24 +27,24 @@ var testSchedules = []struct {
 	{"generic", &Schedule{FeatTile: 24, Partitions: 2, Workers: 3, Grain: 5}, true},
 }
 
-// widths are the awkward feature widths every op is checked at; -short
+// tplWidths are the awkward feature tplWidths every op is checked at; -short
 // (the race-detector run) keeps a few.
-func widths() []int {
+func tplWidths() []int {
 	if testing.Short() {
 		return []int{1, 3, 17, 64}
 	}
 	return []int{1, 3, 15, 16, 17, 64, 257}
 }
 
-// schedules are testSchedules, fewer under -short.
-func schedules() []int {
+// tplSchedules are tplTestSchedules, fewer under -short.
+func tplSchedules() []int {
 	if testing.Short() {
 		return []int{0, 2, 4}
 	}
 	return []int{0, 1, 2, 3, 4}
 }
 
-func withGeneric(generic bool, fn func()) {
+func tplWithGeneric(generic bool, fn func()) {
 	old := spmmUseAVX2
 	if generic {
 		spmmUseAVX2 = false
@@ -53,9 +53,9 @@ func withGeneric(generic bool, fn func()) {
 	fn()
 }
 
-// assertClose checks got against the float64 reference want, allowing a
+// tplAssertClose checks got against the float64 reference want, allowing a
 // float32 rounding error relative to mag (Σ|terms|).
-func assertClose(t *testing.T, got []float32, want, mag []float64, tol float64, what string) {
+func tplAssertClose(t *testing.T, got []float32, want, mag []float64, tol float64, what string) {
 	t.Helper()
 	require.Len(t, got, len(want), what)
 	bad := 0
@@ -72,9 +72,9 @@ func assertClose(t *testing.T, got []float32, want, mag []float64, tol float64, 
 	}
 }
 
-// edgeWidths are the edge feature widths a message is tested with: full,
+// tplEdgeWidths are the edge feature tplWidths a message is tested with: full,
 // one scalar per edge, and (when f allows) one per head.
-func edgeWidths(msg Msg, f int) []int {
+func tplEdgeWidths(msg Msg, f int) []int {
 	if !msg.usesE() {
 		return []int{f}
 	}
@@ -92,21 +92,21 @@ func edgeWidths(msg Msg, f int) []int {
 
 func TestSpMMMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, f := range widths() {
-		g := testGraph(rng, 90, 70, 5, true, f%2 == 1)
+	for _, f := range tplWidths() {
+		g := tplGraph(rng, 90, 70, 5, true, f%2 == 1)
 		if f == 16 || f == 3 {
 			g.EdgeIDs = nil // edge id = position
 		}
 		nsrc := 70
-		x := randVec(rng, nsrc*f)
-		y := randVec(rng, g.Rows()*f)
+		x := tplRandVec(rng, nsrc*f)
+		y := tplRandVec(rng, g.Rows()*f)
 		for msg := CopyU; msg <= UMulV; msg++ {
-			for _, fe := range edgeWidths(msg, f) {
-				e := randVec(rng, g.NNZ()*fe)
+			for _, fe := range tplEdgeWidths(msg, f) {
+				e := tplRandVec(rng, g.NNZ()*fe)
 				for red := Sum; red <= Min; red++ {
-					want, mag := refSpMM(g, msg, red, to64(x), to64(e), to64(y), f, fe)
-					for _, si := range schedules() {
-						sc := testSchedules[si]
+					want, mag := refSpMM(g, msg, red, tplTo64(x), tplTo64(e), tplTo64(y), f, fe)
+					for _, si := range tplSchedules() {
+						sc := tplTestSchedules[si]
 						name := fmt.Sprintf("f=%d/%v/fe=%d/%v/%s", f, msg, fe, red, sc.name)
 						t.Run(name, func(t *testing.T) {
 							out := make([]float32, g.Rows()*f)
@@ -117,12 +117,12 @@ func TestSpMMMatchesReference(t *testing.T) {
 							if red == Max || red == Min {
 								arg = make([]int32, len(out))
 							}
-							withGeneric(sc.generic, func() {
+							tplWithGeneric(sc.generic, func() {
 								require.NoError(t, SpMM(out, g, msg, red, x, e, y, f, arg, sc.s))
 							})
-							assertClose(t, out, want, mag, 4e-6, "out")
+							tplAssertClose(t, out, want, mag, 4e-6, "out")
 							if arg != nil {
-								checkArg(t, g, msg, x, e, y, f, fe, arg, want)
+								tplCheckArg(t, g, msg, x, e, y, f, fe, arg, want)
 							}
 						})
 					}
@@ -132,11 +132,11 @@ func TestSpMMMatchesReference(t *testing.T) {
 	}
 }
 
-// checkArg checks that each recorded edge belongs to the row and carries
+// tplCheckArg checks that each recorded edge belongs to the row and carries
 // the winning message (−1 exactly for empty rows).
-func checkArg(t *testing.T, g CSR, msg Msg, x, e, y []float32, f, fe int, arg []int32, want []float64) {
+func tplCheckArg(t *testing.T, g CSR, msg Msg, x, e, y []float32, f, fe int, arg []int32, want []float64) {
 	t.Helper()
-	x64, e64, y64 := to64(x), to64(e), to64(y)
+	x64, e64, y64 := tplTo64(x), tplTo64(e), tplTo64(y)
 	for v := 0; v < g.Rows(); v++ {
 		p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
 		for k := 0; k < f; k++ {
@@ -162,13 +162,13 @@ func checkArg(t *testing.T, g CSR, msg Msg, x, e, y []float32, f, fe int, arg []
 
 func TestSDDMMMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, f := range widths() {
-		g := testGraph(rng, 80, 60, 5, true, f%2 == 0)
+	for _, f := range tplWidths() {
+		g := tplGraph(rng, 80, 60, 5, true, f%2 == 0)
 		if f == 16 || f == 15 {
 			g.EdgeIDs = nil
 		}
-		x := randVec(rng, 60*f)
-		y := randVec(rng, g.Rows()*f)
+		x := tplRandVec(rng, 60*f)
+		y := tplRandVec(rng, g.Rows()*f)
 		for op := UDotV; op < numSDDMM; op++ {
 			heads := []int{1}
 			if op == UDotV {
@@ -179,18 +179,18 @@ func TestSDDMMMatchesReference(t *testing.T) {
 				}
 			}
 			for _, h := range heads {
-				want, mag := refSDDMM(g, op, to64(x), to64(y), f, h)
-				for _, si := range schedules() {
-					sc := testSchedules[si]
+				want, mag := refSDDMM(g, op, tplTo64(x), tplTo64(y), f, h)
+				for _, si := range tplSchedules() {
+					sc := tplTestSchedules[si]
 					t.Run(fmt.Sprintf("f=%d/%v/heads=%d/%s", f, op, h, sc.name), func(t *testing.T) {
 						out := make([]float32, len(want))
 						for i := range out {
 							out[i] = float32(math.NaN())
 						}
-						withGeneric(sc.generic, func() {
+						tplWithGeneric(sc.generic, func() {
 							require.NoError(t, SDDMM(out, g, op, x, y, f, h, sc.s))
 						})
-						assertClose(t, out, want, mag, 4e-6, "out")
+						tplAssertClose(t, out, want, mag, 4e-6, "out")
 					})
 				}
 			}
@@ -201,18 +201,18 @@ func TestSDDMMMatchesReference(t *testing.T) {
 func TestSpMMBackwardFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, f := range []int{1, 3, 8, 17} {
-		g := testGraph(rng, 9, 7, 3, false, true)
+		g := tplGraph(rng, 9, 7, 3, false, true)
 		gT := g.Transpose(7)
-		x := randVec(rng, 7*f)
-		y := randVec(rng, g.Rows()*f)
-		r := randVec(rng, g.Rows()*f)
+		x := tplRandVec(rng, 7*f)
+		y := tplRandVec(rng, g.Rows()*f)
+		r := tplRandVec(rng, g.Rows()*f)
 		for msg := CopyU; msg <= UMulV; msg++ {
-			for _, fe := range edgeWidths(msg, f) {
-				e := randVec(rng, g.NNZ()*fe)
+			for _, fe := range tplEdgeWidths(msg, f) {
+				e := tplRandVec(rng, g.NNZ()*fe)
 				for red := Sum; red <= Min; red++ {
-					for _, sc := range testSchedules[:3] {
+					for _, sc := range tplTestSchedules[:3] {
 						t.Run(fmt.Sprintf("f=%d/%v/fe=%d/%v/%s", f, msg, fe, red, sc.name), func(t *testing.T) {
-							checkSpMMGrad(t, g, gT, msg, red, x, e, y, r, f, fe, sc.s)
+							tplCheckSpMMGrad(t, g, gT, msg, red, x, e, y, r, f, fe, sc.s)
 						})
 					}
 				}
@@ -221,7 +221,7 @@ func TestSpMMBackwardFiniteDifferences(t *testing.T) {
 	}
 }
 
-func checkSpMMGrad(t *testing.T, g, gT CSR, msg Msg, red Reduce, x, e, y, r []float32, f, fe int, s *Schedule) {
+func tplCheckSpMMGrad(t *testing.T, g, gT CSR, msg Msg, red Reduce, x, e, y, r []float32, f, fe int, s *Schedule) {
 	t.Helper()
 	out := make([]float32, g.Rows()*f)
 	arg := make([]int32, len(out))
@@ -233,10 +233,10 @@ func checkSpMMGrad(t *testing.T, g, gT CSR, msg Msg, red Reduce, x, e, y, r []fl
 		gx[i] = 99 // overwritten, never accumulated into
 	}
 	require.NoError(t, SpMMBackward(gx, ge, gy, g, gT, msg, red, x, e, y, r, f, arg, s))
-	x64, e64, y64, r64 := to64(x), to64(e), to64(y), to64(r)
+	x64, e64, y64, r64 := tplTo64(x), tplTo64(e), tplTo64(y), tplTo64(r)
 	loss := func() float64 {
 		o, _ := refSpMM(g, msg, red, x64, e64, y64, f, fe)
-		return dotLoss(o, r64)
+		return tplDotLoss(o, r64)
 	}
 	ones := func(n int) []float64 {
 		m := make([]float64, n)
@@ -246,13 +246,13 @@ func checkSpMMGrad(t *testing.T, g, gT CSR, msg Msg, red Reduce, x, e, y, r []fl
 		return m
 	}
 	if msg.usesX() {
-		assertClose(t, gx, numGrad(x64, loss), ones(len(x)), 1e-4, "gx")
+		tplAssertClose(t, gx, tplNumGrad(x64, loss), ones(len(x)), 1e-4, "gx")
 	}
 	if msg.usesE() {
-		assertClose(t, ge, numGrad(e64, loss), ones(len(e)), 1e-4, "ge")
+		tplAssertClose(t, ge, tplNumGrad(e64, loss), ones(len(e)), 1e-4, "ge")
 	}
 	if msg.usesY() {
-		assertClose(t, gy, numGrad(y64, loss), ones(len(y)), 1e-4, "gy")
+		tplAssertClose(t, gy, tplNumGrad(y64, loss), ones(len(y)), 1e-4, "gy")
 	}
 }
 
@@ -263,14 +263,14 @@ func checkSpMMGrad(t *testing.T, g, gT CSR, msg Msg, red Reduce, x, e, y, r []fl
 func TestSpMMBackwardSplitRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const f, nsrc = 19, 150
-	g := testGraph(rng, 200, nsrc, 4, true, true)
+	g := tplGraph(rng, 200, nsrc, 4, true, true)
 	s := &Schedule{FeatTile: 8, Partitions: 2, Workers: 3, Grain: 6}
-	x := randVec(rng, nsrc*f)
-	y := randVec(rng, g.Rows()*f)
-	r := randVec(rng, g.Rows()*f)
+	x := tplRandVec(rng, nsrc*f)
+	y := tplRandVec(rng, g.Rows()*f)
+	r := tplRandVec(rng, g.Rows()*f)
 	for _, msg := range []Msg{CopyU, UMulE, UMulV, USubV} {
 		fe := 1
-		e := randVec(rng, g.NNZ()*fe)
+		e := tplRandVec(rng, g.NNZ()*fe)
 		for red := Sum; red <= Min; red++ {
 			t.Run(fmt.Sprintf("%v/%v", msg, red), func(t *testing.T) {
 				out := make([]float32, g.Rows()*f)
@@ -278,7 +278,7 @@ func TestSpMMBackwardSplitRows(t *testing.T) {
 				require.NoError(t, SpMM(out, g, msg, red, x, e, y, f, arg, s))
 				gx, ge, gy := make([]float32, len(x)), make([]float32, len(e)), make([]float32, len(y))
 				require.NoError(t, SpMMBackward(gx, ge, gy, g, CSR{}, msg, red, x, e, y, r, f, arg, s))
-				x64, e64, y64, r64 := to64(x), to64(e), to64(y), to64(r)
+				x64, e64, y64, r64 := tplTo64(x), tplTo64(e), tplTo64(y), tplTo64(r)
 				for _, c := range []struct {
 					name string
 					in   []float64
@@ -288,7 +288,7 @@ func TestSpMMBackwardSplitRows(t *testing.T) {
 					if !c.used {
 						continue
 					}
-					dir := to64(randVec(rng, len(c.in)))
+					dir := tplTo64(tplRandVec(rng, len(c.in)))
 					var an, scale float64
 					for i := range dir {
 						an += float64(c.grad[i]) * dir[i]
@@ -301,7 +301,7 @@ func TestSpMMBackwardSplitRows(t *testing.T) {
 							c.in[i] = base[i] + sign*h*dir[i]
 						}
 						o, _ := refSpMM(g, msg, red, x64, e64, y64, f, fe)
-						return dotLoss(o, r64)
+						return tplDotLoss(o, r64)
 					}
 					num := (eval(1) - eval(-1)) / (2 * h)
 					copy(c.in, base)
@@ -315,9 +315,9 @@ func TestSpMMBackwardSplitRows(t *testing.T) {
 func TestSDDMMBackwardFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, f := range []int{1, 4, 17} {
-		g := testGraph(rng, 9, 7, 3, false, true)
-		x := randVec(rng, 7*f)
-		y := randVec(rng, g.Rows()*f)
+		g := tplGraph(rng, 9, 7, 3, false, true)
+		x := tplRandVec(rng, 7*f)
+		y := tplRandVec(rng, g.Rows()*f)
 		for op := UDotV; op < numSDDMM; op++ {
 			heads := []int{1}
 			if op == UDotV && f%2 == 0 {
@@ -329,16 +329,16 @@ func TestSDDMMBackwardFiniteDifferences(t *testing.T) {
 					if op == UDotV {
 						width = h
 					}
-					r := randVec(rng, g.NNZ()*width)
+					r := tplRandVec(rng, g.NNZ()*width)
 					gx, gy := make([]float32, len(x)), make([]float32, len(y))
 					require.NoError(t, SDDMMBackward(gx, gy, g, CSR{}, op, x, y, r, f, h, nil))
-					x64, y64, r64 := to64(x), to64(y), to64(r)
+					x64, y64, r64 := tplTo64(x), tplTo64(y), tplTo64(r)
 					loss := func() float64 {
 						o, _ := refSDDMM(g, op, x64, y64, f, h)
-						return dotLoss(o, r64)
+						return tplDotLoss(o, r64)
 					}
-					assertClose(t, gx, numGrad(x64, loss), make([]float64, len(x)), 1e-4, "gx")
-					assertClose(t, gy, numGrad(y64, loss), make([]float64, len(y)), 1e-4, "gy")
+					tplAssertClose(t, gx, tplNumGrad(x64, loss), make([]float64, len(x)), 1e-4, "gx")
+					tplAssertClose(t, gy, tplNumGrad(y64, loss), make([]float64, len(y)), 1e-4, "gy")
 				})
 			}
 		}
@@ -348,30 +348,30 @@ func TestSDDMMBackwardFiniteDifferences(t *testing.T) {
 func TestEdgeSoftmax(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, heads := range []int{1, 3} {
-		g := testGraph(rng, 40, 30, 4, true, false)
-		logits := randVec(rng, g.NNZ()*heads)
+		g := tplGraph(rng, 40, 30, 4, true, false)
+		logits := tplRandVec(rng, g.NNZ()*heads)
 		for i := range logits {
 			logits[i] *= 4
 		}
-		want := refEdgeSoftmax(g, to64(logits), heads)
-		for _, sc := range testSchedules {
+		want := refEdgeSoftmax(g, tplTo64(logits), heads)
+		for _, sc := range tplTestSchedules {
 			t.Run(fmt.Sprintf("heads=%d/%s", heads, sc.name), func(t *testing.T) {
 				out := make([]float32, len(logits))
 				require.NoError(t, EdgeSoftmax(out, g, logits, heads, sc.s))
-				assertClose(t, out, want, make([]float64, len(want)), 1e-6, "softmax")
+				tplAssertClose(t, out, want, make([]float64, len(want)), 1e-6, "softmax")
 			})
 		}
 		t.Run(fmt.Sprintf("heads=%d/backward", heads), func(t *testing.T) {
-			small := testGraph(rng, 8, 8, 3, false, false)
-			l := randVec(rng, small.NNZ()*heads)
-			r := randVec(rng, len(l))
+			small := tplGraph(rng, 8, 8, 3, false, false)
+			l := tplRandVec(rng, small.NNZ()*heads)
+			r := tplRandVec(rng, len(l))
 			out := make([]float32, len(l))
 			require.NoError(t, EdgeSoftmax(out, small, l, heads, nil))
 			gl := make([]float32, len(l))
 			require.NoError(t, EdgeSoftmaxBackward(gl, small, out, r, heads, nil))
-			l64, r64 := to64(l), to64(r)
-			num := numGrad(l64, func() float64 { return dotLoss(refEdgeSoftmax(small, l64, heads), r64) })
-			assertClose(t, gl, num, make([]float64, len(num)), 1e-4, "glogits")
+			l64, r64 := tplTo64(l), tplTo64(r)
+			num := tplNumGrad(l64, func() float64 { return tplDotLoss(refEdgeSoftmax(small, l64, heads), r64) })
+			tplAssertClose(t, gl, num, make([]float64, len(num)), 1e-4, "glogits")
 		})
 	}
 }
@@ -383,36 +383,36 @@ func TestGATAggregate(t *testing.T) {
 		heads, d := hd[0], hd[1]
 		f := heads * d
 		t.Run(fmt.Sprintf("heads=%d/d=%d", heads, d), func(t *testing.T) {
-			g := testGraph(rng, 50, 40, 4, true, true)
-			feat, el, er := randVec(rng, 40*f), randVec(rng, 40*heads), randVec(rng, g.Rows()*heads)
-			want := refGAT(g, to64(feat), to64(el), to64(er), heads, d, slope)
-			for _, sc := range testSchedules {
+			g := tplGraph(rng, 50, 40, 4, true, true)
+			feat, el, er := tplRandVec(rng, 40*f), tplRandVec(rng, 40*heads), tplRandVec(rng, g.Rows()*heads)
+			want := refGAT(g, tplTo64(feat), tplTo64(el), tplTo64(er), heads, d, slope)
+			for _, sc := range tplTestSchedules {
 				out := make([]float32, g.Rows()*f)
 				stats := make([]float32, g.Rows()*heads*2)
-				withGeneric(sc.generic, func() {
+				tplWithGeneric(sc.generic, func() {
 					require.NoError(t, GATAggregate(out, stats, g, feat, el, er, heads, d, slope, sc.s))
 				})
 				ones := make([]float64, len(want))
 				for i := range ones {
 					ones[i] = 1
 				}
-				assertClose(t, out, want, ones, 1e-5, "out/"+sc.name)
+				tplAssertClose(t, out, want, ones, 1e-5, "out/"+sc.name)
 			}
 		})
 		t.Run(fmt.Sprintf("heads=%d/d=%d/backward", heads, d), func(t *testing.T) {
-			g := testGraph(rng, 9, 7, 3, false, true)
-			feat, el, er := randVec(rng, 7*f), randVec(rng, 7*heads), randVec(rng, g.Rows()*heads)
-			r := randVec(rng, g.Rows()*f)
+			g := tplGraph(rng, 9, 7, 3, false, true)
+			feat, el, er := tplRandVec(rng, 7*f), tplRandVec(rng, 7*heads), tplRandVec(rng, g.Rows()*heads)
+			r := tplRandVec(rng, g.Rows()*f)
 			out := make([]float32, g.Rows()*f)
 			stats := make([]float32, g.Rows()*heads*2)
 			require.NoError(t, GATAggregate(out, stats, g, feat, el, er, heads, d, slope, nil))
 			gf, gl, gr := make([]float32, len(feat)), make([]float32, len(el)), make([]float32, len(er))
 			require.NoError(t, GATAggregateBackward(gf, gl, gr, g, CSR{}, feat, el, er, out, stats, r, heads, d, slope, nil))
-			f64, l64, e64, r64 := to64(feat), to64(el), to64(er), to64(r)
-			loss := func() float64 { return dotLoss(refGAT(g, f64, l64, e64, heads, d, slope), r64) }
-			assertClose(t, gf, numGrad(f64, loss), make([]float64, len(feat)), 1e-4, "gfeat")
-			assertClose(t, gl, numGrad(l64, loss), make([]float64, len(el)), 1e-4, "gel")
-			assertClose(t, gr, numGrad(e64, loss), make([]float64, len(er)), 1e-4, "ger")
+			f64, l64, e64, r64 := tplTo64(feat), tplTo64(el), tplTo64(er), tplTo64(r)
+			loss := func() float64 { return tplDotLoss(refGAT(g, f64, l64, e64, heads, d, slope), r64) }
+			tplAssertClose(t, gf, tplNumGrad(f64, loss), make([]float64, len(feat)), 1e-4, "gfeat")
+			tplAssertClose(t, gl, tplNumGrad(l64, loss), make([]float64, len(el)), 1e-4, "gel")
+			tplAssertClose(t, gr, tplNumGrad(e64, loss), make([]float64, len(er)), 1e-4, "ger")
 		})
 	}
 }
@@ -420,8 +420,8 @@ func TestGATAggregate(t *testing.T) {
 func TestUDFMatchesBuiltins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	const f, nsrc = 13, 50
-	g := testGraph(rng, 60, nsrc, 5, true, true)
-	x, y := randVec(rng, nsrc*f), randVec(rng, g.Rows()*f)
+	g := tplGraph(rng, 60, nsrc, 5, true, true)
+	x, y := tplRandVec(rng, nsrc*f), tplRandVec(rng, g.Rows()*f)
 	for red := Sum; red <= Min; red++ {
 		t.Run(red.String(), func(t *testing.T) {
 			want := make([]float32, g.Rows()*f)
@@ -454,7 +454,7 @@ func TestUDFMatchesBuiltins(t *testing.T) {
 
 func TestTransposeAndValidate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
-	g := testGraph(rng, 30, 20, 4, true, false)
+	g := tplGraph(rng, 30, 20, 4, true, false)
 	require.NoError(t, g.Validate(20))
 	gT := g.Transpose(20)
 	require.NoError(t, gT.Validate(30))
@@ -521,24 +521,24 @@ func TestOperandErrors(t *testing.T) {
 }
 
 // TestGatherKernels compares the assembly inner loops with the generic ones
-// on widths around every vector width and unaligned starts.
+// on tplWidths around every vector width and unaligned starts.
 func TestGatherKernels(t *testing.T) {
 	if !spmmUseAVX2 {
 		t.Skip("no AVX2+FMA on this CPU (or purego build): only the generic loops run")
 	}
 	rng := rand.New(rand.NewPCG(19, 20))
 	const ldx = 600
-	x := randVec(rng, 40*ldx)
+	x := tplRandVec(rng, 40*ldx)
 	old512 := spmmUseAVX512
 	defer func() { spmmUseAVX512 = old512 }()
 	for _, use512 := range []bool{false, old512} {
 		spmmUseAVX512 = use512
-		checkGatherKernels(t, rng, x, ldx)
+		tplCheckGatherKernels(t, rng, x, ldx)
 	}
 	assert.Panics(t, func() { gatherSum(make([]float32, 8), x, []int32{40}, ldx) }, "row past x")
 }
 
-func checkGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
+func tplCheckGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
 	for _, w := range []int{0, 1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 264, 300, 520} {
 		for _, off := range []int{0, 1, 3} {
 			for _, n := range []int{0, 1, 2, 3, 4, 5, 9} {
@@ -546,8 +546,8 @@ func checkGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
 				for i := range idx {
 					idx[i] = int32(rng.IntN(40))
 				}
-				wt := randVec(rng, n)
-				base := randVec(rng, w)
+				wt := tplRandVec(rng, n)
+				base := tplRandVec(rng, w)
 				name := fmt.Sprintf("w=%d/off=%d/n=%d/avx512=%v", w, off, n, spmmUseAVX512)
 				got, want := slices.Clone(base), slices.Clone(base)
 				gatherSum(got, x[off:], idx, ldx)
@@ -572,23 +572,23 @@ func checkGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
 func TestTuneSchedule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	const f, nsrc = 40, 3000
-	g := testGraph(rng, 3000, nsrc, 4, true, true)
+	g := tplGraph(rng, 3000, nsrc, 4, true, true)
 	s := TuneSchedule(g, nsrc, f)
 	assert.Contains(t, tuneCandidates(nsrc, f), s)
 	c, ok := CachedSchedule(Shape{g.Rows(), nsrc, g.NNZ(), f})
 	require.True(t, ok)
 	assert.Equal(t, s, c)
 	// A nil schedule now uses the tuned one; the result must not change.
-	x := randVec(rng, nsrc*f)
-	want, mag := refSpMM(g, CopyU, Mean, to64(x), nil, nil, f, f)
+	x := tplRandVec(rng, nsrc*f)
+	want, mag := refSpMM(g, CopyU, Mean, tplTo64(x), nil, nil, f, f)
 	out := make([]float32, g.Rows()*f)
 	require.NoError(t, SpMM(out, g, CopyU, Mean, x, nil, nil, f, nil, nil))
-	assertClose(t, out, want, mag, 4e-6, "out")
+	tplAssertClose(t, out, want, mag, 4e-6, "out")
 }
 
 func TestSampleCSR(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
-	g := testGraph(rng, 120, 120, 8, true, true)
+	g := tplGraph(rng, 120, 120, 8, true, true)
 	for _, cacheFirst := range []bool{true, false} {
 		for _, limit := range []int{0, 1, 4, 1000} {
 			t.Run(fmt.Sprintf("limit=%d/cacheFirst=%v", limit, cacheFirst), func(t *testing.T) {
