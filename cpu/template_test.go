@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// tplTestSchedules are the tplSchedules every op is checked under: the default,
+// tplTestSchedules are the schedules every op is checked under: the default,
 // one worker, a tiled and partitioned one that splits the hub row across
 // three workers, and one that never splits; "generic" also switches the
 // assembly off.
@@ -27,7 +27,7 @@ var tplTestSchedules = []struct {
 	{"generic", &Schedule{FeatTile: 24, Partitions: 2, Workers: 3, Grain: 5}, true},
 }
 
-// tplWidths are the awkward feature tplWidths every op is checked at; -short
+// tplWidths are the awkward feature widths every op is checked at; -short
 // (the race-detector run) keeps a few.
 func tplWidths() []int {
 	if testing.Short() {
@@ -72,7 +72,7 @@ func tplAssertClose(t *testing.T, got []float32, want, mag []float64, tol float6
 	}
 }
 
-// tplEdgeWidths are the edge feature tplWidths a message is tested with: full,
+// tplEdgeWidths are the edge feature widths a message is tested with: full,
 // one scalar per edge, and (when f allows) one per head.
 func tplEdgeWidths(msg Msg, f int) []int {
 	if !msg.usesE() {
@@ -521,7 +521,7 @@ func TestOperandErrors(t *testing.T) {
 }
 
 // TestGatherKernels compares the assembly inner loops with the generic ones
-// on tplWidths around every vector width and unaligned starts.
+// on widths around every vector width and unaligned starts.
 func TestGatherKernels(t *testing.T) {
 	if !spmmUseAVX2 {
 		t.Skip("no AVX2+FMA on this CPU (or purego build): only the generic loops run")
