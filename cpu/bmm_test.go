@@ -25,7 +25,12 @@ func kernels(t testing.TB) []*Kernel {
 
 func TestConformance(t *testing.T) {
 	for _, k := range kernels(t) {
-		t.Run(k.Name(), func(t *testing.T) { bmmtest.Conformance(t, k) })
+		t.Run(k.Name(), func(t *testing.T) {
+			if testing.Short() && k.Path() == "generic" && len(bitImpls) > 1 {
+				t.Skip("-short: the Go path is cross-checked by TestVsGeneric and TestRowVsNaive")
+			}
+			bmmtest.Conformance(t, k)
+		})
 	}
 }
 

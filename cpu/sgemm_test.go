@@ -77,6 +77,9 @@ func TestSgemmVsNaive(t *testing.T) {
 		{0, 0, 0}, {1, 1, 1}, {0, 5, 3}, {4, 0, 3}, {3, 4, 0}, {5, 15, 7}, {6, 16, 1}, {7, 17, 2},
 		{13, 33, 255}, {97, 31, 257}, {1, 300, 9}, {200, 1, 65}, {101, 70, 600}, {50, 530, 40}, {103, 129, 70},
 	}
+	if testing.Short() {
+		sizes = sizes[:len(sizes)-3]
+	}
 	for name, kern := range sgemmImpls() {
 		t.Run("impl="+name, func(t *testing.T) {
 			withSgemmKernel(t, kern)
