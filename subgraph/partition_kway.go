@@ -161,6 +161,7 @@ type kwayRefiner struct {
 	mark    []uint32
 	stamp   uint32
 	id, ed  []int32
+	dirty   []int32 // pass+1 when the vertex's degrees changed in that pass
 	q       *pqueue
 	strict  bool // no overshoot: the final pass after balancing
 }
@@ -256,15 +257,30 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 	q := kr.q
 	status := kr.mark // 0 idle, stamp = queued or visited in this pass
 	var bnd []int32
+	kr.dirty = grow(kr.dirty, n)
+	dirty := kr.dirty
+	clear(dirty)
+	var touched []int32
 	for pass := 0; pass < niter; pass++ {
 		bnd = bnd[:0]
 		// Only vertices with ed >= id can gain (or break even): no part
-		// can hold more than all of v's external edges.
-		for v := int32(0); int(v) < n; v++ {
-			if ed[v] > 0 && ed[v] >= id[v] {
-				bnd = append(bnd, v)
+		// can hold more than all of v's external edges. After the first
+		// pass only vertices whose degrees changed are looked at again.
+		if pass == 0 {
+			for v := int32(0); int(v) < n; v++ {
+				if ed[v] > 0 && ed[v] >= id[v] {
+					bnd = append(bnd, v)
+				}
+			}
+		} else {
+			for _, v := range touched {
+				if ed[v] > 0 && ed[v] >= id[v] {
+					bnd = append(bnd, v)
+				}
 			}
 		}
+		touched = touched[:0]
+		mark := int32(pass + 1)
 		for i := len(bnd) - 1; i > 0; i-- {
 			j := int(below(uint32(kr.r.Uint64()), uint32(i+1)))
 			bnd[i], bnd[j] = bnd[j], bnd[i]
@@ -289,18 +305,29 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			}
 			kr.connect(v)
 			to, c := kr.refineTarget(from, vw, id[v])
+			blocked := to < 0 && kr.canGain(from, id[v])
 			kr.release()
-			if to < 0 {
+			gain := c - id[v]
+			if blocked || (to >= 0 && gain == 0 && !(kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from])) {
+				// Held back by the balance, which later moves may change:
+				// look again next pass.
+				if dirty[v] != mark {
+					dirty[v] = mark
+					touched = append(touched, v)
+				}
 				continue
 			}
-			gain := c - id[v]
-			if !(gain > 0 || (gain == 0 && (kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from]))) {
+			if to < 0 {
 				continue
 			}
 			kr.moveTo(v, to)
 			moves++
 			gains += int64(gain)
 			id[v], ed[v] = c, ed[v]+id[v]-c
+			if dirty[v] != mark {
+				dirty[v] = mark
+				touched = append(touched, v)
+			}
 			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
 				u := g.adjncy[e]
 				w := g.adjwgt[e]
@@ -313,6 +340,10 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 					ed[u] -= w
 				default:
 					continue
+				}
+				if dirty[u] != mark {
+					dirty[u] = mark
+					touched = append(touched, u)
 				}
 				live := ed[u] > 0 && ed[u] >= id[u]
 				switch {
@@ -338,6 +369,17 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 		kr.refine(g, where, niter, false, false)
 		kr.strict = false
 	}
+}
+
+// canGain reports whether some neighbour part (connect filled conn) would
+// take v without raising the cut, room aside.
+func (kr *kwayRefiner) canGain(from int32, id int32) bool {
+	for _, p := range kr.touched {
+		if p != from && kr.conn[p] >= id {
+			return true
+		}
+	}
+	return false
 }
 
 // overshoot is METIS's ffactor: a move that gains g may leave its target up
