@@ -367,6 +367,14 @@ func (a *spmmArgs) accumulate(acc []float32, arg []int32, v, p0, p1, k0, k1 int,
 			return
 		}
 	}
+	if a.msg == CopyU && a.udf == nil && arg != nil && (a.red == Max || a.red == Min) {
+		var eids []int32
+		if a.g.EdgeIDs != nil {
+			eids = a.g.EdgeIDs[p0:p1]
+		}
+		gatherArgMax(acc, arg, a.x[k0:], idx, eids, p0, f, a.red == Min)
+		return
+	}
 	m := buf[:k1-k0]
 	for p := p0; p < p1; p++ {
 		u := int(a.g.Indices[p])

@@ -42,6 +42,15 @@ func spmmDotAVX2(a, b *float32, n int) float32
 //go:noescape
 func spmmDotRowsAVX2(dst, x *float32, idx *int32, n, ldx int, y *float32, w int)
 
+// spmmGatherMaxAVX2 and spmmGatherMinAVX2 are gatherArgMaxGeneric over w
+// columns, w a multiple of 8.
+//
+//go:noescape
+func spmmGatherMaxAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
+
+//go:noescape
+func spmmGatherMinAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
+
 // checkGather panics, as a slice expression would, when a gathered row
 // reaches past x: the assembly does not check bounds.
 func checkGather(x []float32, idx []int32, ldx, w int) {
@@ -129,5 +138,28 @@ func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
 		for j, u := range idx {
 			dst[j] += dotGeneric(y[w8:], x[int(u)*ldx+w8:])
 		}
+	}
+}
+
+func gatherArgMax(acc []float32, arg []int32, x []float32, idx, eids []int32, eid0, ldx int, isMin bool) {
+	w := len(acc)
+	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+		gatherArgMaxGeneric(acc, arg, x, idx, eids, eid0, ldx, isMin)
+		return
+	}
+	checkGather(x, idx, ldx, w)
+	arg = arg[:w]
+	var ep *int32
+	if eids != nil {
+		ep = &eids[:len(idx)][0]
+	}
+	w8 := w &^ 7
+	if isMin {
+		spmmGatherMinAVX2(&acc[0], &arg[0], &x[0], &idx[0], ep, eid0, len(idx), ldx, w8)
+	} else {
+		spmmGatherMaxAVX2(&acc[0], &arg[0], &x[0], &idx[0], ep, eid0, len(idx), ldx, w8)
+	}
+	if w8 < w {
+		gatherArgMaxGeneric(acc[w8:], arg[w8:], x[w8:], idx, eids, eid0, ldx, isMin)
 	}
 }

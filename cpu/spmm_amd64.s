@@ -787,3 +787,253 @@ za16done:
 zadone:
 	VZEROUPPER
 	RET
+
+// func spmmGatherMaxAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
+// Implements the copy_u max reduction of spmmArgs.accumulate: for
+// each edge j in order, acc[k] and arg[k] take x[idx[j]*ldx + k] and the
+// edge's id when it is strictly greater; the id is eids[j], or eid0+j
+// when eids is nil. w%8 == 0.
+TEXT ·spmmGatherMaxAVX2(SB), NOSPLIT, $0-72
+	MOVQ acc+0(FP), DI
+	MOVQ arg+8(FP), R14
+	MOVQ x+16(FP), SI
+	MOVQ idx+24(FP), R8
+	MOVQ eids+32(FP), R10
+	MOVQ eid0+40(FP), R13
+	MOVQ n+48(FP), CX
+	MOVQ ldx+56(FP), R9
+	SHLQ $2, R9
+	MOVQ w+64(FP), DX
+
+spmmGatherMaxAVX2c32:
+	CMPQ    DX, $32
+	JL      spmmGatherMaxAVX2c8
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 0(R14), Y4
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 32(R14), Y5
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 64(R14), Y6
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 96(R14), Y7
+	XORQ    BX, BX
+
+spmmGatherMaxAVX2l32:
+	CMPQ    BX, CX
+	JGE     spmmGatherMaxAVX2d32
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	TESTQ   R10, R10
+	JZ      spmmGatherMaxAVX2seq32
+	VPBROADCASTD (R10)(BX*4), Y15
+	JMP     spmmGatherMaxAVX2go32
+
+spmmGatherMaxAVX2seq32:
+	LEAQ    (R13)(BX*1), R11
+	MOVQ    R11, X15
+	VPBROADCASTD X15, Y15
+
+spmmGatherMaxAVX2go32:
+	VMOVUPS   0(AX), Y8
+	VMOVUPS   32(AX), Y9
+	VMOVUPS   64(AX), Y10
+	VMOVUPS   96(AX), Y11
+	VCMPPS    $0x1E, Y0, Y8, Y12
+	VBLENDVPS Y12, Y8, Y0, Y0
+	VBLENDVPS Y12, Y15, Y4, Y4
+	VCMPPS    $0x1E, Y1, Y9, Y13
+	VBLENDVPS Y13, Y9, Y1, Y1
+	VBLENDVPS Y13, Y15, Y5, Y5
+	VCMPPS    $0x1E, Y2, Y10, Y12
+	VBLENDVPS Y12, Y10, Y2, Y2
+	VBLENDVPS Y12, Y15, Y6, Y6
+	VCMPPS    $0x1E, Y3, Y11, Y13
+	VBLENDVPS Y13, Y11, Y3, Y3
+	VBLENDVPS Y13, Y15, Y7, Y7
+	INCQ    BX
+	JMP     spmmGatherMaxAVX2l32
+
+spmmGatherMaxAVX2d32:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y4, 0(R14)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y5, 32(R14)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y6, 64(R14)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y7, 96(R14)
+	ADDQ    $128, DI
+	ADDQ    $128, R14
+	ADDQ    $128, SI
+	SUBQ    $32, DX
+	JMP     spmmGatherMaxAVX2c32
+
+spmmGatherMaxAVX2c8:
+	CMPQ    DX, $8
+	JL      spmmGatherMaxAVX2done
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 0(R14), Y4
+	XORQ    BX, BX
+
+spmmGatherMaxAVX2l8:
+	CMPQ    BX, CX
+	JGE     spmmGatherMaxAVX2d8
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	TESTQ   R10, R10
+	JZ      spmmGatherMaxAVX2seq8
+	VPBROADCASTD (R10)(BX*4), Y15
+	JMP     spmmGatherMaxAVX2go8
+
+spmmGatherMaxAVX2seq8:
+	LEAQ    (R13)(BX*1), R11
+	MOVQ    R11, X15
+	VPBROADCASTD X15, Y15
+
+spmmGatherMaxAVX2go8:
+	VMOVUPS   (AX), Y8
+	VCMPPS    $0x1E, Y0, Y8, Y12
+	VBLENDVPS Y12, Y8, Y0, Y0
+	VBLENDVPS Y12, Y15, Y4, Y4
+	INCQ    BX
+	JMP     spmmGatherMaxAVX2l8
+
+spmmGatherMaxAVX2d8:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y4, 0(R14)
+	ADDQ    $32, DI
+	ADDQ    $32, R14
+	ADDQ    $32, SI
+	SUBQ    $8, DX
+	JMP     spmmGatherMaxAVX2c8
+
+spmmGatherMaxAVX2done:
+	VZEROUPPER
+	RET
+
+// func spmmGatherMinAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
+// Implements the copy_u min reduction of spmmArgs.accumulate: for
+// each edge j in order, acc[k] and arg[k] take x[idx[j]*ldx + k] and the
+// edge's id when it is strictly smaller; the id is eids[j], or eid0+j
+// when eids is nil. w%8 == 0.
+TEXT ·spmmGatherMinAVX2(SB), NOSPLIT, $0-72
+	MOVQ acc+0(FP), DI
+	MOVQ arg+8(FP), R14
+	MOVQ x+16(FP), SI
+	MOVQ idx+24(FP), R8
+	MOVQ eids+32(FP), R10
+	MOVQ eid0+40(FP), R13
+	MOVQ n+48(FP), CX
+	MOVQ ldx+56(FP), R9
+	SHLQ $2, R9
+	MOVQ w+64(FP), DX
+
+spmmGatherMinAVX2c32:
+	CMPQ    DX, $32
+	JL      spmmGatherMinAVX2c8
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 0(R14), Y4
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 32(R14), Y5
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 64(R14), Y6
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 96(R14), Y7
+	XORQ    BX, BX
+
+spmmGatherMinAVX2l32:
+	CMPQ    BX, CX
+	JGE     spmmGatherMinAVX2d32
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	TESTQ   R10, R10
+	JZ      spmmGatherMinAVX2seq32
+	VPBROADCASTD (R10)(BX*4), Y15
+	JMP     spmmGatherMinAVX2go32
+
+spmmGatherMinAVX2seq32:
+	LEAQ    (R13)(BX*1), R11
+	MOVQ    R11, X15
+	VPBROADCASTD X15, Y15
+
+spmmGatherMinAVX2go32:
+	VMOVUPS   0(AX), Y8
+	VMOVUPS   32(AX), Y9
+	VMOVUPS   64(AX), Y10
+	VMOVUPS   96(AX), Y11
+	VCMPPS    $0x1E, Y8, Y0, Y12
+	VBLENDVPS Y12, Y8, Y0, Y0
+	VBLENDVPS Y12, Y15, Y4, Y4
+	VCMPPS    $0x1E, Y9, Y1, Y13
+	VBLENDVPS Y13, Y9, Y1, Y1
+	VBLENDVPS Y13, Y15, Y5, Y5
+	VCMPPS    $0x1E, Y10, Y2, Y12
+	VBLENDVPS Y12, Y10, Y2, Y2
+	VBLENDVPS Y12, Y15, Y6, Y6
+	VCMPPS    $0x1E, Y11, Y3, Y13
+	VBLENDVPS Y13, Y11, Y3, Y3
+	VBLENDVPS Y13, Y15, Y7, Y7
+	INCQ    BX
+	JMP     spmmGatherMinAVX2l32
+
+spmmGatherMinAVX2d32:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y4, 0(R14)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y5, 32(R14)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y6, 64(R14)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y7, 96(R14)
+	ADDQ    $128, DI
+	ADDQ    $128, R14
+	ADDQ    $128, SI
+	SUBQ    $32, DX
+	JMP     spmmGatherMinAVX2c32
+
+spmmGatherMinAVX2c8:
+	CMPQ    DX, $8
+	JL      spmmGatherMinAVX2done
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 0(R14), Y4
+	XORQ    BX, BX
+
+spmmGatherMinAVX2l8:
+	CMPQ    BX, CX
+	JGE     spmmGatherMinAVX2d8
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ   R9, AX
+	ADDQ    SI, AX
+	TESTQ   R10, R10
+	JZ      spmmGatherMinAVX2seq8
+	VPBROADCASTD (R10)(BX*4), Y15
+	JMP     spmmGatherMinAVX2go8
+
+spmmGatherMinAVX2seq8:
+	LEAQ    (R13)(BX*1), R11
+	MOVQ    R11, X15
+	VPBROADCASTD X15, Y15
+
+spmmGatherMinAVX2go8:
+	VMOVUPS   (AX), Y8
+	VCMPPS    $0x1E, Y8, Y0, Y12
+	VBLENDVPS Y12, Y8, Y0, Y0
+	VBLENDVPS Y12, Y15, Y4, Y4
+	INCQ    BX
+	JMP     spmmGatherMinAVX2l8
+
+spmmGatherMinAVX2d8:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y4, 0(R14)
+	ADDQ    $32, DI
+	ADDQ    $32, R14
+	ADDQ    $32, SI
+	SUBQ    $8, DX
+	JMP     spmmGatherMinAVX2c8
+
+spmmGatherMinAVX2done:
+	VZEROUPPER
+	RET

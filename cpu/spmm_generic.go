@@ -54,6 +54,27 @@ func dotRowsGeneric(dst, x []float32, idx []int32, ldx int, y []float32) {
 	}
 }
 
+// gatherArgMaxGeneric is the copy_u max (or min) reduction: for each j in
+// order, where row idx[j] of x is strictly greater (smaller) than acc, acc
+// takes it and arg the edge id, eids[j] or eid0+j when eids is nil.
+func gatherArgMaxGeneric(acc []float32, arg []int32, x []float32, idx, eids []int32, eid0, ldx int, isMin bool) {
+	w := len(acc)
+	arg = arg[:w]
+	for j, u := range idx {
+		e := int32(eid0 + j)
+		if eids != nil {
+			e = eids[j]
+		}
+		xs := x[int(u)*ldx : int(u)*ldx+w]
+		for k, v := range xs {
+			if (!isMin && v > acc[k]) || (isMin && v < acc[k]) {
+				acc[k] = v
+				arg[k] = e
+			}
+		}
+	}
+}
+
 // addTo is dst[k] += src[k] over len(dst).
 func addTo(dst, src []float32) {
 	src = src[:len(dst)]

@@ -15,3 +15,7 @@ func sdot(a, b []float32) float32 { return dotGeneric(a, b) }
 func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
 	dotRowsGeneric(dst, x, idx, ldx, y)
 }
+
+func gatherArgMax(acc []float32, arg []int32, x []float32, idx, eids []int32, eid0, ldx int, isMin bool) {
+	gatherArgMaxGeneric(acc, arg, x, idx, eids, eid0, ldx, isMin)
+}

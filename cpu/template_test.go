@@ -553,6 +553,20 @@ func tplCheckGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
 				gatherSum(got, x[off:], idx, ldx)
 				gatherSumGeneric(want, x[off:], idx, ldx)
 				assert.InDeltaSlice(t, want, got, 1e-5, "sum "+name)
+				for _, isMin := range []bool{false, true} {
+					got, want = slices.Clone(base), slices.Clone(base)
+					garg, warg := make([]int32, w), make([]int32, w)
+					ids := make([]int32, n)
+					for i := range ids {
+						ids[i] = int32(rng.IntN(1000))
+					}
+					for _, eids := range [][]int32{nil, ids} {
+						gatherArgMax(got, garg, x[off:], idx, eids, 7, ldx, isMin)
+						gatherArgMaxGeneric(want, warg, x[off:], idx, eids, 7, ldx, isMin)
+						assert.Equal(t, want, got, "max/min "+name)
+						assert.Equal(t, warg, garg, "arg "+name)
+					}
+				}
 				got, want = slices.Clone(base), slices.Clone(base)
 				gatherAxpy(got, x[off:], idx, wt, ldx)
 				gatherAxpyGeneric(want, x[off:], idx, wt, ldx)
