@@ -97,6 +97,26 @@ func tplNaiveSpMM(out []float32, g CSR, x, w []float32, f int) {
 	}
 }
 
+// tplNaiveMax is the plain serial copy_u max loop (0 for empty rows, no
+// argmax).
+func tplNaiveMax(out []float32, g CSR, x []float32, f int) {
+	for v := 0; v < g.Rows(); v++ {
+		o := out[v*f : (v+1)*f]
+		p0, p1 := g.Indptr[v], g.Indptr[v+1]
+		if p0 == p1 {
+			clear(o)
+			continue
+		}
+		copy(o, x[int(g.Indices[p0])*f:])
+		for p := p0 + 1; p < p1; p++ {
+			u := int(g.Indices[p])
+			for k, xv := range x[u*f : (u+1)*f] {
+				o[k] = max(o[k], xv)
+			}
+		}
+	}
+}
+
 func tplNaiveSDDMM(out []float32, g CSR, x, y []float32, f int) {
 	for v := 0; v < g.Rows(); v++ {
 		ys := y[v*f : (v+1)*f]
@@ -124,6 +144,7 @@ func BenchmarkTemplates(b *testing.B) {
 		x, y := tplRandVec(rng, n*f), tplRandVec(rng, n*f)
 		out := make([]float32, n*f)
 		eout := make([]float32, nnz)
+		arg := make([]int32, n*f) // max records the winning edges, as backward needs
 		s := TuneSchedule(g, n, f)
 		b.Logf("f=%d: tuned schedule %+v", f, s)
 		cases := []struct {
@@ -135,6 +156,8 @@ func BenchmarkTemplates(b *testing.B) {
 			{"copy_u_sum", "naive", 1, func() { tplNaiveSpMM(out, g, x, nil, f) }},
 			{"u_mul_e_sum", "qgtc", 2, func() { tplMust(b, SpMM(out, g, UMulE, Sum, x, w, nil, f, nil, &s)) }},
 			{"u_mul_e_sum", "naive", 2, func() { tplNaiveSpMM(out, g, x, w, f) }},
+			{"copy_u_max", "qgtc", 1, func() { tplMust(b, SpMM(out, g, CopyU, Max, x, nil, nil, f, arg, &s)) }},
+			{"copy_u_max", "naive", 1, func() { tplNaiveMax(out, g, x, f) }},
 			{"u_dot_v", "qgtc", 2, func() { tplMust(b, SDDMM(eout, g, UDotV, x, y, f, 1, &s)) }},
 			{"u_dot_v", "naive", 2, func() { tplNaiveSDDMM(eout, g, x, y, f) }},
 		}

@@ -7,6 +7,7 @@ same graph and widths as the Go benchmark:
 
   copy_u_sum   out = A @ X          torch.sparse.mm, CSR and COO (best kept)
   u_mul_e_sum  out = A_w @ X        same, with one weight per edge
+  copy_u_max   out[v] = max over in-edges of X[u]   scatter_reduce(amax)
   u_dot_v      out[e] = <X[u], Y[v]> index_select + mul + sum
 
 Each line: op f impl ns_per_op (the fastest timed run).
@@ -68,6 +69,9 @@ def main():
             print("copy_u_sum", f, "torch-" + name, timeit(lambda: torch.sparse.mm(m, x), args.min_time), flush=True)
         for name, m in (("csr", w_csr), ("coo", w_coo)):
             print("u_mul_e_sum", f, "torch-" + name, timeit(lambda: torch.sparse.mm(m, x), args.min_time), flush=True)
+        dst_f = dst.unsqueeze(1).expand(-1, f)
+        amax = lambda: torch.zeros(rows, f).scatter_reduce_(0, dst_f, x.index_select(0, indices), reduce="amax", include_self=False)
+        print("copy_u_max", f, "torch-scatter", timeit(amax, args.min_time), flush=True)
         sddmm = lambda: (x.index_select(0, indices) * y.index_select(0, dst)).sum(1)
         print("u_dot_v", f, "torch-gather", timeit(sddmm, args.min_time), flush=True)
 
