@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 )
 
 // The serialized form, all integers little-endian:
@@ -26,12 +27,13 @@ import (
 // The header has its own checksum so that a corrupt size is caught before
 // anything is allocated; the words are then read in bounded chunks, so even
 // a header that is valid but lies about the size allocates no more than
-// about twice what the stream actually holds before the error.
+// 8 MiB or about twice what the stream actually holds before the error.
 const (
 	magic         = "QGBT"
 	formatVersion = 1
 	headerSize    = 32
 	chunkWords    = 1 << 13 // 64 KiB per read or write
+	eagerWords    = 1 << 20 // up to 8 MiB of words is allocated at once
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -112,20 +114,23 @@ func Read(r io.Reader) (*Tensor, error) {
 
 	total := t.numWords()
 	buf := make([]byte, 8*min(total, chunkWords))
-	t.words = make([]uint64, 0, min(total, 16*chunkWords))
+	words := make([]uint64, 0, min(total, eagerWords))
 	var crc uint32
-	for len(t.words) < total {
-		k := min(total-len(t.words), chunkWords)
+	for len(words) < total {
+		k := min(total-len(words), chunkWords)
 		b := buf[:8*k]
 		if n, err := io.ReadFull(r, b); err != nil {
 			return nil, fmt.Errorf("%w: truncated: %d of %d words of a %d×%d %d-bit tensor: %w",
-				ErrFormat, len(t.words)+n/8, total, rows, cols, t.bits, unexpected(err))
+				ErrFormat, len(words)+n/8, total, rows, cols, t.bits, unexpected(err))
 		}
 		crc = crc32.Update(crc, castagnoli, b)
-		for j := 0; j < k; j++ {
-			t.words = append(t.words, binary.LittleEndian.Uint64(b[8*j:]))
+		start := len(words)
+		words = slices.Grow(words, k)[:start+k]
+		for j, dst := 0, words[start:]; j < len(dst); j++ {
+			dst[j] = binary.LittleEndian.Uint64(b[8*j:])
 		}
 	}
+	t.words = words
 	var tail [4]byte
 	if _, err := io.ReadFull(r, tail[:]); err != nil {
 		return nil, fmt.Errorf("%w: truncated: missing the words' checksum: %w", ErrFormat, unexpected(err))

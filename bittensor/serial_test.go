@@ -260,3 +260,45 @@ func FuzzRead(f *testing.F) {
 		assert.Equal(t, data[:buf.Len()], buf.Bytes())
 	})
 }
+
+func BenchmarkSerial(b *testing.B) {
+	x, err := bittensor.Pack(randVals(rand.New(rand.NewPCG(1, 1)), 4096*512, 4), 4096, 512, 4, bittensor.ByRows, bittensor.DefaultPadding)
+	require.NoError(b, err)
+	stream := encode(b, x)
+	b.Run("WriteTo", func(b *testing.B) {
+		b.SetBytes(int64(len(stream)))
+		b.ReportAllocs()
+		var buf bytes.Buffer
+		buf.Grow(len(stream))
+		for b.Loop() {
+			buf.Reset()
+			if _, err := x.WriteTo(&buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Read", func(b *testing.B) {
+		b.SetBytes(int64(len(stream)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := bittensor.Read(bytes.NewReader(stream)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestSerialLarge crosses the eager-allocation bound (2^20 words), so the
+// words are grown chunk by chunk.
+func TestSerialLarge(t *testing.T) {
+	x, err := bittensor.New(4100, 4096, 8, bittensor.ByRows, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	require.Greater(t, len(x.Words()), 1<<20)
+	r := rand.New(rand.NewPCG(13, 14))
+	for i := 0; i < 5000; i++ {
+		x.Set(r.IntN(4100), r.IntN(4096), r.Uint32())
+	}
+	y, err := bittensor.Read(bytes.NewReader(encode(t, x)))
+	require.NoError(t, err)
+	assert.True(t, x.Equal(y))
+}
