@@ -26,8 +26,11 @@ const (
 	sgNC = 4096 // multiple of sgNR
 	// sgTaskN is the width of one parallel task's slice of a B block.
 	sgTaskN = 256 // multiple of sgNR
-	// sgDirectN is the widest C for which A is read without packing.
-	sgDirectN = 128
+	// sgDirectN is the widest C for which A is read without packing, and
+	// sgKCDirect the K block then: long, so each row of A streams far per
+	// visit (B's 16-column panel, up to 256 KiB, comes from L2).
+	sgDirectN  = 128
+	sgKCDirect = 4096
 )
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
@@ -91,7 +94,9 @@ func sgemmCheckMat(name string, x []float32, rows, cols, ld int) {
 
 // sgemmBufs are per-goroutine packing buffers, reused across calls.
 var sgemmBufs = sync.Pool{New: func() any {
-	return &sgemmBuf{a: make([]float32, sgMC*sgKC), tile: make([]float32, sgMR*sgNR)}
+	// Packed A is an sgMC×sgKC block, or in direct mode one partial
+	// sgMR-row panel of up to sgKCDirect.
+	return &sgemmBuf{a: make([]float32, max(sgMC*sgKC, sgMR*sgKCDirect)), tile: make([]float32, sgMR*sgNR)}
 }}
 
 type sgemmBuf struct{ a, tile []float32 }
@@ -103,7 +108,15 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if 2*m*n*k < 1<<21 {
 		workers = 1
 	}
-	bpSize := sgKC * sgRoundUp(min(n, sgNC), sgNR)
+	// A skinny product (few columns) reuses each element of A only n
+	// times, too few to pay for packing it: read it in place then, in
+	// longer K blocks so each row of A streams further per visit.
+	direct := !transA && n <= sgDirectN && sgemmDirect != nil
+	kcMax := sgKC
+	if direct {
+		kcMax = sgKCDirect
+	}
+	bpSize := kcMax * sgRoundUp(min(n, sgNC), sgNR)
 	var bp []float32
 	if p, ok := packedBPool.Get().(*[]float32); ok && cap(*p) >= bpSize {
 		bp = (*p)[:bpSize]
@@ -112,16 +125,13 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 	defer packedBPool.Put(&bp)
 
-	// A skinny product (few columns) reuses each element of A only n
-	// times, too few to pay for packing it: read it in place then.
-	direct := !transA && n <= sgDirectN && sgemmDirect != nil
 	mBlocks := (m + sgMC - 1) / sgMC
 	for jc := 0; jc < n; jc += sgNC {
 		nc := min(sgNC, n-jc)
 		nPanels := (nc + sgNR - 1) / sgNR
 		nTasks := (nc + sgTaskN - 1) / sgTaskN
-		for pc := 0; pc < k; pc += sgKC {
-			kc := min(sgKC, k-pc)
+		for pc := 0; pc < k; pc += kcMax {
+			kc := min(kcMax, k-pc)
 			forEachTask(nPanels, workers, func(jp int) {
 				sgemmPackB(bp[jp*kc*sgNR:(jp+1)*kc*sgNR], transB, b, ldb, pc, jc+jp*sgNR, kc, min(sgNR, nc-jp*sgNR))
 			})
