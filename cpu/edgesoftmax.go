@@ -45,24 +45,28 @@ func EdgeSoftmax(out []float32, g CSR, logits []float32, heads int, s *Schedule)
 	}
 	sc := rowsOnly(s, g, heads)
 	pl := makePlan(g, sc, heads)
-	pl.run(sc, func(_ *spanWorker, sp rowSpan) {
+	pl.run(sc, func(w *spanWorker, sp rowSpan) {
+		buf := w.scratch(sp.maxDeg(g))
 		for v := int(sp.r0); v < int(sp.r1); v++ {
 			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
+			ex := buf[:p1-p0]
 			for h := 0; h < heads; h++ {
 				m := float32(math.Inf(-1))
-				for p := p0; p < p1; p++ {
-					m = max(m, logits[g.eid(p)*heads+h])
+				for j := range ex {
+					ex[j] = logits[g.eid(p0+j)*heads+h]
+					m = max(m, ex[j])
 				}
+				for j := range ex {
+					ex[j] -= m
+				}
+				expInPlace(ex)
 				var z float32
-				for p := p0; p < p1; p++ {
-					i := g.eid(p)*heads + h
-					x := expf(logits[i] - m)
-					out[i] = x
+				for _, x := range ex {
 					z += x
 				}
 				inv := 1 / z
-				for p := p0; p < p1; p++ {
-					out[g.eid(p)*heads+h] *= inv
+				for j, x := range ex {
+					out[g.eid(p0+j)*heads+h] = x * inv
 				}
 			}
 		}
@@ -190,16 +194,24 @@ func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d 
 					buf[h*n+j] = leaky(e+erv[h], slope)
 				}
 			}
+			// Shift each head by its maximum, then one exp over all heads.
 			for h := 0; h < heads; h++ {
 				wt := buf[h*n : (h+1)*n]
 				m := float32(math.Inf(-1))
 				for _, x := range wt {
 					m = max(m, x)
 				}
+				for j := range wt {
+					wt[j] -= m
+				}
+				stats[(v*heads+h)*2] = m
+			}
+			expInPlace(buf[:heads*n])
+			for h := 0; h < heads; h++ {
+				wt := buf[h*n : (h+1)*n]
 				var z float32
-				for j, x := range wt {
-					wt[j] = expf(x - m)
-					z += wt[j]
+				for _, x := range wt {
+					z += x
 				}
 				var inv float32
 				if z > 0 {
@@ -208,7 +220,6 @@ func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d 
 				for j := range wt {
 					wt[j] *= inv
 				}
-				stats[(v*heads+h)*2] = m
 				stats[(v*heads+h)*2+1] = inv
 				gatherAxpy(o[h*d:(h+1)*d], feat[h*d:], idx, wt, f)
 			}
@@ -217,11 +228,32 @@ func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d 
 	return nil
 }
 
-// attention recomputes a_e and the pre-activation z for edge u→v, head h.
-func (a *gatArgs) attention(u, v, h int, stats []float32) (att, z float32) {
-	z = a.el[u*a.heads+h] + a.er[v*a.heads+h]
+// attentionIn recomputes into att the weights a_e of head h of the edges
+// from the sources idx into v.
+func (a *gatArgs) attentionIn(att []float32, idx []int32, v, h int, stats []float32) {
+	erv := a.er[v*a.heads+h]
 	i := (v*a.heads + h) * 2
-	return expf(leaky(z, a.slope)-stats[i]) * stats[i+1], z
+	m, inv := stats[i], stats[i+1]
+	for j, u := range idx {
+		att[j] = leaky(a.el[int(u)*a.heads+h]+erv, a.slope) - m
+	}
+	expInPlace(att)
+	for j := range att {
+		att[j] *= inv
+	}
+}
+
+// attentionOut recomputes into att the weights a_e of head h of the edges
+// from u to the destinations dst.
+func (a *gatArgs) attentionOut(att []float32, dst []int32, u, h int, stats []float32) {
+	elu := a.el[u*a.heads+h]
+	for j, v := range dst {
+		att[j] = leaky(elu+a.er[int(v)*a.heads+h], a.slope) - stats[(int(v)*a.heads+h)*2]
+	}
+	expInPlace(att)
+	for j, v := range dst {
+		att[j] *= stats[(int(v)*a.heads+h)*2+1]
+	}
 }
 
 // GATAggregateBackward computes the gradients of feat, el and er (each
@@ -267,20 +299,21 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 	if ger != nil {
 		pl := makePlan(g, sc, f)
 		pl.run(sc, func(w *spanWorker, sp rowSpan) {
-			deg := sp.maxDeg(g)
+			deg := sp.maxDeg(g) + 8 // att may run 8 past its end (expInPlace)
 			buf := w.scratch(2 * deg)
 			for v := int(sp.r0); v < int(sp.r1); v++ {
 				p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
 				idx := g.Indices[p0:p1]
-				ga := buf[deg : deg+len(idx)]
+				att, ga := buf[:len(idx)], buf[deg:deg+len(idx)]
 				for h := 0; h < heads; h++ {
+					a.attentionIn(att, idx, v, h, stats)
 					dotRows(ga, feat[h*d:], idx, f, gout[v*f+h*d:v*f+(h+1)*d])
 					c := cvh[v*heads+h]
+					erv := er[v*heads+h]
 					var acc float32
 					for j, u := range idx {
-						att, z := a.attention(int(u), v, h, stats)
-						gz := att * (ga[j] - c)
-						if z <= 0 {
+						gz := att[j] * (ga[j] - c)
+						if el[int(u)*heads+h]+erv <= 0 {
 							gz *= slope
 						}
 						acc += gz
@@ -302,7 +335,7 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 	sc = rowsOnly(s, gT, f)
 	pl := makePlan(gT, sc, f)
 	pl.run(sc, func(w *spanWorker, sp rowSpan) {
-		deg := sp.maxDeg(gT)
+		deg := sp.maxDeg(gT) + 8 // wt may run 8 past its end (expInPlace)
 		buf := w.scratch(2 * deg)
 		for u := int(sp.r0); u < int(sp.r1); u++ {
 			q0, q1 := int(gT.Indptr[u]), int(gT.Indptr[u+1])
@@ -316,20 +349,18 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 				if gel != nil {
 					dotRows(ga, gout[h*d:], idx, f, fu)
 				}
-				var acc float32
-				for j, v32 := range idx {
-					v := int(v32)
-					att, z := a.attention(u, v, h, stats)
-					wt[j] = att
-					if gel != nil {
-						gz := att * (ga[j] - cvh[v*heads+h])
-						if z <= 0 {
+				a.attentionOut(wt, idx, u, h, stats)
+				if gel != nil {
+					var acc float32
+					elu := el[u*heads+h]
+					for j, v32 := range idx {
+						v := int(v32)
+						gz := wt[j] * (ga[j] - cvh[v*heads+h])
+						if elu+er[v*heads+h] <= 0 {
 							gz *= slope
 						}
 						acc += gz
 					}
-				}
-				if gel != nil {
 					gel[u*heads+h] = acc
 				}
 				if gfeat != nil {

@@ -168,9 +168,11 @@ type spanWorker struct {
 	part partCursor
 }
 
+// scratch returns n floats of the worker's buffer, with at least 8 more
+// of capacity behind them (see expInPlace).
 func (w *spanWorker) scratch(n int) []float32 {
-	if cap(w.buf) < n {
-		w.buf = make([]float32, n)
+	if cap(w.buf) < n+8 {
+		w.buf = make([]float32, n+8)
 	}
 	return w.buf[:n]
 }

@@ -51,6 +51,11 @@ func spmmGatherMaxAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *i
 //go:noescape
 func spmmGatherMinAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
 
+// spmmExpAVX2 is expf in place over n values (n a multiple of 8, x ≤ 0).
+//
+//go:noescape
+func spmmExpAVX2(x *float32, n int)
+
 // checkGather panics, as a slice expression would, when a gathered row
 // reaches past x: the assembly does not check bounds.
 func checkGather(x []float32, idx []int32, ldx, w int) {
@@ -161,5 +166,30 @@ func gatherArgMax(acc []float32, arg []int32, x []float32, idx, eids []int32, ei
 	}
 	if w8 < w {
 		gatherArgMaxGeneric(acc[w8:], arg[w8:], x[w8:], idx, eids, eid0, ldx, isMin)
+	}
+}
+
+// expInPlace sets xs[i] = e^xs[i] for xs ≤ 0 (softmax arguments; below
+// −87 the vector lanes give 0). When cap(xs) allows, it rounds the length
+// up to a multiple of 8 and clobbers those few values past len(xs): the
+// short rows of real graphs then need no scalar tail.
+func expInPlace(xs []float32) {
+	n := len(xs)
+	if n == 0 {
+		return
+	}
+	n8 := 0
+	if spmmUseAVX2 {
+		if up := (n + 7) &^ 7; cap(xs) >= up {
+			spmmExpAVX2(&xs[:up][0], up)
+			return
+		}
+		n8 = n &^ 7
+		if n8 > 0 {
+			spmmExpAVX2(&xs[0], n8)
+		}
+	}
+	for i := n8; i < n; i++ {
+		xs[i] = expf(xs[i])
 	}
 }

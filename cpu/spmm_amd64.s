@@ -1037,3 +1037,80 @@ spmmGatherMinAVX2d8:
 spmmGatherMinAVX2done:
 	VZEROUPPER
 	RET
+
+// func spmmExpAVX2(x *float32, n int)
+// Implements expf in place over n values, n%8 == 0, for x ≤ 0 (softmax
+// arguments): Cody–Waite reduction and Cephes' polynomial, eight lanes at a
+// time; x < −87 gives 0.
+TEXT ·spmmExpAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVL         $0x3fb8aa3b, AX // log2e
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y4
+	MOVL         $0x3f318000, AX // c1
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y5
+	MOVL         $0xb95e8083, AX // c2
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y6
+	MOVL         $0x39506967, AX // p0
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y7
+	MOVL         $0x3ab743ce, AX // p1
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y8
+	MOVL         $0x3c088908, AX // p2
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y9
+	MOVL         $0x3d2aa9c1, AX // p3
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y10
+	MOVL         $0x3e2aaaaa, AX // p4
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y11
+	MOVL         $0x3f000000, AX // p5
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y12
+	MOVL         $0x3f800000, AX // one
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y13
+	MOVL         $0x0000007f, AX // i127
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y14
+	MOVL         $0xc2ae0000, AX // lo
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y15
+
+exploop:
+	CMPQ         CX, $8
+	JL           expdone
+	VMOVUPS      (DI), Y0
+	VCMPPS       $0x1D, Y15, Y0, Y3
+	VMAXPS       Y15, Y0, Y0
+	VMULPS       Y4, Y0, Y1
+	VROUNDPS     $0, Y1, Y1
+	VFNMADD231PS Y5, Y1, Y0
+	VFNMADD231PS Y6, Y1, Y0
+	VMOVAPS      Y7, Y2
+	VFMADD213PS  Y8, Y0, Y2
+	VFMADD213PS  Y9, Y0, Y2
+	VFMADD213PS  Y10, Y0, Y2
+	VFMADD213PS  Y11, Y0, Y2
+	VFMADD213PS  Y12, Y0, Y2
+	VMULPS       Y0, Y2, Y2
+	VFMADD213PS  Y0, Y0, Y2
+	VADDPS       Y13, Y2, Y2
+	VCVTTPS2DQ   Y1, Y1
+	VPADDD       Y14, Y1, Y1
+	VPSLLD       $23, Y1, Y1
+	VMULPS       Y1, Y2, Y2
+	VANDPS       Y3, Y2, Y2
+	VMOVUPS      Y2, (DI)
+	ADDQ         $32, DI
+	SUBQ         $8, CX
+	JMP          exploop
+
+expdone:
+	VZEROUPPER
+	RET

@@ -19,3 +19,9 @@ func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
 func gatherArgMax(acc []float32, arg []int32, x []float32, idx, eids []int32, eid0, ldx int, isMin bool) {
 	gatherArgMaxGeneric(acc, arg, x, idx, eids, eid0, ldx, isMin)
 }
+
+func expInPlace(xs []float32) {
+	for i, x := range xs {
+		xs[i] = expf(x)
+	}
+}

@@ -665,3 +665,27 @@ func TestExpf(t *testing.T) {
 	assert.Equal(t, float32(0), expf(float32(math.Inf(-1))))
 	assert.True(t, math.IsNaN(float64(expf(float32(math.NaN())))))
 }
+
+func TestExpInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 31, 100} {
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = -float32(rng.Float64() * 90)
+		}
+		if n > 3 {
+			xs[0], xs[1], xs[2] = 0, float32(math.Inf(-1)), -86.9
+		}
+		want := tplTo64(xs)
+		for i := range want {
+			want[i] = math.Exp(want[i])
+		}
+		if n%2 == 1 {
+			xs = append(xs, make([]float32, 8)...)[:n] // room to round up
+		}
+		expInPlace(xs)
+		for i, w := range want {
+			assert.InDelta(t, w, xs[i], 3e-7*w+2e-38, "n=%d exp[%d]", n, i)
+		}
+	}
+}
