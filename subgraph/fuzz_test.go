@@ -3,8 +3,12 @@ package subgraph
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -112,31 +116,44 @@ func FuzzPickle(f *testing.F) {
 	})
 }
 
+// memFiles is an in-memory files for fuzzing: no disk I/O per input.
+type memFiles map[string][]byte
+
+func (m memFiles) Open(p string) (io.ReadCloser, error) {
+	b, ok := m[p]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+func (m memFiles) Glob(pattern string) ([]string, error) {
+	seen := map[string]bool{}
+	for k := range m {
+		for d := k; d != "." && d != "/"; d = filepath.Dir(d) {
+			if ok, _ := filepath.Match(pattern, d); ok {
+				seen[d] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
 // FuzzPlanetoid replaces one file of the 6-node Planetoid fixture with the
 // input (small files keep the fuzzer fast; Cora's are 4-260 KB).
 func FuzzPlanetoid(f *testing.F) {
 	exts := []string{"x", "y", "tx", "ty", "allx", "ally", "graph", "test.index"}
-	orig := map[string][]byte{}
+	orig := memFiles{}
 	for _, e := range exts {
-		orig[e] = readSeed(f, "fixtures/planetoid-tiny/ind.tiny."+e, 0)
+		orig["d/ind.tiny."+e] = readSeed(f, "fixtures/planetoid-tiny/ind.tiny."+e, 0)
 	}
 	for i, e := range exts {
-		f.Add(uint8(i), orig[e])
-	}
-	dir := f.TempDir()
-	for e, b := range orig {
-		if err := os.WriteFile(filepath.Join(dir, "ind.tiny."+e), b, 0o644); err != nil {
-			f.Fatal(err)
-		}
+		f.Add(uint8(i), orig["d/ind.tiny."+e])
 	}
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
-		e := exts[int(which)%len(exts)]
-		p := filepath.Join(dir, "ind.tiny."+e)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		defer os.WriteFile(p, orig[e], 0o644)
-		d, err := readPlanetoid(dir, "tiny")
+		m := maps.Clone(orig)
+		m["d/ind.tiny."+exts[int(which)%len(exts)]] = b
+		d, err := readPlanetoid(m, "d", "tiny")
 		checkLoaded(t, d, err)
 	})
 }
@@ -187,39 +204,32 @@ func gzipped(b []byte) []byte {
 func FuzzOGB(f *testing.F) {
 	f.Add([]byte("0,1\n1,2\n2,0\n2,3\n3,4\n"), []byte("6"), []byte("0,1\n1,1\n2,2\n3,3\n4,4\n5,5\n"), []byte("0\n1\n2\n1\nnan\n0\n"), []byte("0\n1\n"))
 	f.Add([]byte("0,1\n"), []byte(""), []byte(""), []byte("1,0\n0,1\n"), []byte(""))
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, edges, num, feat, label, train []byte) {
-		for name, b := range map[string][]byte{
-			"raw/edge.csv.gz": edges, "raw/num-node-list.csv.gz": num, "raw/node-feat.csv.gz": feat,
-			"raw/node-label.csv.gz": label, "split/s/train.csv.gz": train, "split/s/valid.csv.gz": nil, "split/s/test.csv.gz": nil,
-		} {
-			p := filepath.Join(dir, name)
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			if len(b) == 0 && name != "raw/edge.csv.gz" && !bytes.Contains([]byte(name), []byte("split")) {
-				os.Remove(p)
-				continue
-			}
-			if err := os.WriteFile(p, gzipped(b), 0o644); err != nil {
-				t.Fatal(err)
+		m := memFiles{
+			"d/raw/edge.csv.gz":      gzipped(edges),
+			"d/split/s/train.csv.gz": gzipped(train),
+			"d/split/s/valid.csv.gz": gzipped(nil),
+			"d/split/s/test.csv.gz":  gzipped(nil),
+		}
+		for name, b := range map[string][]byte{"num-node-list": num, "node-feat": feat, "node-label": label} {
+			if len(b) > 0 { // empty: the optional file is absent
+				m["d/raw/"+name+".csv.gz"] = gzipped(b)
 			}
 		}
-		d, err := readOGB(dir)
+		d, err := readOGB(m, "d")
 		checkLoaded(t, d, err)
 	})
 }
 
 func FuzzGraphSAGE(f *testing.F) {
-	f.Add(readSeed(f, "fixtures/sage-tiny/tiny-G.json", 0), readSeed(f, "fixtures/sage-tiny/tiny-id_map.json", 0), readSeed(f, "fixtures/sage-tiny/tiny-class_map.json", 0))
-	f.Add([]byte(`{"nodes":[{"id":0,"test":true},{"id":1}],"links":[{"source":0,"target":1}]}`), []byte(`{"0":0,"1":1}`), []byte(`{"0":1,"1":0}`))
-	dir := f.TempDir()
-	prefix := filepath.Join(dir, "p")
-	f.Fuzz(func(t *testing.T, g, ids, classes []byte) {
-		for suffix, b := range map[string][]byte{"-G.json": g, "-id_map.json": ids, "-class_map.json": classes} {
-			if err := os.WriteFile(prefix+suffix, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+	f.Add(readSeed(f, "fixtures/sage-tiny/tiny-G.json", 0), readSeed(f, "fixtures/sage-tiny/tiny-id_map.json", 0), readSeed(f, "fixtures/sage-tiny/tiny-class_map.json", 0), readSeed(f, "fixtures/sage-tiny/tiny-feats.npy", 0))
+	f.Add([]byte(`{"nodes":[{"id":0,"test":true},{"id":1}],"links":[{"source":0,"target":1}]}`), []byte(`{"0":0,"1":1}`), []byte(`{"0":1,"1":0}`), []byte(nil))
+	f.Fuzz(func(t *testing.T, g, ids, classes, feats []byte) {
+		m := memFiles{"d/p-G.json": g, "d/p-id_map.json": ids, "d/p-class_map.json": classes}
+		if len(feats) > 0 {
+			m["d/p-feats.npy"] = feats
 		}
-		d, err := readGraphSAGE(prefix)
+		d, err := readGraphSAGE(m, "d/p")
 		checkLoaded(t, d, err)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 )
@@ -50,10 +49,10 @@ func jsonKey(r json.RawMessage) string {
 	return string(r)
 }
 
-func readGraphSAGE(prefix string) (*Dataset, error) {
+func readGraphSAGE(in files, prefix string) (*Dataset, error) {
 	file := func(suffix string) string { return prefix + suffix }
 	read := func(suffix string, v any) error {
-		b, err := os.ReadFile(file(suffix))
+		b, err := readFile(in, file(suffix))
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrFormat, err)
 		}
@@ -74,10 +73,10 @@ func readGraphSAGE(prefix string) (*Dataset, error) {
 	if err := read("-class_map.json", &classMap); err != nil {
 		return nil, err
 	}
-	return assembleGraphSAGE(file, &g, idMap, classMap)
+	return assembleGraphSAGE(in, file, &g, idMap, classMap)
 }
 
-func assembleGraphSAGE(file func(string) string, g *sageGraph, idMap map[string]int64, classMap map[string]json.RawMessage) (*Dataset, error) {
+func assembleGraphSAGE(in files, file func(string) string, g *sageGraph, idMap map[string]int64, classMap map[string]json.RawMessage) (*Dataset, error) {
 	n := len(idMap)
 	if n > math.MaxInt32-1 {
 		return nil, fmt.Errorf("%w: %s: too many nodes", ErrFormat, file("-id_map.json"))
@@ -188,7 +187,7 @@ func assembleGraphSAGE(file func(string) string, g *sageGraph, idMap map[string]
 		d.Labels = labels
 	}
 
-	fb, err := os.ReadFile(file("-feats.npy"))
+	fb, err := readFile(in, file("-feats.npy"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,8 +30,8 @@ import (
 
 // gzLines calls fn with the fields of every non-empty line of a gzipped
 // CSV file; a missing optional file gives ok=false.
-func gzLines(path string, optional bool, fn func(line int, f []string) error) (ok bool, err error) {
-	fh, err := os.Open(path)
+func gzLines(in files, path string, optional bool, fn func(line int, f []string) error) (ok bool, err error) {
+	fh, err := in.Open(path)
 	if err != nil {
 		if optional && errors.Is(err, fs.ErrNotExist) {
 			return false, nil
@@ -63,12 +62,12 @@ func gzLines(path string, optional bool, fn func(line int, f []string) error) (o
 	return true, nil
 }
 
-func readOGB(dir string) (*Dataset, error) {
+func readOGB(in files, dir string) (*Dataset, error) {
 	raw := func(f string) string { return filepath.Join(dir, "raw", f) }
 	var src, dst []int32
 	maxID := int64(-1)
 	edgeFile := raw("edge.csv.gz")
-	if _, err := gzLines(edgeFile, false, func(line int, f []string) error {
+	if _, err := gzLines(in, edgeFile, false, func(line int, f []string) error {
 		if len(f) < 2 {
 			return fmt.Errorf("%w: %s: line %d: want \"src,dst\"", ErrFormat, edgeFile, line)
 		}
@@ -90,7 +89,7 @@ func readOGB(dir string) (*Dataset, error) {
 	}
 	n := int(maxID + 1)
 	numFile := raw("num-node-list.csv.gz")
-	if _, err := gzLines(numFile, true, func(line int, f []string) error {
+	if _, err := gzLines(in, numFile, true, func(line int, f []string) error {
 		v, err := strconv.ParseInt(strings.TrimSpace(f[0]), 10, 64)
 		if err != nil || v < maxID+1 || v > math.MaxInt32-1 {
 			return fmt.Errorf("%w: %s: line %d: node count %q, want an int32 of at least %d (largest edge endpoint + 1)", ErrInconsistent, numFile, line, f[0], maxID+1)
@@ -112,7 +111,7 @@ func readOGB(dir string) (*Dataset, error) {
 	featFile := raw("node-feat.csv.gz")
 	var dense []float32
 	cols, rows := -1, 0
-	ok, err := gzLines(featFile, true, func(line int, f []string) error {
+	ok, err := gzLines(in, featFile, true, func(line int, f []string) error {
 		if cols < 0 {
 			cols = len(f)
 		}
@@ -146,7 +145,7 @@ func readOGB(dir string) (*Dataset, error) {
 	var labels []int32
 	var mip, mix []int32
 	tasks := -1
-	ok, err = gzLines(labFile, true, func(line int, f []string) error {
+	ok, err = gzLines(in, labFile, true, func(line int, f []string) error {
 		if tasks < 0 {
 			tasks = len(f)
 			mip = []int32{0}
@@ -198,7 +197,7 @@ func readOGB(dir string) (*Dataset, error) {
 		}
 	}
 
-	kinds, _ := filepath.Glob(filepath.Join(dir, "split", "*"))
+	kinds, _ := in.Glob(filepath.Join(dir, "split", "*"))
 	if len(kinds) > 1 {
 		return nil, fmt.Errorf("%w: %s: several splits %v; keep one", ErrFormat, filepath.Join(dir, "split"), kinds)
 	}
@@ -208,7 +207,7 @@ func readOGB(dir string) (*Dataset, error) {
 			dst  *[]int32
 		}{{"train.csv.gz", &d.Train}, {"valid.csv.gz", &d.Val}, {"test.csv.gz", &d.Test}} {
 			p := filepath.Join(kinds[0], part.file)
-			if _, err := gzLines(p, false, func(line int, f []string) error {
+			if _, err := gzLines(in, p, false, func(line int, f []string) error {
 				v, err := strconv.ParseInt(strings.TrimSpace(f[0]), 10, 64)
 				if err != nil || v < 0 || v >= int64(n) {
 					return fmt.Errorf("%w: %s: line %d: node id %q outside [0, %d)", ErrInconsistent, p, line, f[0], n)

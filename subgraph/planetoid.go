@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,10 +31,10 @@ import (
 // and kernel work, not for accuracy with real features.
 
 // readPlanetoid loads ind.<name>.* from dir.
-func readPlanetoid(dir, name string) (*Dataset, error) {
+func readPlanetoid(in files, dir, name string) (*Dataset, error) {
 	file := func(ext string) string { return filepath.Join(dir, "ind."+name+"."+ext) }
 	load := func(ext string) (any, error) {
-		b, err := os.ReadFile(file(ext))
+		b, err := readFile(in, file(ext))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 		}
@@ -44,7 +43,7 @@ func readPlanetoid(dir, name string) (*Dataset, error) {
 	obj := map[string]any{}
 	for _, ext := range []string{"x", "y", "tx", "ty", "allx", "ally", "graph"} {
 		if ext == "allx" {
-			if _, err := os.Stat(file(ext)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := readFile(in, file(ext)); errors.Is(err, fs.ErrNotExist) {
 				continue // pubmed_partial
 			}
 		}
@@ -54,7 +53,7 @@ func readPlanetoid(dir, name string) (*Dataset, error) {
 		}
 		obj[ext] = v
 	}
-	tb, err := os.ReadFile(file("test.index"))
+	tb, err := readFile(in, file("test.index"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 	}

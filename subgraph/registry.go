@@ -3,6 +3,7 @@ package subgraph
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -172,17 +173,17 @@ func loadPath(p string) (*Dataset, error) {
 			return nil, fmt.Errorf("%w: %s: %d Planetoid datasets in one folder; name the ind.<name>.graph file", ErrFormat, p, len(gs))
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(gs[0]), "ind."), ".graph")
-		d, err := readPlanetoid(p, name)
+		d, err := readPlanetoid(osFiles{}, p, name)
 		if err == nil && d.Name != filepath.Base(p) {
 			d.Name = filepath.Base(filepath.Clean(p))
 		}
 		return d, err
 	}
 	if _, err := os.Stat(filepath.Join(p, "raw", "edge.csv.gz")); err == nil {
-		return readOGB(p)
+		return readOGB(osFiles{}, p)
 	}
 	if gs, _ := filepath.Glob(filepath.Join(p, "*-G.json")); len(gs) == 1 {
-		return readGraphSAGE(strings.TrimSuffix(gs[0], "-G.json"))
+		return readGraphSAGE(osFiles{}, strings.TrimSuffix(gs[0], "-G.json"))
 	}
 	if f, err := tuFile(p); err != nil || f != "" {
 		if err != nil {
@@ -230,7 +231,7 @@ func loadFile(p string) (*Dataset, error) {
 		return loadPath(filepath.Dir(p))
 	}
 	if strings.HasSuffix(base, "-G.json") {
-		return readGraphSAGE(strings.TrimSuffix(p, "-G.json"))
+		return readGraphSAGE(osFiles{}, strings.TrimSuffix(p, "-G.json"))
 	}
 	if f, _ := tuFile(filepath.Dir(p)); f != "" && filepath.Clean(f) == filepath.Clean(p) {
 		s, err := readTU(p)
@@ -262,4 +263,26 @@ func loadFile(p string) (*Dataset, error) {
 	}
 	d.Name = datasetName(p)
 	return d, nil
+}
+
+// files is where the folder loaders (Planetoid, OGB, GraphSAGE) read
+// from: the disk, or an in-memory map in fuzz tests (so fuzzing does no
+// file I/O). Paths are the full paths built with filepath.Join.
+type files interface {
+	Open(path string) (io.ReadCloser, error)
+	Glob(pattern string) ([]string, error)
+}
+
+type osFiles struct{}
+
+func (osFiles) Open(p string) (io.ReadCloser, error)  { return os.Open(p) }
+func (osFiles) Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }
+
+func readFile(src files, p string) ([]byte, error) {
+	rc, err := src.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
 }
