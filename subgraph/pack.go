@@ -58,6 +58,26 @@ type Packed struct {
 	featOff            int
 }
 
+// Padding limits of packed buffers: a header's tile must not make a few
+// nodes unpack into a huge tensor. Real tiles are 16×256 (mma) or so.
+const (
+	MaxPackLines = 256
+	MaxPackBits  = 4096
+	// MaxPackNodes bounds a batch: its dense 1-bit adjacency is then at
+	// most 512 MiB.
+	MaxPackNodes = 1 << 16
+)
+
+func checkPackPadding(pad bittensor.Padding) error {
+	if _, err := bittensor.New(0, 0, 1, bittensor.ByRows, pad); err != nil {
+		return fmt.Errorf("%w: %w", ErrPacked, err)
+	}
+	if pad.Lines > MaxPackLines || pad.Bits > MaxPackBits {
+		return fmt.Errorf("%w: padding %d lines × %d bits exceeds %d × %d", ErrPacked, pad.Lines, pad.Bits, MaxPackLines, MaxPackBits)
+	}
+	return nil
+}
+
 // Size is the buffer's length in bytes.
 func (p *Packed) Size() int { return len(p.buf) }
 
@@ -95,6 +115,12 @@ func (b *Batch) Pack(feat *bittensor.Tensor) ([]byte, error) {
 func (b *Batch) pack(feat *bittensor.Tensor, idx32 bool) ([]byte, error) {
 	n, e := len(b.Nodes), len(b.Indices)
 	pad := b.Adj.Padding()
+	if err := checkPackPadding(pad); err != nil {
+		return nil, err
+	}
+	if n > MaxPackNodes {
+		return nil, fmt.Errorf("%w: batch of %d nodes exceeds %d", ErrPacked, n, MaxPackNodes)
+	}
 	fcols, fbits := 0, 0
 	if feat != nil {
 		if feat.Packing() != bittensor.ByRows {
@@ -200,14 +226,14 @@ func ReadPacked(buf []byte) (*Packed, error) {
 	if offs[3] != uint64(len(buf)) {
 		return nil, fmt.Errorf("%w: header says %d bytes, buffer has %d", ErrPacked, offs[3], len(buf))
 	}
-	if p.Nodes > 1<<30 || p.Edges > 1<<31-1 || p.FeatCols > 1<<24 || p.FeatBits > bittensor.MaxBits {
+	if p.Nodes > MaxPackNodes || p.Edges > 1<<31-1 || p.FeatCols > 1<<24 || p.FeatBits > bittensor.MaxBits {
 		return nil, fmt.Errorf("%w: counts nodes=%d edges=%d features=%d×%d bits out of range", ErrPacked, p.Nodes, p.Edges, p.FeatCols, p.FeatBits)
 	}
 	if (p.FeatCols == 0) != (p.FeatBits == 0) {
 		return nil, fmt.Errorf("%w: %d feature columns with %d bits", ErrPacked, p.FeatCols, p.FeatBits)
 	}
-	if _, err := bittensor.New(0, 0, 1, bittensor.ByRows, p.Padding); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPacked, err)
+	if err := checkPackPadding(p.Padding); err != nil {
+		return nil, err
 	}
 	if !p.Index32 && p.Nodes > 1<<15 {
 		return nil, fmt.Errorf("%w: %d nodes need 32-bit indices", ErrPacked, p.Nodes)
