@@ -227,11 +227,15 @@ func (kr *kwayRefiner) moveTo(v, to int32) {
 	kr.where[v] = to
 }
 
-// refine balances the partition, then runs up to niter greedy passes. A
-// pass pops boundary vertices from a max-priority queue keyed by external
+// refine runs up to niter greedy passes over one level. A pass pops
+// candidate vertices (ed >= id) from a max-priority queue keyed by external
 // minus internal degree; when a vertex moves, its neighbours' degrees are
 // updated and those not yet visited in this pass are queued or re-keyed, as
-// in METIS, so one pass follows a chain of improvements.
+// in METIS, so one pass follows a chain of improvements. Moves may overshoot
+// the weight limit in proportion to their gain (see overshoot). As in
+// METIS's RefineKWay, balanceFirst (the finer half of the levels) first
+// rebalances a partition more than 2% over the limit, and final (the input
+// graph) ends with a strict balance and a pass without overshoot.
 func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst, final bool) {
 	kr.setup(g, where)
 	if balanceFirst && slices.Max(kr.pwgts) > kr.maxpw+kr.maxpw/50 {
@@ -523,6 +527,7 @@ func (kr *kwayRefiner) fillEmpty() {
 	}
 }
 
+// wcut is the weight of the edges cut by a k-way partition of g.
 func wcut(g *wgraph, where []int32) int64 {
 	var c int64
 	for v := 0; v < g.n(); v++ {
