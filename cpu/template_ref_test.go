@@ -62,8 +62,8 @@ func tplTo64(v []float32) []float64 {
 	return o
 }
 
-// refMessage is msg(u, e, v)[k] in float64.
-func refMessage(msg Msg, x, e, y []float64, f, fe, u, eid, v, k int) float64 {
+// tplRefMessage is msg(u, e, v)[k] in float64.
+func tplRefMessage(msg Msg, x, e, y []float64, f, fe, u, eid, v, k int) float64 {
 	d := f / fe
 	switch msg {
 	case CopyU:
@@ -82,9 +82,9 @@ func refMessage(msg Msg, x, e, y []float64, f, fe, u, eid, v, k int) float64 {
 	panic("unknown message")
 }
 
-// refSpMM returns out and Σ|message| per element (the scale of the
+// tplRefSpMM returns out and Σ|message| per element (the scale of the
 // rounding error a float32 sum may carry).
-func refSpMM(g CSR, msg Msg, red Reduce, x, e, y []float64, f, fe int) (out, mag []float64) {
+func tplRefSpMM(g CSR, msg Msg, red Reduce, x, e, y []float64, f, fe int) (out, mag []float64) {
 	rows := g.Rows()
 	out = make([]float64, rows*f)
 	mag = make([]float64, rows*f)
@@ -99,7 +99,7 @@ func refSpMM(g CSR, msg Msg, red Reduce, x, e, y []float64, f, fe int) (out, mag
 				acc = math.Inf(1)
 			}
 			for p := p0; p < p1; p++ {
-				m := refMessage(msg, x, e, y, f, fe, int(g.Indices[p]), g.eid(p), v, k)
+				m := tplRefMessage(msg, x, e, y, f, fe, int(g.Indices[p]), g.eid(p), v, k)
 				ab += math.Abs(m)
 				switch red {
 				case Sum, Mean:
@@ -122,8 +122,8 @@ func refSpMM(g CSR, msg Msg, red Reduce, x, e, y []float64, f, fe int) (out, mag
 	return out, mag
 }
 
-// refSDDMM is SDDMM in float64.
-func refSDDMM(g CSR, op SDDMMOp, x, y []float64, f, heads int) (out, mag []float64) {
+// tplRefSDDMM is SDDMM in float64.
+func tplRefSDDMM(g CSR, op SDDMMOp, x, y []float64, f, heads int) (out, mag []float64) {
 	width, d := f, 1
 	if op == UDotV {
 		width, d = heads, f/heads
@@ -156,8 +156,8 @@ func refSDDMM(g CSR, op SDDMMOp, x, y []float64, f, heads int) (out, mag []float
 	return out, mag
 }
 
-// refEdgeSoftmax is EdgeSoftmax in float64.
-func refEdgeSoftmax(g CSR, logits []float64, heads int) []float64 {
+// tplRefEdgeSoftmax is EdgeSoftmax in float64.
+func tplRefEdgeSoftmax(g CSR, logits []float64, heads int) []float64 {
 	out := make([]float64, len(logits))
 	for v := 0; v < g.Rows(); v++ {
 		p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
@@ -179,8 +179,8 @@ func refEdgeSoftmax(g CSR, logits []float64, heads int) []float64 {
 	return out
 }
 
-// refGAT is GATAggregate in float64.
-func refGAT(g CSR, feat, el, er []float64, heads, d int, slope float64) []float64 {
+// tplRefGAT is GATAggregate in float64.
+func tplRefGAT(g CSR, feat, el, er []float64, heads, d int, slope float64) []float64 {
 	f := heads * d
 	out := make([]float64, g.Rows()*f)
 	for v := 0; v < g.Rows(); v++ {

@@ -104,7 +104,7 @@ func TestSpMMMatchesReference(t *testing.T) {
 			for _, fe := range tplEdgeWidths(msg, f) {
 				e := tplRandVec(rng, g.NNZ()*fe)
 				for red := Sum; red <= Min; red++ {
-					want, mag := refSpMM(g, msg, red, tplTo64(x), tplTo64(e), tplTo64(y), f, fe)
+					want, mag := tplRefSpMM(g, msg, red, tplTo64(x), tplTo64(e), tplTo64(y), f, fe)
 					for _, si := range tplSchedules() {
 						sc := tplTestSchedules[si]
 						name := fmt.Sprintf("f=%d/%v/fe=%d/%v/%s", f, msg, fe, red, sc.name)
@@ -154,7 +154,7 @@ func tplCheckArg(t *testing.T, g CSR, msg Msg, x, e, y []float32, f, fe int, arg
 			if !assert.GreaterOrEqual(t, p, 0, "arg[%d,%d] = %d is not an edge of the row", v, k, a) {
 				return
 			}
-			m := refMessage(msg, x64, e64, y64, f, fe, int(g.Indices[p0+p]), int(a), v, k)
+			m := tplRefMessage(msg, x64, e64, y64, f, fe, int(g.Indices[p0+p]), int(a), v, k)
 			assert.InDelta(t, want[v*f+k], m, 1e-6, "message of arg[%d,%d]", v, k)
 		}
 	}
@@ -179,7 +179,7 @@ func TestSDDMMMatchesReference(t *testing.T) {
 				}
 			}
 			for _, h := range heads {
-				want, mag := refSDDMM(g, op, tplTo64(x), tplTo64(y), f, h)
+				want, mag := tplRefSDDMM(g, op, tplTo64(x), tplTo64(y), f, h)
 				for _, si := range tplSchedules() {
 					sc := tplTestSchedules[si]
 					t.Run(fmt.Sprintf("f=%d/%v/heads=%d/%s", f, op, h, sc.name), func(t *testing.T) {
@@ -235,7 +235,7 @@ func tplCheckSpMMGrad(t *testing.T, g, gT CSR, msg Msg, red Reduce, x, e, y, r [
 	require.NoError(t, SpMMBackward(gx, ge, gy, g, gT, msg, red, x, e, y, r, f, arg, s))
 	x64, e64, y64, r64 := tplTo64(x), tplTo64(e), tplTo64(y), tplTo64(r)
 	loss := func() float64 {
-		o, _ := refSpMM(g, msg, red, x64, e64, y64, f, fe)
+		o, _ := tplRefSpMM(g, msg, red, x64, e64, y64, f, fe)
 		return tplDotLoss(o, r64)
 	}
 	ones := func(n int) []float64 {
@@ -300,7 +300,7 @@ func TestSpMMBackwardSplitRows(t *testing.T) {
 						for i := range c.in {
 							c.in[i] = base[i] + sign*h*dir[i]
 						}
-						o, _ := refSpMM(g, msg, red, x64, e64, y64, f, fe)
+						o, _ := tplRefSpMM(g, msg, red, x64, e64, y64, f, fe)
 						return tplDotLoss(o, r64)
 					}
 					num := (eval(1) - eval(-1)) / (2 * h)
@@ -334,7 +334,7 @@ func TestSDDMMBackwardFiniteDifferences(t *testing.T) {
 					require.NoError(t, SDDMMBackward(gx, gy, g, CSR{}, op, x, y, r, f, h, nil))
 					x64, y64, r64 := tplTo64(x), tplTo64(y), tplTo64(r)
 					loss := func() float64 {
-						o, _ := refSDDMM(g, op, x64, y64, f, h)
+						o, _ := tplRefSDDMM(g, op, x64, y64, f, h)
 						return tplDotLoss(o, r64)
 					}
 					tplAssertClose(t, gx, tplNumGrad(x64, loss), make([]float64, len(x)), 1e-4, "gx")
@@ -353,7 +353,7 @@ func TestEdgeSoftmax(t *testing.T) {
 		for i := range logits {
 			logits[i] *= 4
 		}
-		want := refEdgeSoftmax(g, tplTo64(logits), heads)
+		want := tplRefEdgeSoftmax(g, tplTo64(logits), heads)
 		for _, sc := range tplTestSchedules {
 			t.Run(fmt.Sprintf("heads=%d/%s", heads, sc.name), func(t *testing.T) {
 				out := make([]float32, len(logits))
@@ -370,7 +370,7 @@ func TestEdgeSoftmax(t *testing.T) {
 			gl := make([]float32, len(l))
 			require.NoError(t, EdgeSoftmaxBackward(gl, small, out, r, heads, nil))
 			l64, r64 := tplTo64(l), tplTo64(r)
-			num := tplNumGrad(l64, func() float64 { return tplDotLoss(refEdgeSoftmax(small, l64, heads), r64) })
+			num := tplNumGrad(l64, func() float64 { return tplDotLoss(tplRefEdgeSoftmax(small, l64, heads), r64) })
 			tplAssertClose(t, gl, num, make([]float64, len(num)), 1e-4, "glogits")
 		})
 	}
@@ -385,7 +385,7 @@ func TestGATAggregate(t *testing.T) {
 		t.Run(fmt.Sprintf("heads=%d/d=%d", heads, d), func(t *testing.T) {
 			g := tplGraph(rng, 50, 40, 4, true, true)
 			feat, el, er := tplRandVec(rng, 40*f), tplRandVec(rng, 40*heads), tplRandVec(rng, g.Rows()*heads)
-			want := refGAT(g, tplTo64(feat), tplTo64(el), tplTo64(er), heads, d, slope)
+			want := tplRefGAT(g, tplTo64(feat), tplTo64(el), tplTo64(er), heads, d, slope)
 			for _, sc := range tplTestSchedules {
 				out := make([]float32, g.Rows()*f)
 				stats := make([]float32, g.Rows()*heads*2)
@@ -409,7 +409,7 @@ func TestGATAggregate(t *testing.T) {
 			gf, gl, gr := make([]float32, len(feat)), make([]float32, len(el)), make([]float32, len(er))
 			require.NoError(t, GATAggregateBackward(gf, gl, gr, g, CSR{}, feat, el, er, out, stats, r, heads, d, slope, nil))
 			f64, l64, e64, r64 := tplTo64(feat), tplTo64(el), tplTo64(er), tplTo64(r)
-			loss := func() float64 { return tplDotLoss(refGAT(g, f64, l64, e64, heads, d, slope), r64) }
+			loss := func() float64 { return tplDotLoss(tplRefGAT(g, f64, l64, e64, heads, d, slope), r64) }
 			tplAssertClose(t, gf, tplNumGrad(f64, loss), make([]float64, len(feat)), 1e-4, "gfeat")
 			tplAssertClose(t, gl, tplNumGrad(l64, loss), make([]float64, len(el)), 1e-4, "gel")
 			tplAssertClose(t, gr, tplNumGrad(e64, loss), make([]float64, len(er)), 1e-4, "ger")
@@ -594,7 +594,7 @@ func TestTuneSchedule(t *testing.T) {
 	assert.Equal(t, s, c)
 	// A nil schedule now uses the tuned one; the result must not change.
 	x := tplRandVec(rng, nsrc*f)
-	want, mag := refSpMM(g, CopyU, Mean, tplTo64(x), nil, nil, f, f)
+	want, mag := tplRefSpMM(g, CopyU, Mean, tplTo64(x), nil, nil, f, f)
 	out := make([]float32, g.Rows()*f)
 	require.NoError(t, SpMM(out, g, CopyU, Mean, x, nil, nil, f, nil, nil))
 	tplAssertClose(t, out, want, mag, 4e-6, "out")
