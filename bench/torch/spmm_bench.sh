@@ -16,6 +16,10 @@ count=${COUNT:-3}
 benchtime=${BENCHTIME:-1s}
 python=${PYTHON:-/usr/bin/python3}
 cd "$(dirname "$0")/../.."
+"$python" -c 'import torch' 2>/dev/null || {
+	echo "spmm_bench.sh: $python cannot import torch (Debian: apt-get install -y python3-torch)" >&2
+	exit 1
+}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
