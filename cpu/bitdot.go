@@ -16,12 +16,16 @@ import "math/bits"
 // packs two partial sums into one 64-bit lane while reducing). row takes
 // any kw; the assembly paths run whole 256-bit steps and leave a tail of
 // kw%4 words (non-default padding only) to the Go loop.
+//
+// mark is the zero-chunk mask: for r < nrows and c < nchunks, it sets bit
+// c of mask[r*mw:] when words [4c, 4c+4) of a[r*lda:] are not all zero.
 type bitImpl struct {
 	name string
 	row  func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int)
+	mark func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
 }
 
-var implGeneric = &bitImpl{name: "generic", row: popcntRowGeneric}
+var implGeneric = &bitImpl{name: "generic", row: popcntRowGeneric, mark: markRowsGeneric}
 
 // bitImpls lists the kernels this CPU can run, best first: the assembly
 // ones cpuid allows, then the generic one.
@@ -71,6 +75,18 @@ func asmRow(kern func(out *int32, ldo int, a *uint64, lda, aps, abits int, b *ui
 		if k4 < kw {
 			popcntRowGeneric(out, ldo, a[k4:], lda, aps, abits, b[k4:], ldb, bps, bbits, kw-k4, ncols, nrows)
 		}
+	}
+}
+
+// asmMark wraps the assembly zero-chunk mask, checking its bounds.
+func asmMark(kern func(mask *uint64, mw int, a *uint64, lda, nrows, nchunks int)) func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
+	return func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
+		if nrows <= 0 || nchunks <= 0 {
+			return
+		}
+		_ = mask[(nrows-1)*mw+(nchunks-1)/64]
+		_ = a[(nrows-1)*lda+nchunks*bitChunkWords-1]
+		kern(&mask[0], mw, &a[0], lda, nrows, nchunks)
 	}
 }
 

@@ -16,6 +16,12 @@ func popcntRowAVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, 
 //go:noescape
 func popcntRowAVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)
 
+// markRowsAVX2 is markRowsGeneric: for r < nrows, bit c of mask[r*mw:] is ORed with
+// (a[r*lda+4c : r*lda+4c+4] != 0), for c < nchunks.
+//
+//go:noescape
+func markRowsAVX2(mask *uint64, mw int, a *uint64, lda int, nrows int, nchunks int)
+
 // addChain runs 64·n dependent ADDs (one cycle each on any x86-64 core),
 // the clock calibration loop of the benchmarks; it returns 64·n.
 func addChain(n int) int

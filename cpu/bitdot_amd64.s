@@ -532,6 +532,59 @@ avx512_rowsdone:
 	VZEROUPPER
 	RET
 
+// func markRowsAVX2(mask *uint64, mw int, a *uint64, lda int, nrows int, nchunks int)
+// Requires: AVX, CMOV
+TEXT ·markRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ mask+0(FP), AX
+	MOVQ a+16(FP), DX
+	MOVQ nrows+32(FP), BX
+
+mark_row:
+	TESTQ BX, BX
+	JZ    mark_done
+	MOVQ  AX, SI
+	MOVQ  DX, DI
+	MOVQ  nchunks+40(FP), R8
+
+mark_word:
+	TESTQ   R8, R8
+	JZ      mark_rowdone
+	MOVQ    $0x00000040, R9
+	CMPQ    R8, R9
+	CMOVQLT R8, R9
+	SUBQ    R9, R8
+	XORQ    R10, R10
+	XORQ    CX, CX
+
+mark_chunk:
+	VMOVDQU (DI), Y0
+	XORQ    R11, R11
+	VPTEST  Y0, Y0
+	SETNE   R11
+	SHLQ    CL, R11
+	ORQ     R11, R10
+	ADDQ    $0x20, DI
+	INCQ    CX
+	CMPQ    CX, R9
+	JL      mark_chunk
+	ORQ     R10, (SI)
+	ADDQ    $0x08, SI
+	JMP     mark_word
+
+mark_rowdone:
+	MOVQ mw+8(FP), CX
+	SHLQ $0x03, CX
+	ADDQ CX, AX
+	MOVQ lda+24(FP), CX
+	SHLQ $0x03, CX
+	ADDQ CX, DX
+	DECQ BX
+	JMP  mark_row
+
+mark_done:
+	VZEROUPPER
+	RET
+
 // func addChain(n int) int
 TEXT ·addChain(SB), NOSPLIT, $0-16
 	MOVQ  n+0(FP), AX

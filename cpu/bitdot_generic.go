@@ -61,3 +61,18 @@ func popcntRow1(out []int32, a []uint64, aps, abits int, b []uint64, ldb, bps, b
 		out[n] += int32(s)
 	}
 }
+
+// markRowsGeneric is the reference zero-chunk mask: for r < nrows and
+// c < nchunks, bit c of mask[r*mw:] is ORed with (a[r*lda+4c:][:4] != 0).
+func markRowsGeneric(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
+	for r := 0; r < nrows; r++ {
+		line := a[r*lda : r*lda+nchunks*bitChunkWords]
+		m := mask[r*mw : r*mw+mw]
+		for c := 0; c < nchunks; c++ {
+			w := (*[bitChunkWords]uint64)(line[c*bitChunkWords:])
+			or := w[0] | w[1] | w[2] | w[3]
+			// Branch-free: sparse rows would mispredict a test per chunk.
+			m[c/64] |= (or | -or) >> 63 << (c % 64)
+		}
+	}
+}

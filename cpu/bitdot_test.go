@@ -125,6 +125,46 @@ func TestRowAllOnes(t *testing.T) {
 	}
 }
 
+// naiveMark is the zero-chunk mask by definition.
+func naiveMark(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
+	for r := 0; r < nrows; r++ {
+		for c := 0; c < nchunks; c++ {
+			for _, x := range a[r*lda+4*c : r*lda+4*c+4] {
+				if x != 0 {
+					mask[r*mw+c/64] |= 1 << (c % 64)
+				}
+			}
+		}
+	}
+}
+
+// TestMarkVsNaive checks every zero-chunk mask path over chunk counts
+// around the 64-chunk mask word, sparse and dense rows, strides, unaligned
+// starts, and ORing into a mask that already has bits.
+func TestMarkVsNaive(t *testing.T) {
+	for _, im := range bitImpls {
+		t.Run("impl="+im.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 4))
+			for _, nc := range []int{0, 1, 3, 63, 64, 65, 130} {
+				for _, nr := range []int{1, 3} {
+					for _, d := range []float64{0, 0.05, 0.5, 1} {
+						for _, off := range []int{0, 1, 3} {
+							lda := 4*nc + off
+							a := randWords(r, nr*lda+off+1, d)[off:]
+							mw := (nc+63)/64 + 1
+							want := randWords(r, nr*mw, 0.1) // bits already there stay
+							got := append([]uint64(nil), want...)
+							naiveMark(want, mw, a, lda, nr, nc)
+							im.mark(got, mw, a, lda, nr, nc)
+							require.Equal(t, want, got, "chunks=%d rows=%d density=%v offset=%d", nc, nr, d, off)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestImplsAndNewKernel(t *testing.T) {
 	names := Impls()
 	require.NotEmpty(t, names)
@@ -149,8 +189,9 @@ func TestImplsAndNewKernel(t *testing.T) {
 	assert.ErrorIs(t, err, ErrImpl)
 }
 
-// FuzzRow compares every assembly path with the generic loop on arbitrary
-// bits, lengths, column and plane counts, weights, strides and offsets.
+// FuzzRow compares every path's row kernel and zero-chunk mask with the
+// naive loops on arbitrary bits, lengths, row, column and plane counts,
+// strides and offsets.
 func FuzzRow(f *testing.F) {
 	f.Add(uint64(1), uint16(64), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0), uint8(0))
 	f.Add(uint64(2), uint16(4), uint8(4), uint8(3), uint8(3), uint8(3), uint8(1), uint8(3))
@@ -171,7 +212,16 @@ func FuzzRow(f *testing.F) {
 		x := c.operands(r, 0.7)
 		want := make([]int32, c.outLen(x))
 		c.run(naiveRow, x, want)
+		nchunks := c.kw / 4
+		mw := (nchunks + 63) / 64
+		wantMask := make([]uint64, max(1, c.nrows)*mw)
+		naiveMark(wantMask, mw, x.a, x.lda, c.nrows, nchunks)
 		for _, im := range bitImpls {
+			gotMask := make([]uint64, len(wantMask))
+			im.mark(gotMask, mw, x.a, x.lda, c.nrows, nchunks)
+			if !assert.Equal(t, wantMask, gotMask, "mark impl=%s %+v", im.name, c) {
+				return
+			}
 			got := make([]int32, c.outLen(x))
 			c.run(im.row, x, got)
 			if !assert.Equal(t, want, got, "impl=%s %+v", im.name, c) {

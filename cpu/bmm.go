@@ -158,9 +158,20 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	mw := (nchunks + 63) / 64
 	t.mask = growSlice(t.mask, rows*mw)
 	clear(t.mask)
-	for r := 0; r < rows; r++ {
-		for i := 0; i < p.abits; i++ {
-			markChunks(t.mask[r*mw:(r+1)*mw], p.a.Line(i, m0+r))
+	full := p.lw / bitChunkWords
+	for i := 0; i < p.abits; i++ {
+		a := p.aw[i*p.aps+m0*p.lw:]
+		p.impl.mark(t.mask, mw, a, p.lw, rows, full)
+		if full < nchunks { // a K padded to a multiple of 64 bits only
+			for r := 0; r < rows; r++ {
+				var or uint64
+				for _, x := range a[r*p.lw+full*bitChunkWords : (r+1)*p.lw] {
+					or |= x
+				}
+				if or != 0 {
+					t.mask[r*mw+full/64] |= 1 << (full % 64)
+				}
+			}
 		}
 	}
 	t.dense = growSlice(t.dense, rows)
@@ -239,32 +250,6 @@ func allOnes(mask []uint64, c0, c1 int) bool {
 		c0 += n
 	}
 	return true
-}
-
-// markChunks sets bit c of mask when words [4c, 4c+4) of line are not all
-// zero. It ORs into mask, so calling it for each plane of a row marks the
-// chunks non-zero in any plane.
-func markChunks(mask, line []uint64) {
-	full := len(line) / bitChunkWords
-	for c0 := 0; c0 < full; c0 += 64 {
-		var m uint64
-		for c := c0; c < min(full, c0+64); c++ {
-			w := line[c*bitChunkWords : c*bitChunkWords+4 : c*bitChunkWords+4]
-			if w[0]|w[1]|w[2]|w[3] != 0 {
-				m |= 1 << (c - c0)
-			}
-		}
-		mask[c0/64] |= m
-	}
-	if rest := line[full*bitChunkWords:]; len(rest) > 0 {
-		var or uint64
-		for _, x := range rest {
-			or |= x
-		}
-		if or != 0 {
-			mask[full/64] |= 1 << (full % 64)
-		}
-	}
 }
 
 func checkOperands(a, b *bittensor.Tensor) (int, int, error) {

@@ -11,10 +11,10 @@ const haveAsm = true
 func asmBitImpls() []*bitImpl {
 	var impls []*bitImpl
 	if hasVPOPCNTDQ {
-		impls = append(impls, &bitImpl{name: "avx512", row: asmRow(popcntRowAVX512)})
+		impls = append(impls, &bitImpl{name: "avx512", row: asmRow(popcntRowAVX512), mark: asmMark(markRowsAVX2)})
 	}
 	if hasAVX2 {
-		impls = append(impls, &bitImpl{name: "avx2", row: asmRow(popcntRowAVX2)})
+		impls = append(impls, &bitImpl{name: "avx2", row: asmRow(popcntRowAVX2), mark: asmMark(markRowsAVX2)})
 	}
 	return impls
 }
