@@ -126,13 +126,17 @@ func TestReadPackedErrors(t *testing.T) {
 }
 
 func FuzzReadPacked(f *testing.F) {
-	g, p := batchFixture(f)
+	// Small seeds (a few KiB) keep the fuzzer's mutations fast.
+	g, _, err := PlantedPartition(200, 4, 6, 0.2, 1)
+	require.NoError(f, err)
+	p, err := Partition(g, 4, PartitionOptions{Seed: 1})
+	require.NoError(f, err)
 	bp, err := Batches(g, p, BatchOptions{PartsPerBatch: 1, SelfLoops: true})
 	require.NoError(f, err)
 	for i := 0; i < 2; i++ {
 		b, err := bp.Batch(i)
 		require.NoError(f, err)
-		buf, err := b.pack(randomFeatures(f, g.N(), 5, 2), i == 1)
+		buf, err := b.pack(randomFeatures(f, g.N(), 5, 1+i), i == 1)
 		require.NoError(f, err)
 		f.Add(buf)
 	}
