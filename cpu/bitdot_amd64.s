@@ -585,6 +585,120 @@ mark_done:
 	VZEROUPPER
 	RET
 
+DATA row4_perm<>+0(SB)/4, $0x00000000
+DATA row4_perm<>+4(SB)/4, $0x00000008
+DATA row4_perm<>+8(SB)/4, $0x00000001
+DATA row4_perm<>+12(SB)/4, $0x00000009
+DATA row4_perm<>+16(SB)/4, $0x00000010
+DATA row4_perm<>+20(SB)/4, $0x00000018
+DATA row4_perm<>+24(SB)/4, $0x00000011
+DATA row4_perm<>+28(SB)/4, $0x00000019
+DATA row4_perm<>+32(SB)/4, $0x00000000
+DATA row4_perm<>+36(SB)/4, $0x00000000
+DATA row4_perm<>+40(SB)/4, $0x00000000
+DATA row4_perm<>+44(SB)/4, $0x00000000
+DATA row4_perm<>+48(SB)/4, $0x00000000
+DATA row4_perm<>+52(SB)/4, $0x00000000
+DATA row4_perm<>+56(SB)/4, $0x00000000
+DATA row4_perm<>+60(SB)/4, $0x00000000
+GLOBL row4_perm<>(SB), RODATA|NOPTR, $64
+
+// func popcntRow4AVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)
+// Requires: AVX, AVX2, AVX512F, AVX512VPOPCNTDQ, SSE2
+TEXT ·popcntRow4AVX512(SB), NOSPLIT, $0-88
+	VMOVDQU32 row4_perm<>+0(SB), Z0
+	MOVQ      a+16(FP), AX
+	MOVQ      out+0(FP), CX
+	MOVQ      nrows+80(FP), DX
+
+r4_row:
+	TESTQ DX, DX
+	JZ    r4_done
+	MOVQ  CX, BX
+	MOVQ  b+48(FP), SI
+	MOVQ  ncols+72(FP), DI
+
+r4_group:
+	CMPQ   DI, $0x08
+	JL     r4_rowdone
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	MOVQ   AX, R8
+	MOVQ   abits+40(FP), R9
+	XORQ   R10, R10
+
+r4_planeA:
+	VBROADCASTI64X4 (R8), Z5
+	MOVQ            SI, R11
+	MOVQ            bbits+64(FP), R12
+	MOVQ            R10, R13
+
+r4_planeB:
+	MOVQ       R13, X6
+	VPANDQ     (R11), Z5, Z7
+	VPOPCNTQ   Z7, Z7
+	VPSLLQ     X6, Z7, Z7
+	VPADDQ     Z7, Z1, Z1
+	VPANDQ     64(R11), Z5, Z7
+	VPOPCNTQ   Z7, Z7
+	VPSLLQ     X6, Z7, Z7
+	VPADDQ     Z7, Z2, Z2
+	VPANDQ     128(R11), Z5, Z7
+	VPOPCNTQ   Z7, Z7
+	VPSLLQ     X6, Z7, Z7
+	VPADDQ     Z7, Z3, Z3
+	VPANDQ     192(R11), Z5, Z7
+	VPOPCNTQ   Z7, Z7
+	VPSLLQ     X6, Z7, Z7
+	VPADDQ     Z7, Z4, Z4
+	MOVQ       bps+56(FP), R14
+	SHLQ       $0x03, R14
+	ADDQ       R14, R11
+	INCQ       R13
+	DECQ       R12
+	JNZ        r4_planeB
+	MOVQ       aps+32(FP), R11
+	SHLQ       $0x03, R11
+	ADDQ       R11, R8
+	INCQ       R10
+	DECQ       R9
+	JNZ        r4_planeA
+	VPSLLQ     $0x20, Z2, Z2
+	VPORQ      Z2, Z1, Z1
+	VPSLLQ     $0x20, Z4, Z4
+	VPORQ      Z4, Z3, Z3
+	VPSHUFD    $0x4e, Z1, Z5
+	VPADDQ     Z5, Z1, Z1
+	VSHUFI64X2 $0xb1, Z1, Z1, Z5
+	VPADDQ     Z5, Z1, Z1
+	VPSHUFD    $0x4e, Z3, Z5
+	VPADDQ     Z5, Z3, Z3
+	VSHUFI64X2 $0xb1, Z3, Z3, Z5
+	VPADDQ     Z5, Z3, Z3
+	VPERMT2D   Z3, Z0, Z1
+	VPADDD     (BX), Y1, Y1
+	VMOVDQU    Y1, (BX)
+	ADDQ       $0x20, BX
+	ADDQ       $0x00000100, SI
+	SUBQ       $0x08, DI
+	JMP        r4_group
+
+r4_rowdone:
+	MOVQ lda+24(FP), BX
+	SHLQ $0x03, BX
+	ADDQ BX, AX
+	MOVQ ldo+8(FP), BX
+	SHLQ $0x02, BX
+	ADDQ BX, CX
+	DECQ DX
+	JMP  r4_row
+
+r4_done:
+	VZEROUPPER
+	RET
+
 // func addChain(n int) int
 TEXT ·addChain(SB), NOSPLIT, $0-16
 	MOVQ  n+0(FP), AX

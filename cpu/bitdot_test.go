@@ -83,6 +83,13 @@ func TestRowVsNaive(t *testing.T) {
 			}
 		}
 	}
+	// K = 256 bits with B's columns back to back: the AVX-512 two-columns
+	// per register kernel, with and without a tail of columns.
+	for _, nc := range []int{8, 13, 16, 64, 71} {
+		for _, ab := range [][2]int{{1, 1}, {2, 3}, {8, 8}} {
+			cases = append(cases, rowCase{4, nc, 3, ab[0], ab[1], 0, 1})
+		}
+	}
 	for _, im := range bitImpls {
 		t.Run("impl="+im.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))

@@ -11,7 +11,7 @@ const haveAsm = true
 func asmBitImpls() []*bitImpl {
 	var impls []*bitImpl
 	if hasVPOPCNTDQ {
-		impls = append(impls, &bitImpl{name: "avx512", row: asmRow(popcntRowAVX512), mark: asmMark(markRowsAVX2)})
+		impls = append(impls, &bitImpl{name: "avx512", row: rowAVX512, mark: asmMark(markRowsAVX2)})
 	}
 	if hasAVX2 {
 		impls = append(impls, &bitImpl{name: "avx2", row: asmRow(popcntRowAVX2), mark: asmMark(markRowsAVX2)})
@@ -47,4 +47,24 @@ func sgemmKernelAVX2DirectSlices(k int, a []float32, lda int, b, c []float32, ld
 	}
 	_ = c[(sgMR-1)*ldc+sgNR-1]
 	sgemmKernelAVX2Direct(k, unsafe.SliceData(a), lda, unsafe.SliceData(b), unsafe.SliceData(c), ldc, alpha)
+}
+
+var rowAVX512General = asmRow(popcntRowAVX512)
+
+// rowAVX512 runs products with K <= 256 bits and B's columns back to back
+// (kw = ldb = 4 words) through popcntRow4AVX512, two columns per 512-bit
+// register, eight at a time; the rest through the general kernel.
+func rowAVX512(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+	n8 := ncols &^ 7
+	if kw != 4 || ldb != 4 || n8 == 0 || nrows <= 0 || abits <= 0 || bbits <= 0 {
+		rowAVX512General(out, ldo, a, lda, aps, abits, b, ldb, bps, bbits, kw, ncols, nrows)
+		return
+	}
+	_ = out[(nrows-1)*ldo+n8-1]
+	_ = a[(nrows-1)*lda+(abits-1)*aps+3]
+	_ = b[(bbits-1)*bps+n8*4-1]
+	popcntRow4AVX512(&out[0], ldo, &a[0], lda, aps, abits, &b[0], bps, bbits, n8, nrows)
+	if n8 < ncols {
+		rowAVX512General(out[n8:], ldo, a, lda, aps, abits, b[n8*ldb:], ldb, bps, bbits, kw, ncols-n8, nrows)
+	}
 }

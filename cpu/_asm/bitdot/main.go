@@ -25,6 +25,7 @@ func main() {
 	rowAVX2(lut, low)
 	rowAVX512()
 	markAVX2()
+	row4AVX512()
 	addChain()
 	Generate()
 }
@@ -386,6 +387,111 @@ func markAVX2() {
 	DECQ(nrows)
 	JMP(LabelRef("mark_row"))
 	Label("mark_done")
+	VZEROUPPER()
+	RET()
+}
+
+// row4AVX512 is the row kernel for K = 256 bits with B's columns packed
+// back to back (ldb = kw = 4 words, the default padding of any K <= 256,
+// as in a GNN layer's update product): a 512-bit register then holds two
+// columns, A's line is broadcast to both halves, and four registers cover
+// eight columns, so each VPOPCNTQ does two dot products.
+func row4AVX512() {
+	perm := GLOBL("row4_perm", RODATA|NOPTR)
+	for k, v := range []uint32{0, 8, 1, 9, 16, 24, 17, 25, 0, 0, 0, 0, 0, 0, 0, 0} {
+		DATA(4*k, U32(v))
+	}
+	TEXT("popcntRow4AVX512", NOSPLIT, "func(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)")
+	Pragma("noescape")
+	Doc("popcntRow4AVX512 is popcntRowGeneric for kw = ldb = 4 and ncols a multiple of 8:",
+		"out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+4n:][:4]) << (i+j).")
+	idx := ZMM()
+	VMOVDQU32(perm, idx)
+	aRow := Load(Param("a"), GP64())
+	outRow := Load(Param("out"), GP64())
+	rows := Load(Param("nrows"), GP64())
+	Label("r4_row")
+	TESTQ(rows, rows)
+	JZ(LabelRef("r4_done"))
+	out := GP64()
+	MOVQ(outRow, out)
+	b := Load(Param("b"), GP64())
+	nc := Load(Param("ncols"), GP64())
+	Label("r4_group")
+	CMPQ(nc, U8(8))
+	JL(LabelRef("r4_rowdone"))
+	var q [4]VecVirtual
+	for l := range q {
+		q[l] = ZMM()
+		VPXORQ(q[l], q[l], q[l])
+	}
+	ai := GP64()
+	MOVQ(aRow, ai)
+	ic := Load(Param("abits"), GP64())
+	shBase := GP64()
+	XORQ(shBase, shBase)
+	Label("r4_planeA")
+	x := ZMM()
+	VBROADCASTI64X4(Mem{Base: ai}, x)
+	bj := GP64()
+	MOVQ(b, bj)
+	jc := Load(Param("bbits"), GP64())
+	sh := GP64()
+	MOVQ(shBase, sh)
+	Label("r4_planeB")
+	shx := XMM()
+	MOVQ(sh, shx)
+	for l := range q {
+		u := ZMM()
+		VPANDQ(Mem{Base: bj, Disp: 64 * l}, x, u)
+		VPOPCNTQ(u, u)
+		VPSLLQ(shx, u, u)
+		VPADDQ(u, q[l], q[l])
+	}
+	bps := Load(Param("bps"), GP64())
+	SHLQ(U8(3), bps)
+	ADDQ(bps, bj)
+	INCQ(sh)
+	DECQ(jc)
+	JNZ(LabelRef("r4_planeB"))
+	aps := Load(Param("aps"), GP64())
+	SHLQ(U8(3), aps)
+	ADDQ(aps, ai)
+	INCQ(shBase)
+	DECQ(ic)
+	JNZ(LabelRef("r4_planeA"))
+	// q[l] holds columns 2l (low half) and 2l+1 (high half), four partial
+	// sums each (< 2^32). Pack pairs into dwords, sum within each half,
+	// then gather the eight totals in column order.
+	VPSLLQ(U8(32), q[1], q[1])
+	VPORQ(q[1], q[0], q[0])
+	VPSLLQ(U8(32), q[3], q[3])
+	VPORQ(q[3], q[2], q[2])
+	for _, z := range []VecVirtual{q[0], q[2]} {
+		t := ZMM()
+		VPSHUFD(U8(0x4e), z, t)
+		VPADDQ(t, z, z)
+		VSHUFI64X2(U8(0xb1), z, z, t)
+		VPADDQ(t, z, z)
+	}
+	VPERMT2D(q[2], idx, q[0])
+	r := q[0].AsY()
+	VPADDD(Mem{Base: out}, r, r)
+	VMOVDQU(r, Mem{Base: out})
+	ADDQ(U8(32), out)
+	ADDQ(U32(256), b)
+	SUBQ(U8(8), nc)
+	JMP(LabelRef("r4_group"))
+	Label("r4_rowdone")
+	lda := Load(Param("lda"), GP64())
+	SHLQ(U8(3), lda)
+	ADDQ(lda, aRow)
+	ldo := Load(Param("ldo"), GP64())
+	SHLQ(U8(2), ldo)
+	ADDQ(ldo, outRow)
+	DECQ(rows)
+	JMP(LabelRef("r4_row"))
+	Label("r4_done")
 	VZEROUPPER()
 	RET()
 }
