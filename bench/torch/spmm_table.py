@@ -26,6 +26,7 @@ def main(go_path, torch_path):
             continue
         op, f, impl, ns = line.split()
         put(op, f, impl, float(ns))
+    print("# fastest run of each; naive = serial Go CSR loop (1 thread); ratios = how many times faster qgtc is")
     hdr = f"{'op':<12} {'f':>4} {'qgtc ms':>9} {'naive ms':>9} {'torch ms':>9}  {'torch impl':<13} {'vs naive':>8} {'vs torch':>8}"
     print(hdr)
     print("-" * len(hdr))
