@@ -39,6 +39,7 @@ func testGraphs(t *testing.T) map[string]*Graph {
 		cd = append(cd, 3*c+1, 3*c+2, 3*c)
 	}
 	gs["pieces"] = mustGraph(t, 200, cs, cd)
+	gs["isolated"] = mustGraph(t, 300, nil, nil)
 	// One direction of each edge plus self-loops: partitioned as its closure.
 	r := rand.New(rand.NewPCG(1, 2))
 	var as, ad []int32
@@ -82,6 +83,23 @@ func TestPartitionBalanceAndCoverage(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+func TestPartitionEveryNodeItsOwnPart(t *testing.T) {
+	for name, g := range testGraphs(t) {
+		if g.N() > 1000 {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			p, err := Partition(g, g.N(), PartitionOptions{})
+			require.NoError(t, err)
+			s, err := p.Stats(g)
+			require.NoError(t, err)
+			assert.Equal(t, 1, s.MaxPart)
+			assert.Equal(t, 1, s.MinPart)
+			assert.Equal(t, s.Edges, s.EdgeCut)
+		})
 	}
 }
 
