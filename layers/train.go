@@ -54,6 +54,18 @@ func NewData(d *subgraph.Dataset, normalize bool) (*Data, error) {
 		Train: d.Train, Val: d.Val, Test: d.Test}, nil
 }
 
+// DefaultNormalize says whether row normalization suits features f: yes
+// (as for Planetoid and the Coauthor counts) except for binary
+// bag-of-words with 64 or more words per node on average (the Amazon
+// sets, ~260), where rows summing to 1 shrink every input to a few
+// thousandths and Adam needs thousands of epochs to make up for it.
+func DefaultNormalize(f *subgraph.Features) bool {
+	if f == nil || f.Rows == 0 {
+		return false
+	}
+	return !(f.Binary() && f.NNZ() >= 64*f.Rows)
+}
+
 // TrainConfig controls Train.
 type TrainConfig struct {
 	Epochs      int

@@ -55,7 +55,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	model := fs.String("model", "gcn", "model: gcn, gin, sage or gat")
 	hidden := fs.Int("hidden", 64, "hidden width (gat: total over the heads)")
 	nlayers := fs.Int("layers", 2, "graph convolutions")
-	epochs := fs.Int("epochs", 200, "maximum training epochs (0: evaluate --init weights only)")
+	epochs := fs.Int("epochs", -1, "maximum training epochs (default 200 on a shipped split, 1000 on a random one; 0: evaluate --init weights only)")
 	lr := fs.Float32("lr", 0, "Adam learning rate (default 0.01; gat 0.005)")
 	wd := fs.Float32("weight-decay", 5e-4, "L2 weight decay (gcn: first layer only, as in Kipf & Welling)")
 	dropout := fs.Float32("dropout", -1, "dropout before every convolution (default 0.5; gat 0.6)")
@@ -71,8 +71,9 @@ func runTrain(args []string, stdout io.Writer) error {
 	valPer := fs.Int("val-per-class", 30, "random split: validation nodes per class")
 	clusters := fs.Int("clusters", 0, "Cluster-GCN: partition into this many clusters and train on random groups of them (0: full batch)")
 	perBatch := fs.Int("clusters-per-batch", 1, "Cluster-GCN: clusters per mini-batch")
-	lcc := fs.Bool("lcc", false, "keep only the largest connected component (Shchur et al.'s standardization)")
-	noNorm := fs.Bool("no-normalize", false, "do not row-normalize the features")
+	lcc := fs.String("lcc", "auto", "keep only the largest connected component, Shchur et al.'s standardization: true, false or auto (on for random splits)")
+	fs.Lookup("lcc").NoOptDefVal = "true"
+	norm := fs.String("normalize", "auto", "feature normalization: row (rows sum to 1), none, or auto (row, except dense binary bag-of-words)")
 	initFile := fs.String("init", "", "load starting weights from a safetensors state dict (PyG names)")
 	out := fs.String("out", "", "write the trained model (best validation seed) as safetensors")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
@@ -83,8 +84,14 @@ func runTrain(args []string, stdout io.Writer) error {
 	if *dataset == "" {
 		return fmt.Errorf("%w: --dataset is required", errUsage)
 	}
-	if *seeds < 1 || *epochs < 0 {
+	if *seeds < 1 || *epochs < -1 {
 		return fmt.Errorf("%w: --seeds %d and --epochs %d must be ≥ 1 and ≥ 0", errUsage, *seeds, *epochs)
+	}
+	if *lcc != "auto" && *lcc != "true" && *lcc != "false" {
+		return fmt.Errorf("%w: --lcc %q (want true, false or auto)", errUsage, *lcc)
+	}
+	if *norm != "auto" && *norm != "row" && *norm != "none" {
+		return fmt.Errorf("%w: --normalize %q (want row, none or auto)", errUsage, *norm)
 	}
 	if *split != "auto" && *split != "public" && *split != "random" {
 		return fmt.Errorf("%w: --split %q (want auto, public or random)", errUsage, *split)
@@ -113,14 +120,20 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *lcc {
-		ds = ds.LargestComponent()
-	}
 	shipped := len(ds.Train) > 0
 	if *split == "public" && !shipped {
 		return fmt.Errorf("%w: dataset %q ships no split; use --split random", errUsage, ds.Name)
 	}
 	random := *split == "random" || (*split == "auto" && !shipped)
+	if *lcc == "true" || (*lcc == "auto" && random) {
+		ds = ds.LargestComponent()
+	}
+	if *epochs < 0 {
+		*epochs = 200
+		if random {
+			*epochs = 1000
+		}
+	}
 	splitName := "public"
 	if random {
 		splitName = fmt.Sprintf("random %d/%d per class", *trainPer, *valPer)
@@ -144,7 +157,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if random {
 			ds.RandomSplit(*trainPer, *valPer, sd)
 		}
-		data, err := layers.NewData(ds, !*noNorm)
+		data, err := layers.NewData(ds, *norm == "row" || (*norm == "auto" && layers.DefaultNormalize(ds.Features)))
 		if err != nil {
 			return err
 		}
