@@ -69,6 +69,7 @@ func TestGradients(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	g := smallGraph()
 	x := randTensor(r, 5, 6, 1)
+	x1 := randTensor(r, 1, 6, 1) // one row: batch norm falls back on the running statistics
 	w := randTensor(r, 4, 6, 1)
 	b := randTensor(r, 1, 4, 1)
 	eps := randTensor(r, 1, 1, 0.3)
@@ -107,6 +108,7 @@ func TestGradients(t *testing.T) {
 			return tp.CrossEntropy(tp.MatMulT(x, w), labels, []int32{0, 2, 3})
 		}},
 		{"BatchNorm", []*Tensor{x, gamma, beta}, func(tp *Tape) *Tensor { return tp.BatchNorm(x, gamma, beta, rm, rv, 0.1, 1e-5) }},
+		{"BatchNorm/one-row", []*Tensor{x1, gamma, beta}, func(tp *Tape) *Tensor { return tp.BatchNorm(x1, gamma, beta, rm, rv, 0.1, 1e-5) }},
 		{"MeanHeads", []*Tensor{hx}, func(tp *Tape) *Tensor { return tp.MeanHeads(hx, 2) }},
 		{"Propagate", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Propagate(g, nil, x) }},
 		{"Propagate/weighted", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Propagate(g, gw, x) }},
