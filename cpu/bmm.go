@@ -84,10 +84,11 @@ type bitPlan struct {
 
 // bitTask is a goroutine's scratch space, reused across tasks.
 type bitTask struct {
-	tile  []int32  // bitRowBlock×n, the int32 products of the rows
-	mask  []uint64 // per row, bitset of 256-bit chunks non-zero in any plane of A
-	dense []bool   // per row, no zero chunk in the current K block
-	q     []uint32 // MulBit: re-quantized values of the rows
+	tile  []int32   // bitRowBlock×n, the int32 products of the rows
+	mask  []uint64  // per row, bitset of 256-bit chunks non-zero in any plane of A
+	dense []bool    // per row, no zero chunk in the current K block
+	q     []uint32  // MulBit: re-quantized values of the rows
+	y     []float32 // MulBit: one row after the epilogue
 }
 
 var bitTaskPool sync.Pool
@@ -283,14 +284,81 @@ func (k *Kernel) MulFloat(dst []float32, a, b *bittensor.Tensor, ep *bmm.Epilogu
 	}
 	newBitPlan(k.impl, a, b).run(nil, func(t *bitTask, m0, m1 int) {
 		for r := 0; r < m1-m0; r++ {
-			row := t.tile[r*n : (r+1)*n]
-			out := dst[(m0+r)*n : (m0+r+1)*n]
-			for j, c := range row {
-				out[j] = ep.Apply(c, m0+r, j)
-			}
+			applyRow(dst[(m0+r)*n:(m0+r+1)*n], t.tile[r*n:(r+1)*n], m0+r, ep)
 		}
 	})
 	return nil
+}
+
+// applyRow is bmm.Epilogue.Apply over row m: out[j] = ep.Apply(c[j], m, j),
+// one step at a time over the whole row so that each loop is simple. Each
+// step rounds to float32 exactly as Apply does (the explicit conversions
+// forbid fused multiply-adds), so the results are bit for bit the same.
+func applyRow(out []float32, c []int32, m int, ep *bmm.Epilogue) {
+	out = out[:len(c)]
+	for j, v := range c {
+		out[j] = float32(v)
+	}
+	if ep == nil {
+		return
+	}
+	if ep.ColScale != nil {
+		s := ep.ColScale[:len(out)]
+		for j := range out {
+			out[j] = float32(out[j] * s[j])
+		}
+	}
+	if ep.RowTerm != nil {
+		rt, ct := ep.RowTerm[m], ep.ColTerm[:len(out)]
+		for j := range out {
+			out[j] = out[j] + float32(rt*ct[j])
+		}
+	}
+	if ep.ColConst != nil {
+		cc := ep.ColConst[:len(out)]
+		for j := range out {
+			out[j] = out[j] + cc[j]
+		}
+	}
+	if ep.RowScale != nil {
+		rs := ep.RowScale[m]
+		for j := range out {
+			out[j] = float32(out[j] * rs)
+		}
+	}
+	if ep.ColBias != nil {
+		cb := ep.ColBias[:len(out)]
+		for j := range out {
+			out[j] = out[j] + cb[j]
+		}
+	}
+	if ep.ReLU {
+		for j, v := range out {
+			if !(v > 0) {
+				out[j] = 0
+			}
+		}
+	}
+}
+
+// quantizeRow is bmm.Requant.Quantize over a row: q[j] = rq.Quantize(y[j], bits).
+// For 0 < v < 2^bits−1 the floor of v is its truncation, so no float64
+// round trip is needed.
+func quantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) {
+	q = q[:len(y)]
+	top := uint32(uint64(1)<<bits - 1)
+	maxq := float32(top)
+	for j, x := range y {
+		v := float32(x*rq.Scale) + rq.Offset
+		switch {
+		case !(v > 0): // also NaN
+			q[j] = 0
+		case v >= maxq:
+			q[j] = top
+		default:
+			q[j] = uint32(v)
+		}
+	}
 }
 
 // MulBit implements bmm.Kernel. The re-quantized values of each 64-row
@@ -311,10 +379,10 @@ func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.E
 	newBitPlan(k.impl, a, b).run(nil, func(t *bitTask, m0, m1 int) {
 		rows := m1 - m0
 		t.q = growSlice(t.q, rows*n)
+		t.y = growSlice(t.y, n)
 		for r := 0; r < rows; r++ {
-			for j, c := range t.tile[r*n : (r+1)*n] {
-				t.q[r*n+j] = rq.Quantize(ep.Apply(c, m0+r, j), obits)
-			}
+			applyRow(t.y, t.tile[r*n:(r+1)*n], m0+r, ep)
+			quantizeRow(t.q[r*n:(r+1)*n], t.y, rq, obits)
 		}
 		packBitBlock(dst, t.q, m0, rows, n)
 	})
@@ -327,30 +395,56 @@ func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.E
 // plane, owned by the caller alone.
 func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
 	nbits := dst.Bits()
+	var vals [64]uint32
+	var planes [bittensor.MaxBits]uint64
 	if dst.Packing() == bittensor.ByRows {
 		for r := 0; r < rows; r++ {
-			vals := q[r*n : (r+1)*n]
+			row := q[r*n : (r+1)*n]
 			for w := 0; w*64 < n; w++ {
-				chunk := vals[w*64 : min(n, w*64+64)]
+				k := copy(vals[:], row[w*64:])
+				clear(vals[k:])
+				transpose64(&planes, &vals, nbits)
 				for pl := 0; pl < nbits; pl++ {
-					var word uint64
-					for j, v := range chunk {
-						word |= uint64(v>>pl&1) << j
-					}
-					dst.Line(pl, m0+r)[w] = word
+					dst.Line(pl, m0+r)[w] = planes[pl]
 				}
 			}
 		}
 		return
 	}
 	w := m0 / 64
+	clear(vals[rows:])
 	for c := 0; c < n; c++ {
+		for r := 0; r < rows; r++ {
+			vals[r] = q[r*n+c]
+		}
+		transpose64(&planes, &vals, nbits)
 		for pl := 0; pl < nbits; pl++ {
+			dst.Line(pl, c)[w] = planes[pl]
+		}
+	}
+}
+
+// transpose64 sets planes[p] bit j to bit p of vals[j], for p < nbits.
+// Eight values at a time, byte b of each goes into one lane of a word, and
+// a multiply gathers bit p of the eight lanes into one byte.
+func transpose64(planes *[bittensor.MaxBits]uint64, vals *[64]uint32, nbits int) {
+	const lanes, gather = 0x0101010101010101, 0x0102040810204080
+	for b := 0; b*8 < nbits; b++ {
+		var x [8]uint64
+		for g := range x {
+			v := (*[8]uint32)(vals[8*g:])
+			sh := uint(8 * b)
+			x[g] = uint64(uint8(v[0]>>sh)) | uint64(uint8(v[1]>>sh))<<8 | uint64(uint8(v[2]>>sh))<<16 |
+				uint64(uint8(v[3]>>sh))<<24 | uint64(uint8(v[4]>>sh))<<32 | uint64(uint8(v[5]>>sh))<<40 |
+				uint64(uint8(v[6]>>sh))<<48 | uint64(uint8(v[7]>>sh))<<56
+		}
+		for p := 8 * b; p < min(nbits, 8*b+8); p++ {
+			s := uint(p - 8*b)
 			var word uint64
-			for r := 0; r < rows; r++ {
-				word |= uint64(q[r*n+c]>>pl&1) << r
+			for g, xg := range x {
+				word |= (xg >> s & lanes * gather >> 56) << (8 * g)
 			}
-			dst.Line(pl, c)[w] = word
+			planes[p] = word
 		}
 	}
 }

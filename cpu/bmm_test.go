@@ -152,3 +152,22 @@ func TestKernelErrors(t *testing.T) {
 	assert.ErrorIs(t, k.MulBit(dst, a, b, nil, bmm.Requant{Scale: 1}), bmm.ErrShape)
 	assert.ErrorIs(t, k.MulFloat(make([]float32, 8), a, b, &bmm.Epilogue{ColBias: make([]float32, 3)}), bmm.ErrShape)
 }
+
+func TestTranspose64(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for nbits := 1; nbits <= 32; nbits++ {
+		var vals [64]uint32
+		for j := range vals {
+			vals[j] = uint32(r.Uint64() & (1<<nbits - 1))
+		}
+		var planes [bittensor.MaxBits]uint64
+		transpose64(&planes, &vals, nbits)
+		for p := 0; p < nbits; p++ {
+			var want uint64
+			for j, v := range vals {
+				want |= uint64(v>>p&1) << j
+			}
+			require.Equal(t, want, planes[p], "bits=%d plane %d", nbits, p)
+		}
+	}
+}
