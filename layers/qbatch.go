@@ -21,6 +21,10 @@ type QBatch struct {
 	Indptr, Indices []int32 // local CSR adjacency with self-loops, sorted
 	Adj             *bittensor.Tensor
 	Deg, DInv       []float32
+	// FeatScale is 1/(row sum) of each node's features (1 for empty rows),
+	// nil when not known: row normalization of the input, applied as a row
+	// scale of the first product's epilogue so the codes stay exact.
+	FeatScale []float32
 }
 
 // N is the number of nodes in the batch.
@@ -32,7 +36,8 @@ func (b *QBatch) N() int { return len(b.Nodes) }
 //
 // withBits also packs the 1-bit adjacency (needed by the bit kernels, not
 // by the float simulation that trains).
-func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool) ([]*QBatch, error) {
+// nodeScale, when not nil, gives each node's FeatScale.
+func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale []float32) ([]*QBatch, error) {
 	local := make([]int32, g.N())
 	for i := range local {
 		local[i] = -1
@@ -49,6 +54,12 @@ func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool) ([]*QBatch,
 			local[v] = int32(i)
 		}
 		b, err := qBuildBatch(g, nodes, local, withBits)
+		if err == nil && nodeScale != nil {
+			b.FeatScale = make([]float32, len(nodes))
+			for i, v := range nodes {
+				b.FeatScale[i] = nodeScale[v]
+			}
+		}
 		for _, v := range nodes {
 			local[v] = -1
 		}
@@ -259,4 +270,28 @@ func (in *QInput) Pack(nodes []int32) (*bittensor.Tensor, error) {
 		}
 	}
 	return t, nil
+}
+
+// QRowInverse returns 1/(row sum) of f per row (1 for rows summing to 0).
+func QRowInverse(f *subgraph.Features) []float32 {
+	out := make([]float32, f.Rows)
+	for r := range out {
+		var s float64
+		if f.Dense != nil {
+			for _, v := range f.Dense[r*f.Cols : (r+1)*f.Cols] {
+				s += float64(v)
+			}
+		} else if f.Values == nil {
+			s = float64(f.Indptr[r+1] - f.Indptr[r])
+		} else {
+			for _, v := range f.Values[f.Indptr[r]:f.Indptr[r+1]] {
+				s += float64(v)
+			}
+		}
+		out[r] = 1
+		if s != 0 {
+			out[r] = float32(1 / s)
+		}
+	}
+	return out
 }

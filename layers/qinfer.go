@@ -150,6 +150,9 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 	if b.Adj == nil {
 		return nil, st, fmt.Errorf("%w: batch has no packed adjacency", ErrQModel)
 	}
+	if m.NormRows && b.FeatScale == nil {
+		return nil, st, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
+	}
 	if sx == nil { // packed features; the sparse path reads in's codes
 		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
 			return nil, st, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",

@@ -17,6 +17,7 @@ type qMeta struct {
 	ABits      int       `json:"abits"`
 	WBits      int       `json:"wbits"`
 	Calibrated bool      `json:"calibrated"`
+	NormRows   bool      `json:"norm_rows"`
 	Input      QParams   `json:"input"`
 	Params     []qLayerP `json:"params"`
 }
@@ -31,7 +32,7 @@ type qLayerP struct {
 // names (layers.i.lin1.weight, ...) and the quantization parameters in the
 // metadata, so the file is both a checkpoint and a deployable model.
 func (m *QModel) WriteTo(w io.Writer) (int64, error) {
-	meta := qMeta{Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input}
+	meta := qMeta{Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
 	ts := map[string]*STensor{}
 	for i, ly := range m.Layers {
 		meta.Params = append(meta.Params, qLayerP{ly.Z, ly.U, ly.Out})
@@ -89,7 +90,7 @@ func ReadQModel(r io.Reader) (*QModel, error) {
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrQModel, err)
 	}
-	m := &QModel{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input}
+	m := &QModel{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
 	get := func(i int, name string) (*QLinear, error) {
 		key := fmt.Sprintf("layers.%d.%s.weight", i, name)
 		t, ok := ts[key]

@@ -50,6 +50,11 @@ type QModel struct {
 	Input QParams
 	// Calibrated says the activation parameters are set (PTQ or QAT).
 	Calibrated bool
+	// NormRows normalizes each node's feature row to sum 1 (as GCN's and
+	// gnn-benchmark's preprocessing do) by a row scale in the first
+	// product's epilogue: the features keep their exact codes (1 bit when
+	// binary) and the scale is applied in float32 after the integer sum.
+	NormRows bool
 }
 
 // QLayer is one graph layer. GCN uses Lin1 (bias applied after the
@@ -82,7 +87,7 @@ func NewQModel(kind string, in, hidden, classes, layers, abits, wbits int, seed 
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	m := &QModel{Kind: kind, Classes: classes, ABits: abits, WBits: wbits}
+	m := &QModel{Kind: kind, Classes: classes, ABits: abits, WBits: wbits, NormRows: true}
 	for l := 0; l < layers; l++ {
 		fi, fo := hidden, hidden
 		if l == 0 {
@@ -195,8 +200,11 @@ type qOp struct {
 	lin      *QLinear // qLin
 	bias     []float32
 	rowScale bool // multiply by D^-1/2 (GCN)
-	relu     bool
-	out      *QParams
+	// featScale: multiply by the batch's FeatScale (the model normalizes
+	// its input rows; first op only).
+	featScale bool
+	relu      bool
+	out       *QParams
 }
 
 // ops flattens m into the product sequence that both the bit-kernel
@@ -205,6 +213,11 @@ type qOp struct {
 func (m *QModel) ops() []qOp {
 	var ops []qOp
 	last := len(m.Layers) - 1
+	defer func() {
+		if len(ops) > 0 {
+			ops[0].featScale = m.NormRows
+		}
+	}()
 	for i := range m.Layers {
 		ly := &m.Layers[i]
 		out := &ly.Out
@@ -317,4 +330,23 @@ func qBestRange(vals []float32, bits int, unsigned bool) QParams {
 		}
 	}
 	return best
+}
+
+// scale is op's epilogue RowScale on batch b: D^-1/2, the feature row
+// normalization, their product, or nil. b must carry FeatScale when the op
+// wants it.
+func (op *qOp) scale(b *QBatch) []float32 {
+	switch {
+	case op.rowScale && op.featScale:
+		s := make([]float32, b.N())
+		for i := range s {
+			s[i] = float32(b.DInv[i] * b.FeatScale[i])
+		}
+		return s
+	case op.rowScale:
+		return b.DInv
+	case op.featScale:
+		return b.FeatScale
+	}
+	return nil
 }

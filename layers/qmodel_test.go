@@ -211,9 +211,9 @@ func TestQZeroPointExact(t *testing.T) {
 						want += v
 						mag += math.Abs(v)
 					}
-					if kind == QGCN {
-						want *= float64(b.DInv[r])
-						mag *= float64(b.DInv[r])
+					if rs := st.ops[0].scale(b); rs != nil {
+						want *= float64(rs[r])
+						mag *= float64(rs[r])
 					}
 					assert.InDelta(t, want, float64(y[r*l.Out+j]), 1e-5*(mag+1))
 				}

@@ -54,9 +54,7 @@ func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
 //	Σ_k s_h(q_h+z_h)·s_j(q_w+z_j) = s_h s_j·[C + z_j·R_h + z_h·(Σ_k q_w + K·z_j)]
 func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b *QBatch, quant bool) *bmm.Epilogue {
 	ep := &bmm.Epilogue{ColBias: op.bias, ReLU: op.relu}
-	if op.rowScale {
-		ep.RowScale = b.DInv
-	}
+	ep.RowScale = op.scale(b)
 	if !quant {
 		return ep
 	}
@@ -83,9 +81,7 @@ func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b 
 // per-tensor params: Σ_u A[v][u]·s_z(q+z_z) = s_z·C + s_z z_z·deg(v).
 func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilogue {
 	ep := &bmm.Epilogue{ColBias: op.bias, ReLU: op.relu}
-	if op.rowScale {
-		ep.RowScale = b.DInv
-	}
+	ep.RowScale = op.scale(b)
 	if !quant {
 		return ep
 	}
@@ -170,6 +166,9 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, m.Input)
 	}
 	st := &qSimState{quant: quant, ops: m.ops(), n: b.N(), batch: b, dropout: dropout}
+	if m.NormRows && b.FeatScale == nil {
+		return nil, nil, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
+	}
 	if rng == nil || quant {
 		st.dropout = 0
 	}
@@ -386,6 +385,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 		}
 		// dT: gradient at the epilogue's pre-activation, times RowScale.
 		dt := dOut
+		rs := op.scale(st.batch)
 		var bias []float32
 		if op.bias != nil {
 			bias = make([]float32, width)
@@ -401,8 +401,8 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 				if bias != nil {
 					bias[j] += float32(dt[k])
 				}
-				if op.rowScale {
-					dt[k] *= float64(st.batch.DInv[r])
+				if rs != nil {
+					dt[k] *= float64(rs[r])
 				}
 			}
 		}

@@ -178,6 +178,9 @@ func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
 		require.NoError(b, err)
 		in, err := NewInput(g, t.ds.Features.SelectRows(bt.Nodes))
 		require.NoError(b, err)
+		if t.fp.NormRows {
+			in.NormalizeRows()
+		}
 		inputs = append(inputs, in)
 	}
 	qin, err := QuantizeInput(t.ds.Features, 8)
@@ -263,8 +266,14 @@ func qTorchPass(b *testing.B, t *qSpeedTask, reps int) float64 {
 		s := qGatherInput(in, bt.Nodes, false)
 		xpt = append(xpt, s.indptr...)
 		xix = append(xix, s.indices...)
-		for _, v := range s.vals {
-			xv = append(xv, float32(v))
+		for r := range bt.Nodes {
+			scale := 1.0
+			if t.fp.NormRows {
+				scale = float64(bt.FeatScale[r]) // row normalization, as the other paths
+			}
+			for _, v := range s.vals[s.indptr[r]:s.indptr[r+1]] {
+				xv = append(xv, float32(v*scale))
+			}
 		}
 		m["nnz_x"] = len(s.indices)
 		metas = append(metas, m)

@@ -21,6 +21,7 @@ type QData struct {
 	K                int     // number of parts
 	PerBatch         int
 	Eval             []*QBatch
+	NodeScale        []float32 // 1/(feature row sum) per node (QRowInverse)
 }
 
 // NewQData prepares d with the partition parts into k parts (nil for one
@@ -52,7 +53,10 @@ func NewQData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*QData, erro
 		groups = QGroups(parts, k, q.PerBatch, nil)
 	}
 	var err error
-	q.Eval, err = NewQBatches(d.Graph, groups, true)
+	if d.Features != nil {
+		q.NodeScale = QRowInverse(d.Features)
+	}
+	q.Eval, err = NewQBatches(d.Graph, groups, true, q.NodeScale)
 	return q, err
 }
 
@@ -170,7 +174,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 		batches := d.Eval
 		if d.Parts != nil {
 			var err error
-			batches, err = NewQBatches(d.Graph, QGroups(d.Parts, d.K, d.PerBatch, rng), false)
+			batches, err = NewQBatches(d.Graph, QGroups(d.Parts, d.K, d.PerBatch, rng), false, d.NodeScale)
 			if err != nil {
 				return 0, err
 			}
