@@ -33,12 +33,15 @@ type benchRow struct {
 	BBits       int     `json:"b_bits"`
 	Kernel      string  `json:"kernel"`
 	Seconds     float64 `json:"seconds"`
-	GOPS        float64 `json:"gops"`     // logical 2·M·K·N / t
-	BitGOPS     float64 `json:"bit_gops"` // GOPS · a_bits · b_bits
-	MACsPerCyc  float64 `json:"bit_macs_per_cycle_per_core"`
+	GOPS        float64 `json:"gops"`                        // logical 2·M·K·N / t
+	BitGOPS     float64 `json:"bit_gops"`                    // GOPS · a_bits · b_bits
+	MACsPerCyc  float64 `json:"bit_macs_per_cycle_per_core"` // from CPU time when known, else wall time
+	CPUSeconds  float64 `json:"cpu_seconds,omitempty"`       // mean process CPU time per run
 	FP32Seconds float64 `json:"fp32_seconds,omitempty"`
+	FP32CPU     float64 `json:"fp32_cpu_seconds,omitempty"`
 	FP32GFLOPS  float64 `json:"fp32_gflops,omitempty"`
-	Ratio       float64 `json:"speedup_vs_fp32,omitempty"`
+	Ratio       float64 `json:"speedup_vs_fp32,omitempty"`     // wall time ratio
+	RatioCPU    float64 `json:"speedup_vs_fp32_cpu,omitempty"` // CPU time ratio
 }
 
 // benchReport is the --json output.
@@ -152,10 +155,11 @@ func runBench(args []string, w io.Writer) error {
 		return fmt.Errorf("%w: --impl: %v", errUsage, err)
 	}
 	rep := benchReport{CPU: cpu.CPUFeatures().Model, Path: k.Path(), GOMAXPROCS: runtime.GOMAXPROCS(0), ClockGHz: cpu.ClockHz() / 1e9}
-	const rowFmt = "%6v %5v %3v %-9v %9v %18v %12v %8v\n"
+	const rowFmt = "%6v %5v %3v %-9v %9v %18v %12v %8v %10v\n"
 	if !*asJSON {
 		fmt.Fprintf(w, "kernel %s, GOMAXPROCS %d, clock %.2f GHz (calibrated), fp32 GEMM %s\n", k.Name(), rep.GOMAXPROCS, rep.ClockGHz, cpu.SgemmImpl())
-		fmt.Fprintf(w, rowFmt, "N", "D", "s", "A", "GOPS", "bit-MACs/cyc/core", "fp32 GFLOPS", "x fp32")
+		fmt.Fprintln(w, "GOPS and 'x fp32': fastest wall time; bit-MACs/cyc/core and 'x fp32 cpu': mean process CPU time per run")
+		fmt.Fprintf(w, rowFmt, "N", "D", "s", "A", "GOPS", "bit-MACs/cyc/core", "fp32 GFLOPS", "x fp32", "x fp32 cpu")
 	}
 	fp32A := map[int][]float32{}
 	for _, sh := range shapes {
@@ -170,7 +174,7 @@ func runBench(args []string, w io.Writer) error {
 				a = "blockdiag"
 			}
 			fmt.Fprintf(w, rowFmt, sh.M, sh.N, sh.BBits, a, fmt.Sprintf("%.1f", row.GOPS), fmt.Sprintf("%.1f", row.MACsPerCyc),
-				optF(row.FP32GFLOPS, "%.1f"), optF(row.Ratio, "%.2f"))
+				optF(row.FP32GFLOPS, "%.1f"), optF(row.Ratio, "%.2f"), optF(row.RatioCPU, "%.2f"))
 		}
 	}
 	if *asJSON {
@@ -208,19 +212,28 @@ func benchA(sh benchShape, r *rand.Rand) []int32 {
 	return v
 }
 
-// timeBest runs f at least twice and until minTime has passed; it returns
-// the fastest run, the figure least disturbed by other work on the machine.
-func timeBest(minTime time.Duration, f func() error) (time.Duration, error) {
-	best := time.Duration(1 << 62)
+// timeBest runs f at least twice and until minTime has passed. It returns
+// the fastest run's wall time, the figure least disturbed by other work on
+// the machine, and the mean process CPU time per run (0 where the OS gives
+// none): the kernel's own cost, which other programs holding the cores do
+// not inflate. The CPU time is a mean over the whole window because the
+// OS brings other threads' CPU time up to date only every scheduler tick.
+func timeBest(minTime time.Duration, f func() error) (wall, cpu time.Duration, err error) {
+	wall = time.Duration(1 << 62)
+	c0, ok := processCPU()
 	start := time.Now()
-	for rep := 0; rep < 2 || time.Since(start) < minTime; rep++ {
+	reps := 0
+	for ; reps < 2 || time.Since(start) < minTime; reps++ {
 		t0 := time.Now()
 		if err := f(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		best = min(best, time.Since(t0))
+		wall = min(wall, time.Since(t0))
 	}
-	return best, nil
+	if c1, ok1 := processCPU(); ok && ok1 && c1 > c0 {
+		cpu = (c1 - c0) / time.Duration(reps)
+	}
+	return wall, cpu, nil
 }
 
 func benchCPU(k bmm.Kernel, sh benchShape, minTime time.Duration, fp32 bool, fp32A map[int][]float32) (benchRow, error) {
@@ -239,16 +252,22 @@ func benchCPU(k bmm.Kernel, sh benchShape, minTime time.Duration, fp32 bool, fp3
 		return benchRow{}, err
 	}
 	dst := make([]int32, sh.M*sh.N)
-	best, err := timeBest(minTime, func() error { return k.MulInt(dst, a, b) })
+	best, bestCPU, err := timeBest(minTime, func() error { return k.MulInt(dst, a, b) })
 	if err != nil {
 		return benchRow{}, err
 	}
 	sec := best.Seconds()
 	logical := 2 * float64(sh.M) * float64(sh.K) * float64(sh.N)
-	cores := min(runtime.GOMAXPROCS(0), runtime.NumCPU())
+	bitMACs := logical / 2 * float64(sh.ABits*sh.BBits)
 	row := benchRow{Name: sh.Name, M: sh.M, K: sh.K, N: sh.N, ABits: sh.ABits, BBits: sh.BBits, Kernel: k.Name(), Seconds: sec,
-		GOPS: logical / sec / 1e9, BitGOPS: logical * float64(sh.ABits*sh.BBits) / sec / 1e9,
-		MACsPerCyc: logical / 2 * float64(sh.ABits*sh.BBits) / sec / cpu.ClockHz() / float64(cores)}
+		GOPS: logical / sec / 1e9, BitGOPS: logical * float64(sh.ABits*sh.BBits) / sec / 1e9, CPUSeconds: bestCPU.Seconds()}
+	if bestCPU > 0 {
+		// Cycles the process ran on any core: per-core efficiency even
+		// when other programs share the machine.
+		row.MACsPerCyc = bitMACs / bestCPU.Seconds() / cpu.ClockHz()
+	} else {
+		row.MACsPerCyc = bitMACs / sec / cpu.ClockHz() / float64(min(runtime.GOMAXPROCS(0), runtime.NumCPU()))
+	}
 	if !fp32 {
 		return row, nil
 	}
@@ -268,7 +287,7 @@ func benchCPU(k bmm.Kernel, sh benchShape, minTime time.Duration, fp32 bool, fp3
 		bf[i] = float32(x)
 	}
 	c := make([]float32, sh.M*sh.N)
-	fbest, err := timeBest(minTime, func() error {
+	fbest, fcpu, err := timeBest(minTime, func() error {
 		cpu.Sgemm(false, false, sh.M, sh.N, sh.K, 1, af, sh.K, bf, sh.N, 0, c, sh.N)
 		return nil
 	})
@@ -276,7 +295,11 @@ func benchCPU(k bmm.Kernel, sh benchShape, minTime time.Duration, fp32 bool, fp3
 		return benchRow{}, err
 	}
 	row.FP32Seconds = fbest.Seconds()
+	row.FP32CPU = fcpu.Seconds()
 	row.FP32GFLOPS = logical / fbest.Seconds() / 1e9
 	row.Ratio = fbest.Seconds() / sec
+	if fcpu > 0 && bestCPU > 0 {
+		row.RatioCPU = fcpu.Seconds() / bestCPU.Seconds()
+	}
 	return row, nil
 }

@@ -43,6 +43,8 @@ func TestBenchBMMJSON(t *testing.T) {
 		assert.Greater(t, r.GOPS, 0.0, r.Name)
 		assert.Greater(t, r.FP32GFLOPS, 0.0, r.Name)
 		assert.InDelta(t, r.FP32Seconds/r.Seconds, r.Ratio, 1e-9, r.Name)
+		assert.Greater(t, r.CPUSeconds, 0.0, r.Name)
+		assert.InDelta(t, r.FP32CPU/r.CPUSeconds, r.RatioCPU, 1e-9, r.Name)
 	}
 	assert.Equal(t, "n=100/d=16/s=2", rep.Rows[3].Name)
 }
@@ -52,9 +54,9 @@ func TestBenchBMMTable(t *testing.T) {
 	code := run([]string{"bench", "bmm", "--n", "128", "--d", "8", "--bits", "4", "--a", "blockdiag", "--time", "1ms", "--no-fp32"}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	require.Len(t, lines, 3, stdout.String())
-	assert.Contains(t, lines[1], "bit-MACs/cyc/core")
-	assert.Contains(t, lines[2], "blockdiag")
+	require.Len(t, lines, 4, stdout.String())
+	assert.Contains(t, lines[2], "bit-MACs/cyc/core")
+	assert.Contains(t, lines[3], "blockdiag")
 }
 
 func TestBMMAndBenchBadInput(t *testing.T) {
