@@ -292,24 +292,19 @@ func (p *Packed) Adjacency() (*bittensor.Tensor, error) {
 	le := binary.LittleEndian
 	ptr := p.buf[p.indptrOff:]
 	lo := uint32(0)
-	// Read the indices in place when the machine is little-endian and the
-	// section is aligned (always, for buffers from Pack); else decode.
-	fast := littleEndian && uintptr(unsafe.Pointer(unsafe.SliceData(p.buf)))%4 == 0
 	for r := 0; r < p.Nodes; r++ {
 		hi := le.Uint32(ptr[4*r+4:])
 		row := w[r*lw : (r+1)*lw]
-		switch {
-		case fast && p.Index32:
-			for _, c := range unsafeInts32(p.buf[p.indicesOff+4*int(lo) : p.indicesOff+4*int(hi)]) {
+		if p.Index32 {
+			sec := p.buf[p.indicesOff+4*int(lo) : p.indicesOff+4*int(hi)]
+			for k := 0; k+4 <= len(sec); k += 4 {
+				c := le.Uint32(sec[k:])
 				row[c>>6] |= 1 << (c & 63)
 			}
-		case fast:
-			for _, c := range unsafeInts16(p.buf[p.indicesOff+2*int(lo) : p.indicesOff+2*int(hi)]) {
-				row[c>>6] |= 1 << (c & 63)
-			}
-		default:
-			for e := int(lo); e < int(hi); e++ {
-				c := p.index(e)
+		} else {
+			sec := p.buf[p.indicesOff+2*int(lo) : p.indicesOff+2*int(hi)]
+			for k := 0; k+2 <= len(sec); k += 2 {
+				c := le.Uint16(sec[k:])
 				row[c>>6] |= 1 << (c & 63)
 			}
 		}
@@ -360,24 +355,4 @@ func (p *Packed) Features() (*bittensor.Tensor, error) {
 		}
 	}
 	return t, nil
-}
-
-// littleEndian is true on the machines whose in-memory int16/int32 match
-// the buffer's byte order.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// unsafeInts16/32 view little-endian index sections in place (callers check
-// littleEndian and alignment; ReadPacked validated the contents).
-func unsafeInts16(b []byte) []int16 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
-}
-
-func unsafeInts32(b []byte) []int32 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
 }

@@ -67,7 +67,7 @@ func TestPackRoundTrip(t *testing.T) {
 				for i, v := range b.Nodes {
 					require.Equal(t, want[int(v)*tc.fcols:(int(v)+1)*tc.fcols], got[i*tc.fcols:(i+1)*tc.fcols], "row %d (node %d)", i, v)
 				}
-				// Unaligned copies decode through the slow path alike.
+				// Unaligned copies decode alike.
 				odd := make([]byte, len(buf)+1)
 				copy(odd[1:], buf)
 				pk2, err := ReadPacked(odd[1:])
