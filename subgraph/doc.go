@@ -24,5 +24,33 @@
 // Every parser returns an error wrapping ErrFormat, ErrInconsistent or
 // ErrNotFound and naming the file and field, never panics on bad input,
 // and has a fuzz target. RandomSplit and LargestComponent apply Shchur et
-// al.'s gnn-benchmark protocol to datasets that ship no split.
+// al.'s gnn-benchmark protocol to datasets that ship no split.//
+// # Partitioning
+//
+// Partition(g, k, opt) is a pure-Go multilevel k-way partitioner in the
+// METIS recipe: heavy-edge matching (plus two-hop matching on power-law
+// graphs) coarsens to max(N/(20·log2 K), 30·K) vertices, multilevel
+// recursive bisection (graph growing + FM) splits the coarsest graph, and
+// greedy k-way boundary refinement runs on every level back up, keeping
+// each part within opt.Imbalance (1.03) of N/K. The result depends only on
+// the seed, not on opt.Threads. Stats gives the edge cut, kept fraction
+// and balance. WriteMETIS/ReadMETIS/ReadMETISPartition exchange files with
+// gpmetis; PartitionMETIS calls the real library in builds with -tags metis.
+// SavePartition/LoadPartition/LoadOrPartition keep a checksummed partition
+// file bound to the graph's fingerprint, K, seed and imbalance.
+//
+// # Batching and packing
+//
+// Batches groups the parts Cluster-GCN style (q per batch, sequential or
+// shuffled); each Batch holds its global node ids, its local CSR, the 1-bit
+// adjacency as a bittensor packed ByRows (optionally with self-loops) and
+// a mask of its non-zero tiles. Batch.Pack writes one aligned buffer with
+// the local edge list (16-bit indices when they fit) and the batch's
+// feature bit planes; ReadPacked validates it and Packed.Adjacency rebuilds
+// the bit adjacency in one pass.
+//
+// # Synthetic graphs
+//
+// RMAT and PlantedPartition generate seeded undirected graphs of millions
+// of nodes in seconds (edges drawn in parallel from per-chunk streams).
 package subgraph
