@@ -49,14 +49,21 @@ type qtask struct {
 	featureBits int
 }
 
+// qTTY says whether stderr is a terminal: progress lines redraw in place
+// there and are left out of logs.
+var qTTY = func() bool {
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}()
+
 func qProgress(quiet bool, format string, args ...any) {
-	if !quiet {
+	if !quiet && qTTY {
 		fmt.Fprintf(os.Stderr, "\r\033[K"+format, args...)
 	}
 }
 
 func qProgressDone(quiet bool) {
-	if !quiet {
+	if !quiet && qTTY {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
 }
