@@ -153,13 +153,17 @@ func (p *product) pack(t *testing.T) (a, b *bittensor.Tensor) {
 
 // checkAll runs MulInt, then MulFloat with a random epilogue, then MulBit
 // with a random epilogue, re-quantization, packing and padding.
+// The operands must come back unchanged, padding included.
 func (s *suite) checkAll(t *testing.T, r *rand.Rand, p *product) {
 	a, b := p.pack(t)
+	a0, b0 := a.Clone(), b.Clone()
 	ref := naive(t, p)
 	s.checkInt(t, p, a, b, ref)
 	s.checkFloat(t, p, a, b, ref, randEpilogue(r, p.m, p.n, r.IntN(64), ref))
 	ob := 1 + r.IntN(bittensor.MaxBits)
 	s.checkBit(t, r, p, a, b, ref, randEpilogue(r, p.m, p.n, r.IntN(64), ref), ob, randPacking(r), randPadding(r))
+	assert.True(t, a0.Equal(a), "%v: the kernel modified operand A", p)
+	assert.True(t, b0.Equal(b), "%v: the kernel modified operand B", p)
 }
 
 const poisonInt = int32(-0x21524111) // 0xDEADBEEF
