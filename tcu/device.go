@@ -300,8 +300,9 @@ func (d *Device) launch(f uintptr, grid, block [3]uint32, smem int, s *Stream, p
 		d.args = h
 	}
 	// Shared memory past the default 48 KB is opted into per kernel, up to
-	// what this launch needs (static shared memory counts against the limit).
-	if smem > 48<<10 && smem > d.fnSmem[f] {
+	// what this launch needs; static shared memory counts against the 48 KB
+	// too, hence the lower threshold.
+	if smem > 32<<10 && smem > d.fnSmem[f] {
 		if err := d.drv.do("cuFuncSetAttribute", f, 8, uintptr(smem)); err != nil {
 			return fmt.Errorf("%d bytes of dynamic shared memory: %w", smem, err)
 		}

@@ -56,10 +56,22 @@ func gpuKernel(tb testing.TB) *Kernel {
 	return gpuK
 }
 
+// testPaths are the kernels the correctness tests run: the automatic
+// choice (wgmma where a variant fits, on Hopper), mma.sync everywhere, and
+// split-K forced on every launch.
+func testPaths(tb testing.TB) map[string]*Kernel {
+	k := gpuKernel(tb)
+	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3)}
+	if kp, err := k.WithPath(PathMMA); err == nil {
+		out[PathMMA] = kp
+	}
+	return out
+}
+
 // paths returns the auto kernel and each forced path the device has.
 func paths(tb testing.TB) map[string]*Kernel {
 	k := gpuKernel(tb)
-	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3)}
+	out := map[string]*Kernel{"auto": k}
 	for _, p := range []string{PathMMA, PathWGMMA} {
 		if kp, err := k.WithPath(p); err == nil {
 			out[p] = kp
@@ -71,7 +83,7 @@ func paths(tb testing.TB) map[string]*Kernel {
 }
 
 func TestConformance(t *testing.T) {
-	for name, k := range paths(t) {
+	for name, k := range testPaths(t) {
 		t.Run(name, func(t *testing.T) { bmmtest.Conformance(t, k) })
 	}
 }
@@ -79,7 +91,7 @@ func TestConformance(t *testing.T) {
 // TestLargeVsGeneric checks shapes big enough for several blocks in each
 // direction, and every wgmma N, against the reference.
 func TestLargeVsGeneric(t *testing.T) {
-	ks := paths(t)
+	ks := testPaths(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, s := range []struct{ m, k, n, a, b int }{
 		{1000, 1300, 256, 1, 1}, {700, 2048, 64, 1, 4}, {515, 777, 130, 2, 2},
@@ -157,7 +169,7 @@ func blockDiag(r *rand.Rand, n, bs int, density float64) *bittensor.Tensor {
 
 func TestBatch(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for name, k := range paths(t) {
+	for name, k := range testPaths(t) {
 		var as, bs []*bittensor.Tensor
 		var want [][]int32
 		for i := 0; i < 37; i++ {

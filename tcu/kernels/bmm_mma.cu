@@ -71,7 +71,9 @@ __device__ __forceinline__ void loadStage(const Prob& P, u32 sA, int m0, int n0,
 extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __restrict__ probs, long long nprobs) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
-  const Prob& P = probs[pi];
+  // A register copy: the "memory" clobbers of the asm statements would make
+  // the compiler re-read every field of a reference to global memory.
+  const Prob P = probs[pi];
   const Work wk = blockWork(P, blockIdx.x);
   const int tm = wk.tm;
   const int m0 = tm * BM, n0 = wk.tn * BN;
@@ -90,18 +92,23 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
         for (int r = 0; r < 4; r++) acc[w][i][j][r] = 0;
 
   const int nk = wk.k1 - wk.k0;
+  // This block's k-steps: its slice of the tile's zero-tile list, or all.
+  const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] + wk.k0 : nullptr;
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
-    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + s));
+    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, klist ? klist[s] : wk.k0 + s);
     cp_async_commit();
   }
+  int ksNext = STAGES - 1 < nk ? (klist ? klist[STAGES - 1] : wk.k0 + STAGES - 1) : 0;
   for (int t = 0; t < nk; t++) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
     {
       const int nt = t + STAGES - 1;
-      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + nt));
+      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, ksNext);
       cp_async_commit();
+      // Fetch the next step's index now, so its latency hides behind this step.
+      ksNext = nt + 1 < nk ? (klist ? klist[nt + 1] : wk.k0 + nt + 1) : 0;
     }
     const u32 sA = sbase + (t % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
 #pragma unroll

@@ -65,7 +65,9 @@ __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
-  const Prob& P = probs[pi];
+  // A register copy: the "memory" clobbers of the asm statements would make
+  // the compiler re-read every field of a reference to global memory.
+  const Prob P = probs[pi];
   const Work wk = blockWork(P, blockIdx.x);
   const int tm = wk.tm;
   const int m0 = tm * BM, n0 = wk.tn * BN;
@@ -79,11 +81,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
     for (int r = 0; r < NP / 2; r++) d[i][r] = 0;
 
   const int nk = wk.k1 - wk.k0;
+  // This block's k-steps: its slice of the tile's zero-tile list, or all.
+  const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] + wk.k0 : nullptr;
 #pragma unroll
   for (int s = 0; s < PREFETCH; s++) {
-    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + s));
+    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, klist ? klist[s] : wk.k0 + s);
     cp_async_commit();
   }
+  int ksNext = PREFETCH < nk ? (klist ? klist[PREFETCH] : wk.k0 + PREFETCH) : 0;
   for (int t = 0; t < nk; t++) {
     cp_async_wait<PREFETCH - 1>();
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -92,8 +97,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
       // Stage (t+PREFETCH)%STAGES was last read by the wgmma of step t-2,
       // which every warpgroup has waited for before this iteration's barrier.
       const int nt = t + PREFETCH;
-      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, kStep(P, tm, wk.k0 + nt));
+      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, ksNext);
       cp_async_commit();
+      // Fetch the next step's index now, so its latency hides behind this step.
+      ksNext = nt + 1 < nk ? (klist ? klist[nt + 1] : wk.k0 + nt + 1) : 0;
     }
     const u32 sA = sbase + (t % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
     wg_fence();

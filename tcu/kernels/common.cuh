@@ -147,10 +147,3 @@ __device__ __forceinline__ bool splitArrive(const Prob& P, int tile) {
   if (last) __threadfence();
   return last;
 }
-
-// The i-th non-zero k-step of m-tile tm: from the zero-tile list when the
-// job has one, else every step.
-__device__ __forceinline__ int kStep(const Prob& P, int tm, int i) {
-  if (P.kptr) return ((const int*)P.kidx)[((const int*)P.kptr)[tm] + i];
-  return i;
-}
