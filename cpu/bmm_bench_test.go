@@ -14,20 +14,46 @@ import (
 
 // Benchmarks report, besides ns/op:
 //
-//	GOPS          logical ops/s ÷ 1e9: 2·M·K·N / t
-//	bitGOPS       GOPS × a_bits × b_bits (1-bit AND+popcount ops)
+//	GOPS             logical ops/s ÷ 1e9: 2·M·K·N / t
+//	bitGOPS          GOPS × a_bits × b_bits (1-bit AND+popcount ops)
 //	bitMAC/cyc/core  M·K·N·a_bits·b_bits / (t · clock · GOMAXPROCS)
-//	x_fp32        the float32 GEMM's time for the same logical shape ÷ t
+//	bitMAC/cpucyc    the same per cycle of process CPU time (getrusage):
+//	                 per-core efficiency that other programs on the
+//	                 machine do not dilute
+//	x_fp32           the float32 GEMM's time for the same logical shape ÷ t
 //
 // The clock comes from ClockHz (a calibration loop), not a constant.
 
-func reportBit(b *testing.B, m, k, n, abits, bbits int) {
+// cpuMeter measures the process CPU time of a benchmark's loop.
+type cpuMeter struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPU() cpuMeter {
+	c, ok := processCPU()
+	return cpuMeter{c, ok}
+}
+
+// perOp is the mean CPU seconds per iteration since start, or 0.
+func (m cpuMeter) perOp(b *testing.B) float64 {
+	c, ok := processCPU()
+	if !m.ok || !ok || c <= m.start || b.N == 0 {
+		return 0
+	}
+	return (c - m.start).Seconds() / float64(b.N)
+}
+
+func reportBit(b *testing.B, m, k, n, abits, bbits int, cpuSec float64) {
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	logical := 2 * float64(m) * float64(k) * float64(n)
 	b.ReportMetric(logical/sec/1e9, "GOPS")
 	b.ReportMetric(logical*float64(abits*bbits)/sec/1e9, "bitGOPS")
 	cores := min(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	b.ReportMetric(logical/2*float64(abits*bbits)/sec/ClockHz()/float64(cores), "bitMAC/cyc/core")
+	if cpuSec > 0 {
+		b.ReportMetric(logical/2*float64(abits*bbits)/cpuSec/ClockHz(), "bitMAC/cpucyc")
+	}
 }
 
 // BenchmarkRow is the inner kernel on L1-resident lines: one line of A
@@ -42,11 +68,15 @@ func BenchmarkRow(b *testing.B) {
 		for _, im := range bitImpls {
 			b.Run(fmt.Sprintf("kw=%d/bbits=%d/impl=%s", c.kw, c.bbits, im.name), func(b *testing.B) {
 				b.SetBytes(int64(8 * c.kw * (c.bbits*nc + 1)))
+				meter := startCPU()
 				for b.Loop() {
 					im.row(out, 0, a, 0, c.kw, 1, bw, c.kw, nc*c.kw, c.bbits, c.kw, nc, 1)
 				}
 				sec := b.Elapsed().Seconds() / float64(b.N)
 				b.ReportMetric(float64(64*c.kw*nc*c.bbits)/sec/ClockHz(), "bitMAC/cyc/core")
+				if cpuSec := meter.perOp(b); cpuSec > 0 {
+					b.ReportMetric(float64(64*c.kw*nc*c.bbits)/cpuSec/ClockHz(), "bitMAC/cpucyc")
+				}
 			})
 		}
 	}
@@ -119,12 +149,13 @@ func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
 		b.Run("impl="+kern.Path(), func(b *testing.B) {
 			dst := make([]int32, m*n)
 			b.ReportAllocs()
+			meter := startCPU()
 			for b.Loop() {
 				if err := kern.MulInt(dst, o.a, o.b); err != nil {
 					b.Fatal(err)
 				}
 			}
-			reportBit(b, m, k, n, o.a.Bits(), o.b.Bits())
+			reportBit(b, m, k, n, o.a.Bits(), o.b.Bits(), meter.perOp(b))
 			if withFP32 {
 				b.ReportMetric(fp32/(b.Elapsed().Seconds()/float64(b.N)), "x_fp32")
 			}
@@ -133,11 +164,15 @@ func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
 	if withFP32 {
 		b.Run("impl=fp32", func(b *testing.B) {
 			c := make([]float32, m*n)
+			meter := startCPU()
 			for b.Loop() {
 				Sgemm(false, false, m, n, k, 1, o.af, k, o.bf, n, 0, c, n)
 			}
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(2*float64(m)*float64(k)*float64(n)/sec/1e9, "GFLOPS")
+			if cpuSec := meter.perOp(b); cpuSec > 0 {
+				b.ReportMetric(2*float64(m)*float64(k)*float64(n)/cpuSec/1e9, "GFLOPS/cpu")
+			}
 		})
 	}
 }
@@ -201,12 +236,13 @@ func BenchmarkMulBit(b *testing.B) {
 				b.Fatal(err)
 			}
 			rq := bmm.Requant{Scale: 1.0 / 256, Offset: 0}
+			meter := startCPU()
 			for b.Loop() {
 				if err := kern.MulBit(dst, o.a, o.b, nil, rq); err != nil {
 					b.Fatal(err)
 				}
 			}
-			reportBit(b, nn, nn, d, 1, s)
+			reportBit(b, nn, nn, d, 1, s, meter.perOp(b))
 		})
 	}
 }
