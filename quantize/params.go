@@ -82,17 +82,31 @@ func (p Params) Code(x float32) uint32 {
 
 // code is bmm.Requant.Quantize, written out here because quantize must not
 // import bmm; a test checks that they agree bit for bit.
-// The clamps are min/max rather than branches: at low bit widths the code
+func code(x, inv, off float32, bits int) uint32 {
+	return newQuantizer(inv, off, bits).code(x)
+}
+
+// quantizer holds a quantizer's constants for a loop.
+type quantizer struct {
+	inv, off, top float32
+	maxq          int64
+}
+
+func newQuantizer(inv, off float32, bits int) quantizer {
+	return quantizer{inv: inv, off: off, top: float32(uint64(1) << bits), maxq: int64(1)<<bits - 1}
+}
+
+// code clamps with min/max rather than branches: at low bit widths the code
 // is close to random and a branch on it mispredicts half the time. For v in
 // [0, 2^bits], truncation is floor, and the integer min is the upper clamp
 // (float32(2^bits − 1) rounds up to 2^bits from 25 bits on).
-func code(x, inv, off float32, bits int) uint32 {
-	v := float32(x*inv) + off
+func (q quantizer) code(x float32) uint32 {
+	v := float32(x*q.inv) + q.off
 	if v != v {
 		return 0
 	}
-	v = min(max(v, 0), float32(uint64(1)<<bits))
-	return uint32(min(uint64(v), uint64(1)<<bits-1))
+	v = min(max(v, 0), q.top)
+	return uint32(min(int64(v), q.maxq))
 }
 
 // unclamped reports whether x is inside the clamp range: its code was not

@@ -27,11 +27,12 @@ func (p Params) QuantizeTo(dst []int32, x []float32) error {
 		return fmt.Errorf("%w: dst has %d codes for %d values", ErrShape, len(dst), len(x))
 	}
 	inv, off := p.Requant()
+	q := newQuantizer(inv, off, p.Bits)
 	for i, v := range x {
 		if v != v {
 			return fmt.Errorf("%w: x[%d] is NaN", ErrInput, i)
 		}
-		dst[i] = int32(code(v, inv, off, p.Bits))
+		dst[i] = int32(q.code(v))
 	}
 	return nil
 }
@@ -97,7 +98,7 @@ func (p Params) FakeQuantTo(dst []float32, mask []bool, x []float32) error {
 		return fmt.Errorf("%w: dst has %d values and mask %d for %d inputs", ErrShape, len(dst), len(mask), len(x))
 	}
 	inv, off := p.Requant()
-	zero := p.Zero()
+	q, zero := newQuantizer(inv, off, p.Bits), p.Zero()
 	for i, v := range x {
 		if v != v {
 			return fmt.Errorf("%w: x[%d] is NaN", ErrInput, i)
@@ -105,7 +106,7 @@ func (p Params) FakeQuantTo(dst []float32, mask []bool, x []float32) error {
 		if mask != nil {
 			mask[i] = unclamped(v, inv, off, p.Bits)
 		}
-		dst[i] = value(code(v, inv, off, p.Bits), p.Scale, zero)
+		dst[i] = value(q.code(v), p.Scale, zero)
 	}
 	return nil
 }
@@ -145,7 +146,7 @@ func (c ColumnParams) QuantizeTo(dst []int32, x []float32) error {
 	if len(dst) != len(x) {
 		return fmt.Errorf("%w: dst has %d codes for %d values", ErrShape, len(dst), len(x))
 	}
-	inv, off := c.requant()
+	qs := c.quantizers()
 	cols := len(c)
 	for r := 0; r < rows; r++ {
 		for n := 0; n < cols; n++ {
@@ -153,18 +154,19 @@ func (c ColumnParams) QuantizeTo(dst []int32, x []float32) error {
 			if x[i] != x[i] {
 				return fmt.Errorf("%w: x[%d] (row %d, column %d) is NaN", ErrInput, i, r, n)
 			}
-			dst[i] = int32(code(x[i], inv[n], off[n], c[n].Bits))
+			dst[i] = int32(qs[n].code(x[i]))
 		}
 	}
 	return nil
 }
 
-func (c ColumnParams) requant() (inv, off []float32) {
-	inv, off = make([]float32, len(c)), make([]float32, len(c))
+func (c ColumnParams) quantizers() []quantizer {
+	qs := make([]quantizer, len(c))
 	for n, p := range c {
-		inv[n], off[n] = p.Requant()
+		inv, off := p.Requant()
+		qs[n] = newQuantizer(inv, off, p.Bits)
 	}
-	return inv, off
+	return qs
 }
 
 // Pack quantizes the row-major rows×len(c) matrix x and packs the codes.
@@ -209,7 +211,7 @@ func (c ColumnParams) FakeQuant(x []float32) (y []float32, inRange []bool, err e
 		return nil, nil, err
 	}
 	y, inRange = make([]float32, len(x)), make([]bool, len(x))
-	inv, off := c.requant()
+	qs := c.quantizers()
 	zero := make([]float32, len(c))
 	for n, p := range c {
 		zero[n] = p.Zero()
@@ -221,8 +223,8 @@ func (c ColumnParams) FakeQuant(x []float32) (y []float32, inRange []bool, err e
 			if x[i] != x[i] {
 				return nil, nil, fmt.Errorf("%w: x[%d] (row %d, column %d) is NaN", ErrInput, i, r, n)
 			}
-			inRange[i] = unclamped(x[i], inv[n], off[n], p.Bits)
-			y[i] = value(code(x[i], inv[n], off[n], p.Bits), p.Scale, zero[n])
+			inRange[i] = unclamped(x[i], qs[n].inv, qs[n].off, p.Bits)
+			y[i] = value(qs[n].code(x[i]), p.Scale, zero[n])
 		}
 	}
 	return y, inRange, nil
