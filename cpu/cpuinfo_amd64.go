@@ -10,7 +10,8 @@ const haveAsm = true
 // asmBitImpls are the assembly inner kernels cpuid allows, best first.
 func asmBitImpls() []*bitImpl {
 	var impls []*bitImpl
-	if hasVPOPCNTDQ {
+	// The AVX-512 path shares the AVX2 reductions and mask.
+	if hasVPOPCNTDQ && hasAVX2 {
 		impls = append(impls, &bitImpl{name: "avx512", row: rowAVX512, mark: asmMark(markRowsAVX2)})
 	}
 	if hasAVX2 {
