@@ -426,7 +426,7 @@ func growBisection(g *wgraph, frac, ub float64, tries int, r *rand.PCG) []uint8 
 func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
 	const coarsenTo = 40
 	maxvwgt := int32(min(int64(math.MaxInt32), max(1, int64(1.5*float64(g.tvwgt)/coarsenTo))))
-	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, r)
+	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, 1, r)
 	cg := graphs[len(graphs)-1]
 	tries := 8
 	if cg.n() > 1000 {

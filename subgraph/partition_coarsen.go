@@ -3,6 +3,7 @@ package subgraph
 import (
 	"math/rand/v2"
 	"slices"
+	"sync"
 )
 
 // wgraph is the partitioner's working graph: symmetric CSR without
@@ -85,12 +86,17 @@ type coarsener struct {
 // to graphs[i+1]'s. It stops at `to` vertices or once a level shrinks by
 // less than 15% (METIS's COARSEN_FRACTION), which happens on graphs whose
 // matchings run dry (stars, power-law hubs).
-func coarsen(g *wgraph, to int, maxvwgt int32, r *rand.PCG) (graphs []*wgraph, cmaps [][]int32) {
+func coarsen(g *wgraph, to int, maxvwgt int32, threads int, r *rand.PCG) (graphs []*wgraph, cmaps [][]int32) {
 	graphs = []*wgraph{g}
 	var c coarsener
 	for cur := g; cur.n() > to && len(cur.adjncy) > 0; {
 		cmap, cn := c.matchLevel(cur, maxvwgt, r)
-		next := contract(cur, cmap, cn, c.match, &c.htable)
+		var next *wgraph
+		if threads > 1 && len(cur.adjncy) >= parallelContractEdges {
+			next = contractParallel(cur, cmap, cn, c.match, threads)
+		} else {
+			next = contract(cur, cmap, cn, c.match, &c.htable)
+		}
 		graphs = append(graphs, next)
 		cmaps = append(cmaps, cmap)
 		if float64(cn) > 0.85*float64(cur.n()) {
@@ -301,6 +307,112 @@ func contract(g *wgraph, cmap []int32, cn int, match []int32, htable *[]int32) *
 	}
 	cg.adjncy = slices.Clone(adj[:ne])
 	cg.adjwgt = slices.Clone(wgt[:ne])
+	return cg
+}
+
+// parallelContractEdges is the graph size from which contraction is split
+// over goroutines (below it the start-up costs more than it saves).
+const parallelContractEdges = 1 << 20
+
+// contractParallel is contract split over threads goroutines by ranges of
+// coarse vertices of about equal edge volume; each builds its coarse rows
+// with its own hash table, and the rows are concatenated in order, so the
+// result is identical to contract's.
+func contractParallel(g *wgraph, cmap []int32, cn int, match []int32, threads int) *wgraph {
+	n := g.n()
+	leader := make([]int32, cn)
+	for v := 0; v < n; v++ {
+		if int(match[v]) >= v {
+			leader[cmap[v]] = int32(v)
+		}
+	}
+	vol := func(c int) int {
+		v := leader[c]
+		d := int(g.xadj[v+1] - g.xadj[v])
+		if u := match[v]; u != v {
+			d += int(g.xadj[u+1] - g.xadj[u])
+		}
+		return d
+	}
+	bounds := []int{0}
+	per := len(g.adjncy)/threads + 1
+	acc := 0
+	for c := 0; c < cn; c++ {
+		acc += vol(c)
+		if acc >= per && len(bounds) < threads {
+			bounds = append(bounds, c+1)
+			acc = 0
+		}
+	}
+	bounds = append(bounds, cn)
+	type piece struct{ deg, adj, wgt []int32 }
+	pieces := make([]piece, len(bounds)-1)
+	cg := &wgraph{xadj: make([]int32, cn+1), vwgt: make([]int32, cn), tvwgt: g.tvwgt}
+	var wg sync.WaitGroup
+	for t := range pieces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo, hi := bounds[t], bounds[t+1]
+			ht := make([]int32, cn)
+			for i := range ht {
+				ht[i] = -1
+			}
+			room := 0
+			for c := lo; c < hi; c++ {
+				room += vol(c)
+			}
+			pc := piece{deg: make([]int32, hi-lo), adj: make([]int32, 0, room), wgt: make([]int32, 0, room)}
+			for c := lo; c < hi; c++ {
+				v := leader[c]
+				u := match[v]
+				start := int32(len(pc.adj))
+				members := [2]int32{v, u}
+				nm := 2
+				cg.vwgt[c] = g.vwgt[v]
+				if u == v {
+					nm = 1
+				} else {
+					cg.vwgt[c] += g.vwgt[u]
+				}
+				for _, x := range members[:nm] {
+					for e := g.xadj[x]; e < g.xadj[x+1]; e++ {
+						cw := cmap[g.adjncy[e]]
+						if int(cw) == c {
+							continue
+						}
+						if p := ht[cw]; p >= 0 {
+							pc.wgt[p] += g.adjwgt[e]
+						} else {
+							ht[cw] = int32(len(pc.adj))
+							pc.adj = append(pc.adj, cw)
+							pc.wgt = append(pc.wgt, g.adjwgt[e])
+						}
+					}
+				}
+				for _, cw := range pc.adj[start:] {
+					ht[cw] = -1
+				}
+				pc.deg[c-lo] = int32(len(pc.adj)) - start
+			}
+			pieces[t] = pc
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for t, pc := range pieces {
+		for i, d := range pc.deg {
+			c := bounds[t] + i
+			cg.xadj[c+1] = cg.xadj[c] + d
+		}
+		total += len(pc.adj)
+	}
+	cg.adjncy = make([]int32, 0, total)
+	cg.adjwgt = make([]int32, 0, total)
+	for _, pc := range pieces {
+		cg.adjncy = append(cg.adjncy, pc.adj...)
+		cg.adjwgt = append(cg.adjwgt, pc.wgt...)
+	}
 	return cg
 }
 

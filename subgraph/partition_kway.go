@@ -15,7 +15,7 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 	coarsenTo := max(int(float64(n)/(20*math.Log2(float64(k)))), 30*k)
 	maxvwgt := int32(max(1, min(int64(math.MaxInt32), int64(1.5*float64(g.tvwgt)/float64(coarsenTo)))))
 	r := rng64(opt.Seed, 1)
-	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, r)
+	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, opt.Threads, r)
 	cg := graphs[len(graphs)-1]
 	where := make([]int32, cg.n())
 	rb := &recursiveBisector{

@@ -308,3 +308,20 @@ func FuzzReadMETIS(f *testing.F) {
 		}
 	})
 }
+
+func TestContractParallelMatchesSerial(t *testing.T) {
+	g, _, err := PlantedPartition(30000, 30, 10, 0.3, 3)
+	require.NoError(t, err)
+	w := fromGraph(g)
+	r := rng64(1, 1)
+	var c coarsener
+	for level := 0; level < 3; level++ {
+		cmap, cn := c.matchLevel(w, 1<<20, r)
+		serial := contract(w, cmap, cn, c.match, &c.htable)
+		for _, threads := range []int{2, 3, 7} {
+			par := contractParallel(w, cmap, cn, c.match, threads)
+			require.Equal(t, serial, par, "level %d, %d threads", level, threads)
+		}
+		w = serial
+	}
+}
