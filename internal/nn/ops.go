@@ -37,51 +37,39 @@ func (tp *Tape) MatMulT(x, w *Tensor) *Tensor {
 	return out
 }
 
-// spmmT writes out = x·wᵀ for a sparse x.
+// spmmT writes out = x·wᵀ for a sparse x: an SpMM that treats x's rows as
+// nodes, its columns as sources and its values as edge weights, gathering
+// rows of wᵀ.
 func spmmT(out []float32, x, w *Tensor) {
-	c, m, k := x.Sparse, w.Rows, w.Cols
-	// wT (K×M) turns the product into row gathers.
+	m, k := w.Rows, w.Cols
 	wt := make([]float32, k*m)
 	for o := range m {
 		for j := range k {
 			wt[j*m+o] = w.Data[o*k+j]
 		}
 	}
-	parallelFor(x.Rows, m*8, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := out[i*m : (i+1)*m]
-			for p := c.Indptr[i]; p < c.Indptr[i+1]; p++ {
-				v := x.Data[p]
-				src := wt[int(c.Indices[p])*m:][:m]
-				for o, s := range src {
-					row[o] += v * s
-				}
-			}
-		}
-	})
+	c := cpu.CSR{Indptr: x.Sparse.Indptr, Indices: x.Sparse.Indices}
+	if m > 0 {
+		must("MatMulT", cpu.SpMM(out, c, cpu.UMulE, cpu.Sum, wt, x.Data, nil, m, nil, nil))
+	}
 }
 
-// spmmTGradW accumulates dyᵀ·x into dw (M×K) for a sparse x, one column of
-// x (row of xᵀ) at a time so the sums never race.
+// spmmTGradW accumulates dyᵀ·x into dw (M×K) for a sparse x: xᵀ·dy as an
+// SpMM over the transposed structure (edge ids point at x's values).
 func spmmTGradW(dw []float32, x *Tensor, dy []float32, m int) {
 	k := x.Cols
 	t := x.Sparse.transpose(k)
-	parallelFor(k, m*8, func(lo, hi int) {
-		acc := make([]float32, m)
-		for j := lo; j < hi; j++ {
-			clear(acc)
-			for p := t.indptr[j]; p < t.indptr[j+1]; p++ {
-				v := x.Data[t.perm[p]]
-				g := dy[int(t.indices[p])*m:][:m]
-				for o, gv := range g {
-					acc[o] += v * gv
-				}
-			}
-			for o, a := range acc {
-				dw[o*k+j] += a
-			}
+	if m == 0 || len(t.indices) == 0 {
+		return
+	}
+	dwt := make([]float32, k*m)
+	c := cpu.CSR{Indptr: t.indptr, Indices: t.indices, EdgeIDs: t.perm}
+	must("MatMulT", cpu.SpMM(dwt, c, cpu.UMulE, cpu.Sum, dy, x.Data, nil, m, nil, nil))
+	for j := range k {
+		for o, v := range dwt[j*m : (j+1)*m] {
+			dw[o*k+j] += v
 		}
-	})
+	}
 }
 
 // AddBias returns x + b broadcast over rows (b has x.Cols values).
