@@ -699,6 +699,125 @@ r4_done:
 	VZEROUPPER
 	RET
 
+// func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)
+// Requires: AVX, AVX2, SSE2
+TEXT ·popcntRow4AVX2(SB), NOSPLIT, $0-88
+	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
+	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
+	VPXOR   Y2, Y2, Y2
+	MOVQ    a+16(FP), AX
+	MOVQ    out+0(FP), CX
+	MOVQ    nrows+80(FP), DX
+
+a4_row:
+	TESTQ DX, DX
+	JZ    a4_done
+	MOVQ  CX, BX
+	MOVQ  b+48(FP), SI
+	MOVQ  ncols+72(FP), DI
+
+a4_group:
+	CMPQ  DI, $0x04
+	JL    a4_rowdone
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	MOVQ  AX, R8
+	MOVQ  abits+40(FP), R9
+	XORQ  R10, R10
+
+a4_planeA:
+	VMOVDQU (R8), Y7
+	MOVQ    SI, R11
+	MOVQ    bbits+64(FP), R12
+	MOVQ    R10, R13
+
+a4_planeB:
+	MOVQ       R13, X8
+	VPAND      (R11), Y7, Y9
+	VPSRLW     $0x04, Y9, Y10
+	VPAND      Y0, Y9, Y9
+	VPAND      Y0, Y10, Y10
+	VPSHUFB    Y9, Y1, Y9
+	VPSHUFB    Y10, Y1, Y10
+	VPADDB     Y10, Y9, Y9
+	VPSADBW    Y2, Y9, Y9
+	VPSLLQ     X8, Y9, Y9
+	VPADDQ     Y9, Y3, Y3
+	VPAND      32(R11), Y7, Y9
+	VPSRLW     $0x04, Y9, Y10
+	VPAND      Y0, Y9, Y9
+	VPAND      Y0, Y10, Y10
+	VPSHUFB    Y9, Y1, Y9
+	VPSHUFB    Y10, Y1, Y10
+	VPADDB     Y10, Y9, Y9
+	VPSADBW    Y2, Y9, Y9
+	VPSLLQ     X8, Y9, Y9
+	VPADDQ     Y9, Y4, Y4
+	VPAND      64(R11), Y7, Y9
+	VPSRLW     $0x04, Y9, Y10
+	VPAND      Y0, Y9, Y9
+	VPAND      Y0, Y10, Y10
+	VPSHUFB    Y9, Y1, Y9
+	VPSHUFB    Y10, Y1, Y10
+	VPADDB     Y10, Y9, Y9
+	VPSADBW    Y2, Y9, Y9
+	VPSLLQ     X8, Y9, Y9
+	VPADDQ     Y9, Y5, Y5
+	VPAND      96(R11), Y7, Y9
+	VPSRLW     $0x04, Y9, Y10
+	VPAND      Y0, Y9, Y9
+	VPAND      Y0, Y10, Y10
+	VPSHUFB    Y9, Y1, Y9
+	VPSHUFB    Y10, Y1, Y10
+	VPADDB     Y10, Y9, Y9
+	VPSADBW    Y2, Y9, Y9
+	VPSLLQ     X8, Y9, Y9
+	VPADDQ     Y9, Y6, Y6
+	MOVQ       bps+56(FP), R14
+	SHLQ       $0x03, R14
+	ADDQ       R14, R11
+	INCQ       R13
+	DECQ       R12
+	JNZ        a4_planeB
+	MOVQ       aps+32(FP), R11
+	SHLQ       $0x03, R11
+	ADDQ       R11, R8
+	INCQ       R10
+	DECQ       R9
+	JNZ        a4_planeA
+	VPSLLQ     $0x20, Y4, Y4
+	VPOR       Y4, Y3, Y3
+	VPSLLQ     $0x20, Y6, Y6
+	VPOR       Y6, Y5, Y5
+	VPERM2I128 $0x20, Y5, Y3, Y6
+	VPERM2I128 $0x31, Y5, Y3, Y4
+	VPADDQ     Y4, Y6, Y6
+	VPSHUFD    $0x4e, Y6, Y4
+	VPADDQ     Y4, Y6, Y6
+	VPERMQ     $0x08, Y6, Y6
+	VPADDD     (BX), X6, X6
+	VMOVDQU    X6, (BX)
+	ADDQ       $0x10, BX
+	ADDQ       $0x80, SI
+	SUBQ       $0x04, DI
+	JMP        a4_group
+
+a4_rowdone:
+	MOVQ lda+24(FP), BX
+	SHLQ $0x03, BX
+	ADDQ BX, AX
+	MOVQ ldo+8(FP), BX
+	SHLQ $0x02, BX
+	ADDQ BX, CX
+	DECQ DX
+	JMP  a4_row
+
+a4_done:
+	VZEROUPPER
+	RET
+
 // func addChain(n int) int
 TEXT ·addChain(SB), NOSPLIT, $0-16
 	MOVQ  n+0(FP), AX

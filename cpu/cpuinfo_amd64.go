@@ -15,7 +15,7 @@ func asmBitImpls() []*bitImpl {
 		impls = append(impls, &bitImpl{name: "avx512", row: rowAVX512, mark: asmMark(markRowsAVX2)})
 	}
 	if hasAVX2 {
-		impls = append(impls, &bitImpl{name: "avx2", row: asmRow(popcntRowAVX2), mark: asmMark(markRowsAVX2)})
+		impls = append(impls, &bitImpl{name: "avx2", row: rowAVX2, mark: asmMark(markRowsAVX2)})
 	}
 	return impls
 }
@@ -50,22 +50,31 @@ func sgemmKernelAVX2DirectSlices(k int, a []float32, lda int, b, c []float32, ld
 	sgemmKernelAVX2Direct(k, unsafe.SliceData(a), lda, unsafe.SliceData(b), unsafe.SliceData(c), ldc, alpha)
 }
 
-var rowAVX512General = asmRow(popcntRowAVX512)
+var (
+	rowAVX512 = withRow4(asmRow(popcntRowAVX512), popcntRow4AVX512, 8)
+	rowAVX2   = withRow4(asmRow(popcntRowAVX2), popcntRow4AVX2, 4)
+)
 
-// rowAVX512 runs products with K <= 256 bits and B's columns back to back
-// (kw = ldb = 4 words) through popcntRow4AVX512, two columns per 512-bit
-// register, eight at a time; the rest through the general kernel.
-func rowAVX512(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
-	n8 := ncols &^ 7
-	if kw != 4 || ldb != 4 || n8 == 0 || nrows <= 0 || abits <= 0 || bbits <= 0 {
-		rowAVX512General(out, ldo, a, lda, aps, abits, b, ldb, bps, bbits, kw, ncols, nrows)
-		return
-	}
-	_ = out[(nrows-1)*ldo+n8-1]
-	_ = a[(nrows-1)*lda+(abits-1)*aps+3]
-	_ = b[(bbits-1)*bps+n8*4-1]
-	popcntRow4AVX512(&out[0], ldo, &a[0], lda, aps, abits, &b[0], bps, bbits, n8, nrows)
-	if n8 < ncols {
-		rowAVX512General(out[n8:], ldo, a, lda, aps, abits, b[n8*ldb:], ldb, bps, bbits, kw, ncols-n8, nrows)
+// withRow4 sends products with K <= 256 bits and B's columns back to back
+// (kw = ldb = 4 words: every GNN update product with up to 256 features)
+// to row4, which takes ncols in multiples of group (the AVX-512 one holds
+// two columns per register), and the rest of the columns, or any other
+// shape, to the general kernel.
+func withRow4(general func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int),
+	row4 func(out *int32, ldo int, a *uint64, lda, aps, abits int, b *uint64, bps, bbits, ncols, nrows int), group int,
+) func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+	return func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+		ng := ncols / group * group
+		if kw != 4 || ldb != 4 || ng == 0 || nrows <= 0 || abits <= 0 || bbits <= 0 {
+			general(out, ldo, a, lda, aps, abits, b, ldb, bps, bbits, kw, ncols, nrows)
+			return
+		}
+		_ = out[(nrows-1)*ldo+ng-1]
+		_ = a[(nrows-1)*lda+(abits-1)*aps+3]
+		_ = b[(bbits-1)*bps+ng*4-1]
+		row4(&out[0], ldo, &a[0], lda, aps, abits, &b[0], bps, bbits, ng, nrows)
+		if ng < ncols {
+			general(out[ng:], ldo, a, lda, aps, abits, b[ng*ldb:], ldb, bps, bbits, kw, ncols-ng, nrows)
+		}
 	}
 }
