@@ -275,6 +275,10 @@ func (r Reduce) identity() float32 {
 
 // initRow sets one output row (or partial) to the reduction's identity.
 func (a *spmmArgs) initRow(acc []float32, arg []int32) {
+	if a.red == Sum || a.red == Mean {
+		clear(acc)
+		return
+	}
 	id := a.red.identity()
 	for k := range acc {
 		acc[k] = id
@@ -484,14 +488,25 @@ func runSpMM(a *spmmArgs, s Schedule) {
 			return
 		}
 		r0, r1 := int(sp.r0), int(sp.r1)
-		for v := r0; v < r1; v++ {
-			a.initRow(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1))
+		if pc := w.partitions(g, s, r0, r1, a.nsrc); pc.np > 1 {
+			for v := r0; v < r1; v++ {
+				a.initRow(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1))
+			}
+			pc.each(func(v, p0, p1 int) {
+				a.accumulate(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1), v, p0, p1, k0, k1, buf)
+			})
+			for v := r0; v < r1; v++ {
+				a.finishRow(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1), int(g.Indptr[v+1]-g.Indptr[v]))
+			}
+			return
 		}
-		w.partitions(g, s, r0, r1, a.nsrc).each(func(v, p0, p1 int) {
-			a.accumulate(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1), v, p0, p1, k0, k1, buf)
-		})
+		// One partition: each row start to finish while it is in L1.
 		for v := r0; v < r1; v++ {
-			a.finishRow(a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1), int(g.Indptr[v+1]-g.Indptr[v]))
+			o, ar := a.out[v*f+k0:v*f+k1], a.argRow(v, k0, k1)
+			p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
+			a.initRow(o, ar)
+			a.accumulate(o, ar, v, p0, p1, k0, k1, buf)
+			a.finishRow(o, ar, p1-p0)
 		}
 	})
 	// Merge the partials of split rows; each heavy row is owned by one worker.
