@@ -106,9 +106,13 @@ func runSDDMM(a *sddmmArgs, s Schedule) {
 			a.edges(int(sp.r0), int(sp.p0), int(sp.p1), k0, k1, buf)
 			return
 		}
-		w.partitions(g, s, int(sp.r0), int(sp.r1), a.nsrc).each(func(v, p0, p1 int) {
-			a.edges(v, p0, p1, k0, k1, buf)
-		})
+		if pc := w.partitions(g, s, int(sp.r0), int(sp.r1), a.nsrc); pc.np > 1 {
+			pc.each(func(v, p0, p1 int) { a.edges(v, p0, p1, k0, k1, buf) })
+			return
+		}
+		for v := int(sp.r0); v < int(sp.r1); v++ {
+			a.edges(v, int(g.Indptr[v]), int(g.Indptr[v+1]), k0, k1, buf)
+		}
 	})
 }
 
