@@ -1,6 +1,9 @@
 package subgraph
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by the dataset loaders. Each is wrapped with %w by a
 // message naming the file, field and value at fault, so callers can test
@@ -44,4 +47,83 @@ type Dataset struct {
 	// Train, Val and Test are node ids, sorted ascending; empty when no
 	// split is shipped (see RandomSplit).
 	Train, Val, Test []int32
+}
+
+// Validate checks a dataset's invariants: a valid, symmetric, loop-free
+// graph; feature and label matrices with one row per node and in-range
+// columns; labels in [-1, NumClasses); split ids in range.
+func (d *Dataset) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: dataset %q: %s", ErrInconsistent, d.Name, fmt.Sprintf(format, args...))
+	}
+	if d.Graph == nil {
+		return bad("no graph")
+	}
+	if err := d.Graph.Validate(); err != nil {
+		return fmt.Errorf("dataset %q: %w", d.Name, err)
+	}
+	if !d.Graph.IsSymmetric() || d.Graph.SelfLoops() != 0 {
+		return bad("graph is not undirected and loop-free")
+	}
+	n := d.Graph.N()
+	for name, f := range map[string]*Features{"features": d.Features, "multi-labels": d.Multi} {
+		if f == nil {
+			continue
+		}
+		if err := f.validate(); err != nil {
+			return bad("%s: %v", name, err)
+		}
+		if f.Rows != n {
+			return bad("%s have %d rows for %d nodes", name, f.Rows, n)
+		}
+	}
+	if d.Labels != nil {
+		if len(d.Labels) != n {
+			return bad("%d labels for %d nodes", len(d.Labels), n)
+		}
+		for v, c := range d.Labels {
+			if c < -1 || int(c) >= d.NumClasses {
+				return bad("node %d has label %d outside [-1, %d)", v, c, d.NumClasses)
+			}
+		}
+	}
+	for name, part := range map[string][]int32{"train": d.Train, "val": d.Val, "test": d.Test} {
+		for _, v := range part {
+			if v < 0 || int(v) >= n {
+				return bad("%s node %d outside [0, %d)", name, v, n)
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks the shape of a dense or CSR feature matrix.
+func (f *Features) validate() error {
+	if f.Rows < 0 || f.Cols < 0 {
+		return fmt.Errorf("negative shape %d×%d", f.Rows, f.Cols)
+	}
+	if f.Dense != nil {
+		if len(f.Dense) != f.Rows*f.Cols {
+			return fmt.Errorf("%d dense values for %d×%d", len(f.Dense), f.Rows, f.Cols)
+		}
+		return nil
+	}
+	if len(f.Indptr) != f.Rows+1 || f.Indptr[0] != 0 || int(f.Indptr[f.Rows]) != len(f.Indices) {
+		return fmt.Errorf("indptr must run from 0 to %d over %d rows", len(f.Indices), f.Rows)
+	}
+	if f.Values != nil && len(f.Values) != len(f.Indices) {
+		return fmt.Errorf("%d values for %d indices", len(f.Values), len(f.Indices))
+	}
+	for r := 0; r < f.Rows; r++ {
+		if f.Indptr[r+1] < f.Indptr[r] {
+			return fmt.Errorf("indptr decreases at row %d", r)
+		}
+		row := f.Indices[f.Indptr[r]:f.Indptr[r+1]]
+		for i, c := range row {
+			if c < 0 || int(c) >= f.Cols || (i > 0 && row[i-1] >= c) {
+				return fmt.Errorf("row %d: columns not sorted, unique and in [0, %d)", r, f.Cols)
+			}
+		}
+	}
+	return nil
 }

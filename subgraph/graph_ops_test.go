@@ -148,3 +148,38 @@ func TestCanonicalCSR(t *testing.T) {
 	_, _, _, err = canonicalCSR("m", 3, 3, []int32{0, 3, 2, 4}, ix, vs)
 	assert.ErrorContains(t, err, "indptr decreases at row 1")
 }
+
+func TestDatasetValidate(t *testing.T) {
+	good := func() *Dataset {
+		g, _ := FromEdges(3, []int32{0, 1}, []int32{1, 2}, BuildOptions{Symmetrize: true})
+		return &Dataset{
+			Name: "t", Graph: g, NumClasses: 2, Labels: []int32{0, 1, -1},
+			Features: &Features{Rows: 3, Cols: 2, Indptr: []int32{0, 1, 1, 3}, Indices: []int32{1, 0, 1}},
+			Train:    []int32{0}, Test: []int32{2},
+		}
+	}
+	require.NoError(t, good().Validate())
+	tests := []struct {
+		name   string
+		mutate func(d *Dataset)
+		msg    string
+	}{
+		{"directed", func(d *Dataset) { d.Graph, _ = FromEdges(3, []int32{0}, []int32{1}, BuildOptions{}) }, "not undirected"},
+		{"label range", func(d *Dataset) { d.Labels[1] = 2 }, "node 1 has label 2 outside [-1, 2)"},
+		{"label count", func(d *Dataset) { d.Labels = d.Labels[:2] }, "2 labels for 3 nodes"},
+		{"feature rows", func(d *Dataset) { d.Features = &Features{Rows: 2, Cols: 1, Dense: []float32{1, 2}} }, "features have 2 rows for 3 nodes"},
+		{"dense size", func(d *Dataset) { d.Features = &Features{Rows: 3, Cols: 2, Dense: []float32{1}} }, "1 dense values"},
+		{"unsorted", func(d *Dataset) { d.Features.Indices = []int32{1, 1, 0} }, "row 2: columns not sorted"},
+		{"values", func(d *Dataset) { d.Features.Values = []float32{1} }, "1 values for 3 indices"},
+		{"split", func(d *Dataset) { d.Val = []int32{3} }, "val node 3 outside [0, 3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := good()
+			tt.mutate(d)
+			err := d.Validate()
+			require.ErrorIs(t, err, ErrInconsistent)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}

@@ -64,7 +64,7 @@ func TestBundledCounts(t *testing.T) {
 		t.Run(filepath.Base(tt.name), func(t *testing.T) {
 			d := loadCached(t, tt.name)
 			g := d.Graph
-			require.NoError(t, g.Validate())
+			require.NoError(t, d.Validate())
 			assert.Equal(t, tt.nodes, g.N(), "nodes")
 			assert.Equal(t, tt.edges, g.NumUndirectedEdges(), "undirected edges")
 			assert.Equal(t, 2*tt.edges, g.NumEdges(), "stored edges of a symmetric graph")
