@@ -126,8 +126,9 @@ func TestReadPackedErrors(t *testing.T) {
 }
 
 func FuzzReadPacked(f *testing.F) {
-	// Small seeds (a few KiB) keep the fuzzer's mutations fast.
-	g, _, err := PlantedPartition(200, 4, 6, 0.2, 1)
+	// Small seeds (under 1 KiB): the fuzzer minimizes every new input for up
+	// to -fuzzminimizetime, which takes long on inputs of several KiB.
+	g, _, err := PlantedPartition(40, 4, 4, 0.2, 1)
 	require.NoError(f, err)
 	p, err := Partition(g, 4, PartitionOptions{Seed: 1})
 	require.NoError(f, err)
@@ -136,7 +137,7 @@ func FuzzReadPacked(f *testing.F) {
 	for i := 0; i < 2; i++ {
 		b, err := bp.Batch(i)
 		require.NoError(f, err)
-		buf, err := b.pack(randomFeatures(f, g.N(), 5, 1+i), i == 1)
+		buf, err := b.pack(randomFeatures(f, g.N(), 3, 1+i), i == 1)
 		require.NoError(f, err)
 		f.Add(buf)
 	}
