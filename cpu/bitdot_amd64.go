@@ -22,17 +22,17 @@ func popcntRowAVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int
 //go:noescape
 func markRowsAVX2(mask *uint64, mw int, a *uint64, lda int, nrows int, nchunks int)
 
-// popcntRow4AVX512 is popcntRowGeneric for kw = ldb = 4 and ncols a multiple of 8:
-// out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+4n:][:4]) << (i+j).
+// popcntRow4AVX512 is popcntRowGeneric for kw = 4 and ncols a multiple of 8:
+// out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+n*ldb:][:4]) << (i+j).
 //
 //go:noescape
-func popcntRow4AVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)
+func popcntRow4AVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)
 
-// popcntRow4AVX2 is popcntRowGeneric for kw = ldb = 4 and ncols a multiple of 4:
-// out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+4n:][:4]) << (i+j).
+// popcntRow4AVX2 is popcntRowGeneric for kw = 4 and ncols a multiple of 4:
+// out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+n*ldb:][:4]) << (i+j).
 //
 //go:noescape
-func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)
+func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)
 
 // addChain runs 64·n dependent ADDs (one cycle each on any x86-64 core),
 // the clock calibration loop of the benchmarks; it returns 64·n.

@@ -603,24 +603,27 @@ DATA row4_perm<>+56(SB)/4, $0x00000000
 DATA row4_perm<>+60(SB)/4, $0x00000000
 GLOBL row4_perm<>(SB), RODATA|NOPTR, $64
 
-// func popcntRow4AVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)
+// func popcntRow4AVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)
 // Requires: AVX, AVX2, AVX512F, AVX512VPOPCNTDQ, SSE2
-TEXT ·popcntRow4AVX512(SB), NOSPLIT, $0-88
+TEXT ·popcntRow4AVX512(SB), NOSPLIT, $8-96
 	VMOVDQU32 row4_perm<>+0(SB), Z0
+	MOVQ      ldb+56(FP), AX
+	CMPQ      AX, $0x04
+	JNE       r4s_start
 	MOVQ      a+16(FP), AX
 	MOVQ      out+0(FP), CX
-	MOVQ      nrows+80(FP), DX
+	MOVQ      nrows+88(FP), DX
 
-r4_row:
+r4c_row:
 	TESTQ DX, DX
-	JZ    r4_done
+	JZ    r4c_done
 	MOVQ  CX, BX
 	MOVQ  b+48(FP), SI
-	MOVQ  ncols+72(FP), DI
+	MOVQ  ncols+80(FP), DI
 
-r4_group:
+r4c_group:
 	CMPQ   DI, $0x08
-	JL     r4_rowdone
+	JL     r4c_rowdone
 	VPXORQ Z1, Z1, Z1
 	VPXORQ Z2, Z2, Z2
 	VPXORQ Z3, Z3, Z3
@@ -629,13 +632,13 @@ r4_group:
 	MOVQ   abits+40(FP), R9
 	XORQ   R10, R10
 
-r4_planeA:
+r4c_planeA:
 	VBROADCASTI64X4 (R8), Z5
 	MOVQ            SI, R11
-	MOVQ            bbits+64(FP), R12
+	MOVQ            bbits+72(FP), R12
 	MOVQ            R10, R13
 
-r4_planeB:
+r4c_planeB:
 	MOVQ       R13, X6
 	VPANDQ     (R11), Z5, Z7
 	VPOPCNTQ   Z7, Z7
@@ -653,18 +656,18 @@ r4_planeB:
 	VPOPCNTQ   Z7, Z7
 	VPSLLQ     X6, Z7, Z7
 	VPADDQ     Z7, Z4, Z4
-	MOVQ       bps+56(FP), R14
+	MOVQ       bps+64(FP), R14
 	SHLQ       $0x03, R14
 	ADDQ       R14, R11
 	INCQ       R13
 	DECQ       R12
-	JNZ        r4_planeB
+	JNZ        r4c_planeB
 	MOVQ       aps+32(FP), R11
 	SHLQ       $0x03, R11
 	ADDQ       R11, R8
 	INCQ       R10
 	DECQ       R9
-	JNZ        r4_planeA
+	JNZ        r4c_planeA
 	VPSLLQ     $0x20, Z2, Z2
 	VPORQ      Z2, Z1, Z1
 	VPSLLQ     $0x20, Z4, Z4
@@ -683,9 +686,9 @@ r4_planeB:
 	ADDQ       $0x20, BX
 	ADDQ       $0x00000100, SI
 	SUBQ       $0x08, DI
-	JMP        r4_group
+	JMP        r4c_group
 
-r4_rowdone:
+r4c_rowdone:
 	MOVQ lda+24(FP), BX
 	SHLQ $0x03, BX
 	ADDQ BX, AX
@@ -693,28 +696,135 @@ r4_rowdone:
 	SHLQ $0x02, BX
 	ADDQ BX, CX
 	DECQ DX
-	JMP  r4_row
+	JMP  r4c_row
 
-r4_done:
+r4c_done:
 	VZEROUPPER
 	RET
 
-// func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)
+r4s_start:
+	MOVQ a+16(FP), AX
+	MOVQ out+0(FP), CX
+	MOVQ nrows+88(FP), DX
+
+r4s_row:
+	TESTQ DX, DX
+	JZ    r4s_done
+	MOVQ  CX, BX
+	MOVQ  b+48(FP), SI
+	MOVQ  ncols+80(FP), DI
+
+r4s_group:
+	CMPQ   DI, $0x08
+	JL     r4s_rowdone
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	MOVQ   AX, R8
+	MOVQ   abits+40(FP), R9
+	XORQ   R10, R10
+
+r4s_planeA:
+	VBROADCASTI64X4 (R8), Z5
+	MOVQ            SI, R11
+	MOVQ            bbits+72(FP), R12
+	MOVQ            R10, R13
+
+r4s_planeB:
+	MOVQ         R13, X6
+	MOVQ         ldb+56(FP), R14
+	SHLQ         $0x03, R14
+	LEAQ         (R14)(R14*2), R15
+	LEAQ         (R11)(R14*4), BP
+	VMOVDQU      (R11), Y7
+	VINSERTI64X4 $0x01, (R11)(R14*1), Z7, Z7
+	VPANDQ       Z5, Z7, Z7
+	VPOPCNTQ     Z7, Z7
+	VPSLLQ       X6, Z7, Z7
+	VPADDQ       Z7, Z1, Z1
+	VMOVDQU      (R11)(R14*2), Y8
+	VINSERTI64X4 $0x01, (R11)(R15*1), Z8, Z8
+	VPANDQ       Z5, Z8, Z8
+	VPOPCNTQ     Z8, Z8
+	VPSLLQ       X6, Z8, Z8
+	VPADDQ       Z8, Z2, Z2
+	VMOVDQU      (BP), Y9
+	VINSERTI64X4 $0x01, (BP)(R14*1), Z9, Z9
+	VPANDQ       Z5, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPSLLQ       X6, Z9, Z9
+	VPADDQ       Z9, Z3, Z3
+	VMOVDQU      (BP)(R14*2), Y10
+	VINSERTI64X4 $0x01, (BP)(R15*1), Z10, Z10
+	VPANDQ       Z5, Z10, Z10
+	VPOPCNTQ     Z10, Z10
+	VPSLLQ       X6, Z10, Z10
+	VPADDQ       Z10, Z4, Z4
+	MOVQ         bps+64(FP), R14
+	SHLQ         $0x03, R14
+	ADDQ         R14, R11
+	INCQ         R13
+	DECQ         R12
+	JNZ          r4s_planeB
+	MOVQ         aps+32(FP), R11
+	SHLQ         $0x03, R11
+	ADDQ         R11, R8
+	INCQ         R10
+	DECQ         R9
+	JNZ          r4s_planeA
+	VPSLLQ       $0x20, Z2, Z2
+	VPORQ        Z2, Z1, Z1
+	VPSLLQ       $0x20, Z4, Z4
+	VPORQ        Z4, Z3, Z3
+	VPSHUFD      $0x4e, Z1, Z5
+	VPADDQ       Z5, Z1, Z1
+	VSHUFI64X2   $0xb1, Z1, Z1, Z5
+	VPADDQ       Z5, Z1, Z1
+	VPSHUFD      $0x4e, Z3, Z5
+	VPADDQ       Z5, Z3, Z3
+	VSHUFI64X2   $0xb1, Z3, Z3, Z5
+	VPADDQ       Z5, Z3, Z3
+	VPERMT2D     Z3, Z0, Z1
+	VPADDD       (BX), Y1, Y1
+	VMOVDQU      Y1, (BX)
+	ADDQ         $0x20, BX
+	MOVQ         ldb+56(FP), R8
+	SHLQ         $0x06, R8
+	ADDQ         R8, SI
+	SUBQ         $0x08, DI
+	JMP          r4s_group
+
+r4s_rowdone:
+	MOVQ lda+24(FP), BX
+	SHLQ $0x03, BX
+	ADDQ BX, AX
+	MOVQ ldo+8(FP), BX
+	SHLQ $0x02, BX
+	ADDQ BX, CX
+	DECQ DX
+	JMP  r4s_row
+
+r4s_done:
+	VZEROUPPER
+	RET
+
+// func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)
 // Requires: AVX, AVX2, SSE2
-TEXT ·popcntRow4AVX2(SB), NOSPLIT, $0-88
+TEXT ·popcntRow4AVX2(SB), NOSPLIT, $0-96
 	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
 	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
 	VPXOR   Y2, Y2, Y2
 	MOVQ    a+16(FP), AX
 	MOVQ    out+0(FP), CX
-	MOVQ    nrows+80(FP), DX
+	MOVQ    nrows+88(FP), DX
 
 a4_row:
 	TESTQ DX, DX
 	JZ    a4_done
 	MOVQ  CX, BX
 	MOVQ  b+48(FP), SI
-	MOVQ  ncols+72(FP), DI
+	MOVQ  ncols+80(FP), DI
 
 a4_group:
 	CMPQ  DI, $0x04
@@ -730,11 +840,14 @@ a4_group:
 a4_planeA:
 	VMOVDQU (R8), Y7
 	MOVQ    SI, R11
-	MOVQ    bbits+64(FP), R12
+	MOVQ    bbits+72(FP), R12
 	MOVQ    R10, R13
 
 a4_planeB:
 	MOVQ       R13, X8
+	MOVQ       ldb+56(FP), R14
+	SHLQ       $0x03, R14
+	LEAQ       (R14)(R14*2), R15
 	VPAND      (R11), Y7, Y9
 	VPSRLW     $0x04, Y9, Y10
 	VPAND      Y0, Y9, Y9
@@ -745,7 +858,7 @@ a4_planeB:
 	VPSADBW    Y2, Y9, Y9
 	VPSLLQ     X8, Y9, Y9
 	VPADDQ     Y9, Y3, Y3
-	VPAND      32(R11), Y7, Y9
+	VPAND      (R11)(R14*1), Y7, Y9
 	VPSRLW     $0x04, Y9, Y10
 	VPAND      Y0, Y9, Y9
 	VPAND      Y0, Y10, Y10
@@ -755,7 +868,7 @@ a4_planeB:
 	VPSADBW    Y2, Y9, Y9
 	VPSLLQ     X8, Y9, Y9
 	VPADDQ     Y9, Y4, Y4
-	VPAND      64(R11), Y7, Y9
+	VPAND      (R11)(R14*2), Y7, Y9
 	VPSRLW     $0x04, Y9, Y10
 	VPAND      Y0, Y9, Y9
 	VPAND      Y0, Y10, Y10
@@ -765,7 +878,7 @@ a4_planeB:
 	VPSADBW    Y2, Y9, Y9
 	VPSLLQ     X8, Y9, Y9
 	VPADDQ     Y9, Y5, Y5
-	VPAND      96(R11), Y7, Y9
+	VPAND      (R11)(R15*1), Y7, Y9
 	VPSRLW     $0x04, Y9, Y10
 	VPAND      Y0, Y9, Y9
 	VPAND      Y0, Y10, Y10
@@ -775,7 +888,7 @@ a4_planeB:
 	VPSADBW    Y2, Y9, Y9
 	VPSLLQ     X8, Y9, Y9
 	VPADDQ     Y9, Y6, Y6
-	MOVQ       bps+56(FP), R14
+	MOVQ       bps+64(FP), R14
 	SHLQ       $0x03, R14
 	ADDQ       R14, R11
 	INCQ       R13
@@ -800,7 +913,9 @@ a4_planeB:
 	VPADDD     (BX), X6, X6
 	VMOVDQU    X6, (BX)
 	ADDQ       $0x10, BX
-	ADDQ       $0x80, SI
+	MOVQ       ldb+56(FP), R8
+	SHLQ       $0x05, R8
+	ADDQ       R8, SI
 	SUBQ       $0x04, DI
 	JMP        a4_group
 

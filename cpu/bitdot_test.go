@@ -83,11 +83,12 @@ func TestRowVsNaive(t *testing.T) {
 			}
 		}
 	}
-	// K = 256 bits with B's columns back to back: the AVX-512 two-columns
-	// per register kernel, with and without a tail of columns.
+	// K = 256 bits, B's columns back to back or strided: the row4 kernels
+	// (two columns per register in AVX-512), with and without a tail.
 	for _, nc := range []int{8, 13, 16, 64, 71} {
 		for _, ab := range [][2]int{{1, 1}, {2, 3}, {8, 8}} {
 			cases = append(cases, rowCase{4, nc, 3, ab[0], ab[1], 0, 1})
+			cases = append(cases, rowCase{4, nc, 2, ab[0], ab[1], 5, 3}) // strided columns
 		}
 	}
 	for _, im := range bitImpls {

@@ -392,35 +392,48 @@ func markAVX2() {
 	RET()
 }
 
-// row4AVX512 is the row kernel for K = 256 bits with B's columns packed
-// back to back (ldb = kw = 4 words, the default padding of any K <= 256,
-// as in a GNN layer's update product): a 512-bit register then holds two
-// columns, A's line is broadcast to both halves, and four registers cover
-// eight columns, so each VPOPCNTQ does two dot products.
+// row4AVX512 is the row kernel for K = 256 bits (kw = 4 words: the default
+// padding of any K <= 256, as in a GNN layer's update product, and any row
+// whose non-zero chunks form runs of one, as in a block-diagonal
+// adjacency): a 512-bit register holds two columns, A's line is broadcast
+// to both halves, and four registers cover eight columns, so each
+// VPOPCNTQ does two dot products. Columns back to back (ldb = 4) load with
+// one instruction, others with a load and an insert.
 func row4AVX512() {
 	perm := GLOBL("row4_perm", RODATA|NOPTR)
 	for k, v := range []uint32{0, 8, 1, 9, 16, 24, 17, 25, 0, 0, 0, 0, 0, 0, 0, 0} {
 		DATA(4*k, U32(v))
 	}
-	TEXT("popcntRow4AVX512", NOSPLIT, "func(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)")
+	TEXT("popcntRow4AVX512", NOSPLIT, "func(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)")
 	Pragma("noescape")
-	Doc("popcntRow4AVX512 is popcntRowGeneric for kw = ldb = 4 and ncols a multiple of 8:",
-		"out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+4n:][:4]) << (i+j).")
+	Doc("popcntRow4AVX512 is popcntRowGeneric for kw = 4 and ncols a multiple of 8:",
+		"out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+n*ldb:][:4]) << (i+j).")
 	idx := ZMM()
 	VMOVDQU32(perm, idx)
+	ldb := Load(Param("ldb"), GP64())
+	CMPQ(ldb, U8(4))
+	JNE(LabelRef("r4s_start"))
+	row4Loops("r4c", false, idx)
+	Label("r4s_start")
+	row4Loops("r4s", true, idx)
+}
+
+// row4Loops emits popcntRow4AVX512's loops, for columns back to back or
+// strided, ending in RET.
+func row4Loops(prefix string, strided bool, idx VecVirtual) {
 	aRow := Load(Param("a"), GP64())
 	outRow := Load(Param("out"), GP64())
 	rows := Load(Param("nrows"), GP64())
-	Label("r4_row")
+	Label(prefix + "_row")
 	TESTQ(rows, rows)
-	JZ(LabelRef("r4_done"))
+	JZ(LabelRef(prefix + "_done"))
 	out := GP64()
 	MOVQ(outRow, out)
 	b := Load(Param("b"), GP64())
 	nc := Load(Param("ncols"), GP64())
-	Label("r4_group")
+	Label(prefix + "_group")
 	CMPQ(nc, U8(8))
-	JL(LabelRef("r4_rowdone"))
+	JL(LabelRef(prefix + "_rowdone"))
 	var q [4]VecVirtual
 	for l := range q {
 		q[l] = ZMM()
@@ -431,7 +444,7 @@ func row4AVX512() {
 	ic := Load(Param("abits"), GP64())
 	shBase := GP64()
 	XORQ(shBase, shBase)
-	Label("r4_planeA")
+	Label(prefix + "_planeA")
 	x := ZMM()
 	VBROADCASTI64X4(Mem{Base: ai}, x)
 	bj := GP64()
@@ -439,12 +452,28 @@ func row4AVX512() {
 	jc := Load(Param("bbits"), GP64())
 	sh := GP64()
 	MOVQ(shBase, sh)
-	Label("r4_planeB")
+	Label(prefix + "_planeB")
 	shx := XMM()
 	MOVQ(sh, shx)
+	var cols [8]Mem
+	if strided {
+		ldb, ldb3, p4 := GP64(), GP64(), GP64()
+		Load(Param("ldb"), ldb)
+		SHLQ(U8(3), ldb)
+		LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
+		LEAQ(Mem{Base: bj, Index: ldb, Scale: 4}, p4)
+		cols = [8]Mem{{Base: bj}, {Base: bj, Index: ldb, Scale: 1}, {Base: bj, Index: ldb, Scale: 2}, {Base: bj, Index: ldb3, Scale: 1},
+			{Base: p4}, {Base: p4, Index: ldb, Scale: 1}, {Base: p4, Index: ldb, Scale: 2}, {Base: p4, Index: ldb3, Scale: 1}}
+	}
 	for l := range q {
 		u := ZMM()
-		VPANDQ(Mem{Base: bj, Disp: 64 * l}, x, u)
+		if strided {
+			VMOVDQU(cols[2*l], u.AsY())
+			VINSERTI64X4(U8(1), cols[2*l+1], u, u)
+			VPANDQ(x, u, u)
+		} else {
+			VPANDQ(Mem{Base: bj, Disp: 64 * l}, x, u)
+		}
 		VPOPCNTQ(u, u)
 		VPSLLQ(shx, u, u)
 		VPADDQ(u, q[l], q[l])
@@ -454,13 +483,13 @@ func row4AVX512() {
 	ADDQ(bps, bj)
 	INCQ(sh)
 	DECQ(jc)
-	JNZ(LabelRef("r4_planeB"))
+	JNZ(LabelRef(prefix + "_planeB"))
 	aps := Load(Param("aps"), GP64())
 	SHLQ(U8(3), aps)
 	ADDQ(aps, ai)
 	INCQ(shBase)
 	DECQ(ic)
-	JNZ(LabelRef("r4_planeA"))
+	JNZ(LabelRef(prefix + "_planeA"))
 	// q[l] holds columns 2l (low half) and 2l+1 (high half), four partial
 	// sums each (< 2^32). Pack pairs into dwords, sum within each half,
 	// then gather the eight totals in column order.
@@ -480,10 +509,16 @@ func row4AVX512() {
 	VPADDD(Mem{Base: out}, r, r)
 	VMOVDQU(r, Mem{Base: out})
 	ADDQ(U8(32), out)
-	ADDQ(U32(256), b)
+	if strided {
+		step := Load(Param("ldb"), GP64())
+		SHLQ(U8(6), step) // 8 columns
+		ADDQ(step, b)
+	} else {
+		ADDQ(U32(256), b)
+	}
 	SUBQ(U8(8), nc)
-	JMP(LabelRef("r4_group"))
-	Label("r4_rowdone")
+	JMP(LabelRef(prefix + "_group"))
+	Label(prefix + "_rowdone")
 	lda := Load(Param("lda"), GP64())
 	SHLQ(U8(3), lda)
 	ADDQ(lda, aRow)
@@ -491,20 +526,20 @@ func row4AVX512() {
 	SHLQ(U8(2), ldo)
 	ADDQ(ldo, outRow)
 	DECQ(rows)
-	JMP(LabelRef("r4_row"))
-	Label("r4_done")
+	JMP(LabelRef(prefix + "_row"))
+	Label(prefix + "_done")
 	VZEROUPPER()
 	RET()
 }
 
-// row4AVX2 is the row kernel for K = 256 bits with B's columns back to
-// back (kw = ldb = 4 words): one 256-bit step per plane pair, so no byte
-// counters to flush, straight-line code for four columns per group.
+// row4AVX2 is the row kernel for K = 256 bits (kw = 4 words, see
+// row4AVX512): one 256-bit step per plane pair, so no byte counters to
+// flush, straight-line code for four columns per group.
 func row4AVX2(lut, low Mem) {
-	TEXT("popcntRow4AVX2", NOSPLIT, "func(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, bps int, bbits int, ncols int, nrows int)")
+	TEXT("popcntRow4AVX2", NOSPLIT, "func(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)")
 	Pragma("noescape")
-	Doc("popcntRow4AVX2 is popcntRowGeneric for kw = ldb = 4 and ncols a multiple of 4:",
-		"out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+4n:][:4]) << (i+j).")
+	Doc("popcntRow4AVX2 is popcntRowGeneric for kw = 4 and ncols a multiple of 4:",
+		"out[r*ldo+n] += Σ_i Σ_j popcount(a[r*lda+i*aps:][:4] & b[j*bps+n*ldb:][:4]) << (i+j).")
 	mask, table, zero := YMM(), YMM(), YMM()
 	VMOVDQU(low, mask)
 	VMOVDQU(lut, table)
@@ -543,9 +578,14 @@ func row4AVX2(lut, low Mem) {
 	Label("a4_planeB")
 	shx := XMM()
 	MOVQ(sh, shx)
+	ldb, ldb3 := GP64(), GP64()
+	Load(Param("ldb"), ldb)
+	SHLQ(U8(3), ldb)
+	LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
+	cols := []Mem{{Base: bj}, {Base: bj, Index: ldb, Scale: 1}, {Base: bj, Index: ldb, Scale: 2}, {Base: bj, Index: ldb3, Scale: 1}}
 	for l := range q {
 		t, h := YMM(), YMM()
-		VPAND(Mem{Base: bj, Disp: 32 * l}, x, t)
+		VPAND(cols[l], x, t)
 		VPSRLW(U8(4), t, h)
 		VPAND(mask, t, t)
 		VPAND(mask, h, h)
@@ -570,7 +610,9 @@ func row4AVX2(lut, low Mem) {
 	JNZ(LabelRef("a4_planeA"))
 	reduce4(q, out)
 	ADDQ(U8(16), out)
-	ADDQ(U8(128), b)
+	step := Load(Param("ldb"), GP64())
+	SHLQ(U8(5), step) // 4 columns
+	ADDQ(step, b)
 	SUBQ(U8(4), nc)
 	JMP(LabelRef("a4_group"))
 	Label("a4_rowdone")
