@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -186,8 +187,15 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 			c1 := min(p.n, c0+p.colBlock)
 			for r := 0; r < rows; {
 				if !t.dense[r] {
-					p.runs(tile[r*p.n+c0:r*p.n+c1], t.mask[r*mw:(r+1)*mw], m0+r, kb, ke, c0)
-					r++
+					// Consecutive rows with the same zero chunks (the rows of
+					// one block of a block-diagonal A) go in one call per run.
+					mask := t.mask[r*mw : (r+1)*mw]
+					r1 := r + 1
+					for r1 < rows && !t.dense[r1] && slices.Equal(mask, t.mask[r1*mw:(r1+1)*mw]) {
+						r1++
+					}
+					p.runs(tile[r*p.n+c0:], mask, m0+r, r1-r, kb, ke, c0, c1-c0)
+					r = r1
 					continue
 				}
 				// Consecutive rows with no zero chunk go in one call.
@@ -203,10 +211,11 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	}
 }
 
-// runs adds to out the weighted popcounts of row m of A against columns
-// [c0, c0+len(out)) of B over the row's runs of non-zero chunks within
-// words [kb, ke).
-func (p *bitPlan) runs(out []int32, mask []uint64, m, kb, ke, c0 int) {
+// runs adds to out (row stride n) the weighted popcounts of rows
+// [m, m+nrows) of A, which share the zero-chunk mask, against columns
+// [c0, c0+ncols) of B, over the runs of non-zero chunks within words
+// [kb, ke).
+func (p *bitPlan) runs(out []int32, mask []uint64, m, nrows, kb, ke, c0, ncols int) {
 	c := kb / bitChunkWords
 	cEnd := (ke + bitChunkWords - 1) / bitChunkWords
 	for c < cEnd {
@@ -234,7 +243,7 @@ func (p *bitPlan) runs(out []int32, mask []uint64, m, kb, ke, c0 int) {
 		}
 		e = min(e, cEnd)
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		p.impl.row(out, 0, p.aw[m*p.lw+w0:], 0, p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, len(out), 1)
+		p.impl.row(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, ncols, nrows)
 		c = e
 	}
 }
