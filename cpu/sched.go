@@ -162,7 +162,7 @@ func makePlan(g CSR, s Schedule, f int) rowPlan {
 	return pl
 }
 
-// worker holds one goroutine's scratch.
+// spanWorker holds one goroutine's scratch.
 type spanWorker struct {
 	buf  []float32
 	part partCursor
