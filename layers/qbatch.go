@@ -53,6 +53,15 @@ func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale [
 			}
 			local[v] = int32(i)
 		}
+		if withBits {
+			// Breadth-first order inside the batch: neighbours get nearby
+			// rows, so the 1-bit adjacency is banded and its rows have
+			// long runs of zero words, which bit kernels skip.
+			nodes = qBandOrder(g, nodes, local)
+			for i, v := range nodes {
+				local[v] = int32(i)
+			}
+		}
 		b, err := qBuildBatch(g, nodes, local, withBits)
 		if err == nil && nodeScale != nil {
 			b.FeatScale = make([]float32, len(nodes))
@@ -294,4 +303,28 @@ func QRowInverse(f *subgraph.Features) []float32 {
 		}
 	}
 	return out
+}
+
+// qBandOrder returns nodes (whose positions local holds) in breadth-first
+// order over the subgraph they induce, each component started from its
+// first node in the given order (Cuthill–McKee without the degree sort).
+func qBandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
+	seen := make([]bool, len(nodes))
+	order := make([]int32, 0, len(nodes))
+	for s, v := range nodes {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		order = append(order, v)
+		for i := len(order) - 1; i < len(order); i++ {
+			for _, u := range g.Neighbors(int(order[i])) {
+				if lu := local[u]; lu >= 0 && !seen[lu] {
+					seen[lu] = true
+					order = append(order, u)
+				}
+			}
+		}
+	}
+	return order
 }
