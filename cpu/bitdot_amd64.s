@@ -73,8 +73,8 @@ DATA popcnt_low_nibble<>+31(SB)/1, $0x0f
 GLOBL popcnt_low_nibble<>(SB), RODATA|NOPTR, $32
 
 // func popcntRowAVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)
-// Requires: AVX, AVX2, CMOV, SSE2
-TEXT ·popcntRowAVX2(SB), NOSPLIT, $56-104
+// Requires: AVX, AVX2, CMOV
+TEXT ·popcntRowAVX2(SB), NOSPLIT, $72-104
 	MOVQ    out+0(FP), AX
 	MOVQ    AX, 40(SP)
 	MOVQ    a+16(FP), AX
@@ -110,15 +110,15 @@ avx2x4_planeA:
 	MOVQ 24(SP), R8
 
 avx2x4_planeB:
-	MOVQ ldb+56(FP), R9
-	SHLQ $0x03, R9
-	LEAQ (SI)(R9*1), R10
-	LEAQ (SI)(R9*2), R11
-	LEAQ (R10)(R9*2), R9
-	MOVQ R8, X7
-	XORQ R12, R12
-	MOVQ kw+80(FP), R13
-	SHRQ $0x02, R13
+	MOVQ  ldb+56(FP), R9
+	SHLQ  $0x03, R9
+	LEAQ  (SI)(R9*1), R10
+	LEAQ  (SI)(R9*2), R11
+	LEAQ  (R10)(R9*2), R9
+	VMOVQ R8, X7
+	XORQ  R12, R12
+	MOVQ  kw+80(FP), R13
+	SHRQ  $0x02, R13
 
 avx2x4_chunk:
 	TESTQ   R13, R13
@@ -232,12 +232,12 @@ avx2x1_planeA:
 	MOVQ 24(SP), R8
 
 avx2x1_planeB:
-	MOVQ ldb+56(FP), R9
-	SHLQ $0x03, R9
-	MOVQ R8, X4
-	XORQ R9, R9
-	MOVQ kw+80(FP), R10
-	SHRQ $0x02, R10
+	MOVQ  ldb+56(FP), R9
+	SHLQ  $0x03, R9
+	VMOVQ R8, X4
+	XORQ  R9, R9
+	MOVQ  kw+80(FP), R10
+	SHRQ  $0x02, R10
 
 avx2x1_chunk:
 	TESTQ   R10, R10
@@ -307,14 +307,15 @@ avx2_rowsdone:
 	RET
 
 // func popcntRowAVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, kw int, ncols int, nrows int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ, SSE2
-TEXT ·popcntRowAVX512(SB), NOSPLIT, $56-104
-	MOVQ out+0(FP), AX
-	MOVQ AX, 40(SP)
-	MOVQ a+16(FP), AX
-	MOVQ AX, 32(SP)
-	MOVQ nrows+96(FP), AX
-	MOVQ AX, 48(SP)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
+TEXT ·popcntRowAVX512(SB), NOSPLIT, $72-104
+	MOVQ      out+0(FP), AX
+	MOVQ      AX, 40(SP)
+	MOVQ      a+16(FP), AX
+	MOVQ      AX, 32(SP)
+	MOVQ      nrows+96(FP), AX
+	MOVQ      AX, 48(SP)
+	VMOVDQU32 row8_perm<>+0(SB), Z0
 
 avx512_row:
 	CMPQ 48(SP), $0x00
@@ -323,13 +324,178 @@ avx512_row:
 	MOVQ ncols+88(FP), CX
 	MOVQ b+48(FP), DX
 
-avx512x4_group:
-	CMPQ   CX, $0x04
-	JL     avx512x4_done
-	VPXORQ Z0, Z0, Z0
+avx512x8_group:
+	CMPQ   CX, $0x08
+	JL     avx512x8_done
 	VPXORQ Z1, Z1, Z1
 	VPXORQ Z2, Z2, Z2
 	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	MOVQ   32(SP), BX
+	MOVQ   $0x00000000, 24(SP)
+	MOVQ   abits+40(FP), SI
+	MOVQ   SI, 16(SP)
+
+avx512x8_planeA:
+	MOVQ DX, SI
+	MOVQ bbits+72(FP), DI
+	MOVQ DI, 56(SP)
+	MOVQ 24(SP), DI
+	MOVQ DI, 64(SP)
+
+avx512x8_planeB:
+	MOVQ   ldb+56(FP), DI
+	SHLQ   $0x03, DI
+	LEAQ   (DI)(DI*2), R8
+	MOVQ   BX, R9
+	MOVQ   SI, R10
+	LEAQ   (SI)(DI*4), R11
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	VPXORQ Z16, Z16, Z16
+	MOVQ   kw+80(FP), R12
+	SHRQ   $0x03, R12
+	JZ     avx512x8_tail
+
+avx512x8_inner:
+	VMOVDQU64 (R9), Z17
+	VPANDQ    (R10), Z17, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z9, Z9
+	VPANDQ    (R10)(DI*1), Z17, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z10, Z10
+	VPANDQ    (R10)(DI*2), Z17, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z11, Z11
+	VPANDQ    (R10)(R8*1), Z17, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z12, Z12
+	VPANDQ    (R11), Z17, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z13, Z13
+	VPANDQ    (R11)(DI*1), Z17, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z14, Z14
+	VPANDQ    (R11)(DI*2), Z17, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z15, Z15
+	VPANDQ    (R11)(R8*1), Z17, Z17
+	VPOPCNTQ  Z17, Z17
+	VPADDQ    Z17, Z16, Z16
+	ADDQ      $0x40, R9
+	ADDQ      $0x40, R10
+	ADDQ      $0x40, R11
+	DECQ      R12
+	JNZ       avx512x8_inner
+
+avx512x8_tail:
+	MOVQ      kw+80(FP), R12
+	TESTQ     $0x00000004, R12
+	JZ        avx512x8_weigh
+	VMOVDQU64 (R9), Y17
+	VPANDQ    (R10), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z9, Z9
+	VPANDQ    (R10)(DI*1), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z10, Z10
+	VPANDQ    (R10)(DI*2), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z11, Z11
+	VPANDQ    (R10)(R8*1), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z12, Z12
+	VPANDQ    (R11), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z13, Z13
+	VPANDQ    (R11)(DI*1), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z14, Z14
+	VPANDQ    (R11)(DI*2), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z15, Z15
+	VPANDQ    (R11)(R8*1), Y17, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z16, Z16
+
+avx512x8_weigh:
+	MOVQ       64(SP), DI
+	VMOVQ      DI, X17
+	VPSLLQ     X17, Z9, Z9
+	VPADDQ     Z9, Z1, Z1
+	VPSLLQ     X17, Z10, Z10
+	VPADDQ     Z10, Z2, Z2
+	VPSLLQ     X17, Z11, Z11
+	VPADDQ     Z11, Z3, Z3
+	VPSLLQ     X17, Z12, Z12
+	VPADDQ     Z12, Z4, Z4
+	VPSLLQ     X17, Z13, Z13
+	VPADDQ     Z13, Z5, Z5
+	VPSLLQ     X17, Z14, Z14
+	VPADDQ     Z14, Z6, Z6
+	VPSLLQ     X17, Z15, Z15
+	VPADDQ     Z15, Z7, Z7
+	VPSLLQ     X17, Z16, Z16
+	VPADDQ     Z16, Z8, Z8
+	MOVQ       bps+64(FP), DI
+	SHLQ       $0x03, DI
+	ADDQ       DI, SI
+	INCQ       64(SP)
+	DECQ       56(SP)
+	JNZ        avx512x8_planeB
+	MOVQ       aps+32(FP), SI
+	SHLQ       $0x03, SI
+	ADDQ       SI, BX
+	INCQ       24(SP)
+	DECQ       16(SP)
+	JNZ        avx512x8_planeA
+	VPSLLQ     $0x20, Z2, Z2
+	VPORQ      Z2, Z1, Z1
+	VPSLLQ     $0x20, Z4, Z4
+	VPORQ      Z4, Z3, Z3
+	VPSLLQ     $0x20, Z6, Z6
+	VPORQ      Z6, Z5, Z5
+	VPSLLQ     $0x20, Z8, Z8
+	VPORQ      Z8, Z7, Z7
+	VSHUFI64X2 $0x44, Z3, Z1, Z17
+	VSHUFI64X2 $0xee, Z3, Z1, Z18
+	VPADDQ     Z18, Z17, Z17
+	VSHUFI64X2 $0x44, Z7, Z5, Z18
+	VSHUFI64X2 $0xee, Z7, Z5, Z30
+	VPADDQ     Z30, Z18, Z18
+	VSHUFI64X2 $0x88, Z18, Z17, Z30
+	VSHUFI64X2 $0xdd, Z18, Z17, Z17
+	VPADDQ     Z17, Z30, Z30
+	VPSHUFD    $0x4e, Z30, Z17
+	VPADDQ     Z17, Z30, Z30
+	VPERMD     Z30, Z0, Z30
+	VPADDD     (AX), Y30, Y30
+	VMOVDQU32  Y30, (AX)
+	ADDQ       $0x20, AX
+	MOVQ       ldb+56(FP), BX
+	SHLQ       $0x06, BX
+	ADDQ       BX, DX
+	SUBQ       $0x08, CX
+	JMP        avx512x8_group
+
+avx512x8_done:
+avx512x4_group:
+	CMPQ   CX, $0x04
+	JL     avx512x4_done
+	VPXORQ Z20, Z20, Z20
+	VPXORQ Z21, Z21, Z21
+	VPXORQ Z22, Z22, Z22
+	VPXORQ Z23, Z23, Z23
 	MOVQ   32(SP), BX
 	MOVQ   $0x00000000, 24(SP)
 	MOVQ   abits+40(FP), SI
@@ -346,63 +512,63 @@ avx512x4_planeB:
 	LEAQ   (SI)(R9*1), R10
 	LEAQ   (SI)(R9*2), R11
 	LEAQ   (R10)(R9*2), R9
-	MOVQ   R8, X4
+	VMOVQ  R8, X17
 	XORQ   R12, R12
 	MOVQ   kw+80(FP), R13
 	MOVQ   R13, R14
 	ANDQ   $0x04, R14
 	SHRQ   $0x03, R13
-	VPXORQ Z5, Z5, Z5
-	VPXORQ Z6, Z6, Z6
-	VPXORQ Z7, Z7, Z7
-	VPXORQ Z8, Z8, Z8
+	VPXORQ Z24, Z24, Z24
+	VPXORQ Z25, Z25, Z25
+	VPXORQ Z26, Z26, Z26
+	VPXORQ Z27, Z27, Z27
 	TESTQ  R13, R13
 	JZ     avx512x4_tail
 
 avx512x4_inner:
-	VMOVDQU64 (BX)(R12*1), Z9
-	VPANDQ    (SI)(R12*1), Z9, Z10
-	VPOPCNTQ  Z10, Z10
-	VPADDQ    Z10, Z5, Z5
-	VPANDQ    (R10)(R12*1), Z9, Z10
-	VPOPCNTQ  Z10, Z10
-	VPADDQ    Z10, Z6, Z6
-	VPANDQ    (R11)(R12*1), Z9, Z10
-	VPOPCNTQ  Z10, Z10
-	VPADDQ    Z10, Z7, Z7
-	VPANDQ    (R9)(R12*1), Z9, Z9
-	VPOPCNTQ  Z9, Z9
-	VPADDQ    Z9, Z8, Z8
+	VMOVDQU64 (BX)(R12*1), Z18
+	VPANDQ    (SI)(R12*1), Z18, Z30
+	VPOPCNTQ  Z30, Z30
+	VPADDQ    Z30, Z24, Z24
+	VPANDQ    (R10)(R12*1), Z18, Z30
+	VPOPCNTQ  Z30, Z30
+	VPADDQ    Z30, Z25, Z25
+	VPANDQ    (R11)(R12*1), Z18, Z30
+	VPOPCNTQ  Z30, Z30
+	VPADDQ    Z30, Z26, Z26
+	VPANDQ    (R9)(R12*1), Z18, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z27, Z27
 	ADDQ      $0x40, R12
 	DECQ      R13
 	JNZ       avx512x4_inner
 
 avx512x4_tail:
-	TESTQ    R14, R14
-	JZ       avx512x4_weigh
-	VMOVDQU  (BX)(R12*1), Y9
-	VPAND    (SI)(R12*1), Y9, Y11
-	VPOPCNTQ Y11, Y11
-	VPADDQ   Z11, Z5, Z5
-	VPAND    (R10)(R12*1), Y9, Y11
-	VPOPCNTQ Y11, Y11
-	VPADDQ   Z11, Z6, Z6
-	VPAND    (R11)(R12*1), Y9, Y11
-	VPOPCNTQ Y11, Y11
-	VPADDQ   Z11, Z7, Z7
-	VPAND    (R9)(R12*1), Y9, Y11
-	VPOPCNTQ Y11, Y11
-	VPADDQ   Z11, Z8, Z8
+	TESTQ     R14, R14
+	JZ        avx512x4_weigh
+	VMOVDQU64 (BX)(R12*1), Y18
+	VPANDQ    (SI)(R12*1), Y18, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z24, Z24
+	VPANDQ    (R10)(R12*1), Y18, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z25, Z25
+	VPANDQ    (R11)(R12*1), Y18, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z26, Z26
+	VPANDQ    (R9)(R12*1), Y18, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z27, Z27
 
 avx512x4_weigh:
-	VPSLLQ        X4, Z5, Z5
-	VPADDQ        Z5, Z0, Z0
-	VPSLLQ        X4, Z6, Z6
-	VPADDQ        Z6, Z1, Z1
-	VPSLLQ        X4, Z7, Z7
-	VPADDQ        Z7, Z2, Z2
-	VPSLLQ        X4, Z8, Z8
-	VPADDQ        Z8, Z3, Z3
+	VPSLLQ        X17, Z24, Z24
+	VPADDQ        Z24, Z20, Z20
+	VPSLLQ        X17, Z25, Z25
+	VPADDQ        Z25, Z21, Z21
+	VPSLLQ        X17, Z26, Z26
+	VPADDQ        Z26, Z22, Z22
+	VPSLLQ        X17, Z27, Z27
+	VPADDQ        Z27, Z23, Z23
 	MOVQ          bps+64(FP), R9
 	SHLQ          $0x03, R9
 	ADDQ          R9, SI
@@ -415,26 +581,26 @@ avx512x4_weigh:
 	INCQ          24(SP)
 	DECQ          16(SP)
 	JNZ           avx512x4_planeA
-	VEXTRACTI64X4 $0x01, Z0, Y4
-	VPADDQ        Y4, Y0, Y4
-	VEXTRACTI64X4 $0x01, Z1, Y9
-	VPADDQ        Y9, Y1, Y9
-	VEXTRACTI64X4 $0x01, Z2, Y10
-	VPADDQ        Y10, Y2, Y10
-	VEXTRACTI64X4 $0x01, Z3, Y11
-	VPADDQ        Y11, Y3, Y11
-	VPSLLQ        $0x20, Y9, Y9
-	VPOR          Y9, Y4, Y4
-	VPSLLQ        $0x20, Y11, Y11
-	VPOR          Y11, Y10, Y10
-	VPERM2I128    $0x20, Y10, Y4, Y11
-	VPERM2I128    $0x31, Y10, Y4, Y9
-	VPADDQ        Y9, Y11, Y11
-	VPSHUFD       $0x4e, Y11, Y9
-	VPADDQ        Y9, Y11, Y11
-	VPERMQ        $0x08, Y11, Y11
-	VPADDD        (AX), X11, X11
-	VMOVDQU       X11, (AX)
+	VEXTRACTI64X4 $0x01, Z20, Y17
+	VPADDQ        Y17, Y20, Y17
+	VEXTRACTI64X4 $0x01, Z21, Y18
+	VPADDQ        Y18, Y21, Y18
+	VEXTRACTI64X4 $0x01, Z22, Y19
+	VPADDQ        Y19, Y22, Y19
+	VEXTRACTI64X4 $0x01, Z23, Y30
+	VPADDQ        Y30, Y23, Y30
+	VPSLLQ        $0x20, Y18, Y18
+	VPORQ         Y18, Y17, Y17
+	VPSLLQ        $0x20, Y30, Y30
+	VPORQ         Y30, Y19, Y19
+	VSHUFI64X2    $0x00, Y19, Y17, Y30
+	VSHUFI64X2    $0x03, Y19, Y17, Y18
+	VPADDQ        Y18, Y30, Y30
+	VPSHUFD       $0x4e, Y30, Y18
+	VPADDQ        Y18, Y30, Y30
+	VPERMQ        $0x08, Y30, Y30
+	VPADDD        (AX), X30, X30
+	VMOVDQU32     X30, (AX)
 	ADDQ          $0x10, AX
 	MOVQ          ldb+56(FP), BX
 	SHLQ          $0x03, BX
@@ -447,7 +613,7 @@ avx512x4_done:
 avx512x1_group:
 	TESTQ  CX, CX
 	JZ     avx512x1_done
-	VPXORQ Z12, Z12, Z12
+	VPXORQ Z28, Z28, Z28
 	MOVQ   32(SP), BX
 	MOVQ   $0x00000000, 24(SP)
 	MOVQ   abits+40(FP), SI
@@ -461,36 +627,36 @@ avx512x1_planeA:
 avx512x1_planeB:
 	MOVQ   ldb+56(FP), R9
 	SHLQ   $0x03, R9
-	MOVQ   R8, X10
+	VMOVQ  R8, X17
 	XORQ   R9, R9
 	MOVQ   kw+80(FP), R10
 	MOVQ   R10, R11
 	ANDQ   $0x04, R11
 	SHRQ   $0x03, R10
-	VPXORQ Z13, Z13, Z13
+	VPXORQ Z29, Z29, Z29
 	TESTQ  R10, R10
 	JZ     avx512x1_tail
 
 avx512x1_inner:
-	VMOVDQU64 (BX)(R9*1), Z9
-	VPANDQ    (SI)(R9*1), Z9, Z9
-	VPOPCNTQ  Z9, Z9
-	VPADDQ    Z9, Z13, Z13
+	VMOVDQU64 (BX)(R9*1), Z18
+	VPANDQ    (SI)(R9*1), Z18, Z18
+	VPOPCNTQ  Z18, Z18
+	VPADDQ    Z18, Z29, Z29
 	ADDQ      $0x40, R9
 	DECQ      R10
 	JNZ       avx512x1_inner
 
 avx512x1_tail:
-	TESTQ    R11, R11
-	JZ       avx512x1_weigh
-	VMOVDQU  (BX)(R9*1), Y4
-	VPAND    (SI)(R9*1), Y4, Y4
-	VPOPCNTQ Y4, Y4
-	VPADDQ   Z4, Z13, Z13
+	TESTQ     R11, R11
+	JZ        avx512x1_weigh
+	VMOVDQU64 (BX)(R9*1), Y18
+	VPANDQ    (SI)(R9*1), Y18, Y19
+	VPOPCNTQ  Y19, Y19
+	VPADDQ    Z19, Z29, Z29
 
 avx512x1_weigh:
-	VPSLLQ        X10, Z13, Z13
-	VPADDQ        Z13, Z12, Z12
+	VPSLLQ        X17, Z29, Z29
+	VPADDQ        Z29, Z28, Z28
 	MOVQ          bps+64(FP), R9
 	SHLQ          $0x03, R9
 	ADDQ          R9, SI
@@ -503,13 +669,13 @@ avx512x1_weigh:
 	INCQ          24(SP)
 	DECQ          16(SP)
 	JNZ           avx512x1_planeA
-	VEXTRACTI64X4 $0x01, Z12, Y4
-	VPADDQ        Y4, Y12, Y4
-	VEXTRACTI128  $0x01, Y4, X9
-	VPADDQ        X9, X4, X9
-	VPSHUFD       $0x4e, X9, X4
-	VPADDQ        X4, X9, X9
-	VMOVD         X9, BX
+	VEXTRACTI64X4 $0x01, Z28, Y17
+	VPADDQ        Y17, Y28, Y17
+	VEXTRACTI32X4 $0x01, Y17, X18
+	VPADDQ        X18, X17, X18
+	VPSHUFD       $0x4e, X18, X17
+	VPADDQ        X17, X18, X18
+	VMOVD         X18, BX
 	ADDL          BX, (AX)
 	ADDQ          $0x04, AX
 	MOVQ          ldb+56(FP), BX
@@ -531,6 +697,24 @@ avx512x1_done:
 avx512_rowsdone:
 	VZEROUPPER
 	RET
+
+DATA row8_perm<>+0(SB)/4, $0x00000000
+DATA row8_perm<>+4(SB)/4, $0x00000001
+DATA row8_perm<>+8(SB)/4, $0x00000004
+DATA row8_perm<>+12(SB)/4, $0x00000005
+DATA row8_perm<>+16(SB)/4, $0x00000008
+DATA row8_perm<>+20(SB)/4, $0x00000009
+DATA row8_perm<>+24(SB)/4, $0x0000000c
+DATA row8_perm<>+28(SB)/4, $0x0000000d
+DATA row8_perm<>+32(SB)/4, $0x00000000
+DATA row8_perm<>+36(SB)/4, $0x00000000
+DATA row8_perm<>+40(SB)/4, $0x00000000
+DATA row8_perm<>+44(SB)/4, $0x00000000
+DATA row8_perm<>+48(SB)/4, $0x00000000
+DATA row8_perm<>+52(SB)/4, $0x00000000
+DATA row8_perm<>+56(SB)/4, $0x00000000
+DATA row8_perm<>+60(SB)/4, $0x00000000
+GLOBL row8_perm<>(SB), RODATA|NOPTR, $64
 
 // func markRowsAVX2(mask *uint64, mw int, a *uint64, lda int, nrows int, nchunks int)
 // Requires: AVX, CMOV
@@ -604,7 +788,7 @@ DATA row4_perm<>+60(SB)/4, $0x00000000
 GLOBL row4_perm<>(SB), RODATA|NOPTR, $64
 
 // func popcntRow4AVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)
-// Requires: AVX, AVX2, AVX512F, AVX512VPOPCNTDQ, SSE2
+// Requires: AVX, AVX2, AVX512F, AVX512VPOPCNTDQ
 TEXT ·popcntRow4AVX512(SB), NOSPLIT, $8-96
 	VMOVDQU32 row4_perm<>+0(SB), Z0
 	MOVQ      ldb+56(FP), AX
@@ -639,7 +823,7 @@ r4c_planeA:
 	MOVQ            R10, R13
 
 r4c_planeB:
-	MOVQ       R13, X6
+	VMOVQ      R13, X6
 	VPANDQ     (R11), Z5, Z7
 	VPOPCNTQ   Z7, Z7
 	VPSLLQ     X6, Z7, Z7
@@ -732,7 +916,7 @@ r4s_planeA:
 	MOVQ            R10, R13
 
 r4s_planeB:
-	MOVQ         R13, X6
+	VMOVQ        R13, X6
 	MOVQ         ldb+56(FP), R14
 	SHLQ         $0x03, R14
 	LEAQ         (R14)(R14*2), R15
@@ -810,7 +994,7 @@ r4s_done:
 	RET
 
 // func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)
-// Requires: AVX, AVX2, SSE2
+// Requires: AVX, AVX2
 TEXT ·popcntRow4AVX2(SB), NOSPLIT, $0-96
 	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
 	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
@@ -844,7 +1028,7 @@ a4_planeA:
 	MOVQ    R10, R13
 
 a4_planeB:
-	MOVQ       R13, X8
+	VMOVQ      R13, X8
 	MOVQ       ldb+56(FP), R14
 	SHLQ       $0x03, R14
 	LEAQ       (R14)(R14*2), R15

@@ -32,28 +32,45 @@ func main() {
 }
 
 // reduce4 adds the four qword sums of each of q[0..3] (ymm, each sum < 2^32)
-// to the four 32-bit integers at out. It clobbers q.
-func reduce4(q [4]VecVirtual, out Register) {
+// to the four 32-bit integers at out. It clobbers q. With evex it uses only
+// EVEX-encodable instructions, so any of the 32 vector registers will do.
+func reduce4(q [4]VecVirtual, out Register, evex bool) {
+	por := func(b, a, dst VecVirtual) { VPOR(b, a, dst) }
+	lanes := func(imm uint8, b, a, dst VecVirtual) { VPERM2I128(U8(imm), b, a, dst) }
+	if evex {
+		// VSHUFI64X2 on ymm: bit 0 picks a's lane, bit 1 b's.
+		por = func(b, a, dst VecVirtual) { VPORQ(b, a, dst) }
+		lanes = func(imm uint8, b, a, dst VecVirtual) { VSHUFI64X2(U8(map[uint8]uint8{0x20: 0, 0x31: 3}[imm]), b, a, dst) }
+	}
 	VPSLLQ(U8(32), q[1], q[1])
-	VPOR(q[1], q[0], q[0]) // dwords: q0 sums | q1 sums
+	por(q[1], q[0], q[0]) // dwords: q0 sums | q1 sums
 	VPSLLQ(U8(32), q[3], q[3])
-	VPOR(q[3], q[2], q[2])
+	por(q[3], q[2], q[2])
 	u := YMM()
-	VPERM2I128(U8(0x20), q[2], q[0], u) // [q0.lo, q2.lo]
-	VPERM2I128(U8(0x31), q[2], q[0], q[1])
+	lanes(0x20, q[2], q[0], u) // [q0.lo, q2.lo]
+	lanes(0x31, q[2], q[0], q[1])
 	VPADDQ(q[1], u, u)
 	VPSHUFD(U8(0x4e), u, q[1])
 	VPADDQ(q[1], u, u) // qword 0: (Σq0, Σq1), qword 2: (Σq2, Σq3)
 	VPERMQ(U8(0x08), u, u)
 	r := u.AsX()
 	VPADDD(Mem{Base: out}, r, r)
-	VMOVDQU(r, Mem{Base: out})
+	if evex {
+		VMOVDQU32(r, Mem{Base: out})
+	} else {
+		VMOVDQU(r, Mem{Base: out})
+	}
 }
 
-// reduce1 adds the four qword sums of q (ymm) to the 32-bit integer at out.
-func reduce1(q VecVirtual, out Register) {
+// reduce1 adds the four qword sums of q (ymm) to the 32-bit integer at
+// out; evex as for reduce4.
+func reduce1(q VecVirtual, out Register, evex bool) {
 	h := XMM()
-	VEXTRACTI128(U8(1), q, h)
+	if evex {
+		VEXTRACTI32X4(U8(1), q, h)
+	} else {
+		VEXTRACTI128(U8(1), q, h)
+	}
 	VPADDQ(h, q.AsX(), h)
 	l := XMM()
 	VPSHUFD(U8(0x4e), h, l)
@@ -113,7 +130,7 @@ func colLoop(prefix string, cols int, st stack, b, out, nc Register, zeroQ func(
 		bl = append(bl, b1, b2, b3)
 	}
 	shx := XMM()
-	MOVQ(sh, shx)
+	VMOVQ(sh, shx)
 	body(ai, bl, shx, q)
 	bps := Load(Param("bps"), GP64())
 	SHLQ(U8(3), bps)
@@ -141,11 +158,11 @@ func colLoop(prefix string, cols int, st stack, b, out, nc Register, zeroQ func(
 }
 
 // stack holds the row kernels' rarely used values.
-type stack struct{ out, ncols, ic, shBase, aRow, outRow, rows Mem }
+type stack struct{ out, ncols, ic, shBase, aRow, outRow, rows, jc, sh Mem }
 
 func newStack() stack {
 	st := stack{out: AllocLocal(8), ncols: AllocLocal(8), ic: AllocLocal(8), shBase: AllocLocal(8),
-		aRow: AllocLocal(8), outRow: AllocLocal(8), rows: AllocLocal(8)}
+		aRow: AllocLocal(8), outRow: AllocLocal(8), rows: AllocLocal(8), jc: AllocLocal(8), sh: AllocLocal(8)}
 	MOVQ(Load(Param("out"), GP64()), st.outRow)
 	MOVQ(Load(Param("a"), GP64()), st.aRow)
 	MOVQ(Load(Param("nrows"), GP64()), st.rows)
@@ -245,11 +262,143 @@ func rowAVX2(lut, low Mem) {
 		}
 	}
 	rowLoop("avx2", st, func(b, out, nc Register) {
-		colLoop("avx2x4", 4, st, b, out, nc, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out) })
-		colLoop("avx2x1", 1, st, b, out, nc, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out) })
+		colLoop("avx2x4", 4, st, b, out, nc, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out, false) })
+		colLoop("avx2x1", 1, st, b, out, nc, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out, false) })
 	})
 	VZEROUPPER()
 	RET()
+}
+
+// colLoop8 is the AVX-512 kernel's main column loop: eight columns per
+// group, so each load of A serves eight, and a reduction of eight
+// accumulators that costs under three instructions per output (pack
+// pairs of sums into dwords, fold the 128-bit lanes of two registers at
+// a time, permute the totals into column order).
+func colLoop8(st stack, b, out, nc Register, idx VecVirtual) {
+	Label("avx512x8_group")
+	CMPQ(nc, U8(8))
+	JL(LabelRef("avx512x8_done"))
+	var q [8]VecVirtual
+	for l := range q {
+		q[l] = ZMM()
+		VPXORQ(q[l], q[l], q[l])
+	}
+	ai := GP64()
+	MOVQ(st.aRow, ai)
+	MOVQ(U32(0), st.shBase)
+	ic := Load(Param("abits"), GP64())
+	MOVQ(ic, st.ic)
+	Label("avx512x8_planeA")
+	bj := GP64()
+	MOVQ(b, bj)
+	jc := Load(Param("bbits"), GP64())
+	MOVQ(jc, st.jc)
+	sh0 := GP64()
+	MOVQ(st.shBase, sh0)
+	MOVQ(sh0, st.sh)
+	Label("avx512x8_planeB")
+	ldb, ldb3, pa, p0, p4, n := GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
+	Load(Param("ldb"), ldb)
+	SHLQ(U8(3), ldb)
+	LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
+	MOVQ(ai, pa)
+	MOVQ(bj, p0)
+	LEAQ(Mem{Base: bj, Index: ldb, Scale: 4}, p4)
+	cols := [8]Mem{{Base: p0}, {Base: p0, Index: ldb, Scale: 1}, {Base: p0, Index: ldb, Scale: 2}, {Base: p0, Index: ldb3, Scale: 1},
+		{Base: p4}, {Base: p4, Index: ldb, Scale: 1}, {Base: p4, Index: ldb, Scale: 2}, {Base: p4, Index: ldb3, Scale: 1}}
+	var t [8]VecVirtual
+	for l := range t {
+		t[l] = ZMM()
+		VPXORQ(t[l], t[l], t[l])
+	}
+	Load(Param("kw"), n)
+	SHRQ(U8(3), n) // 512-bit steps
+	JZ(LabelRef("avx512x8_tail"))
+	Label("avx512x8_inner")
+	x := ZMM()
+	VMOVDQU64(Mem{Base: pa}, x)
+	for l := range t {
+		u := ZMM()
+		VPANDQ(cols[l], x, u)
+		VPOPCNTQ(u, u)
+		VPADDQ(u, t[l], t[l])
+	}
+	ADDQ(U8(64), pa)
+	ADDQ(U8(64), p0)
+	ADDQ(U8(64), p4)
+	DECQ(n)
+	JNZ(LabelRef("avx512x8_inner"))
+	Label("avx512x8_tail")
+	kw := Load(Param("kw"), GP64())
+	TESTQ(U32(4), kw)
+	JZ(LabelRef("avx512x8_weigh"))
+	xt := ZMM()
+	VMOVDQU64(Mem{Base: pa}, xt.AsY())
+	for l := range t {
+		u := ZMM()
+		// A 256-bit op zeroes the upper half, so adding the zmm is right.
+		VPANDQ(cols[l], xt.AsY(), u.AsY())
+		VPOPCNTQ(u.AsY(), u.AsY())
+		VPADDQ(u, t[l], t[l])
+	}
+	Label("avx512x8_weigh")
+	sh := GP64()
+	MOVQ(st.sh, sh)
+	shx := XMM()
+	VMOVQ(sh, shx)
+	for l := range t {
+		VPSLLQ(shx, t[l], t[l])
+		VPADDQ(t[l], q[l], q[l])
+	}
+	bps := Load(Param("bps"), GP64())
+	SHLQ(U8(3), bps)
+	ADDQ(bps, bj)
+	INCQ(st.sh)
+	DECQ(st.jc)
+	JNZ(LabelRef("avx512x8_planeB"))
+	aps := Load(Param("aps"), GP64())
+	SHLQ(U8(3), aps)
+	ADDQ(aps, ai)
+	INCQ(st.shBase)
+	DECQ(st.ic)
+	JNZ(LabelRef("avx512x8_planeA"))
+	reduce8(q, idx, out)
+	ADDQ(U8(32), out)
+	step := Load(Param("ldb"), GP64())
+	SHLQ(U8(6), step) // 8 columns
+	ADDQ(step, b)
+	SUBQ(U8(8), nc)
+	JMP(LabelRef("avx512x8_group"))
+	Label("avx512x8_done")
+}
+
+// reduce8 adds the eight qword sums of each of q[0..7] (zmm, each < 2^32)
+// to the eight 32-bit integers at out. It clobbers q.
+func reduce8(q [8]VecVirtual, idx VecVirtual, out Register) {
+	for k := 0; k < 4; k++ {
+		VPSLLQ(U8(32), q[2*k+1], q[2*k+1])
+		VPORQ(q[2*k+1], q[2*k], q[2*k]) // qword: column 2k | column 2k+1
+	}
+	var w [2]VecVirtual
+	for h := 0; h < 2; h++ {
+		lo, hi := q[4*h], q[4*h+2]
+		u, v := ZMM(), ZMM()
+		VSHUFI64X2(U8(0x44), hi, lo, u) // lanes 0,1 of lo, then of hi
+		VSHUFI64X2(U8(0xee), hi, lo, v) // lanes 2,3 of lo, then of hi
+		VPADDQ(v, u, u)
+		w[h] = u
+	}
+	u, v := ZMM(), ZMM()
+	VSHUFI64X2(U8(0x88), w[1], w[0], u) // lane 0 and 2 of each
+	VSHUFI64X2(U8(0xdd), w[1], w[0], v) // lane 1 and 3 of each
+	VPADDQ(v, u, u)                     // lane k: columns 2k, 2k+1, two partial qwords
+	t := ZMM()
+	VPSHUFD(U8(0x4e), u, t)
+	VPADDQ(t, u, u) // both qwords of lane k: (Σ column 2k, Σ column 2k+1)
+	VPERMD(u, idx, u)
+	r := u.AsY()
+	VPADDD(Mem{Base: out}, r, r)
+	VMOVDQU32(r, Mem{Base: out})
 }
 
 // rowAVX512: VPOPCNTQ on 512-bit steps, a 256-bit step for a kw%8 == 4 tail.
@@ -301,11 +450,11 @@ func rowAVX512() {
 			TESTQ(tail, tail)
 			JZ(LabelRef(prefix + "_weigh"))
 			xt := ZMM()
-			VMOVDQU(Mem{Base: a, Index: off, Scale: 1}, xt.AsY())
+			VMOVDQU64(Mem{Base: a, Index: off, Scale: 1}, xt.AsY())
 			for l := range t {
 				u := ZMM()
 				// A 256-bit op zeroes the upper half, so adding the zmm is right.
-				VPAND(Mem{Base: bl[l], Index: off, Scale: 1}, xt.AsY(), u.AsY())
+				VPANDQ(Mem{Base: bl[l], Index: off, Scale: 1}, xt.AsY(), u.AsY())
 				VPOPCNTQ(u.AsY(), u.AsY())
 				VPADDQ(u, t[l], t[l])
 			}
@@ -326,9 +475,16 @@ func rowAVX512() {
 		}
 		return y
 	}
+	perm := GLOBL("row8_perm", RODATA|NOPTR)
+	for k, v := range []uint32{0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0} {
+		DATA(4*k, U32(v))
+	}
+	idx := ZMM()
+	VMOVDQU32(perm, idx)
 	rowLoop("avx512", st, func(b, out, nc Register) {
-		colLoop("avx512x4", 4, st, b, out, nc, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out) })
-		colLoop("avx512x1", 1, st, b, out, nc, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out) })
+		colLoop8(st, b, out, nc, idx)
+		colLoop("avx512x4", 4, st, b, out, nc, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out, true) })
+		colLoop("avx512x1", 1, st, b, out, nc, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out, true) })
 	})
 	VZEROUPPER()
 	RET()
@@ -454,7 +610,7 @@ func row4Loops(prefix string, strided bool, idx VecVirtual) {
 	MOVQ(shBase, sh)
 	Label(prefix + "_planeB")
 	shx := XMM()
-	MOVQ(sh, shx)
+	VMOVQ(sh, shx)
 	var cols [8]Mem
 	if strided {
 		ldb, ldb3, p4 := GP64(), GP64(), GP64()
@@ -577,7 +733,7 @@ func row4AVX2(lut, low Mem) {
 	MOVQ(shBase, sh)
 	Label("a4_planeB")
 	shx := XMM()
-	MOVQ(sh, shx)
+	VMOVQ(sh, shx)
 	ldb, ldb3 := GP64(), GP64()
 	Load(Param("ldb"), ldb)
 	SHLQ(U8(3), ldb)
@@ -608,7 +764,7 @@ func row4AVX2(lut, low Mem) {
 	INCQ(shBase)
 	DECQ(ic)
 	JNZ(LabelRef("a4_planeA"))
-	reduce4(q, out)
+	reduce4(q, out, false)
 	ADDQ(U8(16), out)
 	step := Load(Param("ldb"), GP64())
 	SHLQ(U8(5), step) // 4 columns
