@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInferJSON runs the default job briefly (few epochs) and checks the
+// report, then runs it again to load the cached model.
+func TestInferJSON(t *testing.T) {
+	t.Setenv("QGTC_CACHE", t.TempDir())
+	args := []string{"infer", "--dataset", "cora", "--bits", "4", "--epochs", "20", "--qat-epochs", "2", "--json", "--quiet"}
+	for i, wantTrain := range []bool{true, false} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, run(args, &out, &errb), "run %d: %s", i, errb.String())
+		var r map[string]any
+		require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+		for _, k := range []string{"dataset", "model", "bits", "accuracy", "nodes", "total_ms", "compute_ms"} {
+			assert.Contains(t, r, k)
+		}
+		assert.Equal(t, "cora", r["dataset"])
+		assert.EqualValues(t, 2708, r["nodes"])
+		assert.Greater(t, r["accuracy"].(float64), 0.5)
+		assert.Equal(t, wantTrain, r["train_ms"].(float64) > 0, "run %d trains only when nothing is cached", i)
+	}
+}
+
+func TestInferWeightsAndSweep(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("QGTC_CACHE", dir)
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"sweep", "--dataset", "cora", "--model", "gin", "--bits", "2,8", "--epochs", "10", "--qat-epochs", "1", "--out", filepath.Join(dir, "sw"), "--quiet"}, &out, &errb), errb.String())
+	for _, f := range []string{"sweep.csv", "sweep.json", "sweep.svg", "sweep.png"} {
+		st, err := os.Stat(filepath.Join(dir, "sw", f))
+		require.NoError(t, err)
+		assert.Positive(t, st.Size())
+	}
+	assert.Contains(t, out.String(), "fp32")
+	models, err := filepath.Glob(filepath.Join(dir, "models", "cora-gin-*-a8w8.safetensors"))
+	require.NoError(t, err)
+	require.Len(t, models, 1)
+	out.Reset()
+	require.Equal(t, 0, run([]string{"infer", "--dataset", "cora", "--model", "gin", "--weights", models[0], "--json"}, &out, &errb), errb.String())
+	var r map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	assert.EqualValues(t, 8, r["abits"])
+}
+
+func TestInferErrors(t *testing.T) {
+	t.Setenv("QGTC_CACHE", t.TempDir())
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"no dataset", []string{"infer"}, 2},
+		{"bad model", []string{"infer", "--dataset", "cora", "--model", "gat"}, 2},
+		{"bad bits", []string{"infer", "--dataset", "cora", "--bits", "33"}, 2},
+		{"bad device", []string{"infer", "--dataset", "cora", "--device", "tpu"}, 2},
+		{"unknown dataset", []string{"infer", "--dataset", "no-such-data"}, 1},
+		{"missing weights", []string{"infer", "--dataset", "cora", "--weights", "/nonexistent.safetensors"}, 1},
+		{"sweep bad bits", []string{"sweep", "--dataset", "cora", "--bits", "4,x"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			assert.Equal(t, tc.code, run(tc.args, &out, &errb))
+			assert.NotEmpty(t, errb.String())
+			assert.NotContains(t, errb.String(), "panic")
+		})
+	}
+}
