@@ -43,7 +43,7 @@ for name in $GRAPHS; do
   ds=$(dataset "$name")
   g=$OUT/$name.graph
   [ -f "$g" ] || "$Q" partition --dataset "$ds" --write-metis "$g" >/dev/null
-  n=$(grep -v '^%' "$g" | head -1 | awk '{print $1}')
+  n=$(awk '!/^%/ {print $1; exit}' "$g")
   for k in $KS; do
     if [ "$n" -lt $((15 * k)) ]; then
       echo "| $name | $n | | $k | skipped: N < 15·K | | | | | | | | | | | |"
