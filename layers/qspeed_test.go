@@ -235,7 +235,12 @@ def run(dense):
             torch.sparse.mm(A, h @ w2) + b2
 res = {"torch": torch.__version__, "threads": torch.get_num_threads()}
 for dense in ([False, True] if all(b[2] is not None for b in batches) else [False]):
-    run(dense)
+    t0 = time.perf_counter()
+    run(dense)  # warm-up; when it is very slow it is the measurement
+    first = time.perf_counter() - t0
+    if first > 10:
+        res["dense" if dense else "sparse"] = 1000 * first
+        continue
     t0 = time.perf_counter()
     for _ in range(reps):
         run(dense)
