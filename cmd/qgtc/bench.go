@@ -78,7 +78,7 @@ func parseInts(flag, s string) ([]int, error) {
 func runBench(args []string, w io.Writer) error {
 	if len(args) == 0 || args[0] != "bmm" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(w, "usage: qgtc bench bmm [--device cpu|gpu] [--n 1024,2048,4096] [--d 16,32,64] [--bits 1-8] [--a dense|blockdiag] [--impl PATH] [--time 300ms] [--json]")
+			fmt.Fprintln(w, "usage: qgtc bench bmm [--device cpu|gpu] [--n 1024,2048,4096] [--d 16,32,64] [--bits 1-8] [--a dense|blockdiag] [--impl PATH] [--time 300ms] [--no-fp32] [--json]")
 			return nil
 		}
 		return fmt.Errorf("%w: want 'qgtc bench bmm [flags]', got %q", errUsage, args)
