@@ -3,6 +3,7 @@ package layers
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/qgtc/qgtc/internal/nn"
@@ -188,5 +189,64 @@ func TestInduced(t *testing.T) {
 			u := nodes[sub.Graph.CSR.Indices[p]]
 			assert.Contains(t, d.Input.pull.Neighbors(int(v)), u)
 		}
+	}
+}
+
+// TestHooks: every matrix product passes its input and weight through the
+// hooks with the right site, and a straight-through rounding hook (what
+// fake quantization looks like) keeps gradients flowing to the weights.
+func TestHooks(t *testing.T) {
+	d := synthData(t, 40, 3, 10, 6)
+	for _, c := range testConfigs {
+		t.Run(name(c), func(t *testing.T) {
+			c.In, c.Out = 10, 3
+			m, err := New(c, 2)
+			require.NoError(t, err)
+			weights := map[string]int{}
+			layersSeen := map[int]bool{}
+			ste := func(tp *nn.Tape, x *nn.Tensor) *nn.Tensor {
+				y := &nn.Tensor{Rows: x.Rows, Cols: x.Cols, Data: make([]float32, len(x.Data)), Sparse: x.Sparse}
+				for i, v := range x.Data {
+					y.Data[i] = float32(math.Round(float64(v)*64) / 64)
+				}
+				tp.Custom(y, func() {
+					if x.RequiresGrad() {
+						g := nn.GradOf(x)
+						for i, gv := range y.Grad {
+							g[i] += gv
+						}
+					}
+				}, x)
+				return y
+			}
+			m.SetHooks(Hooks{
+				Input: func(tp *nn.Tape, s Site, x *nn.Tensor) *nn.Tensor {
+					layersSeen[s.Layer] = true
+					return ste(tp, x)
+				},
+				Weight: func(tp *nn.Tape, s Site, w *nn.Tensor) *nn.Tensor {
+					assert.Same(t, s.Weight.Tensor, w)
+					weights[s.Weight.Name]++
+					return ste(tp, w)
+				},
+			})
+			for _, p := range m.Params() {
+				p.Grad = nil
+			}
+			tp := nn.NewTape(true, rand.New(rand.NewPCG(1, 1)))
+			tp.Backward(tp.CrossEntropy(m.Forward(tp, d.Input), d.Labels, d.Train))
+			assert.Len(t, layersSeen, c.Layers)
+			for _, p := range m.Params() {
+				if strings.HasSuffix(p.Name, "weight") && !strings.Contains(p.Name, "norms") {
+					assert.Equal(t, 1, weights[p.Name], p.Name)
+					require.NotNil(t, p.Grad, p.Name)
+					var s float64
+					for _, g := range p.Grad {
+						s += math.Abs(float64(g))
+					}
+					assert.Greater(t, s, 0.0, p.Name)
+				}
+			}
+		})
 	}
 }
