@@ -19,9 +19,12 @@
 // # Weights
 //
 // Save, Load and LoadParams use the safetensors format with PyTorch
-// Geometric's state-dict names, so a torch_geometric.nn.models.GCN / GIN /
-// GraphSAGE / GAT trained in Python loads here and ours load there
-// (safetensors.torch.load_file + load_state_dict). Names per model:
+// Geometric's state-dict names, so torch_geometric.nn.models.GCN /
+// GraphSAGE / GAT (and a convs list of GINConv(MLP([in, out, out]),
+// train_eps=True) for GIN) trained in Python load here and ours load there
+// (safetensors.torch.load_file + load_state_dict). In evaluation the
+// forward passes match PyG's; in training ours also drop out the input
+// features, as Kipf & Welling and Veličković et al. do. Names per model:
 //
 //	GCN   convs.{i}.lin.weight [out,in], convs.{i}.bias [out]
 //	GIN   convs.{i}.eps [1], convs.{i}.nn.lins.{0,1}.{weight,bias},

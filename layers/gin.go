@@ -9,15 +9,16 @@ import (
 
 // GIN is Xu et al.'s graph isomorphism network with a learnable ε: per
 // layer h = MLP((1+ε)·x + Σ_{u→v} x_u) with MLP = Linear, BatchNorm, ReLU,
-// Linear; ReLU and dropout between layers. Parameters
-// (torch_geometric.nn.models.GIN with train_eps=True, norm="batch_norm"):
+// Linear; ReLU and dropout between layers. Parameters (a ModuleList
+// convs of GINConv(MLP([in, out, out]), train_eps=True), PyG's MLP with its
+// default batch norm):
 //
 //	convs.{i}.eps [1]
 //	convs.{i}.nn.lins.0.weight [hid, in]   convs.{i}.nn.lins.0.bias [hid]
 //	convs.{i}.nn.norms.0.module.{weight,bias,running_mean,running_var} [hid]
 //	convs.{i}.nn.lins.1.weight [out, hid]  convs.{i}.nn.lins.1.bias [out]
 //
-// where hid is the layer's output width (PyG's MLP([in, out, out])). The
+// where hid is the layer's output width. The
 // first Linear runs before the aggregation, which is exact because both
 // are linear, so sparse input features never need densifying.
 type GIN struct {
