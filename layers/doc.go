@@ -23,8 +23,9 @@
 // GraphSAGE / GAT (and a convs list of GINConv(MLP([in, out, out]),
 // train_eps=True) for GIN) trained in Python load here and ours load there
 // (safetensors.torch.load_file + load_state_dict). In evaluation the
-// forward passes match PyG's; in training ours also drop out the input
-// features, as Kipf & Welling and Veličković et al. do. Names per model:
+// forward passes match PyG's (GAT built with act="elu"); in training ours
+// also drop out the input features, as Kipf & Welling and Veličković et
+// al. do. Names per model:
 //
 //	GCN   convs.{i}.lin.weight [out,in], convs.{i}.bias [out]
 //	GIN   convs.{i}.eps [1], convs.{i}.nn.lins.{0,1}.{weight,bias},
