@@ -181,8 +181,8 @@ func runTrain(args []string, stdout io.Writer) error {
 				tc.Progress = progressBar(os.Stderr, s, *seeds, *epochs)
 			}
 			res, err = layers.Train(mdl, data, tc)
-			if !*quiet {
-				fmt.Fprintln(os.Stderr)
+			if !*quiet && isTerminal(os.Stderr) {
+				fmt.Fprintln(os.Stderr) // end the redrawn line
 			}
 			if err != nil {
 				return err
@@ -262,15 +262,36 @@ func saveModel(m layers.Model, path string) error {
 }
 
 // progressBar draws `seed 1/10 [=====>    ] epoch 57/200 loss 0.4321 val 77.80%`
-// on one line of w, redrawn every epoch.
+// on one line of w, redrawn every epoch when w is a terminal; otherwise it
+// writes one such line per tenth of the epochs, so logs stay short.
 func progressBar(w io.Writer, seed, seeds, epochs int) func(layers.EpochStats) {
 	const width = 30
+	tty := isTerminal(w)
+	every := max(1, epochs/10)
 	return func(e layers.EpochStats) {
+		if !tty && e.Epoch%every != 0 && e.Epoch != 1 {
+			return
+		}
 		done := width * e.Epoch / epochs
 		bar := strings.Repeat("=", done) + strings.Repeat(" ", width-done)
 		if done < width {
 			bar = bar[:done] + ">" + bar[done+1:]
 		}
-		fmt.Fprintf(w, "\rseed %d/%d [%s] epoch %d/%d loss %.4f val %.2f%%", seed+1, seeds, bar, e.Epoch, epochs, e.Loss, 100*e.ValAcc)
+		line := fmt.Sprintf("seed %d/%d [%s] epoch %d/%d loss %.4f val %.2f%%", seed+1, seeds, bar, e.Epoch, epochs, e.Loss, 100*e.ValAcc)
+		if tty {
+			fmt.Fprint(w, "\r"+line)
+		} else {
+			fmt.Fprintln(w, line)
+		}
 	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
