@@ -1,10 +1,12 @@
 package subgraph
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 )
 
 // ErrPartition reports a bad partitioning request or a partition vector that
@@ -87,8 +89,197 @@ func Partition(g *Graph, k int, opt PartitionOptions) (*Partitioning, error) {
 		return p, nil
 	}
 	wg := fromGraph(g)
+	if !hasSmallComponents(wg, k) {
+		kwayPartition(wg, k, opt, p.Parts)
+		return p, nil
+	}
+	// Whether packing the small components beats partitioning everything
+	// at once depends on the large components' structure: compute both
+	// (concurrently when threads allow) and keep the smaller cut, ties to
+	// the plain partition.
+	packed := make([]int32, n)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		packSmallComponents(wg, k, opt, packed)
+	}()
+	if opt.Threads == 1 {
+		<-done
+	}
 	kwayPartition(wg, k, opt, p.Parts)
+	<-done
+	if wcut(wg, packed) < wcut(wg, p.Parts) {
+		copy(p.Parts, packed)
+	}
 	return p, nil
+}
+
+// hasSmallComponents reports whether components of at most N/(2K) nodes
+// hold at least a tenth of the nodes and one part's worth: only then is
+// the second, packed partition worth its time (CiteSeer: 36% of the nodes
+// in small components; Cora 8% and the Amazon graphs 2%, where packing
+// changed the cut by under 2%).
+func hasSmallComponents(g *wgraph, k int) bool {
+	_, sizes := wcomponents(g)
+	limit := max(1, g.n()/(2*k))
+	free := 0
+	for _, s := range sizes {
+		if s <= limit {
+			free += s
+		}
+	}
+	return free >= g.n()/k && free >= g.n()/10
+}
+
+// packSmallComponents handles graphs with many small connected components
+// (Planetoid citation graphs, R-MAT's isolated nodes). A component of at
+// most N/(2K) nodes costs nothing when kept whole, so the large components
+// get only as many parts as their share of the nodes, K' = round(K·(N-F)/N)
+// for F nodes in small components, and the small components fill the other
+// K-K' parts and top up the rest, largest first into the lightest part. A
+// final k-way refinement and balancing pass runs on the whole graph. It
+// returns false, doing nothing, when the small components hold less than
+// one part's worth of nodes.
+func packSmallComponents(g *wgraph, k int, opt PartitionOptions, out []int32) bool {
+	n := g.n()
+	comp, sizes := wcomponents(g)
+	limit := max(1, int64(n)/int64(2*k))
+	var free int64
+	for _, s := range sizes {
+		if int64(s) <= limit {
+			free += int64(s)
+		}
+	}
+	if free < int64(n)/int64(k) {
+		return false
+	}
+	small := func(v int) bool { return int64(sizes[comp[v]]) <= limit }
+	kBig := int(math.Round(float64(k) * float64(int64(n)-free) / float64(n)))
+	if int64(n) > free {
+		kBig = min(max(kBig, 1), k-1, n-int(free))
+	} else {
+		kBig = 0
+	}
+	where := make([]int32, n)
+	if kBig > 0 {
+		// The subgraph of the large components, partitioned into kBig parts.
+		var nodes []int32
+		local := make([]int32, n)
+		for v := 0; v < n; v++ {
+			local[v] = -1
+			if !small(v) {
+				local[v] = int32(len(nodes))
+				nodes = append(nodes, int32(v))
+			}
+		}
+		sub := &wgraph{xadj: make([]int32, 1, len(nodes)+1), vwgt: make([]int32, len(nodes)), tvwgt: int64(len(nodes))}
+		for i, v := range nodes {
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				sub.adjncy = append(sub.adjncy, local[g.adjncy[e]])
+				sub.adjwgt = append(sub.adjwgt, g.adjwgt[e])
+			}
+			sub.xadj = append(sub.xadj, int32(len(sub.adjncy)))
+			sub.vwgt[i] = g.vwgt[v]
+		}
+		subParts := make([]int32, len(nodes))
+		if kBig == 1 {
+			clear(subParts)
+		} else {
+			kwayPartition(sub, kBig, opt, subParts)
+		}
+		for i, v := range nodes {
+			where[v] = subParts[i]
+		}
+	}
+	// Small components, largest first (ties by component id), each whole
+	// into the currently lightest part.
+	load := make([]int64, k)
+	for v := 0; v < n; v++ {
+		if !small(v) {
+			load[where[v]] += int64(g.vwgt[v])
+		}
+	}
+	var order []int32
+	for c, s := range sizes {
+		if int64(s) <= limit {
+			order = append(order, int32(c))
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return sizes[b] - sizes[a] })
+	h := &loadHeap{load: load}
+	for p := range k {
+		h.idx = append(h.idx, int32(p))
+	}
+	heap.Init(h)
+	target := make([]int32, len(sizes))
+	for _, c := range order {
+		p := h.idx[0]
+		target[c] = p
+		load[p] += int64(sizes[c])
+		heap.Fix(h, 0)
+	}
+	for v := 0; v < n; v++ {
+		if small(v) {
+			where[v] = target[comp[v]]
+		}
+	}
+	kr := newKwayRefiner(k, opt, rng64(opt.Seed, 3))
+	kr.refine(g, where, opt.Iterations, true, true)
+	kr.fillEmpty()
+	copy(out, where)
+	return true
+}
+
+// loadHeap orders parts by load, then index.
+type loadHeap struct {
+	idx  []int32
+	load []int64
+}
+
+func (h *loadHeap) Len() int { return len(h.idx) }
+func (h *loadHeap) Less(i, j int) bool {
+	a, b := h.idx[i], h.idx[j]
+	return h.load[a] < h.load[b] || (h.load[a] == h.load[b] && a < b)
+}
+func (h *loadHeap) Swap(i, j int) { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *loadHeap) Push(x any)    { h.idx = append(h.idx, x.(int32)) }
+func (h *loadHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
+}
+
+// wcomponents labels g's connected components (numbered by smallest
+// vertex) and returns each component's vertex count.
+func wcomponents(g *wgraph) (comp []int32, sizes []int) {
+	n := g.n()
+	comp = make([]int32, n)
+	for i := range comp {
+		comp[i] = -1
+	}
+	var stack []int32
+	for s := 0; s < n; s++ {
+		if comp[s] >= 0 {
+			continue
+		}
+		c := int32(len(sizes))
+		comp[s] = c
+		size := 0
+		stack = append(stack[:0], int32(s))
+		for len(stack) > 0 {
+			v := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			size++
+			for _, u := range g.adjncy[g.xadj[v]:g.xadj[v+1]] {
+				if comp[u] < 0 {
+					comp[u] = c
+					stack = append(stack, u)
+				}
+			}
+		}
+		sizes = append(sizes, size)
+	}
+	return comp, sizes
 }
 
 // Check verifies that p is a partition of g's nodes into p.K parts.

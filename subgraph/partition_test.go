@@ -326,3 +326,52 @@ func TestContractParallelMatchesSerial(t *testing.T) {
 		w = serial
 	}
 }
+
+// TestPartitionSmallComponents: on CiteSeer (438 components, most tiny)
+// packing the small components whole and giving the large component only
+// its share of the parts cuts less than plain multilevel partitioning, and
+// Partition keeps the better of the two.
+func TestPartitionSmallComponents(t *testing.T) {
+	d, err := Load("citeseer")
+	require.NoError(t, err)
+	g := d.Graph
+	const k = 50
+	opt := PartitionOptions{Imbalance: DefaultImbalance, Seed: 1, Threads: 1, Iterations: 10}
+	wg := fromGraph(g)
+	packed := make([]int32, g.N())
+	require.True(t, packSmallComponents(wg, k, opt, packed))
+	plain := make([]int32, g.N())
+	kwayPartition(wg, k, opt, plain)
+	_, packedCut := countCut(g, packed)
+	_, plainCut := countCut(g, plain)
+	assert.Less(t, packedCut, plainCut)
+
+	// Every small component (at most N/(2K) nodes) is whole.
+	comp, count := g.Components()
+	sizes := make([]int, count)
+	for _, c := range comp {
+		sizes[c]++
+	}
+	partOf := map[int32]int32{}
+	for v, c := range comp {
+		if sizes[c] > g.N()/(2*k) {
+			continue
+		}
+		if q, ok := partOf[c]; ok {
+			require.Equal(t, q, packed[v], "small component %d split", c)
+		}
+		partOf[c] = packed[v]
+	}
+	p, err := Partition(g, k, PartitionOptions{Seed: 1})
+	require.NoError(t, err)
+	s, err := p.Stats(g)
+	require.NoError(t, err)
+	assert.Equal(t, min(packedCut, plainCut), s.EdgeCut)
+	assert.LessOrEqual(t, s.MaxPart, allowedMax(g.N(), k, DefaultImbalance))
+	assert.Zero(t, s.EmptyParts)
+
+	// A single connected graph is left to the plain path.
+	one, _, err := PlantedPartition(2000, 10, 8, 0.1, 1)
+	require.NoError(t, err)
+	assert.False(t, packSmallComponents(fromGraph(one), 10, opt, make([]int32, 2000)))
+}
