@@ -62,6 +62,11 @@ type PartitionStats struct {
 // refinement), and each level is refined by greedy k-way boundary moves
 // while projecting back, keeping every part within opt.Imbalance.
 //
+// On graphs whose small connected components (at most N/(2K) nodes) hold
+// a tenth of the nodes or more, a second partition that keeps each small
+// component whole (see packSmallComponents) is computed as well and the
+// smaller cut is kept.
+//
 // A graph stored with only one direction of some edges is treated as its
 // symmetric closure; self-loops are ignored.
 func Partition(g *Graph, k int, opt PartitionOptions) (*Partitioning, error) {
