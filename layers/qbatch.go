@@ -281,8 +281,37 @@ func (in *QInput) Pack(nodes []int32) (*bittensor.Tensor, error) {
 	return t, nil
 }
 
-// QRowInverse returns 1/(row sum) of f per row (1 for rows summing to 0).
-func QRowInverse(f *subgraph.Features) []float32 {
+// Feature scalings for QModel.NormRows (QData.NodeScale).
+const (
+	QScaleMean = "mean" // every row by 1/(mean row sum): features of order 1, relative row sizes kept
+	QScaleRows = "rows" // each row by 1/(its sum): rows sum to 1 (Kipf & Welling's preprocessing)
+)
+
+// QFeatureScale returns the per-node input scale of mode (QScaleMean or
+// QScaleRows) for features f.
+func QFeatureScale(f *subgraph.Features, mode string) []float32 {
+	inv := qRowInverse(f)
+	if mode != QScaleMean {
+		return inv
+	}
+	var sum float64
+	n := 0
+	for _, v := range inv {
+		sum += 1 / float64(v)
+		n++
+	}
+	c := float32(1)
+	if sum > 0 {
+		c = float32(float64(n) / sum)
+	}
+	for i := range inv {
+		inv[i] = c
+	}
+	return inv
+}
+
+// qRowInverse returns 1/(row sum) of f per row (1 for rows summing to 0).
+func qRowInverse(f *subgraph.Features) []float32 {
 	out := make([]float32, f.Rows)
 	for r := range out {
 		var s float64

@@ -354,7 +354,7 @@ func TestQGradients(t *testing.T) {
 				}{{l.W, g.w[l]}, {l.B, g.b[l]}} {
 					for i := 0; i < len(p.v); i += max(1, len(p.v)/7) {
 						old := p.v[i]
-						const h = 1e-2
+						const h = 1e-3
 						p.v[i] = old + h
 						up := loss()
 						p.v[i] = old - h

@@ -21,13 +21,22 @@ type QData struct {
 	K                int     // number of parts
 	PerBatch         int
 	Eval             []*QBatch
-	NodeScale        []float32 // 1/(feature row sum) per node (QRowInverse)
+	NodeScale        []float32 // input scale per node (QFeatureScale)
 }
 
 // NewQData prepares d with the partition parts into k parts (nil for one
-// batch) grouped perBatch parts to a batch. The Eval batches carry their
-// packed adjacency.
+// batch) grouped perBatch parts to a batch, and the feature scale
+// QScaleMean. The Eval batches carry their packed adjacency.
 func NewQData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*QData, error) {
+	return NewQDataScaled(d, parts, k, perBatch, QScaleMean)
+}
+
+// NewQDataScaled is NewQData with the feature scale mode (QScaleMean or
+// QScaleRows).
+func NewQDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale string) (*QData, error) {
+	if scale != QScaleMean && scale != QScaleRows {
+		return nil, fmt.Errorf("%w: feature scale %q (want %s or %s)", ErrQModel, scale, QScaleMean, QScaleRows)
+	}
 	if d.Labels == nil || d.NumClasses < 1 {
 		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrQModel, d.Name)
 	}
@@ -54,7 +63,7 @@ func NewQData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*QData, erro
 	}
 	var err error
 	if d.Features != nil {
-		q.NodeScale = QRowInverse(d.Features)
+		q.NodeScale = QFeatureScale(d.Features, scale)
 	}
 	q.Eval, err = NewQBatches(d.Graph, groups, true, q.NodeScale)
 	return q, err

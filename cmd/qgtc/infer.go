@@ -35,6 +35,7 @@ type qjob struct {
 	epochs       int
 	qatEpochs    int
 	quiet        bool
+	scale        string // feature scale: layers.QScaleMean or QScaleRows
 }
 
 // qtask is a loaded dataset with its batches.
@@ -127,7 +128,7 @@ func qLoadTask(j *qjob) (*qtask, error) {
 	if ds.Labels == nil {
 		return nil, fmt.Errorf("%w: dataset %s has no single-label classes", errUsage, ds.Name)
 	}
-	t.data, err = layers.NewQData(ds, p, j.parts, j.batch)
+	t.data, err = layers.NewQDataScaled(ds, p, j.parts, j.batch, j.scale)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func qCachedPartition(ds *subgraph.Dataset, k int, seed uint64) ([]int32, bool, 
 }
 
 func (j *qjob) modelPath(bits string) string {
-	name := fmt.Sprintf("%s-%s-h%d-l%d-p%dx%d-s%d-%s.safetensors", filepath.Base(j.dataset), j.kind, j.hidden, j.layers, j.parts, j.batch, j.seed, bits)
+	name := fmt.Sprintf("%s-%s-h%d-l%d-p%dx%d-s%d-f%s-%s.safetensors", filepath.Base(j.dataset), j.kind, j.hidden, j.layers, j.parts, j.batch, j.seed, j.scale, bits)
 	return filepath.Join(qCacheDir(), "models", name)
 }
 
@@ -357,6 +358,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
 	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs (0: post-training quantization only)")
 	fs.Uint64Var(&j.seed, "seed", 0, "seed for the split, partition and training")
+	fs.StringVar(&j.scale, "feature-scale", layers.QScaleMean, "input scaling, folded into the first epilogue: mean (1/mean row sum) or rows (each row to sum 1)")
 	sparseIn := fs.String("sparse-input", "auto", "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
