@@ -158,11 +158,3 @@ func wgmmaConfig(a, b, m, n, sms, lbo, sbo int) (config, bool) {
 	}
 	return config{}, false
 }
-
-// slots is how many blocks of this variant the device holds at once.
-func (c config) slots(sms int) int {
-	if c.path == PathWGMMA && c.wgs == 2 {
-		return sms
-	}
-	return 2 * sms
-}

@@ -32,10 +32,10 @@
 //   - zero-tile jumping: a per-A mask of non-zero (16 rows, 256-bit k-step)
 //     tiles, computed once per operand, becomes a list per row tile; zero
 //     tiles are neither loaded nor multiplied.
-//   - split-K: when the output tiles are too few to fill the device (the
-//     aggregation products A(N×N)·X(N×D)), each tile's k-steps are split
-//     over several blocks, reduced through a workspace by the last block to
-//     arrive, all in one launch.
+//   - split-K (opt-in, WithSplits): each tile's k-steps split over several
+//     blocks, reduced through a workspace by the last block to arrive, all
+//     in one launch. Off by default: it measured slower on the H200 for
+//     every aggregation shape tried.
 //   - the epilogue: bmm.Epilogue and bmm.Requant evaluated in the kernel
 //     with the same float32 rounding (__fmul_rn, __fadd_rn, floorf, clamp,
 //     NaN to 0), and MulBit's codes bit-decomposed with warp ballots

@@ -395,12 +395,3 @@ func TestConfigs(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 64, c.bn, "three planes of 64 columns: N=192")
 }
-
-func TestChooseSplits(t *testing.T) {
-	assert.Equal(t, 1, chooseSplits(300, 64, 264), "enough tiles")
-	assert.Equal(t, 5, chooseSplits(64, 16, 264), "few long tiles are split")
-	assert.Equal(t, 2, chooseSplits(10, 4, 264), "at least two k-steps a split")
-	assert.Equal(t, 1, chooseSplits(10, 1, 264))
-	assert.Equal(t, 1, chooseSplits(0, 10, 264))
-	assert.Equal(t, 64, chooseSplits(1, 1000, 264), "capped")
-}

@@ -38,7 +38,7 @@ func kernelSource(name string) (string, []header) {
 type Kernel struct {
 	d        *Device
 	force    string // "" (choose per shape), PathMMA or PathWGMMA
-	splits   int    // > 0: split-K factor for every launch (tests)
+	splits   int    // split-K factor for every launch; <= 1 is off
 	wgmmaOK  bool
 	wgmmaWhy string // why wgmma is off, when it is
 	lbo, sbo int
@@ -155,7 +155,8 @@ func (k *Kernel) WithPath(path string) (*Kernel, error) {
 }
 
 // WithSplits returns a kernel that splits every tile's k-steps over n
-// blocks (0: chosen per launch), for tests and benchmarks.
+// blocks (split-K, reduced in the same launch by the last block of each
+// tile to arrive); n <= 1 turns it off, the default.
 func (k *Kernel) WithSplits(n int) *Kernel {
 	c := *k
 	c.splits = n
@@ -355,7 +356,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	type fix struct{ a, b, kp, ki int }
 	fixes := make([]fix, len(jobs))
 	epOffs := make([][6]int, len(jobs))
-	entries := make([]float64, len(jobs)) // (row tile, k-step) pairs visited
+	entries := make([]float64, len(jobs)) // (row tile, k-step) pairs visited, for BenchResult
 	p := &plan{k: k, cfg: cfg, fn: fn, jobs: jobs, nprobs: len(jobs)}
 	for i, j := range jobs {
 		la, lb := layoutOf(j.a), layoutOf(j.b)
@@ -394,19 +395,12 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			ps[i].RqScale, ps[i].RqOffset = j.rq.Scale, j.rq.Offset
 		}
 	}
-	// Average k-steps a tile visits, for the split-K choice.
-	tiles, steps := 0, 0.0
-	for i, j := range jobs {
-		tn := (j.n + cfg.bn - 1) / cfg.bn
-		tiles += ((j.m + cfg.bm - 1) / cfg.bm) * tn
-		steps += entries[i] * float64(tn)
-	}
-	splits := 1
-	if k.splits > 0 {
-		splits = k.splits
-	} else if tiles > 0 {
-		splits = chooseSplits(tiles, steps/float64(tiles), cfg.slots(k.d.info.SMs))
-	}
+	// Split-K is opt-in (WithSplits): on the H200 the unsplit launch was
+	// faster at every point of the aggregation grid and on the block-diagonal
+	// batches (BenchmarkAggregation impl=nosplit against impl=auto with
+	// automatic splitting), the workspace round trip costing more than the
+	// parallelism gained.
+	splits := max(k.splits, 1)
 	p.splits = splits
 	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn, splits)
 	if err != nil {

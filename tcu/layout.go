@@ -183,16 +183,3 @@ func findProb(ps []prob, block int) int {
 	}
 	return lo
 }
-
-// chooseSplits spreads each output tile's k-steps over several blocks
-// (split-K, reduced in one launch through a workspace) when the tiles alone
-// would leave the device's resident block slots idle: the small aggregation
-// products have few, long tiles. Each split keeps at least two k-steps.
-func chooseSplits(tiles int, avgSteps float64, slots int) int {
-	if tiles <= 0 || tiles >= slots {
-		return 1
-	}
-	s := (slots + tiles - 1) / tiles
-	s = min(s, int(avgSteps/2))
-	return max(1, min(s, 64))
-}

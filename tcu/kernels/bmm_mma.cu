@@ -94,7 +94,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
   const int nk = wk.k1 - wk.k0;
   // This block's k-steps: its slice of the tile's zero-tile list, or all.
   const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] + wk.k0 : nullptr;
-#pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
     if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, klist ? klist[s] : wk.k0 + s);
     cp_async_commit();
@@ -160,16 +159,17 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
     _Pragma("unroll") for (int w = 0; w < NW; w++) c += (int)((u32)acc[w][mf][nf][r] << w); \
     body                                                                  \
   }
-  if (P.splits > 1) {
-    int* ws = (int*)P.ws + (long long)wk.tile * (BM * BN);
+  // Split-K: add the partial tile into the workspace; the last split to
+  // arrive takes the sums back (zeroing the workspace) and finishes.
+  const bool split = P.splits > 1;
+  int* ws = split ? (int*)P.ws + (long long)wk.tile * (BM * BN) : nullptr;
+  if (split) {
     FOR_OUT(atomicAdd(ws + lr * BN + lc, c);)
     if (!splitArrive(P, wk.tile)) return;
-    FOR_OUT(c = atomicExch(ws + lr * BN + lc, 0); emit(P, c, m0 + lr, n0 + lc, q, lr * ldq + lc);)
-  } else {
-    FOR_OUT(emit(P, c, m0 + lr, n0 + lc, q, lr * ldq + lc);)
   }
+  FOR_OUT(if (split) c = atomicExch(ws + lr * BN + lc, 0); emit(probs + pi, c, m0 + lr, n0 + lc, q, lr * ldq + lc);)
   if (P.mode == MODE_BIT) {
     __syncthreads();
-    packBits(P, q, ldq, m0, n0, BM, BN);
+    packBits(probs + pi, q, ldq, m0, n0, BM, BN);
   }
 }

@@ -57,7 +57,11 @@ __device__ __forceinline__ u32 quantize(float y, float scale, float offset, int 
 // emit stores product c at (m, n): int32 or float32 straight to the
 // row-major output, or the re-quantized code into the block's q tile
 // (ldq words per row) for packBits. Out-of-range positions store code 0.
-__device__ __forceinline__ void emit(const Prob& P, int c, int m, int n, u32* q, int qi) {
+// Not inlined: the epilogue runs once per output, and an inlined copy per
+// accumulator register made NVRTC take seconds per kernel variant. P is the
+// descriptor in global memory (its fields stay in L1).
+__device__ __noinline__ void emit(const Prob* __restrict__ Pg, int c, int m, int n, u32* q, int qi) {
+  const Prob& P = *Pg;
   bool ok = m < P.M && n < P.N;
   if (P.mode == MODE_INT) {
     if (ok) ((int*)P.out)[(long long)m * P.N + n] = c;
@@ -73,7 +77,8 @@ __device__ __forceinline__ void emit(const Prob& P, int c, int m, int n, u32* q,
 // positions of one output line, and __ballot_sync turns bit p of the 32
 // codes into plane p's word. Words are OR-ed in (the output was zeroed),
 // so tiles that share a word compose.
-__device__ __forceinline__ void packBits(const Prob& P, const u32* q, int ldq, int m0, int n0, int bm, int bn) {
+__device__ __noinline__ void packBits(const Prob* __restrict__ Pg, const u32* q, int ldq, int m0, int n0, int bm, int bn) {
+  const Prob& P = *Pg;
   u32* out = (u32*)P.out;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   // Lines are rows (ByRows) or columns (ByCols); bits run along the other axis.
