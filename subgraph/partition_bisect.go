@@ -428,9 +428,11 @@ func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
 	maxvwgt := int32(min(int64(math.MaxInt32), max(1, int64(1.5*float64(g.tvwgt)/coarsenTo))))
 	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, 1, r)
 	cg := graphs[len(graphs)-1]
-	tries := 8
+	// Four growing tries (two on a coarsest graph that stayed large):
+	// eight cost 20% more CPU overall for no better cut on the real graphs.
+	tries := 4
 	if cg.n() > 1000 {
-		tries = 4
+		tries = 2
 	}
 	s := newBisectScratch(g.n())
 	var best []uint8
