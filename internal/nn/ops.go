@@ -79,13 +79,15 @@ func (tp *Tape) AddBias(x, b *Tensor) *Tensor {
 		shapePanic("AddBias", "%d bias values for %d columns", len(b.Data), x.Cols)
 	}
 	out := like(x)
-	for i := range x.Rows {
-		r := x.Data[i*x.Cols:][:x.Cols]
-		o := out.Data[i*x.Cols:][:x.Cols]
-		for j := range r {
-			o[j] = r[j] + b.Data[j]
+	parallelFor(x.Rows, x.Cols, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			r := x.Data[i*x.Cols:][:x.Cols]
+			o := out.Data[i*x.Cols:][:x.Cols]
+			for j := range r {
+				o[j] = r[j] + b.Data[j]
+			}
 		}
-	}
+	})
 	tp.record(out, func() {
 		if x.requires {
 			addTo(x.grad(), out.Grad)
@@ -167,14 +169,18 @@ func (tp *Tape) AddScaled(agg, x, eps *Tensor) *Tensor {
 func (tp *Tape) unary(op string, x *Tensor, f func(float32) float32, df func(x, y float32) float32) *Tensor {
 	dense(op, x)
 	out := like(x)
-	for i, v := range x.Data {
-		out.Data[i] = f(v)
-	}
+	parallelFor(len(x.Data), 4, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out.Data[i] = f(x.Data[i])
+		}
+	})
 	tp.record(out, func() {
 		g := x.grad()
-		for i, d := range out.Grad {
-			g[i] += d * df(x.Data[i], out.Data[i])
-		}
+		parallelFor(len(g), 4, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				g[i] += out.Grad[i] * df(x.Data[i], out.Data[i])
+			}
+		})
 	}, x)
 	return out
 }
