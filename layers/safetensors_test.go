@@ -169,3 +169,30 @@ func FuzzReadSafetensors(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadParamsGATLegacyName: PyG before 2.3 saved GATConv's projection as
+// lin_src.weight; it loads as lin.weight.
+func TestLoadParamsGATLegacyName(t *testing.T) {
+	m, err := New(Config{Model: "gat", In: 2, Hidden: 4, Heads: 2, Out: 3, Layers: 1}, 1)
+	require.NoError(t, err)
+	ts := map[string]*STensor{}
+	var want [][]float32
+	for i, p := range m.Params() {
+		vals := make([]float32, len(p.Data))
+		for j := range vals {
+			vals[j] = float32(10*i + j)
+		}
+		want = append(want, vals)
+		name := p.Name
+		if name == "convs.0.lin.weight" {
+			name = "convs.0.lin_src.weight"
+		}
+		ts[name] = &STensor{DType: "F32", Shape: p.Shape, Data: f32Bytes(vals)}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteSafetensors(&buf, ts, nil))
+	require.NoError(t, LoadParams(m, &buf))
+	for i, p := range m.Params() {
+		assert.Equal(t, want[i], p.Data, p.Name)
+	}
+}
