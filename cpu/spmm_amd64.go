@@ -51,6 +51,15 @@ func spmmGatherMaxAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *i
 //go:noescape
 func spmmGatherMinAVX2(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
 
+// spmmGatherMaxAVX512 and spmmGatherMinAVX512 are gatherArgMaxGeneric over
+// w columns, w a multiple of 16.
+//
+//go:noescape
+func spmmGatherMaxAVX512(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
+
+//go:noescape
+func spmmGatherMinAVX512(acc *float32, arg *int32, x *float32, idx *int32, eids *int32, eid0, n, ldx, w int)
+
 // spmmExpAVX2 is expf in place over n values (n a multiple of 8, x ≤ 0).
 //
 //go:noescape
@@ -158,11 +167,21 @@ func gatherArgMax(acc []float32, arg []int32, x []float32, idx, eids []int32, ei
 	if eids != nil {
 		ep = &eids[:len(idx)][0]
 	}
-	w8 := w &^ 7
-	if isMin {
-		spmmGatherMinAVX2(&acc[0], &arg[0], &x[0], &idx[0], ep, eid0, len(idx), ldx, w8)
-	} else {
-		spmmGatherMaxAVX2(&acc[0], &arg[0], &x[0], &idx[0], ep, eid0, len(idx), ldx, w8)
+	w8, done := w&^7, 0
+	if w16 := w &^ 15; spmmUseAVX512 && w16 > 0 {
+		if isMin {
+			spmmGatherMinAVX512(&acc[0], &arg[0], &x[0], &idx[0], ep, eid0, len(idx), ldx, w16)
+		} else {
+			spmmGatherMaxAVX512(&acc[0], &arg[0], &x[0], &idx[0], ep, eid0, len(idx), ldx, w16)
+		}
+		done = w16
+	}
+	if done < w8 {
+		if isMin {
+			spmmGatherMinAVX2(&acc[done], &arg[done], &x[done], &idx[0], ep, eid0, len(idx), ldx, w8-done)
+		} else {
+			spmmGatherMaxAVX2(&acc[done], &arg[done], &x[done], &idx[0], ep, eid0, len(idx), ldx, w8-done)
+		}
 	}
 	if w8 < w {
 		gatherArgMaxGeneric(acc[w8:], arg[w8:], x[w8:], idx, eids, eid0, ldx, isMin)
