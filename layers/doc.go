@@ -20,8 +20,8 @@
 //
 // Save, Load and LoadParams use the safetensors format with PyTorch
 // Geometric's state-dict names, so torch_geometric.nn.models.GCN /
-// GraphSAGE / GAT (and a convs list of GINConv(MLP([in, out, out]),
-// train_eps=True) for GIN) trained in Python load here and ours load there
+// GraphSAGE / GAT / GIN (train_eps=True) trained in Python load here and
+// ours load there
 // (safetensors.torch.load_file + load_state_dict). In evaluation the
 // forward passes match PyG's (GAT built with act="elu"); in training ours
 // also drop out the input features, as Kipf & Welling and Veličković et
@@ -29,7 +29,7 @@
 //
 //	GCN   convs.{i}.lin.weight [out,in], convs.{i}.bias [out]
 //	GIN   convs.{i}.eps [1], convs.{i}.nn.lins.{0,1}.{weight,bias},
-//	      convs.{i}.nn.norms.0.module.{weight,bias,running_mean,running_var,num_batches_tracked}
+//	      with Norm "batch" also convs.{i}.nn.norms.0.module.{weight,bias,running_mean,running_var,num_batches_tracked}
 //	SAGE  convs.{i}.lin_l.weight, convs.{i}.lin_l.bias, convs.{i}.lin_r.weight
 //	GAT   convs.{i}.lin.weight [heads·out,in], convs.{i}.att_src / att_dst [1,heads,out],
 //	      convs.{i}.bias (lin_src.weight, PyG < 2.3, is read as lin.weight)

@@ -8,15 +8,20 @@ import (
 )
 
 // GIN is Xu et al.'s graph isomorphism network with a learnable ε: per
-// layer h = MLP((1+ε)·x + Σ_{u→v} x_u) with MLP = Linear, BatchNorm, ReLU,
-// Linear; ReLU and dropout between layers. Parameters (a ModuleList
-// convs of GINConv(MLP([in, out, out]), train_eps=True), PyG's MLP with its
-// default batch norm):
+// layer h = MLP((1+ε)·x + Σ_{u→v} x_u) with MLP = Linear, ReLU, Linear
+// (Norm "batch": Linear, BatchNorm, ReLU, Linear); ReLU and dropout between
+// layers. Parameters (torch_geometric.nn.models.GIN(..., train_eps=True),
+// whose GINConv MLPs are MLP([in, out, out], norm=None); the batch-norm
+// variant is a ModuleList convs of GINConv(MLP([in, out, out]),
+// train_eps=True) with the MLP's default batch norm):
 //
 //	convs.{i}.eps [1]
 //	convs.{i}.nn.lins.0.weight [hid, in]   convs.{i}.nn.lins.0.bias [hid]
-//	convs.{i}.nn.norms.0.module.{weight,bias,running_mean,running_var} [hid]
+//	convs.{i}.nn.norms.0.module.{weight,bias,running_mean,running_var} [hid] (Norm "batch")
 //	convs.{i}.nn.lins.1.weight [out, hid]  convs.{i}.nn.lins.1.bias [out]
+//
+// On the Cora split batch norm costs accuracy (its eval-mode statistics
+// swing from epoch to epoch with 140 labels), hence the default.
 //
 // where hid is the layer's output width. The
 // first Linear runs before the aggregation, which is exact because both
@@ -28,7 +33,7 @@ type GIN struct {
 
 type ginLayer struct {
 	eps, w0, b0, w1, b1 *nn.Param
-	bn                  batchNorm
+	bn                  *batchNorm // nil without batch norm
 }
 
 // batchNorm is a BatchNorm1d's parameters, buffers and batch counter.
@@ -69,7 +74,10 @@ func newGIN(cfg Config, r *rand.Rand) *GIN {
 		l.b0 = m.add(nn.NewParam(p+"nn.lins.0.bias", 1, out, out))
 		kaiming(r, l.w0, in)
 		kaiming(r, l.b0, in)
-		l.bn = m.newBatchNorm(p+"nn.norms.0.module", out)
+		if cfg.Norm == "batch" {
+			bn := m.newBatchNorm(p+"nn.norms.0.module", out)
+			l.bn = &bn
+		}
 		l.w1 = m.add(nn.NewParam(p+"nn.lins.1.weight", out, out))
 		l.b1 = m.add(nn.NewParam(p+"nn.lins.1.bias", 1, out, out))
 		kaiming(r, l.w1, out)
@@ -90,7 +98,11 @@ func (m *GIN) Forward(tp *nn.Tape, in *Input) *nn.Tensor {
 		x = tp.Dropout(x, m.cfg.Dropout)
 		h := m.hooks.linear(tp, i, x, l.w0, nil)
 		h = tp.AddScaled(tp.Propagate(in.Graph, nil, h), h, l.eps.Tensor)
-		h = tp.ReLU(l.bn.forward(tp, tp.AddBias(h, l.b0.Tensor)))
+		h = tp.AddBias(h, l.b0.Tensor)
+		if l.bn != nil {
+			h = l.bn.forward(tp, h)
+		}
+		h = tp.ReLU(h)
 		x = m.hooks.linear(tp, i, h, l.w1, l.b1)
 	}
 	return x

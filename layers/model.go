@@ -33,6 +33,7 @@ type Config struct {
 	Dropout float32 // before every convolution, the input's included
 
 	Aggr        string  // SAGE: "mean" (default) or "max"
+	Norm        string  // GIN: "none" (default) or "batch": batch norm inside each MLP
 	Heads       int     // GAT: heads of the hidden layers (default 8)
 	OutHeads    int     // GAT: heads of the output layer, averaged (default 1)
 	AttnDropout float32 // GAT: dropout on the attention coefficients
@@ -52,6 +53,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Model == "sage" && c.Aggr != "mean" && c.Aggr != "max" {
 		return c, fmt.Errorf("%w: sage aggregation %q (want mean or max)", ErrConfig, c.Aggr)
+	}
+	if c.Model == "gin" && c.Norm == "" {
+		c.Norm = "none"
+	}
+	if c.Model == "gin" && c.Norm != "none" && c.Norm != "batch" {
+		return c, fmt.Errorf("%w: gin norm %q (want none or batch)", ErrConfig, c.Norm)
 	}
 	if c.Model == "gat" {
 		if c.Heads == 0 {

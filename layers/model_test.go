@@ -64,13 +64,14 @@ func synthData(t testing.TB, n, k, f int, seed uint64) *Data {
 var testConfigs = []Config{
 	{Model: "gcn", Hidden: 8, Layers: 2, Dropout: 0.5},
 	{Model: "gin", Hidden: 8, Layers: 2, Dropout: 0.5},
+	{Model: "gin", Norm: "batch", Hidden: 8, Layers: 2, Dropout: 0.5},
 	{Model: "sage", Hidden: 8, Layers: 2, Dropout: 0.5},
 	{Model: "sage", Aggr: "max", Hidden: 8, Layers: 2, Dropout: 0.5},
 	{Model: "gat", Hidden: 8, Heads: 2, Layers: 2, Dropout: 0.5, AttnDropout: 0.3},
 	{Model: "gat", Hidden: 8, Heads: 2, OutHeads: 3, Layers: 3, Dropout: 0.2},
 }
 
-func name(c Config) string { return c.Model + c.Aggr }
+func name(c Config) string { return c.Model + c.Aggr + c.Norm }
 
 // TestModelGradients checks every parameter's gradient through a whole
 // model (dropout on, seeded) against central finite differences.
@@ -147,6 +148,7 @@ func TestConfigErrors(t *testing.T) {
 		{Model: "gcn", In: 3, Hidden: 4, Out: 2, Layers: 0},
 		{Model: "gcn", In: 3, Hidden: 4, Out: 2, Layers: 2, Dropout: 1},
 		{Model: "sage", Aggr: "sum", In: 3, Hidden: 4, Out: 2, Layers: 2},
+		{Model: "gin", Norm: "layer", In: 3, Hidden: 4, Out: 2, Layers: 2},
 		{Model: "gat", In: 3, Hidden: 6, Heads: 4, Out: 2, Layers: 2},
 	} {
 		_, err := New(c, 1)

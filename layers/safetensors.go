@@ -266,6 +266,8 @@ func Save(w io.Writer, m Model) error {
 	switch c.Model {
 	case "sage":
 		meta["qgtc.aggr"] = c.Aggr
+	case "gin":
+		meta["qgtc.norm"] = c.Norm
 	case "gat":
 		meta["qgtc.heads"] = strconv.Itoa(c.Heads)
 		meta["qgtc.out_heads"] = strconv.Itoa(c.OutHeads)
@@ -278,6 +280,9 @@ func Save(w io.Writer, m Model) error {
 	}
 	if g, ok := m.(*GIN); ok {
 		for i := range g.layers {
+			if g.layers[i].bn == nil {
+				continue
+			}
 			var b [8]byte
 			binary.LittleEndian.PutUint64(b[:], uint64(g.layers[i].bn.tracked))
 			ts[fmt.Sprintf("convs.%d.nn.norms.0.module.num_batches_tracked", i)] = &STensor{DType: "I64", Shape: []int{}, Data: b[:]}
@@ -339,6 +344,9 @@ func setParams(m Model, ts map[string]*STensor) error {
 	}
 	if g, ok := m.(*GIN); ok {
 		for i := range g.layers {
+			if g.layers[i].bn == nil {
+				continue
+			}
 			if t, ok := ts[fmt.Sprintf("convs.%d.nn.norms.0.module.num_batches_tracked", i)]; ok && t.DType == "I64" && len(t.Data) == 8 {
 				g.layers[i].bn.tracked = int64(binary.LittleEndian.Uint64(t.Data))
 			}
@@ -396,7 +404,7 @@ func configFromMeta(meta map[string]string) (Config, error) {
 		return c, fmt.Errorf("%w: no qgtc.model in the metadata (a PyTorch state dict needs LoadParams with a Config)", ErrSafetensors)
 	}
 	c.In, c.Hidden, c.Out, c.Layers = geti("qgtc.in"), geti("qgtc.hidden"), geti("qgtc.out"), geti("qgtc.layers")
-	c.Dropout, c.Aggr = getf("qgtc.dropout"), meta["qgtc.aggr"]
+	c.Dropout, c.Aggr, c.Norm = getf("qgtc.dropout"), meta["qgtc.aggr"], meta["qgtc.norm"]
 	c.Heads, c.OutHeads = geti("qgtc.heads"), geti("qgtc.out_heads")
 	c.AttnDropout, c.Slope = getf("qgtc.attn_dropout"), getf("qgtc.slope")
 	if len(errs) > 0 {

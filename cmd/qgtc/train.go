@@ -63,6 +63,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	heads := fs.Int("heads", 8, "gat: heads of the hidden layers")
 	outHeads := fs.Int("out-heads", 1, "gat: heads of the output layer (averaged)")
 	aggr := fs.String("aggr", "mean", "sage: neighbour aggregation, mean or max")
+	ginNorm := fs.String("norm", "none", "gin: normalization inside each MLP, none or batch")
 	patience := fs.Int("patience", 100, "stop after this many epochs without better validation accuracy or loss (0: never)")
 	seed := fs.Uint64("seed", 0, "first seed (initialization, dropout and random split)")
 	seeds := fs.Int("seeds", 1, "number of seeds to run (seed, seed+1, ...); reports mean ± std")
@@ -142,7 +143,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		return fmt.Errorf("dataset %q: %w: training needs node features and single labels", ds.Name, layers.ErrData)
 	}
 	cfg := layers.Config{Model: m, In: ds.Features.Cols, Hidden: *hidden, Out: ds.NumClasses, Layers: *nlayers,
-		Dropout: *dropout, Aggr: *aggr, Heads: *heads, OutHeads: *outHeads, AttnDropout: *attnDrop}
+		Dropout: *dropout, Aggr: *aggr, Norm: ginNormFor(m, *ginNorm), Heads: *heads, OutHeads: *outHeads, AttnDropout: *attnDrop}
 	if _, err := layers.New(cfg, 0); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -294,4 +295,12 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// ginNormFor passes --norm to GIN only (the other models have no such option).
+func ginNormFor(model, norm string) string {
+	if model == "gin" {
+		return norm
+	}
+	return ""
 }
