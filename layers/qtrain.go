@@ -26,16 +26,18 @@ type QData struct {
 
 // NewQData prepares d with the partition parts into k parts (nil for one
 // batch) grouped perBatch parts to a batch, and the feature scale
-// QScaleMean. The Eval batches carry their packed adjacency.
+// QScaleSqrt. The Eval batches carry their packed adjacency.
 func NewQData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*QData, error) {
-	return NewQDataScaled(d, parts, k, perBatch, QScaleMean)
+	return NewQDataScaled(d, parts, k, perBatch, QScaleSqrt)
 }
 
-// NewQDataScaled is NewQData with the feature scale mode (QScaleMean or
-// QScaleRows).
+// NewQDataScaled is NewQData with the feature scale mode (QScaleSqrt,
+// QScaleMean, QScaleRows or QScaleNone).
 func NewQDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale string) (*QData, error) {
-	if scale != QScaleMean && scale != QScaleRows {
-		return nil, fmt.Errorf("%w: feature scale %q (want %s or %s)", ErrQModel, scale, QScaleMean, QScaleRows)
+	switch scale {
+	case QScaleMean, QScaleRows, QScaleSqrt, QScaleNone:
+	default:
+		return nil, fmt.Errorf("%w: feature scale %q (want mean, sqrt, rows or none)", ErrQModel, scale)
 	}
 	if d.Labels == nil || d.NumClasses < 1 {
 		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrQModel, d.Name)

@@ -358,7 +358,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
 	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs (0: post-training quantization only)")
 	fs.Uint64Var(&j.seed, "seed", 0, "seed for the split, partition and training")
-	fs.StringVar(&j.scale, "feature-scale", layers.QScaleMean, "input scaling, folded into the first epilogue: mean (1/mean row sum) or rows (each row to sum 1)")
+	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
 	sparseIn := fs.String("sparse-input", "auto", "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")

@@ -94,7 +94,7 @@ func runSweep(args []string, stdout io.Writer) error {
 	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs")
 	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs per width (0: PTQ only)")
 	fs.Uint64Var(&j.seed, "seed", 0, "first seed")
-	fs.StringVar(&j.scale, "feature-scale", layers.QScaleMean, "input scaling: mean or rows (see qgtc infer)")
+	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling: sqrt, mean, rows or none (see qgtc infer)")
 	device := fs.String("device", "cpu", "cpu, gpu or auto")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
