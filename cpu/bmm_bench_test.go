@@ -259,11 +259,15 @@ func BenchmarkSgemm(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("m=%d/n=%d/k=%d/impl=%s", m, n, k, name), func(b *testing.B) {
 				withSgemmKernel(b, kern)
+				meter := startCPU()
 				for b.Loop() {
 					Sgemm(false, false, m, n, k, 1, a, k, bb, n, 0, c, n)
 				}
 				sec := b.Elapsed().Seconds() / float64(b.N)
 				b.ReportMetric(2*float64(m)*float64(n)*float64(k)/sec/1e9, "GFLOPS")
+				if cpuSec := meter.perOp(b); cpuSec > 0 {
+					b.ReportMetric(2*float64(m)*float64(n)*float64(k)/cpuSec/1e9, "GFLOPS/cpu")
+				}
 			})
 		}
 	}
