@@ -176,11 +176,12 @@ func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
 	for _, bt := range t.d.Eval {
 		g, err := t.ds.Graph.InducedSubgraph(bt.Nodes)
 		require.NoError(b, err)
-		in, err := NewInput(g, t.ds.Features.SelectRows(bt.Nodes))
-		require.NoError(b, err)
+		f := t.ds.Features.SelectRows(bt.Nodes)
 		if t.fp.NormRows {
-			in.NormalizeRows()
+			f = qScaleFeatureRows(f, bt.FeatScale) // the input scale the other paths fold into the epilogue
 		}
+		in, err := NewInput(g, f)
+		require.NoError(b, err)
 		inputs = append(inputs, in)
 	}
 	qin, err := QuantizeInput(t.ds.Features, 8)
@@ -193,6 +194,31 @@ func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
 		require.InDelta(b, want[i], got[i], 1e-3*(1+math.Abs(float64(want[i]))), "fp32 paths disagree at %d", i)
 	}
 	return m, inputs
+}
+
+// qScaleFeatureRows returns f with row r multiplied by scale[r].
+func qScaleFeatureRows(f *subgraph.Features, scale []float32) *subgraph.Features {
+	out := *f
+	if f.Dense != nil {
+		out.Dense = make([]float32, len(f.Dense))
+		for r := 0; r < f.Rows; r++ {
+			for c := 0; c < f.Cols; c++ {
+				out.Dense[r*f.Cols+c] = f.Dense[r*f.Cols+c] * scale[r]
+			}
+		}
+		return &out
+	}
+	out.Values = make([]float32, len(f.Indices))
+	for r := 0; r < f.Rows; r++ {
+		for p := f.Indptr[r]; p < f.Indptr[r+1]; p++ {
+			v := float32(1)
+			if f.Values != nil {
+				v = f.Values[p]
+			}
+			out.Values[p] = v * scale[r]
+		}
+	}
+	return &out
 }
 
 // qTorchScript runs the GCN forward over exported batches in PyTorch and
