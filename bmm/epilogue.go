@@ -57,7 +57,14 @@ func (ep *Epilogue) Validate(m, n int) error {
 // Apply evaluates the epilogue for product c at (m, n). A nil ep returns
 // float32(c).
 func (ep *Epilogue) Apply(c int32, m, n int) float32 {
-	t := float32(c)
+	return ep.ApplyFloat(float32(c), m, n)
+}
+
+// ApplyFloat is Apply for a product already converted to float32: for every
+// int32 c, ApplyFloat(float32(c), m, n) == Apply(c, m, n). Layers use it for
+// products that do not fit int32 (wide widths split into plane groups) and
+// in the float simulation that quantization-aware training runs.
+func (ep *Epilogue) ApplyFloat(t float32, m, n int) float32 {
 	if ep == nil {
 		return t
 	}

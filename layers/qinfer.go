@@ -128,7 +128,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 				}
 			}
 			for j, c := range acc {
-				y := qEpilogue(ep, float32(c), r, j)
+				y := ep.ApplyFloat(float32(c), r, j)
 				if logits != nil {
 					logits[r*nOut+j] = y
 				} else {

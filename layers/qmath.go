@@ -9,36 +9,6 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 )
 
-// qEpilogue applies ep to a product already converted to float32, in exactly
-// the order and rounding of bmm.Epilogue.Apply. It exists for products that
-// do not fit int32 (wide bit widths, split into plane groups) and for the
-// float simulation used by quantization-aware training: for every int32 c,
-// qEpilogue(ep, float32(c), m, n) == ep.Apply(c, m, n).
-func qEpilogue(ep *bmm.Epilogue, t float32, m, n int) float32 {
-	if ep == nil {
-		return t
-	}
-	if ep.ColScale != nil {
-		t = float32(t * ep.ColScale[n])
-	}
-	if ep.RowTerm != nil {
-		t = t + float32(ep.RowTerm[m]*ep.ColTerm[n])
-	}
-	if ep.ColConst != nil {
-		t = t + ep.ColConst[n]
-	}
-	if ep.RowScale != nil {
-		t = float32(t * ep.RowScale[m])
-	}
-	if ep.ColBias != nil {
-		t = t + ep.ColBias[n]
-	}
-	if ep.ReLU && !(t > 0) {
-		t = 0
-	}
-	return t
-}
-
 // qPlaneGroups returns plane-group sizes ga, gb such that every product of a
 // ga-plane slice of A and a gb-plane slice of B fits int32 for reduction
 // length k. When the whole product fits, they are the full widths.
@@ -158,7 +128,7 @@ func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requ
 	codes := make([]int32, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
-			codes[i*n+j] = int32(rq.Quantize(qEpilogue(ep, float32(c[i*n+j]), i, j), outBits))
+			codes[i*n+j] = int32(rq.Quantize(ep.ApplyFloat(float32(c[i*n+j]), i, j), outBits))
 		}
 	}
 	return bittensor.Pack(codes, m, n, outBits, packing, bittensor.DefaultPadding)
@@ -180,7 +150,7 @@ func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue) ([]float3
 	out := make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
-			out[i*n+j] = qEpilogue(ep, float32(c[i*n+j]), i, j)
+			out[i*n+j] = ep.ApplyFloat(float32(c[i*n+j]), i, j)
 		}
 	}
 	return out, nil

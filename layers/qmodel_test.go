@@ -78,23 +78,6 @@ func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) 
 	return m, d, in
 }
 
-func TestQEpilogueMatchesApply(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	vec := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
-	ep := &bmm.Epilogue{ColScale: vec(3), RowTerm: vec(2), ColTerm: vec(3), ColConst: vec(3), RowScale: vec(2), ColBias: vec(3), ReLU: true}
-	for i := 0; i < 2000; i++ {
-		c := int32(r.Uint32())
-		m, n := i%2, i%3
-		require.Equal(t, math.Float32bits(ep.Apply(c, m, n)), math.Float32bits(qEpilogue(ep, float32(c), m, n)))
-	}
-}
-
 // TestQWideProduct checks the plane-split product against int64 sums where
 // the int32 kernels would overflow.
 func TestQWideProduct(t *testing.T) {

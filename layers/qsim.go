@@ -244,7 +244,7 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 		qParFor(n, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				for j := 0; j < width; j++ {
-					y[r*width+j] = qEpilogue(ep, float32(c[r*width+j]), r, j)
+					y[r*width+j] = ep.ApplyFloat(float32(c[r*width+j]), r, j)
 				}
 			}
 		})
