@@ -1,7 +1,6 @@
 package layers
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 
@@ -172,27 +171,6 @@ func qRowSums(t *bittensor.Tensor) []float32 {
 		out[l] = float32(s)
 	}
 	return out
-}
-
-// qGatherRows builds a ByRows tensor whose row i is row rows[i] of t (ByRows):
-// a batch's slice of a dataset's feature matrix packed once.
-func qGatherRows(t *bittensor.Tensor, rows []int32) (*bittensor.Tensor, error) {
-	if t.Packing() != bittensor.ByRows {
-		return nil, fmt.Errorf("%w: gather needs a tensor packed by rows, got %v", ErrQModel, t.Packing())
-	}
-	s, err := bittensor.New(len(rows), t.Cols(), t.Bits(), bittensor.ByRows, t.Padding())
-	if err != nil {
-		return nil, err
-	}
-	for i, r := range rows {
-		if r < 0 || int(r) >= t.Rows() {
-			return nil, fmt.Errorf("%w: gather row %d of a %d-row tensor", ErrQModel, r, t.Rows())
-		}
-		for p := 0; p < t.Bits(); p++ {
-			copy(s.Line(p, i), t.Line(p, int(r)))
-		}
-	}
-	return s, nil
 }
 
 // qTileRows is the row tile of qMulBitTiles: a multiple of 64, so that a

@@ -74,10 +74,10 @@ type Terms struct {
 // column sums colSumsB).
 func ProductTerms(a Params, rowSumsA []int64, b ColumnParams, colSumsB []int64, k int) (Terms, error) {
 	if err := a.Validate(); err != nil {
-		return Terms{}, fmt.Errorf("A: %w", err)
+		return Terms{}, fmt.Errorf("operand A: %w", err)
 	}
 	if err := b.Validate(len(colSumsB)); err != nil {
-		return Terms{}, fmt.Errorf("B: %w", err)
+		return Terms{}, fmt.Errorf("operand B: %w", err)
 	}
 	if k < 0 {
 		return Terms{}, fmt.Errorf("%w: K=%d", ErrShape, k)

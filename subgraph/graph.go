@@ -323,8 +323,7 @@ func (g *Graph) Components() (comp []int32, count int) {
 	for v := range parent {
 		parent[v] = int32(v)
 	}
-	var find func(int32) int32
-	find = func(x int32) int32 {
+	find := func(x int32) int32 {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]

@@ -22,8 +22,6 @@ func newPQueue(n int) *pqueue {
 	return q
 }
 
-func (q *pqueue) len() int { return len(q.vs) }
-
 func (q *pqueue) has(v int32) bool { return q.pos[v] >= 0 }
 
 func (q *pqueue) reset() {

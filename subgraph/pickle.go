@@ -56,8 +56,6 @@ type pyObject struct {
 	items *pyDict
 }
 
-var pyMark = &struct{ byte }{}
-
 // unpickle decodes one pickle from b; name is used in errors.
 func unpickle(name string, b []byte) (any, error) {
 	u := &unpickler{b: b, memo: map[int64]any{}}

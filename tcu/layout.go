@@ -83,19 +83,6 @@ func (m *tileMask) nonZero(g, s int) bool {
 	return m.bits[i/64]>>(i%64)&1 != 0
 }
 
-// NonZeroSteps counts the non-zero (16-row group, k-step) tiles.
-func (m *tileMask) nonZeroTiles() int {
-	n := 0
-	for g := 0; g < m.groups; g++ {
-		for s := 0; s < m.steps; s++ {
-			if m.nonZero(g, s) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // list returns, for row tiles of bm rows (a multiple of 16), the CSR list
 // of their non-zero k-steps: tile t visits kidx[kptr[t]:kptr[t+1]].
 func (m *tileMask) list(bm int) (kptr, kidx []int32) {

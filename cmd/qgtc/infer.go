@@ -40,14 +40,13 @@ type qjob struct {
 
 // qtask is a loaded dataset with its batches.
 type qtask struct {
-	ds          *subgraph.Dataset
-	data        *layers.QData
-	load, part  time.Duration
-	prep        time.Duration
-	partCached  bool
-	parts       int
-	keptEdges   float64 // fraction of edges inside the batches
-	featureBits int
+	ds         *subgraph.Dataset
+	data       *layers.QData
+	load, part time.Duration
+	prep       time.Duration
+	partCached bool
+	parts      int
+	keptEdges  float64 // fraction of edges inside the batches
 }
 
 // qTTY says whether stderr is a terminal: progress lines redraw in place
