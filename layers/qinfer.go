@@ -1,12 +1,12 @@
 package layers
 
 import (
-	"time"
-
 	"fmt"
+	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
 )
 
 // QPlan is a calibrated QModel compiled for the bit kernels: each linear's
@@ -24,6 +24,11 @@ type QPlan struct {
 	// MulInt instead of calling its MulBit (same codes; see qMulBitTiles).
 	Tiles bool
 	wInt  []int64 // op 0's weight codes, K×N, for ForwardSparse
+	// wF32 holds the same codes as float32 and wMax the largest: when no
+	// row's sum can pass 2^24, float32 sums of these integers are exact and
+	// the sparse first product runs on the vectorized cpu.SpMM.
+	wF32 []float32
+	wMax int64
 }
 
 // Compile quantizes and packs m's weights for kernel k (bmm.Default() when
@@ -56,8 +61,11 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 		p.packed = append(p.packed, t)
 		if i == 0 {
 			p.wInt = make([]int64, len(w.codes))
+			p.wF32 = make([]float32, len(w.codes))
 			for j, c := range w.codes {
 				p.wInt[j] = int64(c)
+				p.wF32[j] = float32(c)
+				p.wMax = max(p.wMax, int64(c))
 			}
 		}
 		p.WeightBytes += 8 * len(t.Words())
@@ -115,33 +123,88 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	if op.out != nil {
 		rq = qRQ(*op.out)
 	}
-	qParFor(n, func(lo, hi int) {
-		acc := make([]int64, nOut)
-		for r := lo; r < hi; r++ {
-			clear(acc)
-			v := b.Nodes[r]
-			for q := in.Indptr[v]; q < in.Indptr[v+1]; q++ {
-				x := int64(in.Codes[q])
-				row := wc[int(in.Indices[q])*nOut : int(in.Indices[q]+1)*nOut]
-				for j, c := range row {
-					acc[j] += x * c
-				}
-			}
-			for j, c := range acc {
-				y := ep.ApplyFloat(float32(c), r, j)
-				if logits != nil {
-					logits[r*nOut+j] = y
-				} else {
-					codes[r*nOut+j] = int32(rq.Quantize(y, op.out.Bits))
-				}
-			}
+	emit := func(r, j int, y float32) {
+		if logits != nil {
+			logits[r*nOut+j] = y
+		} else {
+			codes[r*nOut+j] = int32(rq.Quantize(y, op.out.Bits))
 		}
-	})
+	}
+	if sums := p.qSparseFirstF32(b, in); sums != nil {
+		qParFor(n, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				for j, c := range sums[r*nOut : (r+1)*nOut] {
+					emit(r, j, ep.ApplyFloat(c, r, j)) // c is the exact integer sum
+				}
+			}
+		})
+	} else {
+		qParFor(n, func(lo, hi int) {
+			acc := make([]int64, nOut)
+			for r := lo; r < hi; r++ {
+				clear(acc)
+				v := b.Nodes[r]
+				for q := in.Indptr[v]; q < in.Indptr[v+1]; q++ {
+					x := int64(in.Codes[q])
+					row := wc[int(in.Indices[q])*nOut : int(in.Indices[q]+1)*nOut]
+					for j, c := range row {
+						acc[j] += x * c
+					}
+				}
+				for j, c := range acc {
+					emit(r, j, ep.ApplyFloat(float32(c), r, j))
+				}
+			}
+		})
+	}
 	if logits != nil {
 		return nil, logits, nil
 	}
 	t, err := bittensor.Pack(codes, n, nOut, op.out.Bits, packing, bittensor.DefaultPadding)
 	return t, nil, err
+}
+
+// qSparseFirstF32 computes op 0's integer sums X·W for b's rows with
+// cpu.SpMM (u_mul_e: each stored feature code weights a row of W) in
+// float32, and returns nil when some row's sum could reach 2^24, beyond
+// which float32 no longer holds every integer. Codes and weights are
+// non-negative, so bounding the final sum bounds every partial sum, and
+// below 2^24 the float32 result equals the int64 one whatever the order.
+func (p *QPlan) qSparseFirstF32(b *QBatch, in *QInput) []float32 {
+	if p.wF32 == nil {
+		return nil
+	}
+	n := b.N()
+	indptr := make([]int32, n+1)
+	nnz := 0
+	for r, v := range b.Nodes {
+		lo, hi := in.Indptr[v], in.Indptr[v+1]
+		var rowSum int64
+		for _, c := range in.Codes[lo:hi] {
+			rowSum += int64(c)
+		}
+		if rowSum*p.wMax >= 1<<24 {
+			return nil
+		}
+		nnz += int(hi - lo)
+		indptr[r+1] = int32(nnz)
+	}
+	indices := make([]int32, 0, nnz)
+	e := make([]float32, 0, nnz)
+	for _, v := range b.Nodes {
+		lo, hi := in.Indptr[v], in.Indptr[v+1]
+		indices = append(indices, in.Indices[lo:hi]...)
+		for _, c := range in.Codes[lo:hi] {
+			e = append(e, float32(c))
+		}
+	}
+	nOut := len(p.wF32) / in.Cols
+	out := make([]float32, n*nOut)
+	g := cpu.CSR{Indptr: indptr, Indices: indices}
+	if err := cpu.SpMM(out, g, cpu.UMulE, cpu.Sum, p.wF32, e, nil, nOut, nil, nil); err != nil {
+		return nil // shapes are ours; fall back to the int64 loop rather than fail
+	}
+	return out
 }
 
 func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace) ([]float32, QStats, error) {
