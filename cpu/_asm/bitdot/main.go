@@ -40,7 +40,9 @@ func reduce4(q [4]VecVirtual, out Register, evex bool) {
 	if evex {
 		// VSHUFI64X2 on ymm: bit 0 picks a's lane, bit 1 b's.
 		por = func(b, a, dst VecVirtual) { VPORQ(b, a, dst) }
-		lanes = func(imm uint8, b, a, dst VecVirtual) { VSHUFI64X2(U8(map[uint8]uint8{0x20: 0, 0x31: 3}[imm]), b, a, dst) }
+		lanes = func(imm uint8, b, a, dst VecVirtual) {
+			VSHUFI64X2(U8(map[uint8]uint8{0x20: 0, 0x31: 3}[imm]), b, a, dst)
+		}
 	}
 	VPSLLQ(U8(32), q[1], q[1])
 	por(q[1], q[0], q[0]) // dwords: q0 sums | q1 sums
