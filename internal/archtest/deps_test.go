@@ -1,0 +1,79 @@
+package archtest
+
+import (
+	"go/build"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/qgtc/qgtc/"
+
+// moduleRoot is two folders up from this file.
+func moduleRoot(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// deps returns the module packages pkg imports, directly or not, from its
+// non-test Go files (all build tags' files are read).
+func deps(t *testing.T, root, pkg string) []string {
+	seen := map[string]bool{}
+	var walk func(p string)
+	walk = func(p string) {
+		ctx := build.Default
+		ctx.UseAllFiles = false
+		bp, err := ctx.ImportDir(filepath.Join(root, p), 0)
+		require.NoError(t, err, p)
+		for _, imp := range bp.Imports {
+			if rel, ok := strings.CutPrefix(imp, module); ok && !seen[rel] {
+				seen[rel] = true
+				walk(rel)
+			}
+		}
+	}
+	walk(pkg)
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDependencyDirection enforces the layering: each package may reach
+// only the module packages listed for it.
+func TestDependencyDirection(t *testing.T) {
+	root := moduleRoot(t)
+	allowed := map[string][]string{
+		"bittensor":     {},
+		"quantize":      {"bittensor"},
+		"bmm":           {"bittensor", "quantize"},
+		"bmm/bmmtest":   {"bittensor", "bmm", "quantize"},
+		"cpu":           {"bittensor", "bmm", "quantize"},
+		"tcu":           {"bittensor", "bmm", "quantize"},
+		"subgraph":      {"bittensor"},
+		"internal/nn":   {"bittensor", "bmm", "cpu", "quantize"},
+		"internal/plot": {},
+		// layers computes on whatever kernel bmm.Default() or the caller
+		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
+		"layers": {"bittensor", "bmm", "cpu", "internal/nn", "quantize", "subgraph"},
+	}
+	for pkg, ok := range allowed {
+		t.Run(pkg, func(t *testing.T) {
+			okSet := map[string]bool{}
+			for _, p := range ok {
+				okSet[p] = true
+			}
+			for _, d := range deps(t, root, pkg) {
+				assert.True(t, okSet[d], "%s must not depend on %s", pkg, d)
+			}
+		})
+	}
+}
