@@ -17,6 +17,7 @@ import (
 	_ "github.com/qgtc/qgtc/cpu" // registers the CPU bit kernels with bmm
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
+	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -340,6 +341,19 @@ type inferReport struct {
 	SparseInput     bool     `json:"sparse_input"`
 }
 
+// jobFlags registers the settings infer and sweep share: batching, the
+// model trained when none is given, input scaling and progress.
+func (j *qjob) jobFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&j.parts, "parts", 0, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes)")
+	fs.IntVar(&j.batch, "batch", 1, "partitions per batch")
+	fs.IntVar(&j.hidden, "hidden", 64, "hidden width (when training)")
+	fs.IntVar(&j.layers, "layers", 2, "graph layers (when training)")
+	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
+	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)")
+	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
+	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
+}
+
 func runInfer(args []string, stdout io.Writer) error {
 	fs := newFlags("infer", stdout)
 	j := &qjob{}
@@ -349,18 +363,11 @@ func runInfer(args []string, stdout io.Writer) error {
 	abits := fs.Int("abits", 0, "bit width of features and activations (default --bits)")
 	wbits := fs.Int("wbits", 0, "bit width of weights (default --bits)")
 	weights := fs.String("weights", "", "quantized model file (safetensors from a previous run); default: train and cache one")
-	fs.IntVar(&j.parts, "parts", 0, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes)")
-	fs.IntVar(&j.batch, "batch", 1, "partitions per batch")
 	device := fs.String("device", "cpu", "cpu, gpu or auto (GPU when one opens, else CPU)")
-	fs.IntVar(&j.hidden, "hidden", 64, "hidden width (when training)")
-	fs.IntVar(&j.layers, "layers", 2, "graph layers (when training)")
-	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
-	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs (0: post-training quantization only)")
+	j.jobFlags(fs)
 	fs.Uint64Var(&j.seed, "seed", 0, "seed for the split, partition and training")
-	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
 	sparseIn := fs.String("sparse-input", "auto", "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

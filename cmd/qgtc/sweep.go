@@ -87,17 +87,10 @@ func runSweep(args []string, stdout io.Writer) error {
 	bitList := fs.String("bits", "1,2,3,4,6,8,16,32", "comma-separated bit widths (activations = weights)")
 	seeds := fs.Int("seeds", 1, "seeds per width (split, partition, training); reports mean ± std")
 	out := fs.String("out", "qgtc-sweep", "folder for sweep.csv, sweep.json, sweep.svg and sweep.png")
-	fs.IntVar(&j.parts, "parts", 0, "graph partitions (0: automatic, as in infer)")
-	fs.IntVar(&j.batch, "batch", 1, "partitions per batch")
-	fs.IntVar(&j.hidden, "hidden", 64, "hidden width")
-	fs.IntVar(&j.layers, "layers", 2, "graph layers")
-	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs")
-	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs per width (0: PTQ only)")
+	j.jobFlags(fs)
 	fs.Uint64Var(&j.seed, "seed", 0, "first seed")
-	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling: sqrt, mean, rows or none (see qgtc infer)")
 	device := fs.String("device", "cpu", "cpu, gpu or auto")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
-	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
