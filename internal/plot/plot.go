@@ -14,6 +14,10 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
 )
 
 // ErrEmpty: a figure with nothing to draw.
@@ -130,10 +134,20 @@ func (fig *Figure) frames() []frame {
 
 func (f *frame) ticks() []float64 {
 	if f.log {
+		// Decades, or 1-2-5 steps, or every digit: the first that puts at
+		// least two ticks on a narrow range.
 		var t []float64
-		for e := math.Floor(math.Log10(f.lo)); e <= math.Ceil(math.Log10(f.hi)); e++ {
-			if v := math.Pow(10, e); v >= f.lo && v <= f.hi {
-				t = append(t, v)
+		for _, mant := range [][]float64{{1}, {1, 2, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+			t = t[:0]
+			for e := math.Floor(math.Log10(f.lo)); e <= math.Ceil(math.Log10(f.hi)); e++ {
+				for _, m := range mant {
+					if v := m * math.Pow(10, e); v >= f.lo && v <= f.hi {
+						t = append(t, v)
+					}
+				}
+			}
+			if len(t) >= 2 {
+				break
 			}
 		}
 		return t
@@ -214,9 +228,9 @@ func (fig *Figure) WriteSVG(w io.Writer) error {
 	return err
 }
 
-// WritePNG draws fig as a PNG: the same frames, grid, lines, points and
-// error bars, with tick values in a small built-in digit font (titles and
-// names are in the SVG only).
+// WritePNG draws fig as a PNG: the same title, frames, grid, lines, points,
+// error bars, tick values, axis labels and legend as the SVG, in the Go
+// team's 7×13 bitmap font.
 func (fig *Figure) WritePNG(w io.Writer) error {
 	if err := fig.check(); err != nil {
 		return err
@@ -228,8 +242,12 @@ func (fig *Figure) WritePNG(w io.Writer) error {
 	}
 	grey := color.RGBA{68, 68, 68, 255}
 	light := color.RGBA{221, 221, 221, 255}
+	black := color.RGBA{0, 0, 0, 255}
+	text(img, marginL, 12, fig.Title, black, false)
 	for pi, f := range fig.frames() {
 		p := fig.Panels[pi]
+		text(img, int(f.x0), int(f.y0)-17, p.Title, black, false)
+		textUp(img, int(f.x0)-62, int(f.y0+f.h/2), p.YLabel, grey)
 		for _, t := range f.ticks() {
 			y := f.py(t)
 			line(img, f.x0, y, f.x0+f.w, y, light)
@@ -259,10 +277,12 @@ func (fig *Figure) WritePNG(w io.Writer) error {
 				dot(img, x, yy, s.Color)
 				px, py = x, yy
 			}
-			ly := f.y0 + 10 + float64(si)*14
+			ly := f.y0 + 10 + float64(si)*16
 			thick(img, x1+10, ly, x1+30, ly, s.Color)
+			text(img, int(x1)+35, int(ly)-6, s.Name, black, false)
 		}
 	}
+	text(img, marginL+(width-marginL-marginR)/2-len(fig.XLabel)*7/2, h-22, fig.XLabel, black, false)
 	return png.Encode(w, img)
 }
 
@@ -289,36 +309,30 @@ func dot(img *image.RGBA, x, y float64, c color.RGBA) {
 	}
 }
 
-// glyphs is a 3×5 font for tick labels: each rune is 5 rows of 3 bits.
-var glyphs = map[rune][5]uint8{
-	'0': {7, 5, 5, 5, 7}, '1': {2, 6, 2, 2, 7}, '2': {7, 1, 7, 4, 7}, '3': {7, 1, 7, 1, 7},
-	'4': {5, 5, 7, 1, 1}, '5': {7, 4, 7, 1, 7}, '6': {7, 4, 7, 5, 7}, '7': {7, 1, 1, 1, 1},
-	'8': {7, 5, 7, 5, 7}, '9': {7, 5, 7, 1, 7}, '.': {0, 0, 0, 0, 2}, '-': {0, 0, 7, 0, 0},
-	'k': {4, 5, 6, 5, 5}, 'M': {5, 7, 7, 5, 5}, 'e': {7, 5, 7, 4, 7}, '+': {0, 2, 7, 2, 0},
-	'%': {5, 1, 2, 4, 5},
+// glyphW is the advance of basicfont.Face7x13.
+const glyphW = 7
+
+// text draws s with its top at y and its right edge at x when right, else
+// its left edge.
+func text(img *image.RGBA, x, y int, s string, c color.RGBA, right bool) {
+	if right {
+		x -= len(s) * glyphW
+	}
+	d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13,
+		Dot: fixed.P(x, y+basicfont.Face7x13.Ascent)}
+	d.DrawString(s)
 }
 
-// text draws s with its right edge at x when right, else its left edge.
-func text(img *image.RGBA, x, y int, s string, c color.RGBA, right bool) {
-	const scale = 2
-	if right {
-		x -= len(s) * 4 * scale
-	}
-	for i, r := range s {
-		g, ok := glyphs[r]
-		if !ok {
-			continue
-		}
-		for row := 0; row < 5; row++ {
-			for col := 0; col < 3; col++ {
-				if g[row]>>(2-col)&1 == 0 {
-					continue
-				}
-				for dy := 0; dy < scale; dy++ {
-					for dx := 0; dx < scale; dx++ {
-						img.SetRGBA(x+(i*4+col)*scale+dx, y+row*scale+dy, c)
-					}
-				}
+// textUp draws s rotated a quarter turn anticlockwise, centred on (x, y):
+// the y-axis label.
+func textUp(img *image.RGBA, x, y int, s string, c color.RGBA) {
+	w, h := len(s)*glyphW, basicfont.Face7x13.Height
+	tmp := image.NewRGBA(image.Rect(0, 0, w, h))
+	text(tmp, 0, 0, s, c, false)
+	for ty := 0; ty < h; ty++ {
+		for tx := 0; tx < w; tx++ {
+			if px := tmp.RGBAAt(tx, ty); px.A != 0 {
+				img.SetRGBA(x+ty-h/2, y+w/2-tx, px)
 			}
 		}
 	}
