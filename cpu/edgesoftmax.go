@@ -163,6 +163,18 @@ func leaky(z, slope float32) float32 {
 // from which GATAggregateBackward recomputes them. A row without edges
 // gets 0.
 func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d int, slope float32, s *Schedule) error {
+	return GATAggregateDropout(out, stats, g, feat, el, er, heads, d, slope, Dropout{}, s)
+}
+
+// GATAggregateDropout is GATAggregate with attention dropout: the weight
+// a_e of edge e (id g's EdgeIDs[p], or its position p) in head h is kept
+// when DropKeep(drop.Seed, e·heads+h, drop.P) and scaled by 1/(1−P),
+// otherwise zeroed, before the aggregation. The element index is that of
+// an edges×heads tensor, so the mask is the one the tape's Dropout draws
+// on the unfused attention for the same seed. No mask is stored: the
+// backward pass (GATAggregateDropoutBackward with the same drop) hashes
+// it again. stats holds the softmax's maximum and 1/Σexp before dropout.
+func GATAggregateDropout(out, stats []float32, g CSR, feat, el, er []float32, heads, d int, slope float32, drop Dropout, s *Schedule) error {
 	a, err := checkGAT(g, feat, el, er, heads, d)
 	if err != nil {
 		return err
@@ -175,6 +187,7 @@ func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d 
 	if len(stats) != rows*heads*2 {
 		return fmt.Errorf("%w: stats has %d values, want rows·heads·2 = %d", ErrOperand, len(stats), rows*heads*2)
 	}
+	dropping, scale := drop.P > 0, drop.scale()
 	sc := rowsOnly(s, g, f)
 	pl := makePlan(g, sc, f)
 	pl.run(sc, func(w *spanWorker, sp rowSpan) {
@@ -221,6 +234,13 @@ func GATAggregate(out, stats []float32, g CSR, feat, el, er []float32, heads, d 
 					wt[j] *= inv
 				}
 				stats[(v*heads+h)*2+1] = inv
+				if dropping {
+					// Mask the weights here, in Go, so gatherAxpy (asm
+					// or not) aggregates the dropped-out attention.
+					for j := range wt {
+						wt[j] *= drop.factor(g.eid(p0+j)*heads+h, scale)
+					}
+				}
 				gatherAxpy(o[h*d:(h+1)*d], feat[h*d:], idx, wt, f)
 			}
 		}
@@ -270,10 +290,26 @@ func (a *gatArgs) attentionOut(att []float32, dst []int32, u, h int, stats []flo
 //
 // Pass the zero CSR as gT to have the transpose built here.
 func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, out, stats, gout []float32, heads, d int, slope float32, s *Schedule) error {
+	return GATAggregateDropoutBackward(gfeat, gel, ger, g, gT, feat, el, er, out, stats, gout, heads, d, slope, Dropout{}, s)
+}
+
+// GATAggregateDropoutBackward is GATAggregateBackward for
+// GATAggregateDropout's out and stats under the same drop: it regenerates
+// the mask k_e (0 or 1/(1−P)) from the seed. With a'_e = k_e·a_e the
+// weights that were aggregated, c[v,h] = <gout[v,h], out[v,h]> is still
+// Σ_e a_e·k_e·g_a(e), so
+//
+//	g_z(e)     = a_e·(k_e·g_a(e) − c[v,h]) · (1 if z > 0 else slope)
+//	gfeat[u,h] = Σ_{e out of u} a'_e · gout[v,h]
+//
+// A gT passed in must carry EdgeIDs into g (as CSR.Transpose builds it)
+// when P > 0, since the mask is keyed by g's edge ids.
+func GATAggregateDropoutBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, out, stats, gout []float32, heads, d int, slope float32, drop Dropout, s *Schedule) error {
 	a, err := checkGAT(g, feat, el, er, heads, d)
 	if err != nil {
 		return err
 	}
+	dropping, scale := drop.P > 0, drop.scale()
 	a.slope = slope
 	rows, f := g.Rows(), heads*d
 	for _, c := range []struct {
@@ -310,6 +346,11 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 					dotRows(ga, feat[h*d:], idx, f, gout[v*f+h*d:v*f+(h+1)*d])
 					c := cvh[v*heads+h]
 					erv := er[v*heads+h]
+					if dropping {
+						for j := range ga {
+							ga[j] *= drop.factor(g.eid(p0+j)*heads+h, scale)
+						}
+					}
 					var acc float32
 					for j, u := range idx {
 						gz := att[j] * (ga[j] - c)
@@ -332,15 +373,18 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 	if gT.Rows() != a.nsrc || gT.NNZ() != g.NNZ() {
 		return fmt.Errorf("%w: transpose has %d rows and %d edges, want %d and %d", ErrCSR, gT.Rows(), gT.NNZ(), a.nsrc, g.NNZ())
 	}
+	if dropping && gT.EdgeIDs == nil && g.NNZ() > 0 {
+		return fmt.Errorf("%w: transpose has no EdgeIDs, which attention dropout (p = %g) needs to key its mask", ErrCSR, drop.P)
+	}
 	sc = rowsOnly(s, gT, f)
 	pl := makePlan(gT, sc, f)
 	pl.run(sc, func(w *spanWorker, sp rowSpan) {
 		deg := sp.maxDeg(gT) + 8 // wt may run 8 past its end (expInPlace)
-		buf := w.scratch(2 * deg)
+		buf := w.scratch(3 * deg)
 		for u := int(sp.r0); u < int(sp.r1); u++ {
 			q0, q1 := int(gT.Indptr[u]), int(gT.Indptr[u+1])
 			idx := gT.Indices[q0:q1]
-			wt, ga := buf[:len(idx)], buf[deg:deg+len(idx)]
+			wt, ga, km := buf[:len(idx)], buf[deg:deg+len(idx)], buf[2*deg:2*deg+len(idx)]
 			if gfeat != nil {
 				clear(gfeat[u*f : (u+1)*f])
 			}
@@ -350,6 +394,18 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 					dotRows(ga, gout[h*d:], idx, f, fu)
 				}
 				a.attentionOut(wt, idx, u, h, stats)
+				if dropping {
+					// The mask scales g_a in g_z (against the unmasked
+					// a_e) and the weights gfeat aggregates with.
+					for j := range km {
+						km[j] = drop.factor(gT.eid(q0+j)*heads+h, scale)
+					}
+					if gel != nil {
+						for j, k := range km {
+							ga[j] *= k
+						}
+					}
+				}
 				if gel != nil {
 					var acc float32
 					elu := el[u*heads+h]
@@ -364,6 +420,11 @@ func GATAggregateBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el, er, ou
 					gel[u*heads+h] = acc
 				}
 				if gfeat != nil {
+					if dropping {
+						for j, k := range km {
+							wt[j] *= k
+						}
+					}
 					gatherAxpy(gfeat[u*f+h*d:u*f+(h+1)*d], gout[h*d:], idx, wt, f)
 				}
 			}

@@ -21,9 +21,10 @@ import (
 // The attention projections run per vertex (O(N·H)) before the scatter
 // (propagation-postponed reorganization), and the scatter, edge softmax
 // and aggregation are one fused op that keeps no O(E) values for the
-// backward pass (cpu.GATAggregate). Attention dropout needs the per-edge
-// coefficients, so a training step with AttnDropout > 0 runs the unfused
-// SDDMM, edge softmax, dropout and SpMM instead (O(E·H) memory).
+// backward pass (cpu.GATAggregate). Attention dropout runs inside it too
+// (cpu.GATAggregateDropout): its mask is hashed from a seed and each
+// edge's id and head, and the backward pass hashes it again rather than
+// storing it, so training with AttnDropout > 0 stays O(N·H) as well.
 type GAT struct {
 	fpModel
 	layers []gatLayer
@@ -75,13 +76,8 @@ func (m *GAT) Forward(tp *nn.Tape, in *Input) *nn.Tensor {
 		h := m.hooks.linear(tp, i, x, l.w, nil)
 		src := tp.HeadDot(h, l.src.Tensor, l.heads)
 		dst := tp.HeadDot(h, l.dst.Tensor, l.heads)
-		if tp.Train && m.cfg.AttnDropout > 0 {
-			// Dropout on α needs the edge values: the unfused path.
-			a := tp.EdgeSoftmax(g, tp.LeakyReLU(tp.EdgeAdd(g, src, dst), m.cfg.Slope))
-			x = tp.WeightedAggregate(g, h, tp.Dropout(a, m.cfg.AttnDropout))
-		} else {
-			x = tp.GATAggregate(g, h, src, dst, l.heads, m.cfg.Slope)
-		}
+		// Attention dropout applies only when training (the tape knows).
+		x = tp.GATAggregateDropout(g, h, src, dst, l.heads, m.cfg.Slope, m.cfg.AttnDropout)
 		if !l.concat && l.heads > 1 {
 			x = tp.MeanHeads(x, l.heads)
 		}

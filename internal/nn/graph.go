@@ -251,9 +251,17 @@ func (tp *Tape) HeadDot(x, att *Tensor, heads int) *Tensor {
 //
 // Only the per-(node, head) softmax max and normalizer are kept; the
 // backward pass recomputes every edge's α from them, so memory stays
-// O(N·H) instead of O(E·H). (Attention dropout needs the edge values:
-// compose EdgeAdd, LeakyReLU, EdgeSoftmax, Dropout and WeightedAggregate.)
+// O(N·H) instead of O(E·H). GATAggregateDropout adds attention dropout.
 func (tp *Tape) GATAggregate(g *Graph, x, src, dst *Tensor, heads int, slope float32) *Tensor {
+	return tp.GATAggregateDropout(g, x, src, dst, heads, slope, 0)
+}
+
+// GATAggregateDropout is GATAggregate with dropout at rate p on the
+// attention coefficients α when training (cpu.GATAggregateDropout): the
+// mask is hashed from a tape seed and each edge's id and head, the same
+// mask Dropout would draw on the nnz×H tensor of α, and the backward pass
+// hashes it again instead of storing it, so memory stays O(N·H).
+func (tp *Tape) GATAggregateDropout(g *Graph, x, src, dst *Tensor, heads int, slope, p float32) *Tensor {
 	checkNodes("GATAggregate", g, x)
 	checkNodes("GATAggregate", g, src)
 	checkNodes("GATAggregate", g, dst)
@@ -263,7 +271,11 @@ func (tp *Tape) GATAggregate(g *Graph, x, src, dst *Tensor, heads int, slope flo
 	d := x.Cols / heads
 	out := New(g.N(), x.Cols)
 	stats := make([]float32, g.N()*heads*2)
-	must("GATAggregate", cpu.GATAggregate(out.Data, stats, g.CSR, x.Data, src.Data, dst.Data, heads, d, slope, nil))
+	var drop cpu.Dropout
+	if tp.Train && p > 0 {
+		drop = cpu.Dropout{Seed: tp.Seed(), P: p}
+	}
+	must("GATAggregate", cpu.GATAggregateDropout(out.Data, stats, g.CSR, x.Data, src.Data, dst.Data, heads, d, slope, drop, nil))
 	tp.record(out, func() {
 		var gx, gs, gd []float32
 		if x.requires {
@@ -275,7 +287,7 @@ func (tp *Tape) GATAggregate(g *Graph, x, src, dst *Tensor, heads int, slope flo
 		if dst.requires {
 			gd = make([]float32, len(dst.Data))
 		}
-		must("GATAggregate", cpu.GATAggregateBackward(gx, gs, gd, g.CSR, g.T(), x.Data, src.Data, dst.Data, out.Data, stats, out.Grad, heads, d, slope, nil))
+		must("GATAggregate", cpu.GATAggregateDropoutBackward(gx, gs, gd, g.CSR, g.T(), x.Data, src.Data, dst.Data, out.Data, stats, out.Grad, heads, d, slope, drop, nil))
 		for _, p := range []struct {
 			t *Tensor
 			g []float32

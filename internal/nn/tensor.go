@@ -5,6 +5,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/qgtc/qgtc/cpu"
 )
 
 // ShapeError is the panic value of an op given tensors of incompatible
@@ -169,18 +171,9 @@ func parallelFor(n, work int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// splitmix64 hashes a counter into 64 random bits; dropout masks use it so
-// the backward pass can regenerate a mask instead of storing it.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
 // keep reports whether element i survives dropout with rate p under seed.
-func keep(seed uint64, i int, p float32) bool {
-	return float32(splitmix64(seed^uint64(i)*0xd1342543de82ef95)>>40)*(1.0/(1<<24)) >= p
-}
+// The hash lives in cpu (cpu.DropKeep) so that fused kernels such as
+// cpu.GATAggregateDropout regenerate the very same masks.
+func keep(seed uint64, i int, p float32) bool { return cpu.DropKeep(seed, i, p) }
 
 func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
