@@ -1,5 +1,7 @@
 package cpu
 
+import "math"
+
 // Splitmix64 hashes a counter into 64 random bits (Steele, Lea and Flood's
 // SplitMix64 finalizer). Dropout masks are drawn from it so that a backward
 // pass can regenerate a mask from its seed instead of storing it; the
@@ -27,18 +29,34 @@ type Dropout struct {
 	P    float32
 }
 
-// scale is the factor applied to kept elements.
-func (dr Dropout) scale() float32 {
-	if dr.P >= 1 {
-		return 0
+// dropMask is a Dropout ready for the kernels: DropKeep's test
+// float32(k)·2⁻²⁴ ≥ P on the hash's top 24 bits k is exactly k ≥ ⌈P·2²⁴⌉
+// (k and P·2²⁴ are exact in float32), an integer compare the compiler
+// turns into a conditional move: a keep/drop branch would mispredict on
+// about every other edge.
+type dropMask struct {
+	seed, thr uint64
+	scale     float32
+}
+
+func (dr Dropout) mask() dropMask {
+	m := dropMask{seed: dr.Seed, scale: 1 / (1 - dr.P)}
+	switch {
+	case dr.P <= 0:
+		m.scale = 1
+	case dr.P >= 1 || dr.P != dr.P: // DropKeep keeps nothing for NaN either
+		m.thr, m.scale = 1<<24, 0
+	default:
+		m.thr = uint64(math.Ceil(float64(dr.P) * (1 << 24)))
 	}
-	return 1 / (1 - dr.P)
+	return m
 }
 
 // factor is element i's multiplier: 1/(1−P) when kept, 0 when dropped.
-func (dr Dropout) factor(i int, scale float32) float32 {
-	if DropKeep(dr.Seed, i, dr.P) {
-		return scale
+func (m dropMask) factor(i int) float32 {
+	f := m.scale
+	if Splitmix64(m.seed^uint64(i)*0xd1342543de82ef95)>>40 < m.thr {
+		f = 0
 	}
-	return 0
+	return f
 }

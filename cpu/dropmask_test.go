@@ -68,6 +68,35 @@ func TestDropKeepRate(t *testing.T) {
 	}
 }
 
+// TestDropMaskMatchesDropKeep: the kernels' integer threshold keeps
+// exactly what DropKeep keeps, at rates on and beside multiples of 2⁻²⁴.
+func TestDropMaskMatchesDropKeep(t *testing.T) {
+	ps := []float32{-1, 0, 1e-9, 0.1, 0.5, 0.6, 0.999, 1, 2, float32(math.NaN())}
+	for _, k := range []float32{1, 3, 1 << 23, 1<<24 - 1} {
+		p := k / (1 << 24)
+		ps = append(ps, p, math.Nextafter32(p, 0), math.Nextafter32(p, 1))
+	}
+	for _, p := range ps {
+		t.Run(fmt.Sprintf("p=%g", p), func(t *testing.T) {
+			m := Dropout{Seed: 0xabc, P: p}.mask()
+			bad := 0
+			for i := range 1 << 16 {
+				want := float32(0)
+				if DropKeep(0xabc, i, p) {
+					want = 1
+					if p > 0 {
+						want = 1 / (1 - p)
+					}
+				}
+				if got := m.factor(i); got != want {
+					bad++
+				}
+			}
+			assert.Zero(t, bad, "elements whose factor disagrees with DropKeep")
+		})
+	}
+}
+
 func TestGATAggregateDropout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	const slope = 0.2

@@ -187,7 +187,7 @@ func GATAggregateDropout(out, stats []float32, g CSR, feat, el, er []float32, he
 	if len(stats) != rows*heads*2 {
 		return fmt.Errorf("%w: stats has %d values, want rows·heads·2 = %d", ErrOperand, len(stats), rows*heads*2)
 	}
-	dropping, scale := drop.P > 0, drop.scale()
+	dropping, dm := drop.P > 0, drop.mask()
 	sc := rowsOnly(s, g, f)
 	pl := makePlan(g, sc, f)
 	pl.run(sc, func(w *spanWorker, sp rowSpan) {
@@ -238,7 +238,7 @@ func GATAggregateDropout(out, stats []float32, g CSR, feat, el, er []float32, he
 					// Mask the weights here, in Go, so gatherAxpy (asm
 					// or not) aggregates the dropped-out attention.
 					for j := range wt {
-						wt[j] *= drop.factor(g.eid(p0+j)*heads+h, scale)
+						wt[j] *= dm.factor(g.eid(p0+j)*heads + h)
 					}
 				}
 				gatherAxpy(o[h*d:(h+1)*d], feat[h*d:], idx, wt, f)
@@ -309,7 +309,7 @@ func GATAggregateDropoutBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el,
 	if err != nil {
 		return err
 	}
-	dropping, scale := drop.P > 0, drop.scale()
+	dropping, dm := drop.P > 0, drop.mask()
 	a.slope = slope
 	rows, f := g.Rows(), heads*d
 	for _, c := range []struct {
@@ -348,7 +348,7 @@ func GATAggregateDropoutBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el,
 					erv := er[v*heads+h]
 					if dropping {
 						for j := range ga {
-							ga[j] *= drop.factor(g.eid(p0+j)*heads+h, scale)
+							ga[j] *= dm.factor(g.eid(p0+j)*heads + h)
 						}
 					}
 					var acc float32
@@ -398,7 +398,7 @@ func GATAggregateDropoutBackward(gfeat, gel, ger []float32, g, gT CSR, feat, el,
 					// The mask scales g_a in g_z (against the unmasked
 					// a_e) and the weights gfeat aggregates with.
 					for j := range km {
-						km[j] = drop.factor(gT.eid(q0+j)*heads+h, scale)
+						km[j] = dm.factor(gT.eid(q0+j)*heads + h)
 					}
 					if gel != nil {
 						for j, k := range km {

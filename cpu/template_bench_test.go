@@ -235,6 +235,18 @@ func BenchmarkGAT(b *testing.B) {
 			tplMust(b, GATAggregateBackward(gf, gl, gr, g, gT, feat, el, er, out, stats, gout, heads, d, slope, nil))
 		})
 	})
+	// Attention dropout at the GAT recipe's rate: the cost of hashing the
+	// mask (once forward, twice backward) instead of storing it.
+	drop := Dropout{Seed: 7, P: 0.6}
+	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=fused-dropout", name, heads, d), func(b *testing.B) {
+		tplLoop(b, func() { tplMust(b, GATAggregateDropout(out, stats, g, feat, el, er, heads, d, slope, drop, nil)) })
+	})
+	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=fused-dropout-backward", name, heads, d), func(b *testing.B) {
+		gf, gl, gr := make([]float32, len(feat)), make([]float32, len(el)), make([]float32, len(er))
+		tplLoop(b, func() {
+			tplMust(b, GATAggregateDropoutBackward(gf, gl, gr, g, gT, feat, el, er, out, stats, gout, heads, d, slope, drop, nil))
+		})
+	})
 	b.Run(fmt.Sprintf("graph=%s/heads=%d/d=%d/impl=unfused", name, heads, d), func(b *testing.B) {
 		sc := make([]float32, nnz*heads)
 		tplLoop(b, func() {
