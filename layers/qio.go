@@ -12,6 +12,8 @@ import (
 
 // qMeta is the metadata of a saved QModel (safetensors __metadata__).
 type qMeta struct {
+	// Format is qFormat; files without it (0) predate the GIN batch norm.
+	Format     int       `json:"format"`
 	Kind       string    `json:"kind"`
 	Classes    int       `json:"classes"`
 	ABits      int       `json:"abits"`
@@ -21,6 +23,10 @@ type qMeta struct {
 	Input      QParams   `json:"input"`
 	Params     []qLayerP `json:"params"`
 }
+
+// qFormat is the current version of the saved model layout: 2 adds the GIN
+// batch norm (layers.i.bn.*), so an older cached GIN is not misread.
+const qFormat = 2
 
 type qLayerP struct {
 	Z   QParams `json:"z"`
@@ -32,7 +38,7 @@ type qLayerP struct {
 // names (layers.i.lin1.weight, ...) and the quantization parameters in the
 // metadata, so the file is both a checkpoint and a deployable model.
 func (m *QModel) WriteTo(w io.Writer) (int64, error) {
-	meta := qMeta{Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
+	meta := qMeta{Format: qFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
 	ts := map[string]*STensor{}
 	for i, ly := range m.Layers {
 		meta.Params = append(meta.Params, qLayerP{ly.Z, ly.U, ly.Out})
@@ -45,6 +51,11 @@ func (m *QModel) WriteTo(w io.Writer) (int64, error) {
 		put("lin1", &ly.Lin1)
 		if ly.Lin2 != nil {
 			put("lin2", ly.Lin2)
+		}
+		if bn := ly.BN; bn != nil {
+			for _, t := range qBNTensors(bn) {
+				ts[fmt.Sprintf("layers.%d.bn.%s", i, t.name)] = &STensor{DType: "F32", Shape: []int{len(*t.v)}, Data: qF32Bytes(*t.v)}
+			}
 		}
 	}
 	js, err := json.Marshal(meta)
@@ -90,6 +101,9 @@ func ReadQModel(r io.Reader) (*QModel, error) {
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrQModel, err)
 	}
+	if mt.Format != qFormat {
+		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrQModel, mt.Format, qFormat)
+	}
 	m := &QModel{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
 	get := func(i int, name string) (*QLinear, error) {
 		key := fmt.Sprintf("layers.%d.%s.weight", i, name)
@@ -124,7 +138,21 @@ func ReadQModel(r io.Reader) (*QModel, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Layers = append(m.Layers, QLayer{Lin1: *l1, Lin2: l2, Z: p.Z, U: p.U, Out: p.Out})
+		ly := QLayer{Lin1: *l1, Lin2: l2, Z: p.Z, U: p.U, Out: p.Out}
+		if _, ok := ts[fmt.Sprintf("layers.%d.bn.weight", i)]; ok {
+			ly.BN = &QBatchNorm{}
+			for _, bt := range qBNTensors(ly.BN) {
+				key := fmt.Sprintf("layers.%d.bn.%s", i, bt.name)
+				t, ok := ts[key]
+				if !ok {
+					return nil, fmt.Errorf("%w: layer %d has a batch norm but no tensor %s", ErrQModel, i, key)
+				}
+				if *bt.v, err = t.Float32s(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		m.Layers = append(m.Layers, ly)
 	}
 	if len(m.Layers) == 0 {
 		return nil, fmt.Errorf("%w: no layers", ErrQModel)
@@ -133,4 +161,15 @@ func ReadQModel(r io.Reader) (*QModel, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// qBNTensors names bn's vectors as PyTorch's BatchNorm1d state dict does.
+func qBNTensors(bn *QBatchNorm) []struct {
+	name string
+	v    *[]float32
+} {
+	return []struct {
+		name string
+		v    *[]float32
+	}{{"weight", &bn.Gamma}, {"bias", &bn.Beta}, {"running_mean", &bn.Mean}, {"running_var", &bn.Var}}
 }

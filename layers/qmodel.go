@@ -57,12 +57,53 @@ type QModel struct {
 	NormRows bool
 }
 
+// QBatchNorm is the batch normalization of a GIN MLP's hidden layer (after
+// the first linear, before the ReLU, as torch_geometric's GIN MLP): y =
+// Gamma·(x − μ)/√(σ² + ε) + Beta, with the batch's statistics in training
+// and the running ones (Mean, Var) at evaluation, where it is folded into
+// the aggregation's epilogue (qBNFold).
+type QBatchNorm struct {
+	Gamma, Beta []float32
+	Mean, Var   []float32 // running statistics
+}
+
+// Batch norm constants (PyTorch's defaults).
+const (
+	qBNEps      = 1e-5
+	qBNMomentum = 0.1
+)
+
+func newQBatchNorm(n int) *QBatchNorm {
+	bn := &QBatchNorm{Gamma: make([]float32, n), Beta: make([]float32, n), Mean: make([]float32, n), Var: make([]float32, n)}
+	for i := range bn.Gamma {
+		bn.Gamma[i], bn.Var[i] = 1, 1
+	}
+	return bn
+}
+
+func (bn *QBatchNorm) clone() *QBatchNorm {
+	return &QBatchNorm{Gamma: slices.Clone(bn.Gamma), Beta: slices.Clone(bn.Beta), Mean: slices.Clone(bn.Mean), Var: slices.Clone(bn.Var)}
+}
+
+// fold returns the per-channel scale Gamma/√(Var + ε) and shift
+// Beta − Mean·scale of the running statistics, in float32: the one
+// definition both the simulation and the bit kernels use.
+func (bn *QBatchNorm) fold() (scale, shift []float32) {
+	scale, shift = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Gamma))
+	for j := range scale {
+		scale[j] = float32(float64(bn.Gamma[j]) / math.Sqrt(float64(bn.Var[j])+qBNEps))
+		shift[j] = float32(float64(bn.Beta[j]) - float64(bn.Mean[j])*float64(scale[j]))
+	}
+	return scale, shift
+}
+
 // QLayer is one graph layer. GCN uses Lin1 (bias applied after the
-// aggregation); GIN uses Lin1 (bias after the aggregation, then ReLU) and
-// Lin2 (the MLP's second linear).
+// aggregation); GIN uses Lin1 (bias after the aggregation, then batch norm
+// BN and ReLU) and Lin2 (the MLP's second linear).
 type QLayer struct {
 	Lin1 QLinear
 	Lin2 *QLinear
+	BN   *QBatchNorm // GIN only
 
 	// Z quantizes the update product H·W (GCN: D^-1/2·H·W), signed; it is
 	// the right operand of the aggregation.
@@ -103,6 +144,7 @@ func NewQModel(kind string, in, hidden, classes, layers, abits, wbits int, seed 
 			ly.Lin1 = qGlorot(r, fi, hidden)
 			l2 := qGlorot(r, hidden, fo)
 			ly.Lin2 = &l2
+			ly.BN = newQBatchNorm(hidden)
 		}
 		m.Layers = append(m.Layers, ly)
 	}
@@ -139,6 +181,9 @@ func (m *QModel) Clone() *QModel {
 			l2 := ly.Lin2.clone()
 			c.Layers[i].Lin2 = &l2
 		}
+		if ly.BN != nil {
+			c.Layers[i].BN = ly.BN.clone()
+		}
 	}
 	return &c
 }
@@ -170,6 +215,12 @@ func (m *QModel) Validate(in int) error {
 				return fmt.Errorf("%w: GIN layer %d has no second linear", ErrQModel, i)
 			}
 			lins = append(lins, ly.Lin2)
+			bn, n := ly.BN, ly.Lin1.Out
+			if bn == nil || len(bn.Gamma) != n || len(bn.Beta) != n || len(bn.Mean) != n || len(bn.Var) != n {
+				return fmt.Errorf("%w: GIN layer %d needs a batch norm of width %d", ErrQModel, i, n)
+			}
+		} else if ly.BN != nil {
+			return fmt.Errorf("%w: GCN layer %d has a batch norm", ErrQModel, i)
 		}
 		for j, l := range lins {
 			if l.In != prev || len(l.W) != l.In*l.Out || (l.B != nil && len(l.B) != l.Out) {
@@ -204,7 +255,9 @@ type qOp struct {
 	// its input rows; first op only).
 	featScale bool
 	relu      bool
-	out       *QParams
+	// bn (GIN aggregations) normalizes after the bias, before the ReLU.
+	bn  *QBatchNorm
+	out *QParams
 }
 
 // ops flattens m into the product sequence that both the bit-kernel
@@ -232,7 +285,7 @@ func (m *QModel) ops() []qOp {
 		case QGIN:
 			ops = append(ops,
 				qOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
-				qOp{kind: qAgg, bias: ly.Lin1.B, relu: true, out: &ly.U},
+				qOp{kind: qAgg, bias: ly.Lin1.B, bn: ly.BN, relu: true, out: &ly.U},
 				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out})
 		}
 	}

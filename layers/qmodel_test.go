@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -74,6 +75,13 @@ func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) 
 	require.NoError(t, err)
 	_, err = m.TrainFP32(d, in, QTrainConfig{Epochs: 5, LR: 0.01, Seed: 1})
 	require.NoError(t, err)
+	for i, ly := range m.Layers {
+		if kind == QGIN { // the exactness tests must cover a batch norm that is not the identity
+			scale, shift := ly.BN.fold()
+			require.NotEqual(t, float32(1), scale[0], "layer %d", i)
+			require.NotEqual(t, float32(0), shift[0], "layer %d", i)
+		}
+	}
 	require.NoError(t, m.Calibrate(d, in, 0))
 	return m, d, in
 }
@@ -260,8 +268,20 @@ func TestQATForwardIsInference(t *testing.T) {
 			require.NoError(t, err)
 			inf, _, err := plan.Forward(b, x, nil)
 			require.NoError(t, err)
+			// GIN's batch norm normalizes with the batch's statistics in
+			// training; the evaluation pass (running statistics, folded
+			// into the epilogue) is inference. GCN has no batch norm: its
+			// training pass is inference too.
+			_, eval, err := m.simForward(b, in, true, -1, 0, nil)
+			require.NoError(t, err)
 			for i := range inf {
-				require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(train[i]), "logit %d", i)
+				require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(eval[i]), "logit %d", i)
+				if kind == QGCN {
+					require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(train[i]), "logit %d", i)
+				}
+			}
+			if kind == QGIN {
+				require.NotEqual(t, eval, train, "the training pass should use the batch's statistics")
 			}
 		})
 	}
@@ -311,43 +331,92 @@ func TestQGradients(t *testing.T) {
 					l.B[i] = 0.1 * float32(i%3)
 				}
 			}
+			if kind == QGIN { // a batch norm that is not the identity at evaluation
+				for _, ly := range m.Layers {
+					for j := range ly.BN.Gamma {
+						ly.BN.Gamma[j], ly.BN.Beta[j] = 1+0.1*float32(j%4), 0.05*float32(j%3)
+						ly.BN.Mean[j], ly.BN.Var[j] = 0.1*float32(j%5), 0.5+0.2*float32(j%3)
+					}
+				}
+			}
 			b := d.Eval[0]
 			idx := []int{}
 			for i := range b.Nodes {
 				idx = append(idx, i)
 			}
-			loss := func() float64 {
-				_, logits, err := m.simForward(b, in, false, -1, 0, nil)
+			// rng set (dropout 0): the training pass, batch norm with the
+			// batch's statistics; nil: the evaluation pass.
+			for _, train := range []bool{false, true} {
+				var rng *rand.Rand
+				if train {
+					rng = rand.New(rand.NewPCG(1, 1))
+				}
+				loss := func() float64 {
+					_, logits, err := m.simForward(b, in, false, -1, 0, rng)
+					require.NoError(t, err)
+					l, _ := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
+					return l
+				}
+				st, logits, err := m.simForward(b, in, false, -1, 0, rng)
 				require.NoError(t, err)
-				l, _ := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
-				return l
-			}
-			st, logits, err := m.simForward(b, in, false, -1, 0, nil)
-			require.NoError(t, err)
-			_, dl := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
-			g := &qGrads{w: map[*QLinear][]float32{}, b: map[*QLinear][]float32{}}
-			for _, l := range m.linears() {
-				g.w[l] = make([]float32, len(l.W))
-				g.b[l] = make([]float32, len(l.B))
-			}
-			m.simBackward(st, dl, g)
-			for li, l := range m.linears() {
-				for _, p := range []struct {
+				_, dl := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
+				g := &qGrads{w: map[*QLinear][]float32{}, b: map[*QLinear][]float32{},
+					gamma: map[*QBatchNorm][]float32{}, beta: map[*QBatchNorm][]float32{}}
+				type param struct {
+					name string
 					v, g []float32
-				}{{l.W, g.w[l]}, {l.B, g.b[l]}} {
+				}
+				var ps []param
+				for li, l := range m.linears() {
+					g.w[l] = make([]float32, len(l.W))
+					g.b[l] = make([]float32, len(l.B))
+					ps = append(ps, param{fmt.Sprintf("linear %d weight", li), l.W, g.w[l]}, param{fmt.Sprintf("linear %d bias", li), l.B, g.b[l]})
+				}
+				for li, ly := range m.Layers {
+					if bn := ly.BN; bn != nil && train {
+						g.gamma[bn], g.beta[bn] = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Beta))
+						ps = append(ps, param{fmt.Sprintf("layer %d bn gamma", li), bn.Gamma, g.gamma[bn]}, param{fmt.Sprintf("layer %d bn beta", li), bn.Beta, g.beta[bn]})
+					}
+				}
+				m.simBackward(st, dl, g)
+				for _, p := range ps {
 					for i := 0; i < len(p.v); i += max(1, len(p.v)/7) {
 						old := p.v[i]
-						const h = 1e-3
+						const h = 2e-4 // small: batch norm moves every row, so a larger step can cross a ReLU kink
 						p.v[i] = old + h
 						up := loss()
 						p.v[i] = old - h
 						down := loss()
 						p.v[i] = old
 						num := (up - down) / (2 * h)
-						assert.InDelta(t, num, float64(p.g[i]), 2e-3+0.05*math.Abs(num), "linear %d entry %d", li, i)
+						assert.InDelta(t, num, float64(p.g[i]), 2e-3+0.05*math.Abs(num), "train %v %s entry %d", train, p.name, i)
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestQModelSaveLoad round-trips trained models (GIN with its batch norm)
+// through safetensors and checks that a file of an older format is refused.
+func TestQModelSaveLoad(t *testing.T) {
+	for _, kind := range []string{QGCN, QGIN} {
+		t.Run(kind, func(t *testing.T) {
+			m, _, _ := qPrepared(t, kind, 4, 4, 1, false)
+			var buf bytes.Buffer
+			_, err := m.WriteTo(&buf)
+			require.NoError(t, err)
+			got, err := ReadQModel(bytes.NewReader(buf.Bytes()))
+			require.NoError(t, err)
+			require.Equal(t, m, got)
+			if kind == QGIN {
+				require.NotNil(t, got.Layers[0].BN)
+			}
+			// The metadata is JSON inside a JSON string: its quotes are escaped.
+			old := bytes.Replace(buf.Bytes(), []byte(`\"format\":2`), []byte(`\"format\":0`), 1)
+			require.False(t, bytes.Equal(buf.Bytes(), old), "format field not found")
+			_, err = ReadQModel(bytes.NewReader(old))
+			require.ErrorIs(t, err, ErrQModel)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -82,17 +83,51 @@ func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b 
 func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilogue {
 	ep := &bmm.Epilogue{ColBias: op.bias, ReLU: op.relu}
 	ep.RowScale = op.scale(b)
-	if !quant {
-		return ep
+	if quant {
+		ep.ColScale = make([]float32, n)
+		ep.ColTerm = make([]float32, n)
+		ep.RowTerm = b.Deg
+		for j := range ep.ColScale {
+			ep.ColScale[j] = pz.Scale
+			ep.ColTerm[j] = float32(pz.Scale * qZero(pz))
+		}
 	}
-	ep.ColScale = make([]float32, n)
-	ep.ColTerm = make([]float32, n)
-	ep.RowTerm = b.Deg
-	for j := range ep.ColScale {
-		ep.ColScale[j] = pz.Scale
-		ep.ColTerm[j] = float32(pz.Scale * qZero(pz))
+	if op.bn != nil {
+		qBNFold(ep, op.bn, n)
 	}
 	return ep
+}
+
+// qBNFold folds bn's running statistics into ep, whose output t (before
+// ReLU) becomes scale·t + shift: the scale multiplies ColScale, ColTerm and
+// ColConst (RowScale commutes with it), the bias becomes scale·bias + shift.
+func qBNFold(ep *bmm.Epilogue, bn *QBatchNorm, n int) {
+	scale, shift := bn.fold()
+	mul := func(v []float32) []float32 {
+		if v == nil {
+			return nil
+		}
+		out := make([]float32, n)
+		for j := range out {
+			out[j] = v[j] * scale[j]
+		}
+		return out
+	}
+	if ep.ColScale == nil {
+		ep.ColScale = scale
+	} else {
+		ep.ColScale = mul(ep.ColScale)
+	}
+	ep.ColTerm = mul(ep.ColTerm)
+	ep.ColConst = mul(ep.ColConst)
+	bias := shift
+	if ep.ColBias != nil {
+		bias = mul(ep.ColBias)
+		for j := range bias {
+			bias[j] += shift[j]
+		}
+	}
+	ep.ColBias = bias
 }
 
 // qSimInput is the batch's input: the gathered sparse rows of the features.
@@ -133,6 +168,10 @@ type qSimState struct {
 	batch   *QBatch
 	codes   [][]int32 // output codes of each quantized op (for tests)
 	dropout float32
+	// bnXhat and bnInvStd (per op; nil unless the op normalized with its
+	// batch's statistics): the normalized values and 1/√(σ² + ε).
+	bnXhat   [][]float64
+	bnInvStd [][]float64
 }
 
 // qParFor runs f over [0, n) split in chunks across the CPUs.
@@ -236,7 +275,15 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 			st.drops = append(st.drops, nil)
 			width = curW
 			c = qAggregate(b, cur, width)
-			ep = qAggEpilogue(op, ph, width, b, quant)
+			if op.bn != nil && rng != nil {
+				// Training: the epilogue up to the bias; the batch norm
+				// with the batch's statistics and the ReLU follow.
+				raw := *op
+				raw.bn, raw.relu = nil, false
+				ep = qAggEpilogue(&raw, ph, width, b, quant)
+			} else {
+				ep = qAggEpilogue(op, ph, width, b, quant)
+			}
 		}
 		st.acts = append(st.acts, cur)
 		st.widths = append(st.widths, width)
@@ -248,6 +295,12 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 				}
 			}
 		})
+		var xhat, invStd []float64
+		if op.kind == qAgg && op.bn != nil && rng != nil {
+			xhat, invStd = qBNTrain(op.bn, y, n, width, op.relu)
+		}
+		st.bnXhat = append(st.bnXhat, xhat)
+		st.bnInvStd = append(st.bnInvStd, invStd)
 		st.outs = append(st.outs, y)
 		if i == stopAt || op.out == nil {
 			st.codes = append(st.codes, nil)
@@ -274,6 +327,47 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 		cur, curW = next, width
 	}
 	return st, st.outs[len(st.outs)-1], nil
+}
+
+// qBNTrain normalizes y (n×w, the values before the batch norm) in place
+// with the batch's statistics, applies bn's affine map and the ReLU when
+// relu, and updates bn's running statistics (unbiased variance, momentum
+// qBNMomentum, as PyTorch). It returns the normalized values and
+// 1/√(σ² + ε) per channel for the backward pass.
+func qBNTrain(bn *QBatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
+	xhat, invStd = make([]float64, n*w), make([]float64, w)
+	for j := 0; j < w; j++ {
+		var mean, v float64
+		for r := 0; r < n; r++ {
+			mean += float64(y[r*w+j])
+		}
+		mean /= float64(n)
+		for r := 0; r < n; r++ {
+			d := float64(y[r*w+j]) - mean
+			v += d * d
+		}
+		v /= float64(n)
+		is := 1 / math.Sqrt(v+qBNEps)
+		invStd[j] = is
+		g, be := float64(bn.Gamma[j]), float64(bn.Beta[j])
+		for r := 0; r < n; r++ {
+			k := r*w + j
+			xh := (float64(y[k]) - mean) * is
+			xhat[k] = xh
+			o := float32(g*xh + be)
+			if relu && !(o > 0) {
+				o = 0
+			}
+			y[k] = o
+		}
+		unbiased := v
+		if n > 1 {
+			unbiased = v * float64(n) / float64(n-1)
+		}
+		bn.Mean[j] = float32((1-qBNMomentum)*float64(bn.Mean[j]) + qBNMomentum*mean)
+		bn.Var[j] = float32((1-qBNMomentum)*float64(bn.Var[j]) + qBNMomentum*unbiased)
+	}
+	return xhat, invStd
 }
 
 // qSpMMDense returns S·B for sparse S (n rows) and dense B (K×w).
@@ -361,7 +455,8 @@ func qDenseRowSums(a []float64, n, k int) []float32 {
 // qGrads are the gradients of every linear's weights and biases, in the
 // QLinear layout.
 type qGrads struct {
-	w, b map[*QLinear][]float32
+	w, b        map[*QLinear][]float32
+	gamma, beta map[*QBatchNorm][]float32 // nil maps: not accumulated
 }
 
 // simBackward propagates dLogits (n×classes) through st with the
@@ -390,14 +485,17 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 		if op.bias != nil {
 			bias = make([]float32, width)
 		}
+		for k, v := range y {
+			if (op.relu && !(v > 0)) || (inRange != nil && !inRange[k]) {
+				dt[k] = 0
+			}
+		}
+		if op.bn != nil {
+			qBNBackward(op.bn, dt, st.bnXhat[i], st.bnInvStd[i], n, width, g)
+		}
 		for r := 0; r < n; r++ {
 			for j := 0; j < width; j++ {
 				k := r*width + j
-				v := y[k]
-				if (op.relu && !(v > 0)) || (inRange != nil && !inRange[k]) {
-					dt[k] = 0
-					continue
-				}
 				if bias != nil {
 					bias[j] += float32(dt[k])
 				}
@@ -495,6 +593,37 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 				}
 			}
 			dOut = dh
+		}
+	}
+}
+
+// qBNBackward turns dt, the gradient at bn's output, into the gradient at
+// its input, and accumulates Gamma's and Beta's gradients into g. With
+// xhat nil the pass was an evaluation one: bn was the folded affine map.
+func qBNBackward(bn *QBatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads) {
+	if xhat == nil {
+		scale, _ := bn.fold()
+		for k := range dt {
+			dt[k] *= float64(scale[k%w])
+		}
+		return
+	}
+	gg, gb := g.gamma[bn], g.beta[bn]
+	for j := 0; j < w; j++ {
+		var sd, sdx float64
+		for r := 0; r < n; r++ {
+			k := r*w + j
+			sd += dt[k]
+			sdx += dt[k] * xhat[k]
+		}
+		if gg != nil {
+			gg[j] += float32(sdx)
+			gb[j] += float32(sd)
+		}
+		c := float64(bn.Gamma[j]) * invStd[j] / float64(n)
+		for r := 0; r < n; r++ {
+			k := r*w + j
+			dt[k] = c * (float64(n)*dt[k] - sd - xhat[k]*sdx)
 		}
 	}
 }

@@ -170,6 +170,13 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 			params, grads, decay = append(params, l.B), append(grads, g.b[l]), append(decay, false)
 		}
 	}
+	g.gamma, g.beta = map[*QBatchNorm][]float32{}, map[*QBatchNorm][]float32{}
+	for i := range m.Layers {
+		if bn := m.Layers[i].BN; bn != nil {
+			g.gamma[bn], g.beta[bn] = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Beta))
+			params, grads, decay = append(params, bn.Gamma, bn.Beta), append(grads, g.gamma[bn], g.beta[bn]), append(decay, false, false)
+		}
+	}
 	opt := &qAdam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
 	best := -1.0
 	var bestModel *QModel
