@@ -108,7 +108,7 @@ type QLayer struct {
 	// Z quantizes the update product H·W (GCN: D^-1/2·H·W), signed; it is
 	// the right operand of the aggregation.
 	Z QParams
-	// U (GIN only) quantizes ReLU(A·Z + b1), the MLP's hidden activation.
+	// U (GIN only) quantizes ReLU(BN(A·Z + b1)), the MLP's hidden activation.
 	U QParams
 	// Out quantizes the layer's output, the next layer's input; unused on
 	// the last layer, which emits float32 logits.

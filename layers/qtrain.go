@@ -136,8 +136,9 @@ func (m *QModel) TrainFP32(d *QData, in *QInput, cfg QTrainConfig) (float64, err
 
 // QAT fine-tunes a calibrated m with quantization in the loop: the forward
 // pass is the exact integer simulation of inference (the same quantizer and
-// rounding as the bit kernels) and the backward pass the straight-through
-// estimator. The weights of the best validation epoch (epoch 0 being the
+// rounding as the bit kernels; GIN's batch norm uses the batch's
+// statistics and updates its running ones) and the backward pass the
+// straight-through estimator. The weights of the best validation epoch (epoch 0 being the
 // calibrated starting point) are kept; it returns that accuracy.
 func (m *QModel) QAT(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
 	if !m.Calibrated {
