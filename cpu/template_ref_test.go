@@ -179,38 +179,10 @@ func tplRefEdgeSoftmax(g CSR, logits []float64, heads int) []float64 {
 	return out
 }
 
-// tplRefGAT is GATAggregate in float64.
+// tplRefGAT is GATAggregate in float64: the dropout reference with P = 0,
+// where every weight is kept and scaled by exactly 1.
 func tplRefGAT(g CSR, feat, el, er []float64, heads, d int, slope float64) []float64 {
-	f := heads * d
-	out := make([]float64, g.Rows()*f)
-	for v := 0; v < g.Rows(); v++ {
-		p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
-		for h := 0; h < heads; h++ {
-			sc := make([]float64, p1-p0)
-			m := math.Inf(-1)
-			for p := p0; p < p1; p++ {
-				z := el[int(g.Indices[p])*heads+h] + er[v*heads+h]
-				if z < 0 {
-					z *= slope
-				}
-				sc[p-p0] = z
-				m = math.Max(m, z)
-			}
-			var zs float64
-			for i := range sc {
-				sc[i] = math.Exp(sc[i] - m)
-				zs += sc[i]
-			}
-			for p := p0; p < p1; p++ {
-				a := sc[p-p0] / zs
-				u := int(g.Indices[p])
-				for k := 0; k < d; k++ {
-					out[v*f+h*d+k] += a * feat[u*f+h*d+k]
-				}
-			}
-		}
-	}
-	return out
+	return tplRefGATDrop(g, feat, el, er, heads, d, slope, Dropout{})
 }
 
 // tplDotLoss is Σ out·r, the scalar whose gradient the backward tests check.
