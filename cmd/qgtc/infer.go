@@ -273,28 +273,32 @@ func qQuantModel(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*laye
 	return m, time.Since(t0), nil
 }
 
-// pickKernel returns the bit kernel for --device and a closer.
-func qPickKernel(device string) (bmm.Kernel, io.Closer, string, error) {
+// qPickKernel returns the bit kernel for --device and a closer; when auto
+// falls back to the CPU it says why on stderr.
+func qPickKernel(device string) (bmm.Kernel, io.Closer, error) {
+	note := func(msg string) { fmt.Fprintln(os.Stderr, "qgtc: note:", msg) }
 	switch device {
 	case "cpu":
-		return bmm.Default(), nil, "", nil
+		return bmm.Default(), nil, nil
 	case "gpu", "auto":
 		if openGPUKernel == nil {
 			if device == "gpu" {
-				return nil, nil, "", errors.New("this build has no GPU support")
+				return nil, nil, errors.New("this build has no GPU support")
 			}
-			return bmm.Default(), nil, "no GPU support in this build; running on the CPU", nil
+			note("no GPU support in this build; running on the CPU")
+			return bmm.Default(), nil, nil
 		}
 		k, c, err := openGPUKernel()
 		if err != nil {
 			if device == "gpu" {
-				return nil, nil, "", fmt.Errorf("opening the GPU: %w", err)
+				return nil, nil, fmt.Errorf("opening the GPU: %w", err)
 			}
-			return bmm.Default(), nil, fmt.Sprintf("no GPU (%v); running on the CPU", err), nil
+			note(fmt.Sprintf("no GPU (%v); running on the CPU", err))
+			return bmm.Default(), nil, nil
 		}
-		return k, c, "", nil
+		return k, c, nil
 	}
-	return nil, nil, "", fmt.Errorf("%w: --device %q (want cpu, gpu or auto)", errUsage, device)
+	return nil, nil, fmt.Errorf("%w: --device %q (want cpu, gpu or auto)", errUsage, device)
 }
 
 // peakRSS is the process's peak resident set in bytes (0 if unknown).
@@ -398,15 +402,12 @@ func runInfer(args []string, stdout io.Writer) error {
 	if j.batch < 1 || j.hidden < 1 || j.layers < 1 || j.epochs < 0 || j.qatEpochs < 0 {
 		return fmt.Errorf("%w: --batch, --hidden and --layers must be positive, epochs not negative", errUsage)
 	}
-	kernel, closer, note, err := qPickKernel(*device)
+	kernel, closer, err := qPickKernel(*device)
 	if err != nil {
 		return err
 	}
 	if closer != nil {
 		defer closer.Close()
-	}
-	if note != "" {
-		fmt.Fprintln(os.Stderr, "qgtc: note:", note)
 	}
 	start := time.Now()
 	t, err := qLoadTask(j)

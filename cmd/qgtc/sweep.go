@@ -107,15 +107,12 @@ func runSweep(args []string, stdout io.Writer) error {
 	if *seeds < 1 || j.batch < 1 || j.hidden < 1 || j.layers < 1 {
 		return fmt.Errorf("%w: --seeds, --batch, --hidden and --layers must be positive", errUsage)
 	}
-	kernel, closer, note, err := qPickKernel(*device)
+	kernel, closer, err := qPickKernel(*device)
 	if err != nil {
 		return err
 	}
 	if closer != nil {
 		defer closer.Close()
-	}
-	if note != "" {
-		fmt.Fprintln(os.Stderr, "qgtc: note:", note)
 	}
 	rep := sweepReport{Model: j.kind, Seeds: *seeds}
 	rows := make([]sweepRow, len(bits)+1)
