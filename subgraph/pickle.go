@@ -108,6 +108,35 @@ func (u *unpickler) pop() (any, error) {
 	return v, nil
 }
 
+// memoIndex reads the memo index of a PUT or GET opcode: one byte for the
+// BIN forms ('q', 'h'), four little-endian bytes for the LONG_BIN forms
+// ('r', 'j'), a decimal line for the text forms ('p', 'g').
+func (u *unpickler) memoIndex(op byte, name string) (int64, error) {
+	switch op {
+	case 'q', 'h':
+		p, err := u.take(1)
+		if err != nil {
+			return 0, err
+		}
+		return int64(p[0]), nil
+	case 'r', 'j':
+		p, err := u.take(4)
+		if err != nil {
+			return 0, err
+		}
+		return int64(binary.LittleEndian.Uint32(p)), nil
+	}
+	s, err := u.line()
+	if err != nil {
+		return 0, err
+	}
+	k, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad %s index %q", name, s)
+	}
+	return k, nil
+}
+
 func (u *unpickler) top() (any, error) {
 	v, err := u.pop()
 	if err == nil {
@@ -494,28 +523,9 @@ func (u *unpickler) run() (any, error) {
 			}
 			o.state = st
 		case 'q', 'r', 'p': // BINPUT, LONG_BINPUT, PUT
-			var k int64
-			switch op {
-			case 'q':
-				p, err := u.take(1)
-				if err != nil {
-					return nil, err
-				}
-				k = int64(p[0])
-			case 'r':
-				p, err := u.take(4)
-				if err != nil {
-					return nil, err
-				}
-				k = int64(binary.LittleEndian.Uint32(p))
-			default:
-				s, err := u.line()
-				if err != nil {
-					return nil, err
-				}
-				if k, err = strconv.ParseInt(s, 10, 64); err != nil {
-					return nil, fmt.Errorf("bad PUT index %q", s)
-				}
+			k, err := u.memoIndex(op, "PUT")
+			if err != nil {
+				return nil, err
 			}
 			v, err := u.top()
 			if err != nil {
@@ -523,28 +533,9 @@ func (u *unpickler) run() (any, error) {
 			}
 			u.memo[k] = v
 		case 'h', 'j', 'g': // BINGET, LONG_BINGET, GET
-			var k int64
-			switch op {
-			case 'h':
-				p, err := u.take(1)
-				if err != nil {
-					return nil, err
-				}
-				k = int64(p[0])
-			case 'j':
-				p, err := u.take(4)
-				if err != nil {
-					return nil, err
-				}
-				k = int64(binary.LittleEndian.Uint32(p))
-			default:
-				s, err := u.line()
-				if err != nil {
-					return nil, err
-				}
-				if k, err = strconv.ParseInt(s, 10, 64); err != nil {
-					return nil, fmt.Errorf("bad GET index %q", s)
-				}
+			k, err := u.memoIndex(op, "GET")
+			if err != nil {
+				return nil, err
 			}
 			v, ok := u.memo[k]
 			if !ok {
