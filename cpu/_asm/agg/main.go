@@ -1,0 +1,99 @@
+// Command agg generates the AVX2 kernel of cpu's sparse code aggregation:
+// go run ./agg -out ../agg_amd64.s -stubs ../agg_amd64.go -pkg cpu
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+func main() {
+	ConstraintExpr("!purego")
+	TEXT("aggRowAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, idx *int32, n int, chunk int)")
+	Pragma("noescape")
+	Doc("aggRowAVX2 is aggRowGeneric: acc[j] += x[idx[e]*stride+j] for e < n, j < stride",
+		"(stride a multiple of 16). Codes are widened to uint16 and summed in",
+		"registers, 64 columns at a time; every chunk sources the uint16 sums are",
+		"widened again and added to acc, before they can wrap.")
+	acc := Load(Param("acc"), GP64())
+	x := Load(Param("x"), GP64())
+	stride := Load(Param("stride"), GP64())
+	idx := Load(Param("idx"), GP64())
+	n := Load(Param("n"), GP64())
+	chunk := Load(Param("chunk"), GP64())
+
+	// col walks the column groups; the 64-wide body runs while 64 columns
+	// remain, then 16-wide groups finish the row.
+	col := GP64()
+	XORQ(col, col)
+	group(4, acc, x, stride, idx, n, chunk, col)
+	group(1, acc, x, stride, idx, n, chunk, col)
+	VZEROUPPER()
+	RET()
+	Generate()
+}
+
+// group emits the loop over column groups of w×16 columns: for each group,
+// for each chunk of sources, sum the widened codes in w ymm registers, then
+// widen the sums and add them to acc.
+func group(w int, acc, x, stride, idx, n, chunk, col Register) {
+	name := fmt.Sprintf("w%d", w)
+	Label(name + "_group")
+	rest := GP64()
+	MOVQ(stride, rest)
+	SUBQ(col, rest)
+	CMPQ(rest, U32(16*w))
+	JL(LabelRef(name + "_done"))
+
+	e := GP64() // next source
+	XORQ(e, e)
+	Label(name + "_chunk")
+	end := GP64()
+	MOVQ(e, end)
+	ADDQ(chunk, end)
+	CMPQ(end, n)
+	CMOVQGT(n, end)
+	sums := make([]VecVirtual, w)
+	for i := range sums {
+		sums[i] = YMM()
+		VPXOR(sums[i], sums[i], sums[i])
+	}
+	CMPQ(e, end)
+	JGE(LabelRef(name + "_flush"))
+	Label(name + "_src")
+	row := GP64()
+	MOVLQSX(Mem{Base: idx, Index: e, Scale: 4}, row)
+	IMULQ(stride, row)
+	ADDQ(x, row)
+	for i := range sums {
+		t := YMM()
+		VPMOVZXBW(Mem{Base: row, Index: col, Scale: 1, Disp: 16 * i}, t)
+		VPADDW(t, sums[i], sums[i])
+	}
+	INCQ(e)
+	CMPQ(e, end)
+	JL(LabelRef(name + "_src"))
+
+	Label(name + "_flush")
+	for i, s := range sums {
+		lo, hi := YMM(), YMM()
+		VPMOVZXWD(s.AsX(), lo)
+		VEXTRACTI128(U8(1), s, hi.AsX())
+		VPMOVZXWD(hi.AsX(), hi)
+		out := Mem{Base: acc, Index: col, Scale: 4, Disp: 64 * i}
+		VPADDD(out, lo, lo)
+		VMOVDQU(lo, out)
+		out.Disp += 32
+		VPADDD(out, hi, hi)
+		VMOVDQU(hi, out)
+	}
+	CMPQ(e, n)
+	JL(LabelRef(name + "_chunk"))
+
+	ADDQ(U32(16*w), col)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_done")
+}

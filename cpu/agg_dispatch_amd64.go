@@ -1,0 +1,16 @@
+//go:build !purego
+
+package cpu
+
+import "unsafe"
+
+// useAggAsm switches the AVX2 aggregation kernel on; tests turn it off to
+// compare it with aggRowGeneric.
+var useAggAsm = hasAVX2
+
+// aggRowAsm runs aggRowAVX2. checkAgg has checked that every index is a
+// row of x and that len(x.Data) is Rows·Stride, the reads the kernel makes.
+func aggRowAsm(acc []int32, x Codes, idx []int32) {
+	_ = acc[x.Stride-1]
+	aggRowAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.Data), x.Stride, unsafe.SliceData(idx), len(idx), aggChunk(x.Bits))
+}

@@ -1,0 +1,13 @@
+package cpu
+
+// aggRowGeneric is the reference of the aggregation kernels: acc[j] +=
+// x[u][j] for every source u in idx and every byte j of the stride.
+func aggRowGeneric(acc []int32, x Codes, idx []int32) {
+	acc = acc[:x.Stride]
+	for _, u := range idx {
+		row := x.Data[int(u)*x.Stride : (int(u)+1)*x.Stride]
+		for j, c := range row {
+			acc[j] += int32(c)
+		}
+	}
+}

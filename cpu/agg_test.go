@@ -1,0 +1,208 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// aggCase is a random sparse 0/1 matrix A (m×k, as CSR and packed by rows)
+// and k×d codes X (as Codes and packed by columns).
+type aggCase struct {
+	a    CSR
+	adj  *bittensor.Tensor
+	x    Codes
+	xt   *bittensor.Tensor
+	m, d int
+}
+
+func newAggCase(t testing.TB, r *rand.Rand, m, k, d, bits int, deg float64) aggCase {
+	a := CSR{Indptr: make([]int32, m+1)}
+	adjVals := make([]int32, m*k)
+	for v := 0; v < m; v++ {
+		for u := 0; u < k; u++ {
+			if r.Float64() < deg/float64(max(k, 1)) {
+				a.Indices = append(a.Indices, int32(u))
+				adjVals[v*k+u] = 1
+			}
+		}
+		a.Indptr[v+1] = int32(len(a.Indices))
+	}
+	adj, err := bittensor.PackRows(adjVals, m, k, 1)
+	require.NoError(t, err)
+	x, err := NewCodes(k, d, bits)
+	require.NoError(t, err)
+	vals := make([]int32, k*d)
+	for u := 0; u < k; u++ {
+		for j := 0; j < d; j++ {
+			c := r.IntN(1 << bits)
+			if r.IntN(4) == 0 {
+				c = 1<<bits - 1 // the largest codes stress the uint16 sums
+			}
+			x.Row(u)[j] = uint8(c)
+			vals[u*d+j] = int32(c)
+		}
+	}
+	xt, err := bittensor.PackCols(vals, k, d, bits)
+	require.NoError(t, err)
+	return aggCase{a: a, adj: adj, x: x, xt: xt, m: m, d: d}
+}
+
+// naiveAgg is A·X in int64 from the CSR lists.
+func naiveAgg(c aggCase) []int32 {
+	out := make([]int32, c.m*c.d)
+	for v := 0; v < c.m; v++ {
+		for _, u := range c.a.Indices[c.a.Indptr[v]:c.a.Indptr[v+1]] {
+			for j, x := range c.x.Row(int(u)) {
+				out[v*c.d+j] += int32(x)
+			}
+		}
+	}
+	return out
+}
+
+// withAggAsm runs fn with the assembly kernel on or off.
+func withAggAsm(t *testing.T, on bool, fn func()) {
+	old := useAggAsm
+	useAggAsm = on && old
+	defer func() { useAggAsm = old }()
+	fn()
+}
+
+func aggPaths() []bool {
+	if useAggAsm {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+func TestAggMatchesBitProduct(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	gen, err := NewKernel("generic")
+	require.NoError(t, err)
+	for _, asm := range aggPaths() {
+		for _, sh := range []struct{ m, k, d int }{
+			{0, 5, 3}, {1, 1, 1}, {5, 7, 16}, {63, 64, 15}, {64, 65, 17}, {65, 130, 64},
+			{70, 100, 65}, {129, 257, 80}, {40, 300, 130}, {200, 200, 5},
+		} {
+			for _, bits := range []int{1, 2, 3, 4, 5, 7, 8} {
+				name := fmt.Sprintf("asm=%v/m=%d/k=%d/d=%d/bits=%d", asm, sh.m, sh.k, sh.d, bits)
+				t.Run(name, func(t *testing.T) {
+					c := newAggCase(t, r, sh.m, sh.k, sh.d, bits, 6)
+					withAggAsm(t, asm, func() {
+						want := naiveAgg(c)
+						got := make([]int32, sh.m*sh.d)
+						require.NoError(t, AggInt(got, c.a, c.x))
+						assert.Equal(t, want, got, "AggInt")
+
+						dense, err := bmm.MM2IntWith(gen, c.adj, c.xt)
+						require.NoError(t, err)
+						assert.Equal(t, dense, got, "the bit product of the packed adjacency")
+
+						ep := &bmm.Epilogue{ColScale: randScale(r, sh.d), RowTerm: randScale(r, sh.m),
+							ColTerm: randScale(r, sh.d), RowScale: randScale(r, sh.m), ColBias: randScale(r, sh.d), ReLU: true}
+						if sh.m == 0 {
+							ep.RowTerm, ep.ColTerm, ep.RowScale = nil, nil, nil
+						}
+						wantF, err := bmm.MM2FloatWith(gen, c.adj, c.xt, ep)
+						require.NoError(t, err)
+						gotF := make([]float32, sh.m*sh.d)
+						require.NoError(t, AggFloat(gotF, c.a, c.x, ep))
+						assert.Equal(t, wantF, gotF, "AggFloat")
+
+						rq := bmm.Requant{Scale: 0.37, Offset: 0.25}
+						for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+							wantB, err := bmm.MM2BitWith(gen, c.adj, c.xt, 3, rq, packing, bittensor.DefaultPadding, ep)
+							require.NoError(t, err)
+							gotB, err := bittensor.New(sh.m, sh.d, 3, packing, bittensor.DefaultPadding)
+							require.NoError(t, err)
+							require.NoError(t, AggBit(gotB, c.a, c.x, ep, rq))
+							assert.True(t, wantB.Equal(gotB), "AggBit %v", packing)
+						}
+
+						gotC, err := NewCodes(sh.m, sh.d, 3)
+						require.NoError(t, err)
+						require.NoError(t, AggCodes(gotC, c.a, c.x, ep, rq))
+						wantC, err := bmm.MM2BitWith(gen, c.adj, c.xt, 3, rq, bittensor.ByRows, bittensor.DefaultPadding, ep)
+						require.NoError(t, err)
+						assert.Equal(t, wantC.Ints(), gotC.Ints(), "AggCodes")
+						require.NoError(t, gotC.Validate())
+					})
+				})
+			}
+		}
+	}
+}
+
+// TestAggLongRows sums more sources than a uint16 can hold at 8 bits, so
+// the kernels must flush their partial sums.
+func TestAggLongRows(t *testing.T) {
+	for _, asm := range aggPaths() {
+		for _, bits := range []int{1, 4, 8} {
+			t.Run(fmt.Sprintf("asm=%v/bits=%d", asm, bits), func(t *testing.T) {
+				const k, d = 3000, 80
+				x, err := NewCodes(k, d, bits)
+				require.NoError(t, err)
+				for i := range x.Data {
+					if i%x.Stride < d {
+						x.Data[i] = uint8(1<<bits - 1)
+					}
+				}
+				a := CSR{Indptr: []int32{0, 2 * k}}
+				for rep := 0; rep < 2; rep++ { // each source twice
+					for u := 0; u < k; u++ {
+						a.Indices = append(a.Indices, int32(u))
+					}
+				}
+				got := make([]int32, d)
+				withAggAsm(t, asm, func() { require.NoError(t, AggInt(got, a, x)) })
+				for j, v := range got {
+					require.Equal(t, int32(2*k*(1<<bits-1)), v, "column %d", j)
+				}
+			})
+		}
+	}
+}
+
+func TestAggErrors(t *testing.T) {
+	x, err := NewCodes(3, 4, 2)
+	require.NoError(t, err)
+	a := CSR{Indptr: []int32{0, 1, 2}, Indices: []int32{0, 2}}
+	dst := make([]int32, 8)
+	require.NoError(t, AggInt(dst, a, x))
+
+	bad := a
+	bad.Indices = []int32{0, 3}
+	assert.ErrorIs(t, AggInt(dst, bad, x), ErrCSR, "source outside X")
+	assert.ErrorIs(t, AggInt(dst[:7], a, x), ErrCodes, "short dst")
+
+	big := x
+	big.Data = append([]uint8(nil), x.Data...)
+	big.Data[1] = 4
+	err = AggInt(dst, a, big)
+	assert.ErrorIs(t, err, ErrCodes)
+	assert.ErrorContains(t, err, "code 4 at (0, 1)")
+
+	pad := x
+	pad.Data = append([]uint8(nil), x.Data...)
+	pad.Data[5] = 1
+	assert.ErrorContains(t, AggInt(dst, a, pad), "padding byte 5 of row 0")
+
+	_, err = NewCodes(2, 2, 9)
+	assert.ErrorIs(t, err, ErrCodes)
+
+	// A row whose sum could pass 2^31-1 is refused up front.
+	wide, err := NewCodes(1, 1, 8)
+	require.NoError(t, err)
+	n := (1<<31-1)/255 + 1
+	long := CSR{Indptr: []int32{0, int32(n)}, Indices: make([]int32, n)}
+	err = AggInt(make([]int32, 1), long, wide)
+	assert.ErrorIs(t, err, ErrCodes)
+	assert.ErrorContains(t, err, "overflow int32")
+}
