@@ -251,3 +251,19 @@ func runAgg(a CSR, x Codes, m int, finish func(acc []int32, v0, rows int)) {
 		finish(acc, v0, rows)
 	})
 }
+
+// EpilogueRow is the kernels' fused epilogue over row m of a product
+// computed elsewhere: out[j] = ep.Apply(c[j], m, j), bit for bit.
+func EpilogueRow(out []float32, c []int32, m int, ep *bmm.Epilogue) { applyRow(out, c, m, ep) }
+
+// QuantizeRowBytes is the kernels' re-quantizer into bytes:
+// q[j] = rq.Quantize(y[j], bits), bits <= 8.
+func QuantizeRowBytes(q []uint8, y []float32, rq bmm.Requant, bits int) {
+	q = q[:len(y)]
+	for j, v := range y {
+		q[j] = uint8(rq.Quantize(v, bits))
+	}
+}
+
+// AggVectorized reports whether the aggregation runs on its vector kernel.
+func AggVectorized() bool { return useAggAsm }

@@ -25,6 +25,7 @@ type QBatch struct {
 	// nil when not known: row normalization of the input, applied as a row
 	// scale of the first product's epilogue so the codes stay exact.
 	FeatScale []float32
+	chunks    int // adjChunks, once counted
 }
 
 // N is the number of nodes in the batch.
@@ -366,4 +367,20 @@ func qBandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
 		}
 	}
 	return order
+}
+
+// adjChunks counts the 64-row × 256-column chunks of b's adjacency that hold
+// an edge: the work a dense bit product cannot skip.
+func (b *QBatch) adjChunks() int {
+	if b.chunks > 0 || len(b.Indices) == 0 {
+		return b.chunks
+	}
+	seen := map[[2]int32]bool{}
+	for v := 0; v+1 < len(b.Indptr); v++ {
+		for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
+			seen[[2]int32{int32(v / 64), u / 256}] = true
+		}
+	}
+	b.chunks = len(seen)
+	return b.chunks
 }

@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -29,6 +30,71 @@ type QPlan struct {
 	// the sparse first product runs on the vectorized cpu.SpMM.
 	wF32 []float32
 	wMax int64
+	// Agg picks how aggregations run: dense bit products on the packed
+	// adjacency, or sums over its edge list (cpu.Agg*), with the same
+	// results bit for bit.
+	Agg QAggMode
+}
+
+// QAggMode is how a plan runs its aggregations.
+type QAggMode int
+
+const (
+	// QAggAuto runs a batch's aggregations from its edge list when the plan
+	// runs on the CPU and the cost model says the edge list is cheaper.
+	QAggAuto QAggMode = iota
+	// QAggDense always multiplies by the packed 1-bit adjacency (zero
+	// chunks skipped): the tensor-core formulation.
+	QAggDense
+	// QAggSparse always sums codes over the edge list (inputs of more than
+	// 8 bits still go dense).
+	QAggSparse
+)
+
+// String is the mode's flag value.
+func (a QAggMode) String() string {
+	return [...]string{"auto", "dense", "sparse"}[a]
+}
+
+// ParseQAggMode reads a mode's flag value.
+func ParseQAggMode(s string) (QAggMode, error) {
+	for m := QAggAuto; m <= QAggSparse; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: aggregation mode %q (want auto, dense or sparse)", ErrQModel, s)
+}
+
+// qAggBitMACsPerEdgeCol and qDenseBitMACs are the cost model of QAggAuto,
+// in CPU cycles: an edge list costs about 1/16 cycle per edge and column
+// with the vector kernel (1 cycle without), a dense bit product about
+// 1/200 cycle per bit-MAC (bench/cpu: 190-280 bit-MACs/cycle/core on
+// AVX-512, 75-107 on AVX2) over every non-zero 64×256 chunk of the
+// adjacency.
+const (
+	qSparseColsPerCycle = 16
+	qDenseMACsPerCycle  = 200
+)
+
+// sparseAgg reports whether b's aggregations run from its edge list.
+func (p *QPlan) sparseAgg(b *QBatch) bool {
+	switch p.Agg {
+	case QAggDense:
+		return false
+	case QAggSparse:
+		return true
+	}
+	if !strings.HasPrefix(p.Kernel.Name(), "cpu/") && p.Kernel.Name() != (bmm.Generic{}).Name() {
+		return false // a GPU plan keeps its products on the device
+	}
+	perEdge := 1.0
+	if cpu.AggVectorized() {
+		perEdge = 1.0 / qSparseColsPerCycle
+	}
+	sparse := float64(len(b.Indices)) * perEdge
+	dense := float64(b.adjChunks()) * 64 * 256 * float64(p.Model.ABits) / qDenseMACsPerCycle
+	return sparse < dense
 }
 
 // Compile quantizes and packs m's weights for kernel k (bmm.Default() when
@@ -109,38 +175,58 @@ func (p *QPlan) ForwardSparse(b *QBatch, in *QInput, trace QTrace) ([]float32, Q
 
 // qSparseFirst computes op 0 from the sparse codes of b's rows: C = X·W in
 // int64, then the epilogue and the quantizer exactly as a kernel applies
-// them, packed for the next op.
-func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing) (*bittensor.Tensor, []float32, error) {
+// them, packed for the next op (or as byte codes with toCodes, or as the
+// logits when op 0 is the last).
+func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing, toCodes bool) (*bittensor.Tensor, cpu.Codes, []float32, error) {
 	nOut := op.lin.Out
 	n := b.N()
-	wc := p.wInt
-	codes := make([]int32, n*nOut)
 	var logits []float32
-	if op.out == nil {
-		logits = make([]float32, n*nOut)
-	}
+	var codes []uint32
+	var outC cpu.Codes
 	var rq bmm.Requant
-	if op.out != nil {
+	switch {
+	case op.out == nil:
+		logits = make([]float32, n*nOut)
+	case toCodes:
+		var err error
+		if outC, err = cpu.NewCodes(n, nOut, op.out.Bits); err != nil {
+			return nil, outC, nil, err
+		}
+		rq = qRQ(*op.out)
+	default:
+		codes = make([]uint32, n*nOut)
 		rq = qRQ(*op.out)
 	}
-	emit := func(r, j int, y float32) {
-		if logits != nil {
-			logits[r*nOut+j] = y
-		} else {
-			codes[r*nOut+j] = int32(rq.Quantize(y, op.out.Bits))
+	// emitRow takes row r's epilogue output y (len nOut) to its place.
+	emitRow := func(r int, y []float32) {
+		switch {
+		case logits != nil:
+			copy(logits[r*nOut:], y)
+		case toCodes:
+			cpu.QuantizeRowBytes(outC.Data[r*outC.Stride:r*outC.Stride+nOut], y, rq, op.out.Bits)
+		default:
+			for j, v := range y {
+				codes[r*nOut+j] = rq.Quantize(v, op.out.Bits)
+			}
 		}
 	}
 	if sums := p.qSparseFirstF32(b, in); sums != nil {
 		qParFor(n, func(lo, hi int) {
+			c := make([]int32, nOut)
+			y := make([]float32, nOut)
 			for r := lo; r < hi; r++ {
-				for j, c := range sums[r*nOut : (r+1)*nOut] {
-					emit(r, j, ep.ApplyFloat(c, r, j)) // c is the exact integer sum
+				for j, v := range sums[r*nOut : (r+1)*nOut] {
+					c[j] = int32(v) // an exact integer below 2^24
 				}
+				cpu.EpilogueRow(y, c, r, ep)
+				emitRow(r, y)
 			}
 		})
 	} else {
+		wc := p.wInt
 		qParFor(n, func(lo, hi int) {
 			acc := make([]int64, nOut)
+			y := make([]float32, nOut)
 			for r := lo; r < hi; r++ {
 				clear(acc)
 				v := b.Nodes[r]
@@ -152,16 +238,21 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 					}
 				}
 				for j, c := range acc {
-					emit(r, j, ep.ApplyFloat(float32(c), r, j))
+					y[j] = ep.ApplyFloat(float32(c), r, j)
 				}
+				emitRow(r, y)
 			}
 		})
 	}
-	if logits != nil {
-		return nil, logits, nil
+	if logits != nil || toCodes {
+		return nil, outC, logits, nil
 	}
-	t, err := bittensor.Pack(codes, n, nOut, op.out.Bits, packing, bittensor.DefaultPadding)
-	return t, nil, err
+	t, err := bittensor.New(n, nOut, op.out.Bits, packing, bittensor.DefaultPadding)
+	if err != nil {
+		return nil, outC, nil, err
+	}
+	qPackTile(t, codes, 0, n, nOut)
+	return t, outC, nil, nil
 }
 
 // qSparseFirstF32 computes op 0's integer sums X·W for b's rows with
@@ -210,7 +301,8 @@ func (p *QPlan) qSparseFirstF32(b *QBatch, in *QInput) []float32 {
 func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace) ([]float32, QStats, error) {
 	var st QStats
 	m := p.Model
-	if b.Adj == nil {
+	sparseAgg := p.sparseAgg(b)
+	if b.Adj == nil && !sparseAgg {
 		return nil, st, fmt.Errorf("%w: batch has no packed adjacency", ErrQModel)
 	}
 	if m.NormRows && b.FeatScale == nil {
@@ -225,67 +317,115 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrQModel, x.Bits(), m.Input.Bits)
 		}
 	}
+	// The value between ops is either packed bit planes (cur) or, before a
+	// sparse aggregation, one byte per code (curCodes, when codes is set).
 	cur := x
+	var curCodes cpu.Codes
+	codes := false
 	ph := m.Input
 	n := b.N()
+	adj := cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}
 	for i := range p.ops {
 		op := &p.ops[i]
-		var a, bt *bittensor.Tensor
-		var ep *bmm.Epilogue
+		last := op.out == nil
+		// Where the next op is an aggregation run from the edge list, this
+		// op hands it byte codes; where it is a bit product, packed planes.
+		toCodes := !last && sparseAgg && i+1 < len(p.ops) && p.ops[i+1].kind == qAgg && op.out.Bits <= 8
 		packing := bittensor.ByRows
-		switch op.kind {
-		case qLin:
-			a, bt = cur, p.packed[i]
-			if i == 0 && sx != nil {
-				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qInputRowSums(sx, b.Nodes), b, true)
-				break
-			}
-			ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
-		case qAgg:
-			a, bt = b.Adj, cur
-			ep = qAggEpilogue(op, ph, cur.Cols(), b, true)
-		}
 		if i+1 < len(p.ops) && p.ops[i+1].kind == qAgg {
 			packing = bittensor.ByCols // the aggregation's right operand
 		}
-		width := bt.Cols()
-		st.UnfusedBytes += 8 * n * width
-		if i == 0 && sx != nil {
-			out, logits, err := p.qSparseFirst(b, sx, ep, op, packing)
-			if err != nil {
-				return nil, st, fmt.Errorf("layers: op 0: %w", err)
+		var ep *bmm.Epilogue
+		width := 0
+		switch op.kind {
+		case qLin:
+			width = op.lin.Out
+			switch {
+			case i == 0 && sx != nil:
+				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qInputRowSums(sx, b.Nodes), b, true)
+			default:
+				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
 			}
-			if trace != nil {
-				trace(0, out)
+		case qAgg:
+			if codes {
+				width = curCodes.Cols
+			} else {
+				width = cur.Cols()
 			}
-			if logits != nil {
-				return logits, st, nil
-			}
-			st.InterBytes += 8 * len(out.Words())
-			cur, ph = out, *op.out
-			continue
+			ep = qAggEpilogue(op, ph, width, b, true)
 		}
-		if op.out == nil {
-			logits, err := qMulFloat(p.Kernel, a, bt, ep)
-			if err != nil {
-				return nil, st, fmt.Errorf("layers: op %d: %w", i, err)
+		st.UnfusedBytes += 8 * n * width
+		var (
+			out    *bittensor.Tensor
+			outC   cpu.Codes
+			logits []float32
+			err    error
+		)
+		switch {
+		case op.kind == qLin && i == 0 && sx != nil:
+			out, outC, logits, err = p.qSparseFirst(b, sx, ep, op, packing, toCodes)
+		case op.kind == qAgg && codes:
+			switch {
+			case last:
+				logits = make([]float32, n*width)
+				err = cpu.AggFloat(logits, adj, curCodes, ep)
+			case toCodes:
+				if outC, err = cpu.NewCodes(n, width, op.out.Bits); err == nil {
+					err = cpu.AggCodes(outC, adj, curCodes, ep, qRQ(*op.out))
+				}
+			default:
+				if out, err = bittensor.New(n, width, op.out.Bits, packing, bittensor.DefaultPadding); err == nil {
+					err = cpu.AggBit(out, adj, curCodes, ep, qRQ(*op.out))
+				}
 			}
+		default:
+			a, bt := cur, p.packed[i]
+			if op.kind == qAgg {
+				a, bt = b.Adj, cur
+			}
+			switch {
+			case last:
+				logits, err = qMulFloat(p.Kernel, a, bt, ep)
+			case toCodes:
+				outC, err = qMulCodes(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits)
+			default:
+				out, err = qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing, p.Tiles)
+			}
+		}
+		if err != nil {
+			return nil, st, fmt.Errorf("layers: op %d: %w", i, err)
+		}
+		if logits != nil {
 			if trace != nil {
 				trace(i, nil)
 			}
 			return logits, st, nil
 		}
-		out, err := qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing, p.Tiles)
-		if err != nil {
-			return nil, st, fmt.Errorf("layers: op %d: %w", i, err)
+		if toCodes {
+			st.InterBytes += len(outC.Data)
+			if trace != nil {
+				trace(i, qCodesTensor(outC))
+			}
+			curCodes, codes, cur = outC, true, nil
+		} else {
+			st.InterBytes += 8 * len(out.Words())
+			if trace != nil {
+				trace(i, out)
+			}
+			cur, codes = out, false
 		}
-		st.InterBytes += 8 * len(out.Words())
-		if trace != nil {
-			trace(i, out)
-		}
-		cur, ph = out, *op.out
+		ph = *op.out
 	}
 	return nil, st, fmt.Errorf("%w: model ends without logits", ErrQModel)
+}
+
+// qCodesTensor packs codes by rows, for a trace.
+func qCodesTensor(c cpu.Codes) *bittensor.Tensor {
+	t, err := bittensor.PackRows(c.Ints(), c.Rows, c.Cols, c.Bits)
+	if err != nil {
+		panic(err) // codes that Validate would pass always pack
+	}
+	return t
 }
 
 // qRQ is p's quantizer as a fused-epilogue re-quantization.
@@ -302,6 +442,9 @@ type QRun struct {
 	Stats   QStats        // summed over batches
 	Batches int
 	Nodes   int
+	// EdgeListBatches counts the batches whose aggregations summed codes
+	// over the edge list instead of the packed adjacency (see QPlan.Agg).
+	EdgeListBatches int
 }
 
 // Run runs p over d's Eval batches with features in (quantized with the
@@ -340,6 +483,9 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 		r.Stats.InterBytes += st.InterBytes
 		r.Stats.UnfusedBytes += st.UnfusedBytes
 		r.Nodes += b.N()
+		if p.sparseAgg(b) {
+			r.EdgeListBatches++
+		}
 		QArgmax(r.Pred, logits, p.Model.Classes, b.Nodes)
 		if progress != nil {
 			progress(i+1, len(d.Eval))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
 )
 
 // qPlaneGroups returns plane-group sizes ga, gb such that every product of a
@@ -255,4 +256,51 @@ func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
 			}
 		}
 	})
+}
+
+// qMulCodes computes ep(A·B) re-quantized with rq to outBits (<= 8) as byte
+// codes: the input of a sparse aggregation. It runs a row tile at a time
+// around the kernel's MulInt, like qMulBitTiles.
+func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int) (cpu.Codes, error) {
+	m, n, err := bmm.Check(a, b)
+	if err != nil {
+		return cpu.Codes{}, err
+	}
+	if err := ep.Validate(m, n); err != nil {
+		return cpu.Codes{}, err
+	}
+	dst, err := cpu.NewCodes(m, n, outBits)
+	if err != nil {
+		return dst, err
+	}
+	if !qFits(a, b) {
+		t, err := qMulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false)
+		if err != nil {
+			return dst, err
+		}
+		for i, v := range t.Ints() {
+			dst.Data[i/n*dst.Stride+i%n] = uint8(v)
+		}
+		return dst, nil
+	}
+	buf := make([]int32, min(m, qTileRows)*n)
+	for r0 := 0; r0 < m; r0 += qTileRows {
+		r1 := min(m, r0+qTileRows)
+		as, err := a.SliceRows(r0, r1)
+		if err != nil {
+			return dst, err
+		}
+		rows := r1 - r0
+		if err := k.MulInt(buf[:rows*n], as, b); err != nil {
+			return dst, err
+		}
+		qParFor(rows, func(lo, hi int) {
+			y := make([]float32, n)
+			for r := lo; r < hi; r++ {
+				cpu.EpilogueRow(y, buf[r*n:(r+1)*n], r0+r, ep)
+				cpu.QuantizeRowBytes(dst.Data[(r0+r)*dst.Stride:(r0+r)*dst.Stride+n], y, rq, outBits)
+			}
+		})
+	}
+	return dst, nil
 }

@@ -343,6 +343,7 @@ type inferReport struct {
 	WeightBytes     int      `json:"weight_bytes"`
 	Weights         string   `json:"weights,omitempty"`
 	SparseInput     bool     `json:"sparse_input"`
+	EdgeListBatches int      `json:"edge_list_batches"` // batches aggregated over the edge list
 }
 
 // jobFlags registers the settings infer and sweep share: batching, the
@@ -371,9 +372,14 @@ func runInfer(args []string, stdout io.Writer) error {
 	j.jobFlags(fs)
 	fs.Uint64Var(&j.seed, "seed", 0, "seed for the split, partition and training")
 	sparseIn := fs.String("sparse-input", "auto", "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
+	aggFlag := fs.String("agg", "auto", "aggregations: dense (bit product on the packed 1-bit adjacency), sparse (codes summed over the edge list, same results) or auto (edge list on the CPU where it is cheaper)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	aggMode, err := layers.ParseQAggMode(*aggFlag)
+	if err != nil {
+		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
 	}
 	if j.dataset == "" {
 		return fmt.Errorf("%w: --dataset is required", errUsage)
@@ -456,6 +462,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	plan.Agg = aggMode
 	sparse := *sparseIn == "on" || (*sparseIn == "auto" && plan.SparseCheaper(in))
 	run, err := plan.Run(t.data, in, sparse, func(done, total int) {
 		if total > 1 {
@@ -471,7 +478,7 @@ func runInfer(args []string, stdout io.Writer) error {
 		Kernel: kernel.Name(), LoadMS: qms(t.load), PartitionMS: qms(t.part), PartitionCached: t.partCached,
 		PrepareMS: qms(t.prep + quantPrep), PackMS: qms(run.Pack), ComputeMS: qms(run.Compute), TrainMS: qms(trainTime),
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes, Weights: *weights,
-		SparseInput: sparse}
+		SparseInput: sparse, EdgeListBatches: run.EdgeListBatches}
 	if j.abits != j.wbits {
 		r.Bits = 0
 	}
@@ -507,6 +514,14 @@ func printInfer(w io.Writer, r *inferReport) {
 	}
 	fmt.Fprintf(w, "qgtc infer: %s on %s, %d-bit activations x %d-bit weights (features %d-bit, first product from %s), kernel %s\n",
 		r.Model, r.Dataset, r.ABits, r.WBits, r.FeatureBits, first, r.Kernel)
+	agg := "bit products on the packed 1-bit adjacency"
+	switch {
+	case r.EdgeListBatches == r.Batches:
+		agg = "codes summed over the edge list (same integers as the bit product)"
+	case r.EdgeListBatches > 0:
+		agg = fmt.Sprintf("edge list in %d of %d batches, packed adjacency in the rest", r.EdgeListBatches, r.Batches)
+	}
+	fmt.Fprintf(w, "  aggregation  %s\n", agg)
 	fmt.Fprintf(w, "  graph        %d nodes, %d edges; %d parts in %d batches keep %.1f%% of the edges\n",
 		r.Nodes, r.Edges, r.Parts, r.Batches, 100*r.KeptEdges)
 	if r.Accuracy != nil {

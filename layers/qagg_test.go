@@ -1,0 +1,91 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// TestQAggModesMatchSimulation runs every aggregation mode (the packed
+// 1-bit adjacency, and the edge list over byte codes) with the CPU kernel
+// and the generic one, with packed and sparse first products, and checks
+// each against the float64 simulation: the codes between ops and every
+// logit bit. Inputs of more than 8 bits fall back to the dense product.
+func TestQAggModesMatchSimulation(t *testing.T) {
+	for _, kind := range []string{QGCN, QGIN} {
+		for _, bits := range [][2]int{{1, 1}, {2, 3}, {4, 4}, {8, 8}, {12, 4}} {
+			m, d, in := qPrepared(t, kind, bits[0], bits[1], 3, false)
+			for _, k := range []bmm.Kernel{bmm.Generic{}, bmm.Default()} {
+				for _, mode := range []QAggMode{QAggDense, QAggSparse} {
+					name := fmt.Sprintf("%s/a=%d/w=%d/%s/%s", kind, bits[0], bits[1], k.Name(), mode)
+					t.Run(name, func(t *testing.T) {
+						plan, err := m.Compile(k)
+						require.NoError(t, err)
+						plan.Agg = mode
+						for _, b := range d.Eval {
+							st, want, err := m.simForward(b, in, true, -1, 0, nil)
+							require.NoError(t, err)
+							check := func(what string) QTrace {
+								return func(op int, codes *bittensor.Tensor) {
+									if codes != nil {
+										require.Equal(t, st.codes[op], codes.Ints(), "%s: codes of op %d", what, op)
+									}
+								}
+							}
+							x, err := in.Pack(b.Nodes)
+							require.NoError(t, err)
+							got, _, err := plan.Forward(b, x, check("packed"))
+							require.NoError(t, err)
+							sp, _, err := plan.ForwardSparse(b, in, check("sparse first"))
+							require.NoError(t, err)
+							require.Len(t, got, len(want))
+							require.Len(t, sp, len(want))
+							for i := range want {
+								require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
+								require.Equal(t, math.Float32bits(want[i]), math.Float32bits(sp[i]), "sparse first: logit %d", i)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestQAggAuto checks the automatic choice: a GPU-like kernel stays dense,
+// and on the CPU a sparse batch runs from its edge list.
+func TestQAggAuto(t *testing.T) {
+	m, d, _ := qPrepared(t, QGCN, 4, 4, 3, false)
+	plan, err := m.Compile(bmm.Default())
+	require.NoError(t, err)
+	b := d.Eval[0]
+	assert.True(t, plan.sparseAgg(b), "%d edges in %d chunks", len(b.Indices), b.adjChunks())
+	other := *plan
+	other.Kernel = qNamedKernel{bmm.Generic{}, "tcu/wgmma"}
+	assert.False(t, other.sparseAgg(b))
+	other.Agg = QAggSparse
+	assert.True(t, other.sparseAgg(b))
+	plan.Agg = QAggDense
+	assert.False(t, plan.sparseAgg(b))
+
+	for _, s := range []string{"auto", "dense", "sparse"} {
+		mode, err := ParseQAggMode(s)
+		require.NoError(t, err)
+		assert.Equal(t, s, mode.String())
+	}
+	_, err = ParseQAggMode("edges")
+	assert.ErrorIs(t, err, ErrQModel)
+}
+
+type qNamedKernel struct {
+	bmm.Kernel
+	name string
+}
+
+func (k qNamedKernel) Name() string { return k.name }
