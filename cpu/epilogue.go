@@ -5,77 +5,70 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 )
 
+//go:generate sh -c "cd _asm && go run ./epilogue -out ../epilogue_amd64.s -stubs ../epilogue_amd64.go -pkg cpu"
+
 // The fused epilogue of the bit kernels: the float32 epilogue, the
 // re-quantizer and the bit-plane packing of each block of output rows.
+// Each function runs the assembly path cpuid allows (AVX-512 or AVX2; see
+// epilogue_asm_amd64.go) on as much of the row as it takes and the generic
+// loop of epilogue_generic.go on the rest; every path gives the same bits.
 
-// applyRow is bmm.Epilogue.Apply over row m: out[j] = ep.Apply(c[j], m, j),
-// one step at a time over the whole row so that each loop is simple. Each
-// step rounds to float32 exactly as Apply does (the explicit conversions
-// forbid fused multiply-adds), so the results are bit for bit the same.
+// applyRow is bmm.Epilogue.Apply over row m: out[j] = ep.Apply(c[j], m, j).
+// out must hold len(c) values.
 func applyRow(out []float32, c []int32, m int, ep *bmm.Epilogue) {
 	out = out[:len(c)]
-	for j, v := range c {
-		out[j] = float32(v)
+	done := applyRowAsm(out, c, m, ep)
+	if done == 0 {
+		applyRowGeneric(out, c, m, ep)
+		return
 	}
+	if done < len(out) {
+		cvtRowGeneric(out[done:], c[done:])
+		applyTail(out, done, m, ep)
+	}
+}
+
+// applyRowFloat is bmm.Epilogue.ApplyFloat over row m, in place: out[j] =
+// ep.ApplyFloat(out[j], m, j), for callers whose products are float32 sums.
+func applyRowFloat(out []float32, m int, ep *bmm.Epilogue) {
 	if ep == nil {
 		return
 	}
-	if ep.ColScale != nil {
-		s := ep.ColScale[:len(out)]
-		for j := range out {
-			out[j] = float32(out[j] * s[j])
-		}
+	done := applyRowAsm(out, nil, m, ep)
+	if done == 0 {
+		applyRowFloatGeneric(out, m, ep)
+		return
 	}
-	if ep.RowTerm != nil {
-		rt, ct := ep.RowTerm[m], ep.ColTerm[:len(out)]
-		for j := range out {
-			out[j] = out[j] + float32(rt*ct[j])
-		}
-	}
-	if ep.ColConst != nil {
-		cc := ep.ColConst[:len(out)]
-		for j := range out {
-			out[j] = out[j] + cc[j]
-		}
-	}
-	if ep.RowScale != nil {
-		rs := ep.RowScale[m]
-		for j := range out {
-			out[j] = float32(out[j] * rs)
-		}
-	}
-	if ep.ColBias != nil {
-		cb := ep.ColBias[:len(out)]
-		for j := range out {
-			out[j] = out[j] + cb[j]
-		}
-	}
-	if ep.ReLU {
-		for j, v := range out {
-			if !(v > 0) {
-				out[j] = 0
-			}
-		}
+	applyTail(out, done, m, ep)
+}
+
+// applyTail runs the epilogue on out[j0:], the few values past the last
+// whole vector.
+func applyTail(out []float32, j0, m int, ep *bmm.Epilogue) {
+	for j := j0; j < len(out); j++ {
+		out[j] = ep.ApplyFloat(out[j], m, j)
 	}
 }
 
 // quantizeRow is bmm.Requant.Quantize over a row: q[j] = rq.Quantize(y[j], bits).
-// For 0 < v < 2^bits−1 the floor of v is its truncation, so no float64
-// round trip is needed.
 func quantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) {
 	q = q[:len(y)]
-	top := uint32(uint64(1)<<bits - 1)
-	maxq := float32(top)
-	for j, x := range y {
-		v := float32(x*rq.Scale) + rq.Offset
-		switch {
-		case !(v > 0): // also NaN
-			q[j] = 0
-		case v >= maxq:
-			q[j] = top
-		default:
-			q[j] = uint32(v)
-		}
+	done := quantizeRowAsm(q, y, rq, bits)
+	if done < len(y) {
+		quantizeRowGeneric(q[done:], y[done:], rq, bits)
+	}
+}
+
+// quantizeRowBytes is quantizeRow into bytes, for bits <= 8: q[j] =
+// uint8(rq.Quantize(y[j], bits)). It panics when bits > 8.
+func quantizeRowBytes(q []uint8, y []float32, rq bmm.Requant, bits int) {
+	if bits > 8 {
+		panic("cpu: quantizeRowBytes with more than 8 bits")
+	}
+	q = q[:len(y)]
+	done := quantizeRowBytesAsm(q, y, rq, bits)
+	if done < len(y) {
+		quantizeRowBytesGeneric(q[done:], y[done:], rq, bits)
 	}
 }
 

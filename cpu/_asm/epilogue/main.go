@@ -1,0 +1,301 @@
+// Command epilogue generates the vector loops of cpu's fused epilogue (the
+// float32 epilogue of bmm.Epilogue and the re-quantizer of bmm.Requant):
+// go run ./epilogue -out ../epilogue_amd64.s -stubs ../epilogue_amd64.go -pkg cpu
+//
+// Every step is one rounded vector operation in the order of
+// bmm.Epilogue.ApplyFloat: VMULPS then VADDPS, never a fused multiply-add.
+// VMAXPS/VMINPS return their second (Intel) source when either is NaN or
+// both are zero, so max(t, +0) with t first maps NaN and −0 to +0 exactly
+// as Go's `if !(t > 0) { t = 0 }` does. In avo's operand order that is
+// VMAXPS(zero, t, t).
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// Flags of the epilogue kernels; cpu/epilogue_asm_amd64.go mirrors them.
+const (
+	flagColScale = 1 << iota
+	flagRowTerm
+	flagColConst
+	flagRowScale
+	flagColBias
+	flagReLU
+	flagConvert // read int32 products from c and convert them; else out holds float32 in place
+)
+
+const epSig = "func(out *float32, c *int32, n int, colScale, colTerm, colConst, colBias *float32, rowTerm, rowScale float32, flags uint64)"
+
+const unroll = 4 // vectors per block: the flag tests run once a block
+
+func main() {
+	ConstraintExpr("!purego")
+	perm := GLOBL("epilogue_packperm", RODATA|NOPTR)
+	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
+		DATA(4*i, U32(v))
+	}
+	epilogue(avx2)
+	epilogue(avx512)
+	quantize(avx2, false, perm)
+	quantize(avx512, false, perm)
+	quantize(avx2, true, perm)
+	quantize(avx512, true, perm)
+	Generate()
+}
+
+// isa is one vector width: 8 lanes (AVX2, ymm) or 16 (AVX-512, zmm, with a
+// masked tail so that it takes any n).
+type isa struct {
+	name  string
+	lanes int
+	vec   func() VecVirtual
+	evex  bool
+}
+
+var (
+	avx2   = isa{"AVX2", 8, YMM, false}
+	avx512 = isa{"AVX512", 16, ZMM, true}
+)
+
+// epilogue writes epilogueRow<ISA>, which runs ApplyFloat's steps over a
+// row, all of them on one block of vectors before the next block.
+func epilogue(s isa) {
+	TEXT("epilogueRow"+s.name, NOSPLIT, epSig)
+	Pragma("noescape")
+	covers := "j < n rounded down to a multiple of 8"
+	if s.evex {
+		covers = "all j < n (a masked tail)"
+	}
+	Doc(fmt.Sprintf("epilogueRow%s is applyRowGeneric (flagConvert: out[j] = ep.Apply(c[j], m, j)) or", s.name),
+		fmt.Sprintf("applyRowFloatGeneric (out[j] = ep.ApplyFloat(out[j], m, j)) for %s;", covers),
+		"the flags say which epilogue steps run, rowTerm and rowScale are row m's entries.")
+	out := Load(Param("out"), GP64())
+	c := Load(Param("c"), GP64())
+	n := Load(Param("n"), GP64())
+	cs := Load(Param("colScale"), GP64())
+	ct := Load(Param("colTerm"), GP64())
+	cc := Load(Param("colConst"), GP64())
+	cb := Load(Param("colBias"), GP64())
+	flags := Load(Param("flags"), GP64())
+	rt, rs, zero := s.vec(), s.vec(), s.vec()
+	rtx := Load(Param("rowTerm"), XMM())
+	rsx := Load(Param("rowScale"), XMM())
+	VBROADCASTSS(rtx, rt)
+	VBROADCASTSS(rsx, rs)
+	clearVec(s, zero)
+	i := GP64()
+	XORQ(i, i)
+
+	at := func(base Register, k int) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: 4 * s.lanes * k} }
+	// body runs the steps on u vectors from index i; ld(m, v) loads vector
+	// operand m into v (masked in the tail) or returns m itself.
+	body := func(tag string, u int, ld func(m Mem) Op, st func(v VecVirtual, m Mem)) {
+		t := make([]VecVirtual, u)
+		tmp := make([]VecVirtual, u)
+		for k := range t {
+			t[k], tmp[k] = s.vec(), s.vec()
+		}
+		step := func(name string, flag int, f func(k int)) {
+			skip := fmt.Sprintf("%s_no%s", tag, name)
+			TESTQ(U32(flag), flags)
+			JZ(LabelRef(skip))
+			for k := range t {
+				f(k)
+			}
+			Label(skip)
+		}
+		ints, floats := tag+"_int", tag+"_loaded"
+		TESTQ(U32(flagConvert), flags)
+		JNZ(LabelRef(ints))
+		for k := range t {
+			ldTo(s, ld(at(out, k)), t[k])
+		}
+		JMP(LabelRef(floats))
+		Label(ints)
+		for k := range t {
+			VCVTDQ2PS(ld(at(c, k)), t[k])
+		}
+		Label(floats)
+		step("ColScale", flagColScale, func(k int) { VMULPS(ld(at(cs, k)), t[k], t[k]) })
+		step("RowTerm", flagRowTerm, func(k int) {
+			VMULPS(ld(at(ct, k)), rt, tmp[k])
+			VADDPS(tmp[k], t[k], t[k])
+		})
+		step("ColConst", flagColConst, func(k int) { VADDPS(ld(at(cc, k)), t[k], t[k]) })
+		step("RowScale", flagRowScale, func(k int) { VMULPS(rs, t[k], t[k]) })
+		step("ColBias", flagColBias, func(k int) { VADDPS(ld(at(cb, k)), t[k], t[k]) })
+		step("ReLU", flagReLU, func(k int) { VMAXPS(zero, t[k], t[k]) })
+		for k := range t {
+			st(t[k], at(out, k))
+		}
+	}
+	direct := func(m Mem) Op { return m }
+	store := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
+	loops(s, "ep", n, i, func(tag string, u int) { body(tag, u, direct, store) },
+		func(tag string, k Register) {
+			tmp := s.vec()
+			body(tag, 1, func(m Mem) Op { VMOVUPS_Z(m, k, tmp); return tmp },
+				func(v VecVirtual, m Mem) { VMOVUPS(v, k, m) })
+		})
+}
+
+// clearVec zeroes v (VXORPS on zmm would need AVX-512 DQ).
+func clearVec(s isa, v VecVirtual) {
+	if s.evex {
+		VPXORD(v, v, v)
+	} else {
+		VXORPS(v, v, v)
+	}
+}
+
+// ldTo moves vector operand m (memory or register) into v.
+func ldTo(s isa, m Op, v VecVirtual) {
+	VMOVUPS(m, v)
+}
+
+// loops emits the block loop (unroll vectors a pass), the one-vector loop
+// and, for AVX-512, the masked tail, over n elements with index i; block
+// writes the work on u vectors at i, tail the masked work with mask k.
+func loops(s isa, name string, n, i Register, block func(tag string, u int), tail func(tag string, k Register)) {
+	w := s.lanes
+	Label(name + "_blocks")
+	rem := GP64()
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	CMPQ(rem, U32(unroll*w))
+	JB(LabelRef(name + "_singles"))
+	block(name+"_b", unroll)
+	ADDQ(U32(unroll*w), i)
+	JMP(LabelRef(name + "_blocks"))
+
+	Label(name + "_singles")
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	CMPQ(rem, U32(w))
+	JB(LabelRef(name + "_tail"))
+	block(name+"_s", 1)
+	ADDQ(U32(w), i)
+	JMP(LabelRef(name + "_singles"))
+
+	Label(name + "_tail")
+	if s.evex {
+		MOVQ(n, RCX)
+		SUBQ(i, RCX)
+		JZ(LabelRef(name + "_done"))
+		m := GP32()
+		MOVL(U32(1), m)
+		SHLL(CL, m)
+		DECL(m)
+		k := K()
+		KMOVW(m, k)
+		tail(name+"_t", k)
+	}
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// quantize writes quantizeRow<ISA> (uint32 codes) or quantizeRowBytes<ISA>
+// (bytes, bits <= 8): q = min(trunc(min(max(y·scale + offset, 0), maxf)), top).
+func quantize(s isa, bytes bool, perm Mem) {
+	name, typ, gen := "quantizeRow"+s.name, "uint32", "quantizeRowGeneric"
+	if bytes {
+		name, typ, gen = "quantizeRowBytes"+s.name, "uint8", "quantizeRowBytesGeneric"
+	}
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(q *%s, y *float32, n int, scale, offset, maxf float32, top uint32)", typ))
+	Pragma("noescape")
+	covers := "n rounded down to a multiple of 8"
+	if !bytes {
+		covers += ", bits <= 31"
+	}
+	if s.evex {
+		covers = "any n"
+	}
+	Doc(fmt.Sprintf("%s is %s for %s, top = 2^bits-1, maxf = float32(top):", name, gen, covers),
+		"q[j] = min(trunc(min(max(y[j]·scale + offset, 0), maxf)), top), NaN to 0. The min with top",
+		"takes the codes above 2^24, where maxf rounds up to 2^bits, back to top.")
+	q := Load(Param("q"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	scale, offset, maxf, top, zero := s.vec(), s.vec(), s.vec(), s.vec(), s.vec()
+	VBROADCASTSS(Load(Param("scale"), XMM()), scale)
+	VBROADCASTSS(Load(Param("offset"), XMM()), offset)
+	VBROADCASTSS(Load(Param("maxf"), XMM()), maxf)
+	tg := Load(Param("top"), GP32())
+	tx := XMM()
+	MOVD(tg, tx)
+	VPBROADCASTD(tx, top)
+	clearVec(s, zero)
+	var idx VecVirtual
+	if bytes && !s.evex {
+		idx = YMM()
+		VMOVDQU(perm, idx)
+	}
+	i := GP64()
+	XORQ(i, i)
+
+	codes := func(v VecVirtual, src Op) {
+		VMULPS(src, scale, v)
+		VADDPS(offset, v, v)
+		VMAXPS(zero, v, v) // v > 0 ? v : 0, NaN to 0
+		VMINPS(maxf, v, v) // v < maxf ? v : maxf
+		if s.evex {
+			VCVTTPS2UDQ(v, v)
+		} else {
+			VCVTTPS2DQ(v, v) // 2^31 gives 0x80000000, which the unsigned min takes to top
+		}
+		VPMINUD(top, v, v)
+	}
+	yat := func(k int) Mem { return Mem{Base: y, Index: i, Scale: 4, Disp: 4 * s.lanes * k} }
+	qat := func(k int) Mem {
+		if bytes {
+			return Mem{Base: q, Index: i, Scale: 1, Disp: s.lanes * k}
+		}
+		return Mem{Base: q, Index: i, Scale: 4, Disp: 4 * s.lanes * k}
+	}
+	block := func(tag string, u int) {
+		v := make([]VecVirtual, u)
+		for k := range v {
+			v[k] = s.vec()
+			codes(v[k], yat(k))
+		}
+		switch {
+		case !bytes:
+			for k := range v {
+				VMOVUPS(v[k], qat(k))
+			}
+		case s.evex:
+			for k := range v {
+				VPMOVDB(v[k], qat(k))
+			}
+		case u == unroll:
+			// Dword lanes end up in the order 0 4 1 5 2 6 3 7; VPERMD puts them back.
+			VPACKUSDW(v[1], v[0], v[0])
+			VPACKUSDW(v[3], v[2], v[2])
+			VPACKUSWB(v[2], v[0], v[0])
+			VPERMD(v[0], idx, v[0])
+			VMOVDQU(v[0], qat(0))
+		default:
+			h := XMM()
+			VEXTRACTI128(U8(1), v[0], h)
+			VPACKUSDW(h, v[0].AsX(), h)
+			VPACKUSWB(h, h, h)
+			VMOVQ(h, qat(0))
+		}
+	}
+	loops(s, "q", n, i, block, func(tag string, k Register) {
+		v := s.vec()
+		VMOVUPS_Z(yat(0), k, v)
+		codes(v, v)
+		if bytes {
+			VPMOVDB(v, k, qat(0))
+		} else {
+			VMOVUPS(v, k, qat(0))
+		}
+	})
+}

@@ -1,0 +1,137 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// Which epilogue loops run: AVX-512 (16 lanes, masked tails, every bit
+// width) before AVX2 (8 lanes; the Go loop takes the row tail and 32-bit
+// codes). Tests and benchmarks switch them off to compare with the generic
+// loops.
+var (
+	epUseAVX2   = hasAVX2
+	epUseAVX512 = hasAVX512
+)
+
+// The flags of epilogueRowAVX2/AVX512 (cpu/_asm/epilogue mirrors them).
+const (
+	epColScale = 1 << iota
+	epRowTerm
+	epColConst
+	epRowScale
+	epColBias
+	epReLU
+	epConvert
+)
+
+// colPtr is the data of a column vector's first n entries (panicking as
+// the generic loop would when it is short), or nil when the step is absent.
+func colPtr(v []float32, n int) *float32 {
+	if v == nil {
+		return nil
+	}
+	return unsafe.SliceData(v[:n])
+}
+
+// applyRowAsm runs the epilogue on the head of row m that the assembly
+// takes and returns its length (0: none, run the generic loop). c == nil
+// means out holds float32 products in place.
+func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) int {
+	n := len(out)
+	kernel := epilogueRowAVX512
+	switch {
+	case epUseAVX512:
+	case epUseAVX2:
+		kernel, n = epilogueRowAVX2, n&^7
+	default:
+		return 0
+	}
+	if n == 0 {
+		return 0
+	}
+	var flags uint64
+	var cp *int32
+	if c != nil {
+		flags, cp = epConvert, unsafe.SliceData(c[:n])
+	}
+	var rt, rs float32
+	var cs, ct, cc, cb *float32
+	if ep != nil {
+		cs, cc, cb = colPtr(ep.ColScale, n), colPtr(ep.ColConst, n), colPtr(ep.ColBias, n)
+		if ep.ColScale != nil {
+			flags |= epColScale
+		}
+		if ep.RowTerm != nil {
+			rt, ct = ep.RowTerm[m], colPtr(ep.ColTerm, n)
+			flags |= epRowTerm
+		}
+		if ep.ColConst != nil {
+			flags |= epColConst
+		}
+		if ep.RowScale != nil {
+			rs = ep.RowScale[m]
+			flags |= epRowScale
+		}
+		if ep.ColBias != nil {
+			flags |= epColBias
+		}
+		if ep.ReLU {
+			flags |= epReLU
+		}
+	}
+	kernel(unsafe.SliceData(out), cp, n, cs, ct, cc, cb, rt, rs, flags)
+	return n
+}
+
+// quantLimits are the clamp bounds of a bits-wide code.
+func quantLimits(bits int) (maxf float32, top uint32) {
+	top = uint32(uint64(1)<<bits - 1)
+	return float32(top), top
+}
+
+// quantizeRowAsm runs quantizeRow on the head of the row that the assembly
+// takes and returns its length.
+func quantizeRowAsm(q []uint32, y []float32, rq bmm.Requant, bits int) int {
+	n := len(y)
+	kernel := quantizeRowAVX512
+	switch {
+	case bits < 1 || bits > 32:
+		return 0
+	case epUseAVX512:
+	case epUseAVX2 && bits <= 31:
+		kernel, n = quantizeRowAVX2, n&^7
+	default:
+		return 0
+	}
+	if n == 0 {
+		return 0
+	}
+	maxf, top := quantLimits(bits)
+	kernel(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	return n
+}
+
+// quantizeRowBytesAsm is quantizeRowAsm into bytes (bits <= 8).
+func quantizeRowBytesAsm(q []uint8, y []float32, rq bmm.Requant, bits int) int {
+	n := len(y)
+	kernel := quantizeRowBytesAVX512
+	switch {
+	case bits < 1 || bits > 8:
+		return 0
+	case epUseAVX512:
+	case epUseAVX2:
+		kernel, n = quantizeRowBytesAVX2, n&^7
+	default:
+		return 0
+	}
+	if n == 0 {
+		return 0
+	}
+	maxf, top := quantLimits(bits)
+	kernel(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	return n
+}

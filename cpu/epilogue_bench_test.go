@@ -1,0 +1,83 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// BenchmarkEpilogueRow times the fused epilogue of one output row on each
+// path, reporting ns per element: applyRow with every epilogue field (the
+// zero-point corrected, normalized, biased ReLU of a quantized GCN layer),
+// then the 4-bit re-quantizer into uint32 and into bytes.
+//
+//	go test -run '^$' -bench EpilogueRow ./cpu
+func BenchmarkEpilogueRow(b *testing.B) {
+	for _, n := range []int{64, 256} {
+		r := rand.New(rand.NewPCG(3, 3))
+		vec := func() []float32 {
+			v := make([]float32, n)
+			for j := range v {
+				v[j] = float32(r.NormFloat64())
+			}
+			return v
+		}
+		c := make([]int32, n)
+		for j := range c {
+			c[j] = int32(r.IntN(4001) - 2000)
+		}
+		ep := &bmm.Epilogue{ColScale: vec(), RowTerm: vec(), ColTerm: vec(), ColConst: vec(), RowScale: vec(), ColBias: vec(), ReLU: true}
+		y, q, qb := make([]float32, n), make([]uint32, n), make([]uint8, n)
+		rq := bmm.Requant{Scale: 0.7, Offset: 3}
+		ops := []struct {
+			name string
+			run  func()
+		}{
+			{"applyRow", func() { applyRow(y, c, 1, ep) }},
+			{"quantizeRow", func() { quantizeRow(q, y, rq, 4) }},
+			{"quantizeRowBytes", func() { quantizeRowBytes(qb, y, rq, 4) }},
+		}
+		for _, op := range ops {
+			for _, impl := range epImpls() {
+				b.Run(fmt.Sprintf("op=%s/n=%d/impl=%s", op.name, n, impl), func(b *testing.B) {
+					useEpImpl(b, impl)
+					applyRow(y, c, 1, ep)
+					b.SetBytes(int64(4 * n))
+					b.ReportAllocs()
+					for b.Loop() {
+						op.run()
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/elem")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPackBitBlock times packing one block of 64 rows of 4-bit codes
+// into bit planes, per element, for both packings.
+func BenchmarkPackBitBlock(b *testing.B) {
+	const rows, bits = 64, 4
+	for _, n := range []int{64, 256} {
+		for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+			b.Run(fmt.Sprintf("packing=%v/n=%d", packing, n), func(b *testing.B) {
+				dst, err := bittensor.New(rows, n, bits, packing, bittensor.DefaultPadding)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(4, 4))
+				q := make([]uint32, rows*n)
+				for j := range q {
+					q[j] = uint32(r.IntN(1 << bits))
+				}
+				for b.Loop() {
+					packBitBlock(dst, q, 0, rows, n)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/elem")
+			})
+		}
+	}
+}

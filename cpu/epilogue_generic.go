@@ -1,0 +1,108 @@
+package cpu
+
+import "github.com/qgtc/qgtc/bmm"
+
+// The reference loops of the fused epilogue, always compiled: the assembly
+// paths are checked against them bit for bit, and they run the rows (or row
+// tails) that the assembly does not take.
+
+// cvtRowGeneric sets out[j] = float32(c[j]).
+func cvtRowGeneric(out []float32, c []int32) {
+	out = out[:len(c)]
+	for j, v := range c {
+		out[j] = float32(v)
+	}
+}
+
+// applyRowFloatGeneric is bmm.Epilogue.ApplyFloat over row m, in place:
+// out[j] = ep.ApplyFloat(out[j], m, j), one step at a time over the whole
+// row so that each loop is simple. Each step rounds to float32 exactly as
+// ApplyFloat does (the explicit conversions forbid fused multiply-adds), so
+// the results are bit for bit the same.
+func applyRowFloatGeneric(out []float32, m int, ep *bmm.Epilogue) {
+	if ep == nil {
+		return
+	}
+	if ep.ColScale != nil {
+		s := ep.ColScale[:len(out)]
+		for j := range out {
+			out[j] = float32(out[j] * s[j])
+		}
+	}
+	if ep.RowTerm != nil {
+		rt, ct := ep.RowTerm[m], ep.ColTerm[:len(out)]
+		for j := range out {
+			out[j] = out[j] + float32(rt*ct[j])
+		}
+	}
+	if ep.ColConst != nil {
+		cc := ep.ColConst[:len(out)]
+		for j := range out {
+			out[j] = out[j] + cc[j]
+		}
+	}
+	if ep.RowScale != nil {
+		rs := ep.RowScale[m]
+		for j := range out {
+			out[j] = float32(out[j] * rs)
+		}
+	}
+	if ep.ColBias != nil {
+		cb := ep.ColBias[:len(out)]
+		for j := range out {
+			out[j] = out[j] + cb[j]
+		}
+	}
+	if ep.ReLU {
+		for j, v := range out {
+			if !(v > 0) {
+				out[j] = 0
+			}
+		}
+	}
+}
+
+// applyRowGeneric is bmm.Epilogue.Apply over row m: out[j] = ep.Apply(c[j], m, j).
+func applyRowGeneric(out []float32, c []int32, m int, ep *bmm.Epilogue) {
+	out = out[:len(c)]
+	cvtRowGeneric(out, c)
+	applyRowFloatGeneric(out, m, ep)
+}
+
+// quantizeRowGeneric is bmm.Requant.Quantize over a row: q[j] =
+// rq.Quantize(y[j], bits). For 0 < v < 2^bits−1 the floor of v is its
+// truncation, so no float64 round trip is needed.
+func quantizeRowGeneric(q []uint32, y []float32, rq bmm.Requant, bits int) {
+	q = q[:len(y)]
+	top := uint32(uint64(1)<<bits - 1)
+	maxq := float32(top)
+	for j, x := range y {
+		v := float32(x*rq.Scale) + rq.Offset
+		switch {
+		case !(v > 0): // also NaN
+			q[j] = 0
+		case v >= maxq:
+			q[j] = top
+		default:
+			q[j] = uint32(v)
+		}
+	}
+}
+
+// quantizeRowBytesGeneric is quantizeRowGeneric into bytes, for bits <= 8.
+func quantizeRowBytesGeneric(q []uint8, y []float32, rq bmm.Requant, bits int) {
+	q = q[:len(y)]
+	top := uint8(uint(1)<<bits - 1)
+	maxq := float32(top)
+	for j, x := range y {
+		v := float32(x*rq.Scale) + rq.Offset
+		switch {
+		case !(v > 0): // also NaN
+			q[j] = 0
+		case v >= maxq:
+			q[j] = top
+		default:
+			q[j] = uint8(v)
+		}
+	}
+}

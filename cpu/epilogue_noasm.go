@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package cpu
+
+import "github.com/qgtc/qgtc/bmm"
+
+var epUseAVX2, epUseAVX512 = false, false
+
+func applyRowAsm([]float32, []int32, int, *bmm.Epilogue) int { return 0 }
+
+func quantizeRowAsm([]uint32, []float32, bmm.Requant, int) int { return 0 }
+
+func quantizeRowBytesAsm([]uint8, []float32, bmm.Requant, int) int { return 0 }
