@@ -23,6 +23,10 @@ type bitImpl struct {
 	name string
 	row  func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int)
 	mark func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
+	// vert is the vertical short-K kernel over groups of vc columns (see
+	// bitdot_vert.go), nil where the path has none.
+	vert vertFunc
+	vc   int
 }
 
 var implGeneric = &bitImpl{name: "generic", row: popcntRowGeneric, mark: markRowsGeneric}

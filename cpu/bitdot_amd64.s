@@ -1117,6 +1117,1138 @@ a4_done:
 	VZEROUPPER
 	RET
 
+// func vertAVX512R4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
+TEXT ·vertAVX512R4G4(SB), NOSPLIT, $48-88
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512R4G4_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512R4G4_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512R4G4_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512R4G4_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512R4G4_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512R4G4_noshift
+	VPSLLQ $0x01, Z0, Z0
+	VPSLLQ $0x01, Z1, Z1
+	VPSLLQ $0x01, Z2, Z2
+	VPSLLQ $0x01, Z3, Z3
+	VPSLLQ $0x01, Z4, Z4
+	VPSLLQ $0x01, Z5, Z5
+	VPSLLQ $0x01, Z6, Z6
+	VPSLLQ $0x01, Z7, Z7
+	VPSLLQ $0x01, Z8, Z8
+	VPSLLQ $0x01, Z9, Z9
+	VPSLLQ $0x01, Z10, Z10
+	VPSLLQ $0x01, Z11, Z11
+	VPSLLQ $0x01, Z12, Z12
+	VPSLLQ $0x01, Z13, Z13
+	VPSLLQ $0x01, Z14, Z14
+	VPSLLQ $0x01, Z15, Z15
+
+vertAVX512R4G4_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	MOVQ wstride+56(FP), R8
+	SHLQ $0x03, R8
+	MOVQ kw+64(FP), R9
+
+vertAVX512R4G4_w:
+	VMOVDQU64    (BX), Z16
+	VMOVDQU64    64(BX), Z17
+	VMOVDQU64    128(BX), Z18
+	VMOVDQU64    192(BX), Z19
+	VPBROADCASTQ (DX), Z20
+	VPANDQ       Z16, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z0, Z0
+	VPANDQ       Z17, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z1, Z1
+	VPANDQ       Z18, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z2, Z2
+	VPANDQ       Z19, Z20, Z20
+	VPOPCNTQ     Z20, Z20
+	VPADDQ       Z20, Z3, Z3
+	VPBROADCASTQ (DX)(SI*1), Z20
+	VPANDQ       Z16, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z4, Z4
+	VPANDQ       Z17, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z5, Z5
+	VPANDQ       Z18, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z6, Z6
+	VPANDQ       Z19, Z20, Z20
+	VPOPCNTQ     Z20, Z20
+	VPADDQ       Z20, Z7, Z7
+	VPBROADCASTQ (DX)(SI*2), Z20
+	VPANDQ       Z16, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z8, Z8
+	VPANDQ       Z17, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z9, Z9
+	VPANDQ       Z18, Z20, Z21
+	VPOPCNTQ     Z21, Z21
+	VPADDQ       Z21, Z10, Z10
+	VPANDQ       Z19, Z20, Z20
+	VPOPCNTQ     Z20, Z20
+	VPADDQ       Z20, Z11, Z11
+	VPBROADCASTQ (DX)(DI*1), Z20
+	VPANDQ       Z16, Z20, Z16
+	VPOPCNTQ     Z16, Z16
+	VPADDQ       Z16, Z12, Z12
+	VPANDQ       Z17, Z20, Z16
+	VPOPCNTQ     Z16, Z16
+	VPADDQ       Z16, Z13, Z13
+	VPANDQ       Z18, Z20, Z16
+	VPOPCNTQ     Z16, Z16
+	VPADDQ       Z16, Z14, Z14
+	VPANDQ       Z19, Z20, Z16
+	VPOPCNTQ     Z16, Z16
+	VPADDQ       Z16, Z15, Z15
+	ADDQ         $0x08, DX
+	ADDQ         R8, BX
+	DECQ         R9
+	JNZ          vertAVX512R4G4_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512R4G4_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPMOVQD      Z0, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z1, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	VPMOVQD      Z2, Y16
+	VPADDD       64(AX), Y16, Y16
+	VMOVDQU32    Y16, 64(AX)
+	VPMOVQD      Z3, Y16
+	VPADDD       96(AX), Y16, Y16
+	VMOVDQU32    Y16, 96(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z4, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z5, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	VPMOVQD      Z6, Y16
+	VPADDD       64(AX), Y16, Y16
+	VMOVDQU32    Y16, 64(AX)
+	VPMOVQD      Z7, Y16
+	VPADDD       96(AX), Y16, Y16
+	VMOVDQU32    Y16, 96(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z8, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z9, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	VPMOVQD      Z10, Y16
+	VPADDD       64(AX), Y16, Y16
+	VMOVDQU32    Y16, 64(AX)
+	VPMOVQD      Z11, Y16
+	VPADDD       96(AX), Y16, Y16
+	VMOVDQU32    Y16, 96(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z12, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z13, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	VPMOVQD      Z14, Y16
+	VPADDD       64(AX), Y16, Y16
+	VMOVDQU32    Y16, 64(AX)
+	VPMOVQD      Z15, Y16
+	VPADDD       96(AX), Y16, Y16
+	VMOVDQU32    Y16, 96(AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x05, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x04, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX512R4G4_rb
+
+vertAVX512R4G4_gbnext:
+	ADDQ $0x00000080, (SP)
+	ADDQ $0x00000100, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512R4G4_gb
+
+vertAVX512R4G4_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512R1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
+TEXT ·vertAVX512R1G4(SB), NOSPLIT, $48-88
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512R1G4_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512R1G4_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512R1G4_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512R1G4_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512R1G4_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512R1G4_noshift
+	VPSLLQ $0x01, Z0, Z0
+	VPSLLQ $0x01, Z1, Z1
+	VPSLLQ $0x01, Z2, Z2
+	VPSLLQ $0x01, Z3, Z3
+
+vertAVX512R1G4_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	SHLQ $0x03, SI
+	MOVQ kw+64(FP), DI
+
+vertAVX512R1G4_w:
+	VMOVDQU64    (BX), Z4
+	VMOVDQU64    64(BX), Z5
+	VMOVDQU64    128(BX), Z6
+	VMOVDQU64    192(BX), Z7
+	VPBROADCASTQ (DX), Z8
+	VPANDQ       Z4, Z8, Z4
+	VPOPCNTQ     Z4, Z4
+	VPADDQ       Z4, Z0, Z0
+	VPANDQ       Z5, Z8, Z4
+	VPOPCNTQ     Z4, Z4
+	VPADDQ       Z4, Z1, Z1
+	VPANDQ       Z6, Z8, Z4
+	VPOPCNTQ     Z4, Z4
+	VPADDQ       Z4, Z2, Z2
+	VPANDQ       Z7, Z8, Z4
+	VPOPCNTQ     Z4, Z4
+	VPADDQ       Z4, Z3, Z3
+	ADDQ         $0x08, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX512R1G4_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512R1G4_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPMOVQD      Z0, Y4
+	VPADDD       (AX), Y4, Y4
+	VMOVDQU32    Y4, (AX)
+	VPMOVQD      Z1, Y4
+	VPADDD       32(AX), Y4, Y4
+	VMOVDQU32    Y4, 32(AX)
+	VPMOVQD      Z2, Y4
+	VPADDD       64(AX), Y4, Y4
+	VMOVDQU32    Y4, 64(AX)
+	VPMOVQD      Z3, Y4
+	VPADDD       96(AX), Y4, Y4
+	VMOVDQU32    Y4, 96(AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x03, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x02, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX512R1G4_rb
+
+vertAVX512R1G4_gbnext:
+	ADDQ $0x00000080, (SP)
+	ADDQ $0x00000100, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512R1G4_gb
+
+vertAVX512R1G4_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512R8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
+TEXT ·vertAVX512R8G2(SB), NOSPLIT, $48-88
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512R8G2_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512R8G2_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x03, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512R8G2_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512R8G2_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512R8G2_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512R8G2_noshift
+	VPSLLQ $0x01, Z0, Z0
+	VPSLLQ $0x01, Z1, Z1
+	VPSLLQ $0x01, Z2, Z2
+	VPSLLQ $0x01, Z3, Z3
+	VPSLLQ $0x01, Z4, Z4
+	VPSLLQ $0x01, Z5, Z5
+	VPSLLQ $0x01, Z6, Z6
+	VPSLLQ $0x01, Z7, Z7
+	VPSLLQ $0x01, Z8, Z8
+	VPSLLQ $0x01, Z9, Z9
+	VPSLLQ $0x01, Z10, Z10
+	VPSLLQ $0x01, Z11, Z11
+	VPSLLQ $0x01, Z12, Z12
+	VPSLLQ $0x01, Z13, Z13
+	VPSLLQ $0x01, Z14, Z14
+	VPSLLQ $0x01, Z15, Z15
+
+vertAVX512R8G2_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	LEAQ (DX)(SI*4), R8
+	MOVQ wstride+56(FP), R9
+	SHLQ $0x03, R9
+	MOVQ kw+64(FP), R10
+
+vertAVX512R8G2_w:
+	VMOVDQU64    (BX), Z16
+	VMOVDQU64    64(BX), Z17
+	VPBROADCASTQ (DX), Z18
+	VPANDQ       Z16, Z18, Z19
+	VPOPCNTQ     Z19, Z19
+	VPADDQ       Z19, Z0, Z0
+	VPANDQ       Z17, Z18, Z18
+	VPOPCNTQ     Z18, Z18
+	VPADDQ       Z18, Z1, Z1
+	VPBROADCASTQ (DX)(SI*1), Z18
+	VPANDQ       Z16, Z18, Z19
+	VPOPCNTQ     Z19, Z19
+	VPADDQ       Z19, Z2, Z2
+	VPANDQ       Z17, Z18, Z18
+	VPOPCNTQ     Z18, Z18
+	VPADDQ       Z18, Z3, Z3
+	VPBROADCASTQ (DX)(SI*2), Z18
+	VPANDQ       Z16, Z18, Z19
+	VPOPCNTQ     Z19, Z19
+	VPADDQ       Z19, Z4, Z4
+	VPANDQ       Z17, Z18, Z18
+	VPOPCNTQ     Z18, Z18
+	VPADDQ       Z18, Z5, Z5
+	VPBROADCASTQ (DX)(DI*1), Z18
+	VPANDQ       Z16, Z18, Z19
+	VPOPCNTQ     Z19, Z19
+	VPADDQ       Z19, Z6, Z6
+	VPANDQ       Z17, Z18, Z18
+	VPOPCNTQ     Z18, Z18
+	VPADDQ       Z18, Z7, Z7
+	VPBROADCASTQ (R8), Z18
+	VPANDQ       Z16, Z18, Z19
+	VPOPCNTQ     Z19, Z19
+	VPADDQ       Z19, Z8, Z8
+	VPANDQ       Z17, Z18, Z18
+	VPOPCNTQ     Z18, Z18
+	VPADDQ       Z18, Z9, Z9
+	VPBROADCASTQ (R8)(SI*1), Z18
+	VPANDQ       Z16, Z18, Z19
+	VPOPCNTQ     Z19, Z19
+	VPADDQ       Z19, Z10, Z10
+	VPANDQ       Z17, Z18, Z18
+	VPOPCNTQ     Z18, Z18
+	VPADDQ       Z18, Z11, Z11
+	VPBROADCASTQ (R8)(SI*2), Z18
+	VPANDQ       Z16, Z18, Z19
+	VPOPCNTQ     Z19, Z19
+	VPADDQ       Z19, Z12, Z12
+	VPANDQ       Z17, Z18, Z18
+	VPOPCNTQ     Z18, Z18
+	VPADDQ       Z18, Z13, Z13
+	VPBROADCASTQ (R8)(DI*1), Z18
+	VPANDQ       Z16, Z18, Z16
+	VPOPCNTQ     Z16, Z16
+	VPADDQ       Z16, Z14, Z14
+	VPANDQ       Z17, Z18, Z16
+	VPOPCNTQ     Z16, Z16
+	VPADDQ       Z16, Z15, Z15
+	ADDQ         $0x08, DX
+	ADDQ         $0x08, R8
+	ADDQ         R9, BX
+	DECQ         R10
+	JNZ          vertAVX512R8G2_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512R8G2_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPMOVQD      Z0, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z1, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z2, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z3, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z4, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z5, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z6, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z7, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z8, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z9, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z10, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z11, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z12, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z13, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z14, Y16
+	VPADDD       (AX), Y16, Y16
+	VMOVDQU32    Y16, (AX)
+	VPMOVQD      Z15, Y16
+	VPADDD       32(AX), Y16, Y16
+	VMOVDQU32    Y16, 32(AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x06, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x05, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX512R8G2_rb
+
+vertAVX512R8G2_gbnext:
+	ADDQ $0x00000040, (SP)
+	ADDQ $0x00000080, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512R8G2_gb
+
+vertAVX512R8G2_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512R1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
+TEXT ·vertAVX512R1G2(SB), NOSPLIT, $48-88
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512R1G2_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512R1G2_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512R1G2_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512R1G2_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512R1G2_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512R1G2_noshift
+	VPSLLQ $0x01, Z0, Z0
+	VPSLLQ $0x01, Z1, Z1
+
+vertAVX512R1G2_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	SHLQ $0x03, SI
+	MOVQ kw+64(FP), DI
+
+vertAVX512R1G2_w:
+	VMOVDQU64    (BX), Z2
+	VMOVDQU64    64(BX), Z3
+	VPBROADCASTQ (DX), Z4
+	VPANDQ       Z2, Z4, Z2
+	VPOPCNTQ     Z2, Z2
+	VPADDQ       Z2, Z0, Z0
+	VPANDQ       Z3, Z4, Z2
+	VPOPCNTQ     Z2, Z2
+	VPADDQ       Z2, Z1, Z1
+	ADDQ         $0x08, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX512R1G2_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512R1G2_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPMOVQD      Z0, Y2
+	VPADDD       (AX), Y2, Y2
+	VMOVDQU32    Y2, (AX)
+	VPMOVQD      Z1, Y2
+	VPADDD       32(AX), Y2, Y2
+	VMOVDQU32    Y2, 32(AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x03, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x02, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX512R1G2_rb
+
+vertAVX512R1G2_gbnext:
+	ADDQ $0x00000040, (SP)
+	ADDQ $0x00000080, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512R1G2_gb
+
+vertAVX512R1G2_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512R8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
+TEXT ·vertAVX512R8G1(SB), NOSPLIT, $48-88
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512R8G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512R8G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x03, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512R8G1_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512R8G1_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512R8G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512R8G1_noshift
+	VPSLLQ $0x01, Z0, Z0
+	VPSLLQ $0x01, Z1, Z1
+	VPSLLQ $0x01, Z2, Z2
+	VPSLLQ $0x01, Z3, Z3
+	VPSLLQ $0x01, Z4, Z4
+	VPSLLQ $0x01, Z5, Z5
+	VPSLLQ $0x01, Z6, Z6
+	VPSLLQ $0x01, Z7, Z7
+
+vertAVX512R8G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	LEAQ (DX)(SI*4), R8
+	MOVQ wstride+56(FP), R9
+	SHLQ $0x03, R9
+	MOVQ kw+64(FP), R10
+
+vertAVX512R8G1_w:
+	VMOVDQU64    (BX), Z8
+	VPBROADCASTQ (DX), Z9
+	VPANDQ       Z8, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPADDQ       Z9, Z0, Z0
+	VPBROADCASTQ (DX)(SI*1), Z9
+	VPANDQ       Z8, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPADDQ       Z9, Z1, Z1
+	VPBROADCASTQ (DX)(SI*2), Z9
+	VPANDQ       Z8, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPADDQ       Z9, Z2, Z2
+	VPBROADCASTQ (DX)(DI*1), Z9
+	VPANDQ       Z8, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPADDQ       Z9, Z3, Z3
+	VPBROADCASTQ (R8), Z9
+	VPANDQ       Z8, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPADDQ       Z9, Z4, Z4
+	VPBROADCASTQ (R8)(SI*1), Z9
+	VPANDQ       Z8, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPADDQ       Z9, Z5, Z5
+	VPBROADCASTQ (R8)(SI*2), Z9
+	VPANDQ       Z8, Z9, Z9
+	VPOPCNTQ     Z9, Z9
+	VPADDQ       Z9, Z6, Z6
+	VPBROADCASTQ (R8)(DI*1), Z9
+	VPANDQ       Z8, Z9, Z8
+	VPOPCNTQ     Z8, Z8
+	VPADDQ       Z8, Z7, Z7
+	ADDQ         $0x08, DX
+	ADDQ         $0x08, R8
+	ADDQ         R9, BX
+	DECQ         R10
+	JNZ          vertAVX512R8G1_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512R8G1_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPMOVQD      Z0, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z1, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z2, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z3, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z4, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z5, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z6, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	ADDQ         CX, AX
+	VPMOVQD      Z7, Y8
+	VPADDD       (AX), Y8, Y8
+	VMOVDQU32    Y8, (AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x06, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x05, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX512R8G1_rb
+
+vertAVX512R8G1_gbnext:
+	ADDQ $0x00000020, (SP)
+	ADDQ $0x00000040, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512R8G1_gb
+
+vertAVX512R8G1_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
+TEXT ·vertAVX512R1G1(SB), NOSPLIT, $48-88
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512R1G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512R1G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512R1G1_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512R1G1_gbnext
+	VPXORQ Z0, Z0, Z0
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512R1G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512R1G1_noshift
+	VPSLLQ $0x01, Z0, Z0
+
+vertAVX512R1G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	SHLQ $0x03, SI
+	MOVQ kw+64(FP), DI
+
+vertAVX512R1G1_w:
+	VMOVDQU64    (BX), Z1
+	VPBROADCASTQ (DX), Z2
+	VPANDQ       Z1, Z2, Z1
+	VPOPCNTQ     Z1, Z1
+	VPADDQ       Z1, Z0, Z0
+	ADDQ         $0x08, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX512R1G1_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512R1G1_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPMOVQD      Z0, Y1
+	VPADDD       (AX), Y1, Y1
+	VMOVDQU32    Y1, (AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x03, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x02, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX512R1G1_rb
+
+vertAVX512R1G1_gbnext:
+	ADDQ $0x00000020, (SP)
+	ADDQ $0x00000040, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512R1G1_gb
+
+vertAVX512R1G1_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2
+TEXT ·vertAVX2R4G1(SB), NOSPLIT, $48-88
+	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
+	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
+	VPXOR   Y2, Y2, Y2
+	MOVQ    out+0(FP), AX
+	MOVQ    AX, (SP)
+	MOVQ    bt+48(FP), AX
+	MOVQ    AX, 8(SP)
+	MOVQ    ngroups+72(FP), AX
+	SHRQ    $0x00, AX
+	MOVQ    AX, 16(SP)
+
+vertAVX2R4G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX2R4G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 40(SP)
+
+vertAVX2R4G1_rb:
+	CMPQ  40(SP), $0x00
+	JE    vertAVX2R4G1_gbnext
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	MOVQ  pairs+32(FP), AX
+	MOVQ  npairs+40(FP), CX
+
+vertAVX2R4G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX2R4G1_noshift
+	VPSLLQ $0x01, Y3, Y3
+	VPSLLQ $0x01, Y4, Y4
+	VPSLLQ $0x01, Y5, Y5
+	VPSLLQ $0x01, Y6, Y6
+
+vertAVX2R4G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	MOVQ wstride+56(FP), R8
+	SHLQ $0x03, R8
+	MOVQ kw+64(FP), R9
+
+vertAVX2R4G1_w:
+	VMOVDQU      (BX), Y11
+	VPBROADCASTQ (DX), Y12
+	VPAND        Y11, Y12, Y12
+	VPSRLW       $0x04, Y12, Y13
+	VPAND        Y0, Y12, Y12
+	VPAND        Y0, Y13, Y13
+	VPSHUFB      Y12, Y1, Y12
+	VPSHUFB      Y13, Y1, Y13
+	VPADDB       Y12, Y7, Y7
+	VPADDB       Y13, Y7, Y7
+	VPBROADCASTQ (DX)(SI*1), Y12
+	VPAND        Y11, Y12, Y12
+	VPSRLW       $0x04, Y12, Y13
+	VPAND        Y0, Y12, Y12
+	VPAND        Y0, Y13, Y13
+	VPSHUFB      Y12, Y1, Y12
+	VPSHUFB      Y13, Y1, Y13
+	VPADDB       Y12, Y8, Y8
+	VPADDB       Y13, Y8, Y8
+	VPBROADCASTQ (DX)(SI*2), Y12
+	VPAND        Y11, Y12, Y12
+	VPSRLW       $0x04, Y12, Y13
+	VPAND        Y0, Y12, Y12
+	VPAND        Y0, Y13, Y13
+	VPSHUFB      Y12, Y1, Y12
+	VPSHUFB      Y13, Y1, Y13
+	VPADDB       Y12, Y9, Y9
+	VPADDB       Y13, Y9, Y9
+	VPBROADCASTQ (DX)(DI*1), Y12
+	VPAND        Y11, Y12, Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y11, Y11
+	VPAND        Y0, Y12, Y12
+	VPSHUFB      Y11, Y1, Y11
+	VPSHUFB      Y12, Y1, Y12
+	VPADDB       Y11, Y10, Y10
+	VPADDB       Y12, Y10, Y10
+	ADDQ         $0x08, DX
+	ADDQ         R8, BX
+	DECQ         R9
+	JNZ          vertAVX2R4G1_w
+	VPSADBW      Y2, Y7, Y7
+	VPADDQ       Y7, Y3, Y3
+	VPXOR        Y7, Y7, Y7
+	VPSADBW      Y2, Y8, Y8
+	VPADDQ       Y8, Y4, Y4
+	VPXOR        Y8, Y8, Y8
+	VPSADBW      Y2, Y9, Y9
+	VPADDQ       Y9, Y5, Y5
+	VPXOR        Y9, Y9, Y9
+	VPSADBW      Y2, Y10, Y10
+	VPADDQ       Y10, Y6, Y6
+	VPXOR        Y10, Y10, Y10
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX2R4G1_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTI128 $0x01, Y3, X7
+	VSHUFPS      $0x88, X7, X3, X7
+	VPADDD       (AX), X7, X7
+	VMOVDQU      X7, (AX)
+	ADDQ         CX, AX
+	VEXTRACTI128 $0x01, Y4, X3
+	VSHUFPS      $0x88, X3, X4, X3
+	VPADDD       (AX), X3, X3
+	VMOVDQU      X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTI128 $0x01, Y5, X3
+	VSHUFPS      $0x88, X3, X5, X3
+	VPADDD       (AX), X3, X3
+	VMOVDQU      X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTI128 $0x01, Y6, X3
+	VSHUFPS      $0x88, X3, X6, X3
+	VPADDD       (AX), X3, X3
+	VMOVDQU      X3, (AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x05, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x04, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX2R4G1_rb
+
+vertAVX2R4G1_gbnext:
+	ADDQ $0x00000010, (SP)
+	ADDQ $0x00000020, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX2R4G1_gb
+
+vertAVX2R4G1_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// Requires: AVX, AVX2
+TEXT ·vertAVX2R1G1(SB), NOSPLIT, $48-88
+	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
+	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
+	VPXOR   Y2, Y2, Y2
+	MOVQ    out+0(FP), AX
+	MOVQ    AX, (SP)
+	MOVQ    bt+48(FP), AX
+	MOVQ    AX, 8(SP)
+	MOVQ    ngroups+72(FP), AX
+	SHRQ    $0x00, AX
+	MOVQ    AX, 16(SP)
+
+vertAVX2R1G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX2R1G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX2R1G1_rb:
+	CMPQ  40(SP), $0x00
+	JE    vertAVX2R1G1_gbnext
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	MOVQ  pairs+32(FP), AX
+	MOVQ  npairs+40(FP), CX
+
+vertAVX2R1G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX2R1G1_noshift
+	VPSLLQ $0x01, Y3, Y3
+
+vertAVX2R1G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	SHLQ $0x03, SI
+	MOVQ kw+64(FP), DI
+
+vertAVX2R1G1_w:
+	VMOVDQU      (BX), Y5
+	VPBROADCASTQ (DX), Y6
+	VPAND        Y5, Y6, Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        Y0, Y5, Y5
+	VPAND        Y0, Y6, Y6
+	VPSHUFB      Y5, Y1, Y5
+	VPSHUFB      Y6, Y1, Y6
+	VPADDB       Y5, Y4, Y4
+	VPADDB       Y6, Y4, Y4
+	ADDQ         $0x08, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX2R1G1_w
+	VPSADBW      Y2, Y4, Y4
+	VPADDQ       Y4, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX2R1G1_pair
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTI128 $0x01, Y3, X4
+	VSHUFPS      $0x88, X4, X3, X4
+	VPADDD       (AX), X4, X4
+	VMOVDQU      X4, (AX)
+	MOVQ         lda+24(FP), AX
+	SHLQ         $0x03, AX
+	ADDQ         AX, 32(SP)
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $0x02, AX
+	ADDQ         AX, 24(SP)
+	DECQ         40(SP)
+	JMP          vertAVX2R1G1_rb
+
+vertAVX2R1G1_gbnext:
+	ADDQ $0x00000010, (SP)
+	ADDQ $0x00000020, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX2R1G1_gb
+
+vertAVX2R1G1_done:
+	VZEROUPPER
+	RET
+
 // func addChain(n int) int
 TEXT ·addChain(SB), NOSPLIT, $0-16
 	MOVQ  n+0(FP), AX

@@ -16,7 +16,12 @@ import (
 var ErrImpl = errors.New("cpu: bit-kernel path not available")
 
 // Kernel is the CPU bit matrix product, a bmm.Kernel. It splits A into
-// blocks of 64 rows handed out to GOMAXPROCS goroutines. Each row of A,
+// blocks of 64 rows handed out to GOMAXPROCS goroutines. On the assembly
+// paths, B is transposed once per product into words × columns and the
+// vertical kernel (bitdot_vert.go) accumulates tiles of rows × columns in
+// registers, one column per vector lane, with no horizontal reduction at
+// all; the row kernels below take the columns past the last whole group
+// (and everything on the generic path). Each row of A,
 // all its bit planes i, runs through the inner AND+popcount kernel against
 // an L1-sized block of B's columns with all their bit planes j at once
 // (the cross-plane reduction: a loaded piece of A meets every plane of B
@@ -33,7 +38,18 @@ var ErrImpl = errors.New("cpu: bit-kernel path not available")
 // to their non-zero blocks, with no test inside the inner loop.
 type Kernel struct {
 	impl *bitImpl
+	vert vertMode
 }
+
+// vertMode chooses between the row kernels and the vertical short-K
+// kernel (bitdot_vert.go); tests and benchmarks force each.
+type vertMode uint8
+
+const (
+	vertAuto vertMode = iota // by shape: vertical wherever B has a whole group of columns
+	vertOff                  // row kernels only
+	vertOn                   // vertical wherever the path has it
+)
 
 // NewKernel returns the kernel with a given inner path: "" for the best one
 // this CPU has, or one of Impls(). It wraps ErrImpl for any other name.
@@ -81,7 +97,24 @@ type bitPlan struct {
 	aw, bw       []uint64
 	colBlock     int // columns of B (all planes) per L1 block
 	impl         *bitImpl
+
+	// The vertical kernel, when used: B's first ng·vc columns transposed
+	// into vbuf.bt (wstride = ng·vc columns per word), the plane pairs in
+	// vbuf.pairs; the columns past ng·vc go to the row kernel.
+	vert    bool
+	ng      int
+	wstride int
+	vbuf    *vertBuf
 }
+
+// vertBuf is a product's transposed B and plane-pair list, pooled across
+// products so that small products allocate nothing for them.
+type vertBuf struct {
+	bt    []uint64
+	pairs []int64
+}
+
+var vertPool sync.Pool
 
 // bitTask is a goroutine's scratch space, reused across tasks.
 type bitTask struct {
@@ -94,7 +127,7 @@ type bitTask struct {
 
 var bitTaskPool sync.Pool
 
-func newBitPlan(impl *bitImpl, a, b *bittensor.Tensor) *bitPlan {
+func newBitPlan(impl *bitImpl, mode vertMode, a, b *bittensor.Tensor) *bitPlan {
 	p := &bitPlan{a: a, b: b, m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
 		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl}
 	p.kc = p.lw
@@ -102,7 +135,46 @@ func newBitPlan(impl *bitImpl, a, b *bittensor.Tensor) *bitPlan {
 		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
 	}
 	p.colBlock = max(4, bitL1Bytes/(8*max(1, p.kc)*p.bbits)&^3)
+	if impl.vert != nil && p.n >= impl.vc && p.m > 0 && p.lw > 0 &&
+		mode != vertOff {
+		p.vert = true
+		p.ng = p.n / impl.vc
+		p.wstride = p.ng * impl.vc
+		p.colBlock = p.n // the kernel walks the column groups itself
+		v, _ := vertPool.Get().(*vertBuf)
+		if v == nil {
+			v = &vertBuf{}
+		}
+		v.bt = growSlice(v.bt, p.bbits*p.lw*p.wstride)
+		transposeB(v.bt, p.bw, p.bbits, p.bps, p.lw, p.lw, p.wstride, p.wstride)
+		v.pairs = appendVertPairs(v.pairs[:0], p.abits, p.bbits, p.aps, p.lw*p.wstride)
+		p.vbuf = v
+	}
 	return p
+}
+
+// release returns the plan's pooled buffers; the plan is not used after.
+func (p *bitPlan) release() {
+	if p.vbuf != nil {
+		vertPool.Put(p.vbuf)
+		p.vbuf = nil
+	}
+}
+
+// mul adds to out (row stride n) the weighted popcounts of rows
+// [m, m+nrows) of A against columns [c0, c0+ncols) of B over words
+// [w0, w1): the vertical kernel (c0 = 0, ncols = n) or the row kernel.
+func (p *bitPlan) mul(out []int32, m, nrows, w0, w1, c0, ncols int) {
+	if p.vert {
+		p.impl.vert(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt[w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows)
+		c0 = p.wstride
+		if c0 >= ncols {
+			return
+		}
+		out = out[c0:]
+		ncols -= c0
+	}
+	p.impl.row(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, ncols, nrows)
 }
 
 // run computes the product rows block by block and calls finish on each
@@ -203,8 +275,7 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 				for r1 < rows && t.dense[r1] {
 					r1++
 				}
-				p.impl.row(tile[r*p.n+c0:], p.n, p.aw[(m0+r)*p.lw+kb:], p.lw, p.aps, p.abits,
-					p.bw[c0*p.lw+kb:], p.lw, p.bps, p.bbits, ke-kb, c1-c0, r1-r)
+				p.mul(tile[r*p.n+c0:], m0+r, r1-r, kb, ke, c0, c1-c0)
 				r = r1
 			}
 		}
@@ -243,7 +314,7 @@ func (p *bitPlan) runs(out []int32, mask []uint64, m, nrows, kb, ke, c0, ncols i
 		}
 		e = min(e, cEnd)
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		p.impl.row(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, ncols, nrows)
+		p.mul(out, m, nrows, w0, w1, c0, ncols)
 		c = e
 	}
 }
@@ -275,7 +346,9 @@ func (k *Kernel) MulInt(dst []int32, a, b *bittensor.Tensor) error {
 	if len(dst) != m*n {
 		return fmt.Errorf("%w: destination has %d values, product is %d×%d", bmm.ErrShape, len(dst), m, n)
 	}
-	newBitPlan(k.impl, a, b).run(dst, nil)
+	p := newBitPlan(k.impl, k.vert, a, b)
+	p.run(dst, nil)
+	p.release()
 	return nil
 }
 
@@ -291,7 +364,9 @@ func (k *Kernel) MulFloat(dst []float32, a, b *bittensor.Tensor, ep *bmm.Epilogu
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	newBitPlan(k.impl, a, b).run(nil, func(t *bitTask, m0, m1 int) {
+	p := newBitPlan(k.impl, k.vert, a, b)
+	defer p.release()
+	p.run(nil, func(t *bitTask, m0, m1 int) {
 		for r := 0; r < m1-m0; r++ {
 			applyRow(dst[(m0+r)*n:(m0+r+1)*n], t.tile[r*n:(r+1)*n], m0+r, ep)
 		}
@@ -314,7 +389,9 @@ func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.E
 	}
 	clear(dst.Words())
 	obits := dst.Bits()
-	newBitPlan(k.impl, a, b).run(nil, func(t *bitTask, m0, m1 int) {
+	p := newBitPlan(k.impl, k.vert, a, b)
+	defer p.release()
+	p.run(nil, func(t *bitTask, m0, m1 int) {
 		rows := m1 - m0
 		t.q = growSlice(t.q, rows*n)
 		t.y = growSlice(t.y, n)

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -142,11 +143,12 @@ func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
 	if withFP32 {
 		fp32 = fp32Seconds(o, m, k, n)
 	}
-	for _, kern := range kernels(b) {
+	for _, kv := range benchKernels(b) {
+		kern := kv.k
 		if kern.Path() == "generic" && m*k*n > 1<<28 {
 			continue // minutes per run; the inner-kernel benchmark covers it
 		}
-		b.Run("impl="+kern.Path(), func(b *testing.B) {
+		b.Run("impl="+kv.name, func(b *testing.B) {
 			dst := make([]int32, m*n)
 			b.ReportAllocs()
 			meter := startCPU()
@@ -175,6 +177,27 @@ func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
 			}
 		})
 	}
+}
+
+// benchKernel is a kernel under a benchmark name: each path as chosen by
+// shape ("avx512", which takes the vertical kernel wherever it can), and,
+// where a path has the vertical kernel, forced onto the row kernels
+// ("avx512-rows"), so that one run compares them side by side.
+// QGTC_BENCH_ROWS=0 drops the forced variants.
+type benchKernel struct {
+	name string
+	k    *Kernel
+}
+
+func benchKernels(b *testing.B) []benchKernel {
+	var ks []benchKernel
+	for _, k := range kernels(b) {
+		ks = append(ks, benchKernel{k.Path(), k})
+		if k.impl.vert != nil && os.Getenv("QGTC_BENCH_ROWS") != "0" {
+			ks = append(ks, benchKernel{k.Path() + "-rows", &Kernel{impl: k.impl, vert: vertOff}})
+		}
+	}
+	return ks
 }
 
 // BenchmarkMM2Int is the aggregation grid: A (N×N, 1 bit, random dense

@@ -27,6 +27,7 @@ func main() {
 	markAVX2()
 	row4AVX512()
 	row4AVX2(lut, low)
+	vertKernels(lut, low)
 	addChain()
 	Generate()
 }

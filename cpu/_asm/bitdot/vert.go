@@ -1,0 +1,279 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+const vertSignature = "func(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)"
+
+// The vertical kernels are the short-K product: B is transposed once per
+// product into bt[(j*kwTotal + w)*wstride + c] (plane j, word w, column c,
+// wstride columns per word), so that one vector holds word w of vc
+// consecutive columns (vc = 8 in a zmm, 4 in a ymm). A word of A is
+// broadcast and ANDed with it; the popcounts land in the lane of their
+// column, so no horizontal reduction is ever needed: one tile of R rows ×
+// G·vc columns is accumulated over all plane pairs and words in
+// registers, then stored with one conversion per vc outputs.
+//
+// The plane weights are applied by Horner's rule over the diagonals
+// d = i + j, highest first: pairs (aoff, boff, shift) lists the plane
+// pairs (i, j) with their byte offsets (i·aps·8 into a row of A, j·kwTotal·
+// wstride·8 into bt), sorted by d descending, shift = 1 on the first pair
+// of each diagonal after the first, where every accumulator doubles. That
+// costs one shift per output per diagonal instead of one per plane pair.
+//
+// Each call covers ngroups (a multiple of G) groups of vc columns and
+// nrows (a multiple of R) rows: groups outside, so a group's slice of bt
+// stays in cache while every row block of A runs over it.
+
+// vertKernel emits vert<isa>R<r>G<g>.
+func vertKernel(avx512 bool, R, G int, lut, low Mem) {
+	isa, vc := "AVX2", 4
+	if avx512 {
+		isa, vc = "AVX512", 8
+	}
+	name := fmt.Sprintf("vert%sR%dG%d", isa, R, G)
+	TEXT(name, NOSPLIT, vertSignature)
+	Pragma("noescape")
+	if avx512 {
+		Doc(name+" is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of",
+			fmt.Sprintf("%d rows × %d columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)", R, G*vc),
+			fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d).", R, vc, G))
+	} else {
+		Doc(name+" is the vertical short-K kernel (see vertRowGeneric), AVX2 vpshufb popcount, tiles of",
+			fmt.Sprintf("%d rows × %d columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)", R, G*vc),
+			fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d); kw <= 31.", R, vc, G))
+	}
+	log2 := map[int]uint8{1: 0, 2: 1, 4: 2, 8: 3}
+	outG, btG, gb, outRow, aRow, rb := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	var mask, table, zero VecVirtual
+	if !avx512 {
+		mask, table, zero = YMM(), YMM(), YMM()
+		VMOVDQU(low, mask)
+		VMOVDQU(lut, table)
+		VPXOR(zero, zero, zero)
+	}
+	{
+		o := Load(Param("out"), GP64())
+		MOVQ(o, outG)
+		b := Load(Param("bt"), GP64())
+		MOVQ(b, btG)
+		n := Load(Param("ngroups"), GP64())
+		SHRQ(U8(log2[G]), n)
+		MOVQ(n, gb)
+	}
+	p := name + "_"
+	Label(p + "gb")
+	CMPQ(gb, U8(0))
+	JE(LabelRef(p + "done"))
+	{
+		o := GP64()
+		MOVQ(outG, o)
+		MOVQ(o, outRow)
+		a := Load(Param("a"), GP64())
+		MOVQ(a, aRow)
+		n := Load(Param("nrows"), GP64())
+		SHRQ(U8(log2[R]), n)
+		MOVQ(n, rb)
+	}
+	Label(p + "rb")
+	CMPQ(rb, U8(0))
+	JE(LabelRef(p + "gbnext"))
+
+	newVec := func() VecVirtual {
+		if avx512 {
+			return ZMM()
+		}
+		return YMM()
+	}
+	zeroVec := func(v VecVirtual) {
+		if avx512 {
+			VPXORQ(v, v, v)
+		} else {
+			VPXOR(v, v, v)
+		}
+	}
+	acc := make([][]VecVirtual, R) // the weighted sums, one qword per column
+	var bacc [][]VecVirtual        // AVX2: byte counts of the current pair
+	for r := range acc {
+		acc[r] = make([]VecVirtual, G)
+		for g := range acc[r] {
+			acc[r][g] = newVec()
+			zeroVec(acc[r][g])
+		}
+	}
+	if !avx512 {
+		bacc = make([][]VecVirtual, R)
+		for r := range bacc {
+			bacc[r] = make([]VecVirtual, G)
+			for g := range bacc[r] {
+				bacc[r][g] = YMM()
+				VPXOR(bacc[r][g], bacc[r][g], bacc[r][g])
+			}
+		}
+	}
+	pp := Load(Param("pairs"), GP64())
+	pc := Load(Param("npairs"), GP64())
+	Label(p + "pair")
+	CMPQ(Mem{Base: pp, Disp: 16}, U8(0))
+	JE(LabelRef(p + "noshift"))
+	for r := range acc {
+		for g := range acc[r] {
+			VPSLLQ(U8(1), acc[r][g], acc[r][g])
+		}
+	}
+	Label(p + "noshift")
+	pa, pb := GP64(), GP64()
+	MOVQ(aRow, pa)
+	ADDQ(Mem{Base: pp}, pa)
+	MOVQ(btG, pb)
+	ADDQ(Mem{Base: pp, Disp: 8}, pb)
+	lda, lda3 := GP64(), GP64()
+	Load(Param("lda"), lda)
+	SHLQ(U8(3), lda)
+	LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+	var pa4 GPVirtual
+	if R > 4 {
+		pa4 = GP64()
+		LEAQ(Mem{Base: pa, Index: lda, Scale: 4}, pa4)
+	}
+	ws := Load(Param("wstride"), GP64())
+	SHLQ(U8(3), ws)
+	n := Load(Param("kw"), GP64())
+	rowMem := func(r int) Mem {
+		base := pa
+		if r >= 4 {
+			base = pa4
+		}
+		switch r % 4 {
+		case 0:
+			return Mem{Base: base}
+		case 1:
+			return Mem{Base: base, Index: lda, Scale: 1}
+		case 2:
+			return Mem{Base: base, Index: lda, Scale: 2}
+		}
+		return Mem{Base: base, Index: lda3, Scale: 1}
+	}
+	Label(p + "w")
+	bv := make([]VecVirtual, G)
+	for g := range bv {
+		bv[g] = newVec()
+		if avx512 {
+			VMOVDQU64(Mem{Base: pb, Disp: 64 * g}, bv[g])
+		} else {
+			VMOVDQU(Mem{Base: pb, Disp: 32 * g}, bv[g])
+		}
+	}
+	for r := 0; r < R; r++ {
+		x := newVec()
+		VPBROADCASTQ(rowMem(r), x)
+		for g := 0; g < G; g++ {
+			if avx512 {
+				t := ZMM()
+				VPANDQ(bv[g], x, t)
+				VPOPCNTQ(t, t)
+				VPADDQ(t, acc[r][g], acc[r][g])
+				continue
+			}
+			t, h := YMM(), YMM()
+			VPAND(bv[g], x, t)
+			VPSRLW(U8(4), t, h)
+			VPAND(mask, t, t)
+			VPAND(mask, h, h)
+			VPSHUFB(t, table, t)
+			VPSHUFB(h, table, h)
+			VPADDB(t, bacc[r][g], bacc[r][g])
+			VPADDB(h, bacc[r][g], bacc[r][g])
+		}
+	}
+	ADDQ(U8(8), pa)
+	if R > 4 {
+		ADDQ(U8(8), pa4)
+	}
+	ADDQ(ws, pb)
+	DECQ(n)
+	JNZ(LabelRef(p + "w"))
+	if !avx512 {
+		// A byte gains at most 8 per word (two nibble counts), so kw <= 31
+		// words cannot overflow it; the pair's counts join the weighted sums.
+		for r := range bacc {
+			for g := range bacc[r] {
+				t := YMM()
+				VPSADBW(zero, bacc[r][g], t)
+				VPADDQ(t, acc[r][g], acc[r][g])
+				VPXOR(bacc[r][g], bacc[r][g], bacc[r][g])
+			}
+		}
+	}
+	ADDQ(U8(24), pp)
+	DECQ(pc)
+	JNZ(LabelRef(p + "pair"))
+
+	// Store: each sum fits in int32 (bmm.Check), so the qwords narrow to
+	// dwords and add to out.
+	o := GP64()
+	MOVQ(outRow, o)
+	ldo := Load(Param("ldo"), GP64())
+	SHLQ(U8(2), ldo)
+	for r := 0; r < R; r++ {
+		for g := 0; g < G; g++ {
+			dst := Mem{Base: o, Disp: 4 * vc * g}
+			if avx512 {
+				y := YMM()
+				VPMOVQD(acc[r][g], y)
+				VPADDD(dst, y, y)
+				VMOVDQU32(y, dst)
+				continue
+			}
+			x := XMM()
+			VEXTRACTI128(U8(1), acc[r][g], x)
+			VSHUFPS(U8(0x88), x, acc[r][g].AsX(), x) // low dword of each qword
+			VPADDD(dst, x, x)
+			VMOVDQU(x, dst)
+		}
+		if r+1 < R {
+			ADDQ(ldo, o)
+		}
+	}
+	{
+		l := Load(Param("lda"), GP64())
+		SHLQ(U8(3+log2[R]), l)
+		ADDQ(l, aRow)
+		d := Load(Param("ldo"), GP64())
+		SHLQ(U8(2+log2[R]), d)
+		ADDQ(d, outRow)
+		DECQ(rb)
+		JMP(LabelRef(p + "rb"))
+	}
+	Label(p + "gbnext")
+	ADDQ(U32(4*vc*G), outG)
+	ADDQ(U32(8*vc*G), btG)
+	DECQ(gb)
+	JMP(LabelRef(p + "gb"))
+	Label(p + "done")
+	VZEROUPPER()
+	RET()
+}
+
+// vertTiles are the (rows, groups) register tiles of the vertical
+// kernels: a main tile per group count and a one-row tile for the rest of
+// the rows. AVX-512 keeps up to 16 zmm accumulators of 8 columns; AVX2,
+// with 16 ymm registers, four rows of one 4-column group (a qword and a
+// byte accumulator each, plus the nibble table, its mask and a zero).
+var vertTiles = map[bool][][2]int{
+	true:  {{4, 4}, {1, 4}, {8, 2}, {1, 2}, {8, 1}, {1, 1}},
+	false: {{4, 1}, {1, 1}},
+}
+
+func vertKernels(lut, low Mem) {
+	for _, avx512 := range []bool{true, false} {
+		for _, t := range vertTiles[avx512] {
+			vertKernel(avx512, t[0], t[1], lut, low)
+		}
+	}
+}

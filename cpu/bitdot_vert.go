@@ -1,0 +1,85 @@
+package cpu
+
+import "math/bits"
+
+// The vertical (short-K) kernel. The row kernels reduce each output's
+// partial sums horizontally once per call; when K is short (a GNN layer's
+// update product, K = 256 bits; a 1024-node adjacency, 16 words) that
+// reduction and the per-column setup cost as much as the AND+popcount
+// work. The vertical kernel instead transposes B once per product into
+// words × columns,
+//
+//	bt[(j*lw + w)*wstride + c] = word w of column c of plane j,
+//
+// so a vector holds one word of vc consecutive columns. A word of A is
+// broadcast against it and each popcount lands in its column's lane:
+// a tile of rows × columns accumulates over every plane pair and word in
+// registers and is stored with one narrowing per vc outputs.
+//
+// The plane weights 2^(i+j) follow Horner's rule over the diagonals
+// d = i+j: pairs holds, per plane pair, three int64s (byte offset i·aps·8
+// into a row of A, byte offset j·lw·wstride·8 into bt, shift), sorted by
+// d descending, with shift = 1 on the first pair of every diagonal but
+// the first, where the sums double. One shift per output per diagonal
+// instead of one per plane pair.
+
+// vertFunc adds, for r < nrows and c < ngroups·vc,
+//
+//	out[r*ldo+c] += Σ_pairs popcount(a[r*lda+aoff/8:][:kw] & column c of bt[boff/8:]) << (i+j)
+//
+// where column c of bt[o:] is bt[o+c], bt[o+wstride+c], ... (kw words).
+type vertFunc func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int)
+
+// appendVertPairs appends the plane pairs of an abits × bbits product in
+// the order and form the vertical kernels take (see above); bplane is
+// the stride of B's planes in bt.
+func appendVertPairs(pairs []int64, abits, bbits, aps, bplane int) []int64 {
+	for d := abits + bbits - 2; d >= 0; d-- {
+		shift := int64(0)
+		if d < abits+bbits-2 {
+			shift = 1
+		}
+		for i := max(0, d-bbits+1); i <= min(d, abits-1); i++ {
+			j := d - i
+			pairs = append(pairs, int64(8*i*aps), int64(8*j*bplane), shift)
+			shift = 0
+		}
+	}
+	return pairs
+}
+
+// transposeB writes the first ncols columns of b (bbits planes of plane
+// stride bps, column stride ldb, lw words each) into bt in the vertical
+// layout with wstride columns per word.
+func transposeB(bt []uint64, b []uint64, bbits, bps, ldb, lw, ncols, wstride int) {
+	for j := 0; j < bbits; j++ {
+		dst := bt[j*lw*wstride : (j+1)*lw*wstride]
+		for c := 0; c < ncols; c++ {
+			src := b[j*bps+c*ldb : j*bps+c*ldb+lw]
+			for w, x := range src {
+				dst[w*wstride+c] = x
+			}
+		}
+	}
+}
+
+// vertGeneric is the reference vertical kernel for vc-column groups: the
+// definition of vertFunc, in Go, one output at a time.
+func vertGeneric(vc int) vertFunc {
+	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int) {
+		for r := 0; r < nrows; r++ {
+			for c := 0; c < ngroups*vc; c++ {
+				var s int64
+				for q := 0; q < len(pairs); q += 3 {
+					s <<= pairs[q+2]
+					ar := a[r*lda+int(pairs[q]/8):][:kw]
+					bc := bt[int(pairs[q+1]/8)+c:]
+					for w, x := range ar {
+						s += int64(bits.OnesCount64(x & bc[w*wstride]))
+					}
+				}
+				out[r*ldo+c] += int32(s)
+			}
+		}
+	}
+}
