@@ -25,8 +25,11 @@ type qMeta struct {
 }
 
 // qFormat is the current version of the saved model layout: 2 adds the GIN
-// batch norm (layers.i.bn.*), so an older cached GIN is not misread.
-const qFormat = 2
+// batch norm (layers.i.bn.*), so an older cached GIN is not misread; 3
+// makes it optional (a GIN with no layers.i.bn.* tensors has none) and
+// marks models calibrated on the output (KL) rather than the squared
+// error, so cached models of either older kind are retrained.
+const qFormat = 3
 
 type qLayerP struct {
 	Z   QParams `json:"z"`

@@ -55,7 +55,27 @@ func qSynth(t testing.TB, n, k, f int, binary bool, seed uint64) *subgraph.Datas
 	return d
 }
 
+// qCases are the model variants every exactness test covers: GCN, GIN with
+// its batch norm (folded into an epilogue at inference) and GIN without.
+var qCases = []struct{ name, kind, norm string }{
+	{"gcn", QGCN, QNormNone},
+	{"gin", QGIN, QNormBatch},
+	{"gin-nonorm", QGIN, QNormNone},
+}
+
+// qPrepared is qPreparedNorm with GIN's batch norm.
 func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) (*QModel, *QData, *QInput) {
+	t.Helper()
+	norm := QNormNone
+	if kind == QGIN {
+		norm = QNormBatch
+	}
+	return qPreparedNorm(t, kind, norm, abits, wbits, parts, binary)
+}
+
+// qPreparedNorm returns a model of kind with the norm, trained a few epochs
+// in full precision and calibrated, with its data and quantized input.
+func qPreparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, binary bool) (*QModel, *QData, *QInput) {
 	t.Helper()
 	ds := qSynth(t, 300, 4, 40, binary, 3)
 	// Contiguous id ranges as parts: the planted communities are shuffled,
@@ -73,10 +93,11 @@ func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) 
 	require.NoError(t, err)
 	m, err := NewQModel(kind, 40, 16, 4, 2, abits, wbits, 5)
 	require.NoError(t, err)
+	require.NoError(t, m.SetNorm(norm))
 	_, err = m.TrainFP32(d, in, QTrainConfig{Epochs: 5, LR: 0.01, Seed: 1})
 	require.NoError(t, err)
 	for i, ly := range m.Layers {
-		if kind == QGIN { // the exactness tests must cover a batch norm that is not the identity
+		if norm == QNormBatch { // the exactness tests must cover a batch norm that is not the identity
 			scale, shift := ly.BN.fold()
 			require.NotEqual(t, float32(1), scale[0], "layer %d", i)
 			require.NotEqual(t, float32(0), shift[0], "layer %d", i)
@@ -129,12 +150,12 @@ func TestQWideProduct(t *testing.T) {
 // exactly the codes and logits of the float64 simulation of the same
 // integer math: every inter-layer tensor's codes and every logit bit.
 func TestQInferMatchesSimulation(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
+	for _, c := range qCases {
 		for _, bits := range [][2]int{{1, 1}, {2, 2}, {3, 5}, {4, 4}, {8, 8}, {16, 16}, {8, 2}, {20, 24}} {
 			for _, binary := range []bool{true, false} {
-				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", kind, bits[0], bits[1], binary)
+				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", c.name, bits[0], bits[1], binary)
 				t.Run(name, func(t *testing.T) {
-					m, d, in := qPrepared(t, kind, bits[0], bits[1], 3, binary)
+					m, d, in := qPreparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
 					plan, err := m.Compile(bmm.Generic{})
 					require.NoError(t, err)
 					for _, b := range d.Eval {
@@ -242,9 +263,10 @@ func TestQInfer32Bits(t *testing.T) {
 // TestQATForwardIsInference proves the training forward pass (the one QAT
 // differentiates) computes exactly what inference computes.
 func TestQATForwardIsInference(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
-		t.Run(kind, func(t *testing.T) {
-			m, d, in := qPrepared(t, kind, 3, 3, 1, false)
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			kind := c.kind
+			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
 			_, err := m.QAT(d, in, QTrainConfig{Epochs: 2, LR: 0.005, Seed: 1})
 			require.NoError(t, err)
 			plan, err := m.Compile(nil)
@@ -276,12 +298,14 @@ func TestQATForwardIsInference(t *testing.T) {
 			require.NoError(t, err)
 			for i := range inf {
 				require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(eval[i]), "logit %d", i)
-				if kind == QGCN {
+				if m.Norm() == QNormNone {
 					require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(train[i]), "logit %d", i)
 				}
 			}
-			if kind == QGIN {
+			if m.Norm() == QNormBatch {
 				require.NotEqual(t, eval, train, "the training pass should use the batch's statistics")
+			} else if kind == QGIN {
+				require.Equal(t, eval, train, "without batch norm the training pass is inference")
 			}
 		})
 	}
@@ -317,21 +341,22 @@ func TestQTrainLearns(t *testing.T) {
 // TestQGradients checks the full-precision backward pass against central
 // finite differences of the loss.
 func TestQGradients(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
 			ds := qSynth(t, 60, 3, 12, false, 4)
 			d, err := NewQData(ds, nil, 1, 1)
 			require.NoError(t, err)
 			in, err := QuantizeInput(ds.Features, 8)
 			require.NoError(t, err)
-			m, err := NewQModel(kind, 12, 8, 3, 2, 8, 8, 2)
+			m, err := NewQModel(c.kind, 12, 8, 3, 2, 8, 8, 2)
 			require.NoError(t, err)
+			require.NoError(t, m.SetNorm(c.norm))
 			for _, l := range m.linears() {
 				for i := range l.B {
 					l.B[i] = 0.1 * float32(i%3)
 				}
 			}
-			if kind == QGIN { // a batch norm that is not the identity at evaluation
+			if c.norm == QNormBatch { // a batch norm that is not the identity at evaluation
 				for _, ly := range m.Layers {
 					for j := range ly.BN.Gamma {
 						ly.BN.Gamma[j], ly.BN.Beta[j] = 1+0.1*float32(j%4), 0.05*float32(j%3)
@@ -400,23 +425,147 @@ func TestQGradients(t *testing.T) {
 // TestQModelSaveLoad round-trips trained models (GIN with its batch norm)
 // through safetensors and checks that a file of an older format is refused.
 func TestQModelSaveLoad(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
-		t.Run(kind, func(t *testing.T) {
-			m, _, _ := qPrepared(t, kind, 4, 4, 1, false)
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, _, _ := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
 			got, err := ReadQModel(bytes.NewReader(buf.Bytes()))
 			require.NoError(t, err)
 			require.Equal(t, m, got)
-			if kind == QGIN {
-				require.NotNil(t, got.Layers[0].BN)
-			}
+			require.Equal(t, c.norm, got.Norm())
 			// The metadata is JSON inside a JSON string: its quotes are escaped.
-			old := bytes.Replace(buf.Bytes(), []byte(`\"format\":2`), []byte(`\"format\":0`), 1)
+			old := bytes.Replace(buf.Bytes(), []byte(`\"format\":3`), []byte(`\"format\":2`), 1)
 			require.False(t, bytes.Equal(buf.Bytes(), old), "format field not found")
 			_, err = ReadQModel(bytes.NewReader(old))
 			require.ErrorIs(t, err, ErrQModel)
+		})
+	}
+}
+
+// TestQSetNorm checks the GIN normalization option and its errors.
+func TestQSetNorm(t *testing.T) {
+	m, err := NewQModel(QGIN, 10, 8, 3, 2, 4, 4, 1)
+	require.NoError(t, err)
+	require.NoError(t, m.SetNorm(QNormBatch))
+	assert.Equal(t, QNormBatch, m.Norm())
+	for _, ly := range m.Layers {
+		require.NotNil(t, ly.BN)
+		scale, shift := ly.BN.fold()
+		assert.InDelta(t, 1, scale[0], 1e-5, "a fresh batch norm is the identity at evaluation")
+		assert.Zero(t, shift[0])
+	}
+	require.NoError(t, m.Validate(10))
+	require.NoError(t, m.SetNorm(QNormNone))
+	assert.Equal(t, QNormNone, m.Norm())
+	require.NoError(t, m.Validate(10))
+	for _, ly := range m.Layers {
+		assert.Nil(t, ly.BN)
+	}
+	for _, c := range []struct{ kind, norm string }{{QGIN, "layer"}, {QGCN, QNormBatch}, {QGIN, ""}} {
+		t.Run(c.kind+"/"+c.norm, func(t *testing.T) {
+			m, err := NewQModel(c.kind, 10, 8, 3, 2, 4, 4, 1)
+			require.NoError(t, err)
+			assert.ErrorIs(t, m.SetNorm(c.norm), ErrQModel)
+		})
+	}
+	g, err := NewQModel(QGCN, 10, 8, 3, 2, 4, 4, 1)
+	require.NoError(t, err)
+	require.NoError(t, g.SetNorm(QNormNone))
+	// A batch norm of the wrong width is refused.
+	require.NoError(t, m.SetNorm(QNormBatch))
+	m.Layers[1].BN = newQBatchNorm(5)
+	assert.ErrorIs(t, m.Validate(10), ErrQModel)
+}
+
+// TestQSimForwardUpTo checks the mixed pass calibration measures with: the
+// ops before upTo see exactly the quantized model's values, the op at upTo
+// gets their dequantized codes, and the ends are the two plain passes.
+func TestQSimForwardUpTo(t *testing.T) {
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 4, 1, false)
+			b := d.Eval[0]
+			qs, q, err := m.simForward(b, in, true, -1, 0, nil)
+			require.NoError(t, err)
+			_, fp, err := m.simForward(b, in, false, -1, 0, nil)
+			require.NoError(t, err)
+			n := len(qs.ops)
+			_, all, err := m.simForwardUpTo(b, in, n, -1, 0, nil)
+			require.NoError(t, err)
+			require.Equal(t, q, all)
+			for upTo := 1; upTo < n; upTo++ {
+				st, _, err := m.simForwardUpTo(b, in, upTo, -1, 0, nil)
+				require.NoError(t, err)
+				for i := 0; i < upTo; i++ {
+					require.Equal(t, qs.outs[i], st.outs[i], "upTo %d: output of op %d", upTo, i)
+				}
+				p := *qs.ops[upTo-1].out
+				for k, code := range qs.codes[upTo-1] {
+					require.Equal(t, qDequant(float64(code), p), st.acts[upTo][k], "upTo %d: input %d of op %d", upTo, k, upTo)
+				}
+			}
+			_, none, err := m.simForwardUpTo(b, in, 0, -1, 0, nil)
+			require.NoError(t, err)
+			require.Equal(t, fp, none)
+		})
+	}
+}
+
+// TestQKL checks the divergence against values worked out by hand.
+func TestQKL(t *testing.T) {
+	assert.InDelta(t, 0, qKL([]float32{1, 2, 3}, []float32{1, 2, 3}), 1e-12)
+	assert.InDelta(t, 0, qKL([]float32{1, 2, 3}, []float32{11, 12, 13}), 1e-12, "softmax ignores a shift")
+	// p = (1/2, 1/2), q = softmax(0, ln 3) = (1/4, 3/4).
+	want := 0.5*math.Log(0.5/0.25) + 0.5*math.Log(0.5/0.75)
+	assert.InDelta(t, want, qKL([]float32{0, 0}, []float32{0, float32(math.Log(3))}), 1e-7)
+}
+
+// TestQCalibrateOutputAware checks that each activation range Calibrate
+// keeps moves the logits no more than any other candidate, the range of
+// least squared error included, given the ranges before it.
+func TestQCalibrateOutputAware(t *testing.T) {
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, d, in := qPreparedNorm(t, c.kind, c.norm, 2, 3, 3, false)
+			batches := d.Eval
+			ref := make([][]float32, len(batches))
+			for bi, b := range batches {
+				_, y, err := m.simForward(b, in, false, -1, 0, nil)
+				require.NoError(t, err)
+				ref[bi] = y
+			}
+			ops := m.ops()
+			picked := 0
+			for i := range ops {
+				if ops[i].out == nil {
+					continue
+				}
+				kept := *ops[i].out
+				best, err := m.klTo(ref, batches, in, i+1)
+				require.NoError(t, err)
+				// The candidates, from the same sample Calibrate drew.
+				var sample []float32
+				for _, b := range batches {
+					_, y, err := m.simForward(b, in, true, i, 0, nil)
+					require.NoError(t, err)
+					sample = append(sample, y...)
+				}
+				mse, cands, _ := qRanges(sample, m.ABits, ops[i].relu)
+				require.Contains(t, cands, kept, "op %d keeps one of the candidates", i)
+				if kept != mse {
+					picked++
+				}
+				for _, p := range cands {
+					*ops[i].out = p
+					kl, err := m.klTo(ref, batches, in, i+1)
+					require.NoError(t, err)
+					assert.GreaterOrEqual(t, kl, best, "op %d: candidate %+v", i, p)
+				}
+				*ops[i].out = kept
+			}
+			t.Logf("%d of the ranges differ from the least-squares ones", picked)
 		})
 	}
 }

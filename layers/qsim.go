@@ -200,6 +200,20 @@ func qParFor(n int, f func(lo, hi int)) {
 // rng non-nil and dropout > 0 (full precision only), inputs of the linears
 // are dropped out.
 func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+	upTo := 0
+	if quant {
+		upTo = len(m.ops())
+	}
+	return m.simForwardUpTo(b, in, upTo, stopAt, dropout, rng)
+}
+
+// simForwardUpTo is simForward with the ops before upTo quantized (their
+// weights and outputs) and the rest in full precision, fed the dequantized
+// values at the boundary: calibration measures one quantizer's effect on
+// the logits this way. upTo 0 is the full-precision model, len(ops) the
+// quantized one.
+func (m *QModel) simForwardUpTo(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+	quant := upTo > 0
 	if in.Cols != m.Layers[0].Lin1.In {
 		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrQModel, in.Cols, m.Layers[0].Lin1.In)
 	}
@@ -207,6 +221,9 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, m.Input)
 	}
 	st := &qSimState{quant: quant, ops: m.ops(), n: b.N(), batch: b, dropout: dropout}
+	if upTo < len(st.ops) && upTo > 0 {
+		st.quant = false // mixed: no backward pass
+	}
 	if m.NormRows && b.FeatScale == nil {
 		return nil, nil, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
 	}
@@ -232,6 +249,7 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 	curW := in.Cols
 	for i := range st.ops {
 		op := &st.ops[i]
+		quant := i < upTo
 		st.inP = append(st.inP, ph)
 		var c []float64
 		var ep *bmm.Epilogue
@@ -320,6 +338,11 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 			}
 			st.codes = append(st.codes, codes)
 			ph = p
+			if i+1 >= upTo { // the next op runs in full precision
+				for j, q := range next {
+					next[j] = qDequant(q, p)
+				}
+			}
 		} else {
 			st.codes = append(st.codes, nil)
 			for j, v := range y {

