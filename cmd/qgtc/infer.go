@@ -37,6 +37,7 @@ type qjob struct {
 	qatEpochs    int
 	quiet        bool
 	scale        string // feature scale: layers.QScaleMean or QScaleRows
+	norm         string // GIN's MLP normalization: layers.QNormNone or QNormBatch
 }
 
 // qtask is a loaded dataset with its batches.
@@ -185,7 +186,7 @@ func qCachedPartition(ds *subgraph.Dataset, k int, seed uint64) ([]int32, bool, 
 }
 
 func (j *qjob) modelPath(bits string) string {
-	name := fmt.Sprintf("%s-%s-h%d-l%d-p%dx%d-s%d-f%s-%s.safetensors", filepath.Base(j.dataset), j.kind, j.hidden, j.layers, j.parts, j.batch, j.seed, j.scale, bits)
+	name := fmt.Sprintf("%s-%s-n%s-h%d-l%d-p%dx%d-s%d-f%s-%s.safetensors", filepath.Base(j.dataset), j.kind, j.norm, j.hidden, j.layers, j.parts, j.batch, j.seed, j.scale, bits)
 	return filepath.Join(qCacheDir(), "models", name)
 }
 
@@ -228,6 +229,9 @@ func qFP32Model(j *qjob, t *qtask, in *layers.QInput) (*layers.QModel, time.Dura
 	m, err := layers.NewQModel(j.kind, t.ds.Features.Cols, j.hidden, t.ds.NumClasses, j.layers, 8, 8, j.seed)
 	if err != nil {
 		return nil, 0, err
+	}
+	if err := m.SetNorm(j.norm); err != nil {
+		return nil, 0, fmt.Errorf("%w: --norm: %v", errUsage, err)
 	}
 	_, err = m.TrainFP32(t.data, in, layers.QTrainConfig{Epochs: j.epochs, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5,
 		Patience: 50, Seed: j.seed, Progress: func(ep int, loss, val float64) {
@@ -355,6 +359,7 @@ func (j *qjob) jobFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&j.layers, "layers", 2, "graph layers (when training)")
 	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
 	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)")
+	fs.StringVar(&j.norm, "norm", layers.QNormNone, "gin: normalization inside each MLP, none or batch (when training)")
 	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
 }
