@@ -39,56 +39,56 @@ func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int,
 // for r < nrows (a multiple of 4), c < 8·ngroups (ngroups a multiple of 4).
 //
 //go:noescape
-func vertAVX512R4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX512R4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // vertAVX512R1G4 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 1 rows × 32 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 8·ngroups (ngroups a multiple of 4).
 //
 //go:noescape
-func vertAVX512R1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX512R1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // vertAVX512R8G2 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 8 rows × 16 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 8), c < 8·ngroups (ngroups a multiple of 2).
 //
 //go:noescape
-func vertAVX512R8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX512R8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // vertAVX512R1G2 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 1 rows × 16 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 8·ngroups (ngroups a multiple of 2).
 //
 //go:noescape
-func vertAVX512R1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX512R1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // vertAVX512R8G1 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 8 rows × 8 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 8), c < 8·ngroups (ngroups a multiple of 1).
 //
 //go:noescape
-func vertAVX512R8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX512R8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // vertAVX512R1G1 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 1 rows × 8 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 8·ngroups (ngroups a multiple of 1).
 //
 //go:noescape
-func vertAVX512R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX512R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // vertAVX2R4G1 is the vertical short-K kernel (see vertRowGeneric), AVX2 vpshufb popcount, tiles of
 // 4 rows × 4 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 4), c < 4·ngroups (ngroups a multiple of 1); kw <= 31.
 //
 //go:noescape
-func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // vertAVX2R1G1 is the vertical short-K kernel (see vertRowGeneric), AVX2 vpshufb popcount, tiles of
 // 1 rows × 4 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 4·ngroups (ngroups a multiple of 1); kw <= 31.
 //
 //go:noescape
-func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
 // addChain runs 64·n dependent ADDs (one cycle each on any x86-64 core),
 // the clock calibration loop of the benchmarks; it returns 64·n.

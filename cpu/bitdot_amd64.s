@@ -1117,9 +1117,9 @@ a4_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX512R4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX512R4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
-TEXT ·vertAVX512R4G4(SB), NOSPLIT, $48-88
+TEXT ·vertAVX512R4G4(SB), NOSPLIT, $48-96
 	MOVQ out+0(FP), AX
 	MOVQ AX, (SP)
 	MOVQ bt+48(FP), AX
@@ -1257,6 +1257,9 @@ vertAVX512R4G4_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX512R4G4_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512R4G4_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
@@ -1311,14 +1314,57 @@ vertAVX512R4G4_w:
 	VPMOVQD      Z15, Y16
 	VPADDD       96(AX), Y16, Y16
 	VMOVDQU32    Y16, 96(AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x05, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x04, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX512R4G4_rb
+	JMP          vertAVX512R4G4_stored
+
+vertAVX512R4G4_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VPMOVQD   Z0, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z1, Y16
+	VMOVDQU32 Y16, 32(AX)
+	VPMOVQD   Z2, Y16
+	VMOVDQU32 Y16, 64(AX)
+	VPMOVQD   Z3, Y16
+	VMOVDQU32 Y16, 96(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z4, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z5, Y16
+	VMOVDQU32 Y16, 32(AX)
+	VPMOVQD   Z6, Y16
+	VMOVDQU32 Y16, 64(AX)
+	VPMOVQD   Z7, Y16
+	VMOVDQU32 Y16, 96(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z8, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z9, Y16
+	VMOVDQU32 Y16, 32(AX)
+	VPMOVQD   Z10, Y16
+	VMOVDQU32 Y16, 64(AX)
+	VPMOVQD   Z11, Y16
+	VMOVDQU32 Y16, 96(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z12, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z13, Y16
+	VMOVDQU32 Y16, 32(AX)
+	VPMOVQD   Z14, Y16
+	VMOVDQU32 Y16, 64(AX)
+	VPMOVQD   Z15, Y16
+	VMOVDQU32 Y16, 96(AX)
+
+vertAVX512R4G4_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x04, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512R4G4_rb
 
 vertAVX512R4G4_gbnext:
 	ADDQ $0x00000080, (SP)
@@ -1330,9 +1376,9 @@ vertAVX512R4G4_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX512R1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX512R1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
-TEXT ·vertAVX512R1G4(SB), NOSPLIT, $48-88
+TEXT ·vertAVX512R1G4(SB), NOSPLIT, $48-96
 	MOVQ out+0(FP), AX
 	MOVQ AX, (SP)
 	MOVQ bt+48(FP), AX
@@ -1407,6 +1453,9 @@ vertAVX512R1G4_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX512R1G4_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512R1G4_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
@@ -1422,14 +1471,30 @@ vertAVX512R1G4_w:
 	VPMOVQD      Z3, Y4
 	VPADDD       96(AX), Y4, Y4
 	VMOVDQU32    Y4, 96(AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x03, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x02, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX512R1G4_rb
+	JMP          vertAVX512R1G4_stored
+
+vertAVX512R1G4_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VPMOVQD   Z0, Y4
+	VMOVDQU32 Y4, (AX)
+	VPMOVQD   Z1, Y4
+	VMOVDQU32 Y4, 32(AX)
+	VPMOVQD   Z2, Y4
+	VMOVDQU32 Y4, 64(AX)
+	VPMOVQD   Z3, Y4
+	VMOVDQU32 Y4, 96(AX)
+
+vertAVX512R1G4_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512R1G4_rb
 
 vertAVX512R1G4_gbnext:
 	ADDQ $0x00000080, (SP)
@@ -1441,9 +1506,9 @@ vertAVX512R1G4_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX512R8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX512R8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
-TEXT ·vertAVX512R8G2(SB), NOSPLIT, $48-88
+TEXT ·vertAVX512R8G2(SB), NOSPLIT, $48-96
 	MOVQ out+0(FP), AX
 	MOVQ AX, (SP)
 	MOVQ bt+48(FP), AX
@@ -1585,6 +1650,9 @@ vertAVX512R8G2_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX512R8G2_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512R8G2_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
@@ -1643,14 +1711,61 @@ vertAVX512R8G2_w:
 	VPMOVQD      Z15, Y16
 	VPADDD       32(AX), Y16, Y16
 	VMOVDQU32    Y16, 32(AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x06, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x05, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX512R8G2_rb
+	JMP          vertAVX512R8G2_stored
+
+vertAVX512R8G2_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VPMOVQD   Z0, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z1, Y16
+	VMOVDQU32 Y16, 32(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z2, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z3, Y16
+	VMOVDQU32 Y16, 32(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z4, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z5, Y16
+	VMOVDQU32 Y16, 32(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z6, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z7, Y16
+	VMOVDQU32 Y16, 32(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z8, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z9, Y16
+	VMOVDQU32 Y16, 32(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z10, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z11, Y16
+	VMOVDQU32 Y16, 32(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z12, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z13, Y16
+	VMOVDQU32 Y16, 32(AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z14, Y16
+	VMOVDQU32 Y16, (AX)
+	VPMOVQD   Z15, Y16
+	VMOVDQU32 Y16, 32(AX)
+
+vertAVX512R8G2_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x06, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512R8G2_rb
 
 vertAVX512R8G2_gbnext:
 	ADDQ $0x00000040, (SP)
@@ -1662,9 +1777,9 @@ vertAVX512R8G2_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX512R1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX512R1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
-TEXT ·vertAVX512R1G2(SB), NOSPLIT, $48-88
+TEXT ·vertAVX512R1G2(SB), NOSPLIT, $48-96
 	MOVQ out+0(FP), AX
 	MOVQ AX, (SP)
 	MOVQ bt+48(FP), AX
@@ -1727,6 +1842,9 @@ vertAVX512R1G2_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX512R1G2_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512R1G2_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
@@ -1736,14 +1854,26 @@ vertAVX512R1G2_w:
 	VPMOVQD      Z1, Y2
 	VPADDD       32(AX), Y2, Y2
 	VMOVDQU32    Y2, 32(AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x03, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x02, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX512R1G2_rb
+	JMP          vertAVX512R1G2_stored
+
+vertAVX512R1G2_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VPMOVQD   Z0, Y2
+	VMOVDQU32 Y2, (AX)
+	VPMOVQD   Z1, Y2
+	VMOVDQU32 Y2, 32(AX)
+
+vertAVX512R1G2_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512R1G2_rb
 
 vertAVX512R1G2_gbnext:
 	ADDQ $0x00000040, (SP)
@@ -1755,9 +1885,9 @@ vertAVX512R1G2_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX512R8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX512R8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
-TEXT ·vertAVX512R8G1(SB), NOSPLIT, $48-88
+TEXT ·vertAVX512R8G1(SB), NOSPLIT, $48-96
 	MOVQ out+0(FP), AX
 	MOVQ AX, (SP)
 	MOVQ bt+48(FP), AX
@@ -1858,6 +1988,9 @@ vertAVX512R8G1_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX512R8G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512R8G1_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
@@ -1892,14 +2025,45 @@ vertAVX512R8G1_w:
 	VPMOVQD      Z7, Y8
 	VPADDD       (AX), Y8, Y8
 	VMOVDQU32    Y8, (AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x06, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x05, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX512R8G1_rb
+	JMP          vertAVX512R8G1_stored
+
+vertAVX512R8G1_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VPMOVQD   Z0, Y8
+	VMOVDQU32 Y8, (AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z1, Y8
+	VMOVDQU32 Y8, (AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z2, Y8
+	VMOVDQU32 Y8, (AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z3, Y8
+	VMOVDQU32 Y8, (AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z4, Y8
+	VMOVDQU32 Y8, (AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z5, Y8
+	VMOVDQU32 Y8, (AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z6, Y8
+	VMOVDQU32 Y8, (AX)
+	ADDQ      CX, AX
+	VPMOVQD   Z7, Y8
+	VMOVDQU32 Y8, (AX)
+
+vertAVX512R8G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x06, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512R8G1_rb
 
 vertAVX512R8G1_gbnext:
 	ADDQ $0x00000020, (SP)
@@ -1911,9 +2075,9 @@ vertAVX512R8G1_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX512R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX512R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
-TEXT ·vertAVX512R1G1(SB), NOSPLIT, $48-88
+TEXT ·vertAVX512R1G1(SB), NOSPLIT, $48-96
 	MOVQ out+0(FP), AX
 	MOVQ AX, (SP)
 	MOVQ bt+48(FP), AX
@@ -1970,20 +2134,33 @@ vertAVX512R1G1_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX512R1G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512R1G1_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
 	VPMOVQD      Z0, Y1
 	VPADDD       (AX), Y1, Y1
 	VMOVDQU32    Y1, (AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x03, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x02, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX512R1G1_rb
+	JMP          vertAVX512R1G1_stored
+
+vertAVX512R1G1_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VPMOVQD   Z0, Y1
+	VMOVDQU32 Y1, (AX)
+
+vertAVX512R1G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512R1G1_rb
 
 vertAVX512R1G1_gbnext:
 	ADDQ $0x00000020, (SP)
@@ -1995,9 +2172,9 @@ vertAVX512R1G1_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2
-TEXT ·vertAVX2R4G1(SB), NOSPLIT, $48-88
+TEXT ·vertAVX2R4G1(SB), NOSPLIT, $48-96
 	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
 	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
 	VPXOR   Y2, Y2, Y2
@@ -2111,6 +2288,9 @@ vertAVX2R4G1_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX2R4G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX2R4G1_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
@@ -2133,14 +2313,37 @@ vertAVX2R4G1_w:
 	VSHUFPS      $0x88, X3, X6, X3
 	VPADDD       (AX), X3, X3
 	VMOVDQU      X3, (AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x05, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x04, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX2R4G1_rb
+	JMP          vertAVX2R4G1_stored
+
+vertAVX2R4G1_set:
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTI128 $0x01, Y3, X7
+	VSHUFPS      $0x88, X7, X3, X7
+	VMOVDQU      X7, (AX)
+	ADDQ         CX, AX
+	VEXTRACTI128 $0x01, Y4, X3
+	VSHUFPS      $0x88, X3, X4, X3
+	VMOVDQU      X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTI128 $0x01, Y5, X3
+	VSHUFPS      $0x88, X3, X5, X3
+	VMOVDQU      X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTI128 $0x01, Y6, X3
+	VSHUFPS      $0x88, X3, X6, X3
+	VMOVDQU      X3, (AX)
+
+vertAVX2R4G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x04, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX2R4G1_rb
 
 vertAVX2R4G1_gbnext:
 	ADDQ $0x00000010, (SP)
@@ -2152,9 +2355,9 @@ vertAVX2R4G1_done:
 	VZEROUPPER
 	RET
 
-// func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)
+// func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2
-TEXT ·vertAVX2R1G1(SB), NOSPLIT, $48-88
+TEXT ·vertAVX2R1G1(SB), NOSPLIT, $48-96
 	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
 	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
 	VPXOR   Y2, Y2, Y2
@@ -2223,6 +2426,9 @@ vertAVX2R1G1_w:
 	ADDQ         $0x18, AX
 	DECQ         CX
 	JNZ          vertAVX2R1G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX2R1G1_set
 	MOVQ         24(SP), AX
 	MOVQ         ldo+8(FP), CX
 	SHLQ         $0x02, CX
@@ -2230,14 +2436,25 @@ vertAVX2R1G1_w:
 	VSHUFPS      $0x88, X4, X3, X4
 	VPADDD       (AX), X4, X4
 	VMOVDQU      X4, (AX)
-	MOVQ         lda+24(FP), AX
-	SHLQ         $0x03, AX
-	ADDQ         AX, 32(SP)
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $0x02, AX
-	ADDQ         AX, 24(SP)
-	DECQ         40(SP)
-	JMP          vertAVX2R1G1_rb
+	JMP          vertAVX2R1G1_stored
+
+vertAVX2R1G1_set:
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTI128 $0x01, Y3, X4
+	VSHUFPS      $0x88, X4, X3, X4
+	VMOVDQU      X4, (AX)
+
+vertAVX2R1G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX2R1G1_rb
 
 vertAVX2R1G1_gbnext:
 	ADDQ $0x00000010, (SP)

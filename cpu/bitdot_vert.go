@@ -27,8 +27,9 @@ import "math/bits"
 //
 //	out[r*ldo+c] += Σ_pairs popcount(a[r*lda+aoff/8:][:kw] & column c of bt[boff/8:]) << (i+j)
 //
-// where column c of bt[o:] is bt[o+c], bt[o+wstride+c], ... (kw words).
-type vertFunc func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int)
+// where column c of bt[o:] is bt[o+c], bt[o+wstride+c], ... (kw words);
+// with set, = instead of += (the first write to a tile never cleared).
+type vertFunc func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int, set bool)
 
 // appendVertPairs appends the plane pairs of an abits × bbits product in
 // the order and form the vertical kernels take (see above); bplane is
@@ -66,7 +67,7 @@ func transposeB(bt []uint64, b []uint64, bbits, bps, ldb, lw, ncols, wstride int
 // vertGeneric is the reference vertical kernel for vc-column groups: the
 // definition of vertFunc, in Go, one output at a time.
 func vertGeneric(vc int) vertFunc {
-	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int) {
+	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int, set bool) {
 		for r := 0; r < nrows; r++ {
 			for c := 0; c < ngroups*vc; c++ {
 				var s int64
@@ -77,6 +78,9 @@ func vertGeneric(vc int) vertFunc {
 					for w, x := range ar {
 						s += int64(bits.OnesCount64(x & bc[w*wstride]))
 					}
+				}
+				if set {
+					out[r*ldo+c] = 0
 				}
 				out[r*ldo+c] += int32(s)
 			}

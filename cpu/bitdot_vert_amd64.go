@@ -3,7 +3,7 @@
 package cpu
 
 // vertAsm is the signature of the generated vertical kernels.
-type vertAsm func(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride, kw, ngroups, nrows int)
+type vertAsm func(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride, kw, ngroups, nrows, set int)
 
 // vertTile is one register tile of a vertical kernel: main takes rows in
 // multiples of rows and groups of vc columns in multiples of groups, one
@@ -36,8 +36,16 @@ func init() {
 // and splits K into runs of at most maxKW words (0: no limit; the AVX2
 // byte counters hold 31 words).
 func asmVert(vc, maxKW int, tiles []vertTile) vertFunc {
-	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int) {
-		if kw <= 0 || ngroups <= 0 || nrows <= 0 || len(pairs) < 3 {
+	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int, set bool) {
+		if ngroups <= 0 || nrows <= 0 {
+			return
+		}
+		if kw <= 0 || len(pairs) < 3 {
+			if set {
+				for r := 0; r < nrows; r++ {
+					clear(out[r*ldo : r*ldo+ngroups*vc])
+				}
+			}
 			return
 		}
 		var amax, bmax int64
@@ -57,6 +65,10 @@ func asmVert(vc, maxKW int, tiles []vertTile) vertFunc {
 		}
 		for w0 := 0; w0 < kw; w0 += step {
 			n := min(step, kw-w0)
+			s := 0
+			if set && w0 == 0 {
+				s = 1
+			}
 			g0 := 0
 			for _, t := range tiles {
 				ng := (ngroups - g0) / t.groups * t.groups
@@ -65,10 +77,10 @@ func asmVert(vc, maxKW int, tiles []vertTile) vertFunc {
 				}
 				nr := nrows / t.rows * t.rows
 				if nr > 0 {
-					t.main(&out[g0*vc], ldo, &a[w0], lda, &pairs[0], np, &bt[w0*wstride+g0*vc], wstride, n, ng, nr)
+					t.main(&out[g0*vc], ldo, &a[w0], lda, &pairs[0], np, &bt[w0*wstride+g0*vc], wstride, n, ng, nr, s)
 				}
 				if nr < nrows {
-					t.one(&out[nr*ldo+g0*vc], ldo, &a[nr*lda+w0], lda, &pairs[0], np, &bt[w0*wstride+g0*vc], wstride, n, ng, nrows-nr)
+					t.one(&out[nr*ldo+g0*vc], ldo, &a[nr*lda+w0], lda, &pairs[0], np, &bt[w0*wstride+g0*vc], wstride, n, ng, nrows-nr, s)
 				}
 				g0 += ng
 			}

@@ -164,9 +164,11 @@ func (p *bitPlan) release() {
 // mul adds to out (row stride n) the weighted popcounts of rows
 // [m, m+nrows) of A against columns [c0, c0+ncols) of B over words
 // [w0, w1): the vertical kernel (c0 = 0, ncols = n) or the row kernel.
-func (p *bitPlan) mul(out []int32, m, nrows, w0, w1, c0, ncols int) {
+// With set (vertical kernel over all n columns only), the products
+// replace what out held.
+func (p *bitPlan) mul(out []int32, m, nrows, w0, w1, c0, ncols int, set bool) {
 	if p.vert {
-		p.impl.vert(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt[w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows)
+		p.impl.vert(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt[w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows, set)
 		c0 = p.wstride
 		if c0 >= ncols {
 			return
@@ -203,7 +205,6 @@ func (p *bitPlan) run(into []int32, finish func(t *bitTask, m0, m1 int)) {
 			t.tile = growSlice(t.tile, bitRowBlock*p.n)
 			tile = t.tile[:(m1-m0)*p.n]
 		}
-		clear(tile)
 		p.block(t, tile, m0, m1)
 		if finish != nil {
 			saved := t.tile
@@ -222,12 +223,17 @@ func growSlice[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// block computes rows [m0, m1) of C into tile. For each K block and each
+// block computes rows [m0, m1) of C into tile (whatever it held before).
+// For each K block and each
 // L1-sized block of B's columns (all planes), each row of A runs against
 // it in one kernel call: every plane i of the row with every plane j of B,
 // weighted 2^(i+j), over the row's non-zero chunks only.
 func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	rows := m1 - m0
+	if p.lw == 0 { // K = 0: no K block below writes the tile
+		clear(tile)
+		return
+	}
 	nchunks := (p.lw + bitChunkWords - 1) / bitChunkWords
 	mw := (nchunks + 63) / 64
 	t.mask = growSlice(t.mask, rows*mw)
@@ -252,11 +258,19 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	for kb := 0; kb < p.lw; kb += p.kc {
 		ke := min(p.lw, kb+p.kc)
 		cb, ce := kb/bitChunkWords, (ke+bitChunkWords-1)/bitChunkWords
-		for r := range t.dense {
-			t.dense[r] = allOnes(t.mask[r*mw:(r+1)*mw], cb, ce)
+		allDense := denseRows(t.dense, t.mask, mw, cb, ce)
+		// When every row is dense and the vertical kernel covers every
+		// column, its first write replaces the tile: no clearing pass.
+		set := kb == 0 && allDense && p.vert && p.wstride == p.n
+		if kb == 0 && !set {
+			clear(tile)
 		}
 		for c0 := 0; c0 < p.n; c0 += p.colBlock {
 			c1 := min(p.n, c0+p.colBlock)
+			if allDense {
+				p.mul(tile[c0:], m0, rows, kb, ke, c0, c1-c0, set)
+				continue
+			}
 			for r := 0; r < rows; {
 				if !t.dense[r] {
 					// Consecutive rows with the same zero chunks (the rows of
@@ -275,7 +289,7 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 				for r1 < rows && t.dense[r1] {
 					r1++
 				}
-				p.mul(tile[r*p.n+c0:], m0+r, r1-r, kb, ke, c0, c1-c0)
+				p.mul(tile[r*p.n+c0:], m0+r, r1-r, kb, ke, c0, c1-c0, false)
 				r = r1
 			}
 		}
@@ -314,9 +328,32 @@ func (p *bitPlan) runs(out []int32, mask []uint64, m, nrows, kb, ke, c0, ncols i
 		}
 		e = min(e, cEnd)
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		p.mul(out, m, nrows, w0, w1, c0, ncols)
+		p.mul(out, m, nrows, w0, w1, c0, ncols, false)
 		c = e
 	}
+}
+
+// denseRows sets dense[r] to whether row r's zero-chunk mask (mw words
+// per row) has every chunk in [cb, ce) non-zero, and reports whether all
+// rows do.
+func denseRows(dense []bool, mask []uint64, mw, cb, ce int) bool {
+	all := true
+	if mw == 1 { // K <= 64 chunks: one compare per row
+		want := ^uint64(0) >> (64 - (ce - cb)) << cb
+		mask = mask[:len(dense)]
+		for r, m := range mask {
+			d := m&want == want
+			dense[r] = d
+			all = all && d
+		}
+		return all
+	}
+	for r := range dense {
+		d := allOnes(mask[r*mw:(r+1)*mw], cb, ce)
+		dense[r] = d
+		all = all && d
+	}
+	return all
 }
 
 // allOnes reports whether bits [c0, c1) of mask are all set.

@@ -8,7 +8,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const vertSignature = "func(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int)"
+const vertSignature = "func(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)"
 
 // The vertical kernels are the short-K product: B is transposed once per
 // product into bt[(j*kwTotal + w)*wstride + c] (plane j, word w, column c,
@@ -215,31 +215,46 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 	JNZ(LabelRef(p + "pair"))
 
 	// Store: each sum fits in int32 (bmm.Check), so the qwords narrow to
-	// dwords and add to out.
-	o := GP64()
-	MOVQ(outRow, o)
-	ldo := Load(Param("ldo"), GP64())
-	SHLQ(U8(2), ldo)
-	for r := 0; r < R; r++ {
-		for g := 0; g < G; g++ {
-			dst := Mem{Base: o, Disp: 4 * vc * g}
-			if avx512 {
-				y := YMM()
-				VPMOVQD(acc[r][g], y)
-				VPADDD(dst, y, y)
-				VMOVDQU32(y, dst)
-				continue
+	// dwords and add to out, or replace it when set is not 0 (the first
+	// write of a tile that was never cleared).
+	store := func(add bool) {
+		o := GP64()
+		MOVQ(outRow, o)
+		ldo := Load(Param("ldo"), GP64())
+		SHLQ(U8(2), ldo)
+		for r := 0; r < R; r++ {
+			for g := 0; g < G; g++ {
+				dst := Mem{Base: o, Disp: 4 * vc * g}
+				if avx512 {
+					y := YMM()
+					VPMOVQD(acc[r][g], y)
+					if add {
+						VPADDD(dst, y, y)
+					}
+					VMOVDQU32(y, dst)
+					continue
+				}
+				x := XMM()
+				VEXTRACTI128(U8(1), acc[r][g], x)
+				VSHUFPS(U8(0x88), x, acc[r][g].AsX(), x) // low dword of each qword
+				if add {
+					VPADDD(dst, x, x)
+				}
+				VMOVDQU(x, dst)
 			}
-			x := XMM()
-			VEXTRACTI128(U8(1), acc[r][g], x)
-			VSHUFPS(U8(0x88), x, acc[r][g].AsX(), x) // low dword of each qword
-			VPADDD(dst, x, x)
-			VMOVDQU(x, dst)
-		}
-		if r+1 < R {
-			ADDQ(ldo, o)
+			if r+1 < R {
+				ADDQ(ldo, o)
+			}
 		}
 	}
+	set := Load(Param("set"), GP64())
+	TESTQ(set, set)
+	JNZ(LabelRef(p + "set"))
+	store(true)
+	JMP(LabelRef(p + "stored"))
+	Label(p + "set")
+	store(false)
+	Label(p + "stored")
 	{
 		l := Load(Param("lda"), GP64())
 		SHLQ(U8(3+log2[R]), l)
