@@ -197,15 +197,15 @@ func TestImplsAndNewKernel(t *testing.T) {
 	assert.ErrorIs(t, err, ErrImpl)
 }
 
-// FuzzRow compares every path's row kernel and zero-chunk mask with the
-// naive loops on arbitrary bits, lengths, row, column and plane counts,
+// FuzzRow compares every path's row kernel, vertical kernel and
+// zero-chunk mask with the naive loops on arbitrary bits, lengths, row, column and plane counts,
 // strides and offsets.
 func FuzzRow(f *testing.F) {
 	f.Add(uint64(1), uint16(64), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0), uint8(0))
 	f.Add(uint64(2), uint16(4), uint8(4), uint8(3), uint8(3), uint8(3), uint8(1), uint8(3))
 	f.Add(uint64(3), uint16(127), uint8(1), uint8(0), uint8(0), uint8(7), uint8(3), uint8(1))
 	f.Fuzz(func(t *testing.T, seed uint64, kw16 uint16, nc8, nr8, ab8, bb8, pad8, off8 uint8) {
-		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 16), nrows: int(nr8 % 5), abits: 1 + int(ab8%16), bbits: 1 + int(bb8%16),
+		c := rowCase{kw: int(kw16 % 600), ncols: int(nc8 % 40), nrows: int(nr8 % 5), abits: 1 + int(ab8%16), bbits: 1 + int(bb8%16),
 			pad: int(pad8 % 9), off: int(off8 % 8)}
 		// The kernels' precondition (bmm.Check's overflow rule): every
 		// weighted sum fits in int32.
@@ -233,6 +233,25 @@ func FuzzRow(f *testing.F) {
 			got := make([]int32, c.outLen(x))
 			c.run(im.row, x, got)
 			if !assert.Equal(t, want, got, "impl=%s %+v", im.name, c) {
+				return
+			}
+			// The vertical kernel on the same operands, over the whole
+			// column groups, against the Go reference and the naive loop.
+			if im.vert == nil || c.ncols < im.vc || c.nrows == 0 {
+				continue
+			}
+			c2 := c
+			c2.ncols = c.ncols / im.vc * im.vc
+			wantV := make([]int32, c.outLen(x))
+			c2.run(naiveRow, x, wantV)
+			ref := make([]int32, c.outLen(x))
+			vertCase(c, x, im.vc, c.pad, vertGeneric(im.vc), ref, false)
+			if !assert.Equal(t, wantV, ref, "vertGeneric vc=%d %+v", im.vc, c) {
+				return
+			}
+			gotV := make([]int32, c.outLen(x))
+			vertCase(c, x, im.vc, c.pad, im.vert, gotV, false)
+			if !assert.Equal(t, wantV, gotV, "vert impl=%s %+v", im.name, c) {
 				return
 			}
 		}

@@ -71,7 +71,7 @@ func vertGeneric(vc int) vertFunc {
 		for r := 0; r < nrows; r++ {
 			for c := 0; c < ngroups*vc; c++ {
 				var s int64
-				for q := 0; q < len(pairs); q += 3 {
+				for q := 0; q+2 < len(pairs) && kw > 0; q += 3 {
 					s <<= pairs[q+2]
 					ar := a[r*lda+int(pairs[q]/8):][:kw]
 					bc := bt[int(pairs[q+1]/8)+c:]
