@@ -75,35 +75,74 @@ func quantizeRowBytes(q []uint8, y []float32, rq bmm.Requant, bits int) {
 // packBitBlock writes rows [m0, m0+rows) of an m×n matrix of values q
 // (row-major, stride n) into dst's bit planes. m0 is a multiple of 64 and
 // rows <= 64, so for a column-packed dst the block is one word per line and
-// plane, owned by the caller alone.
+// plane, owned by the caller alone. Codes of up to 8 bits take the vector
+// plane gather (bitPlanes8): a row-packed dst straight from each row, a
+// column-packed one through the row planes of each 64×64 tile and a bit
+// transpose (GFNI with AVX-512); wider codes take the generic loop.
 func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
 	nbits := dst.Bits()
-	var vals [64]uint32
-	var planes [bittensor.MaxBits]uint64
+	if nbits > 8 || !epUseAVX2 {
+		packBitBlockGeneric(dst, q, m0, rows, n)
+		return
+	}
+	words, pw, lw := dst.Words(), dst.PlaneWords(), dst.LineWords()
+	full := n / 64
+	var pad [64]uint32 // a partial chunk, zero-extended
 	if dst.Packing() == bittensor.ByRows {
 		for r := 0; r < rows; r++ {
-			row := q[r*n : (r+1)*n]
-			for w := 0; w*64 < n; w++ {
-				k := copy(vals[:], row[w*64:])
-				clear(vals[k:])
-				transpose64(&planes, &vals, nbits)
-				for pl := 0; pl < nbits; pl++ {
-					dst.Line(pl, m0+r)[w] = planes[pl]
-				}
+			line := words[(m0+r)*lw:]
+			if full > 0 {
+				bitPlanes8(line, q[r*n:(r+1)*n], full, nbits, pw, 1)
+			}
+			if n > 64*full {
+				clear(pad[copy(pad[:], q[r*n+64*full:(r+1)*n]):])
+				bitPlanes8(line[full:], pad[:], 1, nbits, pw, 1)
 			}
 		}
 		return
 	}
-	w := m0 / 64
-	clear(vals[rows:])
-	for c := 0; c < n; c++ {
+	// tile[p*64+r] is word (plane p, row r) of a 64×64 tile, then, after
+	// the transpose, word (plane p, column c).
+	var tile [8 * 64]uint64
+	wb := m0 / 64
+	for c0 := 0; c0 < n; c0 += 64 {
+		cols := min(64, n-c0)
+		if rows < 64 {
+			clear(tile[:])
+		}
 		for r := 0; r < rows; r++ {
-			vals[r] = q[r*n+c]
+			src := q[r*n+c0 : r*n+c0+cols]
+			if cols < 64 {
+				clear(pad[copy(pad[:], src):])
+				src = pad[:]
+			}
+			bitPlanes8(tile[r:], src, 1, nbits, 64, 1)
 		}
-		transpose64(&planes, &vals, nbits)
-		for pl := 0; pl < nbits; pl++ {
-			dst.Line(pl, c)[w] = planes[pl]
+		transposeTiles(tile[:64*nbits])
+		for p := 0; p < nbits; p++ {
+			t, plane := tile[64*p:64*p+cols], words[p*pw:]
+			for c, v := range t {
+				plane[(c0+c)*lw+wb] = v
+			}
 		}
+	}
+}
+
+// transposeBits64 transposes a 64×64 bit matrix in place: bit c of a[r]
+// becomes bit r of a[c]. Each of the six rounds swaps the off-diagonal
+// j×j blocks of every 2j×2j block (Hacker's Delight 7-3).
+func transposeBits64(a *[64]uint64) {
+	m := uint64(0x00000000ffffffff)
+	for j := uint(32); j != 0; j >>= 1 {
+		for b := uint(0); b < 64; b += 2 * j {
+			for k := b; k < b+j; k++ {
+				x, y := &a[k&63], &a[(k+j)&63] // the masks drop the bounds checks
+				t := (*x>>(j&63) ^ *y) & m
+				*y ^= t
+				*x ^= t << (j & 63)
+			}
+		}
+		m ^= m << (j >> 1 & 63)
 	}
 }
 

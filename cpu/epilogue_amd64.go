@@ -45,3 +45,21 @@ func quantizeRowBytesAVX2(q *uint8, y *float32, n int, scale float32, offset flo
 //
 //go:noescape
 func quantizeRowBytesAVX512(q *uint8, y *float32, n int, scale float32, offset float32, maxf float32, top uint32)
+
+// bitPlanes8AVX2 is transpose64 for nbits <= 8 on chunks runs of 64 codes: for w < chunks and
+// p < nbits, bit j of out[p*ps + w*ws] is bit p of q[64w+j]; code bits above nbits are ignored.
+//
+//go:noescape
+func bitPlanes8AVX2(out *uint64, q *uint32, chunks int, nbits int, ps int, ws int)
+
+// bitPlanes8AVX512 is transpose64 for nbits <= 8 on chunks runs of 64 codes: for w < chunks and
+// p < nbits, bit j of out[p*ps + w*ws] is bit p of q[64w+j]; code bits above nbits are ignored.
+//
+//go:noescape
+func bitPlanes8AVX512(out *uint64, q *uint32, chunks int, nbits int, ps int, ws int)
+
+// transposeBits64GFNI is transposeBits64 on each of the nplanes 64-word tiles at a:
+// bit c of a[64p+r] becomes bit r of a[64p+c].
+//
+//go:noescape
+func transposeBits64GFNI(a *uint64, nplanes int)

@@ -697,3 +697,342 @@ q_tail:
 q_done:
 	VZEROUPPER
 	RET
+
+// func bitPlanes8AVX2(out *uint64, q *uint32, chunks int, nbits int, ps int, ws int)
+// Requires: AVX, AVX2, SSE2
+TEXT ·bitPlanes8AVX2(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), AX
+	MOVQ         q+8(FP), DX
+	MOVQ         chunks+16(FP), BX
+	MOVQ         nbits+24(FP), SI
+	MOVQ         ps+32(FP), DI
+	MOVQ         ws+40(FP), R8
+	SHLQ         $0x03, DI
+	SHLQ         $0x03, R8
+	MOVQ         $0x00000001, R9
+	MOVQ         SI, CX
+	SHLQ         CL, R9
+	DECQ         R9
+	MOVQ         $0x00000008, CX
+	SUBQ         SI, CX
+	MOVQ         CX, X0
+	MOVQ         R9, X1
+	VPBROADCASTD X1, Y1
+	VMOVDQU      epilogue_packperm<>+0(SB), Y2
+
+chunk:
+	TESTQ     BX, BX
+	JZ        done
+	VPAND     (DX), Y1, Y3
+	VPAND     32(DX), Y1, Y4
+	VPAND     64(DX), Y1, Y5
+	VPAND     96(DX), Y1, Y6
+	VPACKUSDW Y4, Y3, Y3
+	VPACKUSDW Y6, Y5, Y5
+	VPACKUSWB Y5, Y3, Y3
+	VPERMD    Y3, Y2, Y3
+	VPSLLW    X0, Y3, Y3
+	VPAND     128(DX), Y1, Y4
+	VPAND     160(DX), Y1, Y5
+	VPAND     192(DX), Y1, Y6
+	VPAND     224(DX), Y1, Y7
+	VPACKUSDW Y5, Y4, Y4
+	VPACKUSDW Y7, Y6, Y6
+	VPACKUSWB Y6, Y4, Y4
+	VPERMD    Y4, Y2, Y4
+	VPSLLW    X0, Y4, Y4
+	MOVQ      SI, R9
+	DECQ      R9
+	MOVQ      R9, CX
+	IMULQ     DI, CX
+	ADDQ      AX, CX
+
+plane:
+	VPMOVMSKB Y3, R10
+	VPMOVMSKB Y4, R11
+	SHLQ      $0x20, R11
+	ORQ       R11, R10
+	VPADDB    Y3, Y3, Y3
+	VPADDB    Y4, Y4, Y4
+	MOVQ      R10, (CX)
+	SUBQ      DI, CX
+	DECQ      R9
+	JGE       plane
+	ADDQ      R8, AX
+	ADDQ      $0x00000100, DX
+	DECQ      BX
+	JMP       chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func bitPlanes8AVX512(out *uint64, q *uint32, chunks int, nbits int, ps int, ws int)
+// Requires: AVX, AVX512BW, AVX512F, SSE2
+TEXT ·bitPlanes8AVX512(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), AX
+	MOVQ         q+8(FP), DX
+	MOVQ         chunks+16(FP), BX
+	MOVQ         nbits+24(FP), SI
+	MOVQ         ps+32(FP), DI
+	MOVQ         ws+40(FP), R8
+	SHLQ         $0x03, DI
+	SHLQ         $0x03, R8
+	MOVQ         $0x00000001, R9
+	MOVQ         SI, CX
+	SHLQ         CL, R9
+	DECQ         R9
+	MOVQ         $0x00000008, CX
+	SUBQ         SI, CX
+	MOVQ         CX, X0
+	IMUL3Q       $0x01010101, R9, R9
+	MOVQ         R9, X1
+	VPBROADCASTD X1, Z1
+
+chunk:
+	TESTQ        BX, BX
+	JZ           done
+	VMOVDQU32    (DX), Z2
+	VPMOVDB      Z2, X2
+	VMOVDQU32    64(DX), Z3
+	VPMOVDB      Z3, X3
+	VMOVDQU32    128(DX), Z4
+	VPMOVDB      Z4, X4
+	VMOVDQU32    192(DX), Z5
+	VPMOVDB      Z5, X5
+	VINSERTI32X4 $0x01, X3, Z2, Z2
+	VINSERTI32X4 $0x02, X4, Z2, Z2
+	VINSERTI32X4 $0x03, X5, Z2, Z2
+	VPANDD       Z1, Z2, Z2
+	VPSLLW       X0, Z2, Z2
+	MOVQ         SI, R9
+	DECQ         R9
+	MOVQ         R9, CX
+	IMULQ        DI, CX
+	ADDQ         AX, CX
+
+plane:
+	VPMOVB2M Z2, K1
+	KMOVQ    K1, R10
+	VPADDB   Z2, Z2, Z2
+	MOVQ     R10, (CX)
+	SUBQ     DI, CX
+	DECQ     R9
+	JGE      plane
+	ADDQ     R8, AX
+	ADDQ     $0x00000100, DX
+	DECQ     BX
+	JMP      chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func transposeBits64GFNI(a *uint64, nplanes int)
+// Requires: AVX, AVX512F, AVX512VBMI, GFNI
+TEXT ·transposeBits64GFNI(SB), NOSPLIT, $0-16
+	MOVQ         a+0(FP), AX
+	MOVQ         nplanes+8(FP), CX
+	VMOVDQU64    transpose_gather<>+0(SB), Z0
+	VMOVDQU64    transpose_spread<>+0(SB), Z1
+	MOVQ         $0x8040201008040201, DX
+	VPBROADCASTQ DX, Z2
+
+tile:
+	TESTQ          CX, CX
+	JZ             done
+	VPERMB         (AX), Z0, Z3
+	VGF2P8AFFINEQB $0x00, Z3, Z2, Z3
+	VPERMB         64(AX), Z0, Z4
+	VGF2P8AFFINEQB $0x00, Z4, Z2, Z4
+	VPERMB         128(AX), Z0, Z5
+	VGF2P8AFFINEQB $0x00, Z5, Z2, Z5
+	VPERMB         192(AX), Z0, Z6
+	VGF2P8AFFINEQB $0x00, Z6, Z2, Z6
+	VPERMB         256(AX), Z0, Z7
+	VGF2P8AFFINEQB $0x00, Z7, Z2, Z7
+	VPERMB         320(AX), Z0, Z8
+	VGF2P8AFFINEQB $0x00, Z8, Z2, Z8
+	VPERMB         384(AX), Z0, Z9
+	VGF2P8AFFINEQB $0x00, Z9, Z2, Z9
+	VPERMB         448(AX), Z0, Z10
+	VGF2P8AFFINEQB $0x00, Z10, Z2, Z10
+	VPUNPCKLQDQ    Z4, Z3, Z11
+	VPUNPCKHQDQ    Z4, Z3, Z3
+	VPUNPCKLQDQ    Z6, Z5, Z4
+	VPUNPCKHQDQ    Z6, Z5, Z5
+	VPUNPCKLQDQ    Z8, Z7, Z6
+	VPUNPCKHQDQ    Z8, Z7, Z7
+	VPUNPCKLQDQ    Z10, Z9, Z8
+	VPUNPCKHQDQ    Z10, Z9, Z9
+	VSHUFI64X2     $0x44, Z4, Z11, Z10
+	VSHUFI64X2     $0xee, Z4, Z11, Z4
+	VSHUFI64X2     $0x44, Z8, Z6, Z11
+	VSHUFI64X2     $0xee, Z8, Z6, Z6
+	VSHUFI64X2     $0x88, Z11, Z10, Z8
+	VPERMB         Z8, Z1, Z8
+	VMOVDQU64      Z8, (AX)
+	VSHUFI64X2     $0xdd, Z11, Z10, Z8
+	VPERMB         Z8, Z1, Z8
+	VMOVDQU64      Z8, 128(AX)
+	VSHUFI64X2     $0x88, Z6, Z4, Z8
+	VPERMB         Z8, Z1, Z8
+	VMOVDQU64      Z8, 256(AX)
+	VSHUFI64X2     $0xdd, Z6, Z4, Z4
+	VPERMB         Z4, Z1, Z4
+	VMOVDQU64      Z4, 384(AX)
+	VSHUFI64X2     $0x44, Z5, Z3, Z4
+	VSHUFI64X2     $0xee, Z5, Z3, Z3
+	VSHUFI64X2     $0x44, Z9, Z7, Z5
+	VSHUFI64X2     $0xee, Z9, Z7, Z6
+	VSHUFI64X2     $0x88, Z5, Z4, Z7
+	VPERMB         Z7, Z1, Z7
+	VMOVDQU64      Z7, 64(AX)
+	VSHUFI64X2     $0xdd, Z5, Z4, Z4
+	VPERMB         Z4, Z1, Z4
+	VMOVDQU64      Z4, 192(AX)
+	VSHUFI64X2     $0x88, Z6, Z3, Z4
+	VPERMB         Z4, Z1, Z4
+	VMOVDQU64      Z4, 320(AX)
+	VSHUFI64X2     $0xdd, Z6, Z3, Z3
+	VPERMB         Z3, Z1, Z3
+	VMOVDQU64      Z3, 448(AX)
+	ADDQ           $0x00000200, AX
+	DECQ           CX
+	JMP            tile
+
+done:
+	VZEROUPPER
+	RET
+
+DATA transpose_gather<>+0(SB)/1, $0x38
+DATA transpose_gather<>+1(SB)/1, $0x30
+DATA transpose_gather<>+2(SB)/1, $0x28
+DATA transpose_gather<>+3(SB)/1, $0x20
+DATA transpose_gather<>+4(SB)/1, $0x18
+DATA transpose_gather<>+5(SB)/1, $0x10
+DATA transpose_gather<>+6(SB)/1, $0x08
+DATA transpose_gather<>+7(SB)/1, $0x00
+DATA transpose_gather<>+8(SB)/1, $0x39
+DATA transpose_gather<>+9(SB)/1, $0x31
+DATA transpose_gather<>+10(SB)/1, $0x29
+DATA transpose_gather<>+11(SB)/1, $0x21
+DATA transpose_gather<>+12(SB)/1, $0x19
+DATA transpose_gather<>+13(SB)/1, $0x11
+DATA transpose_gather<>+14(SB)/1, $0x09
+DATA transpose_gather<>+15(SB)/1, $0x01
+DATA transpose_gather<>+16(SB)/1, $0x3a
+DATA transpose_gather<>+17(SB)/1, $0x32
+DATA transpose_gather<>+18(SB)/1, $0x2a
+DATA transpose_gather<>+19(SB)/1, $0x22
+DATA transpose_gather<>+20(SB)/1, $0x1a
+DATA transpose_gather<>+21(SB)/1, $0x12
+DATA transpose_gather<>+22(SB)/1, $0x0a
+DATA transpose_gather<>+23(SB)/1, $0x02
+DATA transpose_gather<>+24(SB)/1, $0x3b
+DATA transpose_gather<>+25(SB)/1, $0x33
+DATA transpose_gather<>+26(SB)/1, $0x2b
+DATA transpose_gather<>+27(SB)/1, $0x23
+DATA transpose_gather<>+28(SB)/1, $0x1b
+DATA transpose_gather<>+29(SB)/1, $0x13
+DATA transpose_gather<>+30(SB)/1, $0x0b
+DATA transpose_gather<>+31(SB)/1, $0x03
+DATA transpose_gather<>+32(SB)/1, $0x3c
+DATA transpose_gather<>+33(SB)/1, $0x34
+DATA transpose_gather<>+34(SB)/1, $0x2c
+DATA transpose_gather<>+35(SB)/1, $0x24
+DATA transpose_gather<>+36(SB)/1, $0x1c
+DATA transpose_gather<>+37(SB)/1, $0x14
+DATA transpose_gather<>+38(SB)/1, $0x0c
+DATA transpose_gather<>+39(SB)/1, $0x04
+DATA transpose_gather<>+40(SB)/1, $0x3d
+DATA transpose_gather<>+41(SB)/1, $0x35
+DATA transpose_gather<>+42(SB)/1, $0x2d
+DATA transpose_gather<>+43(SB)/1, $0x25
+DATA transpose_gather<>+44(SB)/1, $0x1d
+DATA transpose_gather<>+45(SB)/1, $0x15
+DATA transpose_gather<>+46(SB)/1, $0x0d
+DATA transpose_gather<>+47(SB)/1, $0x05
+DATA transpose_gather<>+48(SB)/1, $0x3e
+DATA transpose_gather<>+49(SB)/1, $0x36
+DATA transpose_gather<>+50(SB)/1, $0x2e
+DATA transpose_gather<>+51(SB)/1, $0x26
+DATA transpose_gather<>+52(SB)/1, $0x1e
+DATA transpose_gather<>+53(SB)/1, $0x16
+DATA transpose_gather<>+54(SB)/1, $0x0e
+DATA transpose_gather<>+55(SB)/1, $0x06
+DATA transpose_gather<>+56(SB)/1, $0x3f
+DATA transpose_gather<>+57(SB)/1, $0x37
+DATA transpose_gather<>+58(SB)/1, $0x2f
+DATA transpose_gather<>+59(SB)/1, $0x27
+DATA transpose_gather<>+60(SB)/1, $0x1f
+DATA transpose_gather<>+61(SB)/1, $0x17
+DATA transpose_gather<>+62(SB)/1, $0x0f
+DATA transpose_gather<>+63(SB)/1, $0x07
+GLOBL transpose_gather<>(SB), RODATA|NOPTR, $64
+
+DATA transpose_spread<>+0(SB)/1, $0x00
+DATA transpose_spread<>+1(SB)/1, $0x08
+DATA transpose_spread<>+2(SB)/1, $0x10
+DATA transpose_spread<>+3(SB)/1, $0x18
+DATA transpose_spread<>+4(SB)/1, $0x20
+DATA transpose_spread<>+5(SB)/1, $0x28
+DATA transpose_spread<>+6(SB)/1, $0x30
+DATA transpose_spread<>+7(SB)/1, $0x38
+DATA transpose_spread<>+8(SB)/1, $0x01
+DATA transpose_spread<>+9(SB)/1, $0x09
+DATA transpose_spread<>+10(SB)/1, $0x11
+DATA transpose_spread<>+11(SB)/1, $0x19
+DATA transpose_spread<>+12(SB)/1, $0x21
+DATA transpose_spread<>+13(SB)/1, $0x29
+DATA transpose_spread<>+14(SB)/1, $0x31
+DATA transpose_spread<>+15(SB)/1, $0x39
+DATA transpose_spread<>+16(SB)/1, $0x02
+DATA transpose_spread<>+17(SB)/1, $0x0a
+DATA transpose_spread<>+18(SB)/1, $0x12
+DATA transpose_spread<>+19(SB)/1, $0x1a
+DATA transpose_spread<>+20(SB)/1, $0x22
+DATA transpose_spread<>+21(SB)/1, $0x2a
+DATA transpose_spread<>+22(SB)/1, $0x32
+DATA transpose_spread<>+23(SB)/1, $0x3a
+DATA transpose_spread<>+24(SB)/1, $0x03
+DATA transpose_spread<>+25(SB)/1, $0x0b
+DATA transpose_spread<>+26(SB)/1, $0x13
+DATA transpose_spread<>+27(SB)/1, $0x1b
+DATA transpose_spread<>+28(SB)/1, $0x23
+DATA transpose_spread<>+29(SB)/1, $0x2b
+DATA transpose_spread<>+30(SB)/1, $0x33
+DATA transpose_spread<>+31(SB)/1, $0x3b
+DATA transpose_spread<>+32(SB)/1, $0x04
+DATA transpose_spread<>+33(SB)/1, $0x0c
+DATA transpose_spread<>+34(SB)/1, $0x14
+DATA transpose_spread<>+35(SB)/1, $0x1c
+DATA transpose_spread<>+36(SB)/1, $0x24
+DATA transpose_spread<>+37(SB)/1, $0x2c
+DATA transpose_spread<>+38(SB)/1, $0x34
+DATA transpose_spread<>+39(SB)/1, $0x3c
+DATA transpose_spread<>+40(SB)/1, $0x05
+DATA transpose_spread<>+41(SB)/1, $0x0d
+DATA transpose_spread<>+42(SB)/1, $0x15
+DATA transpose_spread<>+43(SB)/1, $0x1d
+DATA transpose_spread<>+44(SB)/1, $0x25
+DATA transpose_spread<>+45(SB)/1, $0x2d
+DATA transpose_spread<>+46(SB)/1, $0x35
+DATA transpose_spread<>+47(SB)/1, $0x3d
+DATA transpose_spread<>+48(SB)/1, $0x06
+DATA transpose_spread<>+49(SB)/1, $0x0e
+DATA transpose_spread<>+50(SB)/1, $0x16
+DATA transpose_spread<>+51(SB)/1, $0x1e
+DATA transpose_spread<>+52(SB)/1, $0x26
+DATA transpose_spread<>+53(SB)/1, $0x2e
+DATA transpose_spread<>+54(SB)/1, $0x36
+DATA transpose_spread<>+55(SB)/1, $0x3e
+DATA transpose_spread<>+56(SB)/1, $0x07
+DATA transpose_spread<>+57(SB)/1, $0x0f
+DATA transpose_spread<>+58(SB)/1, $0x17
+DATA transpose_spread<>+59(SB)/1, $0x1f
+DATA transpose_spread<>+60(SB)/1, $0x27
+DATA transpose_spread<>+61(SB)/1, $0x2f
+DATA transpose_spread<>+62(SB)/1, $0x37
+DATA transpose_spread<>+63(SB)/1, $0x3f
+GLOBL transpose_spread<>(SB), RODATA|NOPTR, $64

@@ -5,6 +5,8 @@ package cpu
 import (
 	"unsafe"
 
+	"github.com/klauspost/cpuid/v2"
+
 	"github.com/qgtc/qgtc/bmm"
 )
 
@@ -15,6 +17,8 @@ import (
 var (
 	epUseAVX2   = hasAVX2
 	epUseAVX512 = hasAVX512
+	epHasGFNI   = hasAVX512 && cpuid.CPU.Supports(cpuid.GFNI, cpuid.AVX512VBMI)
+	epUseGFNI   = epHasGFNI // the bit transposes of column packing, with AVX-512
 )
 
 // The flags of epilogueRowAVX2/AVX512 (cpu/_asm/epilogue mirrors them).
@@ -134,4 +138,31 @@ func quantizeRowBytesAsm(q []uint8, y []float32, rq bmm.Requant, bits int) int {
 	maxf, top := quantLimits(bits)
 	kernel(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
 	return n
+}
+
+// bitPlanes8 runs bitPlanes8AVX512 or bitPlanes8AVX2 (see there) after
+// checking the bounds they rely on.
+func bitPlanes8(out []uint64, q []uint32, chunks, nbits, ps, ws int) {
+	if chunks <= 0 {
+		return
+	}
+	if nbits < 1 || nbits > 8 {
+		panic("cpu: bitPlanes8 takes 1..8 bits")
+	}
+	_ = q[64*chunks-1]
+	_ = out[(nbits-1)*ps+(chunks-1)*ws]
+	if epUseAVX512 {
+		bitPlanes8AVX512(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
+		return
+	}
+	bitPlanes8AVX2(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
+}
+
+// transposeTiles is transposeBits64 on each 64-word tile of a.
+func transposeTiles(a []uint64) {
+	if epUseGFNI && epUseAVX512 && len(a) >= 64 {
+		transposeBits64GFNI(&a[0], len(a)/64)
+		return
+	}
+	transposeTilesGeneric(a)
 }

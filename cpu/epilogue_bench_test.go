@@ -58,26 +58,31 @@ func BenchmarkEpilogueRow(b *testing.B) {
 }
 
 // BenchmarkPackBitBlock times packing one block of 64 rows of 4-bit codes
-// into bit planes, per element, for both packings.
+// into bit planes, per element, for both packings on each path.
+//
+//	go test -run '^$' -bench PackBitBlock ./cpu
 func BenchmarkPackBitBlock(b *testing.B) {
 	const rows, bits = 64, 4
 	for _, n := range []int{64, 256} {
 		for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
-			b.Run(fmt.Sprintf("packing=%v/n=%d", packing, n), func(b *testing.B) {
-				dst, err := bittensor.New(rows, n, bits, packing, bittensor.DefaultPadding)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r := rand.New(rand.NewPCG(4, 4))
-				q := make([]uint32, rows*n)
-				for j := range q {
-					q[j] = uint32(r.IntN(1 << bits))
-				}
-				for b.Loop() {
-					packBitBlock(dst, q, 0, rows, n)
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/elem")
-			})
+			for _, impl := range epImpls() {
+				b.Run(fmt.Sprintf("packing=%v/n=%d/impl=%s", packing, n, impl), func(b *testing.B) {
+					useEpImpl(b, impl)
+					dst, err := bittensor.New(rows, n, bits, packing, bittensor.DefaultPadding)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r := rand.New(rand.NewPCG(4, 4))
+					q := make([]uint32, rows*n)
+					for j := range q {
+						q[j] = uint32(r.IntN(1 << bits))
+					}
+					for b.Loop() {
+						packBitBlock(dst, q, 0, rows, n)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/elem")
+				})
+			}
 		}
 	}
 }

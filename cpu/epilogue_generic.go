@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/qgtc/qgtc/bmm"
+import (
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
 
 // The reference loops of the fused epilogue, always compiled: the assembly
 // paths are checked against them bit for bit, and they run the rows (or row
@@ -104,5 +107,47 @@ func quantizeRowBytesGeneric(q []uint8, y []float32, rq bmm.Requant, bits int) {
 		default:
 			q[j] = uint8(v)
 		}
+	}
+}
+
+// packBitBlockGeneric is packBitBlock for any width: it writes rows [m0, m0+rows) of an m×n matrix of values q
+// (row-major, stride n) into dst's bit planes. m0 is a multiple of 64 and
+// rows <= 64, so for a column-packed dst the block is one word per line and
+// plane, owned by the caller alone.
+func packBitBlockGeneric(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
+	nbits := dst.Bits()
+	var vals [64]uint32
+	var planes [bittensor.MaxBits]uint64
+	if dst.Packing() == bittensor.ByRows {
+		for r := 0; r < rows; r++ {
+			row := q[r*n : (r+1)*n]
+			for w := 0; w*64 < n; w++ {
+				k := copy(vals[:], row[w*64:])
+				clear(vals[k:])
+				transpose64(&planes, &vals, nbits)
+				for pl := 0; pl < nbits; pl++ {
+					dst.Line(pl, m0+r)[w] = planes[pl]
+				}
+			}
+		}
+		return
+	}
+	w := m0 / 64
+	clear(vals[rows:])
+	for c := 0; c < n; c++ {
+		for r := 0; r < rows; r++ {
+			vals[r] = q[r*n+c]
+		}
+		transpose64(&planes, &vals, nbits)
+		for pl := 0; pl < nbits; pl++ {
+			dst.Line(pl, c)[w] = planes[pl]
+		}
+	}
+}
+
+// transposeTilesGeneric is transposeBits64 on each 64-word tile of a.
+func transposeTilesGeneric(a []uint64) {
+	for p := 0; p+64 <= len(a); p += 64 {
+		transposeBits64((*[64]uint64)(a[p:]))
 	}
 }

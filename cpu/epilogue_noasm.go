@@ -4,10 +4,14 @@ package cpu
 
 import "github.com/qgtc/qgtc/bmm"
 
-var epUseAVX2, epUseAVX512 = false, false
+var epUseAVX2, epUseAVX512, epHasGFNI, epUseGFNI = false, false, false, false
 
 func applyRowAsm([]float32, []int32, int, *bmm.Epilogue) int { return 0 }
 
 func quantizeRowAsm([]uint32, []float32, bmm.Requant, int) int { return 0 }
 
 func quantizeRowBytesAsm([]uint8, []float32, bmm.Requant, int) int { return 0 }
+
+func bitPlanes8([]uint64, []uint32, int, int, int, int) { panic("cpu: no bitPlanes8 without assembly") }
+
+func transposeTiles(a []uint64) { transposeTilesGeneric(a) }

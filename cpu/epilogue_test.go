@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 )
 
@@ -27,15 +28,15 @@ func epImpls() []string {
 
 func useEpImpl(tb testing.TB, impl string) {
 	tb.Helper()
-	a2, a512 := epUseAVX2, epUseAVX512
-	tb.Cleanup(func() { epUseAVX2, epUseAVX512 = a2, a512 })
+	a2, a512, gfni := epUseAVX2, epUseAVX512, epUseGFNI
+	tb.Cleanup(func() { epUseAVX2, epUseAVX512, epUseGFNI = a2, a512, gfni })
 	switch impl {
 	case "generic":
-		epUseAVX2, epUseAVX512 = false, false
+		epUseAVX2, epUseAVX512, epUseGFNI = false, false, false
 	case "avx2":
-		epUseAVX2, epUseAVX512 = true, false
+		epUseAVX2, epUseAVX512, epUseGFNI = true, false, false
 	case "avx512":
-		epUseAVX2, epUseAVX512 = true, true
+		epUseAVX2, epUseAVX512, epUseGFNI = true, true, epHasGFNI
 	default:
 		tb.Fatalf("unknown epilogue impl %q", impl)
 	}
@@ -393,4 +394,82 @@ func FuzzEpilogueRow(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestTransposeBits64(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 10))
+	var a, orig [64]uint64
+	for i := range a {
+		a[i] = r.Uint64()
+	}
+	orig = a
+	transposeBits64(&a)
+	for i := range 64 {
+		for j := range 64 {
+			require.Equal(t, orig[i]>>j&1, a[j]>>i&1, "bit (%d, %d)", i, j)
+		}
+	}
+}
+
+// TestTransposeTiles checks the vector tile transposes against
+// transposeBits64 on random and structured tiles.
+func TestTransposeTiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 12))
+	for _, impl := range epImpls() {
+		t.Run("impl="+impl, func(t *testing.T) {
+			useEpImpl(t, impl)
+			for nt := 0; nt <= 9; nt++ {
+				a := make([]uint64, 64*nt+3) // a partial tile at the end stays as it is
+				for i := range a {
+					switch i % 3 {
+					case 0:
+						a[i] = r.Uint64()
+					case 1:
+						a[i] = 1 << (i % 64)
+					default:
+						a[i] = ^uint64(0) >> (i % 64)
+					}
+				}
+				want := append([]uint64(nil), a...)
+				transposeTilesGeneric(want)
+				transposeTiles(a)
+				require.Equal(t, want, a, "%d tiles", nt)
+			}
+		})
+	}
+}
+
+// TestPackBitBlock checks every path of packBitBlock against the generic
+// loop, word for word over the whole tensor, padding included. The codes
+// carry random bits above the width, which every path must ignore.
+func TestPackBitBlock(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	for _, impl := range epImpls() {
+		for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+			for _, bits := range []int{1, 2, 3, 4, 5, 7, 8, 9, 16, 32} {
+				t.Run(fmt.Sprintf("impl=%s/packing=%v/bits=%d", impl, packing, bits), func(t *testing.T) {
+					useEpImpl(t, impl)
+					for _, n := range []int{1, 5, 63, 64, 65, 130, 256} {
+						for _, rows := range []int{1, 17, 64} {
+							m0 := 64 * r.IntN(2)
+							q := make([]uint32, rows*n)
+							for j := range q {
+								q[j] = r.Uint32()
+								if r.IntN(2) == 0 {
+									q[j] &= 1<<bits - 1
+								}
+							}
+							got, err := bittensor.New(128, n, bits, packing, bittensor.DefaultPadding)
+							require.NoError(t, err)
+							want, err := bittensor.New(128, n, bits, packing, bittensor.DefaultPadding)
+							require.NoError(t, err)
+							packBitBlock(got, q, m0, rows, n)
+							packBitBlockGeneric(want, q, m0, rows, n)
+							require.Equal(t, want.Words(), got.Words(), "n=%d rows=%d m0=%d", n, rows, m0)
+						}
+					}
+				})
+			}
+		}
+	}
 }

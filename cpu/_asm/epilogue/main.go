@@ -45,6 +45,9 @@ func main() {
 	quantize(avx512, false, perm)
 	quantize(avx2, true, perm)
 	quantize(avx512, true, perm)
+	planes(avx2, perm)
+	planes(avx512, perm)
+	transposeGFNI()
 	Generate()
 }
 
@@ -298,4 +301,196 @@ func quantize(s isa, bytes bool, perm Mem) {
 			VMOVUPS(v, k, qat(0))
 		}
 	})
+}
+
+// planes writes bitPlanes8<ISA>, the bit-plane packing of codes of up to
+// 8 bits: each chunk of 64 codes becomes one byte vector (AVX2: two), the
+// top code bit is shifted to bit 7 of each byte and VPMOVMSKB (AVX-512:
+// VPMOVB2M) gathers one plane word; VPADDB then brings the next lower bit
+// up, so no shift count depends on the plane.
+func planes(s isa, perm Mem) {
+	name := "bitPlanes8" + s.name
+	TEXT(name, NOSPLIT, "func(out *uint64, q *uint32, chunks, nbits, ps, ws int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s is transpose64 for nbits <= 8 on chunks runs of 64 codes: for w < chunks and", name),
+		"p < nbits, bit j of out[p*ps + w*ws] is bit p of q[64w+j]; code bits above nbits are ignored.")
+	out := Load(Param("out"), GP64())
+	q := Load(Param("q"), GP64())
+	chunks := Load(Param("chunks"), GP64())
+	nbits := Load(Param("nbits"), GP64())
+	ps := Load(Param("ps"), GP64())
+	ws := Load(Param("ws"), GP64())
+	SHLQ(U8(3), ps)
+	SHLQ(U8(3), ws)
+	// top: the low nbits set, in every dword (AVX2, masked before the
+	// saturating packs) or every byte (AVX-512, after the truncating VPMOVDB).
+	t := GP64()
+	MOVQ(U32(1), t)
+	MOVQ(nbits, RCX)
+	SHLQ(CL, t)
+	DECQ(t)
+	cnt := XMM()
+	sh := GP64()
+	MOVQ(U32(8), sh)
+	SUBQ(nbits, sh)
+	MOVQ(sh, cnt)
+	top := s.vec()
+	tx := XMM()
+	if s.evex {
+		IMUL3Q(U32(0x01010101), t, t)
+	}
+	MOVQ(t, tx)
+	VPBROADCASTD(tx, top)
+	var idx VecVirtual
+	if !s.evex {
+		idx = YMM()
+		VMOVDQU(perm, idx)
+	}
+	Label("chunk")
+	TESTQ(chunks, chunks)
+	JZ(LabelRef("done"))
+	var b []VecVirtual
+	if s.evex {
+		x := make([]VecVirtual, 4)
+		for k := range x {
+			x[k] = ZMM()
+			VMOVDQU32(Mem{Base: q, Disp: 64 * k}, x[k])
+			VPMOVDB(x[k], x[k].AsX())
+		}
+		z := x[0]
+		for k := 1; k < 4; k++ {
+			VINSERTI32X4(U8(k), x[k].AsX(), z, z)
+		}
+		VPANDD(top, z, z)
+		VPSLLW(cnt, z, z)
+		b = []VecVirtual{z}
+	} else {
+		for h := 0; h < 2; h++ {
+			v := make([]VecVirtual, 4)
+			for k := range v {
+				v[k] = YMM()
+				VPAND(Mem{Base: q, Disp: 128*h + 32*k}, top, v[k])
+			}
+			VPACKUSDW(v[1], v[0], v[0])
+			VPACKUSDW(v[3], v[2], v[2])
+			VPACKUSWB(v[2], v[0], v[0])
+			VPERMD(v[0], idx, v[0])
+			VPSLLW(cnt, v[0], v[0])
+			b = append(b, v[0])
+		}
+	}
+	// Planes from nbits-1 down to 0, at dst = out + p*ps.
+	dst, p := GP64(), GP64()
+	MOVQ(nbits, p)
+	DECQ(p)
+	MOVQ(p, dst)
+	IMULQ(ps, dst)
+	ADDQ(out, dst)
+	Label("plane")
+	w := GP64()
+	if s.evex {
+		k := K()
+		VPMOVB2M(b[0], k)
+		KMOVQ(k, w)
+		VPADDB(b[0], b[0], b[0])
+	} else {
+		hi := GP64()
+		VPMOVMSKB(b[0], w.As32())
+		VPMOVMSKB(b[1], hi.As32())
+		SHLQ(U8(32), hi)
+		ORQ(hi, w)
+		VPADDB(b[0], b[0], b[0])
+		VPADDB(b[1], b[1], b[1])
+	}
+	MOVQ(w, Mem{Base: dst})
+	SUBQ(ps, dst)
+	DECQ(p)
+	JGE(LabelRef("plane"))
+	ADDQ(ws, out)
+	ADDQ(U32(256), q)
+	DECQ(chunks)
+	JMP(LabelRef("chunk"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// transposeGFNI writes transposeBits64GFNI: the 64×64 bit transpose of
+// each of nplanes tiles, as 8×8 tiles of 8×8 bits. Row word r byte J is the
+// bit tile (r/8, J); a VPERMB per 8 rows gathers each tile into one qword,
+// VGF2P8AFFINEQB with the tile as its matrix transposes the tile's bits
+// (output byte j = its column j), an 8×8 qword transpose across registers
+// moves tile (I, J) to (J, I), and a last VPERMB puts each output word's
+// bytes in place.
+func transposeGFNI() {
+	TEXT("transposeBits64GFNI", NOSPLIT, "func(a *uint64, nplanes int)")
+	Pragma("noescape")
+	Doc("transposeBits64GFNI is transposeBits64 on each of the nplanes 64-word tiles at a:",
+		"bit c of a[64p+r] becomes bit r of a[64p+c].")
+	// gather: dst qword J byte 7-k = src qword k byte J, so that row 8I+k
+	// is the affine matrix's byte 7-k, the one that makes output bit k.
+	gather := GLOBL("transpose_gather", RODATA|NOPTR)
+	for pos := 0; pos < 64; pos++ {
+		J, k := pos/8, 7-pos%8
+		DATA(pos, U8(8*k+J))
+	}
+	// spread: dst qword j byte i = src qword i byte j.
+	spread := GLOBL("transpose_spread", RODATA|NOPTR)
+	for j := 0; j < 8; j++ {
+		for i := 0; i < 8; i++ {
+			DATA(8*j+i, U8(8*i+j))
+		}
+	}
+	a := Load(Param("a"), GP64())
+	n := Load(Param("nplanes"), GP64())
+	gi, si, unit := ZMM(), ZMM(), ZMM()
+	VMOVDQU64(gather, gi)
+	VMOVDQU64(spread, si)
+	u := GP64()
+	MOVQ(U64(0x8040201008040201), u) // byte j = 1<<j: affine(tile, 1<<j) is the tile's column j
+	VPBROADCASTQ(u, unit)
+	Label("tile")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	w := make([]VecVirtual, 8)
+	for i := range w {
+		w[i] = ZMM()
+		VPERMB(Mem{Base: a, Disp: 64 * i}, gi, w[i])
+		VGF2P8AFFINEQB(U8(0), w[i], unit, w[i])
+	}
+	// w[I] qword J is now tile (I, J) transposed: byte j holds column 8J+j
+	// of rows 8I..8I+7. Output register J takes qword J of every w[I].
+	uu := make([]VecVirtual, 8)
+	for a2 := 0; a2 < 4; a2++ {
+		uu[2*a2], uu[2*a2+1] = ZMM(), ZMM()
+		VPUNPCKLQDQ(w[2*a2+1], w[2*a2], uu[2*a2])
+		VPUNPCKHQDQ(w[2*a2+1], w[2*a2], uu[2*a2+1])
+	}
+	// uu[2a+e] lane L = (w[2a] qword 2L+e, w[2a+1] qword 2L+e).
+	for e := 0; e < 2; e++ {
+		vlo, vhi, wlo, whi := ZMM(), ZMM(), ZMM(), ZMM()
+		VSHUFI64X2(U8(0x44), uu[2+e], uu[e], vlo)
+		VSHUFI64X2(U8(0xee), uu[2+e], uu[e], vhi)
+		VSHUFI64X2(U8(0x44), uu[6+e], uu[4+e], wlo)
+		VSHUFI64X2(U8(0xee), uu[6+e], uu[4+e], whi)
+		for L := 0; L < 4; L++ {
+			src1, src2, imm := vlo, wlo, uint8(0x88)
+			if L >= 2 {
+				src1, src2 = vhi, whi
+			}
+			if L%2 == 1 {
+				imm = 0xdd
+			}
+			r := ZMM()
+			VSHUFI64X2(U8(imm), src2, src1, r)
+			VPERMB(r, si, r)
+			VMOVDQU64(r, Mem{Base: a, Disp: 64 * (2*L + e)})
+		}
+	}
+	ADDQ(U32(512), a)
+	DECQ(n)
+	JMP(LabelRef("tile"))
+	Label("done")
+	VZEROUPPER()
+	RET()
 }
