@@ -90,6 +90,12 @@ func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs 
 //go:noescape
 func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
+// chunkBitsAVX512 sets bit c of the bit stream at dst to (a[4c : 4c+4] != 0), for c < n,
+// n a multiple of 16, 16 bits at a time (markRowsGeneric over contiguous lines).
+//
+//go:noescape
+func chunkBitsAVX512(dst *uint64, a *uint64, n int)
+
 // addChain runs 64·n dependent ADDs (one cycle each on any x86-64 core),
 // the clock calibration loop of the benchmarks; it returns 64·n.
 func addChain(n int) int

@@ -2466,6 +2466,70 @@ vertAVX2R1G1_done:
 	VZEROUPPER
 	RET
 
+// func chunkBitsAVX512(dst *uint64, a *uint64, n int)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·chunkBitsAVX512(SB), NOSPLIT, $0-24
+	MOVQ       dst+0(FP), AX
+	MOVQ       a+8(FP), CX
+	MOVQ       n+16(FP), DX
+	SHRQ       $0x04, DX
+	VPTERNLOGD $0xff, Z0, Z0, Z0
+	MOVQ       $0x1111111111111111, BX
+	MOVQ       $0x0303030303030303, SI
+	MOVQ       $0x000f000f000f000f, DI
+	MOVQ       $0x000000ff000000ff, R8
+	TESTQ      DX, DX
+	JZ         chunkbits_done
+
+chunkbits_loop:
+	VPTESTMQ (CX), Z0, K1
+	VPTESTMQ 64(CX), Z0, K2
+	KUNPCKBW K1, K2, K1
+	VPTESTMQ 128(CX), Z0, K2
+	VPTESTMQ 192(CX), Z0, K3
+	KUNPCKBW K2, K3, K2
+	VPTESTMQ 256(CX), Z0, K3
+	VPTESTMQ 320(CX), Z0, K4
+	KUNPCKBW K3, K4, K3
+	VPTESTMQ 384(CX), Z0, K4
+	VPTESTMQ 448(CX), Z0, K5
+	KUNPCKBW K4, K5, K4
+	KUNPCKWD K1, K2, K1
+	KUNPCKWD K3, K4, K2
+	KUNPCKDQ K1, K2, K1
+	KMOVQ    K1, R9
+	MOVQ     R9, R10
+	SHRQ     $0x01, R10
+	ORQ      R10, R9
+	MOVQ     R9, R10
+	SHRQ     $0x02, R10
+	ORQ      R10, R9
+	ANDQ     BX, R9
+	MOVQ     R9, R10
+	SHRQ     $0x03, R10
+	ORQ      R10, R9
+	ANDQ     SI, R9
+	MOVQ     R9, R10
+	SHRQ     $0x06, R10
+	ORQ      R10, R9
+	ANDQ     DI, R9
+	MOVQ     R9, R10
+	SHRQ     $0x0c, R10
+	ORQ      R10, R9
+	ANDQ     R8, R9
+	MOVQ     R9, R10
+	SHRQ     $0x18, R10
+	ORQ      R10, R9
+	MOVW     R9, (AX)
+	ADDQ     $0x02, AX
+	ADDQ     $0x00000200, CX
+	DECQ     DX
+	JNZ      chunkbits_loop
+
+chunkbits_done:
+	VZEROUPPER
+	RET
+
 // func addChain(n int) int
 TEXT ·addChain(SB), NOSPLIT, $0-16
 	MOVQ  n+0(FP), AX

@@ -17,6 +17,7 @@ func init() {
 	for _, im := range bitImpls {
 		switch im.name {
 		case "avx512":
+			im.mark = markAVX512
 			im.vc = 8
 			im.vert = asmVert(8, 0, []vertTile{
 				{4, 4, vertAVX512R4G4, vertAVX512R1G4},
@@ -83,6 +84,74 @@ func asmVert(vc, maxKW int, tiles []vertTile) vertFunc {
 					t.one(&out[nr*ldo+g0*vc], ldo, &a[nr*lda+w0], lda, &pairs[0], np, &bt[w0*wstride+g0*vc], wstride, n, ng, nrows-nr, s)
 				}
 				g0 += ng
+			}
+		}
+	}
+}
+
+// markAVX512 is the zero-chunk mask: when the lines are back to back
+// (lda = 4·nchunks, as in every bit plane of A) and hold at least 4
+// chunks, the chunk bits of up to 4096 chunks at a time come from
+// chunkBitsAVX512 as one bit stream, cut into rows after (BenchmarkMark:
+// ~1.5x the AVX2 loop at 4 chunks a row); other lines take the AVX2 loop,
+// which is faster at one chunk a row than the cutting.
+func markAVX512(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
+	if nrows <= 0 || nchunks <= 0 {
+		return
+	}
+	const bufBits = 4096
+	if lda != nchunks*bitChunkWords || nchunks < 4 || nchunks > bufBits {
+		asmMark(markRowsAVX2)(mask, mw, a, lda, nrows, nchunks)
+		return
+	}
+	_ = mask[(nrows-1)*mw+(nchunks-1)/64]
+	_ = a[nrows*lda-1]
+	var buf [bufBits / 64]uint64
+	per := bufBits / nchunks
+	for r0 := 0; r0 < nrows; r0 += per {
+		nr := min(per, nrows-r0)
+		total := nr * nchunks
+		n16 := total &^ 15
+		if n16 > 0 {
+			chunkBitsAVX512(&buf[0], &a[r0*lda], n16)
+		}
+		if n16 < total {
+			// The last < 16 chunks: clear the stream past n16, then set.
+			buf[n16/64] &= 1<<(n16%64) - 1
+			clear(buf[n16/64+1 : (total+63)/64])
+			line := a[r0*lda:]
+			for c := n16; c < total; c++ {
+				w := line[c*bitChunkWords : c*bitChunkWords+bitChunkWords]
+				if w[0]|w[1]|w[2]|w[3] != 0 {
+					buf[c/64] |= 1 << (c % 64)
+				}
+			}
+		}
+		if mw == 1 { // nchunks <= 64: one window of the stream per row
+			low := ^uint64(0) >> (64 - uint(nchunks))
+			m := mask[r0 : r0+nr]
+			for r := range m {
+				i := uint(r * nchunks)
+				w := buf[i/64] >> (i % 64)
+				if i%64+uint(nchunks) > 64 {
+					w |= buf[i/64+1] << (64 - i%64)
+				}
+				m[r] |= w & low
+			}
+			continue
+		}
+		for r := 0; r < nr; r++ {
+			m := mask[(r0+r)*mw : (r0+r+1)*mw]
+			for k, i := 0, r*nchunks; k*64 < nchunks; k, i = k+1, i+64 {
+				nb := min(64, nchunks-k*64)
+				w := buf[i/64] >> (i % 64)
+				if i%64 != 0 && i%64+nb > 64 {
+					w |= buf[i/64+1] << (64 - i%64)
+				}
+				if nb < 64 {
+					w &= 1<<nb - 1
+				}
+				m[k] |= w
 			}
 		}
 	}

@@ -295,3 +295,27 @@ func BenchmarkSgemm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMark is the zero-chunk mask of one task's 64 rows of one plane
+// of A, per path (chunks: 256-bit chunks per row).
+func BenchmarkMark(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, nc := range []int{1, 4, 16, 64} {
+		const rows = 64
+		a := randWords(r, rows*nc*bitChunkWords, 0.5)
+		mw := (nc + 63) / 64
+		mask := make([]uint64, rows*mw)
+		for _, im := range bitImpls {
+			b.Run(fmt.Sprintf("chunks=%d/impl=%s", nc, im.name), func(b *testing.B) {
+				b.SetBytes(int64(8 * len(a)))
+				meter := startCPU()
+				for b.Loop() {
+					im.mark(mask, mw, a, nc*bitChunkWords, rows, nc)
+				}
+				if cpuSec := meter.perOp(b); cpuSec > 0 {
+					b.ReportMetric(cpuSec*1e9, "cpu-ns/op")
+				}
+			})
+		}
+	}
+}

@@ -28,6 +28,7 @@ func main() {
 	row4AVX512()
 	row4AVX2(lut, low)
 	vertKernels(lut, low)
+	chunkBitsAVX512()
 	addChain()
 	Generate()
 }

@@ -292,3 +292,73 @@ func vertKernels(lut, low Mem) {
 		}
 	}
 }
+
+// chunkBitsAVX512 is the zero-chunk test of contiguous lines: bit c of the
+// bit stream at dst is (a[4c : 4c+4] != 0), for c < n, n a multiple of
+// 16. Per 16 chunks: eight VPTESTMQ give one bit per word, gathered into
+// a 64-bit register and folded four bits to one, stored as 16 bits.
+func chunkBitsAVX512() {
+	TEXT("chunkBitsAVX512", NOSPLIT, "func(dst *uint64, a *uint64, n int)")
+	Pragma("noescape")
+	Doc("chunkBitsAVX512 sets bit c of the bit stream at dst to (a[4c : 4c+4] != 0), for c < n,",
+		"n a multiple of 16, 16 bits at a time (markRowsGeneric over contiguous lines).")
+	dst := Load(Param("dst"), GP64())
+	a := Load(Param("a"), GP64())
+	n := Load(Param("n"), GP64())
+	SHRQ(U8(4), n)
+	ones := ZMM()
+	VPTERNLOGD(U8(0xff), ones, ones, ones)
+	m1, m3, mf, mff := GP64(), GP64(), GP64(), GP64()
+	MOVQ(U64(0x1111111111111111), m1)
+	MOVQ(U64(0x0303030303030303), m3)
+	MOVQ(U64(0x000f000f000f000f), mf)
+	MOVQ(U64(0x000000ff000000ff), mff)
+	TESTQ(n, n)
+	JZ(LabelRef("chunkbits_done"))
+	Label("chunkbits_loop")
+	// Word bits of zmm z in bits 8z..8z+7 of one 64-bit mask register:
+	// KUNPCK's low half comes from its first operand.
+	var w [4]Register
+	for z := range w {
+		lo, hi := K(), K()
+		VPTESTMQ(Mem{Base: a, Disp: 128 * z}, ones, lo)
+		VPTESTMQ(Mem{Base: a, Disp: 128*z + 64}, ones, hi)
+		w[z] = K()
+		KUNPCKBW(lo, hi, w[z])
+	}
+	d0, d1, q := K(), K(), K()
+	KUNPCKWD(w[0], w[1], d0)
+	KUNPCKWD(w[2], w[3], d1)
+	KUNPCKDQ(d0, d1, q)
+	acc := GP64()
+	KMOVQ(q, acc)
+	// Bit 4k of y: any of word bits 4k..4k+3 (chunk k); then pack.
+	y := GP64()
+	MOVQ(acc, y)
+	SHRQ(U8(1), y)
+	ORQ(y, acc)
+	MOVQ(acc, y)
+	SHRQ(U8(2), y)
+	ORQ(y, acc)
+	ANDQ(m1, acc)
+	for _, s := range []struct {
+		shift uint8
+		mask  GPVirtual
+	}{{3, m3}, {6, mf}, {12, mff}} {
+		MOVQ(acc, y)
+		SHRQ(U8(s.shift), y)
+		ORQ(y, acc)
+		ANDQ(s.mask, acc)
+	}
+	MOVQ(acc, y)
+	SHRQ(U8(24), y)
+	ORQ(y, acc)
+	MOVW(acc.As16(), Mem{Base: dst})
+	ADDQ(U8(2), dst)
+	ADDQ(U32(512), a)
+	DECQ(n)
+	JNZ(LabelRef("chunkbits_loop"))
+	Label("chunkbits_done")
+	VZEROUPPER()
+	RET()
+}
