@@ -5,7 +5,7 @@
 package cpu
 
 // epilogueRowAVX2 is applyRowGeneric (flagConvert: out[j] = ep.Apply(c[j], m, j)) or
-// applyRowFloatGeneric (out[j] = ep.ApplyFloat(out[j], m, j)) for j < n rounded down to a multiple of 8;
+// applyRowFloatGeneric (out[j] = ep.ApplyFloat(out[j], m, j)) for all j < n (a masked tail);
 // the flags say which epilogue steps run, rowTerm and rowScale are row m's entries.
 //
 //go:noescape
@@ -18,7 +18,7 @@ func epilogueRowAVX2(out *float32, c *int32, n int, colScale *float32, colTerm *
 //go:noescape
 func epilogueRowAVX512(out *float32, c *int32, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm float32, rowScale float32, flags uint64)
 
-// quantizeRowAVX2 is quantizeRowGeneric for n rounded down to a multiple of 8, bits <= 31, top = 2^bits-1, maxf = float32(top):
+// quantizeRowAVX2 is quantizeRowGeneric for any n and bits <= 31, top = 2^bits-1, maxf = float32(top):
 // q[j] = min(trunc(min(max(y[j]·scale + offset, 0), maxf)), top), NaN to 0. The min with top
 // takes the codes above 2^24, where maxf rounds up to 2^bits, back to top.
 //

@@ -14,12 +14,30 @@ DATA epilogue_packperm<>+24(SB)/4, $0x00000003
 DATA epilogue_packperm<>+28(SB)/4, $0x00000007
 GLOBL epilogue_packperm<>(SB), RODATA|NOPTR, $32
 
+DATA epilogue_tailmask<>+0(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+4(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+8(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+12(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+16(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+20(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+24(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+28(SB)/4, $0xffffffff
+DATA epilogue_tailmask<>+32(SB)/4, $0x00000000
+DATA epilogue_tailmask<>+36(SB)/4, $0x00000000
+DATA epilogue_tailmask<>+40(SB)/4, $0x00000000
+DATA epilogue_tailmask<>+44(SB)/4, $0x00000000
+DATA epilogue_tailmask<>+48(SB)/4, $0x00000000
+DATA epilogue_tailmask<>+52(SB)/4, $0x00000000
+DATA epilogue_tailmask<>+56(SB)/4, $0x00000000
+DATA epilogue_tailmask<>+60(SB)/4, $0x00000000
+GLOBL epilogue_tailmask<>(SB), RODATA|NOPTR, $64
+
 // func epilogueRowAVX2(out *float32, c *int32, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm float32, rowScale float32, flags uint64)
 // Requires: AVX, AVX2, SSE
 TEXT ·epilogueRowAVX2(SB), NOSPLIT, $0-72
 	MOVQ         out+0(FP), AX
-	MOVQ         c+8(FP), CX
-	MOVQ         n+16(FP), DX
+	MOVQ         c+8(FP), DX
+	MOVQ         n+16(FP), CX
 	MOVQ         colScale+24(FP), BX
 	MOVQ         colTerm+32(FP), SI
 	MOVQ         colConst+40(FP), DI
@@ -33,7 +51,7 @@ TEXT ·epilogueRowAVX2(SB), NOSPLIT, $0-72
 	XORQ         R10, R10
 
 ep_blocks:
-	MOVQ    DX, R11
+	MOVQ    CX, R11
 	SUBQ    R10, R11
 	CMPQ    R11, $0x00000020
 	JB      ep_singles
@@ -46,10 +64,10 @@ ep_blocks:
 	JMP     ep_b_loaded
 
 ep_b_int:
-	VCVTDQ2PS (CX)(R10*4), Y3
-	VCVTDQ2PS 32(CX)(R10*4), Y5
-	VCVTDQ2PS 64(CX)(R10*4), Y6
-	VCVTDQ2PS 96(CX)(R10*4), Y7
+	VCVTDQ2PS (DX)(R10*4), Y3
+	VCVTDQ2PS 32(DX)(R10*4), Y5
+	VCVTDQ2PS 64(DX)(R10*4), Y6
+	VCVTDQ2PS 96(DX)(R10*4), Y7
 
 ep_b_loaded:
 	TESTQ  $0x00000001, R9
@@ -112,7 +130,7 @@ ep_b_noReLU:
 	JMP     ep_blocks
 
 ep_singles:
-	MOVQ    DX, R11
+	MOVQ    CX, R11
 	SUBQ    R10, R11
 	CMPQ    R11, $0x00000008
 	JB      ep_tail
@@ -122,7 +140,7 @@ ep_singles:
 	JMP     ep_s_loaded
 
 ep_s_int:
-	VCVTDQ2PS (CX)(R10*4), Y3
+	VCVTDQ2PS (DX)(R10*4), Y3
 
 ep_s_loaded:
 	TESTQ  $0x00000001, R9
@@ -161,6 +179,61 @@ ep_s_noReLU:
 	JMP     ep_singles
 
 ep_tail:
+	SUBQ       R10, CX
+	JZ         ep_done
+	MOVQ       $0x00000008, R11
+	SUBQ       CX, R11
+	LEAQ       epilogue_tailmask<>+0(SB), CX
+	VMOVDQU    (CX)(R11*4), Y3
+	TESTQ      $0x00000040, R9
+	JNZ        ep_t_int
+	VMASKMOVPS (AX)(R10*4), Y3, Y4
+	VMOVUPS    Y4, Y5
+	JMP        ep_t_loaded
+
+ep_t_int:
+	VMASKMOVPS (DX)(R10*4), Y3, Y4
+	VCVTDQ2PS  Y4, Y5
+
+ep_t_loaded:
+	TESTQ      $0x00000001, R9
+	JZ         ep_t_noColScale
+	VMASKMOVPS (BX)(R10*4), Y3, Y4
+	VMULPS     Y4, Y5, Y5
+
+ep_t_noColScale:
+	TESTQ      $0x00000002, R9
+	JZ         ep_t_noRowTerm
+	VMASKMOVPS (SI)(R10*4), Y3, Y4
+	VMULPS     Y4, Y0, Y0
+	VADDPS     Y0, Y5, Y5
+
+ep_t_noRowTerm:
+	TESTQ      $0x00000004, R9
+	JZ         ep_t_noColConst
+	VMASKMOVPS (DI)(R10*4), Y3, Y4
+	VADDPS     Y4, Y5, Y5
+
+ep_t_noColConst:
+	TESTQ  $0x00000008, R9
+	JZ     ep_t_noRowScale
+	VMULPS Y1, Y5, Y5
+
+ep_t_noRowScale:
+	TESTQ      $0x00000010, R9
+	JZ         ep_t_noColBias
+	VMASKMOVPS (R8)(R10*4), Y3, Y4
+	VADDPS     Y4, Y5, Y5
+
+ep_t_noColBias:
+	TESTQ  $0x00000020, R9
+	JZ     ep_t_noReLU
+	VMAXPS Y2, Y5, Y5
+
+ep_t_noReLU:
+	VMASKMOVPS Y5, Y3, (AX)(R10*4)
+
+ep_done:
 	VZEROUPPER
 	RET
 
@@ -373,8 +446,8 @@ ep_done:
 // Requires: AVX, AVX2, SSE, SSE2
 TEXT ·quantizeRowAVX2(SB), NOSPLIT, $0-40
 	MOVQ         q+0(FP), AX
-	MOVQ         y+8(FP), CX
-	MOVQ         n+16(FP), DX
+	MOVQ         y+8(FP), DX
+	MOVQ         n+16(FP), CX
 	MOVSS        scale+24(FP), X0
 	VBROADCASTSS X0, Y0
 	MOVSS        offset+28(FP), X1
@@ -388,29 +461,29 @@ TEXT ·quantizeRowAVX2(SB), NOSPLIT, $0-40
 	XORQ         BX, BX
 
 q_blocks:
-	MOVQ       DX, SI
+	MOVQ       CX, SI
 	SUBQ       BX, SI
 	CMPQ       SI, $0x00000020
 	JB         q_singles
-	VMULPS     (CX)(BX*4), Y0, Y5
+	VMULPS     (DX)(BX*4), Y0, Y5
 	VADDPS     Y1, Y5, Y5
 	VMAXPS     Y4, Y5, Y5
 	VMINPS     Y2, Y5, Y5
 	VCVTTPS2DQ Y5, Y5
 	VPMINUD    Y3, Y5, Y5
-	VMULPS     32(CX)(BX*4), Y0, Y6
+	VMULPS     32(DX)(BX*4), Y0, Y6
 	VADDPS     Y1, Y6, Y6
 	VMAXPS     Y4, Y6, Y6
 	VMINPS     Y2, Y6, Y6
 	VCVTTPS2DQ Y6, Y6
 	VPMINUD    Y3, Y6, Y6
-	VMULPS     64(CX)(BX*4), Y0, Y7
+	VMULPS     64(DX)(BX*4), Y0, Y7
 	VADDPS     Y1, Y7, Y7
 	VMAXPS     Y4, Y7, Y7
 	VMINPS     Y2, Y7, Y7
 	VCVTTPS2DQ Y7, Y7
 	VPMINUD    Y3, Y7, Y7
-	VMULPS     96(CX)(BX*4), Y0, Y8
+	VMULPS     96(DX)(BX*4), Y0, Y8
 	VADDPS     Y1, Y8, Y8
 	VMAXPS     Y4, Y8, Y8
 	VMINPS     Y2, Y8, Y8
@@ -424,11 +497,11 @@ q_blocks:
 	JMP        q_blocks
 
 q_singles:
-	MOVQ       DX, SI
+	MOVQ       CX, SI
 	SUBQ       BX, SI
 	CMPQ       SI, $0x00000008
 	JB         q_tail
-	VMULPS     (CX)(BX*4), Y0, Y5
+	VMULPS     (DX)(BX*4), Y0, Y5
 	VADDPS     Y1, Y5, Y5
 	VMAXPS     Y4, Y5, Y5
 	VMINPS     Y2, Y5, Y5
@@ -439,6 +512,22 @@ q_singles:
 	JMP        q_singles
 
 q_tail:
+	SUBQ       BX, CX
+	JZ         q_done
+	MOVQ       $0x00000008, SI
+	SUBQ       CX, SI
+	LEAQ       epilogue_tailmask<>+0(SB), CX
+	VMOVDQU    (CX)(SI*4), Y5
+	VMASKMOVPS (DX)(BX*4), Y5, Y6
+	VMULPS     Y6, Y0, Y6
+	VADDPS     Y1, Y6, Y6
+	VMAXPS     Y4, Y6, Y6
+	VMINPS     Y2, Y6, Y6
+	VCVTTPS2DQ Y6, Y6
+	VPMINUD    Y3, Y6, Y6
+	VMASKMOVPS Y6, Y5, (AX)(BX*4)
+
+q_done:
 	VZEROUPPER
 	RET
 

@@ -10,9 +10,9 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 )
 
-// Which epilogue loops run: AVX-512 (16 lanes, masked tails, every bit
-// width) before AVX2 (8 lanes; the Go loop takes the row tail and 32-bit
-// codes). Tests and benchmarks switch them off to compare with the generic
+// Which epilogue loops run: AVX-512 (16 lanes, every bit width) before
+// AVX2 (8 lanes; the Go loops take 32-bit codes and the last n%8 bytes of
+// quantizeRowBytes). Both take row tails with masked loads and stores. Tests and benchmarks switch them off to compare with the generic
 // loops.
 var (
 	epUseAVX2   = hasAVX2
@@ -50,7 +50,7 @@ func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) int {
 	switch {
 	case epUseAVX512:
 	case epUseAVX2:
-		kernel, n = epilogueRowAVX2, n&^7
+		kernel = epilogueRowAVX2
 	default:
 		return 0
 	}
@@ -107,7 +107,7 @@ func quantizeRowAsm(q []uint32, y []float32, rq bmm.Requant, bits int) int {
 		return 0
 	case epUseAVX512:
 	case epUseAVX2 && bits <= 31:
-		kernel, n = quantizeRowAVX2, n&^7
+		kernel = quantizeRowAVX2
 	default:
 		return 0
 	}

@@ -33,10 +33,22 @@ const epSig = "func(out *float32, c *int32, n int, colScale, colTerm, colConst, 
 
 const unroll = 4 // vectors per block: the flag tests run once a block
 
+// tailMask is eight all-ones dwords then eight zero ones: the 8 dwords
+// from entry 8−r on are the AVX2 mask of an r-lane tail.
+var tailMask Mem
+
 func main() {
 	ConstraintExpr("!purego")
 	perm := GLOBL("epilogue_packperm", RODATA|NOPTR)
 	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
+		DATA(4*i, U32(v))
+	}
+	tailMask = GLOBL("epilogue_tailmask", RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		v := uint32(0)
+		if i < 8 {
+			v = 0xffffffff
+		}
 		DATA(4*i, U32(v))
 	}
 	epilogue(avx2)
@@ -51,8 +63,8 @@ func main() {
 	Generate()
 }
 
-// isa is one vector width: 8 lanes (AVX2, ymm) or 16 (AVX-512, zmm, with a
-// masked tail so that it takes any n).
+// isa is one vector width: 8 lanes (AVX2, ymm; VMASKMOVPS tails) or 16
+// (AVX-512, zmm; opmask tails).
 type isa struct {
 	name  string
 	lanes int
@@ -70,10 +82,7 @@ var (
 func epilogue(s isa) {
 	TEXT("epilogueRow"+s.name, NOSPLIT, epSig)
 	Pragma("noescape")
-	covers := "j < n rounded down to a multiple of 8"
-	if s.evex {
-		covers = "all j < n (a masked tail)"
-	}
+	covers := "all j < n (a masked tail)"
 	Doc(fmt.Sprintf("epilogueRow%s is applyRowGeneric (flagConvert: out[j] = ep.Apply(c[j], m, j)) or", s.name),
 		fmt.Sprintf("applyRowFloatGeneric (out[j] = ep.ApplyFloat(out[j], m, j)) for %s;", covers),
 		"the flags say which epilogue steps run, rowTerm and rowScale are row m's entries.")
@@ -142,9 +151,29 @@ func epilogue(s isa) {
 	loops(s, "ep", n, i, func(tag string, u int) { body(tag, u, direct, store) },
 		func(tag string, k Register) {
 			tmp := s.vec()
-			body(tag, 1, func(m Mem) Op { VMOVUPS_Z(m, k, tmp); return tmp },
-				func(v VecVirtual, m Mem) { VMOVUPS(v, k, m) })
+			body(tag, 1, func(m Mem) Op { maskedLoad(s, m, k, tmp); return tmp },
+				func(v VecVirtual, m Mem) { maskedStore(s, v, k, m) })
 		})
+}
+
+// maskedLoad loads the lanes of m that mask k (an opmask, or for AVX2 a
+// ymm of all-ones dwords) selects into v and zeroes the others; the
+// masked-off lanes are never read, so a tail may end at the last element.
+func maskedLoad(s isa, m Mem, k Register, v VecVirtual) {
+	if s.evex {
+		VMOVUPS_Z(m, k, v)
+	} else {
+		VMASKMOVPS(m, k, v)
+	}
+}
+
+// maskedStore writes the lanes of v that k selects to m.
+func maskedStore(s isa, v VecVirtual, k Register, m Mem) {
+	if s.evex {
+		VMOVUPS(v, k, m)
+	} else {
+		VMASKMOVPS(v, k, m)
+	}
 }
 
 // clearVec zeroes v (VXORPS on zmm would need AVX-512 DQ).
@@ -162,8 +191,9 @@ func ldTo(s isa, m Op, v VecVirtual) {
 }
 
 // loops emits the block loop (unroll vectors a pass), the one-vector loop
-// and, for AVX-512, the masked tail, over n elements with index i; block
-// writes the work on u vectors at i, tail the masked work with mask k.
+// and the masked tail (when tail is not nil), over n elements with index
+// i; block writes the work on u vectors at i, tail the masked work with
+// mask k.
 func loops(s isa, name string, n, i Register, block func(tag string, u int), tail func(tag string, k Register)) {
 	w := s.lanes
 	Label(name + "_blocks")
@@ -186,17 +216,27 @@ func loops(s isa, name string, n, i Register, block func(tag string, u int), tai
 	JMP(LabelRef(name + "_singles"))
 
 	Label(name + "_tail")
-	if s.evex {
+	if tail != nil {
 		MOVQ(n, RCX)
 		SUBQ(i, RCX)
 		JZ(LabelRef(name + "_done"))
-		m := GP32()
-		MOVL(U32(1), m)
-		SHLL(CL, m)
-		DECL(m)
-		k := K()
-		KMOVW(m, k)
-		tail(name+"_t", k)
+		if s.evex {
+			m := GP32()
+			MOVL(U32(1), m)
+			SHLL(CL, m)
+			DECL(m)
+			k := K()
+			KMOVW(m, k)
+			tail(name+"_t", k)
+		} else {
+			from, tbl := GP64(), GP64()
+			MOVQ(U32(8), from)
+			SUBQ(RCX, from)
+			LEAQ(tailMask, tbl)
+			k := YMM()
+			VMOVDQU(Mem{Base: tbl, Index: from, Scale: 4}, k)
+			tail(name+"_t", k)
+		}
 	}
 	Label(name + "_done")
 	VZEROUPPER()
@@ -212,12 +252,13 @@ func quantize(s isa, bytes bool, perm Mem) {
 	}
 	TEXT(name, NOSPLIT, fmt.Sprintf("func(q *%s, y *float32, n int, scale, offset, maxf float32, top uint32)", typ))
 	Pragma("noescape")
-	covers := "n rounded down to a multiple of 8"
-	if !bytes {
-		covers += ", bits <= 31"
-	}
-	if s.evex {
-		covers = "any n"
+	covers := "any n"
+	switch {
+	case s.evex:
+	case bytes:
+		covers = "n rounded down to a multiple of 8"
+	default:
+		covers = "any n and bits <= 31"
 	}
 	Doc(fmt.Sprintf("%s is %s for %s, top = 2^bits-1, maxf = float32(top):", name, gen, covers),
 		"q[j] = min(trunc(min(max(y[j]·scale + offset, 0), maxf)), top), NaN to 0. The min with top",
@@ -291,16 +332,20 @@ func quantize(s isa, bytes bool, perm Mem) {
 			VMOVQ(h, qat(0))
 		}
 	}
-	loops(s, "q", n, i, block, func(tag string, k Register) {
+	tail := func(tag string, k Register) {
 		v := s.vec()
-		VMOVUPS_Z(yat(0), k, v)
+		maskedLoad(s, yat(0), k, v)
 		codes(v, v)
 		if bytes {
 			VPMOVDB(v, k, qat(0))
 		} else {
-			VMOVUPS(v, k, qat(0))
+			maskedStore(s, v, k, qat(0))
 		}
-	})
+	}
+	if bytes && !s.evex {
+		tail = nil // no byte-masked store in AVX2: the Go loop takes the last n%8
+	}
+	loops(s, "q", n, i, block, tail)
 }
 
 // planes writes bitPlanes8<ISA>, the bit-plane packing of codes of up to
