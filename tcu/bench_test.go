@@ -148,3 +148,37 @@ func BenchmarkBlockDiag(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTune sweeps the wgmma pipeline (k-steps per stage, stages, N
+// tile) on the large shapes and the latency-bound N=4096, D=64 points, to
+// choose wgmmaConfig's defaults; "default" is what wgmmaConfig picks.
+func BenchmarkTune(b *testing.B) {
+	k := gpuKernel(b)
+	if ok, why := k.WGMMA(); !ok {
+		b.Skipf("wgmma off: %s", why)
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	type variant struct {
+		name string
+		t    tuning
+	}
+	run := func(n, d int, ss []int, vs []variant, o BenchOptions) {
+		a := randomBits(r, n, n, 1, bittensor.ByRows)
+		for _, s := range ss {
+			x := randomBits(r, n, d, s, bittensor.ByCols)
+			for _, v := range vs {
+				b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/tune=%s", n, d, s, v.name), func(b *testing.B) {
+					benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, o)
+				})
+			}
+		}
+	}
+	run(16384, 256, []int{1, 4}, []variant{
+		{"default", tuning{}}, {"ks1", tuning{ks: 1}}, {"ks2", tuning{ks: 2}},
+		{"ks4s3", tuning{ks: 4, stages: 3}}, {"ks2s5", tuning{ks: 2, stages: 5}}, {"wg1", tuning{wgs: 1}},
+	}, BenchOptions{Repeats: 9, Inner: 5})
+	run(4096, 64, []int{1, 2, 4}, []variant{
+		{"default", tuning{}}, {"bn64", tuning{minTiles: -1}}, {"mt132", tuning{minTiles: 132}},
+		{"ks1", tuning{ks: 1}}, {"ks2", tuning{ks: 2}}, {"ks2s3", tuning{ks: 2, stages: 3}},
+	}, BenchOptions{Repeats: 15, Inner: 20})
+}

@@ -19,7 +19,17 @@ type config struct {
 	wm, wn       int // warp tile (mma)
 	wgs          int // warpgroups (wgmma)
 	stages       int
+	ks           int // 256-bit k-steps per pipeline stage (wgmma)
 	lbo, sbo     int // wgmma descriptor byte offsets
+}
+
+// tuning overrides wgmmaConfig's choices, for the tuning benchmarks; a
+// zero field leaves the choice to the heuristic.
+type tuning struct {
+	bn, wgs, ks, stages int
+	// minTiles: narrow the N tile while the launch has fewer 64-row tiles
+	// than this (0: 3/4 of the multiprocessor count; negative: never).
+	minTiles int
 }
 
 func (c config) threads() int {
@@ -32,7 +42,7 @@ func (c config) threads() int {
 // stageBytes is the shared memory of one pipeline stage.
 func (c config) stageBytes() int {
 	if c.path == PathWGMMA {
-		return (c.abits*c.bm + c.bbits*c.bn) * 32
+		return max(c.ks, 1) * (c.abits*c.bm + c.bbits*c.bn) * 32
 	}
 	return (c.abits*c.bm + c.bbits*c.bn) * 32
 }
@@ -52,14 +62,14 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.stages)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages)
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }
@@ -126,35 +136,69 @@ var wgmmaNs = func() map[int]bool {
 	return m
 }()
 
-// wgmmaConfig picks the wgmma variant, or ok=false when the shape does
-// not fit one: B's planes side by side (b·BN columns) must be a generated
-// wgmma N, and a·b·BN ≤ 256 keeps the accumulators within 128 registers.
-func wgmmaConfig(a, b, m, n, sms, lbo, sbo int) (config, bool) {
-	for bn := 256; bn >= 8; bn /= 2 {
-		np := b * bn
-		if a*np > 256 || !wgmmaNs[np] {
-			continue
+// wgmmaConfig picks the wgmma variant for a-bit by b-bit products whose
+// largest output is m×n with ksteps 256-bit k-steps, or ok=false when the
+// shape does not fit one: B's planes side by side (b·BN columns) must be a
+// generated wgmma N, and a·b·BN ≤ 256 keeps the accumulators within 128
+// registers. The N tile is the widest that is not mostly padding, narrowed
+// while the launch would leave multiprocessors idle (short products are
+// latency-bound: more, smaller blocks finish sooner); two warpgroups
+// (128-row tiles) when there are enough tiles. A stage holds up to 4
+// k-steps (1024 bits), so the barrier and wgmma wait of each stage are
+// paid once per 4·a wgmmas, and stages fill about 200 KB of shared memory
+// (100 KB for one-warpgroup blocks, two of which share a multiprocessor).
+func wgmmaConfig(a, b, m, n, ksteps, sms, lbo, sbo int, tu tuning) (config, bool) {
+	valid := func(bn int) bool { np := b * bn; return bn >= 8 && a*np <= 256 && wgmmaNs[np] }
+	tiles := func(bm, bn int) int { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) }
+	bn := 0
+	for c := 256; c >= 8; c /= 2 {
+		if !valid(c) || (c > 8 && c >= 2*roundUp(max(n, 1), 8)) {
+			continue // not a wgmma N, or mostly padding
 		}
-		if bn > 8 && bn >= 2*roundUp(max(n, 1), 8) {
-			continue // mostly padding
-		}
-		c := config{path: PathWGMMA, abits: a, bbits: b, bn: bn, wgs: 2, lbo: lbo, sbo: sbo}
-		c.bm = 64 * c.wgs
-		if ((m+c.bm-1)/c.bm)*((n+bn-1)/bn) < sms/2 {
-			c.wgs, c.bm = 1, 64
-		}
-		// Deep pipelines keep enough bytes in flight to cover the memory
-		// latency: a two-warpgroup block has its multiprocessor to itself
-		// (registers), a one-warpgroup block shares it with another.
-		budget := 200 << 10
-		if c.wgs == 1 {
-			budget = 100 << 10
-		}
-		c.stages = min(16, budget/c.stageBytes())
-		if c.stages < 3 {
-			return config{}, false // wide A: mma.sync
-		}
-		return c, true
+		bn = c
+		break
 	}
-	return config{}, false
+	if bn == 0 {
+		return config{}, false
+	}
+	minTiles := tu.minTiles
+	if minTiles == 0 {
+		minTiles = 3 * sms / 4
+	}
+	for tiles(64, bn) < minTiles && valid(bn/2) && bn/2 >= 16 {
+		bn /= 2
+	}
+	if tu.bn > 0 {
+		if !valid(tu.bn) {
+			return config{}, false
+		}
+		bn = tu.bn
+	}
+	c := config{path: PathWGMMA, abits: a, bbits: b, bn: bn, wgs: 2, lbo: lbo, sbo: sbo}
+	if tiles(128, bn) < sms/2 {
+		c.wgs = 1
+	}
+	if tu.wgs > 0 {
+		c.wgs = tu.wgs
+	}
+	c.bm = 64 * c.wgs
+	budget := 200 << 10
+	if c.wgs == 1 {
+		budget = 100 << 10
+	}
+	c.ks = min(4, max(ksteps, 1))
+	if tu.ks > 0 {
+		c.ks = tu.ks
+	}
+	for c.ks > 1 && budget/c.stageBytes() < 3 {
+		c.ks /= 2
+	}
+	c.stages = min(16, budget/c.stageBytes())
+	if tu.stages > 0 {
+		c.stages = tu.stages
+	}
+	if c.stages < 3 || c.smem(modeBit) > 227<<10 {
+		return config{}, false // wide A: mma.sync
+	}
+	return c, true
 }

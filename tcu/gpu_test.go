@@ -92,6 +92,12 @@ func TestConformance(t *testing.T) {
 // direction, and every wgmma N, against the reference.
 func TestLargeVsGeneric(t *testing.T) {
 	ks := testPaths(t)
+	// wgmma pipelines other than the chosen ones: one k-step per stage, a
+	// shallow pipeline whose stages end part-filled, one-warpgroup blocks.
+	k := gpuKernel(t)
+	ks["ks1"] = k.withTuning(tuning{ks: 1})
+	ks["ks2s3"] = k.withTuning(tuning{ks: 2, stages: 3})
+	ks["wg1ks3"] = k.withTuning(tuning{wgs: 1, ks: 3})
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, s := range []struct{ m, k, n, a, b int }{
 		{1000, 1300, 256, 1, 1}, {700, 2048, 64, 1, 4}, {515, 777, 130, 2, 2},
@@ -104,7 +110,7 @@ func TestLargeVsGeneric(t *testing.T) {
 		for name, k := range ks {
 			got := make([]int32, s.m*s.n)
 			require.NoError(t, k.MulInt(got, a, b), "%s %+v", name, s)
-			assert.True(t, equalInts(t, got, want, s.n), "%s %+v (%v)", name, s, k.config(s.a, s.b, s.m, s.n))
+			assert.True(t, equalInts(t, got, want, s.n), "%s %+v (%v)", name, s, k.config(s.a, s.b, s.m, s.n, (s.k+255)/256))
 		}
 	}
 }

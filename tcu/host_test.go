@@ -376,7 +376,7 @@ func TestConfigs(t *testing.T) {
 				assert.LessOrEqual(t, regs, 128, "%v", c)
 				assert.LessOrEqual(t, c.smem(modeBit), 227<<10, "%v", c)
 				assert.Contains(t, c.opts(), "--fmad=false")
-				if w, ok := wgmmaConfig(a, b, mn[0], mn[1], 132, 128, 256); ok {
+				if w, ok := wgmmaConfig(a, b, mn[0], mn[1], 64, 132, 128, 256, tuning{}); ok {
 					assert.True(t, wgmmaNs[b*w.bn], "%v", w)
 					assert.LessOrEqual(t, a*b*w.bn, 256)
 					assert.Equal(t, 64*w.wgs, w.bm)
@@ -385,13 +385,41 @@ func TestConfigs(t *testing.T) {
 			}
 		}
 	}
-	c, ok := wgmmaConfig(1, 4, 16384, 256, 132, 128, 256)
+	c, ok := wgmmaConfig(1, 4, 16384, 256, 64, 132, 128, 256, tuning{})
 	require.True(t, ok)
 	assert.Equal(t, 64, c.bn)
 	assert.Equal(t, 2, c.wgs)
-	_, ok = wgmmaConfig(1, 5, 4096, 8, 132, 128, 256)
+	_, ok = wgmmaConfig(1, 5, 4096, 8, 16, 132, 128, 256, tuning{})
 	assert.False(t, ok, "40 columns is not a wgmma N")
-	c, ok = wgmmaConfig(1, 3, 4096, 64, 132, 128, 256)
+	c, ok = wgmmaConfig(1, 3, 4096, 64, 16, 132, 128, 256, tuning{minTiles: -1})
 	require.True(t, ok)
 	assert.Equal(t, 64, c.bn, "three planes of 64 columns: N=192")
+}
+
+func TestTiledWords(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct{ lines, k, bits, pad int }{{1, 1, 1, 64}, {37, 700, 2, 64}, {130, 256, 3, 128}, {8, 1300, 1, 16}} {
+		x := randomBits(r, c.lines, c.k, c.bits, bittensor.ByRows)
+		w, lines, steps := tiledWords(x, c.pad)
+		require.Equal(t, roundUp(c.lines, c.pad), lines)
+		require.Equal(t, (c.k+255)/256, steps)
+		require.Len(t, w, c.bits*(steps+1)*lines*4)
+		seen := make([]bool, len(w))
+		for p := 0; p < c.bits; p++ {
+			for l := 0; l < c.lines; l++ {
+				src := x.Line(p, l)
+				for i, v := range src {
+					s, h, j := i/4, (i%4)/2, i%2
+					at := p*(steps+1)*lines*4 + s*lines*4 + (l/8)*32 + h*16 + (l%8)*2 + j
+					require.Equal(t, v, w[at], "plane %d line %d word %d", p, l, i)
+					seen[at] = true
+				}
+			}
+		}
+		for i, v := range w {
+			if !seen[i] {
+				require.Zero(t, v, "word %d is padding", i)
+			}
+		}
+	}
 }

@@ -42,6 +42,7 @@ type Kernel struct {
 	wgmmaOK  bool
 	wgmmaWhy string // why wgmma is off, when it is
 	lbo, sbo int
+	tune     tuning // wgmma overrides (tuning benchmarks)
 }
 
 var _ bmm.Kernel = (*Kernel)(nil)
@@ -163,10 +164,18 @@ func (k *Kernel) WithSplits(n int) *Kernel {
 	return &c
 }
 
-// config picks the variant for a launch whose largest product is m×n.
-func (k *Kernel) config(a, b, m, n int) config {
+// withTuning returns a kernel whose wgmma variants take the overrides in t.
+func (k *Kernel) withTuning(t tuning) *Kernel {
+	c := *k
+	c.tune = t
+	return &c
+}
+
+// config picks the variant for a launch whose largest product is m×n
+// with ksteps 256-bit k-steps.
+func (k *Kernel) config(a, b, m, n, ksteps int) config {
 	if k.wgmmaOK && k.force != PathMMA {
-		if c, ok := wgmmaConfig(a, b, m, n, k.d.info.SMs, k.lbo, k.sbo); ok {
+		if c, ok := wgmmaConfig(a, b, m, n, ksteps, k.d.info.SMs, k.lbo, k.sbo, k.tune); ok {
 			return c
 		}
 	}
@@ -334,12 +343,12 @@ func asBytes[T any](s []T) []byte {
 
 // prepare uploads jobs and picks the variant. Device thread only.
 func (k *Kernel) prepare(jobs []job) (*plan, error) {
-	maxM, maxN := 0, 0
+	maxM, maxN, maxK := 0, 0, 0
 	for _, j := range jobs {
-		maxM, maxN = max(maxM, j.m), max(maxN, j.n)
+		maxM, maxN, maxK = max(maxM, j.m), max(maxN, j.n), max(maxK, layoutOf(j.a).lw/stepWords)
 	}
 	a0, b0 := jobs[0].a.Bits(), jobs[0].b.Bits()
-	cfg := k.config(a0, b0, maxM, maxN)
+	cfg := k.config(a0, b0, maxM, maxN, maxK)
 	file := "bmm_mma.cu"
 	name := "bmm_mma"
 	if cfg.path == PathWGMMA {
@@ -360,17 +369,38 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	p := &plan{k: k, cfg: cfg, fn: fn, jobs: jobs, nprobs: len(jobs)}
 	for i, j := range jobs {
 		la, lb := layoutOf(j.a), layoutOf(j.b)
-		aw, bw := deviceWords(j.a), deviceWords(j.b)
+		ps[i].ALines, ps[i].BLines = int32(la.lines), int32(lb.lines)
+		ps[i].APlane, ps[i].BPlane = int64(2*la.planeWords()), int64(2*lb.planeWords())
+		var aw, bw []uint64
+		if cfg.path == PathWGMMA {
+			// Tiled for bulk copies: lines padded to the block tile, and
+			// a zero k-step after the last.
+			var al, bl int
+			aw, al, _ = tiledWords(j.a, cfg.bm)
+			bw, bl, _ = tiledWords(j.b, cfg.bn)
+			ps[i].ALines, ps[i].BLines = int32(al), int32(bl)
+			ps[i].APlane, ps[i].BPlane = int64(2*len(aw)/j.a.Bits()), int64(2*len(bw)/j.b.Bits())
+		} else {
+			aw, bw = deviceWords(j.a), deviceWords(j.b)
+		}
 		fixes[i].a = in.add(asBytes(aw), 8*max(len(aw), 1))
 		fixes[i].b = in.add(asBytes(bw), 8*max(len(bw), 1))
 		fixes[i].kp = -1
+		dense := float64(((j.m + cfg.bm - 1) / cfg.bm) * (la.lw / stepWords))
+		entries[i] = dense
 		if !j.noZTJ {
-			kp, ki := newTileMask(aw, j.a.Bits(), la).list(cfg.bm)
-			fixes[i].kp = in.add(asBytes(kp), 4*len(kp))
-			fixes[i].ki = in.add(asBytes(ki), 4*max(len(ki), 1))
+			mw := aw
+			if cfg.path == PathWGMMA {
+				mw = deviceWords(j.a)
+			}
+			kp, ki := newTileMask(mw, j.a.Bits(), la).list(cfg.bm)
 			entries[i] = float64(len(ki))
-		} else {
-			entries[i] = float64(((j.m + cfg.bm - 1) / cfg.bm) * (la.lw / stepWords))
+			// A list with every k-step of every tile is the dense loop:
+			// the kernel then skips two dependent loads before its first copy.
+			if float64(len(ki)) < dense {
+				fixes[i].kp = in.add(asBytes(kp), 4*len(kp))
+				fixes[i].ki = in.add(asBytes(ki), 4*max(len(ki), 1))
+			}
 		}
 		p.work += entries[i]
 		epOffs[i] = [6]int{-1, -1, -1, -1, -1, -1}
@@ -384,8 +414,6 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		}
 		ps[i].M, ps[i].N = int32(j.m), int32(j.n)
 		ps[i].Lw32 = int32(2 * la.lw)
-		ps[i].ALines, ps[i].BLines = int32(la.lines), int32(lb.lines)
-		ps[i].APlane, ps[i].BPlane = int64(2*la.planeWords()), int64(2*lb.planeWords())
 		ps[i].Mode = int32(j.mode)
 		if j.mode == modeBit {
 			ps[i].OutBits = int32(j.bits.Bits())

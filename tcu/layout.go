@@ -45,6 +45,43 @@ func deviceWords(t *bittensor.Tensor) []uint64 {
 	return out
 }
 
+// tiledWords returns t's words in the wgmma kernel's tiled layout: plane,
+// then 256-bit k-step, then lines, so that the k-step of a tile of
+// consecutive lines is one contiguous block the kernel fetches with a
+// single bulk copy; inside a step, each group of 8 lines holds two
+// 128-byte core matrices (k-halves 0 and 1, 16 bytes per line) exactly as
+// the kernel's shared-memory operand (bmm_wgmma.cu's coreOff). Lines are
+// padded with zeros to a multiple of padLines (the block tile), and an
+// extra all-zero k-step follows the last one: the kernel fetches it for the
+// unused sub-steps of a part-filled stage. It returns the words, the padded
+// line count and the number of real k-steps.
+func tiledWords(t *bittensor.Tensor, padLines int) (words []uint64, lines, steps int) {
+	l := layoutOf(t)
+	lines = roundUp(max(t.Lines(), 1), padLines)
+	steps = l.lw / stepWords
+	stepWordsAll := lines * stepWords // u64 words of one k-step of one plane
+	planeWords := (steps + 1) * stepWordsAll
+	words = make([]uint64, t.Bits()*planeWords)
+	for p := 0; p < t.Bits(); p++ {
+		for line := 0; line < t.Lines(); line++ {
+			src := t.Line(p, line)
+			// Line line's 16-byte pieces: group g, row r, half h at
+			// g·32 + h·16 + r·2 words into the step.
+			off := p*planeWords + (line>>3)*32 + (line&7)*2
+			full := len(src) / stepWords
+			for s := 0; s < full; s++ {
+				w := src[s*stepWords : s*stepWords+stepWords]
+				d := words[off+s*stepWordsAll:]
+				d[0], d[1], d[16], d[17] = w[0], w[1], w[2], w[3]
+			}
+			for i, w := range src[full*stepWords:] { // a part-filled last step
+				words[off+full*stepWordsAll+[4]int{0, 1, 16, 17}[i]] = w
+			}
+		}
+	}
+	return words, lines, steps
+}
+
 // tileMask records which 256-bit k-steps of each group of 16 rows of an A
 // operand hold a one in any plane. It is computed once per operand; row
 // tiles of any multiple of 16 rows derive their zero-tile lists from it.

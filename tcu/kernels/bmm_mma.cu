@@ -145,31 +145,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
   cp_async_wait<0>();
   __syncthreads();  // the q tile below reuses the stage buffers
 
-  u32* q = (u32*)smem;
-  const int ldq = BN + 1;
   // FOR_OUT runs body for each output this thread holds: (lr, lc) in the
-  // tile and its product c.
+  // tile and its product v.
 #define FOR_OUT(body)                                                     \
   _Pragma("unroll") for (int mf = 0; mf < MF; mf++)                       \
   _Pragma("unroll") for (int nf = 0; nf < NF; nf++)                       \
   _Pragma("unroll") for (int r = 0; r < 4; r++) {                         \
     const int lr = wm * WM + mf * 16 + (lane >> 2) + (r >> 1) * 8;        \
     const int lc = wn * WN + nf * 8 + (lane & 3) * 2 + (r & 1);           \
-    int c = 0;                                                            \
-    _Pragma("unroll") for (int w = 0; w < NW; w++) c += (int)((u32)acc[w][mf][nf][r] << w); \
+    int v = 0;                                                            \
+    _Pragma("unroll") for (int w = 0; w < NW; w++) v += (int)((u32)acc[w][mf][nf][r] << w); \
     body                                                                  \
   }
-  // Split-K: add the partial tile into the workspace; the last split to
-  // arrive takes the sums back (zeroing the workspace) and finishes.
-  const bool split = P.splits > 1;
-  int* ws = split ? (int*)P.ws + (long long)wk.tile * (BM * BN) : nullptr;
-  if (split) {
-    FOR_OUT(atomicAdd(ws + lr * BN + lc, c);)
-    if (!splitArrive(P, wk.tile)) return;
-  }
-  FOR_OUT(if (split) c = atomicExch(ws + lr * BN + lc, 0); emit(probs + pi, c, m0 + lr, n0 + lc, q, lr * ldq + lc);)
-  if (P.mode == MODE_BIT) {
-    __syncthreads();
-    packBits(probs + pi, q, ldq, m0, n0, BM, BN);
-  }
+  FINISH_TILE(BM, BN);
+#undef FOR_OUT
 }

@@ -3,17 +3,27 @@
 // A block of WGS warpgroups computes a (64·WGS)×BN tile of C. B's bit
 // planes are laid side by side as the N' = BBITS·BN columns of one wgmma,
 // so each A tile, once in shared memory, meets every plane of B in a
-// single instruction per A plane ("non-zero tile reuse"). Stages are filled
-// with cp.async, STAGES deep, and the wgmma of one k-step runs while the
-// next is issued; only the non-zero k-steps of the row tile (the zero-tile
-// list) are visited. Operands use the no-swizzle K-major core-matrix layout:
-// 8 lines × 16 bytes per core matrix (128 contiguous bytes); the two core
-// matrices of a line group's 256-bit k-step are 128 bytes apart and line
-// groups 256 bytes apart. DESC_LBO and DESC_SBO are the descriptor's
-// leading and stride byte offsets for that layout (128 and 256 when the
-// leading dimension is K); the host checks the choice against the CPU once.
+// single instruction per A plane ("non-zero tile reuse"). A pipeline stage
+// holds KS k-steps of 256 bits (the next KS entries of the row tile's
+// zero-tile list, or KS consecutive k-steps), STAGES deep. The operands
+// come in the tiled layout of tcu's tiledWords, where a tile's k-step is
+// one contiguous block: one thread fetches a stage with KS·(ABITS+BBITS)
+// bulk copies (cp.async.bulk, the copy engine) completing on the stage's
+// mbarrier, so the L2 sees whole-line requests rather than one per 16
+// bytes. A slot is refilled as soon as every warp's wgmmas that read it
+// have finished (an "empty" mbarrier per slot), so STAGES-1 stages load
+// while one is multiplied, with one wgmma wait per KS·ABITS wgmmas and no
+// block-wide barrier in the loop. Sub-steps
+// past the end of the list fetch an all-zero k-step, so the
+// wgmma sequence has no data-dependent branch. Operands use the no-swizzle
+// K-major core-matrix layout: 8 lines × 16 bytes per core matrix (128
+// contiguous bytes); the two core matrices of a line group's 256-bit
+// k-step are 128 bytes apart and line groups 256 bytes apart. DESC_LBO and
+// DESC_SBO are the descriptor's leading and stride byte offsets for that
+// layout (128 and 256 when the leading dimension is K); the host checks
+// the choice against the CPU once.
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, STAGES, DESC_LBO, DESC_SBO.
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, DESC_LBO, DESC_SBO.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -22,8 +32,8 @@
 #define NTHREADS (128 * WGS)
 #define A_BYTES (ABITS * BM * 32)
 #define B_BYTES (NP * 32)
-#define STAGE_BYTES (A_BYTES + B_BYTES)
-#define PREFETCH (STAGES - 2)
+#define SUB_BYTES (A_BYTES + B_BYTES)  // one 256-bit k-step, every plane
+#define STAGE_BYTES (KS * SUB_BYTES)
 
 #define WGMMA_N_(n) wgmma_n##n
 #define WGMMA_N(n) WGMMA_N_(n)
@@ -37,23 +47,52 @@ __device__ __forceinline__ u64 desc(u32 saddr) {
   return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)(DESC_LBO >> 4) << 16) | ((u64)(DESC_SBO >> 4) << 32);
 }
 
-__device__ __forceinline__ void loadStage(const Prob& P, u32 sA, int m0, int n0, int ks) {
+__device__ __forceinline__ void mbarInit(u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarExpect(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbarArrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbarWait(u32 bar, u32 phase) {
+  asm volatile(
+      "{\n.reg .pred P1;\nLAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
+      "r"(phase)
+      : "memory");
+}
+// bulkCopy copies bytes (a multiple of 16) from global to shared memory on
+// the copy engine, completing on the mbarrier bar.
+__device__ __forceinline__ void bulkCopy(u32 dst, const void* src, u32 bytes, u32 bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+// loadStage (one thread) queues the bulk copies of pipeline stage st on
+// the stage's mbarrier: sub-step u holds the block's k-step number st·KS+u
+// (its list entry, or k0 plus it), every plane of A's BM rows and of B's
+// BN columns, each one contiguous block of the tiled layout (tcu's
+// tiledWords). Sub-steps past nk fetch the all-zero k-step that follows
+// the last one, so a part-filled stage adds nothing.
+__device__ __forceinline__ void loadStage(const Prob& P, u32 sS, u32 bar, int m0, int n0, const int* klist, int k0, int st, int nk) {
   const u32* A = (const u32*)P.A;
   const u32* B = (const u32*)P.B;
-  const u32 sB = sA + A_BYTES;
-  for (int c = threadIdx.x; c < ABITS * BM * 2; c += NTHREADS) {
-    const int plane = c / (BM * 2), rem = c - plane * (BM * 2), row = rem >> 1, h = rem & 1;
-    const int gm = m0 + row;
-    const bool in = gm < P.aLines;
-    const u32* src = A + plane * P.aPlane + (long long)(in ? gm : 0) * P.lw32 + ks * 8 + h * 4;
-    cp_async16(sA + plane * (BM * 32) + coreOff(row, h), src, in ? 16 : 0);
-  }
-  for (int c = threadIdx.x; c < NP * 2; c += NTHREADS) {
-    const int col = c >> 1, h = c & 1;  // col = plane*BN + n
-    const int plane = col / BN, gn = n0 + (col - plane * BN);
-    const bool in = gn < P.bLines;
-    const u32* src = B + plane * P.bPlane + (long long)(in ? gn : 0) * P.lw32 + ks * 8 + h * 4;
-    cp_async16(sB + coreOff(col, h), src, in ? 16 : 0);
+  const int zero = P.lw32 >> 3;
+  mbarExpect(bar, STAGE_BYTES);
+#pragma unroll
+  for (int u = 0; u < KS; u++) {
+    const int kk = st * KS + u;
+    const int ks = kk < nk ? (klist ? klist[kk] : k0 + kk) : zero;
+#pragma unroll
+    for (int p = 0; p < ABITS; p++)
+      bulkCopy(sS + u * SUB_BYTES + p * (BM * 32), A + p * P.aPlane + ((long long)ks * P.aLines + m0) * 8, BM * 32, bar);
+#pragma unroll
+    for (int p = 0; p < BBITS; p++)
+      bulkCopy(sS + u * SUB_BYTES + A_BYTES + p * (BN * 32), B + p * P.bPlane + ((long long)ks * P.bLines + n0) * 8, BN * 32, bar);
   }
 }
 
@@ -61,6 +100,27 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// fenceAcc pins the accumulators at this point of the program: the memory
+// clobber of wg_wait does not order register reads, and the compiler would
+// otherwise start combining B's planes before the last wgmma has finished
+// (ptxas then serializes every wgmma, warning C7514).
+__device__ __forceinline__ void fenceAcc(int* d, int n) {
+#pragma unroll
+  for (int r = 0; r < n; r++) asm volatile("" : "+r"(d[r])::"memory");
+}
+
+// combine returns the product held in accumulator r of column group c,
+// B's planes combined with their weights (pairs of weight 2^31 or more are
+// left out, as in bmm_mma.cu).
+__device__ __forceinline__ int combine(const int (&d)[ABITS][NP / 2], int c, int r) {
+  int v = 0;
+#pragma unroll
+  for (int i = 0; i < ABITS; i++)
+#pragma unroll
+    for (int j = 0; j < BBITS; j++)
+      if (i + j < 31) v += (int)((u32)d[i][4 * (j * (BN / 8) + c) + r] << (i + j));
+  return v;
+}
 
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs) {
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -79,43 +139,75 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
   for (int i = 0; i < ABITS; i++)
 #pragma unroll
     for (int r = 0; r < NP / 2; r++) d[i][r] = 0;
+#pragma unroll
+  for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2);
 
   const int nk = wk.k1 - wk.k0;
+  const int nst = (nk + KS - 1) / KS;
   // This block's k-steps: its slice of the tile's zero-tile list, or all.
   const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] + wk.k0 : nullptr;
-  for (int s = 0; s < PREFETCH; s++) {
-    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, klist ? klist[s] : wk.k0 + s);
-    cp_async_commit();
-  }
-  int ksNext = PREFETCH < nk ? (klist ? klist[PREFETCH] : wk.k0 + PREFETCH) : 0;
-  for (int t = 0; t < nk; t++) {
-    cp_async_wait<PREFETCH - 1>();
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    {
-      // Stage (t+PREFETCH)%STAGES was last read by the wgmma of step t-2,
-      // which every warpgroup has waited for before this iteration's barrier.
-      const int nt = t + PREFETCH;
-      if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, ksNext);
-      cp_async_commit();
-      // Fetch the next step's index now, so its latency hides behind this step.
-      ksNext = nt + 1 < nk ? (klist ? klist[nt + 1] : wk.k0 + nt + 1) : 0;
+  // Each slot has a "full" mbarrier (the copies landed) and an "empty" one
+  // (every warp's wgmmas that read it have finished). Thread 0 issues
+  // every copy: all STAGES slots up front, then each slot again as soon as
+  // it is released, so STAGES-1 stages are in flight while one is
+  // multiplied, and no block-wide barrier is needed inside the loop.
+  __shared__ __align__(8) u64 bars[2 * STAGES];
+  const u32 full0 = smem_u32(bars), empty0 = full0 + 8 * STAGES;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; s++) {
+      mbarInit(full0 + 8 * s, 1);
+      mbarInit(empty0 + 8 * s, 4 * WGS);
     }
-    const u32 sA = sbase + (t % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, m0, n0, klist, wk.k0, s, nk);
+  }
+  __syncthreads();
+  for (int t = 0; t < nst; t++) {
+    const int slot = t % STAGES;
+    mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
+    const u32 sS = sbase + slot * STAGE_BYTES;
     wg_fence();
 #pragma unroll
-    for (int i = 0; i < ABITS; i++) {
-      WGMMA_N(NP)(d[i], desc(sA + i * (BM * 32) + wg * (64 * 32)), desc(sB));
+    for (int u = 0; u < KS; u++) {
+#pragma unroll
+      for (int i = 0; i < ABITS; i++) {
+        WGMMA_N(NP)(d[i], desc(sS + u * SUB_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + u * SUB_BYTES + A_BYTES));
+      }
     }
     wg_commit();
     wg_wait<1>();
+    // This warp's wgmmas of stage t-1 are done: release its slot, and
+    // (thread 0) refill it with stage t-1+STAGES once every warp has.
+    if (t > 0) {
+      const int ps = (t - 1) % STAGES, nt = t - 1 + STAGES;
+      if (lane == 0) mbarArrive(empty0 + 8 * ps);
+      if (threadIdx.x == 0 && nt < nst) {
+        mbarWait(empty0 + 8 * ps, ((t - 1) / STAGES) & 1);
+        loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, m0, n0, klist, wk.k0, nt, nk);
+      }
+    }
   }
   wg_wait<0>();
-  cp_async_wait<0>();
-  __syncthreads();  // the q tile below reuses the stage buffers
+#pragma unroll
+  for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2);
 
-  u32* q = (u32*)smem;
-  const int ldq = BN + 1;
+  // ACC(c, r) is the product held in accumulator r of column group c
+  // (compile-time constants after unrolling).
+#define ACC(c, r) combine(d, c, r)
+  // int32 output of a whole tile, N even (the common case): each thread
+  // holds column pairs of two rows; one 8-byte store per pair, addresses
+  // from one row pointer.
+  if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0) {
+    int* o = (int*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
+    const long long down = 8LL * P.N;
+#pragma unroll
+    for (int c = 0; c < BN / 8; c++) {
+      *(int2*)(o + c * 8) = make_int2(ACC(c, 0), ACC(c, 1));
+      *(int2*)(o + down + c * 8) = make_int2(ACC(c, 2), ACC(c, 3));
+    }
+    return;
+  }
+
   // FOR_OUT runs body for each output this thread holds: (lr, lc) in the
   // tile and its product v, B's planes combined with their weights.
 #define FOR_OUT(body)                                                          \
@@ -123,23 +215,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
   _Pragma("unroll") for (int r = 0; r < 4; r++) {                              \
     const int lr = wg * 64 + warp * 16 + (lane >> 2) + (r >> 1) * 8;           \
     const int lc = c * 8 + (lane & 3) * 2 + (r & 1);                           \
-    int v = 0;                                                                 \
-    _Pragma("unroll") for (int i = 0; i < ABITS; i++)                          \
-    _Pragma("unroll") for (int j = 0; j < BBITS; j++)                          \
-      if (i + j < 31) v += (int)((u32)d[i][4 * (j * (BN / 8) + c) + r] << (i + j)); \
+    int v = ACC(c, r);                                                         \
     body                                                                       \
   }
-  // Split-K: add the partial tile into the workspace; the last split to
-  // arrive takes the sums back (zeroing the workspace) and finishes.
-  const bool split = P.splits > 1;
-  int* ws = split ? (int*)P.ws + (long long)wk.tile * (BM * BN) : nullptr;
-  if (split) {
-    FOR_OUT(atomicAdd(ws + lr * BN + lc, v);)
-    if (!splitArrive(P, wk.tile)) return;
-  }
-  FOR_OUT(if (split) v = atomicExch(ws + lr * BN + lc, 0); emit(probs + pi, v, m0 + lr, n0 + lc, q, lr * ldq + lc);)
-  if (P.mode == MODE_BIT) {
-    __syncthreads();
-    packBits(probs + pi, q, ldq, m0, n0, BM, BN);
-  }
+  FINISH_TILE(BM, BN);
+#undef FOR_OUT
+#undef ACC
 }

@@ -152,3 +152,49 @@ __device__ __forceinline__ bool splitArrive(const Prob& P, int tile) {
   if (last) __threadfence();
   return last;
 }
+
+// storePair stores int32 products a, b at (m, n) and (m, n+1), n even.
+__device__ __forceinline__ void storePair(const Prob& P, int m, int n, int a, int b) {
+  if (m >= P.M || n >= P.N) return;
+  int* o = (int*)P.out + (long long)m * P.N + n;
+  if ((P.N & 1) == 0) {
+    *(int2*)o = make_int2(a, b);
+  } else {
+    o[0] = a;
+    if (n + 1 < P.N) o[1] = b;
+  }
+}
+
+// FINISH_TILE is the tail both kernels share, expanded inside the kernel
+// body after the main loop: FOR_OUT(body) must run body once per output
+// the thread holds, with (lr, lc) its place in the BMv×BNv tile and v its
+// product, and P, wk, probs, pi, m0, n0 and smem be in scope. Split-K adds
+// the partial tile into the workspace, and the last split to arrive takes
+// the sums back (zeroing the workspace) and finishes. int32 outputs are
+// stored inline; float and bit outputs go through emit (and packBits).
+#define FINISH_TILE(BMv, BNv)                                                           \
+  do {                                                                                  \
+    const bool split_ = P.splits > 1;                                                   \
+    int* ws_ = split_ ? (int*)P.ws + (long long)wk.tile * ((BMv) * (BNv)) : nullptr;   \
+    if (split_) {                                                                       \
+      FOR_OUT(atomicAdd(ws_ + lr * (BNv) + lc, v);)                                     \
+      if (!splitArrive(P, wk.tile)) return;                                             \
+    }                                                                                   \
+    if (P.mode == MODE_INT) {                                                           \
+      /* Outputs come in pairs of adjacent columns (even first): one 8-byte */         \
+      /* store each when N is even. */                                                  \
+      int pv_ = 0;                                                                      \
+      FOR_OUT(if (split_) v = atomicExch(ws_ + lr * (BNv) + lc, 0);                     \
+              if ((lc & 1) == 0) pv_ = v; else storePair(P, m0 + lr, n0 + lc - 1, pv_, v);) \
+      return;                                                                           \
+    }                                                                                   \
+    /* The q tile reuses the stage buffers: wait for every warp's wgmmas. */          \
+    if (P.mode == MODE_BIT) __syncthreads();                                            \
+    u32* q_ = (u32*)smem;                                                               \
+    FOR_OUT(if (split_) v = atomicExch(ws_ + lr * (BNv) + lc, 0);                       \
+            emit(probs + pi, v, m0 + lr, n0 + lc, q_, lr * ((BNv) + 1) + lc);)          \
+    if (P.mode == MODE_BIT) {                                                           \
+      __syncthreads();                                                                  \
+      packBits(probs + pi, q_, (BNv) + 1, m0, n0, (BMv), (BNv));                        \
+    }                                                                                   \
+  } while (0)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Tuning run on the GPU host (device tool), from the repository root, after
+# `make gpu-test`; logs under $OUT. Steps (STEPS, in order):
+#   ptxas: nvcc -Xptxas -v on two wgmma variants (registers, spills, warnings)
+#   test:  TestLargeVsGeneric, TestBatch, TestZeroTileJumping, conformance (auto, -short)
+#   old:   build/gpu/tcu.old.test (an earlier build, if carried) on the same points, for before/after
+#   tune:  BenchmarkTune (pipeline and tile sweep)
+#   ncu:   Nsight Compute on the default large-shape kernel (NCU_BENCH picks the benchmark)
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+STEPS=${STEPS:-"ptxas test old tune"}
+export QGTC_CACHE_DIR=${QGTC_CACHE_DIR:-/tmp/qgtc-kernels} PYTHONUNBUFFERED=1
+mkdir -p "$QGTC_CACHE_DIR"
+T=./build/gpu/tcu.test
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/env.txt" 2>&1
+for step in $STEPS; do
+  t0=$(date +%s)
+  case $step in
+  ptxas)
+    K=tcu/kernels
+    for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4"; do
+      echo "== $v"
+      nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/wg.cubin -Xptxas -v --fmad=false $v -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
+      cuobjdump -sass /tmp/wg.cubin | grep -c -E "BGMMA|HGMMA"
+    done >"$OUT/ptxas.log" 2>&1
+    grep -E "==|registers|spill|arning|rror" "$OUT/ptxas.log"
+    ;;
+  test)
+    $T -test.v -test.run 'TestLargeVsGeneric|TestBatch|TestZeroTileJumping|TestConformance/auto' -test.short -test.timeout 300s >"$OUT/test.log" 2>&1
+    echo "test rc=$?"
+    grep -E "^(--- |ok|FAIL|PASS|panic)|^    --- FAIL|tcu:|Error" "$OUT/test.log" | head -30
+    ;;
+  old)
+    [ -x ./build/gpu/tcu.old.test ] && timeout 200 ./build/gpu/tcu.old.test -test.run '^$' -test.bench "${OLD_BENCH:-Large|Aggregation/N=4096/D=64/s=[124]/impl=auto}" -test.benchtime 1x -test.v >"$OUT/old.log" 2>&1
+    grep -E "^Benchmark.*us/launch" "$OUT/old.log" | awk '{print $1, $5, $6, $(NF-3), $(NF-2)}' | sed 's/-16 / /'
+    ;;
+  tune)
+    timeout 300 $T -test.run '^$' -test.bench "${TUNE_BENCH:-Tune}" -test.benchtime 1x -test.v >"$OUT/tune.log" 2>&1
+    grep -E "^Benchmark.*us/launch|config:" "$OUT/tune.log" | awk '/config/ {c=$0; sub(/.*config: /, "", c); next} {print $1, $5, $6, $(NF-3), $(NF-2), "|", c}' | sed 's/-16 / /'
+    ;;
+  ncu)
+    # NCU_BENCH: benchmarks to profile, one process each; the 9th wgmma launch of each.
+    i=0
+    for b in ${NCU_BENCH:-Tune/N=16384/D=256/s=1/tune=default$ Tune/N=16384/D=256/s=4/tune=default$}; do
+      i=$((i + 1))
+      timeout 200 ncu --kernel-name bmm_wgmma --launch-skip 8 --launch-count 1 --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --print-details all \
+        --metrics ${NCU_METRICS:-sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_op_write.sum} \
+        $T -test.run '^$' -test.bench "$b" -test.benchtime 1x >"$OUT/ncu$i.txt" 2>&1
+      echo "-- $b"
+      grep -iE "Duration|Throughput|lts__|gmma|stall|pipe|Issued|Eligible|Active Warps" "$OUT/ncu$i.txt" | grep -v "^ *---" | head -70
+    done
+    ;;
+  esac
+  echo "== $step took $(($(date +%s) - t0)) s"
+done
