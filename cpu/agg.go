@@ -3,6 +3,7 @@ package cpu
 //go:generate sh -c "cd _asm && go run ./agg -out ../agg_amd64.s -stubs ../agg_amd64.go -pkg cpu"
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -81,9 +82,26 @@ func (c Codes) Validate() error {
 	case len(c.Data) != c.Rows*c.Stride:
 		return fmt.Errorf("%w: %d bytes for %d rows of stride %d", ErrCodes, len(c.Data), c.Rows, c.Stride)
 	}
+	// Each 8-byte word of a row is checked at once against the bits its
+	// bytes may hold (2^Bits-1 for a code, none for padding); only a row
+	// that fails is scanned byte by byte to name the fault.
 	top := uint8(1<<c.Bits - 1)
+	allowed := make([]uint64, c.Stride/8)
+	for j := 0; j < c.Stride && j < c.Cols; j++ {
+		allowed[j/8] |= uint64(top) << (8 * (j % 8))
+	}
 	for r := 0; r < c.Rows; r++ {
 		row := c.Data[r*c.Stride : (r+1)*c.Stride]
+		bad := false
+		for w, a := range allowed {
+			if binary.LittleEndian.Uint64(row[8*w:])&^a != 0 {
+				bad = true
+				break
+			}
+		}
+		if !bad {
+			continue
+		}
 		for j, v := range row {
 			if j >= c.Cols && v != 0 {
 				return fmt.Errorf("%w: padding byte %d of row %d is %d, want 0", ErrCodes, j, r, v)
@@ -96,17 +114,40 @@ func (c Codes) Validate() error {
 	return nil
 }
 
+// Adj is the left operand of an aggregation: a sparse matrix whose row v
+// lists, in CSR, the rows of X it sums. Its entries are 1 (W nil: a 1-bit
+// adjacency) or small unsigned codes W, one per entry, below 2^WBits
+// (quantized values, e.g. the codes of sparse node features).
+type Adj struct {
+	CSR
+	W     []uint8
+	WBits int
+}
+
 // checkAgg validates an aggregation of x over a: every row of a lists
-// sources of x, no row can overflow int32, and returns the row count.
-func checkAgg(a CSR, x Codes) (int, error) {
+// sources of x, the weights fit, no row can overflow int32, and returns the
+// row count.
+func checkAgg(a Adj, x Codes) (int, error) {
 	if err := x.Validate(); err != nil {
 		return 0, err
 	}
-	if err := a.Validate(x.Rows); err != nil {
+	if err := a.CSR.Validate(x.Rows); err != nil {
 		return 0, err
 	}
+	wtop := int64(1)
+	if a.W != nil {
+		if a.WBits < 1 || a.WBits > 8 || len(a.W) != len(a.Indices) {
+			return 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrCodes, len(a.W), a.WBits, len(a.Indices))
+		}
+		wtop = int64(1)<<a.WBits - 1
+		for p, w := range a.W {
+			if int64(w) > wtop {
+				return 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrCodes, w, p, a.WBits)
+			}
+		}
+	}
 	m := a.Rows()
-	top := int64(1)<<x.Bits - 1
+	top := wtop * (int64(1)<<x.Bits - 1)
 	for v := 0; v < m; v++ {
 		if deg := int64(a.Indptr[v+1] - a.Indptr[v]); deg*top > math.MaxInt32 {
 			return 0, fmt.Errorf("%w: row %d has %d entries of up to %d: the sum can overflow int32", ErrCodes, v, deg, top)
@@ -115,27 +156,31 @@ func checkAgg(a CSR, x Codes) (int, error) {
 	return m, nil
 }
 
-// aggRow adds the codes of x's rows idx into acc (len x.Stride). The
-// uint16 partial sums of the vector kernels are flushed into acc before
-// they can wrap: after every aggChunk(bits) sources.
-func aggRow(acc []int32, x Codes, idx []int32) {
+// aggRow adds the codes of x's rows idx (times their weights wt, or 1 when
+// wt is nil) into acc (len x.Stride). The uint16 partial sums of the vector
+// kernels are flushed into acc every chunk sources, before they can wrap.
+func aggRow(acc []int32, x Codes, idx []int32, wt []uint8, chunk int) {
 	if len(idx) == 0 {
 		return
 	}
 	if useAggAsm {
-		aggRowAsm(acc, x, idx)
+		aggRowAsm(acc, x, idx, wt, chunk)
+		return
+	}
+	if wt != nil {
+		aggRowWeightedGeneric(acc, x, idx, wt)
 		return
 	}
 	aggRowGeneric(acc, x, idx)
 }
 
-// aggChunk is how many codes of the given width a uint16 can sum.
-func aggChunk(bits int) int { return 65535 / (1<<bits - 1) }
+// aggChunk is how many terms of up to top a uint16 can sum.
+func aggChunk(top int) int { return 65535 / top }
 
 // AggInt computes dst = A·X: row v of dst (len x.Cols) is the sum of the
-// rows of x that row v of a lists. dst is len(a.Indptr)-1 × x.Cols,
+// rows of x that row v of a lists, each times its weight. dst is len(a.Indptr)-1 × x.Cols,
 // row-major. Rows that list a source twice count it twice.
-func AggInt(dst []int32, a CSR, x Codes) error {
+func AggInt(dst []int32, a Adj, x Codes) error {
 	m, err := checkAgg(a, x)
 	if err != nil {
 		return err
@@ -153,7 +198,7 @@ func AggInt(dst []int32, a CSR, x Codes) error {
 
 // AggFloat computes dst = ep(A·X) in float32, as bmm.MM2Float does on the
 // packed adjacency (bit for bit).
-func AggFloat(dst []float32, a CSR, x Codes, ep *bmm.Epilogue) error {
+func AggFloat(dst []float32, a Adj, x Codes, ep *bmm.Epilogue) error {
 	m, err := checkAgg(a, x)
 	if err != nil {
 		return err
@@ -176,7 +221,7 @@ func AggFloat(dst []float32, a CSR, x Codes, ep *bmm.Epilogue) error {
 // AggBit computes ep(A·X), re-quantizes it with rq to dst.Bits() bits and
 // packs it into dst (either packing), as bmm.MM2Bit / MM2BitCols do on the
 // packed adjacency (bit for bit).
-func AggBit(dst *bittensor.Tensor, a CSR, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
+func AggBit(dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
 	m, err := checkAgg(a, x)
 	if err != nil {
 		return err
@@ -204,7 +249,7 @@ func AggBit(dst *bittensor.Tensor, a CSR, x Codes, ep *bmm.Epilogue, rq bmm.Requ
 
 // AggCodes computes ep(A·X) re-quantized with rq into dst (dst.Bits bits,
 // dst.Cols == x.Cols): the input of a further aggregation.
-func AggCodes(dst Codes, a CSR, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
+func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
 	m, err := checkAgg(a, x)
 	if err != nil {
 		return err
@@ -238,15 +283,25 @@ const aggBlock = 64
 // runAgg sums the rows of each 64-row block of A·X into a per-task buffer
 // and hands it to finish (acc holds rows × x.Stride sums, row r of the
 // block at acc[r*x.Stride:]). Blocks are spread over GOMAXPROCS workers.
-func runAgg(a CSR, x Codes, m int, finish func(acc []int32, v0, rows int)) {
+func runAgg(a Adj, x Codes, m int, finish func(acc []int32, v0, rows int)) {
 	blocks := (m + aggBlock - 1) / aggBlock
+	top := 1<<x.Bits - 1
+	if a.W != nil {
+		top *= 1<<a.WBits - 1
+	}
+	chunk := aggChunk(top)
 	forEachTask(blocks, runtime.GOMAXPROCS(0), func(i int) {
 		v0 := i * aggBlock
 		rows := min(aggBlock, m-v0)
 		acc := make([]int32, rows*x.Stride)
 		for r := 0; r < rows; r++ {
 			v := v0 + r
-			aggRow(acc[r*x.Stride:(r+1)*x.Stride], x, a.Indices[a.Indptr[v]:a.Indptr[v+1]])
+			p0, p1 := a.Indptr[v], a.Indptr[v+1]
+			var wt []uint8
+			if a.W != nil {
+				wt = a.W[p0:p1]
+			}
+			aggRow(acc[r*x.Stride:(r+1)*x.Stride], x, a.Indices[p0:p1], wt, chunk)
 		}
 		finish(acc, v0, rows)
 	})
@@ -256,13 +311,53 @@ func runAgg(a CSR, x Codes, m int, finish func(acc []int32, v0, rows int)) {
 // computed elsewhere: out[j] = ep.Apply(c[j], m, j), bit for bit.
 func EpilogueRow(out []float32, c []int32, m int, ep *bmm.Epilogue) { applyRow(out, c, m, ep) }
 
+// EpilogueRowFloat is EpilogueRow for products held as float32 sums, in
+// place: out[j] = ep.ApplyFloat(out[j], m, j), bit for bit.
+func EpilogueRowFloat(out []float32, m int, ep *bmm.Epilogue) { applyRowFloat(out, m, ep) }
+
 // QuantizeRowBytes is the kernels' re-quantizer into bytes:
-// q[j] = rq.Quantize(y[j], bits), bits <= 8.
+// q[j] = rq.Quantize(y[j], bits) for bits <= 8 (it panics on more).
 func QuantizeRowBytes(q []uint8, y []float32, rq bmm.Requant, bits int) {
-	q = q[:len(y)]
-	for j, v := range y {
-		q[j] = uint8(rq.Quantize(v, bits))
+	quantizeRowBytes(q, y, rq, bits)
+}
+
+// QuantizeRow is the kernels' re-quantizer: q[j] = rq.Quantize(y[j], bits).
+func QuantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) { quantizeRow(q, y, rq, bits) }
+
+// RowsCSR is a sparse matrix (CSR, no edge ids) whose column indices were
+// checked once against its column count, so its rows can be gathered
+// against a dense matrix without checking every index on every call.
+type RowsCSR struct {
+	g    CSR
+	cols int
+}
+
+// NewRowsCSR checks g (indices in [0, cols)) and wraps it.
+func NewRowsCSR(g CSR, cols int) (RowsCSR, error) {
+	if err := (CSR{Indptr: g.Indptr, Indices: g.Indices}).Validate(cols); err != nil {
+		return RowsCSR{}, err
 	}
+	return RowsCSR{g: CSR{Indptr: g.Indptr, Indices: g.Indices}, cols: cols}, nil
+}
+
+// MulRow sets acc to row v of the product with the dense cols×ldx matrix x
+// (row-major, the first len(acc) columns used): Σ_p wt[p]·x[Indices[p]]
+// over the row's entries p, with wt the weights of all entries (len NNZ),
+// or every weight 1 when wt is nil. It uses the templates' vector kernels
+// (fused multiply-adds: exact where the products and partial sums are,
+// e.g. integers below 2^24).
+func (r RowsCSR) MulRow(acc []float32, v int, x, wt []float32, ldx int) {
+	if len(acc) > ldx || len(x) < r.cols*ldx || (wt != nil && len(wt) != len(r.g.Indices)) {
+		panic(fmt.Sprintf("cpu: RowsCSR.MulRow: %d columns of a %d×%d matrix (%d values), %d weights for %d entries",
+			len(acc), r.cols, ldx, len(x), len(wt), len(r.g.Indices)))
+	}
+	clear(acc)
+	p0, p1 := r.g.Indptr[v], r.g.Indptr[v+1]
+	if wt == nil {
+		gatherSumChecked(acc, x, r.g.Indices[p0:p1], ldx)
+		return
+	}
+	gatherAxpyChecked(acc, x, r.g.Indices[p0:p1], wt[p0:p1], ldx)
 }
 
 // AggVectorized reports whether the aggregation runs on its vector kernel.

@@ -11,3 +11,10 @@ package cpu
 //
 //go:noescape
 func aggRowAVX2(acc *int32, x *uint8, stride int, idx *int32, n int, chunk int)
+
+// aggRowWeightedAVX2 is aggRowWeightedGeneric: acc[j] += wt[e]·x[idx[e]*stride+j]
+// for e < n, j < stride (stride a multiple of 16), like aggRowAVX2 with each
+// source's widened codes multiplied by its weight (VPMULLW) before the sum.
+//
+//go:noescape
+func aggRowWeightedAVX2(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)

@@ -15,14 +15,14 @@ TEXT ·aggRowAVX2(SB), NOSPLIT, $0-48
 	MOVQ chunk+40(FP), DI
 	XORQ R8, R8
 
-w4_group:
+u4_group:
 	MOVQ DX, R9
 	SUBQ R8, R9
 	CMPQ R9, $0x00000040
-	JL   w4_done
+	JL   u4_done
 	XORQ R9, R9
 
-w4_chunk:
+u4_chunk:
 	MOVQ    R9, R10
 	ADDQ    DI, R10
 	CMPQ    R10, SI
@@ -32,9 +32,9 @@ w4_chunk:
 	VPXOR   Y2, Y2, Y2
 	VPXOR   Y3, Y3, Y3
 	CMPQ    R9, R10
-	JGE     w4_flush
+	JGE     u4_flush
 
-w4_src:
+u4_src:
 	MOVLQSX   (BX)(R9*4), R11
 	IMULQ     DX, R11
 	ADDQ      CX, R11
@@ -48,9 +48,9 @@ w4_src:
 	VPADDW    Y4, Y3, Y3
 	INCQ      R9
 	CMPQ      R9, R10
-	JL        w4_src
+	JL        u4_src
 
-w4_flush:
+u4_flush:
 	VPMOVZXWD    X0, Y4
 	VEXTRACTI128 $0x01, Y0, X0
 	VPMOVZXWD    X0, Y0
@@ -80,28 +80,28 @@ w4_flush:
 	VPADDD       224(AX)(R8*4), Y1, Y1
 	VMOVDQU      Y1, 224(AX)(R8*4)
 	CMPQ         R9, SI
-	JL           w4_chunk
+	JL           u4_chunk
 	ADDQ         $0x00000040, R8
-	JMP          w4_group
+	JMP          u4_group
 
-w4_done:
-w1_group:
+u4_done:
+u1_group:
 	MOVQ DX, R9
 	SUBQ R8, R9
 	CMPQ R9, $0x00000010
-	JL   w1_done
+	JL   u1_done
 	XORQ R9, R9
 
-w1_chunk:
+u1_chunk:
 	MOVQ    R9, R10
 	ADDQ    DI, R10
 	CMPQ    R10, SI
 	CMOVQGT SI, R10
 	VPXOR   Y0, Y0, Y0
 	CMPQ    R9, R10
-	JGE     w1_flush
+	JGE     u1_flush
 
-w1_src:
+u1_src:
 	MOVLQSX   (BX)(R9*4), R11
 	IMULQ     DX, R11
 	ADDQ      CX, R11
@@ -109,9 +109,9 @@ w1_src:
 	VPADDW    Y1, Y0, Y0
 	INCQ      R9
 	CMPQ      R9, R10
-	JL        w1_src
+	JL        u1_src
 
-w1_flush:
+u1_flush:
 	VPMOVZXWD    X0, Y1
 	VEXTRACTI128 $0x01, Y0, X0
 	VPMOVZXWD    X0, Y0
@@ -120,8 +120,144 @@ w1_flush:
 	VPADDD       32(AX)(R8*4), Y0, Y0
 	VMOVDQU      Y0, 32(AX)(R8*4)
 	CMPQ         R9, SI
-	JL           w1_chunk
+	JL           u1_chunk
 	ADDQ         $0x00000010, R8
+	JMP          u1_group
+
+u1_done:
+	VZEROUPPER
+	RET
+
+// func aggRowWeightedAVX2(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)
+// Requires: AVX, AVX2, CMOV
+TEXT ·aggRowWeightedAVX2(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ idx+24(FP), BX
+	MOVQ wt+32(FP), SI
+	MOVQ n+40(FP), DI
+	MOVQ chunk+48(FP), R8
+	XORQ R9, R9
+
+w4_group:
+	MOVQ DX, R10
+	SUBQ R9, R10
+	CMPQ R10, $0x00000040
+	JL   w4_done
+	XORQ R10, R10
+
+w4_chunk:
+	MOVQ    R10, R11
+	ADDQ    R8, R11
+	CMPQ    R11, DI
+	CMOVQGT DI, R11
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R10, R11
+	JGE     w4_flush
+
+w4_src:
+	MOVLQSX      (BX)(R10*4), R12
+	IMULQ        DX, R12
+	ADDQ         CX, R12
+	MOVBLZX      (SI)(R10*1), R13
+	VMOVD        R13, X4
+	VPBROADCASTW X4, Y4
+	VPMOVZXBW    (R12)(R9*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y0, Y0
+	VPMOVZXBW    16(R12)(R9*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y1, Y1
+	VPMOVZXBW    32(R12)(R9*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y2, Y2
+	VPMOVZXBW    48(R12)(R9*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	INCQ         R10
+	CMPQ         R10, R11
+	JL           w4_src
+
+w4_flush:
+	VPMOVZXWD    X0, Y4
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R9*4), Y4, Y4
+	VMOVDQU      Y4, (AX)(R9*4)
+	VPADDD       32(AX)(R9*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R9*4)
+	VPMOVZXWD    X1, Y0
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       64(AX)(R9*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R9*4)
+	VPADDD       96(AX)(R9*4), Y1, Y1
+	VMOVDQU      Y1, 96(AX)(R9*4)
+	VPMOVZXWD    X2, Y0
+	VEXTRACTI128 $0x01, Y2, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       128(AX)(R9*4), Y0, Y0
+	VMOVDQU      Y0, 128(AX)(R9*4)
+	VPADDD       160(AX)(R9*4), Y1, Y1
+	VMOVDQU      Y1, 160(AX)(R9*4)
+	VPMOVZXWD    X3, Y0
+	VEXTRACTI128 $0x01, Y3, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       192(AX)(R9*4), Y0, Y0
+	VMOVDQU      Y0, 192(AX)(R9*4)
+	VPADDD       224(AX)(R9*4), Y1, Y1
+	VMOVDQU      Y1, 224(AX)(R9*4)
+	CMPQ         R10, DI
+	JL           w4_chunk
+	ADDQ         $0x00000040, R9
+	JMP          w4_group
+
+w4_done:
+w1_group:
+	MOVQ DX, R10
+	SUBQ R9, R10
+	CMPQ R10, $0x00000010
+	JL   w1_done
+	XORQ R10, R10
+
+w1_chunk:
+	MOVQ    R10, R11
+	ADDQ    R8, R11
+	CMPQ    R11, DI
+	CMOVQGT DI, R11
+	VPXOR   Y0, Y0, Y0
+	CMPQ    R10, R11
+	JGE     w1_flush
+
+w1_src:
+	MOVLQSX      (BX)(R10*4), R12
+	IMULQ        DX, R12
+	ADDQ         CX, R12
+	MOVBLZX      (SI)(R10*1), R13
+	VMOVD        R13, X1
+	VPBROADCASTW X1, Y1
+	VPMOVZXBW    (R12)(R9*1), Y2
+	VPMULLW      Y1, Y2, Y2
+	VPADDW       Y2, Y0, Y0
+	INCQ         R10
+	CMPQ         R10, R11
+	JL           w1_src
+
+w1_flush:
+	VPMOVZXWD    X0, Y1
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R9*4), Y1, Y1
+	VMOVDQU      Y1, (AX)(R9*4)
+	VPADDD       32(AX)(R9*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R9*4)
+	CMPQ         R10, DI
+	JL           w1_chunk
+	ADDQ         $0x00000010, R9
 	JMP          w1_group
 
 w1_done:

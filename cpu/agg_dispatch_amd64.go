@@ -8,9 +8,15 @@ import "unsafe"
 // compare it with aggRowGeneric.
 var useAggAsm = hasAVX2
 
-// aggRowAsm runs aggRowAVX2. checkAgg has checked that every index is a
-// row of x and that len(x.Data) is Rows·Stride, the reads the kernel makes.
-func aggRowAsm(acc []int32, x Codes, idx []int32) {
+// aggRowAsm runs aggRowAVX2 or aggRowWeightedAVX2. checkAgg has checked
+// that every index is a row of x and that len(x.Data) is Rows·Stride, the
+// reads the kernels make.
+func aggRowAsm(acc []int32, x Codes, idx []int32, wt []uint8, chunk int) {
 	_ = acc[x.Stride-1]
-	aggRowAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.Data), x.Stride, unsafe.SliceData(idx), len(idx), aggChunk(x.Bits))
+	if wt != nil {
+		_ = wt[len(idx)-1]
+		aggRowWeightedAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.Data), x.Stride, unsafe.SliceData(idx), unsafe.SliceData(wt), len(idx), chunk)
+		return
+	}
+	aggRowAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.Data), x.Stride, unsafe.SliceData(idx), len(idx), chunk)
 }

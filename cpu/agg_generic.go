@@ -11,3 +11,17 @@ func aggRowGeneric(acc []int32, x Codes, idx []int32) {
 		}
 	}
 }
+
+// aggRowWeightedGeneric is aggRowGeneric with weights: acc[j] +=
+// wt[e]·x[idx[e]][j].
+func aggRowWeightedGeneric(acc []int32, x Codes, idx []int32, wt []uint8) {
+	acc = acc[:x.Stride]
+	wt = wt[:len(idx)]
+	for e, u := range idx {
+		w := int32(wt[e])
+		row := x.Data[int(u)*x.Stride : (int(u)+1)*x.Stride]
+		for j, c := range row {
+			acc[j] += w * int32(c)
+		}
+	}
+}

@@ -4,4 +4,6 @@ package cpu
 
 var useAggAsm = false
 
-func aggRowAsm(acc []int32, x Codes, idx []int32) { aggRowGeneric(acc, x, idx) }
+func aggRowAsm(acc []int32, x Codes, idx []int32, wt []uint8, chunk int) {
+	panic("cpu: no aggregation assembly in this build")
+}

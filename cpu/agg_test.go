@@ -15,26 +15,39 @@ import (
 // aggCase is a random sparse 0/1 matrix A (m×k, as CSR and packed by rows)
 // and k×d codes X (as Codes and packed by columns).
 type aggCase struct {
-	a    CSR
+	a    Adj
 	adj  *bittensor.Tensor
 	x    Codes
 	xt   *bittensor.Tensor
 	m, d int
 }
 
-func newAggCase(t testing.TB, r *rand.Rand, m, k, d, bits int, deg float64) aggCase {
-	a := CSR{Indptr: make([]int32, m+1)}
+// newAggCase makes the case; wbits > 0 gives A weights of that width
+// (entries in 1..2^wbits-1, the largest often), 0 a 0/1 matrix.
+func newAggCase(t testing.TB, r *rand.Rand, m, k, d, bits, wbits int, deg float64) aggCase {
+	a := Adj{CSR: CSR{Indptr: make([]int32, m+1)}, WBits: wbits}
 	adjVals := make([]int32, m*k)
 	for v := 0; v < m; v++ {
 		for u := 0; u < k; u++ {
 			if r.Float64() < deg/float64(max(k, 1)) {
 				a.Indices = append(a.Indices, int32(u))
-				adjVals[v*k+u] = 1
+				w := 1
+				if wbits > 0 {
+					w = 1 + r.IntN(1<<wbits-1)
+					if r.IntN(3) == 0 {
+						w = 1<<wbits - 1
+					}
+					a.W = append(a.W, uint8(w))
+				}
+				adjVals[v*k+u] = int32(w)
 			}
 		}
 		a.Indptr[v+1] = int32(len(a.Indices))
 	}
-	adj, err := bittensor.PackRows(adjVals, m, k, 1)
+	if wbits > 0 && a.W == nil {
+		a.W = []uint8{}
+	}
+	adj, err := bittensor.PackRows(adjVals, m, k, max(wbits, 1))
 	require.NoError(t, err)
 	x, err := NewCodes(k, d, bits)
 	require.NoError(t, err)
@@ -58,9 +71,13 @@ func newAggCase(t testing.TB, r *rand.Rand, m, k, d, bits int, deg float64) aggC
 func naiveAgg(c aggCase) []int32 {
 	out := make([]int32, c.m*c.d)
 	for v := 0; v < c.m; v++ {
-		for _, u := range c.a.Indices[c.a.Indptr[v]:c.a.Indptr[v+1]] {
-			for j, x := range c.x.Row(int(u)) {
-				out[v*c.d+j] += int32(x)
+		for p := c.a.Indptr[v]; p < c.a.Indptr[v+1]; p++ {
+			w := int32(1)
+			if c.a.W != nil {
+				w = int32(c.a.W[p])
+			}
+			for j, x := range c.x.Row(int(c.a.Indices[p])) {
+				out[v*c.d+j] += w * int32(x)
 			}
 		}
 	}
@@ -91,10 +108,10 @@ func TestAggMatchesBitProduct(t *testing.T) {
 			{0, 5, 3}, {1, 1, 1}, {5, 7, 16}, {63, 64, 15}, {64, 65, 17}, {65, 130, 64},
 			{70, 100, 65}, {129, 257, 80}, {40, 300, 130}, {200, 200, 5},
 		} {
-			for _, bits := range []int{1, 2, 3, 4, 5, 7, 8} {
-				name := fmt.Sprintf("asm=%v/m=%d/k=%d/d=%d/bits=%d", asm, sh.m, sh.k, sh.d, bits)
+			for _, bits := range [][2]int{{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {7, 0}, {8, 0}, {1, 1}, {4, 4}, {8, 3}, {3, 8}, {8, 8}} {
+				name := fmt.Sprintf("asm=%v/m=%d/k=%d/d=%d/bits=%d/wbits=%d", asm, sh.m, sh.k, sh.d, bits[0], bits[1])
 				t.Run(name, func(t *testing.T) {
-					c := newAggCase(t, r, sh.m, sh.k, sh.d, bits, 6)
+					c := newAggCase(t, r, sh.m, sh.k, sh.d, bits[0], bits[1], 6)
 					withAggAsm(t, asm, func() {
 						want := naiveAgg(c)
 						got := make([]int32, sh.m*sh.d)
@@ -154,7 +171,7 @@ func TestAggLongRows(t *testing.T) {
 						x.Data[i] = uint8(1<<bits - 1)
 					}
 				}
-				a := CSR{Indptr: []int32{0, 2 * k}}
+				a := Adj{CSR: CSR{Indptr: []int32{0, 2 * k}}}
 				for rep := 0; rep < 2; rep++ { // each source twice
 					for u := 0; u < k; u++ {
 						a.Indices = append(a.Indices, int32(u))
@@ -165,6 +182,15 @@ func TestAggLongRows(t *testing.T) {
 				for j, v := range got {
 					require.Equal(t, int32(2*k*(1<<bits-1)), v, "column %d", j)
 				}
+				// Weighted by the largest 8-bit code: a flush after every source.
+				a.W, a.WBits = make([]uint8, len(a.Indices)), 8
+				for i := range a.W {
+					a.W[i] = 255
+				}
+				withAggAsm(t, asm, func() { require.NoError(t, AggInt(got, a, x)) })
+				for j, v := range got {
+					require.Equal(t, int32(2*k*255*(1<<bits-1)), v, "weighted: column %d", j)
+				}
 			})
 		}
 	}
@@ -173,12 +199,17 @@ func TestAggLongRows(t *testing.T) {
 func TestAggErrors(t *testing.T) {
 	x, err := NewCodes(3, 4, 2)
 	require.NoError(t, err)
-	a := CSR{Indptr: []int32{0, 1, 2}, Indices: []int32{0, 2}}
+	a := Adj{CSR: CSR{Indptr: []int32{0, 1, 2}, Indices: []int32{0, 2}}}
 	dst := make([]int32, 8)
 	require.NoError(t, AggInt(dst, a, x))
 
 	bad := a
 	bad.Indices = []int32{0, 3}
+	wbad := a
+	wbad.W, wbad.WBits = []uint8{1, 4}, 2
+	assert.ErrorContains(t, AggInt(dst, wbad, x), "weight 4 of entry 1 does not fit 2 bits")
+	wbad.W = []uint8{1}
+	assert.ErrorIs(t, AggInt(dst, wbad, x), ErrCodes, "one weight short")
 	assert.ErrorIs(t, AggInt(dst, bad, x), ErrCSR, "source outside X")
 	assert.ErrorIs(t, AggInt(dst[:7], a, x), ErrCodes, "short dst")
 
@@ -201,7 +232,7 @@ func TestAggErrors(t *testing.T) {
 	wide, err := NewCodes(1, 1, 8)
 	require.NoError(t, err)
 	n := (1<<31-1)/255 + 1
-	long := CSR{Indptr: []int32{0, int32(n)}, Indices: make([]int32, n)}
+	long := Adj{CSR: CSR{Indptr: []int32{0, int32(n)}, Indices: make([]int32, n)}}
 	err = AggInt(make([]int32, 1), long, wide)
 	assert.ErrorIs(t, err, ErrCodes)
 	assert.ErrorContains(t, err, "overflow int32")

@@ -18,10 +18,26 @@ func main() {
 		"(stride a multiple of 16). Codes are widened to uint16 and summed in",
 		"registers, 64 columns at a time; every chunk sources the uint16 sums are",
 		"widened again and added to acc, before they can wrap.")
+	kernel(false)
+
+	TEXT("aggRowWeightedAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)")
+	Pragma("noescape")
+	Doc("aggRowWeightedAVX2 is aggRowWeightedGeneric: acc[j] += wt[e]·x[idx[e]*stride+j]",
+		"for e < n, j < stride (stride a multiple of 16), like aggRowAVX2 with each",
+		"source's widened codes multiplied by its weight (VPMULLW) before the sum.")
+	kernel(true)
+	Generate()
+}
+
+func kernel(weighted bool) {
 	acc := Load(Param("acc"), GP64())
 	x := Load(Param("x"), GP64())
 	stride := Load(Param("stride"), GP64())
 	idx := Load(Param("idx"), GP64())
+	var wt Register
+	if weighted {
+		wt = Load(Param("wt"), GP64())
+	}
 	n := Load(Param("n"), GP64())
 	chunk := Load(Param("chunk"), GP64())
 
@@ -29,18 +45,21 @@ func main() {
 	// remain, then 16-wide groups finish the row.
 	col := GP64()
 	XORQ(col, col)
-	group(4, acc, x, stride, idx, n, chunk, col)
-	group(1, acc, x, stride, idx, n, chunk, col)
+	prefix := "u"
+	if weighted {
+		prefix = "w"
+	}
+	group(prefix, 4, acc, x, stride, idx, wt, n, chunk, col)
+	group(prefix, 1, acc, x, stride, idx, wt, n, chunk, col)
 	VZEROUPPER()
 	RET()
-	Generate()
 }
 
 // group emits the loop over column groups of w×16 columns: for each group,
 // for each chunk of sources, sum the widened codes in w ymm registers, then
 // widen the sums and add them to acc.
-func group(w int, acc, x, stride, idx, n, chunk, col Register) {
-	name := fmt.Sprintf("w%d", w)
+func group(prefix string, w int, acc, x, stride, idx, wt, n, chunk, col Register) {
+	name := fmt.Sprintf("%s%d", prefix, w)
 	Label(name + "_group")
 	rest := GP64()
 	MOVQ(stride, rest)
@@ -68,9 +87,20 @@ func group(w int, acc, x, stride, idx, n, chunk, col Register) {
 	MOVLQSX(Mem{Base: idx, Index: e, Scale: 4}, row)
 	IMULQ(stride, row)
 	ADDQ(x, row)
+	var wv VecVirtual
+	if wt != nil {
+		wg := GP32()
+		MOVBLZX(Mem{Base: wt, Index: e, Scale: 1}, wg)
+		wv = YMM()
+		VMOVD(wg, wv.AsX())
+		VPBROADCASTW(wv.AsX(), wv)
+	}
 	for i := range sums {
 		t := YMM()
 		VPMOVZXBW(Mem{Base: row, Index: col, Scale: 1, Disp: 16 * i}, t)
+		if wt != nil {
+			VPMULLW(wv, t, t)
+		}
 		VPADDW(t, sums[i], sums[i])
 	}
 	INCQ(e)
