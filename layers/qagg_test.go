@@ -19,11 +19,15 @@ import (
 // logit bit. Inputs of more than 8 bits fall back to the dense product.
 func TestQAggModesMatchSimulation(t *testing.T) {
 	for _, kind := range []string{QGCN, QGIN} {
-		for _, bits := range [][2]int{{1, 1}, {2, 3}, {4, 4}, {8, 8}, {12, 4}} {
-			m, d, in := qPrepared(t, kind, bits[0], bits[1], 3, false)
+		for _, tc := range []struct {
+			bits   [2]int
+			binary bool
+		}{{[2]int{1, 1}, true}, {[2]int{2, 3}, false}, {[2]int{4, 4}, true}, {[2]int{4, 4}, false}, {[2]int{8, 8}, true}, {[2]int{12, 4}, false}, {[2]int{3, 12}, true}} {
+			bits := tc.bits
+			m, d, in := qPrepared(t, kind, bits[0], bits[1], 3, tc.binary)
 			for _, k := range []bmm.Kernel{bmm.Generic{}, bmm.Default()} {
 				for _, mode := range []QAggMode{QAggDense, QAggSparse} {
-					name := fmt.Sprintf("%s/a=%d/w=%d/%s/%s", kind, bits[0], bits[1], k.Name(), mode)
+					name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v/%s/%s", kind, bits[0], bits[1], tc.binary, k.Name(), mode)
 					t.Run(name, func(t *testing.T) {
 						plan, err := m.Compile(k)
 						require.NoError(t, err)

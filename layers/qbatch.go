@@ -6,8 +6,10 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -26,6 +28,36 @@ type QBatch struct {
 	// scale of the first product's epilogue so the codes stay exact.
 	FeatScale []float32
 	chunks    int // adjChunks, once counted
+	// feat caches featRows: the feature lists of the batch's nodes.
+	feat struct {
+		in *QInput
+		g  cpu.Adj
+	}
+}
+
+// featRows is the stored feature codes of b's nodes as the left operand of
+// an aggregation, in b's row order, weighted by the codes unless all are 1
+// (made once per input and kept). in's codes must fit 8 bits.
+func (b *QBatch) featRows(in *QInput) cpu.Adj {
+	if b.feat.in == in {
+		return b.feat.g
+	}
+	g := cpu.Adj{CSR: cpu.CSR{Indptr: make([]int32, len(b.Nodes)+1)}}
+	if !in.allOnes {
+		g.W, g.WBits = []uint8{}, in.Params.Bits
+	}
+	for r, v := range b.Nodes {
+		q0, q1 := in.Indptr[v], in.Indptr[v+1]
+		g.Indices = append(g.Indices, in.Indices[q0:q1]...)
+		if g.W != nil {
+			for _, c := range in.Codes[q0:q1] {
+				g.W = append(g.W, uint8(c))
+			}
+		}
+		g.Indptr[r+1] = int32(len(g.Indices))
+	}
+	b.feat.in, b.feat.g = in, g
+	return g
 }
 
 // N is the number of nodes in the batch.
@@ -164,6 +196,37 @@ type QInput struct {
 	Indptr, Indices []int32
 	Vals            []float32 // float value of each stored entry
 	Codes           []uint32  // its code
+	// The sparse first product's view of the codes, made once by prepare:
+	// each code as float32, each row's code sum, the largest, and whether
+	// every stored code is 1 (binary features: no weights to multiply).
+	prepOnce sync.Once
+	codesF32 []float32
+	rowSums  []float32
+	maxSum   int64
+	allOnes  bool
+	rows     cpu.RowsCSR
+	rowsErr  error
+}
+
+// prepare fills the sparse first product's view of the codes.
+func (in *QInput) prepare() {
+	in.prepOnce.Do(func() {
+		in.codesF32 = make([]float32, len(in.Codes))
+		in.rowSums = make([]float32, in.Rows)
+		in.allOnes = true
+		for r := 0; r < in.Rows; r++ {
+			var s int64
+			for q := in.Indptr[r]; q < in.Indptr[r+1]; q++ {
+				c := in.Codes[q]
+				in.codesF32[q] = float32(c)
+				s += int64(c)
+				in.allOnes = in.allOnes && c == 1
+			}
+			in.rowSums[r] = float32(s)
+			in.maxSum = max(in.maxSum, s)
+		}
+		in.rows, in.rowsErr = cpu.NewRowsCSR(cpu.CSR{Indptr: in.Indptr, Indices: in.Indices}, in.Cols)
+	})
 }
 
 // QuantizeInput quantizes features f to bits (ignored for binary features,

@@ -30,6 +30,10 @@ type QPlan struct {
 	// the sparse first product runs on the vectorized cpu.SpMM.
 	wF32 []float32
 	wMax int64
+	// wCodes holds the same codes one byte each (weights of at most 8
+	// bits): with binary features the first product is then the sum of
+	// the code rows of each node's features, cpu.Agg* on the feature CSR.
+	wCodes cpu.Codes
 	// Agg picks how aggregations run: dense bit products on the packed
 	// adjacency, or sums over its edge list (cpu.Agg*), with the same
 	// results bit for bit.
@@ -133,6 +137,16 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 				p.wF32[j] = float32(c)
 				p.wMax = max(p.wMax, int64(c))
 			}
+			if m.WBits <= 8 {
+				if p.wCodes, err = cpu.NewCodes(op.lin.In, op.lin.Out, m.WBits); err != nil {
+					return nil, err
+				}
+				for r := 0; r < op.lin.In; r++ {
+					for j := 0; j < op.lin.Out; j++ {
+						p.wCodes.Data[r*p.wCodes.Stride+j] = uint8(w.codes[r*op.lin.Out+j])
+					}
+				}
+			}
 		}
 		p.WeightBytes += 8 * len(t.Words())
 	}
@@ -205,21 +219,48 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		case toCodes:
 			cpu.QuantizeRowBytes(outC.Data[r*outC.Stride:r*outC.Stride+nOut], y, rq, op.out.Bits)
 		default:
-			for j, v := range y {
-				codes[r*nOut+j] = rq.Quantize(v, op.out.Bits)
-			}
+			cpu.QuantizeRow(codes[r*nOut:(r+1)*nOut], y, rq, op.out.Bits)
 		}
 	}
-	if sums := p.qSparseFirstF32(b, in); sums != nil {
-		qParFor(n, func(lo, hi int) {
-			c := make([]int32, nOut)
-			y := make([]float32, nOut)
-			for r := lo; r < hi; r++ {
-				for j, v := range sums[r*nOut : (r+1)*nOut] {
-					c[j] = int32(v) // an exact integer below 2^24
+	in.prepare()
+	if in.rowsErr != nil {
+		return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrQModel, in.rowsErr)
+	}
+	if p.wCodes.Data != nil && in.Params.Bits <= 8 {
+		// Row r of X·W is the sum of W's code rows at r's stored features,
+		// each times its feature code: an aggregation over the feature
+		// lists, weighted unless every code is 1 (binary features).
+		g := b.featRows(in)
+		var err error
+		switch {
+		case logits != nil:
+			err = cpu.AggFloat(logits, g, p.wCodes, ep)
+		case toCodes:
+			err = cpu.AggCodes(outC, g, p.wCodes, ep, rq)
+		default:
+			var t *bittensor.Tensor
+			if t, err = bittensor.New(n, nOut, op.out.Bits, packing, bittensor.DefaultPadding); err == nil {
+				if err = cpu.AggBit(t, g, p.wCodes, ep, rq); err == nil {
+					return t, outC, nil, nil
 				}
-				cpu.EpilogueRow(y, c, r, ep)
-				emitRow(r, y)
+			}
+		}
+		return nil, outC, logits, err
+	}
+	if p.wF32 != nil && in.maxSum*p.wMax < 1<<24 {
+		// Every row's sum, and so every partial sum, is an integer below
+		// 2^24: float32 holds each exactly, whatever the order, so the
+		// vector gather kernels give the int64 result.
+		qParFor(n, func(lo, hi int) {
+			acc := make([]float32, nOut)
+			for r := lo; r < hi; r++ {
+				wt := in.codesF32
+				if in.allOnes {
+					wt = nil
+				}
+				in.rows.MulRow(acc, int(b.Nodes[r]), p.wF32, wt, nOut)
+				cpu.EpilogueRowFloat(acc, r, ep)
+				emitRow(r, acc)
 			}
 		})
 	} else {
@@ -255,49 +296,6 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	return t, outC, nil, nil
 }
 
-// qSparseFirstF32 computes op 0's integer sums X·W for b's rows with
-// cpu.SpMM (u_mul_e: each stored feature code weights a row of W) in
-// float32, and returns nil when some row's sum could reach 2^24, beyond
-// which float32 no longer holds every integer. Codes and weights are
-// non-negative, so bounding the final sum bounds every partial sum, and
-// below 2^24 the float32 result equals the int64 one whatever the order.
-func (p *QPlan) qSparseFirstF32(b *QBatch, in *QInput) []float32 {
-	if p.wF32 == nil {
-		return nil
-	}
-	n := b.N()
-	indptr := make([]int32, n+1)
-	nnz := 0
-	for r, v := range b.Nodes {
-		lo, hi := in.Indptr[v], in.Indptr[v+1]
-		var rowSum int64
-		for _, c := range in.Codes[lo:hi] {
-			rowSum += int64(c)
-		}
-		if rowSum*p.wMax >= 1<<24 {
-			return nil
-		}
-		nnz += int(hi - lo)
-		indptr[r+1] = int32(nnz)
-	}
-	indices := make([]int32, 0, nnz)
-	e := make([]float32, 0, nnz)
-	for _, v := range b.Nodes {
-		lo, hi := in.Indptr[v], in.Indptr[v+1]
-		indices = append(indices, in.Indices[lo:hi]...)
-		for _, c := range in.Codes[lo:hi] {
-			e = append(e, float32(c))
-		}
-	}
-	nOut := len(p.wF32) / in.Cols
-	out := make([]float32, n*nOut)
-	g := cpu.CSR{Indptr: indptr, Indices: indices}
-	if err := cpu.SpMM(out, g, cpu.UMulE, cpu.Sum, p.wF32, e, nil, nOut, nil, nil); err != nil {
-		return nil // shapes are ours; fall back to the int64 loop rather than fail
-	}
-	return out
-}
-
 func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace) ([]float32, QStats, error) {
 	var st QStats
 	m := p.Model
@@ -324,7 +322,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 	codes := false
 	ph := m.Input
 	n := b.N()
-	adj := cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}
+	adj := cpu.Adj{CSR: cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}}
 	for i := range p.ops {
 		op := &p.ops[i]
 		last := op.out == nil
@@ -496,13 +494,10 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 
 // qInputRowSums is the row sums of the codes of rows nodes of in.
 func qInputRowSums(in *QInput, nodes []int32) []float32 {
+	in.prepare()
 	out := make([]float32, len(nodes))
 	for i, v := range nodes {
-		var s int64
-		for _, q := range in.Codes[in.Indptr[v]:in.Indptr[v+1]] {
-			s += int64(q)
-		}
-		out[i] = float32(s)
+		out[i] = in.rowSums[v]
 	}
 	return out
 }
