@@ -297,7 +297,8 @@ func BenchmarkSgemm(b *testing.B) {
 }
 
 // BenchmarkMark is the zero-chunk mask of one task's 64 rows of one plane
-// of A, per path (chunks: 256-bit chunks per row).
+// of A, per path (chunks: 256-bit chunks per row), and the per-chunk AVX2
+// loop ("avx2-loop") that the bit-stream marks replace from 4 chunks a row.
 func BenchmarkMark(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, nc := range []int{1, 4, 16, 64} {
@@ -305,7 +306,18 @@ func BenchmarkMark(b *testing.B) {
 		a := randWords(r, rows*nc*bitChunkWords, 0.5)
 		mw := (nc + 63) / 64
 		mask := make([]uint64, rows*mw)
+		type markImpl struct {
+			name string
+			mark func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
+		}
+		var impls []markImpl
 		for _, im := range bitImpls {
+			impls = append(impls, markImpl{im.name, im.mark})
+		}
+		if markLoopAVX2 != nil && hasAVX2 {
+			impls = append(impls, markImpl{"avx2-loop", markLoopAVX2})
+		}
+		for _, im := range impls {
 			b.Run(fmt.Sprintf("chunks=%d/impl=%s", nc, im.name), func(b *testing.B) {
 				b.SetBytes(int64(8 * len(a)))
 				meter := startCPU()
