@@ -35,10 +35,13 @@ var ErrImpl = errors.New("cpu: bit-kernel path not available")
 // rows are non-zero in any plane of A (one pass over its part of A), and
 // the inner kernel then only ever runs over runs of non-zero chunks, so
 // the block-diagonal adjacencies of batched subgraphs cost in proportion
-// to their non-zero blocks, with no test inside the inner loop.
+// to their non-zero blocks, with no test inside the inner loop. A task
+// whose probe rows (probeDense) have no zero chunk skips the marking and
+// runs as dense.
 type Kernel struct {
-	impl *bitImpl
-	vert vertMode
+	impl    *bitImpl
+	vert    vertMode
+	noProbe bool // mark every block (benchmarks compare with probeDense)
 }
 
 // vertMode chooses between the row kernels and the vertical short-K
@@ -97,6 +100,7 @@ type bitPlan struct {
 	aw, bw       []uint64
 	colBlock     int // columns of B (all planes) per L1 block
 	impl         *bitImpl
+	probe        bool // probeDense before marking
 
 	// The vertical kernel, when used: B's first ng·vc columns transposed
 	// into vbuf.bt (wstride = ng·vc columns per word), the plane pairs in
@@ -120,6 +124,7 @@ var vertPool sync.Pool
 type bitTask struct {
 	tile  []int32   // bitRowBlock×n, the int32 products of the rows
 	mask  []uint64  // per row, bitset of 256-bit chunks non-zero in any plane of A
+	probe []uint64  // one row's mask, for probeDense
 	dense []bool    // per row, no zero chunk in the current K block
 	q     []uint32  // MulBit: re-quantized values of the rows
 	y     []float32 // MulBit: one row after the epilogue
@@ -127,9 +132,10 @@ type bitTask struct {
 
 var bitTaskPool sync.Pool
 
-func newBitPlan(impl *bitImpl, mode vertMode, a, b *bittensor.Tensor) *bitPlan {
+func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
+	impl, mode := k.impl, k.vert
 	p := &bitPlan{a: a, b: b, m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
-		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl}
+		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl, probe: !k.noProbe}
 	p.kc = p.lw
 	if panel := p.bbits * p.n * 8; p.lw*panel > bitPanelBytes {
 		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
@@ -236,29 +242,17 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	}
 	nchunks := (p.lw + bitChunkWords - 1) / bitChunkWords
 	mw := (nchunks + 63) / 64
-	t.mask = growSlice(t.mask, rows*mw)
-	clear(t.mask)
-	full := p.lw / bitChunkWords
-	for i := 0; i < p.abits; i++ {
-		a := p.aw[i*p.aps+m0*p.lw:]
-		p.impl.mark(t.mask, mw, a, p.lw, rows, full)
-		if full < nchunks { // a K padded to a multiple of 64 bits only
-			for r := 0; r < rows; r++ {
-				var or uint64
-				for _, x := range a[r*p.lw+full*bitChunkWords : (r+1)*p.lw] {
-					or |= x
-				}
-				if or != 0 {
-					t.mask[r*mw+full/64] |= 1 << (full % 64)
-				}
-			}
-		}
+	dense := p.probeDense(t, m0, rows, mw, nchunks)
+	if !dense {
+		t.mask = growSlice(t.mask, rows*mw)
+		clear(t.mask)
+		p.markRows(t.mask, mw, m0, rows, nchunks)
+		t.dense = growSlice(t.dense, rows)
 	}
-	t.dense = growSlice(t.dense, rows)
 	for kb := 0; kb < p.lw; kb += p.kc {
 		ke := min(p.lw, kb+p.kc)
 		cb, ce := kb/bitChunkWords, (ke+bitChunkWords-1)/bitChunkWords
-		allDense := denseRows(t.dense, t.mask, mw, cb, ce)
+		allDense := dense || denseRows(t.dense, t.mask, mw, cb, ce)
 		// When every row is dense and the vertical kernel covers every
 		// column, its first write replaces the tile: no clearing pass.
 		set := kb == 0 && allDense && p.vert && p.wstride == p.n
@@ -291,6 +285,55 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 				}
 				p.mul(tile[r*p.n+c0:], m0+r, r1-r, kb, ke, c0, c1-c0, false)
 				r = r1
+			}
+		}
+	}
+}
+
+// bitProbeRows is how many rows, spread over a block, the dense probe
+// marks.
+const bitProbeRows = 4
+
+// probeDense marks bitProbeRows rows of the block [m0, m0+rows) and
+// reports whether none of them has a zero chunk. The block is then taken
+// as dense without marking the rest: a dense A (a 1024-node adjacency at
+// one bit and 16 features) costs as much to mark as a fifth of its
+// product, while a zero chunk the probe missed costs only its AND+popcount
+// work, never a wrong sum. Blocks of batched subgraphs fail the probe (a
+// row of a block-diagonal A is mostly zero chunks) and are marked.
+func (p *bitPlan) probeDense(t *bitTask, m0, rows, mw, nchunks int) bool {
+	if !p.probe || rows < 4*bitProbeRows {
+		return false
+	}
+	t.probe = growSlice(t.probe, mw)
+	for k := 0; k < bitProbeRows; k++ {
+		r := k * (rows - 1) / (bitProbeRows - 1)
+		clear(t.probe)
+		p.markRows(t.probe, mw, m0+r, 1, nchunks)
+		if !allOnes(t.probe, 0, nchunks) {
+			return false
+		}
+	}
+	return true
+}
+
+// markRows ORs into mask (mw words per row) the zero-chunk bits of rows
+// [m, m+nrows) of A: bit c of a row is set when chunk c is non-zero in
+// any plane.
+func (p *bitPlan) markRows(mask []uint64, mw, m, nrows, nchunks int) {
+	full := p.lw / bitChunkWords
+	for i := 0; i < p.abits; i++ {
+		a := p.aw[i*p.aps+m*p.lw:]
+		p.impl.mark(mask, mw, a, p.lw, nrows, full)
+		if full < nchunks { // a K padded to a multiple of 64 bits only
+			for r := 0; r < nrows; r++ {
+				var or uint64
+				for _, x := range a[r*p.lw+full*bitChunkWords : (r+1)*p.lw] {
+					or |= x
+				}
+				if or != 0 {
+					mask[r*mw+full/64] |= 1 << (full % 64)
+				}
 			}
 		}
 	}
@@ -383,7 +426,7 @@ func (k *Kernel) MulInt(dst []int32, a, b *bittensor.Tensor) error {
 	if len(dst) != m*n {
 		return fmt.Errorf("%w: destination has %d values, product is %d×%d", bmm.ErrShape, len(dst), m, n)
 	}
-	p := newBitPlan(k.impl, k.vert, a, b)
+	p := newBitPlan(k, a, b)
 	p.run(dst, nil)
 	p.release()
 	return nil
@@ -401,7 +444,7 @@ func (k *Kernel) MulFloat(dst []float32, a, b *bittensor.Tensor, ep *bmm.Epilogu
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	p := newBitPlan(k.impl, k.vert, a, b)
+	p := newBitPlan(k, a, b)
 	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
 		for r := 0; r < m1-m0; r++ {
@@ -426,7 +469,7 @@ func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.E
 	}
 	clear(dst.Words())
 	obits := dst.Bits()
-	p := newBitPlan(k.impl, k.vert, a, b)
+	p := newBitPlan(k, a, b)
 	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
 		rows := m1 - m0
