@@ -175,10 +175,10 @@ func BenchmarkTune(b *testing.B) {
 	}
 	run(16384, 256, []int{1, 4}, []variant{
 		{"default", tuning{}}, {"ks1", tuning{ks: 1}}, {"ks2", tuning{ks: 2}},
-		{"ks4s3", tuning{ks: 4, stages: 3}}, {"ks2s5", tuning{ks: 2, stages: 5}}, {"wg1", tuning{wgs: 1}},
+		{"ks4s3", tuning{ks: 4, stages: 3}}, {"cl1", tuning{cluster: 1}}, {"cl1ks2", tuning{cluster: 1, ks: 2}}, {"ks2s5", tuning{ks: 2, stages: 5}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	run(4096, 64, []int{1, 2, 4}, []variant{
 		{"default", tuning{}}, {"bn64", tuning{minTiles: -1}}, {"mt132", tuning{minTiles: 132}},
-		{"ks1", tuning{ks: 1}}, {"ks2", tuning{ks: 2}}, {"ks2s3", tuning{ks: 2, stages: 3}},
+		{"cl1", tuning{cluster: 1}}, {"cl1mt132", tuning{cluster: 1, minTiles: 132}}, {"ks2", tuning{ks: 2}},
 	}, BenchOptions{Repeats: 15, Inner: 20})
 }

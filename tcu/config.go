@@ -20,6 +20,7 @@ type config struct {
 	wgs          int // warpgroups (wgmma)
 	stages       int
 	ks           int // 256-bit k-steps per pipeline stage (wgmma)
+	cluster      int // wgmma: blocks per cluster sharing B (1 or 2)
 	lbo, sbo     int // wgmma descriptor byte offsets
 }
 
@@ -30,6 +31,9 @@ type tuning struct {
 	// minTiles: narrow the N tile while the launch has fewer 64-row tiles
 	// than this (0: 3/4 of the multiprocessor count; negative: never).
 	minTiles int
+	// cluster: 1 never pairs blocks into clusters, 2 always where the
+	// launch allows it; 0 leaves it to the heuristic.
+	cluster int
 }
 
 func (c config) threads() int {
@@ -62,14 +66,14 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1))
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }

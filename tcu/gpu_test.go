@@ -57,11 +57,12 @@ func gpuKernel(tb testing.TB) *Kernel {
 }
 
 // testPaths are the kernels the correctness tests run: the automatic
-// choice (wgmma where a variant fits, on Hopper), mma.sync everywhere, and
-// split-K forced on every launch.
+// choice (wgmma where a variant fits, on Hopper), mma.sync everywhere,
+// split-K forced on every launch, and wgmma clusters sharing B wherever
+// the launch allows them (dense A).
 func testPaths(tb testing.TB) map[string]*Kernel {
 	k := gpuKernel(tb)
-	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3)}
+	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2})}
 	if kp, err := k.WithPath(PathMMA); err == nil {
 		out[PathMMA] = kp
 	}

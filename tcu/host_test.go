@@ -243,7 +243,7 @@ func TestPackLaunch(t *testing.T) {
 	assert.Equal(t, probBytes, binary.Size(prob{}))
 	ps := []prob{{M: 100, N: 40}, {M: 0, N: 10}, {M: 16, N: 16}, {M: 1, N: 1}, {M: 300, N: 0}, {M: 129, N: 200}}
 	for _, splits := range []int{1, 3} {
-		desc, blocks, err := packLaunch(ps, 64, 32, splits)
+		desc, blocks, err := packLaunch(ps, 64, 32, splits, 1)
 		require.NoError(t, err)
 		assert.Len(t, desc, len(ps)*probBytes)
 		want := (2*2 + 0 + 1 + 1 + 0 + 3*7) * splits
@@ -260,11 +260,11 @@ func TestPackLaunch(t *testing.T) {
 			}
 		}
 	}
-	_, _, err := packLaunch(ps, 64, 32, 0)
+	_, _, err := packLaunch(ps, 64, 32, 0, 1)
 	assert.ErrorIs(t, err, ErrShape)
 	// Field offsets as common.cuh declares them.
 	one := prob{A: 1, Kidx: 2, ColBias: 3, OutPlane: 4, M: 5, Mode: 6, OutBits: 7, ReLU: 8, RqScale: 1.5, TilesM: 9, Ws: 10, Cnt: 11}
-	raw, _, err := packLaunch([]prob{one}, 16, 16, 2)
+	raw, _, err := packLaunch([]prob{one}, 16, 16, 2, 1)
 	require.NoError(t, err)
 	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(raw[off:]) }
 	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(raw[off:]) }
@@ -282,7 +282,7 @@ func TestPackLaunch(t *testing.T) {
 	assert.Equal(t, uint64(10), u64(176))
 	assert.Equal(t, uint64(11), u64(184))
 
-	_, _, err = packLaunch([]prob{{M: -1}}, 16, 16, 1)
+	_, _, err = packLaunch([]prob{{M: -1}}, 16, 16, 1, 1)
 	assert.ErrorIs(t, err, ErrShape)
 }
 

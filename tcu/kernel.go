@@ -349,6 +349,34 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	}
 	a0, b0 := jobs[0].a.Bits(), jobs[0].b.Bits()
 	cfg := k.config(a0, b0, maxM, maxN, maxK)
+	splits := max(k.splits, 1)
+	// Zero-tile lists first: a list with every k-step of every tile is
+	// the dense loop (the kernel then skips two dependent loads before its
+	// first copy, and blocks may share B).
+	type ztj struct{ kp, ki []int32 }
+	lists := make([]ztj, len(jobs))
+	allDense := true
+	for i, j := range jobs {
+		if j.noZTJ {
+			continue
+		}
+		la := layoutOf(j.a)
+		kp, ki := newTileMask(deviceWords(j.a), j.a.Bits(), la).list(cfg.bm)
+		if len(ki) < ((j.m+cfg.bm-1)/cfg.bm)*(la.lw/stepWords) {
+			lists[i] = ztj{kp, ki}
+			allDense = false
+		}
+	}
+	// Clusters of two row tiles sharing one B tile (each block fetches
+	// half of it for both) need both blocks to visit the same k-steps: only
+	// when every A is dense (no zero-tile list would skip a step). Opt-in
+	// (tuning): on the H200 the cross-block slot release cost more than the
+	// halved B traffic saved (BenchmarkTune cl2 against cl1: N=16384,
+	// D=256 s=4 106 against 96 us, s=1 26 against 24 us).
+	cfg.cluster = 1
+	if cfg.path == PathWGMMA && splits == 1 && cfg.bn >= 16 && allDense && k.tune.cluster == 2 {
+		cfg.cluster = 2
+	}
 	file := "bmm_mma.cu"
 	name := "bmm_mma"
 	if cfg.path == PathWGMMA {
@@ -376,7 +404,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			// Tiled for bulk copies: lines padded to the block tile, and
 			// a zero k-step after the last.
 			var al, bl int
-			aw, al, _ = tiledWords(j.a, cfg.bm)
+			aw, al, _ = tiledWords(j.a, cfg.bm*cfg.cluster)
 			bw, bl, _ = tiledWords(j.b, cfg.bn)
 			ps[i].ALines, ps[i].BLines = int32(al), int32(bl)
 			ps[i].APlane, ps[i].BPlane = int64(2*len(aw)/j.a.Bits()), int64(2*len(bw)/j.b.Bits())
@@ -386,21 +414,11 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		fixes[i].a = in.add(asBytes(aw), 8*max(len(aw), 1))
 		fixes[i].b = in.add(asBytes(bw), 8*max(len(bw), 1))
 		fixes[i].kp = -1
-		dense := float64(((j.m + cfg.bm - 1) / cfg.bm) * (la.lw / stepWords))
-		entries[i] = dense
-		if !j.noZTJ {
-			mw := aw
-			if cfg.path == PathWGMMA {
-				mw = deviceWords(j.a)
-			}
-			kp, ki := newTileMask(mw, j.a.Bits(), la).list(cfg.bm)
-			entries[i] = float64(len(ki))
-			// A list with every k-step of every tile is the dense loop:
-			// the kernel then skips two dependent loads before its first copy.
-			if float64(len(ki)) < dense {
-				fixes[i].kp = in.add(asBytes(kp), 4*len(kp))
-				fixes[i].ki = in.add(asBytes(ki), 4*max(len(ki), 1))
-			}
+		entries[i] = float64(((j.m + cfg.bm - 1) / cfg.bm) * (la.lw / stepWords))
+		if l := lists[i]; l.kp != nil {
+			fixes[i].kp = in.add(asBytes(l.kp), 4*len(l.kp))
+			fixes[i].ki = in.add(asBytes(l.ki), 4*max(len(l.ki), 1))
+			entries[i] = float64(len(l.ki))
 		}
 		p.work += entries[i]
 		epOffs[i] = [6]int{-1, -1, -1, -1, -1, -1}
@@ -428,9 +446,8 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	// batches (BenchmarkAggregation impl=nosplit against impl=auto with
 	// automatic splitting), the workspace round trip costing more than the
 	// parallelism gained.
-	splits := max(k.splits, 1)
 	p.splits = splits
-	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn, splits)
+	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn, splits, cfg.cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +494,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			ps[i].Ws, ps[i].Cnt = base+uint64(wsAt[i][0]), base+uint64(wsAt[i][1])
 		}
 	}
-	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn, splits)
+	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn, splits, cfg.cluster)
 	if err != nil {
 		p.free()
 		return nil, err

@@ -166,7 +166,10 @@ const probBytes = 192
 // the k-steps of each tile split over splits blocks, in order, and returns
 // the encoded descriptors and the number of blocks. Problems with no tiles
 // (M or N zero) take no blocks.
-func packLaunch(ps []prob, bm, bn, splits int) ([]byte, int, error) {
+//
+// With cluster > 1 (the wgmma kernel's clusters of row tiles sharing a B
+// tile), each problem's row tiles are rounded up to a multiple of cluster.
+func packLaunch(ps []prob, bm, bn, splits, cluster int) ([]byte, int, error) {
 	if splits < 1 {
 		return nil, 0, fmt.Errorf("%w: %d splits", ErrShape, splits)
 	}
@@ -176,7 +179,7 @@ func packLaunch(ps []prob, bm, bn, splits int) ([]byte, int, error) {
 		if p.M < 0 || p.N < 0 {
 			return nil, 0, fmt.Errorf("%w: problem %d is %d×%d", ErrShape, i, p.M, p.N)
 		}
-		p.TilesM = int32((int(p.M) + bm - 1) / bm)
+		p.TilesM = int32(roundUp((int(p.M)+bm-1)/bm, max(cluster, 1)))
 		p.TilesN = int32((int(p.N) + bn - 1) / bn)
 		p.Splits = int32(splits)
 		p.TileStart = int32(total)

@@ -19,7 +19,7 @@ for step in $STEPS; do
   case $step in
   ptxas)
     K=tcu/kernels
-    for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4"; do
+    for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=2" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1"; do
       echo "== $v"
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/wg.cubin -Xptxas -v --fmad=false $v -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
       cuobjdump -sass /tmp/wg.cubin | grep -c -E "BGMMA|HGMMA"
@@ -27,7 +27,7 @@ for step in $STEPS; do
     grep -E "==|registers|spill|arning|rror" "$OUT/ptxas.log"
     ;;
   test)
-    $T -test.v -test.run 'TestLargeVsGeneric|TestBatch|TestZeroTileJumping|TestConformance/auto' -test.short -test.timeout 300s >"$OUT/test.log" 2>&1
+    $T -test.v -test.run "${TESTRUN:-TestLargeVsGeneric|TestBatch|TestZeroTileJumping|TestConformance/(auto|cluster)}" -test.short -test.timeout 300s >"$OUT/test.log" 2>&1
     echo "test rc=$?"
     grep -E "^(--- |ok|FAIL|PASS|panic)|^    --- FAIL|tcu:|Error" "$OUT/test.log" | head -30
     ;;

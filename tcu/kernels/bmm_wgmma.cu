@@ -23,7 +23,13 @@
 // layout (128 and 256 when the leading dimension is K); the host checks
 // the choice against the CPU once.
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, DESC_LBO, DESC_SBO.
+// With CLUSTER=2 (dense A only: both blocks visit the same k-steps), pairs
+// of blocks on consecutive row tiles of one column tile form a cluster and
+// share B: each fetches half of every B plane into both blocks' shared
+// memory (multicast bulk copies), so B costs half the L2 traffic; a slot
+// is refilled only when the warps of both blocks have released it.
+//
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, DESC_LBO, DESC_SBO.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -72,6 +78,37 @@ __device__ __forceinline__ void bulkCopy(u32 dst, const void* src, u32 bytes, u3
                : "memory");
 }
 
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#if CLUSTER > 1
+// bulkCopyAll is bulkCopy into the same offset of every block of the
+// cluster, completing on each one's mbarrier at bar.
+__device__ __forceinline__ void bulkCopyAll(u32 dst, const void* src, u32 bytes, u32 bar) {
+  const unsigned short mask = (1u << CLUSTER) - 1;
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ u32 clusterRank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// mbarArriveAt arrives on the mbarrier at bar in block rank of the cluster.
+__device__ __forceinline__ void mbarArriveAt(u32 bar, u32 rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+__device__ __forceinline__ void clusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+#endif
+
 // loadStage (one thread) queues the bulk copies of pipeline stage st on
 // the stage's mbarrier: sub-step u holds the block's k-step number st·KS+u
 // (its list entry, or k0 plus it), every plane of A's BM rows and of B's
@@ -90,9 +127,19 @@ __device__ __forceinline__ void loadStage(const Prob& P, u32 sS, u32 bar, int m0
 #pragma unroll
     for (int p = 0; p < ABITS; p++)
       bulkCopy(sS + u * SUB_BYTES + p * (BM * 32), A + p * P.aPlane + ((long long)ks * P.aLines + m0) * 8, BM * 32, bar);
+#if CLUSTER > 1
+    // B is shared by the cluster: this block fetches its 1/CLUSTER of
+    // each plane's columns for every block.
+    const int part = (BN / CLUSTER) * (int)clusterRank();
+#pragma unroll
+    for (int p = 0; p < BBITS; p++)
+      bulkCopyAll(sS + u * SUB_BYTES + A_BYTES + (p * BN + part) * 32, B + p * P.bPlane + ((long long)ks * P.bLines + n0 + part) * 8,
+                  BN / CLUSTER * 32, bar);
+#else
 #pragma unroll
     for (int p = 0; p < BBITS; p++)
       bulkCopy(sS + u * SUB_BYTES + A_BYTES + p * (BN * 32), B + p * P.bPlane + ((long long)ks * P.bLines + n0) * 8, BN * 32, bar);
+#endif
   }
 }
 
@@ -122,7 +169,11 @@ __device__ __forceinline__ int combine(const int (&d)[ABITS][NP / 2], int c, int
   return v;
 }
 
-extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs) {
+extern "C" __global__ void
+#if CLUSTER > 1
+__cluster_dims__(CLUSTER, 1, 1)
+#endif
+__launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   // A register copy: the "memory" clobbers of the asm statements would make
@@ -156,12 +207,17 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarInit(full0 + 8 * s, 1);
-      mbarInit(empty0 + 8 * s, 4 * WGS);
+      mbarInit(empty0 + 8 * s, CLUSTER > 1 ? WGS * CLUSTER : 4 * WGS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, m0, n0, klist, wk.k0, s, nk);
   }
+#if CLUSTER > 1
+  clusterSync();  // every block's barriers are ready before any copy lands
+#else
   __syncthreads();
+#endif
+  if (threadIdx.x == 0)
+    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, m0, n0, klist, wk.k0, s, nk);
   for (int t = 0; t < nst; t++) {
     const int slot = t % STAGES;
     mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
@@ -180,7 +236,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
     // (thread 0) refill it with stage t-1+STAGES once every warp has.
     if (t > 0) {
       const int ps = (t - 1) % STAGES, nt = t - 1 + STAGES;
+#if CLUSTER > 1
+      // Every block's copies write into every block's slot: one arrival
+      // per warpgroup (once its four warps are past their wait) on each
+      // block's barrier.
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+      if ((threadIdx.x & 127) == 0)
+        for (u32 r = 0; r < CLUSTER; r++) mbarArriveAt(empty0 + 8 * ps, r);
+#else
       if (lane == 0) mbarArrive(empty0 + 8 * ps);
+#endif
       if (threadIdx.x == 0 && nt < nst) {
         mbarWait(empty0 + 8 * ps, ((t - 1) / STAGES) & 1);
         loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, m0, n0, klist, wk.k0, nt, nk);
@@ -190,6 +255,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* 
   wg_wait<0>();
 #pragma unroll
   for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2);
+#if CLUSTER > 1
+  clusterSync();  // no block leaves while another may still arrive on its barriers
+#endif
 
   // ACC(c, r) is the product held in accumulator r of column group c
   // (compile-time constants after unrolling).

@@ -121,8 +121,16 @@ __device__ __forceinline__ Work blockWork(const Prob& P, int b) {
   const int local = b - P.tileStart;
   w.tile = local / P.splits;
   const int split = local - w.tile * P.splits;
+#if defined(CLUSTER) && CLUSTER > 1
+  // Clusters of CLUSTER consecutive blocks take consecutive row tiles of
+  // one column tile (tilesM is a multiple of CLUSTER).
+  const int grp = w.tile / CLUSTER, rank = w.tile - grp * CLUSTER;
+  w.tm = (grp / P.tilesN) * CLUSTER + rank;
+  w.tn = grp - (grp / P.tilesN) * P.tilesN;
+#else
   w.tm = w.tile / P.tilesN;
   w.tn = w.tile - w.tm * P.tilesN;
+#endif
   int nk;
   if (P.kptr) {
     const int* kp = (const int*)P.kptr;
