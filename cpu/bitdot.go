@@ -25,8 +25,11 @@ type bitImpl struct {
 	mark func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
 	// vert is the vertical short-K kernel over groups of vc columns (see
 	// bitdot_vert.go), nil where the path has none.
-	vert vertFunc
+	vert vertFunc[uint64]
 	vc   int
+	// vert32 is the same over 32-bit lanes: groups of vc32 columns.
+	vert32 vertFunc[uint32]
+	vc32   int
 }
 
 var implGeneric = &bitImpl{name: "generic", row: popcntRowGeneric, mark: markRowsGeneric}

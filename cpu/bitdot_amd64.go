@@ -90,6 +90,46 @@ func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs 
 //go:noescape
 func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX512DR4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX512DR1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX512DR8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX512DR1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX512DR8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX512DR1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX2DR4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
+// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+//
+//go:noescape
+func vertAVX2DR1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+
 // chunkBitsAVX512 sets bit c of the bit stream at dst to (a[4c : 4c+4] != 0), for c < n,
 // n a multiple of 16, 16 bits at a time (markRowsGeneric over contiguous lines).
 //

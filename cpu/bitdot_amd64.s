@@ -1117,6 +1117,58 @@ a4_done:
 	VZEROUPPER
 	RET
 
+DATA vert_ones8<>+0(SB)/1, $0x01
+DATA vert_ones8<>+1(SB)/1, $0x01
+DATA vert_ones8<>+2(SB)/1, $0x01
+DATA vert_ones8<>+3(SB)/1, $0x01
+DATA vert_ones8<>+4(SB)/1, $0x01
+DATA vert_ones8<>+5(SB)/1, $0x01
+DATA vert_ones8<>+6(SB)/1, $0x01
+DATA vert_ones8<>+7(SB)/1, $0x01
+DATA vert_ones8<>+8(SB)/1, $0x01
+DATA vert_ones8<>+9(SB)/1, $0x01
+DATA vert_ones8<>+10(SB)/1, $0x01
+DATA vert_ones8<>+11(SB)/1, $0x01
+DATA vert_ones8<>+12(SB)/1, $0x01
+DATA vert_ones8<>+13(SB)/1, $0x01
+DATA vert_ones8<>+14(SB)/1, $0x01
+DATA vert_ones8<>+15(SB)/1, $0x01
+DATA vert_ones8<>+16(SB)/1, $0x01
+DATA vert_ones8<>+17(SB)/1, $0x01
+DATA vert_ones8<>+18(SB)/1, $0x01
+DATA vert_ones8<>+19(SB)/1, $0x01
+DATA vert_ones8<>+20(SB)/1, $0x01
+DATA vert_ones8<>+21(SB)/1, $0x01
+DATA vert_ones8<>+22(SB)/1, $0x01
+DATA vert_ones8<>+23(SB)/1, $0x01
+DATA vert_ones8<>+24(SB)/1, $0x01
+DATA vert_ones8<>+25(SB)/1, $0x01
+DATA vert_ones8<>+26(SB)/1, $0x01
+DATA vert_ones8<>+27(SB)/1, $0x01
+DATA vert_ones8<>+28(SB)/1, $0x01
+DATA vert_ones8<>+29(SB)/1, $0x01
+DATA vert_ones8<>+30(SB)/1, $0x01
+DATA vert_ones8<>+31(SB)/1, $0x01
+GLOBL vert_ones8<>(SB), RODATA|NOPTR, $32
+
+DATA vert_ones16<>+0(SB)/2, $0x0001
+DATA vert_ones16<>+2(SB)/2, $0x0001
+DATA vert_ones16<>+4(SB)/2, $0x0001
+DATA vert_ones16<>+6(SB)/2, $0x0001
+DATA vert_ones16<>+8(SB)/2, $0x0001
+DATA vert_ones16<>+10(SB)/2, $0x0001
+DATA vert_ones16<>+12(SB)/2, $0x0001
+DATA vert_ones16<>+14(SB)/2, $0x0001
+DATA vert_ones16<>+16(SB)/2, $0x0001
+DATA vert_ones16<>+18(SB)/2, $0x0001
+DATA vert_ones16<>+20(SB)/2, $0x0001
+DATA vert_ones16<>+22(SB)/2, $0x0001
+DATA vert_ones16<>+24(SB)/2, $0x0001
+DATA vert_ones16<>+26(SB)/2, $0x0001
+DATA vert_ones16<>+28(SB)/2, $0x0001
+DATA vert_ones16<>+30(SB)/2, $0x0001
+GLOBL vert_ones16<>(SB), RODATA|NOPTR, $32
+
 // func vertAVX512R4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VPOPCNTDQ
 TEXT ·vertAVX512R4G4(SB), NOSPLIT, $48-96
@@ -1190,8 +1242,8 @@ vertAVX512R4G4_noshift:
 	SHLQ $0x03, SI
 	LEAQ (SI)(SI*2), DI
 	MOVQ wstride+56(FP), R8
-	SHLQ $0x03, R8
 	MOVQ kw+64(FP), R9
+	SHLQ $0x03, R8
 
 vertAVX512R4G4_w:
 	VMOVDQU64    (BX), Z16
@@ -1425,8 +1477,8 @@ vertAVX512R1G4_noshift:
 	SHLQ $0x03, SI
 	LEAQ (SI)(SI*2), SI
 	MOVQ wstride+56(FP), SI
-	SHLQ $0x03, SI
 	MOVQ kw+64(FP), DI
+	SHLQ $0x03, SI
 
 vertAVX512R1G4_w:
 	VMOVDQU64    (BX), Z4
@@ -1580,8 +1632,8 @@ vertAVX512R8G2_noshift:
 	LEAQ (SI)(SI*2), DI
 	LEAQ (DX)(SI*4), R8
 	MOVQ wstride+56(FP), R9
-	SHLQ $0x03, R9
 	MOVQ kw+64(FP), R10
+	SHLQ $0x03, R9
 
 vertAVX512R8G2_w:
 	VMOVDQU64    (BX), Z16
@@ -1822,8 +1874,8 @@ vertAVX512R1G2_noshift:
 	SHLQ $0x03, SI
 	LEAQ (SI)(SI*2), SI
 	MOVQ wstride+56(FP), SI
-	SHLQ $0x03, SI
 	MOVQ kw+64(FP), DI
+	SHLQ $0x03, SI
 
 vertAVX512R1G2_w:
 	VMOVDQU64    (BX), Z2
@@ -1943,8 +1995,8 @@ vertAVX512R8G1_noshift:
 	LEAQ (SI)(SI*2), DI
 	LEAQ (DX)(SI*4), R8
 	MOVQ wstride+56(FP), R9
-	SHLQ $0x03, R9
 	MOVQ kw+64(FP), R10
+	SHLQ $0x03, R9
 
 vertAVX512R8G1_w:
 	VMOVDQU64    (BX), Z8
@@ -2118,8 +2170,8 @@ vertAVX512R1G1_noshift:
 	SHLQ $0x03, SI
 	LEAQ (SI)(SI*2), SI
 	MOVQ wstride+56(FP), SI
-	SHLQ $0x03, SI
 	MOVQ kw+64(FP), DI
+	SHLQ $0x03, SI
 
 vertAVX512R1G1_w:
 	VMOVDQU64    (BX), Z1
@@ -2228,8 +2280,8 @@ vertAVX2R4G1_noshift:
 	SHLQ $0x03, SI
 	LEAQ (SI)(SI*2), DI
 	MOVQ wstride+56(FP), R8
-	SHLQ $0x03, R8
 	MOVQ kw+64(FP), R9
+	SHLQ $0x03, R8
 
 vertAVX2R4G1_w:
 	VMOVDQU      (BX), Y11
@@ -2402,8 +2454,8 @@ vertAVX2R1G1_noshift:
 	SHLQ $0x03, SI
 	LEAQ (SI)(SI*2), SI
 	MOVQ wstride+56(FP), SI
-	SHLQ $0x03, SI
 	MOVQ kw+64(FP), DI
+	SHLQ $0x03, SI
 
 vertAVX2R1G1_w:
 	VMOVDQU      (BX), Y5
@@ -2463,6 +2515,1252 @@ vertAVX2R1G1_gbnext:
 	JMP  vertAVX2R1G1_gb
 
 vertAVX2R1G1_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512DR4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX512F, AVX512VPOPCNTDQ
+TEXT ·vertAVX512DR4G4(SB), NOSPLIT, $48-96
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512DR4G4_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512DR4G4_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512DR4G4_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512DR4G4_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512DR4G4_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512DR4G4_noshift
+	VPSLLD $0x01, Z0, Z0
+	VPSLLD $0x01, Z1, Z1
+	VPSLLD $0x01, Z2, Z2
+	VPSLLD $0x01, Z3, Z3
+	VPSLLD $0x01, Z4, Z4
+	VPSLLD $0x01, Z5, Z5
+	VPSLLD $0x01, Z6, Z6
+	VPSLLD $0x01, Z7, Z7
+	VPSLLD $0x01, Z8, Z8
+	VPSLLD $0x01, Z9, Z9
+	VPSLLD $0x01, Z10, Z10
+	VPSLLD $0x01, Z11, Z11
+	VPSLLD $0x01, Z12, Z12
+	VPSLLD $0x01, Z13, Z13
+	VPSLLD $0x01, Z14, Z14
+	VPSLLD $0x01, Z15, Z15
+
+vertAVX512DR4G4_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	MOVQ wstride+56(FP), R8
+	MOVQ kw+64(FP), R9
+	SHLQ $0x01, R9
+	SHLQ $0x02, R8
+
+vertAVX512DR4G4_w:
+	VMOVDQU64    (BX), Z16
+	VMOVDQU64    64(BX), Z17
+	VMOVDQU64    128(BX), Z18
+	VMOVDQU64    192(BX), Z19
+	VPBROADCASTD (DX), Z20
+	VPANDD       Z16, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z0, Z0
+	VPANDD       Z17, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z1, Z1
+	VPANDD       Z18, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z2, Z2
+	VPANDD       Z19, Z20, Z20
+	VPOPCNTD     Z20, Z20
+	VPADDD       Z20, Z3, Z3
+	VPBROADCASTD (DX)(SI*1), Z20
+	VPANDD       Z16, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z4, Z4
+	VPANDD       Z17, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z5, Z5
+	VPANDD       Z18, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z6, Z6
+	VPANDD       Z19, Z20, Z20
+	VPOPCNTD     Z20, Z20
+	VPADDD       Z20, Z7, Z7
+	VPBROADCASTD (DX)(SI*2), Z20
+	VPANDD       Z16, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z8, Z8
+	VPANDD       Z17, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z9, Z9
+	VPANDD       Z18, Z20, Z21
+	VPOPCNTD     Z21, Z21
+	VPADDD       Z21, Z10, Z10
+	VPANDD       Z19, Z20, Z20
+	VPOPCNTD     Z20, Z20
+	VPADDD       Z20, Z11, Z11
+	VPBROADCASTD (DX)(DI*1), Z20
+	VPANDD       Z16, Z20, Z16
+	VPOPCNTD     Z16, Z16
+	VPADDD       Z16, Z12, Z12
+	VPANDD       Z17, Z20, Z16
+	VPOPCNTD     Z16, Z16
+	VPADDD       Z16, Z13, Z13
+	VPANDD       Z18, Z20, Z16
+	VPOPCNTD     Z16, Z16
+	VPADDD       Z16, Z14, Z14
+	VPANDD       Z19, Z20, Z16
+	VPOPCNTD     Z16, Z16
+	VPADDD       Z16, Z15, Z15
+	ADDQ         $0x04, DX
+	ADDQ         R8, BX
+	DECQ         R9
+	JNZ          vertAVX512DR4G4_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512DR4G4_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512DR4G4_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Z0, Z0
+	VMOVDQU32    Z0, (AX)
+	VPADDD       64(AX), Z1, Z1
+	VMOVDQU32    Z1, 64(AX)
+	VPADDD       128(AX), Z2, Z2
+	VMOVDQU32    Z2, 128(AX)
+	VPADDD       192(AX), Z3, Z3
+	VMOVDQU32    Z3, 192(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z4, Z4
+	VMOVDQU32    Z4, (AX)
+	VPADDD       64(AX), Z5, Z5
+	VMOVDQU32    Z5, 64(AX)
+	VPADDD       128(AX), Z6, Z6
+	VMOVDQU32    Z6, 128(AX)
+	VPADDD       192(AX), Z7, Z7
+	VMOVDQU32    Z7, 192(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z8, Z8
+	VMOVDQU32    Z8, (AX)
+	VPADDD       64(AX), Z9, Z9
+	VMOVDQU32    Z9, 64(AX)
+	VPADDD       128(AX), Z10, Z10
+	VMOVDQU32    Z10, 128(AX)
+	VPADDD       192(AX), Z11, Z11
+	VMOVDQU32    Z11, 192(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z12, Z12
+	VMOVDQU32    Z12, (AX)
+	VPADDD       64(AX), Z13, Z13
+	VMOVDQU32    Z13, 64(AX)
+	VPADDD       128(AX), Z14, Z14
+	VMOVDQU32    Z14, 128(AX)
+	VPADDD       192(AX), Z15, Z15
+	VMOVDQU32    Z15, 192(AX)
+	JMP          vertAVX512DR4G4_stored
+
+vertAVX512DR4G4_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VMOVDQU32 Z0, (AX)
+	VMOVDQU32 Z1, 64(AX)
+	VMOVDQU32 Z2, 128(AX)
+	VMOVDQU32 Z3, 192(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z4, (AX)
+	VMOVDQU32 Z5, 64(AX)
+	VMOVDQU32 Z6, 128(AX)
+	VMOVDQU32 Z7, 192(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z8, (AX)
+	VMOVDQU32 Z9, 64(AX)
+	VMOVDQU32 Z10, 128(AX)
+	VMOVDQU32 Z11, 192(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z12, (AX)
+	VMOVDQU32 Z13, 64(AX)
+	VMOVDQU32 Z14, 128(AX)
+	VMOVDQU32 Z15, 192(AX)
+
+vertAVX512DR4G4_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x04, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512DR4G4_rb
+
+vertAVX512DR4G4_gbnext:
+	ADDQ $0x00000100, (SP)
+	ADDQ $0x00000100, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512DR4G4_gb
+
+vertAVX512DR4G4_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512DR1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX512F, AVX512VPOPCNTDQ
+TEXT ·vertAVX512DR1G4(SB), NOSPLIT, $48-96
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512DR1G4_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512DR1G4_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512DR1G4_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512DR1G4_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512DR1G4_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512DR1G4_noshift
+	VPSLLD $0x01, Z0, Z0
+	VPSLLD $0x01, Z1, Z1
+	VPSLLD $0x01, Z2, Z2
+	VPSLLD $0x01, Z3, Z3
+
+vertAVX512DR1G4_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	MOVQ kw+64(FP), DI
+	SHLQ $0x01, DI
+	SHLQ $0x02, SI
+
+vertAVX512DR1G4_w:
+	VMOVDQU64    (BX), Z4
+	VMOVDQU64    64(BX), Z5
+	VMOVDQU64    128(BX), Z6
+	VMOVDQU64    192(BX), Z7
+	VPBROADCASTD (DX), Z8
+	VPANDD       Z4, Z8, Z4
+	VPOPCNTD     Z4, Z4
+	VPADDD       Z4, Z0, Z0
+	VPANDD       Z5, Z8, Z4
+	VPOPCNTD     Z4, Z4
+	VPADDD       Z4, Z1, Z1
+	VPANDD       Z6, Z8, Z4
+	VPOPCNTD     Z4, Z4
+	VPADDD       Z4, Z2, Z2
+	VPANDD       Z7, Z8, Z4
+	VPOPCNTD     Z4, Z4
+	VPADDD       Z4, Z3, Z3
+	ADDQ         $0x04, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX512DR1G4_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512DR1G4_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512DR1G4_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Z0, Z0
+	VMOVDQU32    Z0, (AX)
+	VPADDD       64(AX), Z1, Z1
+	VMOVDQU32    Z1, 64(AX)
+	VPADDD       128(AX), Z2, Z2
+	VMOVDQU32    Z2, 128(AX)
+	VPADDD       192(AX), Z3, Z3
+	VMOVDQU32    Z3, 192(AX)
+	JMP          vertAVX512DR1G4_stored
+
+vertAVX512DR1G4_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VMOVDQU32 Z0, (AX)
+	VMOVDQU32 Z1, 64(AX)
+	VMOVDQU32 Z2, 128(AX)
+	VMOVDQU32 Z3, 192(AX)
+
+vertAVX512DR1G4_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512DR1G4_rb
+
+vertAVX512DR1G4_gbnext:
+	ADDQ $0x00000100, (SP)
+	ADDQ $0x00000100, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512DR1G4_gb
+
+vertAVX512DR1G4_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512DR8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX512F, AVX512VPOPCNTDQ
+TEXT ·vertAVX512DR8G2(SB), NOSPLIT, $48-96
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512DR8G2_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512DR8G2_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x03, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512DR8G2_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512DR8G2_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512DR8G2_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512DR8G2_noshift
+	VPSLLD $0x01, Z0, Z0
+	VPSLLD $0x01, Z1, Z1
+	VPSLLD $0x01, Z2, Z2
+	VPSLLD $0x01, Z3, Z3
+	VPSLLD $0x01, Z4, Z4
+	VPSLLD $0x01, Z5, Z5
+	VPSLLD $0x01, Z6, Z6
+	VPSLLD $0x01, Z7, Z7
+	VPSLLD $0x01, Z8, Z8
+	VPSLLD $0x01, Z9, Z9
+	VPSLLD $0x01, Z10, Z10
+	VPSLLD $0x01, Z11, Z11
+	VPSLLD $0x01, Z12, Z12
+	VPSLLD $0x01, Z13, Z13
+	VPSLLD $0x01, Z14, Z14
+	VPSLLD $0x01, Z15, Z15
+
+vertAVX512DR8G2_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	LEAQ (DX)(SI*4), R8
+	MOVQ wstride+56(FP), R9
+	MOVQ kw+64(FP), R10
+	SHLQ $0x01, R10
+	SHLQ $0x02, R9
+
+vertAVX512DR8G2_w:
+	VMOVDQU64    (BX), Z16
+	VMOVDQU64    64(BX), Z17
+	VPBROADCASTD (DX), Z18
+	VPANDD       Z16, Z18, Z19
+	VPOPCNTD     Z19, Z19
+	VPADDD       Z19, Z0, Z0
+	VPANDD       Z17, Z18, Z18
+	VPOPCNTD     Z18, Z18
+	VPADDD       Z18, Z1, Z1
+	VPBROADCASTD (DX)(SI*1), Z18
+	VPANDD       Z16, Z18, Z19
+	VPOPCNTD     Z19, Z19
+	VPADDD       Z19, Z2, Z2
+	VPANDD       Z17, Z18, Z18
+	VPOPCNTD     Z18, Z18
+	VPADDD       Z18, Z3, Z3
+	VPBROADCASTD (DX)(SI*2), Z18
+	VPANDD       Z16, Z18, Z19
+	VPOPCNTD     Z19, Z19
+	VPADDD       Z19, Z4, Z4
+	VPANDD       Z17, Z18, Z18
+	VPOPCNTD     Z18, Z18
+	VPADDD       Z18, Z5, Z5
+	VPBROADCASTD (DX)(DI*1), Z18
+	VPANDD       Z16, Z18, Z19
+	VPOPCNTD     Z19, Z19
+	VPADDD       Z19, Z6, Z6
+	VPANDD       Z17, Z18, Z18
+	VPOPCNTD     Z18, Z18
+	VPADDD       Z18, Z7, Z7
+	VPBROADCASTD (R8), Z18
+	VPANDD       Z16, Z18, Z19
+	VPOPCNTD     Z19, Z19
+	VPADDD       Z19, Z8, Z8
+	VPANDD       Z17, Z18, Z18
+	VPOPCNTD     Z18, Z18
+	VPADDD       Z18, Z9, Z9
+	VPBROADCASTD (R8)(SI*1), Z18
+	VPANDD       Z16, Z18, Z19
+	VPOPCNTD     Z19, Z19
+	VPADDD       Z19, Z10, Z10
+	VPANDD       Z17, Z18, Z18
+	VPOPCNTD     Z18, Z18
+	VPADDD       Z18, Z11, Z11
+	VPBROADCASTD (R8)(SI*2), Z18
+	VPANDD       Z16, Z18, Z19
+	VPOPCNTD     Z19, Z19
+	VPADDD       Z19, Z12, Z12
+	VPANDD       Z17, Z18, Z18
+	VPOPCNTD     Z18, Z18
+	VPADDD       Z18, Z13, Z13
+	VPBROADCASTD (R8)(DI*1), Z18
+	VPANDD       Z16, Z18, Z16
+	VPOPCNTD     Z16, Z16
+	VPADDD       Z16, Z14, Z14
+	VPANDD       Z17, Z18, Z16
+	VPOPCNTD     Z16, Z16
+	VPADDD       Z16, Z15, Z15
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, R8
+	ADDQ         R9, BX
+	DECQ         R10
+	JNZ          vertAVX512DR8G2_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512DR8G2_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512DR8G2_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Z0, Z0
+	VMOVDQU32    Z0, (AX)
+	VPADDD       64(AX), Z1, Z1
+	VMOVDQU32    Z1, 64(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z2, Z2
+	VMOVDQU32    Z2, (AX)
+	VPADDD       64(AX), Z3, Z3
+	VMOVDQU32    Z3, 64(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z4, Z4
+	VMOVDQU32    Z4, (AX)
+	VPADDD       64(AX), Z5, Z5
+	VMOVDQU32    Z5, 64(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z6, Z6
+	VMOVDQU32    Z6, (AX)
+	VPADDD       64(AX), Z7, Z7
+	VMOVDQU32    Z7, 64(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z8, Z8
+	VMOVDQU32    Z8, (AX)
+	VPADDD       64(AX), Z9, Z9
+	VMOVDQU32    Z9, 64(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z10, Z10
+	VMOVDQU32    Z10, (AX)
+	VPADDD       64(AX), Z11, Z11
+	VMOVDQU32    Z11, 64(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z12, Z12
+	VMOVDQU32    Z12, (AX)
+	VPADDD       64(AX), Z13, Z13
+	VMOVDQU32    Z13, 64(AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z14, Z14
+	VMOVDQU32    Z14, (AX)
+	VPADDD       64(AX), Z15, Z15
+	VMOVDQU32    Z15, 64(AX)
+	JMP          vertAVX512DR8G2_stored
+
+vertAVX512DR8G2_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VMOVDQU32 Z0, (AX)
+	VMOVDQU32 Z1, 64(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z2, (AX)
+	VMOVDQU32 Z3, 64(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z4, (AX)
+	VMOVDQU32 Z5, 64(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z6, (AX)
+	VMOVDQU32 Z7, 64(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z8, (AX)
+	VMOVDQU32 Z9, 64(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z10, (AX)
+	VMOVDQU32 Z11, 64(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z12, (AX)
+	VMOVDQU32 Z13, 64(AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z14, (AX)
+	VMOVDQU32 Z15, 64(AX)
+
+vertAVX512DR8G2_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x06, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512DR8G2_rb
+
+vertAVX512DR8G2_gbnext:
+	ADDQ $0x00000080, (SP)
+	ADDQ $0x00000080, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512DR8G2_gb
+
+vertAVX512DR8G2_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512DR1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX512F, AVX512VPOPCNTDQ
+TEXT ·vertAVX512DR1G2(SB), NOSPLIT, $48-96
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x01, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512DR1G2_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512DR1G2_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512DR1G2_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512DR1G2_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512DR1G2_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512DR1G2_noshift
+	VPSLLD $0x01, Z0, Z0
+	VPSLLD $0x01, Z1, Z1
+
+vertAVX512DR1G2_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	MOVQ kw+64(FP), DI
+	SHLQ $0x01, DI
+	SHLQ $0x02, SI
+
+vertAVX512DR1G2_w:
+	VMOVDQU64    (BX), Z2
+	VMOVDQU64    64(BX), Z3
+	VPBROADCASTD (DX), Z4
+	VPANDD       Z2, Z4, Z2
+	VPOPCNTD     Z2, Z2
+	VPADDD       Z2, Z0, Z0
+	VPANDD       Z3, Z4, Z2
+	VPOPCNTD     Z2, Z2
+	VPADDD       Z2, Z1, Z1
+	ADDQ         $0x04, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX512DR1G2_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512DR1G2_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512DR1G2_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Z0, Z0
+	VMOVDQU32    Z0, (AX)
+	VPADDD       64(AX), Z1, Z1
+	VMOVDQU32    Z1, 64(AX)
+	JMP          vertAVX512DR1G2_stored
+
+vertAVX512DR1G2_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VMOVDQU32 Z0, (AX)
+	VMOVDQU32 Z1, 64(AX)
+
+vertAVX512DR1G2_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512DR1G2_rb
+
+vertAVX512DR1G2_gbnext:
+	ADDQ $0x00000080, (SP)
+	ADDQ $0x00000080, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512DR1G2_gb
+
+vertAVX512DR1G2_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512DR8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX512F, AVX512VPOPCNTDQ
+TEXT ·vertAVX512DR8G1(SB), NOSPLIT, $48-96
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512DR8G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512DR8G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x03, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512DR8G1_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512DR8G1_gbnext
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512DR8G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512DR8G1_noshift
+	VPSLLD $0x01, Z0, Z0
+	VPSLLD $0x01, Z1, Z1
+	VPSLLD $0x01, Z2, Z2
+	VPSLLD $0x01, Z3, Z3
+	VPSLLD $0x01, Z4, Z4
+	VPSLLD $0x01, Z5, Z5
+	VPSLLD $0x01, Z6, Z6
+	VPSLLD $0x01, Z7, Z7
+
+vertAVX512DR8G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	LEAQ (DX)(SI*4), R8
+	MOVQ wstride+56(FP), R9
+	MOVQ kw+64(FP), R10
+	SHLQ $0x01, R10
+	SHLQ $0x02, R9
+
+vertAVX512DR8G1_w:
+	VMOVDQU64    (BX), Z8
+	VPBROADCASTD (DX), Z9
+	VPANDD       Z8, Z9, Z9
+	VPOPCNTD     Z9, Z9
+	VPADDD       Z9, Z0, Z0
+	VPBROADCASTD (DX)(SI*1), Z9
+	VPANDD       Z8, Z9, Z9
+	VPOPCNTD     Z9, Z9
+	VPADDD       Z9, Z1, Z1
+	VPBROADCASTD (DX)(SI*2), Z9
+	VPANDD       Z8, Z9, Z9
+	VPOPCNTD     Z9, Z9
+	VPADDD       Z9, Z2, Z2
+	VPBROADCASTD (DX)(DI*1), Z9
+	VPANDD       Z8, Z9, Z9
+	VPOPCNTD     Z9, Z9
+	VPADDD       Z9, Z3, Z3
+	VPBROADCASTD (R8), Z9
+	VPANDD       Z8, Z9, Z9
+	VPOPCNTD     Z9, Z9
+	VPADDD       Z9, Z4, Z4
+	VPBROADCASTD (R8)(SI*1), Z9
+	VPANDD       Z8, Z9, Z9
+	VPOPCNTD     Z9, Z9
+	VPADDD       Z9, Z5, Z5
+	VPBROADCASTD (R8)(SI*2), Z9
+	VPANDD       Z8, Z9, Z9
+	VPOPCNTD     Z9, Z9
+	VPADDD       Z9, Z6, Z6
+	VPBROADCASTD (R8)(DI*1), Z9
+	VPANDD       Z8, Z9, Z8
+	VPOPCNTD     Z8, Z8
+	VPADDD       Z8, Z7, Z7
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, R8
+	ADDQ         R9, BX
+	DECQ         R10
+	JNZ          vertAVX512DR8G1_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512DR8G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512DR8G1_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Z0, Z0
+	VMOVDQU32    Z0, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z1, Z1
+	VMOVDQU32    Z1, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z2, Z2
+	VMOVDQU32    Z2, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z3, Z3
+	VMOVDQU32    Z3, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z4, Z4
+	VMOVDQU32    Z4, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z5, Z5
+	VMOVDQU32    Z5, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z6, Z6
+	VMOVDQU32    Z6, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Z7, Z7
+	VMOVDQU32    Z7, (AX)
+	JMP          vertAVX512DR8G1_stored
+
+vertAVX512DR8G1_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VMOVDQU32 Z0, (AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z1, (AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z2, (AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z3, (AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z4, (AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z5, (AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z6, (AX)
+	ADDQ      CX, AX
+	VMOVDQU32 Z7, (AX)
+
+vertAVX512DR8G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x06, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512DR8G1_rb
+
+vertAVX512DR8G1_gbnext:
+	ADDQ $0x00000040, (SP)
+	ADDQ $0x00000040, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512DR8G1_gb
+
+vertAVX512DR8G1_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX512DR1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX512F, AVX512VPOPCNTDQ
+TEXT ·vertAVX512DR1G1(SB), NOSPLIT, $48-96
+	MOVQ out+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ bt+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ ngroups+72(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 16(SP)
+
+vertAVX512DR1G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX512DR1G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX512DR1G1_rb:
+	CMPQ   40(SP), $0x00
+	JE     vertAVX512DR1G1_gbnext
+	VPXORQ Z0, Z0, Z0
+	MOVQ   pairs+32(FP), AX
+	MOVQ   npairs+40(FP), CX
+
+vertAVX512DR1G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX512DR1G1_noshift
+	VPSLLD $0x01, Z0, Z0
+
+vertAVX512DR1G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	MOVQ kw+64(FP), DI
+	SHLQ $0x01, DI
+	SHLQ $0x02, SI
+
+vertAVX512DR1G1_w:
+	VMOVDQU64    (BX), Z1
+	VPBROADCASTD (DX), Z2
+	VPANDD       Z1, Z2, Z1
+	VPOPCNTD     Z1, Z1
+	VPADDD       Z1, Z0, Z0
+	ADDQ         $0x04, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX512DR1G1_w
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX512DR1G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX512DR1G1_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Z0, Z0
+	VMOVDQU32    Z0, (AX)
+	JMP          vertAVX512DR1G1_stored
+
+vertAVX512DR1G1_set:
+	MOVQ      24(SP), AX
+	MOVQ      ldo+8(FP), CX
+	SHLQ      $0x02, CX
+	VMOVDQU32 Z0, (AX)
+
+vertAVX512DR1G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX512DR1G1_rb
+
+vertAVX512DR1G1_gbnext:
+	ADDQ $0x00000040, (SP)
+	ADDQ $0x00000040, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX512DR1G1_gb
+
+vertAVX512DR1G1_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX2DR4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX2
+TEXT ·vertAVX2DR4G1(SB), NOSPLIT, $48-96
+	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
+	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
+	MOVQ    out+0(FP), AX
+	MOVQ    AX, (SP)
+	MOVQ    bt+48(FP), AX
+	MOVQ    AX, 8(SP)
+	MOVQ    ngroups+72(FP), AX
+	SHRQ    $0x00, AX
+	MOVQ    AX, 16(SP)
+
+vertAVX2DR4G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX2DR4G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x02, AX
+	MOVQ AX, 40(SP)
+
+vertAVX2DR4G1_rb:
+	CMPQ  40(SP), $0x00
+	JE    vertAVX2DR4G1_gbnext
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	MOVQ  pairs+32(FP), AX
+	MOVQ  npairs+40(FP), CX
+
+vertAVX2DR4G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX2DR4G1_noshift
+	VPSLLD $0x01, Y2, Y2
+	VPSLLD $0x01, Y3, Y3
+	VPSLLD $0x01, Y4, Y4
+	VPSLLD $0x01, Y5, Y5
+
+vertAVX2DR4G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), DI
+	MOVQ wstride+56(FP), R8
+	MOVQ kw+64(FP), R9
+	SHLQ $0x01, R9
+	SHLQ $0x02, R8
+
+vertAVX2DR4G1_w:
+	VMOVDQU      (BX), Y10
+	VPBROADCASTD (DX), Y11
+	VPAND        Y10, Y11, Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y11, Y11
+	VPAND        Y0, Y12, Y12
+	VPSHUFB      Y11, Y1, Y11
+	VPSHUFB      Y12, Y1, Y12
+	VPADDB       Y11, Y6, Y6
+	VPADDB       Y12, Y6, Y6
+	VPBROADCASTD (DX)(SI*1), Y11
+	VPAND        Y10, Y11, Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y11, Y11
+	VPAND        Y0, Y12, Y12
+	VPSHUFB      Y11, Y1, Y11
+	VPSHUFB      Y12, Y1, Y12
+	VPADDB       Y11, Y7, Y7
+	VPADDB       Y12, Y7, Y7
+	VPBROADCASTD (DX)(SI*2), Y11
+	VPAND        Y10, Y11, Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        Y0, Y11, Y11
+	VPAND        Y0, Y12, Y12
+	VPSHUFB      Y11, Y1, Y11
+	VPSHUFB      Y12, Y1, Y12
+	VPADDB       Y11, Y8, Y8
+	VPADDB       Y12, Y8, Y8
+	VPBROADCASTD (DX)(DI*1), Y11
+	VPAND        Y10, Y11, Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y0, Y10, Y10
+	VPAND        Y0, Y11, Y11
+	VPSHUFB      Y10, Y1, Y10
+	VPSHUFB      Y11, Y1, Y11
+	VPADDB       Y10, Y9, Y9
+	VPADDB       Y11, Y9, Y9
+	ADDQ         $0x04, DX
+	ADDQ         R8, BX
+	DECQ         R9
+	JNZ          vertAVX2DR4G1_w
+	VPMADDUBSW   vert_ones8<>+0(SB), Y6, Y6
+	VPMADDWD     vert_ones16<>+0(SB), Y6, Y6
+	VPADDD       Y6, Y2, Y2
+	VPXOR        Y6, Y6, Y6
+	VPMADDUBSW   vert_ones8<>+0(SB), Y7, Y7
+	VPMADDWD     vert_ones16<>+0(SB), Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VPXOR        Y7, Y7, Y7
+	VPMADDUBSW   vert_ones8<>+0(SB), Y8, Y8
+	VPMADDWD     vert_ones16<>+0(SB), Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPXOR        Y8, Y8, Y8
+	VPMADDUBSW   vert_ones8<>+0(SB), Y9, Y9
+	VPMADDWD     vert_ones16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPXOR        Y9, Y9, Y9
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX2DR4G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX2DR4G1_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Y2, Y2
+	VMOVDQU      Y2, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Y3, Y3
+	VMOVDQU      Y3, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Y4, Y4
+	VMOVDQU      Y4, (AX)
+	ADDQ         CX, AX
+	VPADDD       (AX), Y5, Y5
+	VMOVDQU      Y5, (AX)
+	JMP          vertAVX2DR4G1_stored
+
+vertAVX2DR4G1_set:
+	MOVQ    24(SP), AX
+	MOVQ    ldo+8(FP), CX
+	SHLQ    $0x02, CX
+	VMOVDQU Y2, (AX)
+	ADDQ    CX, AX
+	VMOVDQU Y3, (AX)
+	ADDQ    CX, AX
+	VMOVDQU Y4, (AX)
+	ADDQ    CX, AX
+	VMOVDQU Y5, (AX)
+
+vertAVX2DR4G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x05, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x04, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX2DR4G1_rb
+
+vertAVX2DR4G1_gbnext:
+	ADDQ $0x00000020, (SP)
+	ADDQ $0x00000020, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX2DR4G1_gb
+
+vertAVX2DR4G1_done:
+	VZEROUPPER
+	RET
+
+// func vertAVX2DR1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
+// Requires: AVX, AVX2
+TEXT ·vertAVX2DR1G1(SB), NOSPLIT, $48-96
+	VMOVDQU popcnt_low_nibble<>+0(SB), Y0
+	VMOVDQU popcnt_nibble_lut<>+0(SB), Y1
+	MOVQ    out+0(FP), AX
+	MOVQ    AX, (SP)
+	MOVQ    bt+48(FP), AX
+	MOVQ    AX, 8(SP)
+	MOVQ    ngroups+72(FP), AX
+	SHRQ    $0x00, AX
+	MOVQ    AX, 16(SP)
+
+vertAVX2DR1G1_gb:
+	CMPQ 16(SP), $0x00
+	JE   vertAVX2DR1G1_done
+	MOVQ (SP), AX
+	MOVQ AX, 24(SP)
+	MOVQ a+16(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nrows+80(FP), AX
+	SHRQ $0x00, AX
+	MOVQ AX, 40(SP)
+
+vertAVX2DR1G1_rb:
+	CMPQ  40(SP), $0x00
+	JE    vertAVX2DR1G1_gbnext
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  pairs+32(FP), AX
+	MOVQ  npairs+40(FP), CX
+
+vertAVX2DR1G1_pair:
+	CMPQ   16(AX), $0x00
+	JE     vertAVX2DR1G1_noshift
+	VPSLLD $0x01, Y2, Y2
+
+vertAVX2DR1G1_noshift:
+	MOVQ 32(SP), DX
+	ADDQ (AX), DX
+	MOVQ 8(SP), BX
+	ADDQ 8(AX), BX
+	MOVQ lda+24(FP), SI
+	SHLQ $0x03, SI
+	LEAQ (SI)(SI*2), SI
+	MOVQ wstride+56(FP), SI
+	MOVQ kw+64(FP), DI
+	SHLQ $0x01, DI
+	SHLQ $0x02, SI
+
+vertAVX2DR1G1_w:
+	VMOVDQU      (BX), Y4
+	VPBROADCASTD (DX), Y5
+	VPAND        Y4, Y5, Y4
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y4, Y4
+	VPAND        Y0, Y5, Y5
+	VPSHUFB      Y4, Y1, Y4
+	VPSHUFB      Y5, Y1, Y5
+	VPADDB       Y4, Y3, Y3
+	VPADDB       Y5, Y3, Y3
+	ADDQ         $0x04, DX
+	ADDQ         SI, BX
+	DECQ         DI
+	JNZ          vertAVX2DR1G1_w
+	VPMADDUBSW   vert_ones8<>+0(SB), Y3, Y3
+	VPMADDWD     vert_ones16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	ADDQ         $0x18, AX
+	DECQ         CX
+	JNZ          vertAVX2DR1G1_pair
+	MOVQ         set+88(FP), AX
+	TESTQ        AX, AX
+	JNZ          vertAVX2DR1G1_set
+	MOVQ         24(SP), AX
+	MOVQ         ldo+8(FP), CX
+	SHLQ         $0x02, CX
+	VPADDD       (AX), Y2, Y2
+	VMOVDQU      Y2, (AX)
+	JMP          vertAVX2DR1G1_stored
+
+vertAVX2DR1G1_set:
+	MOVQ    24(SP), AX
+	MOVQ    ldo+8(FP), CX
+	SHLQ    $0x02, CX
+	VMOVDQU Y2, (AX)
+
+vertAVX2DR1G1_stored:
+	MOVQ lda+24(FP), AX
+	SHLQ $0x03, AX
+	ADDQ AX, 32(SP)
+	MOVQ ldo+8(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, 24(SP)
+	DECQ 40(SP)
+	JMP  vertAVX2DR1G1_rb
+
+vertAVX2DR1G1_gbnext:
+	ADDQ $0x00000020, (SP)
+	ADDQ $0x00000020, 8(SP)
+	DECQ 16(SP)
+	JMP  vertAVX2DR1G1_gb
+
+vertAVX2DR1G1_done:
 	VZEROUPPER
 	RET
 

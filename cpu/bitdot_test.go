@@ -252,13 +252,25 @@ func FuzzRow(f *testing.F) {
 			wantV := make([]int32, c.outLen(x))
 			c2.run(naiveRow, x, wantV)
 			ref := make([]int32, c.outLen(x))
-			vertCase(c, x, im.vc, c.pad, vertGeneric(im.vc), ref, false)
+			vertCase(c, x, im.vc, c.pad, vertGeneric[uint64](im.vc), ref, false)
 			if !assert.Equal(t, wantV, ref, "vertGeneric vc=%d %+v", im.vc, c) {
 				return
 			}
 			gotV := make([]int32, c.outLen(x))
 			vertCase(c, x, im.vc, c.pad, im.vert, gotV, false)
 			if !assert.Equal(t, wantV, gotV, "vert impl=%s %+v", im.name, c) {
+				return
+			}
+			if im.vert32 == nil || c.ncols < im.vc32 {
+				continue
+			}
+			c3 := c
+			c3.ncols = c.ncols / im.vc32 * im.vc32
+			want32 := make([]int32, c.outLen(x))
+			c3.run(naiveRow, x, want32)
+			got32 := make([]int32, c.outLen(x))
+			vertCase(c, x, im.vc32, c.pad, im.vert32, got32, false)
+			if !assert.Equal(t, want32, got32, "vert32 impl=%s %+v", im.name, c) {
 				return
 			}
 		}

@@ -23,13 +23,28 @@ import "math/bits"
 // the first, where the sums double. One shift per output per diagonal
 // instead of one per plane pair.
 
+// lane is the width of a vertical kernel's lanes: 64-bit words, or their
+// 32-bit halves (twice the columns per vector, 32-bit sums that store
+// without narrowing).
+type lane interface{ uint64 | uint32 }
+
+// lanesPerWord is how many lanes of type T a 64-bit word of K fills.
+func lanesPerWord[T lane]() int {
+	var x T
+	if ^x == T(^uint32(0)) {
+		return 2
+	}
+	return 1
+}
+
 // vertFunc adds, for r < nrows and c < ngroups·vc,
 //
-//	out[r*ldo+c] += Σ_pairs popcount(a[r*lda+aoff/8:][:kw] & column c of bt[boff/8:]) << (i+j)
+//	out[r*ldo+c] += Σ_pairs popcount(a[r*lda+aoff/8:][:kw] & column c of bt[boff/sizeof(T):]) << (i+j)
 //
-// where column c of bt[o:] is bt[o+c], bt[o+wstride+c], ... (kw words);
-// with set, = instead of += (the first write to a tile never cleared).
-type vertFunc func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int, set bool)
+// where column c of bt[o:] is bt[o+c], bt[o+wstride+c], ... (kw words,
+// each one or two lanes T, low half first); with set, = instead of += (the
+// first write to a tile never cleared).
+type vertFunc[T lane] func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []T, wstride, kw, ngroups, nrows int, set bool)
 
 // appendVertPairs appends the plane pairs of an abits × bbits product in
 // the order and form the vertical kernels take (see above); bplane is
@@ -51,14 +66,24 @@ func appendVertPairs(pairs []int64, abits, bbits, aps, bplane int) []int64 {
 
 // transposeB writes the first ncols columns of b (bbits planes of plane
 // stride bps, column stride ldb, lw words each) into bt in the vertical
-// layout with wstride columns per word.
-func transposeB(bt []uint64, b []uint64, bbits, bps, ldb, lw, ncols, wstride int) {
+// layout with wstride columns per lane step (a word, or a half-word with
+// the low half first).
+func transposeB[T lane](bt []T, b []uint64, bbits, bps, ldb, lw, ncols, wstride int) {
+	per := lanesPerWord[T]()
+	plane := per * lw * wstride
 	for j := 0; j < bbits; j++ {
-		dst := bt[j*lw*wstride : (j+1)*lw*wstride]
+		dst := bt[j*plane : (j+1)*plane]
 		for c := 0; c < ncols; c++ {
 			src := b[j*bps+c*ldb : j*bps+c*ldb+lw]
+			if per == 1 {
+				for w, x := range src {
+					dst[w*wstride+c] = T(x)
+				}
+				continue
+			}
 			for w, x := range src {
-				dst[w*wstride+c] = x
+				dst[2*w*wstride+c] = T(x)
+				dst[(2*w+1)*wstride+c] = T(x >> 32)
 			}
 		}
 	}
@@ -66,17 +91,20 @@ func transposeB(bt []uint64, b []uint64, bbits, bps, ldb, lw, ncols, wstride int
 
 // vertGeneric is the reference vertical kernel for vc-column groups: the
 // definition of vertFunc, in Go, one output at a time.
-func vertGeneric(vc int) vertFunc {
-	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int, set bool) {
+func vertGeneric[T lane](vc int) vertFunc[T] {
+	per := lanesPerWord[T]()
+	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []T, wstride, kw, ngroups, nrows int, set bool) {
 		for r := 0; r < nrows; r++ {
 			for c := 0; c < ngroups*vc; c++ {
 				var s int64
 				for q := 0; q+2 < len(pairs) && kw > 0; q += 3 {
 					s <<= pairs[q+2]
 					ar := a[r*lda+int(pairs[q]/8):][:kw]
-					bc := bt[int(pairs[q+1]/8)+c:]
+					bc := bt[int(pairs[q+1])*per/8+c:]
 					for w, x := range ar {
-						s += int64(bits.OnesCount64(x & bc[w*wstride]))
+						for h := 0; h < per; h++ {
+							s += int64(bits.OnesCount64(x >> (32 * h) & uint64(^T(0)) & uint64(bc[(per*w+h)*wstride])))
+						}
 					}
 				}
 				if set {

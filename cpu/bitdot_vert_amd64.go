@@ -2,15 +2,16 @@
 
 package cpu
 
-// vertAsm is the signature of the generated vertical kernels.
-type vertAsm func(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride, kw, ngroups, nrows, set int)
+// vertAsm is the signature of the generated vertical kernels, over 64-bit
+// or 32-bit lanes.
+type vertAsm[T lane] func(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *T, wstride, kw, ngroups, nrows, set int)
 
 // vertTile is one register tile of a vertical kernel: main takes rows in
 // multiples of rows and groups of vc columns in multiples of groups, one
 // the single rows left over.
-type vertTile struct {
+type vertTile[T lane] struct {
 	rows, groups int
-	main, one    vertAsm
+	main, one    vertAsm[T]
 }
 
 func init() {
@@ -19,14 +20,23 @@ func init() {
 		case "avx512":
 			im.mark = markStream(chunkBitsAVX512)
 			im.vc = 8
-			im.vert = asmVert(8, 0, []vertTile{
+			im.vert = asmVert(8, 0, []vertTile[uint64]{
 				{4, 4, vertAVX512R4G4, vertAVX512R1G4},
 				{8, 2, vertAVX512R8G2, vertAVX512R1G2},
 				{8, 1, vertAVX512R8G1, vertAVX512R1G1},
 			})
+			im.vc32 = 16
+			im.vert32 = asmVert(16, 0, []vertTile[uint32]{
+				{4, 4, vertAVX512DR4G4, vertAVX512DR1G4},
+				{8, 2, vertAVX512DR8G2, vertAVX512DR1G2},
+				{8, 1, vertAVX512DR8G1, vertAVX512DR1G1},
+			})
 		case "avx2":
 			im.vc = 4
-			im.vert = asmVert(4, 31, []vertTile{{4, 1, vertAVX2R4G1, vertAVX2R1G1}})
+			im.vert = asmVert(4, 31, []vertTile[uint64]{{4, 1, vertAVX2R4G1, vertAVX2R1G1}})
+			// 31 steps of half-words for the byte counters: 15 words.
+			im.vc32 = 8
+			im.vert32 = asmVert(8, 15, []vertTile[uint32]{{4, 1, vertAVX2DR4G1, vertAVX2DR1G1}})
 		}
 	}
 }
@@ -36,8 +46,9 @@ func init() {
 // tiles that fit, the rows with the main tile and then one row at a time,
 // and splits K into runs of at most maxKW words (0: no limit; the AVX2
 // byte counters hold 31 words).
-func asmVert(vc, maxKW int, tiles []vertTile) vertFunc {
-	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []uint64, wstride, kw, ngroups, nrows int, set bool) {
+func asmVert[T lane](vc, maxKW int, tiles []vertTile[T]) vertFunc[T] {
+	per := lanesPerWord[T]() // steps per word of K
+	return func(out []int32, ldo int, a []uint64, lda int, pairs []int64, bt []T, wstride, kw, ngroups, nrows int, set bool) {
 		if ngroups <= 0 || nrows <= 0 {
 			return
 		}
@@ -58,7 +69,7 @@ func asmVert(vc, maxKW int, tiles []vertTile) vertFunc {
 		}
 		_ = out[(nrows-1)*ldo+ngroups*vc-1]
 		_ = a[(nrows-1)*lda+int(amax/8)+kw-1]
-		_ = bt[int(bmax/8)+(kw-1)*wstride+ngroups*vc-1]
+		_ = bt[int(bmax)*per/8+(per*kw-1)*wstride+ngroups*vc-1]
 		np := len(pairs) / 3
 		step := kw
 		if maxKW > 0 {
@@ -78,10 +89,10 @@ func asmVert(vc, maxKW int, tiles []vertTile) vertFunc {
 				}
 				nr := nrows / t.rows * t.rows
 				if nr > 0 {
-					t.main(&out[g0*vc], ldo, &a[w0], lda, &pairs[0], np, &bt[w0*wstride+g0*vc], wstride, n, ng, nr, s)
+					t.main(&out[g0*vc], ldo, &a[w0], lda, &pairs[0], np, &bt[per*w0*wstride+g0*vc], wstride, n, ng, nr, s)
 				}
 				if nr < nrows {
-					t.one(&out[nr*ldo+g0*vc], ldo, &a[nr*lda+w0], lda, &pairs[0], np, &bt[w0*wstride+g0*vc], wstride, n, ng, nrows-nr, s)
+					t.one(&out[nr*ldo+g0*vc], ldo, &a[nr*lda+w0], lda, &pairs[0], np, &bt[per*w0*wstride+g0*vc], wstride, n, ng, nrows-nr, s)
 				}
 				g0 += ng
 			}

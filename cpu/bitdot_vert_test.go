@@ -14,10 +14,10 @@ import (
 // vertCase runs a vertical kernel on a rowCase's operands: B's first
 // ngroups·vc columns are transposed with wstride = ngroups·vc + extra
 // columns per word (a kernel must not touch those), K is the whole line.
-func vertCase(c rowCase, x rowArgs, vc, extra int, f vertFunc, out []int32, set bool) {
+func vertCase[T lane](c rowCase, x rowArgs, vc, extra int, f vertFunc[T], out []int32, set bool) {
 	ng := c.ncols / vc
 	ws := ng*vc + extra
-	bt := make([]uint64, c.bbits*c.kw*ws)
+	bt := make([]T, lanesPerWord[T]()*c.bbits*c.kw*ws)
 	for i := range bt {
 		bt[i] = 0x5555 // never read: only columns < ng·vc count
 	}
@@ -33,8 +33,8 @@ func vertCase(c rowCase, x rowArgs, vc, extra int, f vertFunc, out []int32, set 
 // pairs with one and several pairs per diagonal.
 func TestVertVsNaive(t *testing.T) {
 	var cases []rowCase
-	for _, kw := range []int{1, 3, 4, 16, 30, 31, 32, 33, 64, 65} {
-		for _, nc := range []int{4, 8, 12, 16, 24, 32, 40, 64, 72} {
+	for _, kw := range []int{1, 3, 4, 15, 16, 30, 31, 32, 33, 64, 65} {
+		for _, nc := range []int{4, 8, 12, 16, 24, 32, 40, 48, 64, 72} {
 			for _, ab := range [][2]int{{1, 1}, {1, 3}, {3, 2}, {4, 4}} {
 				for _, nr := range []int{1, 3, 4, 8, 9, 13} {
 					cases = append(cases, rowCase{kw, nc, nr, ab[0], ab[1], (kw + nc) % 3, nr % 2})
@@ -45,12 +45,17 @@ func TestVertVsNaive(t *testing.T) {
 	type impl struct {
 		name string
 		vc   int
-		f    vertFunc
+		f    vertFunc[uint64]
+		f32  vertFunc[uint32]
 	}
-	impls := []impl{{"generic/vc=8", 8, vertGeneric(8)}, {"generic/vc=4", 4, vertGeneric(4)}}
+	impls := []impl{{"generic/vc=8", 8, vertGeneric[uint64](8), nil}, {"generic/vc=4", 4, vertGeneric[uint64](4), nil},
+		{"generic32/vc=16", 16, nil, vertGeneric[uint32](16)}, {"generic32/vc=8", 8, nil, vertGeneric[uint32](8)}}
 	for _, im := range bitImpls {
 		if im.vert != nil {
-			impls = append(impls, impl{im.name, im.vc, im.vert})
+			impls = append(impls, impl{im.name, im.vc, im.vert, nil})
+		}
+		if im.vert32 != nil {
+			impls = append(impls, impl{im.name + "/lanes32", im.vc32, nil, im.vert32})
 		}
 	}
 	for _, im := range impls {
@@ -78,7 +83,11 @@ func TestVertVsNaive(t *testing.T) {
 					}
 				}
 				c2.run(naiveRow, x, want)
-				vertCase(c, x, im.vc, c.pad, im.f, got, set)
+				if im.f != nil {
+					vertCase(c, x, im.vc, c.pad, im.f, got, set)
+				} else {
+					vertCase(c, x, im.vc, c.pad, im.f32, got, set)
+				}
 				require.Equal(t, want, got, "%+v set=%v", c, set)
 			}
 		})
@@ -92,7 +101,7 @@ func TestVertAllOnes(t *testing.T) {
 		if im.vert == nil {
 			continue
 		}
-		for _, kw := range []int{31, 32, 62, 200} {
+		for _, kw := range []int{15, 16, 31, 32, 62, 200} {
 			for _, ab := range [][2]int{{1, 1}, {1, 8}, {8, 8}} {
 				c := rowCase{kw, 16, 5, ab[0], ab[1], 0, 0}
 				if float64(64*kw)*float64(int(1)<<c.abits-1)*float64(int(1)<<c.bbits-1) > math.MaxInt32 {
@@ -111,6 +120,11 @@ func TestVertAllOnes(t *testing.T) {
 					c.run(naiveRow, x, want)
 					vertCase(c, x, im.vc, 0, im.vert, got, false)
 					require.Equal(t, want, got)
+					if im.vert32 != nil {
+						got32 := make([]int32, c.outLen(x))
+						vertCase(c, x, im.vc32, 0, im.vert32, got32, false)
+						require.Equal(t, want, got32, "32-bit lanes")
+					}
 				})
 			}
 		}
@@ -127,7 +141,7 @@ func TestConformanceVert(t *testing.T) {
 		for _, mode := range []struct {
 			name string
 			m    vertMode
-		}{{"vert", vertOn}, {"rows", vertOff}} {
+		}{{"vert", vertAuto}, {"vert64", vert64}, {"rows", vertOff}} {
 			t.Run(im.name+"/"+mode.name, func(t *testing.T) {
 				bmmtest.Conformance(t, &Kernel{impl: im, vert: mode.m})
 			})

@@ -49,9 +49,9 @@ type Kernel struct {
 type vertMode uint8
 
 const (
-	vertAuto vertMode = iota // by shape: vertical wherever B has a whole group of columns
+	vertAuto vertMode = iota // by shape: vertical wherever B has a whole group of columns, 32-bit lanes first
 	vertOff                  // row kernels only
-	vertOn                   // vertical wherever the path has it
+	vert64                   // vertical with 64-bit lanes only
 )
 
 // NewKernel returns the kernel with a given inner path: "" for the best one
@@ -106,6 +106,7 @@ type bitPlan struct {
 	// into vbuf.bt (wstride = ng·vc columns per word), the plane pairs in
 	// vbuf.pairs; the columns past ng·vc go to the row kernel.
 	vert    bool
+	lanes32 bool // 32-bit lanes: vbuf.bt32, groups of impl.vc32 columns
 	ng      int
 	wstride int
 	vbuf    *vertBuf
@@ -115,6 +116,7 @@ type bitPlan struct {
 // products so that small products allocate nothing for them.
 type vertBuf struct {
 	bt    []uint64
+	bt32  []uint32
 	pairs []int64
 }
 
@@ -141,18 +143,32 @@ func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
 	}
 	p.colBlock = max(4, bitL1Bytes/(8*max(1, p.kc)*p.bbits)&^3)
-	if impl.vert != nil && p.n >= impl.vc && p.m > 0 && p.lw > 0 &&
-		mode != vertOff {
+	// 32-bit lanes where they leave no more columns to the row kernel than
+	// 64-bit lanes would.
+	vc := 0
+	switch {
+	case mode == vertOff || p.m == 0 || p.lw == 0:
+	case mode == vertAuto && impl.vert32 != nil && p.n >= impl.vc32 && p.n%impl.vc32 <= p.n%max(1, impl.vc):
+		vc, p.lanes32 = impl.vc32, true
+	case impl.vert != nil && p.n >= impl.vc:
+		vc = impl.vc
+	}
+	if vc > 0 {
 		p.vert = true
-		p.ng = p.n / impl.vc
-		p.wstride = p.ng * impl.vc
+		p.ng = p.n / vc
+		p.wstride = p.ng * vc
 		p.colBlock = p.n // the kernel walks the column groups itself
 		v, _ := vertPool.Get().(*vertBuf)
 		if v == nil {
 			v = &vertBuf{}
 		}
-		v.bt = growSlice(v.bt, p.bbits*p.lw*p.wstride)
-		transposeB(v.bt, p.bw, p.bbits, p.bps, p.lw, p.lw, p.wstride, p.wstride)
+		if p.lanes32 {
+			v.bt32 = growSlice(v.bt32, 2*p.bbits*p.lw*p.wstride)
+			transposeB(v.bt32, p.bw, p.bbits, p.bps, p.lw, p.lw, p.wstride, p.wstride)
+		} else {
+			v.bt = growSlice(v.bt, p.bbits*p.lw*p.wstride)
+			transposeB(v.bt, p.bw, p.bbits, p.bps, p.lw, p.lw, p.wstride, p.wstride)
+		}
 		v.pairs = appendVertPairs(v.pairs[:0], p.abits, p.bbits, p.aps, p.lw*p.wstride)
 		p.vbuf = v
 	}
@@ -174,7 +190,11 @@ func (p *bitPlan) release() {
 // replace what out held.
 func (p *bitPlan) mul(out []int32, m, nrows, w0, w1, c0, ncols int, set bool) {
 	if p.vert {
-		p.impl.vert(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt[w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows, set)
+		if p.lanes32 {
+			p.impl.vert32(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt32[2*w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows, set)
+		} else {
+			p.impl.vert(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt[w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows, set)
+		}
 		c0 = p.wstride
 		if c0 >= ncols {
 			return

@@ -180,10 +180,11 @@ func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
 }
 
 // benchKernel is a kernel under a benchmark name: each path as chosen by
-// shape ("avx512", which takes the vertical kernel wherever it can), and,
-// where a path has the vertical kernel, forced onto the row kernels
-// ("avx512-rows"), so that one run compares them side by side.
-// QGTC_BENCH_ROWS=0 drops the forced variants.
+// shape ("avx512": the vertical kernel with 32-bit lanes wherever it can),
+// and, where a path has the vertical kernel, forced onto its 64-bit lanes
+// ("avx512-v64") and onto the row kernels ("avx512-rows"), so that one
+// run compares them side by side. QGTC_BENCH_ROWS=0 drops the forced
+// variants.
 type benchKernel struct {
 	name string
 	k    *Kernel
@@ -194,7 +195,8 @@ func benchKernels(b *testing.B) []benchKernel {
 	for _, k := range kernels(b) {
 		ks = append(ks, benchKernel{k.Path(), k})
 		if k.impl.vert != nil && os.Getenv("QGTC_BENCH_ROWS") != "0" {
-			ks = append(ks, benchKernel{k.Path() + "-rows", &Kernel{impl: k.impl, vert: vertOff}})
+			ks = append(ks, benchKernel{k.Path() + "-v64", &Kernel{impl: k.impl, vert: vert64}},
+				benchKernel{k.Path() + "-rows", &Kernel{impl: k.impl, vert: vertOff}})
 		}
 	}
 	return ks

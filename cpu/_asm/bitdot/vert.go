@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -30,14 +31,31 @@ const vertSignature = "func(out *int32, ldo int, a *uint64, lda int, pairs *int6
 // nrows (a multiple of R) rows: groups outside, so a group's slice of bt
 // stays in cache while every row block of A runs over it.
 
-// vertKernel emits vert<isa>R<r>G<g>.
-func vertKernel(avx512 bool, R, G int, lut, low Mem) {
+// With dword, the lanes are 32 bits wide instead of 64: bt holds
+// half-words (bt32[(j*2*kwTotal + h)*wstride + c], h the 32-bit half of
+// word h/2), A's half-words are broadcast, and a vector holds twice as
+// many columns (16 in a zmm, 8 in a ymm) with 32-bit sums, which store
+// with a plain add instead of a narrowing: per output, half the store and
+// set-up work of the 64-bit lanes, for the same AND+popcount work.
+
+// vertKernel emits vert<isa>[D]R<r>G<g>.
+func vertKernel(avx512, dword bool, R, G int, lut, low, ones8, ones16 Mem) {
 	isa, vc := "AVX2", 4
 	if avx512 {
 		isa, vc = "AVX512", 8
 	}
+	unit := 8 // bytes per lane
+	if dword {
+		isa += "D"
+		vc *= 2
+		unit = 4
+	}
 	name := fmt.Sprintf("vert%sR%dG%d", isa, R, G)
-	TEXT(name, NOSPLIT, vertSignature)
+	sig := vertSignature
+	if dword {
+		sig = strings.Replace(sig, "bt *uint64", "bt *uint32", 1)
+	}
+	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	if avx512 {
 		Doc(name+" is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of",
@@ -46,16 +64,22 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 	} else {
 		Doc(name+" is the vertical short-K kernel (see vertRowGeneric), AVX2 vpshufb popcount, tiles of",
 			fmt.Sprintf("%d rows × %d columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)", R, G*vc),
-			fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d); kw <= 31.", R, vc, G))
+			fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d); kw <= %d.", R, vc, G, map[bool]int{false: 31, true: 15}[dword]))
+	}
+	if dword {
+		Doc("Lanes of 32 bits: bt holds half-words (see vertGeneric32).")
 	}
 	log2 := map[int]uint8{1: 0, 2: 1, 4: 2, 8: 3}
 	outG, btG, gb, outRow, aRow, rb := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	var mask, table, zero VecVirtual
 	if !avx512 {
-		mask, table, zero = YMM(), YMM(), YMM()
+		mask, table = YMM(), YMM()
 		VMOVDQU(low, mask)
 		VMOVDQU(lut, table)
-		VPXOR(zero, zero, zero)
+		if !dword {
+			zero = YMM()
+			VPXOR(zero, zero, zero)
+		}
 	}
 	{
 		o := Load(Param("out"), GP64())
@@ -123,7 +147,11 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 	JE(LabelRef(p + "noshift"))
 	for r := range acc {
 		for g := range acc[r] {
-			VPSLLQ(U8(1), acc[r][g], acc[r][g])
+			if dword {
+				VPSLLD(U8(1), acc[r][g], acc[r][g])
+			} else {
+				VPSLLQ(U8(1), acc[r][g], acc[r][g])
+			}
 		}
 	}
 	Label(p + "noshift")
@@ -142,8 +170,13 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 		LEAQ(Mem{Base: pa, Index: lda, Scale: 4}, pa4)
 	}
 	ws := Load(Param("wstride"), GP64())
-	SHLQ(U8(3), ws)
 	n := Load(Param("kw"), GP64())
+	if dword {
+		SHLQ(U8(1), n) // half-words
+		SHLQ(U8(2), ws)
+	} else {
+		SHLQ(U8(3), ws)
+	}
 	rowMem := func(r int) Mem {
 		base := pa
 		if r >= 4 {
@@ -171,13 +204,23 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 	}
 	for r := 0; r < R; r++ {
 		x := newVec()
-		VPBROADCASTQ(rowMem(r), x)
+		if dword {
+			VPBROADCASTD(rowMem(r), x)
+		} else {
+			VPBROADCASTQ(rowMem(r), x)
+		}
 		for g := 0; g < G; g++ {
 			if avx512 {
 				t := ZMM()
-				VPANDQ(bv[g], x, t)
-				VPOPCNTQ(t, t)
-				VPADDQ(t, acc[r][g], acc[r][g])
+				if dword {
+					VPANDD(bv[g], x, t)
+					VPOPCNTD(t, t)
+					VPADDD(t, acc[r][g], acc[r][g])
+				} else {
+					VPANDQ(bv[g], x, t)
+					VPOPCNTQ(t, t)
+					VPADDQ(t, acc[r][g], acc[r][g])
+				}
 				continue
 			}
 			t, h := YMM(), YMM()
@@ -191,21 +234,28 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 			VPADDB(h, bacc[r][g], bacc[r][g])
 		}
 	}
-	ADDQ(U8(8), pa)
+	ADDQ(U8(unit), pa)
 	if R > 4 {
-		ADDQ(U8(8), pa4)
+		ADDQ(U8(unit), pa4)
 	}
 	ADDQ(ws, pb)
 	DECQ(n)
 	JNZ(LabelRef(p + "w"))
 	if !avx512 {
-		// A byte gains at most 8 per word (two nibble counts), so kw <= 31
-		// words cannot overflow it; the pair's counts join the weighted sums.
+		// A byte gains at most 8 per step (two nibble counts), so 31 steps
+		// cannot overflow it; the pair's counts join the weighted sums:
+		// per qword (VPSADBW) or per dword (bytes to words to dwords).
 		for r := range bacc {
 			for g := range bacc[r] {
 				t := YMM()
-				VPSADBW(zero, bacc[r][g], t)
-				VPADDQ(t, acc[r][g], acc[r][g])
+				if dword {
+					VPMADDUBSW(ones8, bacc[r][g], t)
+					VPMADDWD(ones16, t, t)
+					VPADDD(t, acc[r][g], acc[r][g])
+				} else {
+					VPSADBW(zero, bacc[r][g], t)
+					VPADDQ(t, acc[r][g], acc[r][g])
+				}
 				VPXOR(bacc[r][g], bacc[r][g], bacc[r][g])
 			}
 		}
@@ -225,6 +275,17 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 		for r := 0; r < R; r++ {
 			for g := 0; g < G; g++ {
 				dst := Mem{Base: o, Disp: 4 * vc * g}
+				if dword {
+					if add {
+						VPADDD(dst, acc[r][g], acc[r][g])
+					}
+					if avx512 {
+						VMOVDQU32(acc[r][g], dst)
+					} else {
+						VMOVDQU(acc[r][g], dst)
+					}
+					continue
+				}
 				if avx512 {
 					y := YMM()
 					VPMOVQD(acc[r][g], y)
@@ -267,7 +328,7 @@ func vertKernel(avx512 bool, R, G int, lut, low Mem) {
 	}
 	Label(p + "gbnext")
 	ADDQ(U32(4*vc*G), outG)
-	ADDQ(U32(8*vc*G), btG)
+	ADDQ(U32(unit*vc*G), btG)
 	DECQ(gb)
 	JMP(LabelRef(p + "gb"))
 	Label(p + "done")
@@ -286,9 +347,19 @@ var vertTiles = map[bool][][2]int{
 }
 
 func vertKernels(lut, low Mem) {
-	for _, avx512 := range []bool{true, false} {
-		for _, t := range vertTiles[avx512] {
-			vertKernel(avx512, t[0], t[1], lut, low)
+	ones8 := GLOBL("vert_ones8", RODATA|NOPTR)
+	for i := 0; i < 32; i++ {
+		DATA(i, U8(1))
+	}
+	ones16 := GLOBL("vert_ones16", RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		DATA(2*i, U16(1))
+	}
+	for _, dword := range []bool{false, true} {
+		for _, avx512 := range []bool{true, false} {
+			for _, t := range vertTiles[avx512] {
+				vertKernel(avx512, dword, t[0], t[1], lut, low, ones8, ones16)
+			}
 		}
 	}
 }
