@@ -1,23 +1,38 @@
 #!/bin/sh
 # Runs the CPU bit-kernel benchmarks whose outputs are kept beside this
-# script (results/). Run from anywhere; takes a few minutes on 2 cores.
+# script (results/): `sh bench/cpu/run.sh` from anywhere. About 8 minutes
+# on 2 cores.
 set -e
 cd "$(dirname "$0")/../.."
 out=bench/cpu/results
 mkdir -p "$out"
 go build -o bin/qgtc ./cmd/qgtc
+go test -c -o bin/cpu.test ./cpu
 { date -u; uptime; } > "$out/when.txt"
 ./bin/qgtc info > "$out/info.txt"
-# The aggregation grid A (N×N, 1 bit) × X (N×D, s bits) on the default path
-# (the best this CPU has), then the same on AVX2, next to an fp32 GEMM.
+# The inner AND+popcount row kernel per path on L1-resident lines: the
+# issue's bars are 70% of its best figure per path.
+./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkRow' > "$out/inner.txt"
+# The aggregation grid A (N×N, 1 bit) × X (N×D, s bits) on the default
+# path (the best this CPU has), then the same on AVX2, next to an fp32
+# GEMM (each path as chosen by shape: the vertical kernel).
 ./bin/qgtc bench bmm --time 500ms > "$out/grid.txt"
 ./bin/qgtc bench bmm --impl avx2 --time 500ms > "$out/grid_avx2.txt"
+# The layer-update shapes X (4096×256, s bits) × W (256×64, t bits): each
+# path as chosen (vertical kernel) and forced onto the row kernels
+# ("-rows"), side by side in one run, with the fp32 GEMM.
+./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntUpdate' -test.benchtime 100x > "$out/update_gotest.txt"
+awk -f bench/cpu/table.awk "$out/update_gotest.txt" > "$out/update.txt"
+# The N = 1024 grid cells, vertical against row kernels side by side.
+./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2Int/n=1024/.*/impl=avx' -test.benchtime 300x > "$out/grid1024_gotest.txt"
+awk -f bench/cpu/table.awk "$out/grid1024_gotest.txt" > "$out/grid1024_rows_vs_vert.txt"
 # Zero-tile jumping: a block-diagonal A (batched subgraphs, 2% ones).
 ./bin/qgtc bench bmm --a blockdiag --n 4096 --d 64 --bits 1,4 --time 500ms > "$out/blockdiag.txt"
-# Inner kernel per path on L1-resident lines, layer-update shapes, dense vs
-# block-diagonal, fused MulBit, fp32 GEMM.
-go test -run '^$' -bench 'BenchmarkRow' ./cpu > "$out/inner.txt"
-go test -run '^$' -bench 'BenchmarkMM2IntUpdate|BenchmarkMM2IntBlockDiag|BenchmarkSgemm|BenchmarkMulBit' -benchtime 30x ./cpu > "$out/gotest.txt"
-# One core against two.
-go test -run '^$' -bench 'BenchmarkMM2Int$/n=4096/d=64/s=(1|4|8)$' -cpu 1,2 -count 3 -benchtime 20x ./cpu > "$out/cores.txt"
+# Dense against block-diagonal, the fused re-quantizing MulBit, Sgemm, the
+# zero-chunk masks.
+QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntBlockDiag|BenchmarkSgemm|BenchmarkMulBit|BenchmarkMark' -test.benchtime 30x > "$out/gotest.txt"
+# One core against two (wall time: ns/op at -1 over ns/op at -2).
+QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2Int$/n=(1024|4096)/d=(16|64)/s=(1|4)$/impl=avx' -test.cpu 1,2 -test.count 3 -test.benchtime 20x > "$out/cores.txt"
+QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntUpdate/s=(1|4)/t=(1|4)/impl=avx' -test.cpu 1,2 -test.count 3 -test.benchtime 50x >> "$out/cores.txt"
+awk -f bench/cpu/scaling.awk "$out/cores.txt" > "$out/scaling.txt"
 { date -u; uptime; } >> "$out/when.txt"
