@@ -174,11 +174,11 @@ func BenchmarkTune(b *testing.B) {
 		}
 	}
 	run(16384, 256, []int{1, 4}, []variant{
-		{"default", tuning{}}, {"ks1", tuning{ks: 1}}, {"ks2", tuning{ks: 2}},
-		{"ks4s3", tuning{ks: 4, stages: 3}}, {"cl1", tuning{cluster: 1}}, {"cl1ks2", tuning{cluster: 1, ks: 2}}, {"ks2s5", tuning{ks: 2, stages: 5}},
+		{"default", tuning{}}, {"ks2", tuning{ks: 2}}, {"ks3", tuning{ks: 3}}, {"ks4s3", tuning{ks: 4, stages: 3}},
+		{"ks6s3", tuning{ks: 6, stages: 3}}, {"ks8s2", tuning{ks: 8, stages: 2}}, {"cl2", tuning{cluster: 2}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	run(4096, 64, []int{1, 2, 4}, []variant{
 		{"default", tuning{}}, {"bn64", tuning{minTiles: -1}}, {"mt132", tuning{minTiles: 132}},
-		{"cl1", tuning{cluster: 1}}, {"cl1mt132", tuning{cluster: 1, minTiles: 132}}, {"ks2", tuning{ks: 2}},
+		{"ks2", tuning{ks: 2}}, {"cl2", tuning{cluster: 2}},
 	}, BenchOptions{Repeats: 15, Inner: 20})
 }

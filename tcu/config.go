@@ -148,9 +148,9 @@ var wgmmaNs = func() map[int]bool {
 // while the launch would leave multiprocessors idle (short products are
 // latency-bound: more, smaller blocks finish sooner); two warpgroups
 // (128-row tiles) when there are enough tiles. A stage holds up to 4
-// k-steps (1024 bits), so the barrier and wgmma wait of each stage are
-// paid once per 4·a wgmmas, and stages fill about 200 KB of shared memory
-// (100 KB for one-warpgroup blocks, two of which share a multiprocessor).
+// k-steps (1024 bits), so the mbarrier and wgmma waits of each stage are
+// paid once per 4·a wgmmas, and stages fill up to 216 KB of shared memory
+// (108 KB for one-warpgroup blocks, two of which share a multiprocessor).
 func wgmmaConfig(a, b, m, n, ksteps, sms, lbo, sbo int, tu tuning) (config, bool) {
 	valid := func(bn int) bool { np := b * bn; return bn >= 8 && a*np <= 256 && wgmmaNs[np] }
 	tiles := func(bm, bn int) int { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) }
@@ -186,9 +186,9 @@ func wgmmaConfig(a, b, m, n, ksteps, sms, lbo, sbo int, tu tuning) (config, bool
 		c.wgs = tu.wgs
 	}
 	c.bm = 64 * c.wgs
-	budget := 200 << 10
+	budget := 216 << 10
 	if c.wgs == 1 {
-		budget = 100 << 10
+		budget = 108 << 10
 	}
 	c.ks = min(4, max(ksteps, 1))
 	if tu.ks > 0 {
@@ -201,7 +201,7 @@ func wgmmaConfig(a, b, m, n, ksteps, sms, lbo, sbo int, tu tuning) (config, bool
 	if tu.stages > 0 {
 		c.stages = tu.stages
 	}
-	if c.stages < 3 || c.smem(modeBit) > 227<<10 {
+	if c.stages < 2 || (c.stages < 3 && tu.stages == 0) || c.smem(modeBit) > 220<<10 {
 		return config{}, false // wide A: mma.sync
 	}
 	return c, true

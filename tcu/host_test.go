@@ -398,19 +398,24 @@ func TestConfigs(t *testing.T) {
 
 func TestTiledWords(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, c := range []struct{ lines, k, bits, pad int }{{1, 1, 1, 64}, {37, 700, 2, 64}, {130, 256, 3, 128}, {8, 1300, 1, 16}} {
+	for _, c := range []struct{ lines, k, bits, tile, pad, ks int }{
+		{1, 1, 1, 64, 64, 4}, {37, 700, 2, 32, 64, 2}, {130, 256, 3, 64, 128, 4}, {8, 1300, 1, 16, 16, 1}, {200, 1024, 2, 64, 64, 4},
+	} {
 		x := randomBits(r, c.lines, c.k, c.bits, bittensor.ByRows)
-		w, lines, steps := tiledWords(x, c.pad)
+		w, lines, steps, tw := tiledWords(x, c.tile, c.pad, c.ks)
 		require.Equal(t, roundUp(c.lines, c.pad), lines)
 		require.Equal(t, (c.k+255)/256, steps)
-		require.Len(t, w, c.bits*(steps+1)*lines*4)
+		stepsP := roundUp(steps+1, c.ks)
+		require.Equal(t, stepsP*c.bits*c.tile*4, tw)
+		require.Len(t, w, lines/c.tile*tw)
 		seen := make([]bool, len(w))
 		for p := 0; p < c.bits; p++ {
 			for l := 0; l < c.lines; l++ {
 				src := x.Line(p, l)
 				for i, v := range src {
 					s, h, j := i/4, (i%4)/2, i%2
-					at := p*(steps+1)*lines*4 + s*lines*4 + (l/8)*32 + h*16 + (l%8)*2 + j
+					lt := l % c.tile
+					at := (l/c.tile)*tw + (s*c.bits+p)*c.tile*4 + (lt/8)*32 + h*16 + (lt%8)*2 + j
 					require.Equal(t, v, w[at], "plane %d line %d word %d", p, l, i)
 					seen[at] = true
 				}

@@ -403,11 +403,12 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		if cfg.path == PathWGMMA {
 			// Tiled for bulk copies: lines padded to the block tile, and
 			// a zero k-step after the last.
-			var al, bl int
-			aw, al, _ = tiledWords(j.a, cfg.bm*cfg.cluster)
-			bw, bl, _ = tiledWords(j.b, cfg.bn)
+			// (APlane and BPlane carry the 32-bit words of one tile.)
+			var al, bl, at, bt int
+			aw, al, _, at = tiledWords(j.a, cfg.bm, cfg.bm*cfg.cluster, cfg.ks)
+			bw, bl, _, bt = tiledWords(j.b, cfg.bn, cfg.bn, cfg.ks)
 			ps[i].ALines, ps[i].BLines = int32(al), int32(bl)
-			ps[i].APlane, ps[i].BPlane = int64(2*len(aw)/j.a.Bits()), int64(2*len(bw)/j.b.Bits())
+			ps[i].APlane, ps[i].BPlane = int64(2*at), int64(2*bt)
 		} else {
 			aw, bw = deviceWords(j.a), deviceWords(j.b)
 		}

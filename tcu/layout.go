@@ -45,41 +45,46 @@ func deviceWords(t *bittensor.Tensor) []uint64 {
 	return out
 }
 
-// tiledWords returns t's words in the wgmma kernel's tiled layout: plane,
-// then 256-bit k-step, then lines, so that the k-step of a tile of
-// consecutive lines is one contiguous block the kernel fetches with a
-// single bulk copy; inside a step, each group of 8 lines holds two
-// 128-byte core matrices (k-halves 0 and 1, 16 bytes per line) exactly as
-// the kernel's shared-memory operand (bmm_wgmma.cu's coreOff). Lines are
-// padded with zeros to a multiple of padLines (the block tile), and an
-// extra all-zero k-step follows the last one: the kernel fetches it for the
-// unused sub-steps of a part-filled stage. It returns the words, the padded
-// line count and the number of real k-steps.
-func tiledWords(t *bittensor.Tensor, padLines int) (words []uint64, lines, steps int) {
+// tiledWords returns t's words in the wgmma kernel's tiled layout: lines
+// in tiles of tile lines (the block tile), and for each tile its k-steps,
+// and for each k-step its planes, each plane's tile one block of tile·32
+// bytes in which every group of 8 lines holds two 128-byte core matrices
+// (k-halves 0 and 1, 16 bytes per line), exactly as the kernel's shared
+// memory operand (bmm_wgmma.cu's coreOff). So consecutive k-steps of a
+// tile, every plane, are one contiguous block the kernel fetches with a
+// single bulk copy. Lines are padded with zeros to a multiple of padLines
+// (a multiple of tile), and k-steps with zero steps to a multiple of ks
+// past the last one (at least one: the kernel fetches it for the unused
+// sub-steps of a part-filled stage). It returns the words, the padded line
+// count, the number of real k-steps and the 64-bit words of one tile.
+func tiledWords(t *bittensor.Tensor, tile, padLines, ks int) (words []uint64, lines, steps, tileWords int) {
 	l := layoutOf(t)
 	lines = roundUp(max(t.Lines(), 1), padLines)
 	steps = l.lw / stepWords
-	stepWordsAll := lines * stepWords // u64 words of one k-step of one plane
-	planeWords := (steps + 1) * stepWordsAll
-	words = make([]uint64, t.Bits()*planeWords)
+	stepsP := roundUp(steps+1, ks)
+	blockWords := tile * stepWords // one plane's tile at one k-step
+	tileWords = stepsP * t.Bits() * blockWords
+	words = make([]uint64, lines/tile*tileWords)
 	for p := 0; p < t.Bits(); p++ {
 		for line := 0; line < t.Lines(); line++ {
 			src := t.Line(p, line)
-			// Line line's 16-byte pieces: group g, row r, half h at
-			// g·32 + h·16 + r·2 words into the step.
-			off := p*planeWords + (line>>3)*32 + (line&7)*2
+			lt := line % tile
+			// Line lt's 16-byte pieces: group g, row r, half h at
+			// g·32 + h·16 + r·2 words into its block.
+			off := (line/tile)*tileWords + p*blockWords + (lt>>3)*32 + (lt&7)*2
+			stride := t.Bits() * blockWords // from one k-step to the next
 			full := len(src) / stepWords
 			for s := 0; s < full; s++ {
 				w := src[s*stepWords : s*stepWords+stepWords]
-				d := words[off+s*stepWordsAll:]
+				d := words[off+s*stride:]
 				d[0], d[1], d[16], d[17] = w[0], w[1], w[2], w[3]
 			}
 			for i, w := range src[full*stepWords:] { // a part-filled last step
-				words[off+full*stepWordsAll+[4]int{0, 1, 16, 17}[i]] = w
+				words[off+full*stride+[4]int{0, 1, 16, 17}[i]] = w
 			}
 		}
 	}
-	return words, lines, steps
+	return words, lines, steps, tileWords
 }
 
 // tileMask records which 256-bit k-steps of each group of 16 rows of an A

@@ -6,11 +6,12 @@
 // single instruction per A plane ("non-zero tile reuse"). A pipeline stage
 // holds KS k-steps of 256 bits (the next KS entries of the row tile's
 // zero-tile list, or KS consecutive k-steps), STAGES deep. The operands
-// come in the tiled layout of tcu's tiledWords, where a tile's k-step is
-// one contiguous block: one thread fetches a stage with KS·(ABITS+BBITS)
-// bulk copies (cp.async.bulk, the copy engine) completing on the stage's
-// mbarrier, so the L2 sees whole-line requests rather than one per 16
-// bytes. A slot is refilled as soon as every warp's wgmmas that read it
+// come in the tiled layout of tcu's tiledWords, where consecutive k-steps
+// of a tile, every plane, are one contiguous block: one thread fetches a
+// stage with one bulk copy per operand (cp.async.bulk, the copy engine;
+// one per sub-step when the zero-tile list skips steps) completing on the
+// stage's mbarrier, so the L2 sees whole-line requests rather than one per
+// 16 bytes. A slot is refilled as soon as every warp's wgmmas that read it
 // have finished (an "empty" mbarrier per slot), so STAGES-1 stages load
 // while one is multiplied, with one wgmma wait per KS·ABITS wgmmas and no
 // block-wide barrier in the loop. Sub-steps
@@ -38,8 +39,8 @@
 #define NTHREADS (128 * WGS)
 #define A_BYTES (ABITS * BM * 32)
 #define B_BYTES (NP * 32)
-#define SUB_BYTES (A_BYTES + B_BYTES)  // one 256-bit k-step, every plane
-#define STAGE_BYTES (KS * SUB_BYTES)
+// A stage: KS k-steps of A (every plane), then KS k-steps of B.
+#define STAGE_BYTES (KS * (A_BYTES + B_BYTES))
 
 #define WGMMA_N_(n) wgmma_n##n
 #define WGMMA_N(n) WGMMA_N_(n)
@@ -112,33 +113,39 @@ __device__ __forceinline__ void clusterSync() {
 // loadStage (one thread) queues the bulk copies of pipeline stage st on
 // the stage's mbarrier: sub-step u holds the block's k-step number st·KS+u
 // (its list entry, or k0 plus it), every plane of A's BM rows and of B's
-// BN columns, each one contiguous block of the tiled layout (tcu's
-// tiledWords). Sub-steps past nk fetch the all-zero k-step that follows
-// the last one, so a part-filled stage adds nothing.
-__device__ __forceinline__ void loadStage(const Prob& P, u32 sS, u32 bar, int m0, int n0, const int* klist, int k0, int st, int nk) {
-  const u32* A = (const u32*)P.A;
-  const u32* B = (const u32*)P.B;
+// BN columns, in the tiled layout of tcu's tiledWords (P.aPlane and
+// P.bPlane are the 32-bit words of one tile there). A full stage of
+// consecutive k-steps is one copy per operand; otherwise each sub-step is
+// one copy per operand, and sub-steps past nk fetch the all-zero k-step
+// that follows the last one, so a part-filled stage adds nothing.
+__device__ __forceinline__ void loadStage(const Prob& P, u32 sS, u32 bar, int tm, int tn, const int* klist, int k0, int st, int nk) {
+  const u32* A = (const u32*)P.A + tm * P.aPlane;
+  const u32* B = (const u32*)P.B + tn * P.bPlane;
   const int zero = P.lw32 >> 3;
   mbarExpect(bar, STAGE_BYTES);
+#if CLUSTER == 1
+  if (!klist && (st + 1) * KS <= nk) {
+    const int ks = k0 + st * KS;
+    bulkCopy(sS, A + (long long)ks * (A_BYTES / 4), KS * A_BYTES, bar);
+    bulkCopy(sS + KS * A_BYTES, B + (long long)ks * (B_BYTES / 4), KS * B_BYTES, bar);
+    return;
+  }
+#endif
 #pragma unroll
   for (int u = 0; u < KS; u++) {
     const int kk = st * KS + u;
     const int ks = kk < nk ? (klist ? klist[kk] : k0 + kk) : zero;
-#pragma unroll
-    for (int p = 0; p < ABITS; p++)
-      bulkCopy(sS + u * SUB_BYTES + p * (BM * 32), A + p * P.aPlane + ((long long)ks * P.aLines + m0) * 8, BM * 32, bar);
+    bulkCopy(sS + u * A_BYTES, A + (long long)ks * (A_BYTES / 4), A_BYTES, bar);
 #if CLUSTER > 1
     // B is shared by the cluster: this block fetches its 1/CLUSTER of
     // each plane's columns for every block.
     const int part = (BN / CLUSTER) * (int)clusterRank();
 #pragma unroll
     for (int p = 0; p < BBITS; p++)
-      bulkCopyAll(sS + u * SUB_BYTES + A_BYTES + (p * BN + part) * 32, B + p * P.bPlane + ((long long)ks * P.bLines + n0 + part) * 8,
+      bulkCopyAll(sS + KS * A_BYTES + u * B_BYTES + (p * BN + part) * 32, B + (long long)ks * (B_BYTES / 4) + (p * BN + part) * 8,
                   BN / CLUSTER * 32, bar);
 #else
-#pragma unroll
-    for (int p = 0; p < BBITS; p++)
-      bulkCopy(sS + u * SUB_BYTES + A_BYTES + p * (BN * 32), B + p * P.bPlane + ((long long)ks * P.bLines + n0) * 8, BN * 32, bar);
+    bulkCopy(sS + KS * A_BYTES + u * B_BYTES, B + (long long)ks * (B_BYTES / 4), B_BYTES, bar);
 #endif
   }
 }
@@ -217,7 +224,7 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   __syncthreads();
 #endif
   if (threadIdx.x == 0)
-    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, m0, n0, klist, wk.k0, s, nk);
+    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
   for (int t = 0; t < nst; t++) {
     const int slot = t % STAGES;
     mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
@@ -227,7 +234,7 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
     for (int u = 0; u < KS; u++) {
 #pragma unroll
       for (int i = 0; i < ABITS; i++) {
-        WGMMA_N(NP)(d[i], desc(sS + u * SUB_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + u * SUB_BYTES + A_BYTES));
+        WGMMA_N(NP)(d[i], desc(sS + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * B_BYTES));
       }
     }
     wg_commit();
@@ -248,7 +255,7 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
 #endif
       if (threadIdx.x == 0 && nt < nst) {
         mbarWait(empty0 + 8 * ps, ((t - 1) / STAGES) & 1);
-        loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, m0, n0, klist, wk.k0, nt, nk);
+        loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, tm, wk.tn, klist, wk.k0, nt, nk);
       }
     }
   }

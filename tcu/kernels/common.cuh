@@ -12,7 +12,7 @@ typedef unsigned long long u64;
 struct Prob {
   u64 A, B, out, kptr, kidx;                                    //   0
   u64 colScale, rowTerm, colTerm, colConst, rowScale, colBias;  //  40
-  long long aPlane, bPlane, outPlane;  //  88: 32-bit words per plane
+  long long aPlane, bPlane, outPlane;  //  88: 32-bit words per plane (wgmma: A and B per tile)
   int M, N, lw32, aLines, bLines, tilesN, tileStart, mode;      // 112
   int outBits, outByCols, outLw32, relu;                        // 144
   float rqScale, rqOffset;                                      // 160
