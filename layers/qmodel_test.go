@@ -557,15 +557,44 @@ func TestQCalibrateOutputAware(t *testing.T) {
 				if kept != mse {
 					picked++
 				}
+				var outs [][]float32
+				for _, b := range batches {
+					_, y, err := m.simForward(b, in, true, i, 0, nil)
+					require.NoError(t, err)
+					outs = append(outs, y)
+				}
 				for _, p := range cands {
 					*ops[i].out = p
 					kl, err := m.klTo(ref, batches, in, i+1)
 					require.NoError(t, err)
 					assert.GreaterOrEqual(t, kl, best, "op %d: candidate %+v", i, p)
+					// Calibrate's shortcut computes the same divergence.
+					fast, err := m.klFrom(ref, batches, in, i, outs)
+					require.NoError(t, err)
+					require.Equal(t, kl, fast, "op %d: candidate %+v", i, p)
 				}
 				*ops[i].out = kept
 			}
 			t.Logf("%d of the ranges differ from the least-squares ones", picked)
 		})
 	}
+}
+
+// klTo, the reference klFrom is checked against, is the mean over the nodes of batches of KL(softmax(ref) ‖
+// softmax(logits)), the logits of m with its first upTo ops quantized.
+func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) (float64, error) {
+	var kl float64
+	var n int
+	c := m.Classes
+	for bi, b := range batches {
+		_, y, err := m.simForwardUpTo(b, in, upTo, -1, 0, nil)
+		if err != nil {
+			return 0, err
+		}
+		for r := 0; r < b.N(); r++ {
+			kl += qKL(ref[bi][r*c:(r+1)*c], y[r*c:(r+1)*c])
+			n++
+		}
+	}
+	return kl / float64(max(1, n)), nil
 }

@@ -213,6 +213,23 @@ func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropo
 // the logits this way. upTo 0 is the full-precision model, len(ops) the
 // quantized one.
 func (m *QModel) simForwardUpTo(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+	return m.simRun(b, in, upTo, stopAt, dropout, rng, nil)
+}
+
+// qResume starts a pass at op from, whose input (values, or codes of
+// params ph when that op is quantized) is cur, width columns wide.
+type qResume struct {
+	from  int
+	cur   []float64
+	width int
+	ph    QParams
+}
+
+// simRun is simForwardUpTo, started at res when res is non-nil
+// (calibration then skips the ops before res.from, which do not change
+// while it weighs one tensor's candidate ranges); the state it returns
+// then covers only the ops it ran and serves no backward pass.
+func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand, res *qResume) (*qSimState, []float32, error) {
 	quant := upTo > 0
 	if in.Cols != m.Layers[0].Lin1.In {
 		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrQModel, in.Cols, m.Layers[0].Lin1.In)
@@ -230,7 +247,12 @@ func (m *QModel) simForwardUpTo(b *QBatch, in *QInput, upTo, stopAt int, dropout
 	if rng == nil || quant {
 		st.dropout = 0
 	}
-	st.input = qGatherInput(in, b.Nodes, quant)
+	from := 0
+	if res != nil {
+		from, st.dropout = res.from, 0
+	} else {
+		st.input = qGatherInput(in, b.Nodes, quant)
+	}
 	if st.dropout > 0 {
 		st.dropIn = make([]bool, len(st.input.vals))
 		keep := 1 / (1 - float64(st.dropout))
@@ -247,7 +269,10 @@ func (m *QModel) simForwardUpTo(b *QBatch, in *QInput, upTo, stopAt int, dropout
 	ph := m.Input
 	var cur []float64 // dense input of the current op (nil: the sparse features)
 	curW := in.Cols
-	for i := range st.ops {
+	if res != nil {
+		cur, curW, ph = res.cur, res.width, res.ph
+	}
+	for i := from; i < len(st.ops); i++ {
 		op := &st.ops[i]
 		quant := i < upTo
 		st.inP = append(st.inP, ph)

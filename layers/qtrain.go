@@ -372,11 +372,13 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 			continue
 		}
 		var sample []float32
-		for _, b := range batches {
+		outs := make([][]float32, len(batches))
+		for bi, b := range batches {
 			_, y, err := m.simForward(b, in, true, i, 0, nil)
 			if err != nil {
 				return err
 			}
+			outs[bi] = y
 			sample = append(sample, y...)
 		}
 		const maxSample = 1 << 19
@@ -396,7 +398,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 		bestKL := math.Inf(1)
 		for _, c := range cands {
 			*ops[i].out = c
-			kl, err := m.klTo(ref, batches, in, i+1)
+			kl, err := m.klFrom(ref, batches, in, i, outs)
 			if err != nil {
 				return err
 			}
@@ -409,19 +411,28 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 	return nil
 }
 
-// klTo is the mean over the nodes of batches of KL(softmax(ref) ‖
-// softmax(logits)), the logits of m with its first upTo ops quantized.
-func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) (float64, error) {
+// klFrom is klTo(ref, batches, in, i+1) from outs, op i's output on each
+// batch before quantization: it quantizes them with op i's params and runs
+// the rest of the model in full precision on the dequantized values, the
+// same values klTo's pass computes (tested), without rerunning ops 0..i.
+func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, outs [][]float32) (float64, error) {
+	p := *m.ops()[i].out
+	inv, off := p.Requant()
 	var kl float64
 	var n int
 	c := m.Classes
 	for bi, b := range batches {
-		_, y, err := m.simForwardUpTo(b, in, upTo, -1, 0, nil)
+		y := outs[bi]
+		cur := make([]float64, len(y))
+		for j, v := range y {
+			cur[j] = qDequant(float64(qQuant(v, inv, off, p.Bits)), p)
+		}
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &qResume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p})
 		if err != nil {
 			return 0, err
 		}
 		for r := 0; r < b.N(); r++ {
-			kl += qKL(ref[bi][r*c:(r+1)*c], y[r*c:(r+1)*c])
+			kl += qKL(ref[bi][r*c:(r+1)*c], lg[r*c:(r+1)*c])
 			n++
 		}
 	}
