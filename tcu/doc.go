@@ -28,7 +28,12 @@
 //     plane of B at once; bmm_mma.cu: mma.sync m16n8k256 .b1 on sm_80..sm_89
 //     and for the shapes no wgmma variant fits. The choice is made per
 //     launch; NewKernel checks wgmma against the CPU once before using it.
-//   - cp.async staging, many stages deep, so loads overlap the math.
+//   - staging that overlaps loads with the math: on the wgmma path the
+//     operands go to the device in a tile-major layout (tiledWords) in
+//     which a block's k-steps are contiguous, fetched by one thread with
+//     bulk copies (cp.async.bulk) into 4 stages of 4 k-steps each, with
+//     full/empty mbarriers per stage; mma.sync uses cp.async, many stages
+//     deep.
 //   - zero-tile jumping: a per-A mask of non-zero (16 rows, 256-bit k-step)
 //     tiles, computed once per operand, becomes a list per row tile; zero
 //     tiles are neither loaded nor multiplied.
