@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
@@ -114,46 +116,65 @@ func (c Codes) Validate() error {
 	return nil
 }
 
-// Adj is the left operand of an aggregation: a sparse matrix whose row v
-// lists, in CSR, the rows of X it sums. Its entries are 1 (W nil: a 1-bit
-// adjacency) or small unsigned codes W, one per entry, below 2^WBits
+// Adj is the left operand of an aggregation, checked once by NewAdj: a
+// sparse matrix whose row v lists, in CSR, the rows of X it sums. Its
+// entries are 1 (a 1-bit adjacency) or small unsigned codes, one per entry
 // (quantized values, e.g. the codes of sparse node features).
 type Adj struct {
-	CSR
-	W     []uint8
-	WBits int
+	g      CSR
+	w      []uint8 // nil: every entry is 1
+	nsrc   int     // rows of the X it may multiply
+	wmax   int64   // largest weight (1 without weights)
+	maxDeg int64   // longest row
 }
 
-// checkAgg validates an aggregation of x over a: every row of a lists
-// sources of x, the weights fit, no row can overflow int32, and returns the
-// row count.
-func checkAgg(a Adj, x Codes) (int, error) {
-	if err := x.Validate(); err != nil {
-		return 0, err
+// NewAdj checks g against nsrc source rows (every index in [0, nsrc)) and
+// the weights w (nil, or one per entry below 2^wbits, wbits <= 8) and
+// returns the operand. The aggregation functions then check only shapes.
+func NewAdj(g CSR, w []uint8, wbits, nsrc int) (Adj, error) {
+	g = CSR{Indptr: g.Indptr, Indices: g.Indices}
+	if err := g.Validate(nsrc); err != nil {
+		return Adj{}, err
 	}
-	if err := a.CSR.Validate(x.Rows); err != nil {
-		return 0, err
-	}
-	wtop := int64(1)
-	if a.W != nil {
-		if a.WBits < 1 || a.WBits > 8 || len(a.W) != len(a.Indices) {
-			return 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrCodes, len(a.W), a.WBits, len(a.Indices))
+	a := Adj{g: g, nsrc: nsrc, wmax: 1}
+	if w != nil {
+		if wbits < 1 || wbits > 8 || len(w) != len(g.Indices) {
+			return Adj{}, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrCodes, len(w), wbits, len(g.Indices))
 		}
-		wtop = int64(1)<<a.WBits - 1
-		for p, w := range a.W {
-			if int64(w) > wtop {
-				return 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrCodes, w, p, a.WBits)
+		top := uint8(1<<wbits - 1)
+		a.wmax = 0
+		for p, v := range w {
+			if v > top {
+				return Adj{}, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrCodes, v, p, wbits)
 			}
+			a.wmax = max(a.wmax, int64(v))
 		}
+		a.w = w
 	}
-	m := a.Rows()
-	top := wtop * (int64(1)<<x.Bits - 1)
-	for v := 0; v < m; v++ {
-		if deg := int64(a.Indptr[v+1] - a.Indptr[v]); deg*top > math.MaxInt32 {
-			return 0, fmt.Errorf("%w: row %d has %d entries of up to %d: the sum can overflow int32", ErrCodes, v, deg, top)
-		}
+	for v := 0; v < g.Rows(); v++ {
+		a.maxDeg = max(a.maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
 	}
-	return m, nil
+	return a, nil
+}
+
+// Rows is the number of rows of the product.
+func (a Adj) Rows() int { return max(len(a.g.Indptr)-1, 0) }
+
+// checkAgg checks the shapes of an aggregation of x over a and that no row
+// can overflow int32 whatever bytes x holds; it returns the row count.
+// Codes are not scanned: the sums are exact for any stored bytes (Bits only
+// bounds what a caller may store; Validate checks it).
+func checkAgg(a Adj, x Codes) (int, error) {
+	if a.g.Indptr == nil {
+		return 0, fmt.Errorf("%w: adjacency not made by NewAdj", ErrCodes)
+	}
+	if x.Rows != a.nsrc || x.Cols < 0 || x.Stride < x.Cols || x.Stride%CodesAlign != 0 || len(x.Data) != x.Rows*x.Stride {
+		return 0, fmt.Errorf("%w: X is %d×%d (stride %d, %d bytes), the adjacency takes %d rows", ErrCodes, x.Rows, x.Cols, x.Stride, len(x.Data), a.nsrc)
+	}
+	if a.maxDeg*a.wmax*255 > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: a row of %d entries of weight up to %d over byte codes can overflow int32", ErrCodes, a.maxDeg, a.wmax)
+	}
+	return a.Rows(), nil
 }
 
 // aggRow adds the codes of x's rows idx (times their weights wt, or 1 when
@@ -188,9 +209,9 @@ func AggInt(dst []int32, a Adj, x Codes) error {
 	if len(dst) != m*x.Cols {
 		return fmt.Errorf("%w: dst holds %d values, want %d×%d", ErrCodes, len(dst), m, x.Cols)
 	}
-	runAgg(a, x, m, func(acc []int32, v0, rows int) {
+	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
 		for r := 0; r < rows; r++ {
-			copy(dst[(v0+r)*x.Cols:(v0+r+1)*x.Cols], acc[r*x.Stride:])
+			copy(dst[(v0+r)*x.Cols:(v0+r+1)*x.Cols], s.acc[r*x.Stride:])
 		}
 	})
 	return nil
@@ -210,9 +231,9 @@ func AggFloat(dst []float32, a Adj, x Codes, ep *bmm.Epilogue) error {
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	runAgg(a, x, m, func(acc []int32, v0, rows int) {
+	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
 		for r := 0; r < rows; r++ {
-			applyRow(dst[(v0+r)*n:(v0+r+1)*n], acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
+			applyRow(dst[(v0+r)*n:(v0+r+1)*n], s.acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
 		}
 	})
 	return nil
@@ -235,14 +256,14 @@ func AggBit(dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requ
 	}
 	clear(dst.Words())
 	obits := dst.Bits()
-	runAgg(a, x, m, func(acc []int32, v0, rows int) {
-		q := make([]uint32, rows*n)
-		y := make([]float32, n)
+	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
+		s.q = growSlice(s.q, rows*n)
+		s.y = growSlice(s.y, n)
 		for r := 0; r < rows; r++ {
-			applyRow(y, acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
-			quantizeRow(q[r*n:(r+1)*n], y, rq, obits)
+			applyRow(s.y, s.acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
+			quantizeRow(s.q[r*n:(r+1)*n], s.y, rq, obits)
 		}
-		packBitBlock(dst, q, v0, rows, n)
+		packBitBlock(dst, s.q[:rows*n], v0, rows, n)
 	})
 	return nil
 }
@@ -261,16 +282,11 @@ func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	runAgg(a, x, m, func(acc []int32, v0, rows int) {
-		q := make([]uint32, n)
-		y := make([]float32, n)
+	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
+		s.y = growSlice(s.y, n)
 		for r := 0; r < rows; r++ {
-			applyRow(y, acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
-			quantizeRow(q, y, rq, dst.Bits)
-			out := dst.Data[(v0+r)*dst.Stride:]
-			for j, c := range q {
-				out[j] = uint8(c)
-			}
+			applyRow(s.y, s.acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
+			quantizeRowBytes(dst.Data[(v0+r)*dst.Stride:(v0+r)*dst.Stride+n], s.y, rq, dst.Bits)
 		}
 	})
 	return nil
@@ -280,31 +296,54 @@ func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error
 // whole words of a column-packed output.
 const aggBlock = 64
 
-// runAgg sums the rows of each 64-row block of A·X into a per-task buffer
-// and hands it to finish (acc holds rows × x.Stride sums, row r of the
-// block at acc[r*x.Stride:]). Blocks are spread over GOMAXPROCS workers.
-func runAgg(a Adj, x Codes, m int, finish func(acc []int32, v0, rows int)) {
+// aggScratch is one worker's buffers: the int32 sums of a block of rows
+// (row r at acc[r*x.Stride:]) and room for its epilogue.
+type aggScratch struct {
+	acc []int32
+	y   []float32
+	q   []uint32
+}
+
+// runAgg sums the rows of each 64-row block of A·X into the worker's
+// scratch and hands it to finish. Blocks go to GOMAXPROCS workers.
+func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 	blocks := (m + aggBlock - 1) / aggBlock
-	top := 1<<x.Bits - 1
-	if a.W != nil {
-		top *= 1<<a.WBits - 1
-	}
-	chunk := aggChunk(top)
-	forEachTask(blocks, runtime.GOMAXPROCS(0), func(i int) {
-		v0 := i * aggBlock
-		rows := min(aggBlock, m-v0)
-		acc := make([]int32, rows*x.Stride)
-		for r := 0; r < rows; r++ {
-			v := v0 + r
-			p0, p1 := a.Indptr[v], a.Indptr[v+1]
-			var wt []uint8
-			if a.W != nil {
-				wt = a.W[p0:p1]
+	// Every stored byte counts as up to 255, so the uint16 sums cannot
+	// wrap whatever x holds.
+	chunk := aggChunk(255 * int(max(a.wmax, 1)))
+	var next atomic.Int64
+	work := func() {
+		s := &aggScratch{acc: make([]int32, aggBlock*x.Stride)}
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= blocks {
+				return
 			}
-			aggRow(acc[r*x.Stride:(r+1)*x.Stride], x, a.Indices[p0:p1], wt, chunk)
+			v0 := i * aggBlock
+			rows := min(aggBlock, m-v0)
+			clear(s.acc[:rows*x.Stride])
+			for r := 0; r < rows; r++ {
+				v := v0 + r
+				p0, p1 := a.g.Indptr[v], a.g.Indptr[v+1]
+				var wt []uint8
+				if a.w != nil {
+					wt = a.w[p0:p1]
+				}
+				aggRow(s.acc[r*x.Stride:(r+1)*x.Stride], x, a.g.Indices[p0:p1], wt, chunk)
+			}
+			finish(s, v0, rows)
 		}
-		finish(acc, v0, rows)
-	})
+	}
+	workers := min(runtime.GOMAXPROCS(0), blocks)
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
+	}
+	if blocks > 0 {
+		work()
+	}
+	wg.Wait()
 }
 
 // EpilogueRow is the kernels' fused epilogue over row m of a product

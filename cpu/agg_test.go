@@ -16,6 +16,8 @@ import (
 // and k×d codes X (as Codes and packed by columns).
 type aggCase struct {
 	a    Adj
+	g    CSR     // a's lists
+	w    []uint8 // a's weights, nil for ones
 	adj  *bittensor.Tensor
 	x    Codes
 	xt   *bittensor.Tensor
@@ -25,7 +27,10 @@ type aggCase struct {
 // newAggCase makes the case; wbits > 0 gives A weights of that width
 // (entries in 1..2^wbits-1, the largest often), 0 a 0/1 matrix.
 func newAggCase(t testing.TB, r *rand.Rand, m, k, d, bits, wbits int, deg float64) aggCase {
-	a := Adj{CSR: CSR{Indptr: make([]int32, m+1)}, WBits: wbits}
+	a := struct {
+		CSR
+		W []uint8
+	}{CSR: CSR{Indptr: make([]int32, m+1)}}
 	adjVals := make([]int32, m*k)
 	for v := 0; v < m; v++ {
 		for u := 0; u < k; u++ {
@@ -49,6 +54,8 @@ func newAggCase(t testing.TB, r *rand.Rand, m, k, d, bits, wbits int, deg float6
 	}
 	adj, err := bittensor.PackRows(adjVals, m, k, max(wbits, 1))
 	require.NoError(t, err)
+	op, err := NewAdj(a.CSR, a.W, wbits, k)
+	require.NoError(t, err)
 	x, err := NewCodes(k, d, bits)
 	require.NoError(t, err)
 	vals := make([]int32, k*d)
@@ -64,19 +71,19 @@ func newAggCase(t testing.TB, r *rand.Rand, m, k, d, bits, wbits int, deg float6
 	}
 	xt, err := bittensor.PackCols(vals, k, d, bits)
 	require.NoError(t, err)
-	return aggCase{a: a, adj: adj, x: x, xt: xt, m: m, d: d}
+	return aggCase{a: op, g: a.CSR, w: a.W, adj: adj, x: x, xt: xt, m: m, d: d}
 }
 
 // naiveAgg is A·X in int64 from the CSR lists.
 func naiveAgg(c aggCase) []int32 {
 	out := make([]int32, c.m*c.d)
 	for v := 0; v < c.m; v++ {
-		for p := c.a.Indptr[v]; p < c.a.Indptr[v+1]; p++ {
+		for p := c.g.Indptr[v]; p < c.g.Indptr[v+1]; p++ {
 			w := int32(1)
-			if c.a.W != nil {
-				w = int32(c.a.W[p])
+			if c.w != nil {
+				w = int32(c.w[p])
 			}
-			for j, x := range c.x.Row(int(c.a.Indices[p])) {
+			for j, x := range c.x.Row(int(c.g.Indices[p])) {
 				out[v*c.d+j] += w * int32(x)
 			}
 		}
@@ -171,22 +178,26 @@ func TestAggLongRows(t *testing.T) {
 						x.Data[i] = uint8(1<<bits - 1)
 					}
 				}
-				a := Adj{CSR: CSR{Indptr: []int32{0, 2 * k}}}
+				g := CSR{Indptr: []int32{0, 2 * k}}
 				for rep := 0; rep < 2; rep++ { // each source twice
 					for u := 0; u < k; u++ {
-						a.Indices = append(a.Indices, int32(u))
+						g.Indices = append(g.Indices, int32(u))
 					}
 				}
+				a, err := NewAdj(g, nil, 0, k)
+				require.NoError(t, err)
 				got := make([]int32, d)
 				withAggAsm(t, asm, func() { require.NoError(t, AggInt(got, a, x)) })
 				for j, v := range got {
 					require.Equal(t, int32(2*k*(1<<bits-1)), v, "column %d", j)
 				}
 				// Weighted by the largest 8-bit code: a flush after every source.
-				a.W, a.WBits = make([]uint8, len(a.Indices)), 8
-				for i := range a.W {
-					a.W[i] = 255
+				w := make([]uint8, len(g.Indices))
+				for i := range w {
+					w[i] = 255
 				}
+				a, err = NewAdj(g, w, 8, k)
+				require.NoError(t, err)
 				withAggAsm(t, asm, func() { require.NoError(t, AggInt(got, a, x)) })
 				for j, v := range got {
 					require.Equal(t, int32(2*k*255*(1<<bits-1)), v, "weighted: column %d", j)
@@ -199,31 +210,38 @@ func TestAggLongRows(t *testing.T) {
 func TestAggErrors(t *testing.T) {
 	x, err := NewCodes(3, 4, 2)
 	require.NoError(t, err)
-	a := Adj{CSR: CSR{Indptr: []int32{0, 1, 2}, Indices: []int32{0, 2}}}
+	g := CSR{Indptr: []int32{0, 1, 2}, Indices: []int32{0, 2}}
+	a, err := NewAdj(g, nil, 0, 3)
+	require.NoError(t, err)
 	dst := make([]int32, 8)
 	require.NoError(t, AggInt(dst, a, x))
 
-	bad := a
-	bad.Indices = []int32{0, 3}
-	wbad := a
-	wbad.W, wbad.WBits = []uint8{1, 4}, 2
-	assert.ErrorContains(t, AggInt(dst, wbad, x), "weight 4 of entry 1 does not fit 2 bits")
-	wbad.W = []uint8{1}
-	assert.ErrorIs(t, AggInt(dst, wbad, x), ErrCodes, "one weight short")
-	assert.ErrorIs(t, AggInt(dst, bad, x), ErrCSR, "source outside X")
+	_, err = NewAdj(CSR{Indptr: []int32{0, 1, 2}, Indices: []int32{0, 3}}, nil, 0, 3)
+	assert.ErrorIs(t, err, ErrCSR, "source outside X")
+	_, err = NewAdj(g, []uint8{1, 4}, 2, 3)
+	assert.ErrorContains(t, err, "weight 4 of entry 1 does not fit 2 bits")
+	_, err = NewAdj(g, []uint8{1}, 2, 3)
+	assert.ErrorIs(t, err, ErrCodes, "one weight short")
 	assert.ErrorIs(t, AggInt(dst[:7], a, x), ErrCodes, "short dst")
+	assert.ErrorContains(t, AggInt(dst, Adj{}, x), "not made by NewAdj")
+	short, err := NewCodes(2, 4, 2)
+	require.NoError(t, err)
+	assert.ErrorContains(t, AggInt(dst, a, short), "the adjacency takes 3 rows")
 
 	big := x
 	big.Data = append([]uint8(nil), x.Data...)
 	big.Data[1] = 4
-	err = AggInt(dst, a, big)
+	err = big.Validate()
 	assert.ErrorIs(t, err, ErrCodes)
 	assert.ErrorContains(t, err, "code 4 at (0, 1)")
+	// The sums stay exact for whatever bytes X holds.
+	require.NoError(t, AggInt(dst, a, big))
+	assert.Equal(t, int32(4), dst[1])
 
 	pad := x
 	pad.Data = append([]uint8(nil), x.Data...)
 	pad.Data[5] = 1
-	assert.ErrorContains(t, AggInt(dst, a, pad), "padding byte 5 of row 0")
+	assert.ErrorContains(t, pad.Validate(), "padding byte 5 of row 0")
 
 	_, err = NewCodes(2, 2, 9)
 	assert.ErrorIs(t, err, ErrCodes)
@@ -232,7 +250,8 @@ func TestAggErrors(t *testing.T) {
 	wide, err := NewCodes(1, 1, 8)
 	require.NoError(t, err)
 	n := (1<<31-1)/255 + 1
-	long := Adj{CSR: CSR{Indptr: []int32{0, int32(n)}, Indices: make([]int32, n)}}
+	long, err := NewAdj(CSR{Indptr: []int32{0, int32(n)}, Indices: make([]int32, n)}, nil, 0, 1)
+	require.NoError(t, err)
 	err = AggInt(make([]int32, 1), long, wide)
 	assert.ErrorIs(t, err, ErrCodes)
 	assert.ErrorContains(t, err, "overflow int32")
