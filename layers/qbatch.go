@@ -30,34 +30,50 @@ type QBatch struct {
 	chunks    int // adjChunks, once counted
 	// feat caches featRows: the feature lists of the batch's nodes.
 	feat struct {
-		in *QInput
-		g  cpu.Adj
+		in  *QInput
+		g   cpu.Adj
+		err error
 	}
+	adjOnce sync.Once
+	adjOp   cpu.Adj // the adjacency as a code aggregation's operand
+	adjErr  error
+}
+
+// aggAdj is b's adjacency as the operand of cpu's code aggregation (made
+// and checked once).
+func (b *QBatch) aggAdj() (cpu.Adj, error) {
+	b.adjOnce.Do(func() {
+		b.adjOp, b.adjErr = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, b.N())
+	})
+	return b.adjOp, b.adjErr
 }
 
 // featRows is the stored feature codes of b's nodes as the left operand of
-// an aggregation, in b's row order, weighted by the codes unless all are 1
-// (made once per input and kept). in's codes must fit 8 bits.
-func (b *QBatch) featRows(in *QInput) cpu.Adj {
+// an aggregation over W's code rows, in b's row order, weighted by the
+// codes unless all are 1 (made once per input and kept). in's codes must
+// fit 8 bits.
+func (b *QBatch) featRows(in *QInput) (cpu.Adj, error) {
 	if b.feat.in == in {
-		return b.feat.g
+		return b.feat.g, b.feat.err
 	}
-	g := cpu.Adj{CSR: cpu.CSR{Indptr: make([]int32, len(b.Nodes)+1)}}
+	g := cpu.CSR{Indptr: make([]int32, len(b.Nodes)+1)}
+	var w []uint8
 	if !in.allOnes {
-		g.W, g.WBits = []uint8{}, in.Params.Bits
+		w = []uint8{}
 	}
 	for r, v := range b.Nodes {
 		q0, q1 := in.Indptr[v], in.Indptr[v+1]
 		g.Indices = append(g.Indices, in.Indices[q0:q1]...)
-		if g.W != nil {
+		if w != nil {
 			for _, c := range in.Codes[q0:q1] {
-				g.W = append(g.W, uint8(c))
+				w = append(w, uint8(c))
 			}
 		}
 		g.Indptr[r+1] = int32(len(g.Indices))
 	}
-	b.feat.in, b.feat.g = in, g
-	return g
+	b.feat.in = in
+	b.feat.g, b.feat.err = cpu.NewAdj(g, w, in.Params.Bits, in.Cols)
+	return b.feat.g, b.feat.err
 }
 
 // N is the number of nodes in the batch.
@@ -438,12 +454,20 @@ func (b *QBatch) adjChunks() int {
 	if b.chunks > 0 || len(b.Indices) == 0 {
 		return b.chunks
 	}
-	seen := map[[2]int32]bool{}
-	for v := 0; v+1 < len(b.Indptr); v++ {
-		for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
-			seen[[2]int32{int32(v / 64), u / 256}] = true
+	// One bit per 256-column chunk, reset after each 64-row block.
+	seen := make([]uint64, (b.N()/256+64)/64)
+	n := b.N()
+	for v0 := 0; v0 < n; v0 += 64 {
+		clear(seen)
+		for v := v0; v < min(n, v0+64); v++ {
+			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
+				c := u / 256
+				if seen[c/64]&(1<<(c%64)) == 0 {
+					seen[c/64] |= 1 << (c % 64)
+					b.chunks++
+				}
+			}
 		}
 	}
-	b.chunks = len(seen)
 	return b.chunks
 }

@@ -230,8 +230,10 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		// Row r of X·W is the sum of W's code rows at r's stored features,
 		// each times its feature code: an aggregation over the feature
 		// lists, weighted unless every code is 1 (binary features).
-		g := b.featRows(in)
-		var err error
+		g, err := b.featRows(in)
+		if err != nil {
+			return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrQModel, err)
+		}
 		switch {
 		case logits != nil:
 			err = cpu.AggFloat(logits, g, p.wCodes, ep)
@@ -322,7 +324,13 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 	codes := false
 	ph := m.Input
 	n := b.N()
-	adj := cpu.Adj{CSR: cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}}
+	var adj cpu.Adj
+	if sparseAgg {
+		var err error
+		if adj, err = b.aggAdj(); err != nil {
+			return nil, st, fmt.Errorf("%w: batch adjacency: %w", ErrQModel, err)
+		}
+	}
 	for i := range p.ops {
 		op := &p.ops[i]
 		last := op.out == nil
@@ -503,9 +511,25 @@ func qInputRowSums(in *QInput, nodes []int32) []float32 {
 }
 
 // SparseCheaper reports whether ForwardSparse's first product is expected
-// to cost less than the bit product for features in: stored codes against
-// words × planes of the packed features.
+// to cost less than packing the features and multiplying their bit planes,
+// with the cost model of QAggAuto (CPU cycles): the stored codes times the
+// output columns, a vector add (and multiply, unless every code is 1) per
+// 16 columns, against the padded bit-MACs of the dense product plus about
+// a cycle per packed byte.
 func (p *QPlan) SparseCheaper(in *QInput) bool {
-	lineWords := (in.Cols + bittensor.DefaultPadding.Bits - 1) / bittensor.DefaultPadding.Bits * bittensor.DefaultPadding.Bits / 64
-	return 8*len(in.Codes) < in.Rows*lineWords*in.Params.Bits*p.Model.WBits
+	in.prepare()
+	nOut := float64(p.Model.Layers[0].Lin1.Out)
+	perCol := 1.0
+	if p.wCodes.Data != nil && in.Params.Bits <= 8 {
+		perCol = 1.0 / qSparseColsPerCycle
+		if !in.allOnes {
+			perCol *= 1.5
+		}
+	}
+	sparse := float64(len(in.Codes)) * nOut * perCol
+	pad := bittensor.DefaultPadding.Bits
+	k := float64((in.Cols + pad - 1) / pad * pad)
+	a, w := float64(in.Params.Bits), float64(p.Model.WBits)
+	dense := float64(in.Rows) * k * (nOut*a*w/qDenseMACsPerCycle + a/8)
+	return sparse < dense
 }
