@@ -296,7 +296,10 @@ type qOp struct {
 	featScale bool
 	relu      bool
 	// bn (GIN aggregations) normalizes after the bias, before the ReLU.
-	bn  *QBatchNorm
+	bn *QBatchNorm
+	// mlp: the op is GIN's second linear, whose input (the MLP's hidden
+	// units) training does not drop out.
+	mlp bool
 	out *QParams
 }
 
@@ -326,7 +329,7 @@ func (m *QModel) ops() []qOp {
 			ops = append(ops,
 				qOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
 				qOp{kind: qAgg, bias: ly.Lin1.B, bn: ly.BN, relu: true, out: &ly.U},
-				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out})
+				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out, mlp: true})
 		}
 	}
 	return ops

@@ -598,3 +598,25 @@ func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) 
 	}
 	return kl / float64(max(1, n)), nil
 }
+
+// TestQDropoutPlaces checks that training drops the input of each layer
+// and not GIN's MLP hidden units.
+func TestQDropoutPlaces(t *testing.T) {
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, d, in := qPreparedNorm(t, c.kind, c.norm, 8, 8, 1, false)
+			st, _, err := m.simForward(d.Eval[0], in, false, -1, 0.5, rand.New(rand.NewPCG(1, 2)))
+			require.NoError(t, err)
+			assert.NotNil(t, st.dropIn, "the features")
+			for i, op := range st.ops {
+				switch {
+				case i == 0 || op.kind == qAgg || op.mlp:
+					assert.Nil(t, st.drops[i], "op %d", i)
+				default:
+					assert.Contains(t, st.drops[i], true, "op %d: a layer's input", i)
+				}
+			}
+			assert.Equal(t, c.kind == QGIN, st.ops[2].mlp)
+		})
+	}
+}

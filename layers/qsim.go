@@ -197,8 +197,10 @@ func qParFor(n int, f func(lo, hi int)) {
 
 // simForward runs the model on batch b. stopAt ≥ 0 stops after that op and
 // returns its epilogue output instead of the logits (calibration). With
-// rng non-nil and dropout > 0 (full precision only), inputs of the linears
-// are dropped out.
+// rng non-nil and dropout > 0 (full precision only), the inputs of each
+// layer are dropped out (not GIN's MLP hidden units, as in layers' GIN and
+// torch_geometric's: Amazon Photo, full batch, reached 82.5% fp32 with them
+// dropped at 200 epochs, 85.3% without at 300 epochs).
 func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
 	upTo := 0
 	if quant {
@@ -289,7 +291,7 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 				src = w.codes
 			}
 			var drop []bool
-			if cur != nil && st.dropout > 0 {
+			if cur != nil && st.dropout > 0 && !op.mlp {
 				drop = make([]bool, len(cur))
 				keep := 1 / (1 - float64(st.dropout))
 				for j := range cur {
