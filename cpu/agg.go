@@ -3,7 +3,6 @@ package cpu
 //go:generate sh -c "cd _asm && go run ./agg -out ../agg_amd64.s -stubs ../agg_amd64.go -pkg cpu"
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -38,11 +37,13 @@ const CodesAlign = 16
 
 // Codes is a row-major matrix of unsigned integers of at most 8 bits, one
 // byte each: quantized node features as a sparse aggregation gathers them.
-// Row r is Data[r*Stride : r*Stride+Cols]; the bytes after Cols are zero.
+// Its bytes are written only through its methods and the package's
+// functions, which keep every code below 2^Bits and the padding zero; the
+// aggregation kernels rely on that to sum codes in bytes.
 type Codes struct {
 	Rows, Cols, Bits int
 	Stride           int // bytes per row, a multiple of CodesAlign
-	Data             []uint8
+	data             []uint8
 }
 
 // NewCodes allocates a zeroed rows×cols matrix of bits-bit codes.
@@ -54,66 +55,65 @@ func NewCodes(rows, cols, bits int) (Codes, error) {
 		return Codes{}, fmt.Errorf("%w: %d bits (1..8 fit a byte)", ErrCodes, bits)
 	}
 	stride := (cols + CodesAlign - 1) / CodesAlign * CodesAlign
-	return Codes{Rows: rows, Cols: cols, Bits: bits, Stride: stride, Data: make([]uint8, rows*stride)}, nil
+	return Codes{Rows: rows, Cols: cols, Bits: bits, Stride: stride, data: make([]uint8, rows*stride)}, nil
 }
 
-// Row is row r's codes (Cols bytes).
-func (c Codes) Row(r int) []uint8 { return c.Data[r*c.Stride : r*c.Stride+c.Cols] }
+// CodesFromInts packs row-major values (each in [0, 2^bits)) as Codes; a
+// value out of range is an error that names its index.
+func CodesFromInts(vals []int32, rows, cols, bits int) (Codes, error) {
+	c, err := NewCodes(rows, cols, bits)
+	if err != nil {
+		return c, err
+	}
+	if len(vals) != rows*cols {
+		return Codes{}, fmt.Errorf("%w: %d values for %d×%d", ErrCodes, len(vals), rows, cols)
+	}
+	top := int32(1)<<bits - 1
+	for i, v := range vals {
+		if v < 0 || v > top {
+			return Codes{}, fmt.Errorf("%w: value %d at index %d (row %d, column %d) does not fit %d bits", ErrCodes, v, i, i/max(cols, 1), i%max(cols, 1), bits)
+		}
+		c.data[i/cols*c.Stride+i%cols] = uint8(v)
+	}
+	return c, nil
+}
+
+// At is the code at row r, column j.
+func (c Codes) At(r, j int) uint8 {
+	if j < 0 || j >= c.Cols {
+		panic(fmt.Sprintf("cpu: Codes.At column %d of %d", j, c.Cols))
+	}
+	return c.data[r*c.Stride+j]
+}
+
+// Bytes is the size of the storage.
+func (c Codes) Bytes() int { return len(c.data) }
 
 // Ints is the matrix as row-major int32 values (for tests and tools).
 func (c Codes) Ints() []int32 {
 	out := make([]int32, 0, c.Rows*c.Cols)
 	for r := 0; r < c.Rows; r++ {
-		for _, v := range c.Row(r) {
+		for _, v := range c.data[r*c.Stride : r*c.Stride+c.Cols] {
 			out = append(out, int32(v))
 		}
 	}
 	return out
 }
 
-// Validate checks the shape, the padding and that every code is below
-// 2^Bits, naming the first fault.
-func (c Codes) Validate() error {
-	switch {
-	case c.Rows < 0 || c.Cols < 0:
-		return fmt.Errorf("%w: shape %d×%d", ErrCodes, c.Rows, c.Cols)
-	case c.Bits < 1 || c.Bits > 8:
-		return fmt.Errorf("%w: %d bits (1..8 fit a byte)", ErrCodes, c.Bits)
-	case c.Stride < c.Cols || c.Stride%CodesAlign != 0:
-		return fmt.Errorf("%w: stride %d for %d columns (a multiple of %d at least Cols)", ErrCodes, c.Stride, c.Cols, CodesAlign)
-	case len(c.Data) != c.Rows*c.Stride:
-		return fmt.Errorf("%w: %d bytes for %d rows of stride %d", ErrCodes, len(c.Data), c.Rows, c.Stride)
+// QuantizeRow writes row r: the codes rq.Quantize(y[j], c.Bits) of the
+// epilogue output y (len c.Cols), as the fused kernels re-quantize.
+func (c Codes) QuantizeRow(r int, y []float32, rq bmm.Requant) {
+	if len(y) != c.Cols {
+		panic(fmt.Sprintf("cpu: Codes.QuantizeRow with %d values for %d columns", len(y), c.Cols))
 	}
-	// Each 8-byte word of a row is checked at once against the bits its
-	// bytes may hold (2^Bits-1 for a code, none for padding); only a row
-	// that fails is scanned byte by byte to name the fault.
-	top := uint8(1<<c.Bits - 1)
-	allowed := make([]uint64, c.Stride/8)
-	for j := 0; j < c.Stride && j < c.Cols; j++ {
-		allowed[j/8] |= uint64(top) << (8 * (j % 8))
-	}
-	for r := 0; r < c.Rows; r++ {
-		row := c.Data[r*c.Stride : (r+1)*c.Stride]
-		bad := false
-		for w, a := range allowed {
-			if binary.LittleEndian.Uint64(row[8*w:])&^a != 0 {
-				bad = true
-				break
-			}
-		}
-		if !bad {
-			continue
-		}
-		for j, v := range row {
-			if j >= c.Cols && v != 0 {
-				return fmt.Errorf("%w: padding byte %d of row %d is %d, want 0", ErrCodes, j, r, v)
-			}
-			if v > top {
-				return fmt.Errorf("%w: code %d at (%d, %d) does not fit %d bits", ErrCodes, v, r, j, c.Bits)
-			}
-		}
-	}
-	return nil
+	quantizeRowBytes(c.data[r*c.Stride:r*c.Stride+c.Cols], y, rq, c.Bits)
+}
+
+// valid checks the shape fields against the storage (a Codes not made by
+// this package is refused).
+func (c Codes) valid() bool {
+	return c.Rows >= 0 && c.Cols >= 0 && c.Bits >= 1 && c.Bits <= 8 && c.Stride >= c.Cols &&
+		c.Stride%CodesAlign == 0 && len(c.data) == c.Rows*c.Stride
 }
 
 // Adj is the left operand of an aggregation, checked once by NewAdj: a
@@ -161,18 +161,17 @@ func NewAdj(g CSR, w []uint8, wbits, nsrc int) (Adj, error) {
 func (a Adj) Rows() int { return max(len(a.g.Indptr)-1, 0) }
 
 // checkAgg checks the shapes of an aggregation of x over a and that no row
-// can overflow int32 whatever bytes x holds; it returns the row count.
-// Codes are not scanned: the sums are exact for any stored bytes (Bits only
-// bounds what a caller may store; Validate checks it).
+// can overflow int32; it returns the row count. Codes hold codes below
+// 2^Bits by construction, so they are not scanned.
 func checkAgg(a Adj, x Codes) (int, error) {
 	if a.g.Indptr == nil {
 		return 0, fmt.Errorf("%w: adjacency not made by NewAdj", ErrCodes)
 	}
-	if x.Rows != a.nsrc || x.Cols < 0 || x.Stride < x.Cols || x.Stride%CodesAlign != 0 || len(x.Data) != x.Rows*x.Stride {
-		return 0, fmt.Errorf("%w: X is %d×%d (stride %d, %d bytes), the adjacency takes %d rows", ErrCodes, x.Rows, x.Cols, x.Stride, len(x.Data), a.nsrc)
+	if !x.valid() || x.Rows != a.nsrc {
+		return 0, fmt.Errorf("%w: X is %d×%d (%d bits, stride %d, %d bytes), the adjacency takes %d rows", ErrCodes, x.Rows, x.Cols, x.Bits, x.Stride, len(x.data), a.nsrc)
 	}
-	if a.maxDeg*a.wmax*255 > math.MaxInt32 {
-		return 0, fmt.Errorf("%w: a row of %d entries of weight up to %d over byte codes can overflow int32", ErrCodes, a.maxDeg, a.wmax)
+	if a.maxDeg*a.wmax*(1<<x.Bits-1) > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: a row of %d entries of weight up to %d over %d-bit codes can overflow int32", ErrCodes, a.maxDeg, a.wmax, x.Bits)
 	}
 	return a.Rows(), nil
 }
@@ -195,9 +194,6 @@ func aggRow(acc []int32, x Codes, idx []int32, wt []uint8, chunk int) {
 	aggRowGeneric(acc, x, idx)
 }
 
-// aggChunk is how many terms of up to top a uint16 can sum.
-func aggChunk(top int) int { return 65535 / top }
-
 // AggInt computes dst = A·X: row v of dst (len x.Cols) is the sum of the
 // rows of x that row v of a lists, each times its weight. dst is len(a.Indptr)-1 × x.Cols,
 // row-major. Rows that list a source twice count it twice.
@@ -211,7 +207,7 @@ func AggInt(dst []int32, a Adj, x Codes) error {
 	}
 	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
 		for r := 0; r < rows; r++ {
-			copy(dst[(v0+r)*x.Cols:(v0+r+1)*x.Cols], s.acc[r*x.Stride:])
+			copy(dst[(v0+r)*x.Cols:(v0+r+1)*x.Cols], s.acc[r*x.Stride:r*x.Stride+x.Cols])
 		}
 	})
 	return nil
@@ -276,7 +272,7 @@ func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error
 		return err
 	}
 	n := x.Cols
-	if dst.Rows != m || dst.Cols != n || dst.Stride < n || len(dst.Data) != dst.Rows*dst.Stride || dst.Bits < 1 || dst.Bits > 8 {
+	if !dst.valid() || dst.Rows != m || dst.Cols != n {
 		return fmt.Errorf("%w: dst is %d×%d (%d bits, stride %d), want %d×%d", ErrCodes, dst.Rows, dst.Cols, dst.Bits, dst.Stride, m, n)
 	}
 	if err := ep.Validate(m, n); err != nil {
@@ -286,7 +282,7 @@ func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error
 		s.y = growSlice(s.y, n)
 		for r := 0; r < rows; r++ {
 			applyRow(s.y, s.acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
-			quantizeRowBytes(dst.Data[(v0+r)*dst.Stride:(v0+r)*dst.Stride+n], s.y, rq, dst.Bits)
+			dst.QuantizeRow(v0+r, s.y, rq)
 		}
 	})
 	return nil
@@ -308,9 +304,13 @@ type aggScratch struct {
 // scratch and hands it to finish. Blocks go to GOMAXPROCS workers.
 func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 	blocks := (m + aggBlock - 1) / aggBlock
-	// Every stored byte counts as up to 255, so the uint16 sums cannot
-	// wrap whatever x holds.
-	chunk := aggChunk(255 * int(max(a.wmax, 1)))
+	// The byte (unweighted) or uint16 (weighted) partial sums are flushed
+	// before they can wrap.
+	xmax := 1<<x.Bits - 1
+	chunk := 255 / xmax
+	if a.w != nil {
+		chunk = 65535 / (xmax * int(max(a.wmax, 1)))
+	}
 	var next atomic.Int64
 	work := func() {
 		s := &aggScratch{acc: make([]int32, aggBlock*x.Stride)}
@@ -353,12 +353,6 @@ func EpilogueRow(out []float32, c []int32, m int, ep *bmm.Epilogue) { applyRow(o
 // EpilogueRowFloat is EpilogueRow for products held as float32 sums, in
 // place: out[j] = ep.ApplyFloat(out[j], m, j), bit for bit.
 func EpilogueRowFloat(out []float32, m int, ep *bmm.Epilogue) { applyRowFloat(out, m, ep) }
-
-// QuantizeRowBytes is the kernels' re-quantizer into bytes:
-// q[j] = rq.Quantize(y[j], bits) for bits <= 8 (it panics on more).
-func QuantizeRowBytes(q []uint8, y []float32, rq bmm.Requant, bits int) {
-	quantizeRowBytes(q, y, rq, bits)
-}
 
 // QuantizeRow is the kernels' re-quantizer: q[j] = rq.Quantize(y[j], bits).
 func QuantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) { quantizeRow(q, y, rq, bits) }

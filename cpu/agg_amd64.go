@@ -5,9 +5,9 @@
 package cpu
 
 // aggRowAVX2 is aggRowGeneric: acc[j] += x[idx[e]*stride+j] for e < n, j < stride
-// (stride a multiple of 16). Codes are widened to uint16 and summed in
-// registers, 64 columns at a time; every chunk sources the uint16 sums are
-// widened again and added to acc, before they can wrap.
+// (stride a multiple of 16). Codes are summed as bytes (VPADDB), 64 columns
+// at a time; every chunk sources (chunk·max code < 256) the byte sums are
+// widened to int32 and added to acc, before they can wrap.
 //
 //go:noescape
 func aggRowAVX2(acc *int32, x *uint8, stride int, idx *int32, n int, chunk int)

@@ -15,116 +15,156 @@ TEXT ·aggRowAVX2(SB), NOSPLIT, $0-48
 	MOVQ chunk+40(FP), DI
 	XORQ R8, R8
 
-u4_group:
+b64_group:
 	MOVQ DX, R9
 	SUBQ R8, R9
 	CMPQ R9, $0x00000040
-	JL   u4_done
+	JL   b64_done
 	XORQ R9, R9
 
-u4_chunk:
+b64_chunk:
 	MOVQ    R9, R10
 	ADDQ    DI, R10
 	CMPQ    R10, SI
 	CMOVQGT SI, R10
 	VPXOR   Y0, Y0, Y0
 	VPXOR   Y1, Y1, Y1
-	VPXOR   Y2, Y2, Y2
-	VPXOR   Y3, Y3, Y3
 	CMPQ    R9, R10
-	JGE     u4_flush
+	JGE     b64_flush
 
-u4_src:
-	MOVLQSX   (BX)(R9*4), R11
-	IMULQ     DX, R11
-	ADDQ      CX, R11
-	VPMOVZXBW (R11)(R8*1), Y4
-	VPADDW    Y4, Y0, Y0
-	VPMOVZXBW 16(R11)(R8*1), Y4
-	VPADDW    Y4, Y1, Y1
-	VPMOVZXBW 32(R11)(R8*1), Y4
-	VPADDW    Y4, Y2, Y2
-	VPMOVZXBW 48(R11)(R8*1), Y4
-	VPADDW    Y4, Y3, Y3
-	INCQ      R9
-	CMPQ      R9, R10
-	JL        u4_src
+b64_src:
+	MOVLQSX (BX)(R9*4), R11
+	IMULQ   DX, R11
+	ADDQ    CX, R11
+	VPADDB  (R11)(R8*1), Y0, Y0
+	VPADDB  32(R11)(R8*1), Y1, Y1
+	INCQ    R9
+	CMPQ    R9, R10
+	JL      b64_src
 
-u4_flush:
-	VPMOVZXWD    X0, Y4
-	VEXTRACTI128 $0x01, Y0, X0
-	VPMOVZXWD    X0, Y0
-	VPADDD       (AX)(R8*4), Y4, Y4
-	VMOVDQU      Y4, (AX)(R8*4)
+b64_flush:
+	VEXTRACTI128 $0x01, Y0, X2
+	VPMOVZXBD    X0, Y3
+	VPADDD       (AX)(R8*4), Y3, Y3
+	VMOVDQU      Y3, (AX)(R8*4)
+	VPSRLDQ      $0x08, X0, X0
+	VPMOVZXBD    X0, Y0
 	VPADDD       32(AX)(R8*4), Y0, Y0
 	VMOVDQU      Y0, 32(AX)(R8*4)
-	VPMOVZXWD    X1, Y0
-	VEXTRACTI128 $0x01, Y1, X1
-	VPMOVZXWD    X1, Y1
+	VPMOVZXBD    X2, Y0
 	VPADDD       64(AX)(R8*4), Y0, Y0
 	VMOVDQU      Y0, 64(AX)(R8*4)
-	VPADDD       96(AX)(R8*4), Y1, Y1
-	VMOVDQU      Y1, 96(AX)(R8*4)
-	VPMOVZXWD    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVZXWD    X1, Y1
-	VPADDD       128(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 128(AX)(R8*4)
+	VPSRLDQ      $0x08, X2, X0
+	VPMOVZXBD    X0, Y0
+	VPADDD       96(AX)(R8*4), Y0, Y0
+	VMOVDQU      Y0, 96(AX)(R8*4)
+	VEXTRACTI128 $0x01, Y1, X0
+	VPMOVZXBD    X1, Y2
+	VPADDD       128(AX)(R8*4), Y2, Y2
+	VMOVDQU      Y2, 128(AX)(R8*4)
+	VPSRLDQ      $0x08, X1, X1
+	VPMOVZXBD    X1, Y1
 	VPADDD       160(AX)(R8*4), Y1, Y1
 	VMOVDQU      Y1, 160(AX)(R8*4)
-	VPMOVZXWD    X3, Y0
-	VEXTRACTI128 $0x01, Y3, X1
-	VPMOVZXWD    X1, Y1
-	VPADDD       192(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 192(AX)(R8*4)
-	VPADDD       224(AX)(R8*4), Y1, Y1
-	VMOVDQU      Y1, 224(AX)(R8*4)
+	VPMOVZXBD    X0, Y1
+	VPADDD       192(AX)(R8*4), Y1, Y1
+	VMOVDQU      Y1, 192(AX)(R8*4)
+	VPSRLDQ      $0x08, X0, X0
+	VPMOVZXBD    X0, Y0
+	VPADDD       224(AX)(R8*4), Y0, Y0
+	VMOVDQU      Y0, 224(AX)(R8*4)
 	CMPQ         R9, SI
-	JL           u4_chunk
+	JL           b64_chunk
 	ADDQ         $0x00000040, R8
-	JMP          u4_group
+	JMP          b64_group
 
-u4_done:
-u1_group:
+b64_done:
+b32_group:
 	MOVQ DX, R9
 	SUBQ R8, R9
-	CMPQ R9, $0x00000010
-	JL   u1_done
+	CMPQ R9, $0x00000020
+	JL   b32_done
 	XORQ R9, R9
 
-u1_chunk:
+b32_chunk:
 	MOVQ    R9, R10
 	ADDQ    DI, R10
 	CMPQ    R10, SI
 	CMOVQGT SI, R10
 	VPXOR   Y0, Y0, Y0
 	CMPQ    R9, R10
-	JGE     u1_flush
+	JGE     b32_flush
 
-u1_src:
-	MOVLQSX   (BX)(R9*4), R11
-	IMULQ     DX, R11
-	ADDQ      CX, R11
-	VPMOVZXBW (R11)(R8*1), Y1
-	VPADDW    Y1, Y0, Y0
-	INCQ      R9
-	CMPQ      R9, R10
-	JL        u1_src
+b32_src:
+	MOVLQSX (BX)(R9*4), R11
+	IMULQ   DX, R11
+	ADDQ    CX, R11
+	VPADDB  (R11)(R8*1), Y0, Y0
+	INCQ    R9
+	CMPQ    R9, R10
+	JL      b32_src
 
-u1_flush:
-	VPMOVZXWD    X0, Y1
-	VEXTRACTI128 $0x01, Y0, X0
-	VPMOVZXWD    X0, Y0
-	VPADDD       (AX)(R8*4), Y1, Y1
-	VMOVDQU      Y1, (AX)(R8*4)
+b32_flush:
+	VEXTRACTI128 $0x01, Y0, X1
+	VPMOVZXBD    X0, Y2
+	VPADDD       (AX)(R8*4), Y2, Y2
+	VMOVDQU      Y2, (AX)(R8*4)
+	VPSRLDQ      $0x08, X0, X0
+	VPMOVZXBD    X0, Y0
 	VPADDD       32(AX)(R8*4), Y0, Y0
 	VMOVDQU      Y0, 32(AX)(R8*4)
+	VPMOVZXBD    X1, Y0
+	VPADDD       64(AX)(R8*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R8*4)
+	VPSRLDQ      $0x08, X1, X0
+	VPMOVZXBD    X0, Y0
+	VPADDD       96(AX)(R8*4), Y0, Y0
+	VMOVDQU      Y0, 96(AX)(R8*4)
 	CMPQ         R9, SI
-	JL           u1_chunk
-	ADDQ         $0x00000010, R8
-	JMP          u1_group
+	JL           b32_chunk
+	ADDQ         $0x00000020, R8
+	JMP          b32_group
 
-u1_done:
+b32_done:
+b16_group:
+	MOVQ DX, R9
+	SUBQ R8, R9
+	CMPQ R9, $0x00000010
+	JL   b16_done
+	XORQ R9, R9
+
+b16_chunk:
+	MOVQ    R9, R10
+	ADDQ    DI, R10
+	CMPQ    R10, SI
+	CMOVQGT SI, R10
+	VPXOR   X0, X0, X0
+	CMPQ    R9, R10
+	JGE     b16_flush
+
+b16_src:
+	MOVLQSX (BX)(R9*4), R11
+	IMULQ   DX, R11
+	ADDQ    CX, R11
+	VPADDB  (R11)(R8*1), X0, X0
+	INCQ    R9
+	CMPQ    R9, R10
+	JL      b16_src
+
+b16_flush:
+	VPMOVZXBD X0, Y1
+	VPADDD    (AX)(R8*4), Y1, Y1
+	VMOVDQU   Y1, (AX)(R8*4)
+	VPSRLDQ   $0x08, X0, X0
+	VPMOVZXBD X0, Y0
+	VPADDD    32(AX)(R8*4), Y0, Y0
+	VMOVDQU   Y0, 32(AX)(R8*4)
+	CMPQ      R9, SI
+	JL        b16_chunk
+	ADDQ      $0x00000010, R8
+	JMP       b16_group
+
+b16_done:
 	VZEROUPPER
 	RET
 

@@ -5,7 +5,7 @@ package cpu
 func aggRowGeneric(acc []int32, x Codes, idx []int32) {
 	acc = acc[:x.Stride]
 	for _, u := range idx {
-		row := x.Data[int(u)*x.Stride : (int(u)+1)*x.Stride]
+		row := x.data[int(u)*x.Stride : (int(u)+1)*x.Stride]
 		for j, c := range row {
 			acc[j] += int32(c)
 		}
@@ -19,7 +19,7 @@ func aggRowWeightedGeneric(acc []int32, x Codes, idx []int32, wt []uint8) {
 	wt = wt[:len(idx)]
 	for e, u := range idx {
 		w := int32(wt[e])
-		row := x.Data[int(u)*x.Stride : (int(u)+1)*x.Stride]
+		row := x.data[int(u)*x.Stride : (int(u)+1)*x.Stride]
 		for j, c := range row {
 			acc[j] += w * int32(c)
 		}

@@ -15,10 +15,10 @@ func main() {
 	TEXT("aggRowAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, idx *int32, n int, chunk int)")
 	Pragma("noescape")
 	Doc("aggRowAVX2 is aggRowGeneric: acc[j] += x[idx[e]*stride+j] for e < n, j < stride",
-		"(stride a multiple of 16). Codes are widened to uint16 and summed in",
-		"registers, 64 columns at a time; every chunk sources the uint16 sums are",
-		"widened again and added to acc, before they can wrap.")
-	kernel(false)
+		"(stride a multiple of 16). Codes are summed as bytes (VPADDB), 64 columns",
+		"at a time; every chunk sources (chunk·max code < 256) the byte sums are",
+		"widened to int32 and added to acc, before they can wrap.")
+	byteKernel()
 
 	TEXT("aggRowWeightedAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)")
 	Pragma("noescape")
@@ -124,6 +124,99 @@ func group(prefix string, w int, acc, x, stride, idx, wt, n, chunk, col Register
 	JL(LabelRef(name + "_chunk"))
 
 	ADDQ(U32(16*w), col)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_done")
+}
+
+// byteKernel is the unweighted kernel: byte sums in registers.
+func byteKernel() {
+	acc := Load(Param("acc"), GP64())
+	x := Load(Param("x"), GP64())
+	stride := Load(Param("stride"), GP64())
+	idx := Load(Param("idx"), GP64())
+	n := Load(Param("n"), GP64())
+	chunk := Load(Param("chunk"), GP64())
+	col := GP64()
+	XORQ(col, col)
+	for _, cols := range []int{64, 32, 16} {
+		byteGroup(cols, acc, x, stride, idx, n, chunk, col)
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// byteGroup emits the loop over groups of cols (64, 32 or 16) columns.
+func byteGroup(cols int, acc, x, stride, idx, n, chunk, col Register) {
+	name := fmt.Sprintf("b%d", cols)
+	Label(name + "_group")
+	rest := GP64()
+	MOVQ(stride, rest)
+	SUBQ(col, rest)
+	CMPQ(rest, U32(cols))
+	JL(LabelRef(name + "_done"))
+
+	e := GP64()
+	XORQ(e, e)
+	Label(name + "_chunk")
+	end := GP64()
+	MOVQ(e, end)
+	ADDQ(chunk, end)
+	CMPQ(end, n)
+	CMOVQGT(n, end)
+	var sums []VecVirtual
+	if cols == 16 {
+		sums = []VecVirtual{XMM()}
+	} else {
+		for i := 0; i < cols/32; i++ {
+			sums = append(sums, YMM())
+		}
+	}
+	for _, v := range sums {
+		VPXOR(v, v, v)
+	}
+	CMPQ(e, end)
+	JGE(LabelRef(name + "_flush"))
+	Label(name + "_src")
+	row := GP64()
+	MOVLQSX(Mem{Base: idx, Index: e, Scale: 4}, row)
+	IMULQ(stride, row)
+	ADDQ(x, row)
+	for i, v := range sums {
+		VPADDB(Mem{Base: row, Index: col, Scale: 1, Disp: 32 * i}, v, v)
+	}
+	INCQ(e)
+	CMPQ(e, end)
+	JL(LabelRef(name + "_src"))
+
+	// Widen each 8 bytes to 8 int32 and add them to acc.
+	Label(name + "_flush")
+	for i, v := range sums {
+		halves := []Op{v.AsX()}
+		if cols != 16 {
+			hi := XMM()
+			VEXTRACTI128(U8(1), v, hi)
+			halves = append(halves, hi)
+		}
+		for h, x16 := range halves {
+			for q := 0; q < 2; q++ {
+				src := x16
+				if q == 1 {
+					sh := XMM()
+					VPSRLDQ(U8(8), x16, sh)
+					src = sh
+				}
+				t := YMM()
+				VPMOVZXBD(src, t)
+				out := Mem{Base: acc, Index: col, Scale: 4, Disp: 4 * (32*i + 16*h + 8*q)}
+				VPADDD(out, t, t)
+				VMOVDQU(t, out)
+			}
+		}
+	}
+	CMPQ(e, n)
+	JL(LabelRef(name + "_chunk"))
+
+	ADDQ(U32(cols), col)
 	JMP(LabelRef(name + "_group"))
 	Label(name + "_done")
 }
