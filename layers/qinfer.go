@@ -33,7 +33,8 @@ type QPlan struct {
 	// wCodes holds the same codes one byte each (weights of at most 8
 	// bits): with binary features the first product is then the sum of
 	// the code rows of each node's features, cpu.Agg* on the feature CSR.
-	wCodes cpu.Codes
+	wCodes    cpu.Codes
+	hasWCodes bool
 	// Agg picks how aggregations run: dense bit products on the packed
 	// adjacency, or sums over its edge list (cpu.Agg*), with the same
 	// results bit for bit.
@@ -138,14 +139,10 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 				p.wMax = max(p.wMax, int64(c))
 			}
 			if m.WBits <= 8 {
-				if p.wCodes, err = cpu.NewCodes(op.lin.In, op.lin.Out, m.WBits); err != nil {
+				if p.wCodes, err = cpu.CodesFromInts(codes, op.lin.In, op.lin.Out, m.WBits); err != nil {
 					return nil, err
 				}
-				for r := 0; r < op.lin.In; r++ {
-					for j := 0; j < op.lin.Out; j++ {
-						p.wCodes.Data[r*p.wCodes.Stride+j] = uint8(w.codes[r*op.lin.Out+j])
-					}
-				}
+				p.hasWCodes = true
 			}
 		}
 		p.WeightBytes += 8 * len(t.Words())
@@ -217,7 +214,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		case logits != nil:
 			copy(logits[r*nOut:], y)
 		case toCodes:
-			cpu.QuantizeRowBytes(outC.Data[r*outC.Stride:r*outC.Stride+nOut], y, rq, op.out.Bits)
+			outC.QuantizeRow(r, y, rq)
 		default:
 			cpu.QuantizeRow(codes[r*nOut:(r+1)*nOut], y, rq, op.out.Bits)
 		}
@@ -226,7 +223,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	if in.rowsErr != nil {
 		return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrQModel, in.rowsErr)
 	}
-	if p.wCodes.Data != nil && in.Params.Bits <= 8 {
+	if p.hasWCodes && in.Params.Bits <= 8 {
 		// Row r of X·W is the sum of W's code rows at r's stored features,
 		// each times its feature code: an aggregation over the feature
 		// lists, weighted unless every code is 1 (binary features).
@@ -408,7 +405,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			return logits, st, nil
 		}
 		if toCodes {
-			st.InterBytes += len(outC.Data)
+			st.InterBytes += outC.Bytes()
 			if trace != nil {
 				trace(i, qCodesTensor(outC))
 			}
@@ -520,7 +517,7 @@ func (p *QPlan) SparseCheaper(in *QInput) bool {
 	in.prepare()
 	nOut := float64(p.Model.Layers[0].Lin1.Out)
 	perCol := 1.0
-	if p.wCodes.Data != nil && in.Params.Bits <= 8 {
+	if p.hasWCodes && in.Params.Bits <= 8 {
 		perCol = 1.0 / qSparseColsPerCycle
 		if !in.allOnes {
 			perCol *= 1.5

@@ -157,18 +157,25 @@ func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue) ([]float3
 }
 
 // qRowSums returns the row sums of the codes of a ByRows tensor, as float32
-// (the RowTerm of a zero-point correction): Σ_p 2^p popcount(line p).
+// (the RowTerm of a zero-point correction): Σ_p 2^p popcount(line p),
+// plane by plane over the packed words, rows in parallel.
 func qRowSums(t *bittensor.Tensor) []float32 {
-	out := make([]float32, t.Rows())
-	for l := 0; l < t.Rows(); l++ {
-		var s int64
+	rows, lw := t.Rows(), t.LineWords()
+	sums := make([]int64, rows)
+	qParFor(rows, func(lo, hi int) {
 		for p := 0; p < t.Bits(); p++ {
-			var pop int64
-			for _, w := range t.Line(p, l) {
-				pop += int64(bits.OnesCount64(w))
+			plane := t.Plane(p)
+			for l := lo; l < hi; l++ {
+				var pop int
+				for _, w := range plane[l*lw : (l+1)*lw] {
+					pop += bits.OnesCount64(w)
+				}
+				sums[l] += int64(pop) << p
 			}
-			s += pop << p
 		}
+	})
+	out := make([]float32, rows)
+	for l, s := range sums {
 		out[l] = float32(s)
 	}
 	return out
@@ -278,10 +285,7 @@ func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Re
 		if err != nil {
 			return dst, err
 		}
-		for i, v := range t.Ints() {
-			dst.Data[i/n*dst.Stride+i%n] = uint8(v)
-		}
-		return dst, nil
+		return cpu.CodesFromInts(t.Ints(), m, n, outBits)
 	}
 	buf := make([]int32, min(m, qTileRows)*n)
 	for r0 := 0; r0 < m; r0 += qTileRows {
@@ -298,7 +302,7 @@ func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Re
 			y := make([]float32, n)
 			for r := lo; r < hi; r++ {
 				cpu.EpilogueRow(y, buf[r*n:(r+1)*n], r0+r, ep)
-				cpu.QuantizeRowBytes(dst.Data[(r0+r)*dst.Stride:(r0+r)*dst.Stride+n], y, rq, outBits)
+				dst.QuantizeRow(r0+r, y, rq)
 			}
 		})
 	}
