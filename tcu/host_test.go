@@ -245,9 +245,12 @@ func TestPackLaunch(t *testing.T) {
 	for _, splits := range []int{1, 3} {
 		desc, blocks, err := packLaunch(ps, 64, 32, splits, 1)
 		require.NoError(t, err)
-		assert.Len(t, desc, len(ps)*probBytes)
 		want := (2*2 + 0 + 1 + 1 + 0 + 3*7) * splits
 		assert.Equal(t, want, blocks)
+		require.Len(t, desc, len(ps)*probBytes+4*blocks, "descriptors, then the block map")
+		for b := 0; b < blocks; b++ {
+			assert.Equal(t, uint32(findProb(ps, b)), binary.LittleEndian.Uint32(desc[len(ps)*probBytes+4*b:]), "map of block %d", b)
+		}
 		// Every block maps to the problem, tile and split that own it.
 		b := 0
 		for i, p := range ps {

@@ -169,7 +169,8 @@ const probBytes = 192
 
 // packLaunch assigns each problem its blocks for a bm×bn block tile with
 // the k-steps of each tile split over splits blocks, in order, and returns
-// the encoded descriptors and the number of blocks. Problems with no tiles
+// the encoded descriptors (followed, for several problems, by the block →
+// problem map) and the number of blocks. Problems with no tiles
 // (M or N zero) take no blocks.
 //
 // With cluster > 1 (the wgmma kernel's clusters of row tiles sharing a B
@@ -194,9 +195,25 @@ func packLaunch(ps []prob, bm, bn, splits, cluster int) ([]byte, int, error) {
 		}
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(ps) * probBytes)
+	buf.Grow(len(ps)*probBytes + 4*total)
 	if err := binary.Write(&buf, binary.LittleEndian, ps); err != nil {
 		return nil, 0, err
+	}
+	if len(ps) > 1 {
+		// The block → problem map (int32 per block) follows the
+		// descriptors: one load in the kernel instead of a binary search
+		// of dependent loads.
+		m := make([]int32, total)
+		for i := range ps {
+			p := &ps[i]
+			n := int(p.TilesM) * int(p.TilesN) * splits
+			for b := int(p.TileStart); b < int(p.TileStart)+n; b++ {
+				m[b] = int32(i)
+			}
+		}
+		if err := binary.Write(&buf, binary.LittleEndian, m); err != nil {
+			return nil, 0, err
+		}
 	}
 	return buf.Bytes(), total, nil
 }

@@ -69,4 +69,4 @@ for step in $STEPS; do
   esac
   echo "== $step took $(($(date +%s) - t0)) s"
 done
-[ -n "${KCACHE:-}" ] && tar czf "$OUT/kcache.tgz" -C "$QGTC_CACHE_DIR" . 2>/dev/null
+if [ -n "${KCACHE:-}" ]; then tar czf "$OUT/kcache.tgz" -C "$QGTC_CACHE_DIR" . 2>/dev/null; fi

@@ -23,14 +23,11 @@ static_assert(sizeof(Prob) == 192, "Prob layout");
 
 enum { MODE_INT = 0, MODE_FLOAT = 1, MODE_BIT = 2 };
 
-// findProb returns the problem whose tile range holds block b.
+// findProb returns the problem whose tile range holds block b: with
+// several problems, the host's block → problem map (int32 per block) that
+// follows the n descriptors.
 __device__ __forceinline__ int findProb(const Prob* p, int n, int b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (p[mid].tileStart <= b) lo = mid; else hi = mid - 1;
-  }
-  return lo;
+  return n > 1 ? ((const int*)(p + n))[b] : 0;
 }
 
 // applyEp mirrors bmm.Epilogue.Apply.
