@@ -21,7 +21,10 @@ import (
 //	bitMAC/cpucyc    the same per cycle of process CPU time (getrusage):
 //	                 per-core efficiency that other programs on the
 //	                 machine do not dilute
+//	bitMAC/bestcyc/core  the same over the fastest single run's wall time
+//	                 (the run least disturbed by other programs)
 //	x_fp32           the float32 GEMM's time for the same logical shape ÷ t
+//	x_fp32cpu        the same in process CPU time (mean per run of each)
 //
 // The clock comes from ClockHz (a calibration loop), not a constant.
 
@@ -120,28 +123,35 @@ func toF32(v []int32) []float32 {
 	return f
 }
 
-// fp32Seconds times Sgemm on the same logical shape (best of a few runs).
-func fp32Seconds(o *benchOperands, m, k, n int) float64 {
+// fp32Seconds times Sgemm on the same logical shape: the best wall time
+// of a few runs and their mean process CPU time (0 where unknown).
+func fp32Seconds(o *benchOperands, m, k, n int) (wall, cpu float64) {
 	c := make([]float32, m*n)
 	best := 0.0
+	c0, ok0 := processCPU()
 	deadline := time.Now().Add(300 * time.Millisecond)
-	for rep := 0; rep < 3 || time.Now().Before(deadline); rep++ {
+	reps := 0
+	for ; reps < 3 || time.Now().Before(deadline); reps++ {
 		start := time.Now()
 		Sgemm(false, false, m, n, k, 1, o.af, k, o.bf, n, 0, c, n)
 		if s := time.Since(start).Seconds(); best == 0 || s < best {
 			best = s
 		}
-		if rep >= 50 {
+		if reps >= 50 {
+			reps++
 			break
 		}
 	}
-	return best
+	if c1, ok1 := processCPU(); ok0 && ok1 && c1 > c0 {
+		cpu = (c1 - c0).Seconds() / float64(reps)
+	}
+	return best, cpu
 }
 
 func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
-	var fp32 float64
+	var fp32, fp32CPU float64
 	if withFP32 {
-		fp32 = fp32Seconds(o, m, k, n)
+		fp32, fp32CPU = fp32Seconds(o, m, k, n)
 	}
 	for _, kv := range benchKernels(b) {
 		kern := kv.k
@@ -152,14 +162,23 @@ func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
 			dst := make([]int32, m*n)
 			b.ReportAllocs()
 			meter := startCPU()
+			best := time.Duration(1 << 62)
 			for b.Loop() {
+				t0 := time.Now()
 				if err := kern.MulInt(dst, o.a, o.b); err != nil {
 					b.Fatal(err)
 				}
+				best = min(best, time.Since(t0))
 			}
-			reportBit(b, m, k, n, o.a.Bits(), o.b.Bits(), meter.perOp(b))
+			cpuSec := meter.perOp(b)
+			reportBit(b, m, k, n, o.a.Bits(), o.b.Bits(), cpuSec)
+			cores := min(runtime.GOMAXPROCS(0), runtime.NumCPU())
+			b.ReportMetric(float64(m)*float64(k)*float64(n)*float64(o.a.Bits()*o.b.Bits())/best.Seconds()/ClockHz()/float64(cores), "bitMAC/bestcyc/core")
 			if withFP32 {
 				b.ReportMetric(fp32/(b.Elapsed().Seconds()/float64(b.N)), "x_fp32")
+				if fp32CPU > 0 && cpuSec > 0 {
+					b.ReportMetric(fp32CPU/cpuSec, "x_fp32cpu")
+				}
 			}
 		})
 	}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs the CPU bit-kernel benchmarks whose outputs are kept beside this
-# script (results/): `sh bench/cpu/run.sh` from anywhere. About 8 minutes
-# on 2 cores.
+# script (results/): `sh bench/cpu/run.sh` from anywhere. About 15
+# minutes on 2 cores.
 set -e
 cd "$(dirname "$0")/../.."
 out=bench/cpu/results
@@ -23,9 +23,11 @@ go test -c -o bin/cpu.test ./cpu
 # ("-rows"), side by side in one run, with the fp32 GEMM.
 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntUpdate' -test.benchtime 100x > "$out/update_gotest.txt"
 awk -f bench/cpu/table.awk "$out/update_gotest.txt" > "$out/update.txt"
-# The N = 1024 grid cells, vertical against row kernels side by side.
-./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2Int/n=1024/.*/impl=avx' -test.benchtime 300x > "$out/grid1024_gotest.txt"
-awk -f bench/cpu/table.awk "$out/grid1024_gotest.txt" > "$out/grid1024_rows_vs_vert.txt"
+# The whole grid again through go test: each path as chosen (vertical,
+# 32-bit lanes), its 64-bit lanes and the row kernels side by side, the
+# fp32 GEMM, and the fastest single run (best/cyc/core) beside the means.
+./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2Int/n=/d=/s=/impl=(avx|fp32)' -test.benchtime 20x > "$out/grid_gotest.txt"
+awk -f bench/cpu/table.awk "$out/grid_gotest.txt" > "$out/grid_table.txt"
 # Zero-tile jumping: a block-diagonal A (batched subgraphs, 2% ones).
 ./bin/qgtc bench bmm --a blockdiag --n 4096 --d 64 --bits 1,4 --time 500ms > "$out/blockdiag.txt"
 # Dense against block-diagonal, the fused re-quantizing MulBit, Sgemm, the
