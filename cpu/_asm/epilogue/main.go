@@ -125,7 +125,7 @@ func epilogue(s isa) {
 		TESTQ(U32(flagConvert), flags)
 		JNZ(LabelRef(ints))
 		for k := range t {
-			ldTo(s, ld(at(out, k)), t[k])
+			VMOVUPS(ld(at(out, k)), t[k])
 		}
 		JMP(LabelRef(floats))
 		Label(ints)
@@ -183,11 +183,6 @@ func clearVec(s isa, v VecVirtual) {
 	} else {
 		VXORPS(v, v, v)
 	}
-}
-
-// ldTo moves vector operand m (memory or register) into v.
-func ldTo(s isa, m Op, v VecVirtual) {
-	VMOVUPS(m, v)
 }
 
 // loops emits the block loop (unroll vectors a pass), the one-vector loop
