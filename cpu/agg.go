@@ -183,11 +183,11 @@ func aggRow(acc []int32, x Codes, idx []int32, wt []uint8, chunk int) {
 	if len(idx) == 0 {
 		return
 	}
-	if useAggAsm {
-		aggRowAsm(acc, x, idx, wt, chunk)
-		return
-	}
 	if wt != nil {
+		if useAggAsm {
+			aggRowAsm(acc, x, idx, wt, chunk)
+			return
+		}
 		aggRowWeightedGeneric(acc, x, idx, wt)
 		return
 	}
@@ -322,6 +322,11 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 			v0 := i * aggBlock
 			rows := min(aggBlock, m-v0)
 			clear(s.acc[:rows*x.Stride])
+			if useAggAsm && a.w == nil && len(a.g.Indices) > 0 {
+				aggRowsAsm(s.acc, x, a, v0, rows, chunk)
+				finish(s, v0, rows)
+				continue
+			}
 			for r := 0; r < rows; r++ {
 				v := v0 + r
 				p0, p1 := a.g.Indptr[v], a.g.Indptr[v+1]
@@ -395,3 +400,29 @@ func (r RowsCSR) MulRow(acc []float32, v int, x, wt []float32, ldx int) {
 
 // AggVectorized reports whether the aggregation runs on its vector kernel.
 func AggVectorized() bool { return useAggAsm }
+
+// MulCodes computes ep(A·B) re-quantized with rq into dst's byte codes
+// (dst.Bits bits): MulBit's fused product for a result that feeds a code
+// aggregation instead of another bit product.
+func (k *Kernel) MulCodes(dst Codes, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant) error {
+	m, n, err := checkOperands(a, b)
+	if err != nil {
+		return err
+	}
+	if !dst.valid() || dst.Rows != m || dst.Cols != n {
+		return fmt.Errorf("%w: dst is %d×%d (%d bits, stride %d), want %d×%d", ErrCodes, dst.Rows, dst.Cols, dst.Bits, dst.Stride, m, n)
+	}
+	if err := ep.Validate(m, n); err != nil {
+		return err
+	}
+	p := newBitPlan(k, a, b)
+	defer p.release()
+	p.run(nil, func(t *bitTask, m0, m1 int) {
+		t.y = growSlice(t.y, n)
+		for r := 0; r < m1-m0; r++ {
+			applyRow(t.y, t.tile[r*n:(r+1)*n], m0+r, ep)
+			dst.QuantizeRow(m0+r, t.y, rq)
+		}
+	})
+	return nil
+}

@@ -4,13 +4,14 @@
 
 package cpu
 
-// aggRowAVX2 is aggRowGeneric: acc[j] += x[idx[e]*stride+j] for e < n, j < stride
-// (stride a multiple of 16). Codes are summed as bytes (VPADDB), 64 columns
-// at a time; every chunk sources (chunk·max code < 256) the byte sums are
-// widened to int32 and added to acc, before they can wrap.
+// aggRowsAVX2 is aggRowGeneric over rows rows: for r < rows, acc[r*stride+j] +=
+// x[idx[e]*stride+j] for indptr[r] <= e < indptr[r+1] and j < stride (stride a
+// multiple of 16). Codes are summed as bytes (VPADDB), 64 columns at a time;
+// every chunk sources (chunk·max code < 256) the byte sums are widened to
+// int32 and added to acc, before they can wrap.
 //
 //go:noescape
-func aggRowAVX2(acc *int32, x *uint8, stride int, idx *int32, n int, chunk int)
+func aggRowsAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
 
 // aggRowWeightedAVX2 is aggRowWeightedGeneric: acc[j] += wt[e]·x[idx[e]*stride+j]
 // for e < n, j < stride (stride a multiple of 16), like aggRowAVX2 with each

@@ -4,167 +4,180 @@
 
 #include "textflag.h"
 
-// func aggRowAVX2(acc *int32, x *uint8, stride int, idx *int32, n int, chunk int)
+// func aggRowsAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
 // Requires: AVX, AVX2, CMOV
-TEXT ·aggRowAVX2(SB), NOSPLIT, $0-48
+TEXT ·aggRowsAVX2(SB), NOSPLIT, $0-56
 	MOVQ acc+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ stride+16(FP), DX
-	MOVQ idx+24(FP), BX
-	MOVQ n+32(FP), SI
-	MOVQ chunk+40(FP), DI
-	XORQ R8, R8
+	MOVQ indptr+24(FP), BX
+	MOVQ idx+32(FP), SI
+	MOVQ rows+40(FP), DI
+	MOVQ chunk+48(FP), R8
+
+row:
+	TESTQ   DI, DI
+	JZ      rows_done
+	MOVLQSX (BX), R9
+	MOVLQSX 4(BX), R10
+	XORQ    R11, R11
 
 b64_group:
-	MOVQ DX, R9
-	SUBQ R8, R9
-	CMPQ R9, $0x00000040
+	MOVQ DX, R12
+	SUBQ R11, R12
+	CMPQ R12, $0x00000040
 	JL   b64_done
-	XORQ R9, R9
+	MOVQ R9, R12
 
 b64_chunk:
-	MOVQ    R9, R10
-	ADDQ    DI, R10
-	CMPQ    R10, SI
-	CMOVQGT SI, R10
+	MOVQ    R12, R13
+	ADDQ    R8, R13
+	CMPQ    R13, R10
+	CMOVQGT R10, R13
 	VPXOR   Y0, Y0, Y0
 	VPXOR   Y1, Y1, Y1
-	CMPQ    R9, R10
+	CMPQ    R12, R13
 	JGE     b64_flush
 
 b64_src:
-	MOVLQSX (BX)(R9*4), R11
-	IMULQ   DX, R11
-	ADDQ    CX, R11
-	VPADDB  (R11)(R8*1), Y0, Y0
-	VPADDB  32(R11)(R8*1), Y1, Y1
-	INCQ    R9
-	CMPQ    R9, R10
+	MOVLQSX (SI)(R12*4), R14
+	IMULQ   DX, R14
+	ADDQ    CX, R14
+	VPADDB  (R14)(R11*1), Y0, Y0
+	VPADDB  32(R14)(R11*1), Y1, Y1
+	INCQ    R12
+	CMPQ    R12, R13
 	JL      b64_src
 
 b64_flush:
 	VEXTRACTI128 $0x01, Y0, X2
 	VPMOVZXBD    X0, Y3
-	VPADDD       (AX)(R8*4), Y3, Y3
-	VMOVDQU      Y3, (AX)(R8*4)
+	VPADDD       (AX)(R11*4), Y3, Y3
+	VMOVDQU      Y3, (AX)(R11*4)
 	VPSRLDQ      $0x08, X0, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       32(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 32(AX)(R8*4)
+	VPADDD       32(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R11*4)
 	VPMOVZXBD    X2, Y0
-	VPADDD       64(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 64(AX)(R8*4)
+	VPADDD       64(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R11*4)
 	VPSRLDQ      $0x08, X2, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       96(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 96(AX)(R8*4)
+	VPADDD       96(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 96(AX)(R11*4)
 	VEXTRACTI128 $0x01, Y1, X0
 	VPMOVZXBD    X1, Y2
-	VPADDD       128(AX)(R8*4), Y2, Y2
-	VMOVDQU      Y2, 128(AX)(R8*4)
+	VPADDD       128(AX)(R11*4), Y2, Y2
+	VMOVDQU      Y2, 128(AX)(R11*4)
 	VPSRLDQ      $0x08, X1, X1
 	VPMOVZXBD    X1, Y1
-	VPADDD       160(AX)(R8*4), Y1, Y1
-	VMOVDQU      Y1, 160(AX)(R8*4)
+	VPADDD       160(AX)(R11*4), Y1, Y1
+	VMOVDQU      Y1, 160(AX)(R11*4)
 	VPMOVZXBD    X0, Y1
-	VPADDD       192(AX)(R8*4), Y1, Y1
-	VMOVDQU      Y1, 192(AX)(R8*4)
+	VPADDD       192(AX)(R11*4), Y1, Y1
+	VMOVDQU      Y1, 192(AX)(R11*4)
 	VPSRLDQ      $0x08, X0, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       224(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 224(AX)(R8*4)
-	CMPQ         R9, SI
+	VPADDD       224(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 224(AX)(R11*4)
+	CMPQ         R12, R10
 	JL           b64_chunk
-	ADDQ         $0x00000040, R8
+	ADDQ         $0x00000040, R11
 	JMP          b64_group
 
 b64_done:
 b32_group:
-	MOVQ DX, R9
-	SUBQ R8, R9
-	CMPQ R9, $0x00000020
+	MOVQ DX, R12
+	SUBQ R11, R12
+	CMPQ R12, $0x00000020
 	JL   b32_done
-	XORQ R9, R9
+	MOVQ R9, R12
 
 b32_chunk:
-	MOVQ    R9, R10
-	ADDQ    DI, R10
-	CMPQ    R10, SI
-	CMOVQGT SI, R10
+	MOVQ    R12, R13
+	ADDQ    R8, R13
+	CMPQ    R13, R10
+	CMOVQGT R10, R13
 	VPXOR   Y0, Y0, Y0
-	CMPQ    R9, R10
+	CMPQ    R12, R13
 	JGE     b32_flush
 
 b32_src:
-	MOVLQSX (BX)(R9*4), R11
-	IMULQ   DX, R11
-	ADDQ    CX, R11
-	VPADDB  (R11)(R8*1), Y0, Y0
-	INCQ    R9
-	CMPQ    R9, R10
+	MOVLQSX (SI)(R12*4), R14
+	IMULQ   DX, R14
+	ADDQ    CX, R14
+	VPADDB  (R14)(R11*1), Y0, Y0
+	INCQ    R12
+	CMPQ    R12, R13
 	JL      b32_src
 
 b32_flush:
 	VEXTRACTI128 $0x01, Y0, X1
 	VPMOVZXBD    X0, Y2
-	VPADDD       (AX)(R8*4), Y2, Y2
-	VMOVDQU      Y2, (AX)(R8*4)
+	VPADDD       (AX)(R11*4), Y2, Y2
+	VMOVDQU      Y2, (AX)(R11*4)
 	VPSRLDQ      $0x08, X0, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       32(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 32(AX)(R8*4)
+	VPADDD       32(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R11*4)
 	VPMOVZXBD    X1, Y0
-	VPADDD       64(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 64(AX)(R8*4)
+	VPADDD       64(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R11*4)
 	VPSRLDQ      $0x08, X1, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       96(AX)(R8*4), Y0, Y0
-	VMOVDQU      Y0, 96(AX)(R8*4)
-	CMPQ         R9, SI
+	VPADDD       96(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 96(AX)(R11*4)
+	CMPQ         R12, R10
 	JL           b32_chunk
-	ADDQ         $0x00000020, R8
+	ADDQ         $0x00000020, R11
 	JMP          b32_group
 
 b32_done:
 b16_group:
-	MOVQ DX, R9
-	SUBQ R8, R9
-	CMPQ R9, $0x00000010
+	MOVQ DX, R12
+	SUBQ R11, R12
+	CMPQ R12, $0x00000010
 	JL   b16_done
-	XORQ R9, R9
+	MOVQ R9, R12
 
 b16_chunk:
-	MOVQ    R9, R10
-	ADDQ    DI, R10
-	CMPQ    R10, SI
-	CMOVQGT SI, R10
+	MOVQ    R12, R13
+	ADDQ    R8, R13
+	CMPQ    R13, R10
+	CMOVQGT R10, R13
 	VPXOR   X0, X0, X0
-	CMPQ    R9, R10
+	CMPQ    R12, R13
 	JGE     b16_flush
 
 b16_src:
-	MOVLQSX (BX)(R9*4), R11
-	IMULQ   DX, R11
-	ADDQ    CX, R11
-	VPADDB  (R11)(R8*1), X0, X0
-	INCQ    R9
-	CMPQ    R9, R10
+	MOVLQSX (SI)(R12*4), R14
+	IMULQ   DX, R14
+	ADDQ    CX, R14
+	VPADDB  (R14)(R11*1), X0, X0
+	INCQ    R12
+	CMPQ    R12, R13
 	JL      b16_src
 
 b16_flush:
 	VPMOVZXBD X0, Y1
-	VPADDD    (AX)(R8*4), Y1, Y1
-	VMOVDQU   Y1, (AX)(R8*4)
+	VPADDD    (AX)(R11*4), Y1, Y1
+	VMOVDQU   Y1, (AX)(R11*4)
 	VPSRLDQ   $0x08, X0, X0
 	VPMOVZXBD X0, Y0
-	VPADDD    32(AX)(R8*4), Y0, Y0
-	VMOVDQU   Y0, 32(AX)(R8*4)
-	CMPQ      R9, SI
+	VPADDD    32(AX)(R11*4), Y0, Y0
+	VMOVDQU   Y0, 32(AX)(R11*4)
+	CMPQ      R12, R10
 	JL        b16_chunk
-	ADDQ      $0x00000010, R8
+	ADDQ      $0x00000010, R11
 	JMP       b16_group
 
 b16_done:
+	LEAQ (AX)(DX*4), AX
+	ADDQ $0x04, BX
+	DECQ DI
+	JMP  row
+
+rows_done:
 	VZEROUPPER
 	RET
 

@@ -8,15 +8,22 @@ import "unsafe"
 // compare it with aggRowGeneric.
 var useAggAsm = hasAVX2
 
-// aggRowAsm runs aggRowAVX2 or aggRowWeightedAVX2. checkAgg has checked
-// that every index is a row of x and that len(x.data) is Rows·Stride, the
-// reads the kernels make.
+// aggRowAsm runs aggRowWeightedAVX2 on one row (wt != nil). checkAgg and
+// NewAdj have checked that every index is a row of x and that len(x.data)
+// is Rows·Stride, the reads the kernels make.
 func aggRowAsm(acc []int32, x Codes, idx []int32, wt []uint8, chunk int) {
 	_ = acc[x.Stride-1]
-	if wt != nil {
-		_ = wt[len(idx)-1]
-		aggRowWeightedAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.data), x.Stride, unsafe.SliceData(idx), unsafe.SliceData(wt), len(idx), chunk)
+	_ = wt[len(idx)-1]
+	aggRowWeightedAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.data), x.Stride, unsafe.SliceData(idx), unsafe.SliceData(wt), len(idx), chunk)
+}
+
+// aggRowsAsm runs aggRowsAVX2 on rows [v0, v0+rows) of a (unweighted),
+// into acc (rows × x.Stride).
+func aggRowsAsm(acc []int32, x Codes, a Adj, v0, rows, chunk int) {
+	if rows == 0 {
 		return
 	}
-	aggRowAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.data), x.Stride, unsafe.SliceData(idx), len(idx), chunk)
+	_ = acc[rows*x.Stride-1]
+	_ = a.g.Indptr[v0+rows]
+	aggRowsAVX2(unsafe.SliceData(acc), unsafe.SliceData(x.data), x.Stride, &a.g.Indptr[v0], unsafe.SliceData(a.g.Indices), rows, chunk)
 }

@@ -245,3 +245,32 @@ func TestAggErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCodes)
 	assert.ErrorContains(t, err, "overflow int32")
 }
+
+// TestMulCodes checks the fused product into byte codes against MulBit on
+// every kernel path.
+func TestMulCodes(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, path := range []string{"generic", ""} {
+		k, err := NewKernel(path)
+		require.NoError(t, err)
+		for _, sh := range []struct{ m, k, n, a, b, out int }{{1, 1, 1, 1, 1, 1}, {70, 64, 5, 4, 4, 4}, {130, 300, 10, 2, 3, 8}, {64, 256, 64, 1, 8, 3}} {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", k.Name(), sh.m, sh.k, sh.n), func(t *testing.T) {
+				a, err := bittensor.PackRows(randInts(r, sh.m*sh.k, sh.a, 0.5), sh.m, sh.k, sh.a)
+				require.NoError(t, err)
+				b, err := bittensor.PackCols(randInts(r, sh.k*sh.n, sh.b, 0.5), sh.k, sh.n, sh.b)
+				require.NoError(t, err)
+				ep := &bmm.Epilogue{ColScale: randScale(r, sh.n), RowScale: randScale(r, sh.m), ReLU: true}
+				rq := bmm.Requant{Scale: 0.05, Offset: 0.5}
+				want, err := bmm.MM2BitWith(k, a, b, sh.out, rq, bittensor.ByRows, bittensor.DefaultPadding, ep)
+				require.NoError(t, err)
+				got, err := NewCodes(sh.m, sh.n, sh.out)
+				require.NoError(t, err)
+				require.NoError(t, k.MulCodes(got, a, b, ep, rq))
+				assert.Equal(t, want.Ints(), got.Ints())
+				wrong, err := NewCodes(sh.m+1, sh.n, sh.out)
+				require.NoError(t, err)
+				assert.ErrorIs(t, k.MulCodes(wrong, a, b, ep, rq), ErrCodes)
+			})
+		}
+	}
+}

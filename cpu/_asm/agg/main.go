@@ -12,12 +12,13 @@ import (
 
 func main() {
 	ConstraintExpr("!purego")
-	TEXT("aggRowAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, idx *int32, n int, chunk int)")
+	TEXT("aggRowsAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)")
 	Pragma("noescape")
-	Doc("aggRowAVX2 is aggRowGeneric: acc[j] += x[idx[e]*stride+j] for e < n, j < stride",
-		"(stride a multiple of 16). Codes are summed as bytes (VPADDB), 64 columns",
-		"at a time; every chunk sources (chunk·max code < 256) the byte sums are",
-		"widened to int32 and added to acc, before they can wrap.")
+	Doc("aggRowsAVX2 is aggRowGeneric over rows rows: for r < rows, acc[r*stride+j] +=",
+		"x[idx[e]*stride+j] for indptr[r] <= e < indptr[r+1] and j < stride (stride a",
+		"multiple of 16). Codes are summed as bytes (VPADDB), 64 columns at a time;",
+		"every chunk sources (chunk·max code < 256) the byte sums are widened to",
+		"int32 and added to acc, before they can wrap.")
 	byteKernel()
 
 	TEXT("aggRowWeightedAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)")
@@ -128,25 +129,41 @@ func group(prefix string, w int, acc, x, stride, idx, wt, n, chunk, col Register
 	Label(name + "_done")
 }
 
-// byteKernel is the unweighted kernel: byte sums in registers.
+// byteKernel is the unweighted kernel: byte sums in registers, a loop
+// over rows around the column groups.
 func byteKernel() {
 	acc := Load(Param("acc"), GP64())
 	x := Load(Param("x"), GP64())
 	stride := Load(Param("stride"), GP64())
+	indptr := Load(Param("indptr"), GP64())
 	idx := Load(Param("idx"), GP64())
-	n := Load(Param("n"), GP64())
+	rows := Load(Param("rows"), GP64())
 	chunk := Load(Param("chunk"), GP64())
+	e0, e1 := GP64(), GP64()
 	col := GP64()
+
+	Label("row")
+	TESTQ(rows, rows)
+	JZ(LabelRef("rows_done"))
+	MOVLQSX(Mem{Base: indptr}, e0)
+	MOVLQSX(Mem{Base: indptr, Disp: 4}, e1)
 	XORQ(col, col)
 	for _, cols := range []int{64, 32, 16} {
-		byteGroup(cols, acc, x, stride, idx, n, chunk, col)
+		byteGroup(cols, acc, x, stride, idx, e0, e1, chunk, col)
 	}
+	// Next row: acc moves by stride int32s.
+	LEAQ(Mem{Base: acc, Index: stride, Scale: 4}, acc)
+	ADDQ(U8(4), indptr)
+	DECQ(rows)
+	JMP(LabelRef("row"))
+	Label("rows_done")
 	VZEROUPPER()
 	RET()
 }
 
-// byteGroup emits the loop over groups of cols (64, 32 or 16) columns.
-func byteGroup(cols int, acc, x, stride, idx, n, chunk, col Register) {
+// byteGroup emits the loop over groups of cols (64, 32 or 16) columns of
+// one row, over the sources e0 <= e < e1.
+func byteGroup(cols int, acc, x, stride, idx, e0, n, chunk, col Register) {
 	name := fmt.Sprintf("b%d", cols)
 	Label(name + "_group")
 	rest := GP64()
@@ -156,7 +173,7 @@ func byteGroup(cols int, acc, x, stride, idx, n, chunk, col Register) {
 	JL(LabelRef(name + "_done"))
 
 	e := GP64()
-	XORQ(e, e)
+	MOVQ(e0, e)
 	Label(name + "_chunk")
 	end := GP64()
 	MOVQ(e, end)
