@@ -266,8 +266,9 @@ func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
 }
 
 // qMulCodes computes ep(A·B) re-quantized with rq to outBits (<= 8) as byte
-// codes: the input of a sparse aggregation. It runs a row tile at a time
-// around the kernel's MulInt, like qMulBitTiles.
+// codes: the input of a sparse aggregation. The CPU kernel fuses it
+// (MulCodes); other kernels run a row tile at a time around MulInt, like
+// qMulBitTiles.
 func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int) (cpu.Codes, error) {
 	m, n, err := bmm.Check(a, b)
 	if err != nil {
@@ -279,6 +280,9 @@ func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Re
 	dst, err := cpu.NewCodes(m, n, outBits)
 	if err != nil {
 		return dst, err
+	}
+	if ck, ok := k.(*cpu.Kernel); ok && qFits(a, b) {
+		return dst, ck.MulCodes(dst, a, b, ep, rq)
 	}
 	if !qFits(a, b) {
 		t, err := qMulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false)
