@@ -325,16 +325,21 @@ func (m *QModel) Predict(d *QData, in *QInput, quant bool) ([]int32, error) {
 
 // QArgmax writes the arg max of each logits row to pred[nodes[row]].
 func QArgmax(pred []int32, logits []float32, c int, nodes []int32) {
-	for i, v := range nodes {
-		row := logits[i*c : (i+1)*c]
-		best := 0
-		for j, x := range row {
-			if x > row[best] {
-				best = j
-			}
-		}
-		pred[v] = int32(best)
+	if c == 0 {
+		return
 	}
+	qParFor(len(nodes), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := logits[i*c : (i+1)*c]
+			bv, best := row[0], 0
+			for j := 1; j < len(row); j++ {
+				if x := row[j]; x > bv {
+					bv, best = x, j
+				}
+			}
+			pred[nodes[i]] = int32(best)
+		}
+	})
 }
 
 // Calibrate sets m's activation parameters (post-training quantization):
