@@ -34,6 +34,10 @@ type QBatch struct {
 		g   cpu.Adj
 		err error
 	}
+	featSums struct { // inputRowSums
+		in   *QInput
+		sums []float32
+	}
 	adjOnce sync.Once
 	adjOp   cpu.Adj // the adjacency as a code aggregation's operand
 	adjErr  error

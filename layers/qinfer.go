@@ -345,7 +345,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			width = op.lin.Out
 			switch {
 			case i == 0 && sx != nil:
-				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qInputRowSums(sx, b.Nodes), b, true)
+				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, b.inputRowSums(sx), b, true)
 			default:
 				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
 			}
@@ -505,6 +505,15 @@ func qInputRowSums(in *QInput, nodes []int32) []float32 {
 		out[i] = in.rowSums[v]
 	}
 	return out
+}
+
+// inputRowSums is qInputRowSums for b's nodes, kept with the batch's
+// feature lists.
+func (b *QBatch) inputRowSums(in *QInput) []float32 {
+	if b.featSums.in != in {
+		b.featSums.in, b.featSums.sums = in, qInputRowSums(in, b.Nodes)
+	}
+	return b.featSums.sums
 }
 
 // SparseCheaper reports whether ForwardSparse's first product is expected

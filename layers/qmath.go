@@ -161,13 +161,14 @@ func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue) ([]float3
 // plane by plane over the packed words, rows in parallel.
 func qRowSums(t *bittensor.Tensor) []float32 {
 	rows, lw := t.Rows(), t.LineWords()
+	used := (t.K() + 63) / 64 // the words past K are padding, always zero
 	sums := make([]int64, rows)
 	qParFor(rows, func(lo, hi int) {
 		for p := 0; p < t.Bits(); p++ {
 			plane := t.Plane(p)
 			for l := lo; l < hi; l++ {
 				var pop int
-				for _, w := range plane[l*lw : (l+1)*lw] {
+				for _, w := range plane[l*lw : l*lw+used] {
 					pop += bits.OnesCount64(w)
 				}
 				sums[l] += int64(pop) << p
