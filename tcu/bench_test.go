@@ -175,7 +175,7 @@ func BenchmarkTune(b *testing.B) {
 	}
 	run(16384, 256, []int{1, 4}, []variant{
 		{"default", tuning{}}, {"ks2", tuning{ks: 2}}, {"ks3", tuning{ks: 3}}, {"ks4s3", tuning{ks: 4, stages: 3}},
-		{"ks6s3", tuning{ks: 6, stages: 3}}, {"ks8s2", tuning{ks: 8, stages: 2}}, {"cl2", tuning{cluster: 2}},
+		{"ks6s3", tuning{ks: 6, stages: 3}}, {"wg1", tuning{wgs: 1}}, {"wg1ks4s2", tuning{wgs: 1, ks: 4, stages: 2}}, {"cl2", tuning{cluster: 2}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	run(4096, 64, []int{1, 2, 4}, []variant{
 		{"default", tuning{}}, {"bn64", tuning{minTiles: -1}}, {"mt132", tuning{minTiles: 132}},

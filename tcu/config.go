@@ -140,8 +140,9 @@ var wgmmaNs = func() map[int]bool {
 	return m
 }()
 
-// wgmmaConfig picks the wgmma variant for a-bit by b-bit products whose
-// largest output is m×n with ksteps 256-bit k-steps, or ok=false when the
+// wgmmaConfig picks the wgmma variant for a launch of nprob a-bit by b-bit
+// products whose largest output is m×n with ksteps 256-bit k-steps, or
+// ok=false when the
 // shape does not fit one: B's planes side by side (b·BN columns) must be a
 // generated wgmma N, and a·b·BN ≤ 256 keeps the accumulators within 128
 // registers. The N tile is the widest that is not mostly padding, narrowed
@@ -151,9 +152,10 @@ var wgmmaNs = func() map[int]bool {
 // k-steps (1024 bits), so the mbarrier and wgmma waits of each stage are
 // paid once per 4·a wgmmas, and stages fill up to 216 KB of shared memory
 // (108 KB for one-warpgroup blocks, two of which share a multiprocessor).
-func wgmmaConfig(a, b, m, n, ksteps, sms, lbo, sbo int, tu tuning) (config, bool) {
+func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (config, bool) {
 	valid := func(bn int) bool { np := b * bn; return bn >= 8 && a*np <= 256 && wgmmaNs[np] }
-	tiles := func(bm, bn int) int { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) }
+	// Tiles of the launch, counting every product of a batch as the largest.
+	tiles := func(bm, bn int) int { return max(nprob, 1) * ((m + bm - 1) / bm) * ((n + bn - 1) / bn) }
 	bn := 0
 	for c := 256; c >= 8; c /= 2 {
 		if !valid(c) || (c > 8 && c >= 2*roundUp(max(n, 1), 8)) {

@@ -111,7 +111,7 @@ func TestLargeVsGeneric(t *testing.T) {
 		for name, k := range ks {
 			got := make([]int32, s.m*s.n)
 			require.NoError(t, k.MulInt(got, a, b), "%s %+v", name, s)
-			assert.True(t, equalInts(t, got, want, s.n), "%s %+v (%v)", name, s, k.config(s.a, s.b, s.m, s.n, (s.k+255)/256))
+			assert.True(t, equalInts(t, got, want, s.n), "%s %+v (%v)", name, s, k.config(s.a, s.b, s.m, s.n, (s.k+255)/256, 1))
 		}
 	}
 }

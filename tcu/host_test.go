@@ -379,7 +379,7 @@ func TestConfigs(t *testing.T) {
 				assert.LessOrEqual(t, regs, 128, "%v", c)
 				assert.LessOrEqual(t, c.smem(modeBit), 227<<10, "%v", c)
 				assert.Contains(t, c.opts(), "--fmad=false")
-				if w, ok := wgmmaConfig(a, b, mn[0], mn[1], 64, 132, 128, 256, tuning{}); ok {
+				if w, ok := wgmmaConfig(a, b, mn[0], mn[1], 64, 1, 132, 128, 256, tuning{}); ok {
 					assert.True(t, wgmmaNs[b*w.bn], "%v", w)
 					assert.LessOrEqual(t, a*b*w.bn, 256)
 					assert.Equal(t, 64*w.wgs, w.bm)
@@ -388,13 +388,13 @@ func TestConfigs(t *testing.T) {
 			}
 		}
 	}
-	c, ok := wgmmaConfig(1, 4, 16384, 256, 64, 132, 128, 256, tuning{})
+	c, ok := wgmmaConfig(1, 4, 16384, 256, 64, 1, 132, 128, 256, tuning{})
 	require.True(t, ok)
 	assert.Equal(t, 64, c.bn)
 	assert.Equal(t, 2, c.wgs)
-	_, ok = wgmmaConfig(1, 5, 4096, 8, 16, 132, 128, 256, tuning{})
+	_, ok = wgmmaConfig(1, 5, 4096, 8, 16, 1, 132, 128, 256, tuning{})
 	assert.False(t, ok, "40 columns is not a wgmma N")
-	c, ok = wgmmaConfig(1, 3, 4096, 64, 16, 132, 128, 256, tuning{minTiles: -1})
+	c, ok = wgmmaConfig(1, 3, 4096, 64, 16, 1, 132, 128, 256, tuning{minTiles: -1})
 	require.True(t, ok)
 	assert.Equal(t, 64, c.bn, "three planes of 64 columns: N=192")
 }

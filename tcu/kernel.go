@@ -171,11 +171,11 @@ func (k *Kernel) withTuning(t tuning) *Kernel {
 	return &c
 }
 
-// config picks the variant for a launch whose largest product is m×n
-// with ksteps 256-bit k-steps.
-func (k *Kernel) config(a, b, m, n, ksteps int) config {
+// config picks the variant for a launch of nprob products, the largest
+// m×n with ksteps 256-bit k-steps.
+func (k *Kernel) config(a, b, m, n, ksteps, nprob int) config {
 	if k.wgmmaOK && k.force != PathMMA {
-		if c, ok := wgmmaConfig(a, b, m, n, ksteps, k.d.info.SMs, k.lbo, k.sbo, k.tune); ok {
+		if c, ok := wgmmaConfig(a, b, m, n, ksteps, nprob, k.d.info.SMs, k.lbo, k.sbo, k.tune); ok {
 			return c
 		}
 	}
@@ -348,7 +348,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		maxM, maxN, maxK = max(maxM, j.m), max(maxN, j.n), max(maxK, layoutOf(j.a).lw/stepWords)
 	}
 	a0, b0 := jobs[0].a.Bits(), jobs[0].b.Bits()
-	cfg := k.config(a0, b0, maxM, maxN, maxK)
+	cfg := k.config(a0, b0, maxM, maxN, maxK, len(jobs))
 	splits := max(k.splits, 1)
 	// Zero-tile lists first: a list with every k-step of every tile is
 	// the dense loop (the kernel then skips two dependent loads before its
