@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 )
@@ -70,6 +72,84 @@ func quantizeRowBytes(q []uint8, y []float32, rq bmm.Requant, bits int) {
 	if done < len(y) {
 		quantizeRowBytesGeneric(q[done:], y[done:], rq, bits)
 	}
+}
+
+// The block entry points run the epilogue (and the re-quantizer) of a
+// block of rows in one assembly call, with no float32 row between the two:
+// the rows of GNN inference are 10 to 64 columns wide, where a call per
+// row and step costs more than the arithmetic. Row r of each operand
+// starts at r times its stride (in elements); the rows are rows m0..
+// m0+rows-1 of the product, for RowTerm and RowScale. Each panics on
+// operands too short for the block, or strides below n.
+
+// applyRows is applyRow over a block: out[r*ldo+j] = ep.Apply(c[r*ldc+j], m0+r, j)
+// for r < rows, j < n.
+func applyRows(out []float32, ldo int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue) {
+	if !checkRows(len(out), ldo, len(c), ldc, rows, n) {
+		return
+	}
+	if !applyRowsAsm(out, ldo, c, ldc, m0, rows, n, ep) {
+		applyRowsGeneric(out, ldo, c, ldc, m0, rows, n, ep)
+	}
+}
+
+// applyQuantizeRows is the fused epilogue and re-quantizer into bytes, for
+// bits <= 8: q[r*ldq+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)),
+// as applyRow then quantizeRowBytes give. It panics when bits is not 1..8.
+func applyQuantizeRows(q []uint8, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
+	if bits < 1 || bits > 8 {
+		panic("cpu: applyQuantizeRows takes 1..8 bits")
+	}
+	if !checkRows(len(q), ldq, len(c), ldc, rows, n) {
+		return
+	}
+	if !applyQuantizeRowsAsm(q, ldq, c, ldc, m0, rows, n, ep, rq, bits) {
+		applyQuantizeRowsGeneric(q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
+	}
+}
+
+// applyQuantizeRows32 is applyQuantizeRows into uint32 codes of 1..32
+// bits, as applyRow then quantizeRow give. Widths the assembly does not
+// take (32 bits with AVX2 only) run through the row functions.
+func applyQuantizeRows32(q []uint32, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
+	if bits < 1 || bits > 32 {
+		panic("cpu: applyQuantizeRows32 takes 1..32 bits")
+	}
+	if !checkRows(len(q), ldq, len(c), ldc, rows, n) {
+		return
+	}
+	if applyQuantizeRows32Asm(q, ldq, c, ldc, m0, rows, n, ep, rq, bits) {
+		return
+	}
+	if !epUseAVX2 {
+		applyQuantizeRows32Generic(q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
+		return
+	}
+	var buf [epChunk]float32
+	for j0 := 0; j0 < n; j0 += epChunk {
+		j1 := min(n, j0+epChunk)
+		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
+		for r := 0; r < rows; r++ {
+			applyRow(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
+			quantizeRow(q[r*ldq+j0:r*ldq+j1], y, rq, bits)
+		}
+	}
+}
+
+// checkRows panics unless a block of rows×n values with strides ldd and
+// ldc fits destination and source of lengths nd and nc; it reports
+// whether the block has any value.
+func checkRows(nd, ldd, nc, ldc, rows, n int) bool {
+	if rows < 0 || n < 0 {
+		panic(fmt.Sprintf("cpu: block of %d×%d values", rows, n))
+	}
+	if rows == 0 || n == 0 {
+		return false
+	}
+	if ldd < n || ldc < n || nd < (rows-1)*ldd+n || nc < (rows-1)*ldc+n {
+		panic(fmt.Sprintf("cpu: block of %d×%d values, strides %d and %d, in %d and %d values", rows, n, ldd, ldc, nd, nc))
+	}
+	return true
 }
 
 // packBitBlock writes rows [m0, m0+rows) of an m×n matrix of values q

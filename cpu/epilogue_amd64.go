@@ -63,3 +63,84 @@ func bitPlanes8AVX512(out *uint64, q *uint32, chunks int, nbits int, ps int, ws 
 //
 //go:noescape
 func transposeBits64GFNI(a *uint64, nplanes int)
+
+// applyRowsAVX2 is applyRowsGeneric: for r < rows, j < n,
+// out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyRowsAVX2(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
+
+// applyQuantizeRows32AVX2 is applyQuantizeRows32Generic (bits <= 31): for r < rows, j < n,
+// q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyQuantizeRows32AVX2(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+
+// applyQuantizeRowsAVX2 is applyQuantizeRowsGeneric: for r < rows, j < n,
+// q[r*ldd+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyQuantizeRowsAVX2(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+
+// applyRowsAVX512 is applyRowsGeneric: for r < rows, j < n,
+// out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyRowsAVX512(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
+
+// applyQuantizeRows32AVX512 is applyQuantizeRows32Generic: for r < rows, j < n,
+// q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyQuantizeRows32AVX512(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+
+// applyQuantizeRowsAVX512 is applyQuantizeRowsGeneric: for r < rows, j < n,
+// q[r*ldd+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyQuantizeRowsAVX512(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+
+// applyRowsAVX512Y is applyRowsGeneric: for r < rows, j < n,
+// out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyRowsAVX512Y(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
+
+// applyQuantizeRows32AVX512Y is applyQuantizeRows32Generic: for r < rows, j < n,
+// q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyQuantizeRows32AVX512Y(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+
+// applyQuantizeRowsAVX512Y is applyQuantizeRowsGeneric: for r < rows, j < n,
+// q[r*ldd+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)),
+// with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
+// and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.
+// rows, n >= 1.
+//
+//go:noescape
+func applyQuantizeRowsAVX512Y(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)

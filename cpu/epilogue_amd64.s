@@ -1125,3 +1125,1662 @@ DATA transpose_spread<>+61(SB)/1, $0x2f
 DATA transpose_spread<>+62(SB)/1, $0x37
 DATA transpose_spread<>+63(SB)/1, $0x3f
 GLOBL transpose_spread<>(SB), RODATA|NOPTR, $64
+
+// func applyRowsAVX2(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
+// Requires: AVX, AVX2, SSE2
+TEXT ·applyRowsAVX2(SB), NOSPLIT, $0-120
+	VXORPS Y0, Y0, Y0
+	XORQ   AX, AX
+
+group:
+	MOVQ    n+40(FP), CX
+	SUBQ    AX, CX
+	JLE     done
+	CMPQ    CX, $0x00000008
+	JL      partial
+	MOVQ    colScale+48(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolScale
+	VMOVUPS (CX)(AX*4), Y1
+	JMP     full_havecolScale
+
+full_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X1
+	VPBROADCASTD X1, Y1
+
+full_havecolScale:
+	MOVQ    colTerm+56(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolTerm
+	VMOVUPS (CX)(AX*4), Y2
+	JMP     full_havecolTerm
+
+full_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X2
+	VPBROADCASTD X2, Y2
+
+full_havecolTerm:
+	MOVQ    colConst+64(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolConst
+	VMOVUPS (CX)(AX*4), Y3
+	JMP     full_havecolConst
+
+full_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X3
+	VPBROADCASTD X3, Y3
+
+full_havecolConst:
+	MOVQ    colBias+72(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolBias
+	VMOVUPS (CX)(AX*4), Y4
+	JMP     full_havecolBias
+
+full_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X4
+	VPBROADCASTD X4, Y4
+
+full_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   full_relu
+
+full_plain:
+	VCVTDQ2PS    (CX), Y5
+	VMULPS       Y1, Y5, Y5
+	VBROADCASTSS (DI), Y6
+	VMULPS       Y2, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VADDPS       Y3, Y5, Y5
+	VBROADCASTSS (R9), Y6
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y4, Y5, Y5
+	VMOVUPS      Y5, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          full_plain
+	JMP          full_next
+
+full_relu:
+	VCVTDQ2PS    (CX), Y5
+	VMULPS       Y1, Y5, Y5
+	VBROADCASTSS (DI), Y6
+	VMULPS       Y2, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VADDPS       Y3, Y5, Y5
+	VBROADCASTSS (R9), Y6
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y4, Y5, Y5
+	VMAXPS       Y0, Y5, Y5
+	VMOVUPS      Y5, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          full_relu
+
+full_next:
+	JMP advance
+
+partial:
+	MOVQ       $0x00000008, DX
+	SUBQ       CX, DX
+	LEAQ       epilogue_tailmask<>+0(SB), CX
+	VMOVDQU    (CX)(DX*4), Y1
+	MOVQ       colScale+48(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolScale
+	VMASKMOVPS (CX)(AX*4), Y1, Y2
+	JMP        part_havecolScale
+
+part_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X2
+	VPBROADCASTD X2, Y2
+
+part_havecolScale:
+	MOVQ       colTerm+56(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolTerm
+	VMASKMOVPS (CX)(AX*4), Y1, Y3
+	JMP        part_havecolTerm
+
+part_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X3
+	VPBROADCASTD X3, Y3
+
+part_havecolTerm:
+	MOVQ       colConst+64(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolConst
+	VMASKMOVPS (CX)(AX*4), Y1, Y4
+	JMP        part_havecolConst
+
+part_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X4
+	VPBROADCASTD X4, Y4
+
+part_havecolConst:
+	MOVQ       colBias+72(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolBias
+	VMASKMOVPS (CX)(AX*4), Y1, Y5
+	JMP        part_havecolBias
+
+part_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
+
+part_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   part_relu
+
+part_plain:
+	VMASKMOVPS   (CX), Y1, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VBROADCASTSS (DI), Y7
+	VMULPS       Y3, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y4, Y6, Y6
+	VBROADCASTSS (R9), Y7
+	VMULPS       Y7, Y6, Y6
+	VADDPS       Y5, Y6, Y6
+	VMASKMOVPS   Y6, Y1, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          part_plain
+	JMP          part_next
+
+part_relu:
+	VMASKMOVPS   (CX), Y1, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VBROADCASTSS (DI), Y7
+	VMULPS       Y3, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y4, Y6, Y6
+	VBROADCASTSS (R9), Y7
+	VMULPS       Y7, Y6, Y6
+	VADDPS       Y5, Y6, Y6
+	VMAXPS       Y0, Y6, Y6
+	VMASKMOVPS   Y6, Y1, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          part_relu
+
+part_next:
+advance:
+	ADDQ $0x00000008, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyQuantizeRows32AVX2(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// Requires: AVX, AVX2, SSE, SSE2
+TEXT ·applyQuantizeRows32AVX2(SB), NOSPLIT, $0-136
+	VXORPS       Y0, Y0, Y0
+	MOVSS        scale+120(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVSS        offset+124(FP), X2
+	VBROADCASTSS X2, Y2
+	MOVSS        maxf+128(FP), X3
+	VBROADCASTSS X3, Y3
+	MOVL         top+132(FP), AX
+	MOVD         AX, X4
+	VPBROADCASTD X4, Y4
+	XORQ         AX, AX
+
+group:
+	MOVQ    n+40(FP), CX
+	SUBQ    AX, CX
+	JLE     done
+	CMPQ    CX, $0x00000008
+	JL      partial
+	MOVQ    colScale+48(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolScale
+	VMOVUPS (CX)(AX*4), Y5
+	JMP     full_havecolScale
+
+full_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
+
+full_havecolScale:
+	MOVQ    colTerm+56(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolTerm
+	VMOVUPS (CX)(AX*4), Y6
+	JMP     full_havecolTerm
+
+full_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
+
+full_havecolTerm:
+	MOVQ    colConst+64(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolConst
+	VMOVUPS (CX)(AX*4), Y7
+	JMP     full_havecolConst
+
+full_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
+
+full_havecolConst:
+	MOVQ    colBias+72(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolBias
+	VMOVUPS (CX)(AX*4), Y8
+	JMP     full_havecolBias
+
+full_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X8
+	VPBROADCASTD X8, Y8
+
+full_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   full_relu
+
+full_plain:
+	VCVTDQ2PS    (CX), Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMINPS       Y3, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y4, Y9, Y9
+	VMOVUPS      Y9, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          full_plain
+	JMP          full_next
+
+full_relu:
+	VCVTDQ2PS    (CX), Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMINPS       Y3, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y4, Y9, Y9
+	VMOVUPS      Y9, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          full_relu
+
+full_next:
+	JMP advance
+
+partial:
+	MOVQ       $0x00000008, DX
+	SUBQ       CX, DX
+	LEAQ       epilogue_tailmask<>+0(SB), CX
+	VMOVDQU    (CX)(DX*4), Y5
+	MOVQ       colScale+48(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolScale
+	VMASKMOVPS (CX)(AX*4), Y5, Y6
+	JMP        part_havecolScale
+
+part_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
+
+part_havecolScale:
+	MOVQ       colTerm+56(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolTerm
+	VMASKMOVPS (CX)(AX*4), Y5, Y7
+	JMP        part_havecolTerm
+
+part_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
+
+part_havecolTerm:
+	MOVQ       colConst+64(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolConst
+	VMASKMOVPS (CX)(AX*4), Y5, Y8
+	JMP        part_havecolConst
+
+part_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X8
+	VPBROADCASTD X8, Y8
+
+part_havecolConst:
+	MOVQ       colBias+72(FP), CX
+	TESTQ      CX, CX
+	JZ         part_nocolBias
+	VMASKMOVPS (CX)(AX*4), Y5, Y9
+	JMP        part_havecolBias
+
+part_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X9
+	VPBROADCASTD X9, Y9
+
+part_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   part_relu
+
+part_plain:
+	VMASKMOVPS   (CX), Y5, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y10, Y10
+	VBROADCASTSS (DI), Y11
+	VMULPS       Y7, Y11, Y11
+	VADDPS       Y11, Y10, Y10
+	VADDPS       Y8, Y10, Y10
+	VBROADCASTSS (R9), Y11
+	VMULPS       Y11, Y10, Y10
+	VADDPS       Y9, Y10, Y10
+	VMULPS       Y1, Y10, Y10
+	VADDPS       Y2, Y10, Y10
+	VMAXPS       Y0, Y10, Y10
+	VMINPS       Y3, Y10, Y10
+	VCVTTPS2DQ   Y10, Y10
+	VPMINUD      Y4, Y10, Y10
+	VMASKMOVPS   Y10, Y5, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          part_plain
+	JMP          part_next
+
+part_relu:
+	VMASKMOVPS   (CX), Y5, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y10, Y10
+	VBROADCASTSS (DI), Y11
+	VMULPS       Y7, Y11, Y11
+	VADDPS       Y11, Y10, Y10
+	VADDPS       Y8, Y10, Y10
+	VBROADCASTSS (R9), Y11
+	VMULPS       Y11, Y10, Y10
+	VADDPS       Y9, Y10, Y10
+	VMAXPS       Y0, Y10, Y10
+	VMULPS       Y1, Y10, Y10
+	VADDPS       Y2, Y10, Y10
+	VMAXPS       Y0, Y10, Y10
+	VMINPS       Y3, Y10, Y10
+	VCVTTPS2DQ   Y10, Y10
+	VPMINUD      Y4, Y10, Y10
+	VMASKMOVPS   Y10, Y5, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          part_relu
+
+part_next:
+advance:
+	ADDQ $0x00000008, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyQuantizeRowsAVX2(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// Requires: AVX, AVX2, SSE, SSE2
+TEXT ·applyQuantizeRowsAVX2(SB), NOSPLIT, $0-136
+	VXORPS       Y0, Y0, Y0
+	MOVSS        scale+120(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVSS        offset+124(FP), X2
+	VBROADCASTSS X2, Y2
+	MOVSS        maxf+128(FP), X3
+	VBROADCASTSS X3, Y3
+	MOVL         top+132(FP), AX
+	MOVD         AX, X4
+	VPBROADCASTD X4, Y4
+	XORQ         AX, AX
+
+group:
+	MOVQ    n+40(FP), CX
+	SUBQ    AX, CX
+	JLE     done
+	CMPQ    CX, $0x00000008
+	JL      partial
+	MOVQ    colScale+48(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolScale
+	VMOVUPS (CX)(AX*4), Y5
+	JMP     full_havecolScale
+
+full_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
+
+full_havecolScale:
+	MOVQ    colTerm+56(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolTerm
+	VMOVUPS (CX)(AX*4), Y6
+	JMP     full_havecolTerm
+
+full_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
+
+full_havecolTerm:
+	MOVQ    colConst+64(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolConst
+	VMOVUPS (CX)(AX*4), Y7
+	JMP     full_havecolConst
+
+full_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
+
+full_havecolConst:
+	MOVQ    colBias+72(FP), CX
+	TESTQ   CX, CX
+	JZ      full_nocolBias
+	VMOVUPS (CX)(AX*4), Y8
+	JMP     full_havecolBias
+
+full_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X8
+	VPBROADCASTD X8, Y8
+
+full_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*1), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   full_relu
+
+full_plain:
+	VCVTDQ2PS    (CX), Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMINPS       Y3, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y4, Y9, Y9
+	VEXTRACTI128 $0x01, Y9, X10
+	VPACKUSDW    X10, X9, X10
+	VPACKUSWB    X10, X10, X10
+	VMOVQ        X10, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          full_plain
+	JMP          full_next
+
+full_relu:
+	VCVTDQ2PS    (CX), Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMINPS       Y3, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y4, Y9, Y9
+	VEXTRACTI128 $0x01, Y9, X10
+	VPACKUSDW    X10, X9, X10
+	VPACKUSWB    X10, X10, X10
+	VMOVQ        X10, (DX)
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	DECQ         R11
+	JNZ          full_relu
+
+full_next:
+	JMP advance
+
+partial:
+	MOVQ       $0x00000008, DX
+	SUBQ       CX, DX
+	LEAQ       epilogue_tailmask<>+0(SB), BX
+	VMOVDQU    (BX)(DX*4), Y5
+	MOVQ       colScale+48(FP), DX
+	TESTQ      DX, DX
+	JZ         part_nocolScale
+	VMASKMOVPS (DX)(AX*4), Y5, Y6
+	JMP        part_havecolScale
+
+part_nocolScale:
+	MOVL         $0x3f800000, DX
+	MOVD         DX, X6
+	VPBROADCASTD X6, Y6
+
+part_havecolScale:
+	MOVQ       colTerm+56(FP), DX
+	TESTQ      DX, DX
+	JZ         part_nocolTerm
+	VMASKMOVPS (DX)(AX*4), Y5, Y7
+	JMP        part_havecolTerm
+
+part_nocolTerm:
+	MOVL         $0x80000000, DX
+	MOVD         DX, X7
+	VPBROADCASTD X7, Y7
+
+part_havecolTerm:
+	MOVQ       colConst+64(FP), DX
+	TESTQ      DX, DX
+	JZ         part_nocolConst
+	VMASKMOVPS (DX)(AX*4), Y5, Y8
+	JMP        part_havecolConst
+
+part_nocolConst:
+	MOVL         $0x80000000, DX
+	MOVD         DX, X8
+	VPBROADCASTD X8, Y8
+
+part_havecolConst:
+	MOVQ       colBias+72(FP), DX
+	TESTQ      DX, DX
+	JZ         part_nocolBias
+	VMASKMOVPS (DX)(AX*4), Y5, Y9
+	JMP        part_havecolBias
+
+part_nocolBias:
+	MOVL         $0x80000000, DX
+	MOVD         DX, X9
+	VPBROADCASTD X9, Y9
+
+part_havecolBias:
+	MOVQ  c+16(FP), DX
+	MOVQ  dst+0(FP), BX
+	LEAQ  (DX)(AX*4), DX
+	LEAQ  (BX)(AX*1), BX
+	MOVQ  ldc+24(FP), SI
+	MOVQ  ldd+8(FP), DI
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), R8
+	MOVQ  rtStep+88(FP), R9
+	MOVQ  rowScale+96(FP), R10
+	MOVQ  rsStep+104(FP), R11
+	MOVQ  rows+32(FP), R12
+	MOVQ  flags+112(FP), R13
+	TESTQ $0x00000020, R13
+	JNZ   part_relu
+
+part_plain:
+	VMASKMOVPS   (DX), Y5, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y10, Y10
+	VBROADCASTSS (R8), Y11
+	VMULPS       Y7, Y11, Y11
+	VADDPS       Y11, Y10, Y10
+	VADDPS       Y8, Y10, Y10
+	VBROADCASTSS (R10), Y11
+	VMULPS       Y11, Y10, Y10
+	VADDPS       Y9, Y10, Y10
+	VMULPS       Y1, Y10, Y10
+	VADDPS       Y2, Y10, Y10
+	VMAXPS       Y0, Y10, Y10
+	VMINPS       Y3, Y10, Y10
+	VCVTTPS2DQ   Y10, Y10
+	VPMINUD      Y4, Y10, Y10
+	VEXTRACTI128 $0x01, Y10, X11
+	VPACKUSDW    X11, X10, X11
+	VPACKUSWB    X11, X11, X11
+	VMOVQ        X11, R13
+	MOVQ         BX, R14
+	TESTQ        $0x00000004, CX
+	JZ           part_plain_no4
+	MOVL         R13, (R14)
+	SHRQ         $0x20, R13
+	ADDQ         $0x00000004, R14
+
+part_plain_no4:
+	TESTQ $0x00000002, CX
+	JZ    part_plain_no2
+	MOVW  R13, (R14)
+	SHRQ  $0x10, R13
+	ADDQ  $0x00000002, R14
+
+part_plain_no2:
+	TESTQ $0x00000001, CX
+	JZ    part_plain_no1
+	MOVB  R13, (R14)
+
+part_plain_no1:
+	ADDQ SI, DX
+	ADDQ DI, BX
+	ADDQ R9, R8
+	ADDQ R11, R10
+	DECQ R12
+	JNZ  part_plain
+	JMP  part_next
+
+part_relu:
+	VMASKMOVPS   (DX), Y5, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y10, Y10
+	VBROADCASTSS (R8), Y11
+	VMULPS       Y7, Y11, Y11
+	VADDPS       Y11, Y10, Y10
+	VADDPS       Y8, Y10, Y10
+	VBROADCASTSS (R10), Y11
+	VMULPS       Y11, Y10, Y10
+	VADDPS       Y9, Y10, Y10
+	VMAXPS       Y0, Y10, Y10
+	VMULPS       Y1, Y10, Y10
+	VADDPS       Y2, Y10, Y10
+	VMAXPS       Y0, Y10, Y10
+	VMINPS       Y3, Y10, Y10
+	VCVTTPS2DQ   Y10, Y10
+	VPMINUD      Y4, Y10, Y10
+	VEXTRACTI128 $0x01, Y10, X11
+	VPACKUSDW    X11, X10, X11
+	VPACKUSWB    X11, X11, X11
+	VMOVQ        X11, R13
+	MOVQ         BX, R14
+	TESTQ        $0x00000004, CX
+	JZ           part_relu_no4
+	MOVL         R13, (R14)
+	SHRQ         $0x20, R13
+	ADDQ         $0x00000004, R14
+
+part_relu_no4:
+	TESTQ $0x00000002, CX
+	JZ    part_relu_no2
+	MOVW  R13, (R14)
+	SHRQ  $0x10, R13
+	ADDQ  $0x00000002, R14
+
+part_relu_no2:
+	TESTQ $0x00000001, CX
+	JZ    part_relu_no1
+	MOVB  R13, (R14)
+
+part_relu_no1:
+	ADDQ SI, DX
+	ADDQ DI, BX
+	ADDQ R9, R8
+	ADDQ R11, R10
+	DECQ R12
+	JNZ  part_relu
+
+part_next:
+advance:
+	ADDQ $0x00000008, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyRowsAVX512(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
+// Requires: AVX, AVX512F, CMOV, SSE2
+TEXT ·applyRowsAVX512(SB), NOSPLIT, $0-120
+	VPXORD Z0, Z0, Z0
+	XORQ   AX, AX
+
+group:
+	MOVQ      n+40(FP), CX
+	SUBQ      AX, CX
+	JLE       done
+	MOVQ      $0x00000010, DX
+	CMPQ      CX, DX
+	CMOVQLT   CX, DX
+	MOVQ      DX, CX
+	MOVL      $0x00000001, DX
+	SHLL      CL, DX
+	DECL      DX
+	KMOVW     DX, K1
+	MOVQ      colScale+48(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolScale
+	VMOVUPS.Z (CX)(AX*4), K1, Z1
+	JMP       g_havecolScale
+
+g_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X1
+	VPBROADCASTD X1, Z1
+
+g_havecolScale:
+	MOVQ      colTerm+56(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolTerm
+	VMOVUPS.Z (CX)(AX*4), K1, Z2
+	JMP       g_havecolTerm
+
+g_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X2
+	VPBROADCASTD X2, Z2
+
+g_havecolTerm:
+	MOVQ      colConst+64(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolConst
+	VMOVUPS.Z (CX)(AX*4), K1, Z3
+	JMP       g_havecolConst
+
+g_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X3
+	VPBROADCASTD X3, Z3
+
+g_havecolConst:
+	MOVQ      colBias+72(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolBias
+	VMOVUPS.Z (CX)(AX*4), K1, Z4
+	JMP       g_havecolBias
+
+g_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X4
+	VPBROADCASTD X4, Z4
+
+g_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   g_relu
+
+g_plain:
+	VCVTDQ2PS.Z (CX), K1, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DI), Z2, Z6
+	VADDPS      Z6, Z5, Z5
+	VADDPS      Z3, Z5, Z5
+	VMULPS.BCST (R9), Z5, Z5
+	VADDPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_plain
+	JMP         g_next
+
+g_relu:
+	VCVTDQ2PS.Z (CX), K1, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DI), Z2, Z6
+	VADDPS      Z6, Z5, Z5
+	VADDPS      Z3, Z5, Z5
+	VMULPS.BCST (R9), Z5, Z5
+	VADDPS      Z4, Z5, Z5
+	VMAXPS      Z0, Z5, Z5
+	VMOVUPS     Z5, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_relu
+
+g_next:
+	ADDQ $0x00000010, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyQuantizeRows32AVX512(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// Requires: AVX, AVX512F, CMOV, SSE, SSE2
+TEXT ·applyQuantizeRows32AVX512(SB), NOSPLIT, $0-136
+	VPXORD       Z0, Z0, Z0
+	MOVSS        scale+120(FP), X1
+	VBROADCASTSS X1, Z1
+	MOVSS        offset+124(FP), X2
+	VBROADCASTSS X2, Z2
+	MOVSS        maxf+128(FP), X3
+	VBROADCASTSS X3, Z3
+	MOVL         top+132(FP), AX
+	MOVD         AX, X4
+	VPBROADCASTD X4, Z4
+	XORQ         AX, AX
+
+group:
+	MOVQ      n+40(FP), CX
+	SUBQ      AX, CX
+	JLE       done
+	MOVQ      $0x00000010, DX
+	CMPQ      CX, DX
+	CMOVQLT   CX, DX
+	MOVQ      DX, CX
+	MOVL      $0x00000001, DX
+	SHLL      CL, DX
+	DECL      DX
+	KMOVW     DX, K1
+	MOVQ      colScale+48(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolScale
+	VMOVUPS.Z (CX)(AX*4), K1, Z5
+	JMP       g_havecolScale
+
+g_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X5
+	VPBROADCASTD X5, Z5
+
+g_havecolScale:
+	MOVQ      colTerm+56(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolTerm
+	VMOVUPS.Z (CX)(AX*4), K1, Z6
+	JMP       g_havecolTerm
+
+g_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X6
+	VPBROADCASTD X6, Z6
+
+g_havecolTerm:
+	MOVQ      colConst+64(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolConst
+	VMOVUPS.Z (CX)(AX*4), K1, Z7
+	JMP       g_havecolConst
+
+g_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X7
+	VPBROADCASTD X7, Z7
+
+g_havecolConst:
+	MOVQ      colBias+72(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolBias
+	VMOVUPS.Z (CX)(AX*4), K1, Z8
+	JMP       g_havecolBias
+
+g_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X8
+	VPBROADCASTD X8, Z8
+
+g_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   g_relu
+
+g_plain:
+	VCVTDQ2PS.Z (CX), K1, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DI), Z6, Z10
+	VADDPS      Z10, Z9, Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS.BCST (R9), Z9, Z9
+	VADDPS      Z8, Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMAXPS      Z0, Z9, Z9
+	VMINPS      Z3, Z9, Z9
+	VCVTTPS2UDQ Z9, Z9
+	VPMINUD     Z4, Z9, Z9
+	VMOVUPS     Z9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_plain
+	JMP         g_next
+
+g_relu:
+	VCVTDQ2PS.Z (CX), K1, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DI), Z6, Z10
+	VADDPS      Z10, Z9, Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS.BCST (R9), Z9, Z9
+	VADDPS      Z8, Z9, Z9
+	VMAXPS      Z0, Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMAXPS      Z0, Z9, Z9
+	VMINPS      Z3, Z9, Z9
+	VCVTTPS2UDQ Z9, Z9
+	VPMINUD     Z4, Z9, Z9
+	VMOVUPS     Z9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_relu
+
+g_next:
+	ADDQ $0x00000010, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyQuantizeRowsAVX512(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// Requires: AVX, AVX512F, CMOV, SSE, SSE2
+TEXT ·applyQuantizeRowsAVX512(SB), NOSPLIT, $0-136
+	VPXORD       Z0, Z0, Z0
+	MOVSS        scale+120(FP), X1
+	VBROADCASTSS X1, Z1
+	MOVSS        offset+124(FP), X2
+	VBROADCASTSS X2, Z2
+	MOVSS        maxf+128(FP), X3
+	VBROADCASTSS X3, Z3
+	MOVL         top+132(FP), AX
+	MOVD         AX, X4
+	VPBROADCASTD X4, Z4
+	XORQ         AX, AX
+
+group:
+	MOVQ      n+40(FP), CX
+	SUBQ      AX, CX
+	JLE       done
+	MOVQ      $0x00000010, DX
+	CMPQ      CX, DX
+	CMOVQLT   CX, DX
+	MOVQ      DX, CX
+	MOVL      $0x00000001, DX
+	SHLL      CL, DX
+	DECL      DX
+	KMOVW     DX, K1
+	MOVQ      colScale+48(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolScale
+	VMOVUPS.Z (CX)(AX*4), K1, Z5
+	JMP       g_havecolScale
+
+g_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X5
+	VPBROADCASTD X5, Z5
+
+g_havecolScale:
+	MOVQ      colTerm+56(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolTerm
+	VMOVUPS.Z (CX)(AX*4), K1, Z6
+	JMP       g_havecolTerm
+
+g_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X6
+	VPBROADCASTD X6, Z6
+
+g_havecolTerm:
+	MOVQ      colConst+64(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolConst
+	VMOVUPS.Z (CX)(AX*4), K1, Z7
+	JMP       g_havecolConst
+
+g_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X7
+	VPBROADCASTD X7, Z7
+
+g_havecolConst:
+	MOVQ      colBias+72(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolBias
+	VMOVUPS.Z (CX)(AX*4), K1, Z8
+	JMP       g_havecolBias
+
+g_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X8
+	VPBROADCASTD X8, Z8
+
+g_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*1), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   g_relu
+
+g_plain:
+	VCVTDQ2PS.Z (CX), K1, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DI), Z6, Z10
+	VADDPS      Z10, Z9, Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS.BCST (R9), Z9, Z9
+	VADDPS      Z8, Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMAXPS      Z0, Z9, Z9
+	VMINPS      Z3, Z9, Z9
+	VCVTTPS2UDQ Z9, Z9
+	VPMINUD     Z4, Z9, Z9
+	VPMOVDB     Z9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_plain
+	JMP         g_next
+
+g_relu:
+	VCVTDQ2PS.Z (CX), K1, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DI), Z6, Z10
+	VADDPS      Z10, Z9, Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS.BCST (R9), Z9, Z9
+	VADDPS      Z8, Z9, Z9
+	VMAXPS      Z0, Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMAXPS      Z0, Z9, Z9
+	VMINPS      Z3, Z9, Z9
+	VCVTTPS2UDQ Z9, Z9
+	VPMINUD     Z4, Z9, Z9
+	VPMOVDB     Z9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_relu
+
+g_next:
+	ADDQ $0x00000010, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyRowsAVX512Y(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, CMOV, SSE2
+TEXT ·applyRowsAVX512Y(SB), NOSPLIT, $0-120
+	VPXORD Y0, Y0, Y0
+	XORQ   AX, AX
+
+group:
+	MOVQ      n+40(FP), CX
+	SUBQ      AX, CX
+	JLE       done
+	MOVQ      $0x00000008, DX
+	CMPQ      CX, DX
+	CMOVQLT   CX, DX
+	MOVQ      DX, CX
+	MOVL      $0x00000001, DX
+	SHLL      CL, DX
+	DECL      DX
+	KMOVW     DX, K1
+	MOVQ      colScale+48(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolScale
+	VMOVUPS.Z (CX)(AX*4), K1, Y1
+	JMP       g_havecolScale
+
+g_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X1
+	VPBROADCASTD X1, Y1
+
+g_havecolScale:
+	MOVQ      colTerm+56(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolTerm
+	VMOVUPS.Z (CX)(AX*4), K1, Y2
+	JMP       g_havecolTerm
+
+g_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X2
+	VPBROADCASTD X2, Y2
+
+g_havecolTerm:
+	MOVQ      colConst+64(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolConst
+	VMOVUPS.Z (CX)(AX*4), K1, Y3
+	JMP       g_havecolConst
+
+g_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X3
+	VPBROADCASTD X3, Y3
+
+g_havecolConst:
+	MOVQ      colBias+72(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolBias
+	VMOVUPS.Z (CX)(AX*4), K1, Y4
+	JMP       g_havecolBias
+
+g_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X4
+	VPBROADCASTD X4, Y4
+
+g_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   g_relu
+
+g_plain:
+	VCVTDQ2PS.Z (CX), K1, Y5
+	VMULPS      Y1, Y5, Y5
+	VMULPS.BCST (DI), Y2, Y6
+	VADDPS      Y6, Y5, Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS.BCST (R9), Y5, Y5
+	VADDPS      Y4, Y5, Y5
+	VMOVUPS     Y5, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_plain
+	JMP         g_next
+
+g_relu:
+	VCVTDQ2PS.Z (CX), K1, Y5
+	VMULPS      Y1, Y5, Y5
+	VMULPS.BCST (DI), Y2, Y6
+	VADDPS      Y6, Y5, Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS.BCST (R9), Y5, Y5
+	VADDPS      Y4, Y5, Y5
+	VMAXPS      Y0, Y5, Y5
+	VMOVUPS     Y5, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_relu
+
+g_next:
+	ADDQ $0x00000008, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyQuantizeRows32AVX512Y(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, CMOV, SSE, SSE2
+TEXT ·applyQuantizeRows32AVX512Y(SB), NOSPLIT, $0-136
+	VPXORD       Y0, Y0, Y0
+	MOVSS        scale+120(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVSS        offset+124(FP), X2
+	VBROADCASTSS X2, Y2
+	MOVSS        maxf+128(FP), X3
+	VBROADCASTSS X3, Y3
+	MOVL         top+132(FP), AX
+	MOVD         AX, X4
+	VPBROADCASTD X4, Y4
+	XORQ         AX, AX
+
+group:
+	MOVQ      n+40(FP), CX
+	SUBQ      AX, CX
+	JLE       done
+	MOVQ      $0x00000008, DX
+	CMPQ      CX, DX
+	CMOVQLT   CX, DX
+	MOVQ      DX, CX
+	MOVL      $0x00000001, DX
+	SHLL      CL, DX
+	DECL      DX
+	KMOVW     DX, K1
+	MOVQ      colScale+48(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolScale
+	VMOVUPS.Z (CX)(AX*4), K1, Y5
+	JMP       g_havecolScale
+
+g_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
+
+g_havecolScale:
+	MOVQ      colTerm+56(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolTerm
+	VMOVUPS.Z (CX)(AX*4), K1, Y6
+	JMP       g_havecolTerm
+
+g_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
+
+g_havecolTerm:
+	MOVQ      colConst+64(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolConst
+	VMOVUPS.Z (CX)(AX*4), K1, Y7
+	JMP       g_havecolConst
+
+g_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
+
+g_havecolConst:
+	MOVQ      colBias+72(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolBias
+	VMOVUPS.Z (CX)(AX*4), K1, Y8
+	JMP       g_havecolBias
+
+g_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X8
+	VPBROADCASTD X8, Y8
+
+g_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*4), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	SHLQ  $0x02, SI
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   g_relu
+
+g_plain:
+	VCVTDQ2PS.Z (CX), K1, Y9
+	VMULPS      Y5, Y9, Y9
+	VMULPS.BCST (DI), Y6, Y10
+	VADDPS      Y10, Y9, Y9
+	VADDPS      Y7, Y9, Y9
+	VMULPS.BCST (R9), Y9, Y9
+	VADDPS      Y8, Y9, Y9
+	VMULPS      Y1, Y9, Y9
+	VADDPS      Y2, Y9, Y9
+	VMAXPS      Y0, Y9, Y9
+	VMINPS      Y3, Y9, Y9
+	VCVTTPS2UDQ Y9, Y9
+	VPMINUD     Y4, Y9, Y9
+	VMOVUPS     Y9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_plain
+	JMP         g_next
+
+g_relu:
+	VCVTDQ2PS.Z (CX), K1, Y9
+	VMULPS      Y5, Y9, Y9
+	VMULPS.BCST (DI), Y6, Y10
+	VADDPS      Y10, Y9, Y9
+	VADDPS      Y7, Y9, Y9
+	VMULPS.BCST (R9), Y9, Y9
+	VADDPS      Y8, Y9, Y9
+	VMAXPS      Y0, Y9, Y9
+	VMULPS      Y1, Y9, Y9
+	VADDPS      Y2, Y9, Y9
+	VMAXPS      Y0, Y9, Y9
+	VMINPS      Y3, Y9, Y9
+	VCVTTPS2UDQ Y9, Y9
+	VPMINUD     Y4, Y9, Y9
+	VMOVUPS     Y9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_relu
+
+g_next:
+	ADDQ $0x00000008, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func applyQuantizeRowsAVX512Y(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, CMOV, SSE, SSE2
+TEXT ·applyQuantizeRowsAVX512Y(SB), NOSPLIT, $0-136
+	VPXORD       Y0, Y0, Y0
+	MOVSS        scale+120(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVSS        offset+124(FP), X2
+	VBROADCASTSS X2, Y2
+	MOVSS        maxf+128(FP), X3
+	VBROADCASTSS X3, Y3
+	MOVL         top+132(FP), AX
+	MOVD         AX, X4
+	VPBROADCASTD X4, Y4
+	XORQ         AX, AX
+
+group:
+	MOVQ      n+40(FP), CX
+	SUBQ      AX, CX
+	JLE       done
+	MOVQ      $0x00000008, DX
+	CMPQ      CX, DX
+	CMOVQLT   CX, DX
+	MOVQ      DX, CX
+	MOVL      $0x00000001, DX
+	SHLL      CL, DX
+	DECL      DX
+	KMOVW     DX, K1
+	MOVQ      colScale+48(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolScale
+	VMOVUPS.Z (CX)(AX*4), K1, Y5
+	JMP       g_havecolScale
+
+g_nocolScale:
+	MOVL         $0x3f800000, CX
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
+
+g_havecolScale:
+	MOVQ      colTerm+56(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolTerm
+	VMOVUPS.Z (CX)(AX*4), K1, Y6
+	JMP       g_havecolTerm
+
+g_nocolTerm:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
+
+g_havecolTerm:
+	MOVQ      colConst+64(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolConst
+	VMOVUPS.Z (CX)(AX*4), K1, Y7
+	JMP       g_havecolConst
+
+g_nocolConst:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
+
+g_havecolConst:
+	MOVQ      colBias+72(FP), CX
+	TESTQ     CX, CX
+	JZ        g_nocolBias
+	VMOVUPS.Z (CX)(AX*4), K1, Y8
+	JMP       g_havecolBias
+
+g_nocolBias:
+	MOVL         $0x80000000, CX
+	MOVD         CX, X8
+	VPBROADCASTD X8, Y8
+
+g_havecolBias:
+	MOVQ  c+16(FP), CX
+	MOVQ  dst+0(FP), DX
+	LEAQ  (CX)(AX*4), CX
+	LEAQ  (DX)(AX*1), DX
+	MOVQ  ldc+24(FP), BX
+	MOVQ  ldd+8(FP), SI
+	SHLQ  $0x02, BX
+	MOVQ  rowTerm+80(FP), DI
+	MOVQ  rtStep+88(FP), R8
+	MOVQ  rowScale+96(FP), R9
+	MOVQ  rsStep+104(FP), R10
+	MOVQ  rows+32(FP), R11
+	MOVQ  flags+112(FP), R12
+	TESTQ $0x00000020, R12
+	JNZ   g_relu
+
+g_plain:
+	VCVTDQ2PS.Z (CX), K1, Y9
+	VMULPS      Y5, Y9, Y9
+	VMULPS.BCST (DI), Y6, Y10
+	VADDPS      Y10, Y9, Y9
+	VADDPS      Y7, Y9, Y9
+	VMULPS.BCST (R9), Y9, Y9
+	VADDPS      Y8, Y9, Y9
+	VMULPS      Y1, Y9, Y9
+	VADDPS      Y2, Y9, Y9
+	VMAXPS      Y0, Y9, Y9
+	VMINPS      Y3, Y9, Y9
+	VCVTTPS2UDQ Y9, Y9
+	VPMINUD     Y4, Y9, Y9
+	VPMOVDB     Y9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_plain
+	JMP         g_next
+
+g_relu:
+	VCVTDQ2PS.Z (CX), K1, Y9
+	VMULPS      Y5, Y9, Y9
+	VMULPS.BCST (DI), Y6, Y10
+	VADDPS      Y10, Y9, Y9
+	VADDPS      Y7, Y9, Y9
+	VMULPS.BCST (R9), Y9, Y9
+	VADDPS      Y8, Y9, Y9
+	VMAXPS      Y0, Y9, Y9
+	VMULPS      Y1, Y9, Y9
+	VADDPS      Y2, Y9, Y9
+	VMAXPS      Y0, Y9, Y9
+	VMINPS      Y3, Y9, Y9
+	VCVTTPS2UDQ Y9, Y9
+	VPMINUD     Y4, Y9, Y9
+	VPMOVDB     Y9, K1, (DX)
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	DECQ        R11
+	JNZ         g_relu
+
+g_next:
+	ADDQ $0x00000008, AX
+	JMP  group
+
+done:
+	VZEROUPPER
+	RET

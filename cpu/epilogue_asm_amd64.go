@@ -166,3 +166,102 @@ func transposeTiles(a []uint64) {
 	}
 	transposeTilesGeneric(a)
 }
+
+// epOne is the RowTerm or RowScale entry of every row where the epilogue
+// has none (the block kernels read it with stride 0).
+var epOne = float32(1)
+
+// epRowsNarrow is the widest row the block kernels run on ymm registers
+// under AVX-512 (one 8-lane vector a row does half a zmm's work); tests
+// move it to run either kernel on every width.
+var epRowsNarrow = 8
+
+// rowsArgs are the epilogue operands of a block kernel call: column
+// vectors (nil when absent), row m0's RowTerm and RowScale entries and
+// their byte strides (epOne and 0 when absent), and the flags.
+type rowsArgs struct {
+	cs, ct, cc, cb *float32
+	rt, rs         *float32
+	rtStep, rsStep int
+	flags          uint64
+}
+
+// newRowsArgs checks the epilogue against rows [m0, m0+rows) and n columns
+// (panicking as the generic loop would) and collects its operands.
+func newRowsArgs(ep *bmm.Epilogue, m0, rows, n int) rowsArgs {
+	a := rowsArgs{rt: &epOne, rs: &epOne}
+	if ep == nil {
+		return a
+	}
+	a.cs, a.cc, a.cb = colPtr(ep.ColScale, n), colPtr(ep.ColConst, n), colPtr(ep.ColBias, n)
+	if ep.RowTerm != nil {
+		a.rt, a.rtStep, a.ct = unsafe.SliceData(ep.RowTerm[m0:m0+rows]), 4, colPtr(ep.ColTerm[:n], n)
+	}
+	if ep.RowScale != nil {
+		a.rs, a.rsStep = unsafe.SliceData(ep.RowScale[m0:m0+rows]), 4
+	}
+	if ep.ReLU {
+		a.flags = epReLU
+	}
+	return a
+}
+
+// rowsISA picks the block kernel for rows of n columns: 2 for AVX-512 on
+// zmm, 1 for AVX-512 on ymm, 0 for AVX2, -1 for none.
+func rowsISA(n int) int {
+	switch {
+	case epUseAVX512 && n > epRowsNarrow:
+		return 2
+	case epUseAVX512:
+		return 1
+	case epUseAVX2:
+		return 0
+	}
+	return -1
+}
+
+// applyRowsAsm runs applyRows in one assembly call (rows, n >= 1, shapes
+// checked) and reports whether it could.
+func applyRowsAsm(out []float32, ldo int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue) bool {
+	isa := rowsISA(n)
+	if isa < 0 {
+		return false
+	}
+	a := newRowsArgs(ep, m0, rows, n)
+	kernel := [...]func(*float32, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64){
+		applyRowsAVX2, applyRowsAVX512Y, applyRowsAVX512}[isa]
+	kernel(unsafe.SliceData(out), ldo, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags)
+	return true
+}
+
+// applyQuantizeRowsAsm runs applyQuantizeRows in one assembly call (rows,
+// n >= 1, shapes and bits checked) and reports whether it could.
+func applyQuantizeRowsAsm(q []uint8, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) bool {
+	isa := rowsISA(n)
+	if isa < 0 {
+		return false
+	}
+	a := newRowsArgs(ep, m0, rows, n)
+	maxf, top := quantLimits(bits)
+	kernel := [...]func(*uint8, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, float32, uint32){
+		applyQuantizeRowsAVX2, applyQuantizeRowsAVX512Y, applyQuantizeRowsAVX512}[isa]
+	kernel(unsafe.SliceData(q), ldq, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags,
+		rq.Scale, rq.Offset, maxf, top)
+	return true
+}
+
+// applyQuantizeRows32Asm is applyQuantizeRowsAsm into uint32 codes; AVX2
+// takes bits <= 31 only.
+func applyQuantizeRows32Asm(q []uint32, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) bool {
+	isa := rowsISA(n)
+	if isa < 0 || (isa == 0 && bits > 31) {
+		return false
+	}
+	a := newRowsArgs(ep, m0, rows, n)
+	maxf, top := quantLimits(bits)
+	kernel := [...]func(*uint32, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, float32, uint32){
+		applyQuantizeRows32AVX2, applyQuantizeRows32AVX512Y, applyQuantizeRows32AVX512}[isa]
+	kernel(unsafe.SliceData(q), ldq, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags,
+		rq.Scale, rq.Offset, maxf, top)
+	return true
+}

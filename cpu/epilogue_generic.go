@@ -110,6 +110,64 @@ func quantizeRowBytesGeneric(q []uint8, y []float32, rq bmm.Requant, bits int) {
 	}
 }
 
+// epChunk is the column chunk of the generic block loops: their float32
+// rows live on the stack.
+const epChunk = 256
+
+// epColumns is ep for columns [j0, j1): its column vectors start at j0
+// (row vectors and ReLU as they are).
+func epColumns(ep *bmm.Epilogue, j0, j1 int) *bmm.Epilogue {
+	if ep == nil || j0 == 0 {
+		return ep
+	}
+	cut := func(v []float32) []float32 {
+		if v == nil {
+			return nil
+		}
+		return v[j0:j1]
+	}
+	e := *ep
+	e.ColScale, e.ColTerm, e.ColConst, e.ColBias = cut(ep.ColScale), cut(ep.ColTerm), cut(ep.ColConst), cut(ep.ColBias)
+	return &e
+}
+
+// applyRowsGeneric is applyRowGeneric over a block: out[r*ldo+j] =
+// ep.Apply(c[r*ldc+j], m0+r, j) for r < rows, j < n.
+func applyRowsGeneric(out []float32, ldo int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue) {
+	for r := 0; r < rows; r++ {
+		applyRowGeneric(out[r*ldo:r*ldo+n], c[r*ldc:r*ldc+n], m0+r, ep)
+	}
+}
+
+// applyQuantizeRowsGeneric is applyRowGeneric then quantizeRowBytesGeneric
+// over a block, through a stack row of at most epChunk values:
+// q[r*ldq+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)).
+func applyQuantizeRowsGeneric(q []uint8, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
+	var buf [epChunk]float32
+	for j0 := 0; j0 < n; j0 += epChunk {
+		j1 := min(n, j0+epChunk)
+		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
+		for r := 0; r < rows; r++ {
+			applyRowGeneric(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
+			quantizeRowBytesGeneric(q[r*ldq+j0:r*ldq+j1], y, rq, bits)
+		}
+	}
+}
+
+// applyQuantizeRows32Generic is applyQuantizeRowsGeneric into uint32 codes
+// (quantizeRowGeneric).
+func applyQuantizeRows32Generic(q []uint32, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
+	var buf [epChunk]float32
+	for j0 := 0; j0 < n; j0 += epChunk {
+		j1 := min(n, j0+epChunk)
+		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
+		for r := 0; r < rows; r++ {
+			applyRowGeneric(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
+			quantizeRowGeneric(q[r*ldq+j0:r*ldq+j1], y, rq, bits)
+		}
+	}
+}
+
 // packBitBlockGeneric is packBitBlock for any width: it writes rows [m0, m0+rows) of an m×n matrix of values q
 // (row-major, stride n) into dst's bit planes. m0 is a multiple of 64 and
 // rows <= 64, so for a column-packed dst the block is one word per line and

@@ -60,6 +60,7 @@ func main() {
 	planes(avx2, perm)
 	planes(avx512, perm)
 	transposeGFNI()
+	rowsKernels()
 	Generate()
 }
 

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The block kernels: the epilogue (and the re-quantizer) of a block of
+// rows in one call, without the float32 row in memory between them. The
+// rows of GNN inference are short (64 hidden units, 10 classes), so the
+// loops run over the columns in groups of one vector and, inside, over the
+// rows: a group's column vectors (ColScale, ColTerm, ColConst, ColBias)
+// stay in registers for all rows, and each row costs one load of products,
+// two broadcasts (RowTerm[m], RowScale[m]) and one store.
+//
+// An absent step runs as an exact identity, so that the loop has no branch
+// on the epilogue's fields: the products start as float32(int32), never
+// NaN, so t·1 is t; t + (−0) is t for every t, −0 and NaN included; an
+// absent RowTerm is 1 (a stride-0 pointer) against a ColTerm of −0; an
+// absent RowScale is 1 (stride 0). ReLU, which no identity mimics for NaN
+// and −0, selects one of two loops.
+
+// Outputs of a block kernel.
+const (
+	outFloat = iota // float32 epilogue values
+	outU32          // uint32 codes
+	outU8           // byte codes
+)
+
+// avx512y is the AVX-512 kernel on ymm registers (AVX-512 VL opmasks):
+// half the work of a zmm for rows of up to 8 columns.
+var avx512y = isa{"AVX512Y", 8, YMM, true}
+
+const (
+	bitsOne     = 0x3f800000 // float32(1)
+	bitsNegZero = 0x80000000 // float32(−0)
+)
+
+func rowsKernels() {
+	for _, s := range []isa{avx2, avx512, avx512y} {
+		for _, kind := range []int{outFloat, outU32, outU8} {
+			rowsKernel(s, kind)
+		}
+	}
+}
+
+// broadcastConst sets every lane of v to the dword bits.
+func broadcastConst(bits uint32, v VecVirtual) {
+	g := GP32()
+	MOVL(U32(bits), g)
+	x := XMM()
+	MOVD(g, x)
+	VPBROADCASTD(x, v)
+}
+
+func rowsKernel(s isa, kind int) {
+	var name, typ, elt, gen string
+	size := 4
+	switch kind {
+	case outFloat:
+		name, typ, gen = "applyRows"+s.name, "float32", "applyRowsGeneric"
+		elt = "out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j)"
+	case outU32:
+		name, typ, gen = "applyQuantizeRows32"+s.name, "uint32", "applyQuantizeRows32Generic"
+		elt = "q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)"
+	case outU8:
+		name, typ, gen, size = "applyQuantizeRows"+s.name, "uint8", "applyQuantizeRowsGeneric", 1
+		elt = "q[r*ldd+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits))"
+	}
+	sig := fmt.Sprintf("func(dst *%s, ldd int, c *int32, ldc int, rows, n int, colScale, colTerm, colConst, colBias, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64", typ)
+	if kind != outFloat {
+		sig += ", scale, offset, maxf float32, top uint32"
+	}
+	TEXT(name, NOSPLIT, sig+")")
+	Pragma("noescape")
+	bitsNote := ""
+	if kind == outU32 && !s.evex {
+		bitsNote = " (bits <= 31)"
+	}
+	Doc(fmt.Sprintf("%s is %s%s: for r < rows, j < n,", name, gen, bitsNote),
+		elt+",",
+		"with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0",
+		"and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.",
+		"rows, n >= 1.")
+
+	vec := s.vec
+	w := s.lanes
+	zero := vec()
+	clearVec(s, zero)
+	var scale, offset, maxf, top VecVirtual
+	if kind != outFloat {
+		scale, offset, maxf, top = vec(), vec(), vec(), vec()
+		VBROADCASTSS(Load(Param("scale"), XMM()), scale)
+		VBROADCASTSS(Load(Param("offset"), XMM()), offset)
+		VBROADCASTSS(Load(Param("maxf"), XMM()), maxf)
+		tx := XMM()
+		MOVD(Load(Param("top"), GP32()), tx)
+		VPBROADCASTD(tx, top)
+	}
+	j := GP64() // first column of the group
+	XORQ(j, j)
+
+	Label("group")
+	rem := Load(Param("n"), GP64())
+	SUBQ(j, rem)
+	JLE(LabelRef("done"))
+
+	// The group's lanes: an opmask, or for AVX2 the full loop (rem >= 8)
+	// or a vector mask.
+	var k Register
+	var vmask VecVirtual
+	if s.evex {
+		cnt := GP64()
+		MOVQ(U32(w), cnt)
+		CMPQ(rem, cnt)
+		CMOVQLT(rem, cnt)
+		MOVQ(cnt, RCX)
+		m := GP32()
+		MOVL(U32(1), m)
+		SHLL(CL, m)
+		DECL(m)
+		k = K()
+		KMOVW(m, k)
+	}
+
+	// group emits the loads of the column vectors and the row loops, for
+	// the lanes k selects (evex) or for full vectors (masked false) or the
+	// vmask lanes (AVX2, masked true).
+	group := func(tag string, masked bool) {
+		ld := func(m Mem, v VecVirtual) {
+			switch {
+			case s.evex:
+				VMOVUPS_Z(m, k, v)
+			case masked:
+				VMASKMOVPS(m, vmask, v)
+			default:
+				VMOVUPS(m, v)
+			}
+		}
+		col := func(param string, identity uint32) VecVirtual {
+			v := vec()
+			p := Load(Param(param), GP64())
+			absent, next := tag+"_no"+param, tag+"_have"+param
+			TESTQ(p, p)
+			JZ(LabelRef(absent))
+			ld(Mem{Base: p, Index: j, Scale: 4}, v)
+			JMP(LabelRef(next))
+			Label(absent)
+			broadcastConst(identity, v)
+			Label(next)
+			return v
+		}
+		cs := col("colScale", bitsOne)
+		ct := col("colTerm", bitsNegZero)
+		cc := col("colConst", bitsNegZero)
+		cb := col("colBias", bitsNegZero)
+
+		pc, pd := Load(Param("c"), GP64()), Load(Param("dst"), GP64())
+		LEAQ(Mem{Base: pc, Index: j, Scale: 4}, pc)
+		LEAQ(Mem{Base: pd, Index: j, Scale: uint8(size)}, pd)
+		ldc, ldd := Load(Param("ldc"), GP64()), Load(Param("ldd"), GP64())
+		SHLQ(U8(2), ldc)
+		if size == 4 {
+			SHLQ(U8(2), ldd)
+		}
+		prt, rts := Load(Param("rowTerm"), GP64()), Load(Param("rtStep"), GP64())
+		prs, rss := Load(Param("rowScale"), GP64()), Load(Param("rsStep"), GP64())
+		r := Load(Param("rows"), GP64())
+		var tailLen Register
+		if kind == outU8 && !s.evex && masked {
+			tailLen = rem
+		}
+
+		loop := func(ltag string, relu bool) {
+			Label(ltag)
+			t, u := vec(), vec()
+			switch {
+			case s.evex:
+				VCVTDQ2PS_Z(Mem{Base: pc}, k, t)
+			case masked:
+				VMASKMOVPS(Mem{Base: pc}, vmask, t)
+				VCVTDQ2PS(t, t)
+			default:
+				VCVTDQ2PS(Mem{Base: pc}, t)
+			}
+			VMULPS(cs, t, t)
+			if s.evex {
+				VMULPS_BCST(Mem{Base: prt}, ct, u)
+			} else {
+				VBROADCASTSS(Mem{Base: prt}, u)
+				VMULPS(ct, u, u)
+			}
+			VADDPS(u, t, t)
+			VADDPS(cc, t, t)
+			if s.evex {
+				VMULPS_BCST(Mem{Base: prs}, t, t)
+			} else {
+				VBROADCASTSS(Mem{Base: prs}, u)
+				VMULPS(u, t, t)
+			}
+			VADDPS(cb, t, t)
+			if relu {
+				VMAXPS(zero, t, t)
+			}
+			if kind != outFloat {
+				VMULPS(scale, t, t)
+				VADDPS(offset, t, t)
+				VMAXPS(zero, t, t) // NaN to 0
+				VMINPS(maxf, t, t)
+				if s.evex {
+					VCVTTPS2UDQ(t, t)
+				} else {
+					VCVTTPS2DQ(t, t)
+				}
+				VPMINUD(top, t, t)
+			}
+			at := Mem{Base: pd}
+			switch {
+			case kind == outU8 && s.evex:
+				VPMOVDB(t, k, at)
+			case kind == outU8:
+				h := XMM()
+				VEXTRACTI128(U8(1), t, h)
+				VPACKUSDW(h, t.AsX(), h)
+				VPACKUSWB(h, h, h)
+				if !masked {
+					VMOVQ(h, at)
+					break
+				}
+				// No byte-masked store in AVX2: the tail's 1..7 bytes
+				// go out 4, 2 and 1 at a time.
+				g, p := GP64(), GP64()
+				VMOVQ(h, g)
+				MOVQ(pd, p)
+				for _, b := range []int{4, 2, 1} {
+					skip := fmt.Sprintf("%s_no%d", ltag, b)
+					TESTQ(U32(b), tailLen)
+					JZ(LabelRef(skip))
+					switch b {
+					case 4:
+						MOVL(g.As32(), Mem{Base: p})
+						SHRQ(U8(32), g)
+					case 2:
+						MOVW(g.As16(), Mem{Base: p})
+						SHRQ(U8(16), g)
+					case 1:
+						MOVB(g.As8(), Mem{Base: p})
+					}
+					if b > 1 {
+						ADDQ(U32(b), p)
+					}
+					Label(skip)
+				}
+			case s.evex:
+				VMOVUPS(t, k, at)
+			case masked:
+				VMASKMOVPS(t, vmask, at)
+			default:
+				VMOVUPS(t, at)
+			}
+			ADDQ(ldc, pc)
+			ADDQ(ldd, pd)
+			ADDQ(rts, prt)
+			ADDQ(rss, prs)
+			DECQ(r)
+			JNZ(LabelRef(ltag))
+			JMP(LabelRef(tag + "_next"))
+		}
+		fl := Load(Param("flags"), GP64())
+		TESTQ(U32(flagReLU), fl)
+		JNZ(LabelRef(tag + "_relu"))
+		loop(tag+"_plain", false)
+		loop(tag+"_relu", true)
+		Label(tag + "_next")
+	}
+
+	if s.evex {
+		group("g", true)
+	} else {
+		CMPQ(rem, U32(w))
+		JL(LabelRef("partial"))
+		group("full", false)
+		JMP(LabelRef("advance"))
+		Label("partial")
+		from, tbl := GP64(), GP64()
+		MOVQ(U32(8), from)
+		SUBQ(rem, from)
+		LEAQ(tailMask, tbl)
+		vmask = YMM()
+		VMOVDQU(Mem{Base: tbl, Index: from, Scale: 4}, vmask)
+		group("part", true)
+		Label("advance")
+	}
+	ADDQ(U32(w), j)
+	JMP(LabelRef("group"))
+
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
