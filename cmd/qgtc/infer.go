@@ -546,8 +546,12 @@ func printInfer(w io.Writer, r *inferReport) {
 		fmt.Fprintf(w, "  training     %.1f s (fp32 + QAT, now cached under %s)\n", r.TrainMS/1000, qCacheDir())
 	}
 	fmt.Fprintf(w, "  throughput   %s nodes/s (pack + compute)\n", qGroupDigits(r.NodesPerSec))
-	fmt.Fprintf(w, "  between layers %s packed vs %s as int32+float32 (%.1fx less); weights %s\n",
-		qByteSize(int64(r.InterBytes)), qByteSize(int64(r.UnfusedBytes)), float64(r.UnfusedBytes)/math.Max(1, float64(r.InterBytes)), qByteSize(int64(r.WeightBytes)))
+	held := "packed bit planes"
+	if r.EdgeListBatches > 0 {
+		held = "bit planes and byte codes"
+	}
+	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%.1fx less); weights %s\n",
+		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), float64(r.UnfusedBytes)/math.Max(1, float64(r.InterBytes)), qByteSize(int64(r.WeightBytes)))
 	fmt.Fprintf(w, "  peak memory  %s\n", qByteSize(r.PeakBytes))
 }
 
