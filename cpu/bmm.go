@@ -467,9 +467,7 @@ func (k *Kernel) MulFloat(dst []float32, a, b *bittensor.Tensor, ep *bmm.Epilogu
 	p := newBitPlan(k, a, b)
 	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
-		for r := 0; r < m1-m0; r++ {
-			applyRow(dst[(m0+r)*n:(m0+r+1)*n], t.tile[r*n:(r+1)*n], m0+r, ep)
-		}
+		applyRows(dst[m0*n:m1*n], n, t.tile, n, m0, m1-m0, n, ep)
 	})
 	return nil
 }
@@ -494,11 +492,7 @@ func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.E
 	p.run(nil, func(t *bitTask, m0, m1 int) {
 		rows := m1 - m0
 		t.q = growSlice(t.q, rows*n)
-		t.y = growSlice(t.y, n)
-		for r := 0; r < rows; r++ {
-			applyRow(t.y, t.tile[r*n:(r+1)*n], m0+r, ep)
-			quantizeRow(t.q[r*n:(r+1)*n], t.y, rq, obits)
-		}
+		applyQuantizeRows32(t.q, n, t.tile, n, m0, rows, n, ep, rq, obits)
 		packBitBlock(dst, t.q, m0, rows, n)
 	})
 	return nil
