@@ -228,9 +228,7 @@ func AggFloat(dst []float32, a Adj, x Codes, ep *bmm.Epilogue) error {
 		return err
 	}
 	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
-		for r := 0; r < rows; r++ {
-			applyRow(dst[(v0+r)*n:(v0+r+1)*n], s.acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
-		}
+		applyRows(dst[v0*n:(v0+rows)*n], n, s.acc, x.Stride, v0, rows, n, ep)
 	})
 	return nil
 }
@@ -254,11 +252,7 @@ func AggBit(dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requ
 	obits := dst.Bits()
 	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
 		s.q = growSlice(s.q, rows*n)
-		s.y = growSlice(s.y, n)
-		for r := 0; r < rows; r++ {
-			applyRow(s.y, s.acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
-			quantizeRow(s.q[r*n:(r+1)*n], s.y, rq, obits)
-		}
+		applyQuantizeRows32(s.q, n, s.acc, x.Stride, v0, rows, n, ep, rq, obits)
 		packBitBlock(dst, s.q[:rows*n], v0, rows, n)
 	})
 	return nil
@@ -279,11 +273,7 @@ func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error
 		return err
 	}
 	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
-		s.y = growSlice(s.y, n)
-		for r := 0; r < rows; r++ {
-			applyRow(s.y, s.acc[r*x.Stride:r*x.Stride+n], v0+r, ep)
-			dst.QuantizeRow(v0+r, s.y, rq)
-		}
+		applyQuantizeRows(dst.data[v0*dst.Stride:(v0+rows)*dst.Stride], dst.Stride, s.acc, x.Stride, v0, rows, n, ep, rq, dst.Bits)
 	})
 	return nil
 }
@@ -418,11 +408,7 @@ func (k *Kernel) MulCodes(dst Codes, a, b *bittensor.Tensor, ep *bmm.Epilogue, r
 	p := newBitPlan(k, a, b)
 	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
-		t.y = growSlice(t.y, n)
-		for r := 0; r < m1-m0; r++ {
-			applyRow(t.y, t.tile[r*n:(r+1)*n], m0+r, ep)
-			dst.QuantizeRow(m0+r, t.y, rq)
-		}
+		applyQuantizeRows(dst.data[m0*dst.Stride:m1*dst.Stride], dst.Stride, t.tile, n, m0, m1-m0, n, ep, rq, dst.Bits)
 	})
 	return nil
 }
