@@ -86,3 +86,57 @@ func BenchmarkPackBitBlock(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyQuantizeRows times the fused epilogue and 4-bit
+// re-quantization of a block of 64 rows into byte codes, per element:
+// impl=rows is the loop of applyRow and quantizeRowBytes that the
+// aggregations ran per row, impl=block one applyQuantizeRows call (the
+// kernel cpuid picks), and block-<kernel> each block kernel forced.
+// Strides are those of the aggregation scratch and Codes (16-aligned).
+//
+//	go test -run '^$' -bench ApplyQuantizeRows ./cpu
+func BenchmarkApplyQuantizeRows(b *testing.B) {
+	const rows, bits = 64, 4
+	for _, n := range []int{5, 10, 16, 64, 256} {
+		ld := (n + 15) / 16 * 16
+		r := rand.New(rand.NewPCG(5, 5))
+		vec := func(k int) []float32 {
+			v := make([]float32, k)
+			for j := range v {
+				v[j] = float32(r.NormFloat64())
+			}
+			return v
+		}
+		c := make([]int32, rows*ld)
+		for j := range c {
+			c[j] = int32(r.IntN(4001) - 2000)
+		}
+		ep := &bmm.Epilogue{ColScale: vec(n), RowTerm: vec(rows), ColTerm: vec(n), ColConst: vec(n), RowScale: vec(rows), ColBias: vec(n), ReLU: true}
+		rq := bmm.Requant{Scale: 0.7, Offset: 3}
+		q, y := make([]uint8, rows*ld), make([]float32, n)
+		impls := []struct{ name, path string }{{"rows", ""}, {"block", ""}}
+		for _, impl := range rowsImpls()[1:] {
+			impls = append(impls, struct{ name, path string }{"block-" + impl, impl})
+		}
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("n=%d/rows=%d/impl=%s", n, rows, impl.name), func(b *testing.B) {
+				if impl.path != "" {
+					useRowsImpl(b, impl.path)
+				}
+				b.SetBytes(int64(4 * rows * n))
+				b.ReportAllocs()
+				for b.Loop() {
+					if impl.name == "rows" {
+						for i := 0; i < rows; i++ {
+							applyRow(y, c[i*ld:i*ld+n], i, ep)
+							quantizeRowBytes(q[i*ld:i*ld+n], y, rq, bits)
+						}
+						continue
+					}
+					applyQuantizeRows(q, ld, c, ld, 0, rows, n, ep, rq, bits)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/elem")
+			})
+		}
+	}
+}
