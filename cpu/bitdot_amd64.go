@@ -34,98 +34,122 @@ func popcntRow4AVX512(out *int32, ldo int, a *uint64, lda int, aps int, abits in
 //go:noescape
 func popcntRow4AVX2(out *int32, ldo int, a *uint64, lda int, aps int, abits int, b *uint64, ldb int, bps int, bbits int, ncols int, nrows int)
 
-// vertAVX512R4G4 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
+// vertAVX512R4G4 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 4 rows × 32 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 4), c < 8·ngroups (ngroups a multiple of 4).
 //
 //go:noescape
 func vertAVX512R4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// vertAVX512R1G4 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
+// vertAVX512R1G4 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 1 rows × 32 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 8·ngroups (ngroups a multiple of 4).
 //
 //go:noescape
 func vertAVX512R1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// vertAVX512R8G2 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
+// vertAVX512R8G2 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 8 rows × 16 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 8), c < 8·ngroups (ngroups a multiple of 2).
 //
 //go:noescape
 func vertAVX512R8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// vertAVX512R1G2 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
+// vertAVX512R1G2 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 1 rows × 16 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 8·ngroups (ngroups a multiple of 2).
 //
 //go:noescape
 func vertAVX512R1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// vertAVX512R8G1 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
+// vertAVX512R8G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 8 rows × 8 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 8), c < 8·ngroups (ngroups a multiple of 1).
 //
 //go:noescape
 func vertAVX512R8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// vertAVX512R1G1 is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of
+// vertAVX512R1G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
 // 1 rows × 8 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 8·ngroups (ngroups a multiple of 1).
 //
 //go:noescape
 func vertAVX512R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// vertAVX2R4G1 is the vertical short-K kernel (see vertRowGeneric), AVX2 vpshufb popcount, tiles of
+// vertAVX2R4G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX2 vpshufb popcount, tiles of
 // 4 rows × 4 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 4), c < 4·ngroups (ngroups a multiple of 1); kw <= 31.
 //
 //go:noescape
 func vertAVX2R4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// vertAVX2R1G1 is the vertical short-K kernel (see vertRowGeneric), AVX2 vpshufb popcount, tiles of
+// vertAVX2R1G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX2 vpshufb popcount, tiles of
 // 1 rows × 4 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
 // for r < nrows (a multiple of 1), c < 4·ngroups (ngroups a multiple of 1); kw <= 31.
 //
 //go:noescape
 func vertAVX2R1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint64, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX512DR4G4 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
+// 4 rows × 64 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 4), c < 16·ngroups (ngroups a multiple of 4).
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX512DR4G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX512DR1G4 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
+// 1 rows × 64 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 1), c < 16·ngroups (ngroups a multiple of 4).
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX512DR1G4(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX512DR8G2 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
+// 8 rows × 32 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 8), c < 16·ngroups (ngroups a multiple of 2).
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX512DR8G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX512DR1G2 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
+// 1 rows × 32 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 1), c < 16·ngroups (ngroups a multiple of 2).
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX512DR1G2(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX512DR8G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
+// 8 rows × 16 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 8), c < 16·ngroups (ngroups a multiple of 1).
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX512DR8G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX512DR1G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of
+// 1 rows × 16 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 1), c < 16·ngroups (ngroups a multiple of 1).
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX512DR1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX2DR4G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX2 vpshufb popcount, tiles of
+// 4 rows × 8 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 4), c < 8·ngroups (ngroups a multiple of 1); kw <= 15.
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX2DR4G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)
 
-// Lanes of 32 bits: bt holds half-words (see vertGeneric32).
+// vertAVX2DR1G1 is the vertical short-K kernel (the Go loop vertGeneric), AVX2 vpshufb popcount, tiles of
+// 1 rows × 8 columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)
+// for r < nrows (a multiple of 1), c < 8·ngroups (ngroups a multiple of 1); kw <= 15.
+// Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).
 //
 //go:noescape
 func vertAVX2DR1G1(out *int32, ldo int, a *uint64, lda int, pairs *int64, npairs int, bt *uint32, wstride int, kw int, ngroups int, nrows int, set int)

@@ -57,18 +57,19 @@ func vertKernel(avx512, dword bool, R, G int, lut, low, ones8, ones16 Mem) {
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	if avx512 {
-		Doc(name+" is the vertical short-K kernel (see vertRowGeneric), AVX-512 VPOPCNTDQ, tiles of",
-			fmt.Sprintf("%d rows × %d columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)", R, G*vc),
-			fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d).", R, vc, G))
-	} else {
-		Doc(name+" is the vertical short-K kernel (see vertRowGeneric), AVX2 vpshufb popcount, tiles of",
-			fmt.Sprintf("%d rows × %d columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)", R, G*vc),
-			fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d); kw <= %d.", R, vc, G, map[bool]int{false: 31, true: 15}[dword]))
+	doc := []string{
+		name + " is the vertical short-K kernel (the Go loop vertGeneric), AVX-512 VPOPCNTDQ, tiles of",
+		fmt.Sprintf("%d rows × %d columns: out[r*ldo+c] += Σ_(i,j) popcount(A_i[r][0:kw] & B_j[c][0:kw]) << (i+j)", R, G*vc),
+		fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d).", R, vc, G),
+	}
+	if !avx512 {
+		doc[0] = name + " is the vertical short-K kernel (the Go loop vertGeneric), AVX2 vpshufb popcount, tiles of"
+		doc[2] = fmt.Sprintf("for r < nrows (a multiple of %d), c < %d·ngroups (ngroups a multiple of %d); kw <= %d.", R, vc, G, map[bool]int{false: 31, true: 15}[dword])
 	}
 	if dword {
-		Doc("Lanes of 32 bits: bt holds half-words (see vertGeneric32).")
+		doc = append(doc, "Lanes of 32 bits: bt holds half-words (vertGeneric[uint32]).")
 	}
+	Doc(doc...)
 	log2 := map[int]uint8{1: 0, 2: 1, 4: 2, 8: 3}
 	outG, btG, gb, outRow, aRow, rb := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	var mask, table, zero VecVirtual
