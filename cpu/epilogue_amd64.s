@@ -1204,6 +1204,8 @@ full_havecolBias:
 	JNZ   full_relu
 
 full_plain:
+	CMPQ         R11, $0x02
+	JL           full_plain_last
 	VCVTDQ2PS    (CX), Y5
 	VMULPS       Y1, Y5, Y5
 	VBROADCASTSS (DI), Y6
@@ -1214,15 +1216,45 @@ full_plain:
 	VMULPS       Y6, Y5, Y5
 	VADDPS       Y4, Y5, Y5
 	VMOVUPS      Y5, (DX)
+	VCVTDQ2PS    (CX)(BX*1), Y5
+	VMULPS       Y1, Y5, Y5
+	VBROADCASTSS (DI)(R8*1), Y6
+	VMULPS       Y2, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VADDPS       Y3, Y5, Y5
+	VBROADCASTSS (R9)(R10*1), Y6
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y4, Y5, Y5
+	VMOVUPS      Y5, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          full_plain
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          full_plain
+
+full_plain_last:
+	TESTQ        R11, R11
+	JZ           full_next
+	VCVTDQ2PS    (CX), Y5
+	VMULPS       Y1, Y5, Y5
+	VBROADCASTSS (DI), Y1
+	VMULPS       Y2, Y1, Y1
+	VADDPS       Y1, Y5, Y5
+	VADDPS       Y3, Y5, Y5
+	VBROADCASTSS (R9), Y1
+	VMULPS       Y1, Y5, Y5
+	VADDPS       Y4, Y5, Y5
+	VMOVUPS      Y5, (DX)
 	JMP          full_next
 
 full_relu:
+	CMPQ         R11, $0x02
+	JL           full_relu_last
 	VCVTDQ2PS    (CX), Y5
 	VMULPS       Y1, Y5, Y5
 	VBROADCASTSS (DI), Y6
@@ -1234,12 +1266,42 @@ full_relu:
 	VADDPS       Y4, Y5, Y5
 	VMAXPS       Y0, Y5, Y5
 	VMOVUPS      Y5, (DX)
+	VCVTDQ2PS    (CX)(BX*1), Y5
+	VMULPS       Y1, Y5, Y5
+	VBROADCASTSS (DI)(R8*1), Y6
+	VMULPS       Y2, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VADDPS       Y3, Y5, Y5
+	VBROADCASTSS (R9)(R10*1), Y6
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y4, Y5, Y5
+	VMAXPS       Y0, Y5, Y5
+	VMOVUPS      Y5, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          full_relu
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          full_relu
+
+full_relu_last:
+	TESTQ        R11, R11
+	JZ           full_next
+	VCVTDQ2PS    (CX), Y5
+	VMULPS       Y1, Y5, Y5
+	VBROADCASTSS (DI), Y1
+	VMULPS       Y2, Y1, Y1
+	VADDPS       Y1, Y5, Y5
+	VADDPS       Y3, Y5, Y5
+	VBROADCASTSS (R9), Y1
+	VMULPS       Y1, Y5, Y5
+	VADDPS       Y4, Y5, Y5
+	VMAXPS       Y0, Y5, Y5
+	VMOVUPS      Y5, (DX)
 
 full_next:
 	JMP advance
@@ -1315,6 +1377,8 @@ part_havecolBias:
 	JNZ   part_relu
 
 part_plain:
+	CMPQ         R11, $0x02
+	JL           part_plain_last
 	VMASKMOVPS   (CX), Y1, Y6
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       Y2, Y6, Y6
@@ -1326,15 +1390,47 @@ part_plain:
 	VMULPS       Y7, Y6, Y6
 	VADDPS       Y5, Y6, Y6
 	VMASKMOVPS   Y6, Y1, (DX)
+	VMASKMOVPS   (CX)(BX*1), Y1, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VBROADCASTSS (DI)(R8*1), Y7
+	VMULPS       Y3, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y4, Y6, Y6
+	VBROADCASTSS (R9)(R10*1), Y7
+	VMULPS       Y7, Y6, Y6
+	VADDPS       Y5, Y6, Y6
+	VMASKMOVPS   Y6, Y1, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          part_plain
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          part_plain
+
+part_plain_last:
+	TESTQ        R11, R11
+	JZ           part_next
+	VMASKMOVPS   (CX), Y1, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VBROADCASTSS (DI), Y2
+	VMULPS       Y3, Y2, Y2
+	VADDPS       Y2, Y6, Y6
+	VADDPS       Y4, Y6, Y6
+	VBROADCASTSS (R9), Y2
+	VMULPS       Y2, Y6, Y6
+	VADDPS       Y5, Y6, Y6
+	VMASKMOVPS   Y6, Y1, (DX)
 	JMP          part_next
 
 part_relu:
+	CMPQ         R11, $0x02
+	JL           part_relu_last
 	VMASKMOVPS   (CX), Y1, Y6
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       Y2, Y6, Y6
@@ -1347,12 +1443,44 @@ part_relu:
 	VADDPS       Y5, Y6, Y6
 	VMAXPS       Y0, Y6, Y6
 	VMASKMOVPS   Y6, Y1, (DX)
+	VMASKMOVPS   (CX)(BX*1), Y1, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VBROADCASTSS (DI)(R8*1), Y7
+	VMULPS       Y3, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y4, Y6, Y6
+	VBROADCASTSS (R9)(R10*1), Y7
+	VMULPS       Y7, Y6, Y6
+	VADDPS       Y5, Y6, Y6
+	VMAXPS       Y0, Y6, Y6
+	VMASKMOVPS   Y6, Y1, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          part_relu
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          part_relu
+
+part_relu_last:
+	TESTQ        R11, R11
+	JZ           part_next
+	VMASKMOVPS   (CX), Y1, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VBROADCASTSS (DI), Y2
+	VMULPS       Y3, Y2, Y2
+	VADDPS       Y2, Y6, Y6
+	VADDPS       Y4, Y6, Y6
+	VBROADCASTSS (R9), Y2
+	VMULPS       Y2, Y6, Y6
+	VADDPS       Y5, Y6, Y6
+	VMAXPS       Y0, Y6, Y6
+	VMASKMOVPS   Y6, Y1, (DX)
 
 part_next:
 advance:
@@ -1363,19 +1491,17 @@ done:
 	VZEROUPPER
 	RET
 
-// func applyQuantizeRows32AVX2(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// func applyQuantizeRows32AVX2(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, top uint32)
 // Requires: AVX, AVX2, SSE, SSE2
-TEXT ·applyQuantizeRows32AVX2(SB), NOSPLIT, $0-136
+TEXT ·applyQuantizeRows32AVX2(SB), NOSPLIT, $0-132
 	VXORPS       Y0, Y0, Y0
 	MOVSS        scale+120(FP), X1
 	VBROADCASTSS X1, Y1
 	MOVSS        offset+124(FP), X2
 	VBROADCASTSS X2, Y2
-	MOVSS        maxf+128(FP), X3
-	VBROADCASTSS X3, Y3
-	MOVL         top+132(FP), AX
-	MOVD         AX, X4
-	VPBROADCASTD X4, Y4
+	MOVL         top+128(FP), AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Y3
 	XORQ         AX, AX
 
 group:
@@ -1387,49 +1513,49 @@ group:
 	MOVQ    colScale+48(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolScale
-	VMOVUPS (CX)(AX*4), Y5
+	VMOVUPS (CX)(AX*4), Y4
 	JMP     full_havecolScale
 
 full_nocolScale:
 	MOVL         $0x3f800000, CX
-	MOVD         CX, X5
-	VPBROADCASTD X5, Y5
+	MOVD         CX, X4
+	VPBROADCASTD X4, Y4
 
 full_havecolScale:
 	MOVQ    colTerm+56(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolTerm
-	VMOVUPS (CX)(AX*4), Y6
+	VMOVUPS (CX)(AX*4), Y5
 	JMP     full_havecolTerm
 
 full_nocolTerm:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X6
-	VPBROADCASTD X6, Y6
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
 
 full_havecolTerm:
 	MOVQ    colConst+64(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolConst
-	VMOVUPS (CX)(AX*4), Y7
+	VMOVUPS (CX)(AX*4), Y6
 	JMP     full_havecolConst
 
 full_nocolConst:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X7
-	VPBROADCASTD X7, Y7
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
 
 full_havecolConst:
 	MOVQ    colBias+72(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolBias
-	VMOVUPS (CX)(AX*4), Y8
+	VMOVUPS (CX)(AX*4), Y7
 	JMP     full_havecolBias
 
 full_nocolBias:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X8
-	VPBROADCASTD X8, Y8
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
 
 full_havecolBias:
 	MOVQ  c+16(FP), CX
@@ -1450,54 +1576,134 @@ full_havecolBias:
 	JNZ   full_relu
 
 full_plain:
-	VCVTDQ2PS    (CX), Y9
+	CMPQ         R11, $0x02
+	JL           full_plain_last
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y9
 	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (DI), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMINPS       Y3, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y4, Y9, Y9
-	VMOVUPS      Y9, (DX)
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VMOVUPS      Y8, (DX)
+	VCVTDQ2PS    (CX)(BX*1), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI)(R8*1), Y9
+	VMULPS       Y5, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9)(R10*1), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VMOVUPS      Y8, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          full_plain
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          full_plain
+
+full_plain_last:
+	TESTQ        R11, R11
+	JZ           full_next
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y4
+	VMULPS       Y5, Y4, Y4
+	VADDPS       Y4, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y4
+	VMULPS       Y4, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VMOVUPS      Y8, (DX)
 	JMP          full_next
 
 full_relu:
-	VCVTDQ2PS    (CX), Y9
+	CMPQ         R11, $0x02
+	JL           full_relu_last
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y9
 	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (DI), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMINPS       Y3, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y4, Y9, Y9
-	VMOVUPS      Y9, (DX)
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VMOVUPS      Y8, (DX)
+	VCVTDQ2PS    (CX)(BX*1), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI)(R8*1), Y9
+	VMULPS       Y5, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9)(R10*1), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VMOVUPS      Y8, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          full_relu
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          full_relu
+
+full_relu_last:
+	TESTQ        R11, R11
+	JZ           full_next
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y4
+	VMULPS       Y5, Y4, Y4
+	VADDPS       Y4, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y4
+	VMULPS       Y4, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VMOVUPS      Y8, (DX)
 
 full_next:
 	JMP advance
@@ -1506,53 +1712,53 @@ partial:
 	MOVQ       $0x00000008, DX
 	SUBQ       CX, DX
 	LEAQ       epilogue_tailmask<>+0(SB), CX
-	VMOVDQU    (CX)(DX*4), Y5
+	VMOVDQU    (CX)(DX*4), Y4
 	MOVQ       colScale+48(FP), CX
 	TESTQ      CX, CX
 	JZ         part_nocolScale
-	VMASKMOVPS (CX)(AX*4), Y5, Y6
+	VMASKMOVPS (CX)(AX*4), Y4, Y5
 	JMP        part_havecolScale
 
 part_nocolScale:
 	MOVL         $0x3f800000, CX
-	MOVD         CX, X6
-	VPBROADCASTD X6, Y6
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
 
 part_havecolScale:
 	MOVQ       colTerm+56(FP), CX
 	TESTQ      CX, CX
 	JZ         part_nocolTerm
-	VMASKMOVPS (CX)(AX*4), Y5, Y7
+	VMASKMOVPS (CX)(AX*4), Y4, Y6
 	JMP        part_havecolTerm
 
 part_nocolTerm:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X7
-	VPBROADCASTD X7, Y7
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
 
 part_havecolTerm:
 	MOVQ       colConst+64(FP), CX
 	TESTQ      CX, CX
 	JZ         part_nocolConst
-	VMASKMOVPS (CX)(AX*4), Y5, Y8
+	VMASKMOVPS (CX)(AX*4), Y4, Y7
 	JMP        part_havecolConst
 
 part_nocolConst:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X8
-	VPBROADCASTD X8, Y8
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
 
 part_havecolConst:
 	MOVQ       colBias+72(FP), CX
 	TESTQ      CX, CX
 	JZ         part_nocolBias
-	VMASKMOVPS (CX)(AX*4), Y5, Y9
+	VMASKMOVPS (CX)(AX*4), Y4, Y8
 	JMP        part_havecolBias
 
 part_nocolBias:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X9
-	VPBROADCASTD X9, Y9
+	MOVD         CX, X8
+	VPBROADCASTD X8, Y8
 
 part_havecolBias:
 	MOVQ  c+16(FP), CX
@@ -1573,56 +1779,140 @@ part_havecolBias:
 	JNZ   part_relu
 
 part_plain:
-	VMASKMOVPS   (CX), Y5, Y10
-	VCVTDQ2PS    Y10, Y10
+	CMPQ         R11, $0x02
+	JL           part_plain_last
+	VMASKMOVPS   (CX), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y10
 	VMULPS       Y6, Y10, Y10
-	VBROADCASTSS (DI), Y11
-	VMULPS       Y7, Y11, Y11
-	VADDPS       Y11, Y10, Y10
-	VADDPS       Y8, Y10, Y10
-	VBROADCASTSS (R9), Y11
-	VMULPS       Y11, Y10, Y10
-	VADDPS       Y9, Y10, Y10
-	VMULPS       Y1, Y10, Y10
-	VADDPS       Y2, Y10, Y10
-	VMAXPS       Y0, Y10, Y10
-	VMINPS       Y3, Y10, Y10
-	VCVTTPS2DQ   Y10, Y10
-	VPMINUD      Y4, Y10, Y10
-	VMASKMOVPS   Y10, Y5, (DX)
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VMASKMOVPS   Y9, Y4, (DX)
+	VMASKMOVPS   (CX)(BX*1), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI)(R8*1), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9)(R10*1), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VMASKMOVPS   Y9, Y4, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          part_plain
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          part_plain
+
+part_plain_last:
+	TESTQ        R11, R11
+	JZ           part_next
+	VMASKMOVPS   (CX), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y5
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y5, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y5
+	VMULPS       Y5, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VMASKMOVPS   Y9, Y4, (DX)
 	JMP          part_next
 
 part_relu:
-	VMASKMOVPS   (CX), Y5, Y10
-	VCVTDQ2PS    Y10, Y10
+	CMPQ         R11, $0x02
+	JL           part_relu_last
+	VMASKMOVPS   (CX), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y10
 	VMULPS       Y6, Y10, Y10
-	VBROADCASTSS (DI), Y11
-	VMULPS       Y7, Y11, Y11
-	VADDPS       Y11, Y10, Y10
-	VADDPS       Y8, Y10, Y10
-	VBROADCASTSS (R9), Y11
-	VMULPS       Y11, Y10, Y10
-	VADDPS       Y9, Y10, Y10
-	VMAXPS       Y0, Y10, Y10
-	VMULPS       Y1, Y10, Y10
-	VADDPS       Y2, Y10, Y10
-	VMAXPS       Y0, Y10, Y10
-	VMINPS       Y3, Y10, Y10
-	VCVTTPS2DQ   Y10, Y10
-	VPMINUD      Y4, Y10, Y10
-	VMASKMOVPS   Y10, Y5, (DX)
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VMASKMOVPS   Y9, Y4, (DX)
+	VMASKMOVPS   (CX)(BX*1), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI)(R8*1), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9)(R10*1), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VMASKMOVPS   Y9, Y4, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          part_relu
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          part_relu
+
+part_relu_last:
+	TESTQ        R11, R11
+	JZ           part_next
+	VMASKMOVPS   (CX), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (DI), Y5
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y5, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R9), Y5
+	VMULPS       Y5, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VMASKMOVPS   Y9, Y4, (DX)
 
 part_next:
 advance:
@@ -1633,19 +1923,17 @@ done:
 	VZEROUPPER
 	RET
 
-// func applyQuantizeRowsAVX2(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// func applyQuantizeRowsAVX2(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, top uint32)
 // Requires: AVX, AVX2, SSE, SSE2
-TEXT ·applyQuantizeRowsAVX2(SB), NOSPLIT, $0-136
+TEXT ·applyQuantizeRowsAVX2(SB), NOSPLIT, $0-132
 	VXORPS       Y0, Y0, Y0
 	MOVSS        scale+120(FP), X1
 	VBROADCASTSS X1, Y1
 	MOVSS        offset+124(FP), X2
 	VBROADCASTSS X2, Y2
-	MOVSS        maxf+128(FP), X3
-	VBROADCASTSS X3, Y3
-	MOVL         top+132(FP), AX
-	MOVD         AX, X4
-	VPBROADCASTD X4, Y4
+	MOVL         top+128(FP), AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Y3
 	XORQ         AX, AX
 
 group:
@@ -1657,49 +1945,49 @@ group:
 	MOVQ    colScale+48(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolScale
-	VMOVUPS (CX)(AX*4), Y5
+	VMOVUPS (CX)(AX*4), Y4
 	JMP     full_havecolScale
 
 full_nocolScale:
 	MOVL         $0x3f800000, CX
-	MOVD         CX, X5
-	VPBROADCASTD X5, Y5
+	MOVD         CX, X4
+	VPBROADCASTD X4, Y4
 
 full_havecolScale:
 	MOVQ    colTerm+56(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolTerm
-	VMOVUPS (CX)(AX*4), Y6
+	VMOVUPS (CX)(AX*4), Y5
 	JMP     full_havecolTerm
 
 full_nocolTerm:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X6
-	VPBROADCASTD X6, Y6
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
 
 full_havecolTerm:
 	MOVQ    colConst+64(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolConst
-	VMOVUPS (CX)(AX*4), Y7
+	VMOVUPS (CX)(AX*4), Y6
 	JMP     full_havecolConst
 
 full_nocolConst:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X7
-	VPBROADCASTD X7, Y7
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
 
 full_havecolConst:
 	MOVQ    colBias+72(FP), CX
 	TESTQ   CX, CX
 	JZ      full_nocolBias
-	VMOVUPS (CX)(AX*4), Y8
+	VMOVUPS (CX)(AX*4), Y7
 	JMP     full_havecolBias
 
 full_nocolBias:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X8
-	VPBROADCASTD X8, Y8
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
 
 full_havecolBias:
 	MOVQ  c+16(FP), CX
@@ -1719,60 +2007,152 @@ full_havecolBias:
 	JNZ   full_relu
 
 full_plain:
-	VCVTDQ2PS    (CX), Y9
+	CMPQ         R11, $0x02
+	JL           full_plain_last
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y9
 	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (DI), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMINPS       Y3, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y4, Y9, Y9
-	VEXTRACTI128 $0x01, Y9, X10
-	VPACKUSDW    X10, X9, X10
-	VPACKUSWB    X10, X10, X10
-	VMOVQ        X10, (DX)
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X9
+	VPACKUSDW    X9, X8, X9
+	VPACKUSWB    X9, X9, X9
+	VMOVQ        X9, (DX)
+	VCVTDQ2PS    (CX)(BX*1), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI)(R8*1), Y9
+	VMULPS       Y5, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9)(R10*1), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X9
+	VPACKUSDW    X9, X8, X9
+	VPACKUSWB    X9, X9, X9
+	VMOVQ        X9, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          full_plain
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          full_plain
+
+full_plain_last:
+	TESTQ        R11, R11
+	JZ           full_next
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y4
+	VMULPS       Y5, Y4, Y4
+	VADDPS       Y4, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y4
+	VMULPS       Y4, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X4
+	VPACKUSDW    X4, X8, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DX)
 	JMP          full_next
 
 full_relu:
-	VCVTDQ2PS    (CX), Y9
+	CMPQ         R11, $0x02
+	JL           full_relu_last
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y9
 	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (DI), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMINPS       Y3, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y4, Y9, Y9
-	VEXTRACTI128 $0x01, Y9, X10
-	VPACKUSDW    X10, X9, X10
-	VPACKUSWB    X10, X10, X10
-	VMOVQ        X10, (DX)
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X9
+	VPACKUSDW    X9, X8, X9
+	VPACKUSWB    X9, X9, X9
+	VMOVQ        X9, (DX)
+	VCVTDQ2PS    (CX)(BX*1), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI)(R8*1), Y9
+	VMULPS       Y5, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9)(R10*1), Y9
+	VMULPS       Y9, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X9
+	VPACKUSDW    X9, X8, X9
+	VPACKUSWB    X9, X9, X9
+	VMOVQ        X9, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
 	ADDQ         R10, R9
-	DECQ         R11
-	JNZ          full_relu
+	ADDQ         BX, CX
+	ADDQ         SI, DX
+	ADDQ         R8, DI
+	ADDQ         R10, R9
+	SUBQ         $0x02, R11
+	JMP          full_relu
+
+full_relu_last:
+	TESTQ        R11, R11
+	JZ           full_next
+	VCVTDQ2PS    (CX), Y8
+	VMULPS       Y4, Y8, Y8
+	VBROADCASTSS (DI), Y4
+	VMULPS       Y5, Y4, Y4
+	VADDPS       Y4, Y8, Y8
+	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (R9), Y4
+	VMULPS       Y4, Y8, Y8
+	VADDPS       Y7, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VMAXPS       Y0, Y8, Y8
+	VCVTTPS2DQ   Y8, Y8
+	VPMINUD      Y3, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X4
+	VPACKUSDW    X4, X8, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DX)
 
 full_next:
 	JMP advance
@@ -1781,53 +2161,53 @@ partial:
 	MOVQ       $0x00000008, DX
 	SUBQ       CX, DX
 	LEAQ       epilogue_tailmask<>+0(SB), BX
-	VMOVDQU    (BX)(DX*4), Y5
+	VMOVDQU    (BX)(DX*4), Y4
 	MOVQ       colScale+48(FP), DX
 	TESTQ      DX, DX
 	JZ         part_nocolScale
-	VMASKMOVPS (DX)(AX*4), Y5, Y6
+	VMASKMOVPS (DX)(AX*4), Y4, Y5
 	JMP        part_havecolScale
 
 part_nocolScale:
 	MOVL         $0x3f800000, DX
-	MOVD         DX, X6
-	VPBROADCASTD X6, Y6
+	MOVD         DX, X5
+	VPBROADCASTD X5, Y5
 
 part_havecolScale:
 	MOVQ       colTerm+56(FP), DX
 	TESTQ      DX, DX
 	JZ         part_nocolTerm
-	VMASKMOVPS (DX)(AX*4), Y5, Y7
+	VMASKMOVPS (DX)(AX*4), Y4, Y6
 	JMP        part_havecolTerm
 
 part_nocolTerm:
 	MOVL         $0x80000000, DX
-	MOVD         DX, X7
-	VPBROADCASTD X7, Y7
+	MOVD         DX, X6
+	VPBROADCASTD X6, Y6
 
 part_havecolTerm:
 	MOVQ       colConst+64(FP), DX
 	TESTQ      DX, DX
 	JZ         part_nocolConst
-	VMASKMOVPS (DX)(AX*4), Y5, Y8
+	VMASKMOVPS (DX)(AX*4), Y4, Y7
 	JMP        part_havecolConst
 
 part_nocolConst:
 	MOVL         $0x80000000, DX
-	MOVD         DX, X8
-	VPBROADCASTD X8, Y8
+	MOVD         DX, X7
+	VPBROADCASTD X7, Y7
 
 part_havecolConst:
 	MOVQ       colBias+72(FP), DX
 	TESTQ      DX, DX
 	JZ         part_nocolBias
-	VMASKMOVPS (DX)(AX*4), Y5, Y9
+	VMASKMOVPS (DX)(AX*4), Y4, Y8
 	JMP        part_havecolBias
 
 part_nocolBias:
 	MOVL         $0x80000000, DX
-	MOVD         DX, X9
-	VPBROADCASTD X9, Y9
+	MOVD         DX, X8
+	VPBROADCASTD X8, Y8
 
 part_havecolBias:
 	MOVQ  c+16(FP), DX
@@ -1847,103 +2227,278 @@ part_havecolBias:
 	JNZ   part_relu
 
 part_plain:
-	VMASKMOVPS   (DX), Y5, Y10
-	VCVTDQ2PS    Y10, Y10
+	CMPQ         R12, $0x02
+	JL           part_plain_last
+	VMASKMOVPS   (DX), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (R8), Y10
 	VMULPS       Y6, Y10, Y10
-	VBROADCASTSS (R8), Y11
-	VMULPS       Y7, Y11, Y11
-	VADDPS       Y11, Y10, Y10
-	VADDPS       Y8, Y10, Y10
-	VBROADCASTSS (R10), Y11
-	VMULPS       Y11, Y10, Y10
-	VADDPS       Y9, Y10, Y10
-	VMULPS       Y1, Y10, Y10
-	VADDPS       Y2, Y10, Y10
-	VMAXPS       Y0, Y10, Y10
-	VMINPS       Y3, Y10, Y10
-	VCVTTPS2DQ   Y10, Y10
-	VPMINUD      Y4, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X11
-	VPACKUSDW    X11, X10, X11
-	VPACKUSWB    X11, X11, X11
-	VMOVQ        X11, R13
-	MOVQ         BX, R14
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R10), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VEXTRACTI128 $0x01, Y9, X10
+	VPACKUSDW    X10, X9, X10
+	VPACKUSWB    X10, X10, X10
+	VMOVQ        X10, R13
+	LEAQ         (BX), R14
 	TESTQ        $0x00000004, CX
-	JZ           part_plain_no4
+	JZ           part_plain_a_no4
 	MOVL         R13, (R14)
 	SHRQ         $0x20, R13
 	ADDQ         $0x00000004, R14
 
-part_plain_no4:
+part_plain_a_no4:
 	TESTQ $0x00000002, CX
-	JZ    part_plain_no2
+	JZ    part_plain_a_no2
 	MOVW  R13, (R14)
 	SHRQ  $0x10, R13
 	ADDQ  $0x00000002, R14
 
-part_plain_no2:
+part_plain_a_no2:
 	TESTQ $0x00000001, CX
-	JZ    part_plain_no1
+	JZ    part_plain_a_no1
 	MOVB  R13, (R14)
 
-part_plain_no1:
+part_plain_a_no1:
+	VMASKMOVPS   (DX)(SI*1), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (R8)(R9*1), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R10)(R11*1), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VEXTRACTI128 $0x01, Y9, X10
+	VPACKUSDW    X10, X9, X10
+	VPACKUSWB    X10, X10, X10
+	VMOVQ        X10, R13
+	LEAQ         (BX)(DI*1), R14
+	TESTQ        $0x00000004, CX
+	JZ           part_plain_b_no4
+	MOVL         R13, (R14)
+	SHRQ         $0x20, R13
+	ADDQ         $0x00000004, R14
+
+part_plain_b_no4:
+	TESTQ $0x00000002, CX
+	JZ    part_plain_b_no2
+	MOVW  R13, (R14)
+	SHRQ  $0x10, R13
+	ADDQ  $0x00000002, R14
+
+part_plain_b_no2:
+	TESTQ $0x00000001, CX
+	JZ    part_plain_b_no1
+	MOVB  R13, (R14)
+
+part_plain_b_no1:
 	ADDQ SI, DX
 	ADDQ DI, BX
 	ADDQ R9, R8
 	ADDQ R11, R10
-	DECQ R12
-	JNZ  part_plain
-	JMP  part_next
+	ADDQ SI, DX
+	ADDQ DI, BX
+	ADDQ R9, R8
+	ADDQ R11, R10
+	SUBQ $0x02, R12
+	JMP  part_plain
+
+part_plain_last:
+	TESTQ        R12, R12
+	JZ           part_next
+	VMASKMOVPS   (DX), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y5, Y4, Y4
+	VBROADCASTSS (R8), Y5
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y4, Y4
+	VBROADCASTSS (R10), Y5
+	VMULPS       Y5, Y4, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VADDPS       Y2, Y4, Y4
+	VMAXPS       Y0, Y4, Y4
+	VCVTTPS2DQ   Y4, Y4
+	VPMINUD      Y3, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, DX
+	LEAQ         (BX), BX
+	TESTQ        $0x00000004, CX
+	JZ           part_plain_c_no4
+	MOVL         DX, (BX)
+	SHRQ         $0x20, DX
+	ADDQ         $0x00000004, BX
+
+part_plain_c_no4:
+	TESTQ $0x00000002, CX
+	JZ    part_plain_c_no2
+	MOVW  DX, (BX)
+	SHRQ  $0x10, DX
+	ADDQ  $0x00000002, BX
+
+part_plain_c_no2:
+	TESTQ $0x00000001, CX
+	JZ    part_plain_c_no1
+	MOVB  DL, (BX)
+
+part_plain_c_no1:
+	JMP part_next
 
 part_relu:
-	VMASKMOVPS   (DX), Y5, Y10
-	VCVTDQ2PS    Y10, Y10
+	CMPQ         R12, $0x02
+	JL           part_relu_last
+	VMASKMOVPS   (DX), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (R8), Y10
 	VMULPS       Y6, Y10, Y10
-	VBROADCASTSS (R8), Y11
-	VMULPS       Y7, Y11, Y11
-	VADDPS       Y11, Y10, Y10
-	VADDPS       Y8, Y10, Y10
-	VBROADCASTSS (R10), Y11
-	VMULPS       Y11, Y10, Y10
-	VADDPS       Y9, Y10, Y10
-	VMAXPS       Y0, Y10, Y10
-	VMULPS       Y1, Y10, Y10
-	VADDPS       Y2, Y10, Y10
-	VMAXPS       Y0, Y10, Y10
-	VMINPS       Y3, Y10, Y10
-	VCVTTPS2DQ   Y10, Y10
-	VPMINUD      Y4, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X11
-	VPACKUSDW    X11, X10, X11
-	VPACKUSWB    X11, X11, X11
-	VMOVQ        X11, R13
-	MOVQ         BX, R14
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R10), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VEXTRACTI128 $0x01, Y9, X10
+	VPACKUSDW    X10, X9, X10
+	VPACKUSWB    X10, X10, X10
+	VMOVQ        X10, R13
+	LEAQ         (BX), R14
 	TESTQ        $0x00000004, CX
-	JZ           part_relu_no4
+	JZ           part_relu_a_no4
 	MOVL         R13, (R14)
 	SHRQ         $0x20, R13
 	ADDQ         $0x00000004, R14
 
-part_relu_no4:
+part_relu_a_no4:
 	TESTQ $0x00000002, CX
-	JZ    part_relu_no2
+	JZ    part_relu_a_no2
 	MOVW  R13, (R14)
 	SHRQ  $0x10, R13
 	ADDQ  $0x00000002, R14
 
-part_relu_no2:
+part_relu_a_no2:
 	TESTQ $0x00000001, CX
-	JZ    part_relu_no1
+	JZ    part_relu_a_no1
 	MOVB  R13, (R14)
 
-part_relu_no1:
+part_relu_a_no1:
+	VMASKMOVPS   (DX)(SI*1), Y4, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VBROADCASTSS (R8)(R9*1), Y10
+	VMULPS       Y6, Y10, Y10
+	VADDPS       Y10, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VBROADCASTSS (R10)(R11*1), Y10
+	VMULPS       Y10, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y2, Y9, Y9
+	VMAXPS       Y0, Y9, Y9
+	VCVTTPS2DQ   Y9, Y9
+	VPMINUD      Y3, Y9, Y9
+	VEXTRACTI128 $0x01, Y9, X10
+	VPACKUSDW    X10, X9, X10
+	VPACKUSWB    X10, X10, X10
+	VMOVQ        X10, R13
+	LEAQ         (BX)(DI*1), R14
+	TESTQ        $0x00000004, CX
+	JZ           part_relu_b_no4
+	MOVL         R13, (R14)
+	SHRQ         $0x20, R13
+	ADDQ         $0x00000004, R14
+
+part_relu_b_no4:
+	TESTQ $0x00000002, CX
+	JZ    part_relu_b_no2
+	MOVW  R13, (R14)
+	SHRQ  $0x10, R13
+	ADDQ  $0x00000002, R14
+
+part_relu_b_no2:
+	TESTQ $0x00000001, CX
+	JZ    part_relu_b_no1
+	MOVB  R13, (R14)
+
+part_relu_b_no1:
 	ADDQ SI, DX
 	ADDQ DI, BX
 	ADDQ R9, R8
 	ADDQ R11, R10
-	DECQ R12
-	JNZ  part_relu
+	ADDQ SI, DX
+	ADDQ DI, BX
+	ADDQ R9, R8
+	ADDQ R11, R10
+	SUBQ $0x02, R12
+	JMP  part_relu
 
+part_relu_last:
+	TESTQ        R12, R12
+	JZ           part_next
+	VMASKMOVPS   (DX), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y5, Y4, Y4
+	VBROADCASTSS (R8), Y5
+	VMULPS       Y6, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y4, Y4
+	VBROADCASTSS (R10), Y5
+	VMULPS       Y5, Y4, Y4
+	VADDPS       Y8, Y4, Y4
+	VMAXPS       Y0, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VADDPS       Y2, Y4, Y4
+	VMAXPS       Y0, Y4, Y4
+	VCVTTPS2DQ   Y4, Y4
+	VPMINUD      Y3, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, DX
+	LEAQ         (BX), BX
+	TESTQ        $0x00000004, CX
+	JZ           part_relu_c_no4
+	MOVL         DX, (BX)
+	SHRQ         $0x20, DX
+	ADDQ         $0x00000004, BX
+
+part_relu_c_no4:
+	TESTQ $0x00000002, CX
+	JZ    part_relu_c_no2
+	MOVW  DX, (BX)
+	SHRQ  $0x10, DX
+	ADDQ  $0x00000002, BX
+
+part_relu_c_no2:
+	TESTQ $0x00000001, CX
+	JZ    part_relu_c_no1
+	MOVB  DL, (BX)
+
+part_relu_c_no1:
 part_next:
 advance:
 	ADDQ $0x00000008, AX
@@ -2037,6 +2592,8 @@ g_havecolBias:
 	JNZ   g_relu
 
 g_plain:
+	CMPQ        R11, $0x02
+	JL          g_plain_last
 	VCVTDQ2PS.Z (CX), K1, Z5
 	VMULPS      Z1, Z5, Z5
 	VMULPS.BCST (DI), Z2, Z6
@@ -2045,15 +2602,41 @@ g_plain:
 	VMULPS.BCST (R9), Z5, Z5
 	VADDPS      Z4, Z5, Z5
 	VMOVUPS     Z5, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DI)(R8*1), Z2, Z6
+	VADDPS      Z6, Z5, Z5
+	VADDPS      Z3, Z5, Z5
+	VMULPS.BCST (R9)(R10*1), Z5, Z5
+	VADDPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_plain
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_plain
+
+g_plain_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DI), Z2, Z1
+	VADDPS      Z1, Z5, Z5
+	VADDPS      Z3, Z5, Z5
+	VMULPS.BCST (R9), Z5, Z5
+	VADDPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K1, (DX)
 	JMP         g_next
 
 g_relu:
+	CMPQ        R11, $0x02
+	JL          g_relu_last
 	VCVTDQ2PS.Z (CX), K1, Z5
 	VMULPS      Z1, Z5, Z5
 	VMULPS.BCST (DI), Z2, Z6
@@ -2063,12 +2646,38 @@ g_relu:
 	VADDPS      Z4, Z5, Z5
 	VMAXPS      Z0, Z5, Z5
 	VMOVUPS     Z5, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DI)(R8*1), Z2, Z6
+	VADDPS      Z6, Z5, Z5
+	VADDPS      Z3, Z5, Z5
+	VMULPS.BCST (R9)(R10*1), Z5, Z5
+	VADDPS      Z4, Z5, Z5
+	VMAXPS      Z0, Z5, Z5
+	VMOVUPS     Z5, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_relu
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_relu
+
+g_relu_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (DI), Z2, Z1
+	VADDPS      Z1, Z5, Z5
+	VADDPS      Z3, Z5, Z5
+	VMULPS.BCST (R9), Z5, Z5
+	VADDPS      Z4, Z5, Z5
+	VMAXPS      Z0, Z5, Z5
+	VMOVUPS     Z5, K1, (DX)
 
 g_next:
 	ADDQ $0x00000010, AX
@@ -2078,19 +2687,17 @@ done:
 	VZEROUPPER
 	RET
 
-// func applyQuantizeRows32AVX512(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// func applyQuantizeRows32AVX512(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, top uint32)
 // Requires: AVX, AVX512F, CMOV, SSE, SSE2
-TEXT ·applyQuantizeRows32AVX512(SB), NOSPLIT, $0-136
+TEXT ·applyQuantizeRows32AVX512(SB), NOSPLIT, $0-132
 	VPXORD       Z0, Z0, Z0
 	MOVSS        scale+120(FP), X1
 	VBROADCASTSS X1, Z1
 	MOVSS        offset+124(FP), X2
 	VBROADCASTSS X2, Z2
-	MOVSS        maxf+128(FP), X3
-	VBROADCASTSS X3, Z3
-	MOVL         top+132(FP), AX
-	MOVD         AX, X4
-	VPBROADCASTD X4, Z4
+	MOVL         top+128(FP), AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Z3
 	XORQ         AX, AX
 
 group:
@@ -2108,49 +2715,49 @@ group:
 	MOVQ      colScale+48(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolScale
-	VMOVUPS.Z (CX)(AX*4), K1, Z5
+	VMOVUPS.Z (CX)(AX*4), K1, Z4
 	JMP       g_havecolScale
 
 g_nocolScale:
 	MOVL         $0x3f800000, CX
-	MOVD         CX, X5
-	VPBROADCASTD X5, Z5
+	MOVD         CX, X4
+	VPBROADCASTD X4, Z4
 
 g_havecolScale:
 	MOVQ      colTerm+56(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolTerm
-	VMOVUPS.Z (CX)(AX*4), K1, Z6
+	VMOVUPS.Z (CX)(AX*4), K1, Z5
 	JMP       g_havecolTerm
 
 g_nocolTerm:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X6
-	VPBROADCASTD X6, Z6
+	MOVD         CX, X5
+	VPBROADCASTD X5, Z5
 
 g_havecolTerm:
 	MOVQ      colConst+64(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolConst
-	VMOVUPS.Z (CX)(AX*4), K1, Z7
+	VMOVUPS.Z (CX)(AX*4), K1, Z6
 	JMP       g_havecolConst
 
 g_nocolConst:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X7
-	VPBROADCASTD X7, Z7
+	MOVD         CX, X6
+	VPBROADCASTD X6, Z6
 
 g_havecolConst:
 	MOVQ      colBias+72(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolBias
-	VMOVUPS.Z (CX)(AX*4), K1, Z8
+	VMOVUPS.Z (CX)(AX*4), K1, Z7
 	JMP       g_havecolBias
 
 g_nocolBias:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X8
-	VPBROADCASTD X8, Z8
+	MOVD         CX, X7
+	VPBROADCASTD X7, Z7
 
 g_havecolBias:
 	MOVQ  c+16(FP), CX
@@ -2171,50 +2778,122 @@ g_havecolBias:
 	JNZ   g_relu
 
 g_plain:
-	VCVTDQ2PS.Z (CX), K1, Z9
-	VMULPS      Z5, Z9, Z9
-	VMULPS.BCST (DI), Z6, Z10
-	VADDPS      Z10, Z9, Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS.BCST (R9), Z9, Z9
-	VADDPS      Z8, Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMAXPS      Z0, Z9, Z9
-	VMINPS      Z3, Z9, Z9
-	VCVTTPS2UDQ Z9, Z9
-	VPMINUD     Z4, Z9, Z9
-	VMOVUPS     Z9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_plain_last
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VMOVUPS     Z8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI)(R8*1), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9)(R10*1), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VMOVUPS     Z8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_plain
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_plain
+
+g_plain_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z4
+	VADDPS      Z4, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VMOVUPS     Z8, K1, (DX)
 	JMP         g_next
 
 g_relu:
-	VCVTDQ2PS.Z (CX), K1, Z9
-	VMULPS      Z5, Z9, Z9
-	VMULPS.BCST (DI), Z6, Z10
-	VADDPS      Z10, Z9, Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS.BCST (R9), Z9, Z9
-	VADDPS      Z8, Z9, Z9
-	VMAXPS      Z0, Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMAXPS      Z0, Z9, Z9
-	VMINPS      Z3, Z9, Z9
-	VCVTTPS2UDQ Z9, Z9
-	VPMINUD     Z4, Z9, Z9
-	VMOVUPS     Z9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_relu_last
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VMOVUPS     Z8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI)(R8*1), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9)(R10*1), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VMOVUPS     Z8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_relu
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_relu
+
+g_relu_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z4
+	VADDPS      Z4, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VMOVUPS     Z8, K1, (DX)
 
 g_next:
 	ADDQ $0x00000010, AX
@@ -2224,19 +2903,17 @@ done:
 	VZEROUPPER
 	RET
 
-// func applyQuantizeRowsAVX512(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// func applyQuantizeRowsAVX512(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, top uint32)
 // Requires: AVX, AVX512F, CMOV, SSE, SSE2
-TEXT ·applyQuantizeRowsAVX512(SB), NOSPLIT, $0-136
+TEXT ·applyQuantizeRowsAVX512(SB), NOSPLIT, $0-132
 	VPXORD       Z0, Z0, Z0
 	MOVSS        scale+120(FP), X1
 	VBROADCASTSS X1, Z1
 	MOVSS        offset+124(FP), X2
 	VBROADCASTSS X2, Z2
-	MOVSS        maxf+128(FP), X3
-	VBROADCASTSS X3, Z3
-	MOVL         top+132(FP), AX
-	MOVD         AX, X4
-	VPBROADCASTD X4, Z4
+	MOVL         top+128(FP), AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Z3
 	XORQ         AX, AX
 
 group:
@@ -2254,49 +2931,49 @@ group:
 	MOVQ      colScale+48(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolScale
-	VMOVUPS.Z (CX)(AX*4), K1, Z5
+	VMOVUPS.Z (CX)(AX*4), K1, Z4
 	JMP       g_havecolScale
 
 g_nocolScale:
 	MOVL         $0x3f800000, CX
-	MOVD         CX, X5
-	VPBROADCASTD X5, Z5
+	MOVD         CX, X4
+	VPBROADCASTD X4, Z4
 
 g_havecolScale:
 	MOVQ      colTerm+56(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolTerm
-	VMOVUPS.Z (CX)(AX*4), K1, Z6
+	VMOVUPS.Z (CX)(AX*4), K1, Z5
 	JMP       g_havecolTerm
 
 g_nocolTerm:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X6
-	VPBROADCASTD X6, Z6
+	MOVD         CX, X5
+	VPBROADCASTD X5, Z5
 
 g_havecolTerm:
 	MOVQ      colConst+64(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolConst
-	VMOVUPS.Z (CX)(AX*4), K1, Z7
+	VMOVUPS.Z (CX)(AX*4), K1, Z6
 	JMP       g_havecolConst
 
 g_nocolConst:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X7
-	VPBROADCASTD X7, Z7
+	MOVD         CX, X6
+	VPBROADCASTD X6, Z6
 
 g_havecolConst:
 	MOVQ      colBias+72(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolBias
-	VMOVUPS.Z (CX)(AX*4), K1, Z8
+	VMOVUPS.Z (CX)(AX*4), K1, Z7
 	JMP       g_havecolBias
 
 g_nocolBias:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X8
-	VPBROADCASTD X8, Z8
+	MOVD         CX, X7
+	VPBROADCASTD X7, Z7
 
 g_havecolBias:
 	MOVQ  c+16(FP), CX
@@ -2316,50 +2993,122 @@ g_havecolBias:
 	JNZ   g_relu
 
 g_plain:
-	VCVTDQ2PS.Z (CX), K1, Z9
-	VMULPS      Z5, Z9, Z9
-	VMULPS.BCST (DI), Z6, Z10
-	VADDPS      Z10, Z9, Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS.BCST (R9), Z9, Z9
-	VADDPS      Z8, Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMAXPS      Z0, Z9, Z9
-	VMINPS      Z3, Z9, Z9
-	VCVTTPS2UDQ Z9, Z9
-	VPMINUD     Z4, Z9, Z9
-	VPMOVDB     Z9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_plain_last
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VPMOVDB     Z8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI)(R8*1), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9)(R10*1), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VPMOVDB     Z8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_plain
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_plain
+
+g_plain_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z4
+	VADDPS      Z4, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VPMOVDB     Z8, K1, (DX)
 	JMP         g_next
 
 g_relu:
-	VCVTDQ2PS.Z (CX), K1, Z9
-	VMULPS      Z5, Z9, Z9
-	VMULPS.BCST (DI), Z6, Z10
-	VADDPS      Z10, Z9, Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS.BCST (R9), Z9, Z9
-	VADDPS      Z8, Z9, Z9
-	VMAXPS      Z0, Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMAXPS      Z0, Z9, Z9
-	VMINPS      Z3, Z9, Z9
-	VCVTTPS2UDQ Z9, Z9
-	VPMINUD     Z4, Z9, Z9
-	VPMOVDB     Z9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_relu_last
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VPMOVDB     Z8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI)(R8*1), Z5, Z9
+	VADDPS      Z9, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9)(R10*1), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VPMOVDB     Z8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_relu
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_relu
+
+g_relu_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (DI), Z5, Z4
+	VADDPS      Z4, Z8, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (R9), Z8, Z8
+	VADDPS      Z7, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VMULPS      Z1, Z8, Z8
+	VADDPS      Z2, Z8, Z8
+	VMAXPS      Z0, Z8, Z8
+	VCVTTPS2UDQ Z8, Z8
+	VPMINUD     Z3, Z8, Z8
+	VPMOVDB     Z8, K1, (DX)
 
 g_next:
 	ADDQ $0x00000010, AX
@@ -2453,6 +3202,8 @@ g_havecolBias:
 	JNZ   g_relu
 
 g_plain:
+	CMPQ        R11, $0x02
+	JL          g_plain_last
 	VCVTDQ2PS.Z (CX), K1, Y5
 	VMULPS      Y1, Y5, Y5
 	VMULPS.BCST (DI), Y2, Y6
@@ -2461,15 +3212,41 @@ g_plain:
 	VMULPS.BCST (R9), Y5, Y5
 	VADDPS      Y4, Y5, Y5
 	VMOVUPS     Y5, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y5
+	VMULPS      Y1, Y5, Y5
+	VMULPS.BCST (DI)(R8*1), Y2, Y6
+	VADDPS      Y6, Y5, Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS.BCST (R9)(R10*1), Y5, Y5
+	VADDPS      Y4, Y5, Y5
+	VMOVUPS     Y5, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_plain
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_plain
+
+g_plain_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Y5
+	VMULPS      Y1, Y5, Y5
+	VMULPS.BCST (DI), Y2, Y1
+	VADDPS      Y1, Y5, Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS.BCST (R9), Y5, Y5
+	VADDPS      Y4, Y5, Y5
+	VMOVUPS     Y5, K1, (DX)
 	JMP         g_next
 
 g_relu:
+	CMPQ        R11, $0x02
+	JL          g_relu_last
 	VCVTDQ2PS.Z (CX), K1, Y5
 	VMULPS      Y1, Y5, Y5
 	VMULPS.BCST (DI), Y2, Y6
@@ -2479,12 +3256,38 @@ g_relu:
 	VADDPS      Y4, Y5, Y5
 	VMAXPS      Y0, Y5, Y5
 	VMOVUPS     Y5, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y5
+	VMULPS      Y1, Y5, Y5
+	VMULPS.BCST (DI)(R8*1), Y2, Y6
+	VADDPS      Y6, Y5, Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS.BCST (R9)(R10*1), Y5, Y5
+	VADDPS      Y4, Y5, Y5
+	VMAXPS      Y0, Y5, Y5
+	VMOVUPS     Y5, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_relu
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_relu
+
+g_relu_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Y5
+	VMULPS      Y1, Y5, Y5
+	VMULPS.BCST (DI), Y2, Y1
+	VADDPS      Y1, Y5, Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS.BCST (R9), Y5, Y5
+	VADDPS      Y4, Y5, Y5
+	VMAXPS      Y0, Y5, Y5
+	VMOVUPS     Y5, K1, (DX)
 
 g_next:
 	ADDQ $0x00000008, AX
@@ -2494,19 +3297,17 @@ done:
 	VZEROUPPER
 	RET
 
-// func applyQuantizeRows32AVX512Y(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// func applyQuantizeRows32AVX512Y(dst *uint32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, top uint32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, CMOV, SSE, SSE2
-TEXT ·applyQuantizeRows32AVX512Y(SB), NOSPLIT, $0-136
+TEXT ·applyQuantizeRows32AVX512Y(SB), NOSPLIT, $0-132
 	VPXORD       Y0, Y0, Y0
 	MOVSS        scale+120(FP), X1
 	VBROADCASTSS X1, Y1
 	MOVSS        offset+124(FP), X2
 	VBROADCASTSS X2, Y2
-	MOVSS        maxf+128(FP), X3
-	VBROADCASTSS X3, Y3
-	MOVL         top+132(FP), AX
-	MOVD         AX, X4
-	VPBROADCASTD X4, Y4
+	MOVL         top+128(FP), AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Y3
 	XORQ         AX, AX
 
 group:
@@ -2524,49 +3325,49 @@ group:
 	MOVQ      colScale+48(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolScale
-	VMOVUPS.Z (CX)(AX*4), K1, Y5
+	VMOVUPS.Z (CX)(AX*4), K1, Y4
 	JMP       g_havecolScale
 
 g_nocolScale:
 	MOVL         $0x3f800000, CX
-	MOVD         CX, X5
-	VPBROADCASTD X5, Y5
+	MOVD         CX, X4
+	VPBROADCASTD X4, Y4
 
 g_havecolScale:
 	MOVQ      colTerm+56(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolTerm
-	VMOVUPS.Z (CX)(AX*4), K1, Y6
+	VMOVUPS.Z (CX)(AX*4), K1, Y5
 	JMP       g_havecolTerm
 
 g_nocolTerm:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X6
-	VPBROADCASTD X6, Y6
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
 
 g_havecolTerm:
 	MOVQ      colConst+64(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolConst
-	VMOVUPS.Z (CX)(AX*4), K1, Y7
+	VMOVUPS.Z (CX)(AX*4), K1, Y6
 	JMP       g_havecolConst
 
 g_nocolConst:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X7
-	VPBROADCASTD X7, Y7
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
 
 g_havecolConst:
 	MOVQ      colBias+72(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolBias
-	VMOVUPS.Z (CX)(AX*4), K1, Y8
+	VMOVUPS.Z (CX)(AX*4), K1, Y7
 	JMP       g_havecolBias
 
 g_nocolBias:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X8
-	VPBROADCASTD X8, Y8
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
 
 g_havecolBias:
 	MOVQ  c+16(FP), CX
@@ -2587,50 +3388,122 @@ g_havecolBias:
 	JNZ   g_relu
 
 g_plain:
-	VCVTDQ2PS.Z (CX), K1, Y9
-	VMULPS      Y5, Y9, Y9
-	VMULPS.BCST (DI), Y6, Y10
-	VADDPS      Y10, Y9, Y9
-	VADDPS      Y7, Y9, Y9
-	VMULPS.BCST (R9), Y9, Y9
-	VADDPS      Y8, Y9, Y9
-	VMULPS      Y1, Y9, Y9
-	VADDPS      Y2, Y9, Y9
-	VMAXPS      Y0, Y9, Y9
-	VMINPS      Y3, Y9, Y9
-	VCVTTPS2UDQ Y9, Y9
-	VPMINUD     Y4, Y9, Y9
-	VMOVUPS     Y9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_plain_last
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VMOVUPS     Y8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI)(R8*1), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9)(R10*1), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VMOVUPS     Y8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_plain
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_plain
+
+g_plain_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y4
+	VADDPS      Y4, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VMOVUPS     Y8, K1, (DX)
 	JMP         g_next
 
 g_relu:
-	VCVTDQ2PS.Z (CX), K1, Y9
-	VMULPS      Y5, Y9, Y9
-	VMULPS.BCST (DI), Y6, Y10
-	VADDPS      Y10, Y9, Y9
-	VADDPS      Y7, Y9, Y9
-	VMULPS.BCST (R9), Y9, Y9
-	VADDPS      Y8, Y9, Y9
-	VMAXPS      Y0, Y9, Y9
-	VMULPS      Y1, Y9, Y9
-	VADDPS      Y2, Y9, Y9
-	VMAXPS      Y0, Y9, Y9
-	VMINPS      Y3, Y9, Y9
-	VCVTTPS2UDQ Y9, Y9
-	VPMINUD     Y4, Y9, Y9
-	VMOVUPS     Y9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_relu_last
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VMOVUPS     Y8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI)(R8*1), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9)(R10*1), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VMOVUPS     Y8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_relu
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_relu
+
+g_relu_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y4
+	VADDPS      Y4, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VMOVUPS     Y8, K1, (DX)
 
 g_next:
 	ADDQ $0x00000008, AX
@@ -2640,19 +3513,17 @@ done:
 	VZEROUPPER
 	RET
 
-// func applyQuantizeRowsAVX512Y(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, maxf float32, top uint32)
+// func applyQuantizeRowsAVX512Y(dst *uint8, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale float32, offset float32, top uint32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, CMOV, SSE, SSE2
-TEXT ·applyQuantizeRowsAVX512Y(SB), NOSPLIT, $0-136
+TEXT ·applyQuantizeRowsAVX512Y(SB), NOSPLIT, $0-132
 	VPXORD       Y0, Y0, Y0
 	MOVSS        scale+120(FP), X1
 	VBROADCASTSS X1, Y1
 	MOVSS        offset+124(FP), X2
 	VBROADCASTSS X2, Y2
-	MOVSS        maxf+128(FP), X3
-	VBROADCASTSS X3, Y3
-	MOVL         top+132(FP), AX
-	MOVD         AX, X4
-	VPBROADCASTD X4, Y4
+	MOVL         top+128(FP), AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Y3
 	XORQ         AX, AX
 
 group:
@@ -2670,49 +3541,49 @@ group:
 	MOVQ      colScale+48(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolScale
-	VMOVUPS.Z (CX)(AX*4), K1, Y5
+	VMOVUPS.Z (CX)(AX*4), K1, Y4
 	JMP       g_havecolScale
 
 g_nocolScale:
 	MOVL         $0x3f800000, CX
-	MOVD         CX, X5
-	VPBROADCASTD X5, Y5
+	MOVD         CX, X4
+	VPBROADCASTD X4, Y4
 
 g_havecolScale:
 	MOVQ      colTerm+56(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolTerm
-	VMOVUPS.Z (CX)(AX*4), K1, Y6
+	VMOVUPS.Z (CX)(AX*4), K1, Y5
 	JMP       g_havecolTerm
 
 g_nocolTerm:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X6
-	VPBROADCASTD X6, Y6
+	MOVD         CX, X5
+	VPBROADCASTD X5, Y5
 
 g_havecolTerm:
 	MOVQ      colConst+64(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolConst
-	VMOVUPS.Z (CX)(AX*4), K1, Y7
+	VMOVUPS.Z (CX)(AX*4), K1, Y6
 	JMP       g_havecolConst
 
 g_nocolConst:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X7
-	VPBROADCASTD X7, Y7
+	MOVD         CX, X6
+	VPBROADCASTD X6, Y6
 
 g_havecolConst:
 	MOVQ      colBias+72(FP), CX
 	TESTQ     CX, CX
 	JZ        g_nocolBias
-	VMOVUPS.Z (CX)(AX*4), K1, Y8
+	VMOVUPS.Z (CX)(AX*4), K1, Y7
 	JMP       g_havecolBias
 
 g_nocolBias:
 	MOVL         $0x80000000, CX
-	MOVD         CX, X8
-	VPBROADCASTD X8, Y8
+	MOVD         CX, X7
+	VPBROADCASTD X7, Y7
 
 g_havecolBias:
 	MOVQ  c+16(FP), CX
@@ -2732,50 +3603,122 @@ g_havecolBias:
 	JNZ   g_relu
 
 g_plain:
-	VCVTDQ2PS.Z (CX), K1, Y9
-	VMULPS      Y5, Y9, Y9
-	VMULPS.BCST (DI), Y6, Y10
-	VADDPS      Y10, Y9, Y9
-	VADDPS      Y7, Y9, Y9
-	VMULPS.BCST (R9), Y9, Y9
-	VADDPS      Y8, Y9, Y9
-	VMULPS      Y1, Y9, Y9
-	VADDPS      Y2, Y9, Y9
-	VMAXPS      Y0, Y9, Y9
-	VMINPS      Y3, Y9, Y9
-	VCVTTPS2UDQ Y9, Y9
-	VPMINUD     Y4, Y9, Y9
-	VPMOVDB     Y9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_plain_last
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VPMOVDB     Y8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI)(R8*1), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9)(R10*1), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VPMOVDB     Y8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_plain
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_plain
+
+g_plain_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y4
+	VADDPS      Y4, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VPMOVDB     Y8, K1, (DX)
 	JMP         g_next
 
 g_relu:
-	VCVTDQ2PS.Z (CX), K1, Y9
-	VMULPS      Y5, Y9, Y9
-	VMULPS.BCST (DI), Y6, Y10
-	VADDPS      Y10, Y9, Y9
-	VADDPS      Y7, Y9, Y9
-	VMULPS.BCST (R9), Y9, Y9
-	VADDPS      Y8, Y9, Y9
-	VMAXPS      Y0, Y9, Y9
-	VMULPS      Y1, Y9, Y9
-	VADDPS      Y2, Y9, Y9
-	VMAXPS      Y0, Y9, Y9
-	VMINPS      Y3, Y9, Y9
-	VCVTTPS2UDQ Y9, Y9
-	VPMINUD     Y4, Y9, Y9
-	VPMOVDB     Y9, K1, (DX)
+	CMPQ        R11, $0x02
+	JL          g_relu_last
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VPMOVDB     Y8, K1, (DX)
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI)(R8*1), Y5, Y9
+	VADDPS      Y9, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9)(R10*1), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VPMOVDB     Y8, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
 	ADDQ        R10, R9
-	DECQ        R11
-	JNZ         g_relu
+	ADDQ        BX, CX
+	ADDQ        SI, DX
+	ADDQ        R8, DI
+	ADDQ        R10, R9
+	SUBQ        $0x02, R11
+	JMP         g_relu
+
+g_relu_last:
+	TESTQ       R11, R11
+	JZ          g_next
+	VCVTDQ2PS.Z (CX), K1, Y8
+	VMULPS      Y4, Y8, Y8
+	VMULPS.BCST (DI), Y5, Y4
+	VADDPS      Y4, Y8, Y8
+	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (R9), Y8, Y8
+	VADDPS      Y7, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VADDPS      Y2, Y8, Y8
+	VMAXPS      Y0, Y8, Y8
+	VCVTTPS2UDQ Y8, Y8
+	VPMINUD     Y3, Y8, Y8
+	VPMOVDB     Y8, K1, (DX)
 
 g_next:
 	ADDQ $0x00000008, AX

@@ -242,11 +242,11 @@ func applyQuantizeRowsAsm(q []uint8, ldq int, c []int32, ldc int, m0, rows, n in
 		return false
 	}
 	a := newRowsArgs(ep, m0, rows, n)
-	maxf, top := quantLimits(bits)
-	kernel := [...]func(*uint8, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, float32, uint32){
+	_, top := quantLimits(bits)
+	kernel := [...]func(*uint8, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, uint32){
 		applyQuantizeRowsAVX2, applyQuantizeRowsAVX512Y, applyQuantizeRowsAVX512}[isa]
 	kernel(unsafe.SliceData(q), ldq, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags,
-		rq.Scale, rq.Offset, maxf, top)
+		rq.Scale, rq.Offset, top)
 	return true
 }
 
@@ -258,10 +258,10 @@ func applyQuantizeRows32Asm(q []uint32, ldq int, c []int32, ldc int, m0, rows, n
 		return false
 	}
 	a := newRowsArgs(ep, m0, rows, n)
-	maxf, top := quantLimits(bits)
-	kernel := [...]func(*uint32, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, float32, uint32){
+	_, top := quantLimits(bits)
+	kernel := [...]func(*uint32, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, uint32){
 		applyQuantizeRows32AVX2, applyQuantizeRows32AVX512Y, applyQuantizeRows32AVX512}[isa]
 	kernel(unsafe.SliceData(q), ldq, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags,
-		rq.Scale, rq.Offset, maxf, top)
+		rq.Scale, rq.Offset, top)
 	return true
 }

@@ -227,3 +227,44 @@ func TestApplyQuantizeRowsPanics(t *testing.T) {
 	}, "RowScale too short for m0+rows")
 	require.NotPanics(t, func() { applyQuantizeRows(nil, 0, nil, 0, 0, 0, 10, nil, rq, 4) })
 }
+
+// TestApplyQuantizeRowsClamp puts values at and around each clamp bound
+// through the re-quantizer of every width: 2^bits−1 and 2^bits, the edges
+// of float32's integers (2^24) and of the signed and unsigned truncations
+// (2^31, 2^32), a few float32 steps either side of each. The products are
+// 0 and ColConst holds the values, so the epilogue passes them through.
+func TestApplyQuantizeRowsClamp(t *testing.T) {
+	var vals []float32
+	for _, b := range []float64{0, 1, 1 << 24, 1 << 31, 1 << 32, math.MaxFloat32} {
+		for d := -2.0; d <= 2; d += 0.5 {
+			v := float32(b + d)
+			vals = append(vals, v)
+			for k, w := 0, v; k < 3; k++ {
+				w = math.Nextafter32(w, float32(math.Inf(1)))
+				vals = append(vals, w, -w)
+			}
+			for k, w := 0, v; k < 3; k++ {
+				w = math.Nextafter32(w, float32(math.Inf(-1)))
+				vals = append(vals, w)
+			}
+		}
+	}
+	for _, impl := range rowsImpls() {
+		t.Run("impl="+impl, func(t *testing.T) {
+			useRowsImpl(t, impl)
+			for bits := 1; bits <= 32; bits++ {
+				top := float64(uint64(1)<<bits - 1)
+				cc := append([]float32(nil), vals...)
+				for d := -2.0; d <= 2; d += 0.25 {
+					for _, v := range []float64{top + d, top + 1 + d, top/2 + d} {
+						cc = append(cc, float32(v))
+					}
+				}
+				n := len(cc)
+				bc := blockCase{rows: 3, n: n, ldc: n, ldd: n, c: make([]int32, 3*n),
+					ep: &bmm.Epilogue{ColConst: cc}, rq: bmm.Requant{Scale: 1}, tag: fmt.Sprintf("bits=%d", bits)}
+				checkBlock(t, bc, bits)
+			}
+		})
+	}
+}

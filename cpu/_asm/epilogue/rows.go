@@ -72,7 +72,7 @@ func rowsKernel(s isa, kind int) {
 	}
 	sig := fmt.Sprintf("func(dst *%s, ldd int, c *int32, ldc int, rows, n int, colScale, colTerm, colConst, colBias, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64", typ)
 	if kind != outFloat {
-		sig += ", scale, offset, maxf float32, top uint32"
+		sig += ", scale, offset float32, top uint32"
 	}
 	TEXT(name, NOSPLIT, sig+")")
 	Pragma("noescape")
@@ -83,19 +83,20 @@ func rowsKernel(s isa, kind int) {
 	Doc(fmt.Sprintf("%s is %s%s: for r < rows, j < n,", name, gen, bitsNote),
 		elt+",",
 		"with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0",
-		"and a 1 when absent), nil column vectors for absent steps, ReLU in flags; codes as quantizeRow.",
+		"and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are",
+		"min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates",
+		"(to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.",
 		"rows, n >= 1.")
 
 	vec := s.vec
 	w := s.lanes
 	zero := vec()
 	clearVec(s, zero)
-	var scale, offset, maxf, top VecVirtual
+	var scale, offset, top VecVirtual
 	if kind != outFloat {
-		scale, offset, maxf, top = vec(), vec(), vec(), vec()
+		scale, offset, top = vec(), vec(), vec()
 		VBROADCASTSS(Load(Param("scale"), XMM()), scale)
 		VBROADCASTSS(Load(Param("offset"), XMM()), offset)
-		VBROADCASTSS(Load(Param("maxf"), XMM()), maxf)
 		tx := XMM()
 		MOVD(Load(Param("top"), GP32()), tx)
 		VPBROADCASTD(tx, top)
@@ -174,31 +175,39 @@ func rowsKernel(s isa, kind int) {
 			tailLen = rem
 		}
 
-		loop := func(ltag string, relu bool) {
-			Label(ltag)
+		// one emits one row: its products at pc, row entries at prt and
+		// prs, codes at pd, each one stride further for the second row of
+		// a pair.
+		one := func(ltag string, relu, second bool) {
+			addr := func(base, idx Register) Mem {
+				if second {
+					return Mem{Base: base, Index: idx, Scale: 1}
+				}
+				return Mem{Base: base}
+			}
 			t, u := vec(), vec()
 			switch {
 			case s.evex:
-				VCVTDQ2PS_Z(Mem{Base: pc}, k, t)
+				VCVTDQ2PS_Z(addr(pc, ldc), k, t)
 			case masked:
-				VMASKMOVPS(Mem{Base: pc}, vmask, t)
+				VMASKMOVPS(addr(pc, ldc), vmask, t)
 				VCVTDQ2PS(t, t)
 			default:
-				VCVTDQ2PS(Mem{Base: pc}, t)
+				VCVTDQ2PS(addr(pc, ldc), t)
 			}
 			VMULPS(cs, t, t)
 			if s.evex {
-				VMULPS_BCST(Mem{Base: prt}, ct, u)
+				VMULPS_BCST(addr(prt, rts), ct, u)
 			} else {
-				VBROADCASTSS(Mem{Base: prt}, u)
+				VBROADCASTSS(addr(prt, rts), u)
 				VMULPS(ct, u, u)
 			}
 			VADDPS(u, t, t)
 			VADDPS(cc, t, t)
 			if s.evex {
-				VMULPS_BCST(Mem{Base: prs}, t, t)
+				VMULPS_BCST(addr(prs, rss), t, t)
 			} else {
-				VBROADCASTSS(Mem{Base: prs}, u)
+				VBROADCASTSS(addr(prs, rss), u)
 				VMULPS(u, t, t)
 			}
 			VADDPS(cb, t, t)
@@ -209,7 +218,6 @@ func rowsKernel(s isa, kind int) {
 				VMULPS(scale, t, t)
 				VADDPS(offset, t, t)
 				VMAXPS(zero, t, t) // NaN to 0
-				VMINPS(maxf, t, t)
 				if s.evex {
 					VCVTTPS2UDQ(t, t)
 				} else {
@@ -217,7 +225,7 @@ func rowsKernel(s isa, kind int) {
 				}
 				VPMINUD(top, t, t)
 			}
-			at := Mem{Base: pd}
+			at := addr(pd, ldd)
 			switch {
 			case kind == outU8 && s.evex:
 				VPMOVDB(t, k, at)
@@ -234,7 +242,7 @@ func rowsKernel(s isa, kind int) {
 				// go out 4, 2 and 1 at a time.
 				g, p := GP64(), GP64()
 				VMOVQ(h, g)
-				MOVQ(pd, p)
+				LEAQ(at, p)
 				for _, b := range []int{4, 2, 1} {
 					skip := fmt.Sprintf("%s_no%d", ltag, b)
 					TESTQ(U32(b), tailLen)
@@ -261,12 +269,26 @@ func rowsKernel(s isa, kind int) {
 			default:
 				VMOVUPS(t, at)
 			}
-			ADDQ(ldc, pc)
-			ADDQ(ldd, pd)
-			ADDQ(rts, prt)
-			ADDQ(rss, prs)
-			DECQ(r)
-			JNZ(LabelRef(ltag))
+		}
+		// loop runs the rows two at a time, then the last odd one.
+		loop := func(ltag string, relu bool) {
+			Label(ltag)
+			CMPQ(r, U8(2))
+			JL(LabelRef(ltag + "_last"))
+			one(ltag+"_a", relu, false)
+			one(ltag+"_b", relu, true)
+			for i := 0; i < 2; i++ {
+				ADDQ(ldc, pc)
+				ADDQ(ldd, pd)
+				ADDQ(rts, prt)
+				ADDQ(rss, prs)
+			}
+			SUBQ(U8(2), r)
+			JMP(LabelRef(ltag))
+			Label(ltag + "_last")
+			TESTQ(r, r)
+			JZ(LabelRef(tag + "_next"))
+			one(ltag+"_c", relu, false)
 			JMP(LabelRef(tag + "_next"))
 		}
 		fl := Load(Param("flags"), GP64())
