@@ -65,9 +65,9 @@ type QModel struct {
 
 // QBatchNorm is the batch normalization of a GIN MLP's hidden layer (after
 // the first linear, before the ReLU, as torch_geometric's GIN MLP): y =
-// Gamma·(x − μ)/√(σ² + ε) + Beta, with the batch's statistics in training
-// and the running ones (Mean, Var) at evaluation, where it is folded into
-// the aggregation's epilogue (qBNFold).
+// Gamma·(x − μ)/√(σ² + ε) + Beta, with the batch's statistics in fp32
+// training and the running ones (Mean, Var) in QAT and at evaluation, where
+// it is folded into the aggregation's epilogue (qBNFold).
 type QBatchNorm struct {
 	Gamma, Beta []float32
 	Mean, Var   []float32 // running statistics

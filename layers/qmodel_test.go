@@ -267,8 +267,34 @@ func TestQATForwardIsInference(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			kind := c.kind
 			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
-			_, err := m.QAT(d, in, QTrainConfig{Epochs: 2, LR: 0.005, Seed: 1})
+			before := m.Clone()
+			// QAT's training pass is the evaluation pass: weights move, a
+			// batch norm stays frozen.
+			var losses []float64
+			_, err := m.QAT(d, in, QTrainConfig{Epochs: 3, LR: 0.005, Seed: 1, Progress: func(_ int, loss, _ float64) {
+				losses = append(losses, loss)
+			}})
 			require.NoError(t, err)
+			require.Len(t, losses, 3)
+			// Epoch 1's loss comes from the starting weights: it is the
+			// loss of the evaluation pass (one batch, every train node).
+			_, logits0, err := before.simForward(d.Eval[0], in, true, -1, 0, nil)
+			require.NoError(t, err)
+			isTrain := map[int32]bool{}
+			for _, v := range d.Train {
+				isTrain[v] = true
+			}
+			var idx []int
+			for i, v := range d.Eval[0].Nodes {
+				if isTrain[v] {
+					idx = append(idx, i)
+				}
+			}
+			want, _ := qCrossEntropy(logits0, m.Classes, d.Labels, d.Eval[0].Nodes, idx)
+			assert.InDelta(t, want, losses[0], 1e-12) // train scales by the count and back
+			for i := range m.Layers {
+				assert.Equal(t, before.Layers[i].BN, m.Layers[i].BN, "layer %d batch norm", i)
+			}
 			plan, err := m.Compile(nil)
 			require.NoError(t, err)
 			b := d.Eval[0]

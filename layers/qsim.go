@@ -14,10 +14,10 @@ import (
 // product from the integer codes (exactly: float64 sums of integers below
 // 2^53), then applies the very epilogues and quantizer the bit kernels use,
 // so its codes and logits equal Infer's bit for bit; this is the forward
-// pass of quantization-aware training (where GIN's batch norm normalizes
-// with the batch's statistics; at evaluation its running statistics are
-// folded into the epilogue, as inference does), and its backward pass is
-// the straight-through estimator. Without quant it is the full-precision model
+// pass of quantization-aware training (where GIN's batch norm is frozen:
+// its running statistics folded into the epilogue, as inference does), and
+// its backward pass is the straight-through estimator. Full-precision
+// training normalizes with the batch's statistics (rng set). Without quant it is the full-precision model
 // (same batches, same order of operations), which trains the fp32 weights.
 
 // qWeights holds one linear's weights as the product's B operand (K×N).

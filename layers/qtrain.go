@@ -136,9 +136,14 @@ func (m *QModel) TrainFP32(d *QData, in *QInput, cfg QTrainConfig) (float64, err
 
 // QAT fine-tunes a calibrated m with quantization in the loop: the forward
 // pass is the exact integer simulation of inference (the same quantizer and
-// rounding as the bit kernels; GIN's batch norm uses the batch's
-// statistics and updates its running ones) and the backward pass the
-// straight-through estimator. The weights of the best validation epoch (epoch 0 being the
+// rounding as the bit kernels) and the backward pass the
+// straight-through estimator. GIN's batch norm is frozen, as in Jacob et
+// al.'s QAT: its running statistics, Gamma and Beta stay as the fp32
+// training left them, folded into the aggregation's epilogue, so the
+// training pass is inference bit for bit (with the batch's statistics
+// instead, the quantizers trained on values inference never sees: Amazon
+// Photo GIN 4-bit 82.98% vs 84.40% frozen, 2-bit 79.31% vs 85.09%, fp32
+// 85.30%). The weights of the best validation epoch (epoch 0 being the
 // calibrated starting point) are kept; it returns that accuracy.
 func (m *QModel) QAT(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
 	if !m.Calibrated {
@@ -201,7 +206,11 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 		var loss float64
 		var count int
 		for _, b := range batches {
-			st, logits, err := m.simForward(b, in, quant, -1, cfg.Dropout, rng)
+			r := rng
+			if quant {
+				r = nil // no dropout; batch norm frozen (see QAT)
+			}
+			st, logits, err := m.simForward(b, in, quant, -1, cfg.Dropout, r)
 			if err != nil {
 				return 0, err
 			}
