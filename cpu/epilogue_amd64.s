@@ -1186,122 +1186,119 @@ full_nocolBias:
 	VPBROADCASTD X4, Y4
 
 full_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   full_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-full_plain:
-	CMPQ         R11, $0x02
-	JL           full_plain_last
-	VCVTDQ2PS    (CX), Y5
-	VMULPS       Y1, Y5, Y5
+full_pair:
+	CMPQ      R11, $0x02
+	JL        full_last
+	VCVTDQ2PS (CX), Y5
+	VCVTDQ2PS (CX)(BX*1), Y7
+	TESTQ     $0x00000001, R12
+	JZ        full_pair_noColScale
+	VMULPS    Y1, Y5, Y5
+	VMULPS    Y1, Y7, Y7
+
+full_pair_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           full_pair_noRowTerm
 	VBROADCASTSS (DI), Y6
 	VMULPS       Y2, Y6, Y6
 	VADDPS       Y6, Y5, Y5
-	VADDPS       Y3, Y5, Y5
-	VBROADCASTSS (R9), Y6
-	VMULPS       Y6, Y5, Y5
-	VADDPS       Y4, Y5, Y5
-	VMOVUPS      Y5, (DX)
-	VCVTDQ2PS    (CX)(BX*1), Y5
-	VMULPS       Y1, Y5, Y5
 	VBROADCASTSS (DI)(R8*1), Y6
 	VMULPS       Y2, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VADDPS       Y3, Y5, Y5
-	VBROADCASTSS (R9)(R10*1), Y6
-	VMULPS       Y6, Y5, Y5
-	VADDPS       Y4, Y5, Y5
-	VMOVUPS      Y5, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          full_plain
+	VADDPS       Y6, Y7, Y7
 
-full_plain_last:
-	TESTQ        R11, R11
-	JZ           full_next
-	VCVTDQ2PS    (CX), Y5
-	VMULPS       Y1, Y5, Y5
+full_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     full_pair_noColConst
+	VADDPS Y3, Y5, Y5
+	VADDPS Y3, Y7, Y7
+
+full_pair_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           full_pair_noRowScale
+	VBROADCASTSS (R9), Y6
+	VMULPS       Y6, Y5, Y5
+	VBROADCASTSS (R9)(R10*1), Y6
+	VMULPS       Y6, Y7, Y7
+
+full_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     full_pair_noColBias
+	VADDPS Y4, Y5, Y5
+	VADDPS Y4, Y7, Y7
+
+full_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     full_pair_noReLU
+	VMAXPS Y0, Y5, Y5
+	VMAXPS Y0, Y7, Y7
+
+full_pair_noReLU:
+	VMOVUPS Y5, (DX)
+	VMOVUPS Y7, (DX)(SI*1)
+	ADDQ    BX, CX
+	ADDQ    SI, DX
+	ADDQ    R8, DI
+	ADDQ    R10, R9
+	ADDQ    BX, CX
+	ADDQ    SI, DX
+	ADDQ    R8, DI
+	ADDQ    R10, R9
+	SUBQ    $0x02, R11
+	JMP     full_pair
+
+full_last:
+	TESTQ     R11, R11
+	JZ        full_next
+	VCVTDQ2PS (CX), Y5
+	TESTQ     $0x00000001, R12
+	JZ        full_last_noColScale
+	VMULPS    Y1, Y5, Y5
+
+full_last_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           full_last_noRowTerm
 	VBROADCASTSS (DI), Y1
 	VMULPS       Y2, Y1, Y1
 	VADDPS       Y1, Y5, Y5
-	VADDPS       Y3, Y5, Y5
+
+full_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     full_last_noColConst
+	VADDPS Y3, Y5, Y5
+
+full_last_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           full_last_noRowScale
 	VBROADCASTSS (R9), Y1
 	VMULPS       Y1, Y5, Y5
-	VADDPS       Y4, Y5, Y5
-	VMOVUPS      Y5, (DX)
-	JMP          full_next
 
-full_relu:
-	CMPQ         R11, $0x02
-	JL           full_relu_last
-	VCVTDQ2PS    (CX), Y5
-	VMULPS       Y1, Y5, Y5
-	VBROADCASTSS (DI), Y6
-	VMULPS       Y2, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VADDPS       Y3, Y5, Y5
-	VBROADCASTSS (R9), Y6
-	VMULPS       Y6, Y5, Y5
-	VADDPS       Y4, Y5, Y5
-	VMAXPS       Y0, Y5, Y5
-	VMOVUPS      Y5, (DX)
-	VCVTDQ2PS    (CX)(BX*1), Y5
-	VMULPS       Y1, Y5, Y5
-	VBROADCASTSS (DI)(R8*1), Y6
-	VMULPS       Y2, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VADDPS       Y3, Y5, Y5
-	VBROADCASTSS (R9)(R10*1), Y6
-	VMULPS       Y6, Y5, Y5
-	VADDPS       Y4, Y5, Y5
-	VMAXPS       Y0, Y5, Y5
-	VMOVUPS      Y5, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          full_relu
+full_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     full_last_noColBias
+	VADDPS Y4, Y5, Y5
 
-full_relu_last:
-	TESTQ        R11, R11
-	JZ           full_next
-	VCVTDQ2PS    (CX), Y5
-	VMULPS       Y1, Y5, Y5
-	VBROADCASTSS (DI), Y1
-	VMULPS       Y2, Y1, Y1
-	VADDPS       Y1, Y5, Y5
-	VADDPS       Y3, Y5, Y5
-	VBROADCASTSS (R9), Y1
-	VMULPS       Y1, Y5, Y5
-	VADDPS       Y4, Y5, Y5
-	VMAXPS       Y0, Y5, Y5
-	VMOVUPS      Y5, (DX)
+full_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     full_last_noReLU
+	VMAXPS Y0, Y5, Y5
+
+full_last_noReLU:
+	VMOVUPS Y5, (DX)
 
 full_next:
 	JMP advance
@@ -1359,128 +1356,122 @@ part_nocolBias:
 	VPBROADCASTD X5, Y5
 
 part_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   part_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-part_plain:
-	CMPQ         R11, $0x02
-	JL           part_plain_last
-	VMASKMOVPS   (CX), Y1, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y2, Y6, Y6
+part_pair:
+	CMPQ       R11, $0x02
+	JL         part_last
+	VMASKMOVPS (CX), Y1, Y6
+	VCVTDQ2PS  Y6, Y6
+	VMASKMOVPS (CX)(BX*1), Y1, Y8
+	VCVTDQ2PS  Y8, Y8
+	TESTQ      $0x00000001, R12
+	JZ         part_pair_noColScale
+	VMULPS     Y2, Y6, Y6
+	VMULPS     Y2, Y8, Y8
+
+part_pair_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           part_pair_noRowTerm
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y3, Y7, Y7
 	VADDPS       Y7, Y6, Y6
-	VADDPS       Y4, Y6, Y6
-	VBROADCASTSS (R9), Y7
-	VMULPS       Y7, Y6, Y6
-	VADDPS       Y5, Y6, Y6
-	VMASKMOVPS   Y6, Y1, (DX)
-	VMASKMOVPS   (CX)(BX*1), Y1, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y2, Y6, Y6
 	VBROADCASTSS (DI)(R8*1), Y7
 	VMULPS       Y3, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VADDPS       Y4, Y6, Y6
-	VBROADCASTSS (R9)(R10*1), Y7
-	VMULPS       Y7, Y6, Y6
-	VADDPS       Y5, Y6, Y6
-	VMASKMOVPS   Y6, Y1, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          part_plain
+	VADDPS       Y7, Y8, Y8
 
-part_plain_last:
-	TESTQ        R11, R11
-	JZ           part_next
-	VMASKMOVPS   (CX), Y1, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y2, Y6, Y6
+part_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     part_pair_noColConst
+	VADDPS Y4, Y6, Y6
+	VADDPS Y4, Y8, Y8
+
+part_pair_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           part_pair_noRowScale
+	VBROADCASTSS (R9), Y7
+	VMULPS       Y7, Y6, Y6
+	VBROADCASTSS (R9)(R10*1), Y7
+	VMULPS       Y7, Y8, Y8
+
+part_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     part_pair_noColBias
+	VADDPS Y5, Y6, Y6
+	VADDPS Y5, Y8, Y8
+
+part_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     part_pair_noReLU
+	VMAXPS Y0, Y6, Y6
+	VMAXPS Y0, Y8, Y8
+
+part_pair_noReLU:
+	VMASKMOVPS Y6, Y1, (DX)
+	VMASKMOVPS Y8, Y1, (DX)(SI*1)
+	ADDQ       BX, CX
+	ADDQ       SI, DX
+	ADDQ       R8, DI
+	ADDQ       R10, R9
+	ADDQ       BX, CX
+	ADDQ       SI, DX
+	ADDQ       R8, DI
+	ADDQ       R10, R9
+	SUBQ       $0x02, R11
+	JMP        part_pair
+
+part_last:
+	TESTQ      R11, R11
+	JZ         part_next
+	VMASKMOVPS (CX), Y1, Y6
+	VCVTDQ2PS  Y6, Y6
+	TESTQ      $0x00000001, R12
+	JZ         part_last_noColScale
+	VMULPS     Y2, Y6, Y6
+
+part_last_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           part_last_noRowTerm
 	VBROADCASTSS (DI), Y2
 	VMULPS       Y3, Y2, Y2
 	VADDPS       Y2, Y6, Y6
-	VADDPS       Y4, Y6, Y6
+
+part_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     part_last_noColConst
+	VADDPS Y4, Y6, Y6
+
+part_last_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           part_last_noRowScale
 	VBROADCASTSS (R9), Y2
 	VMULPS       Y2, Y6, Y6
-	VADDPS       Y5, Y6, Y6
-	VMASKMOVPS   Y6, Y1, (DX)
-	JMP          part_next
 
-part_relu:
-	CMPQ         R11, $0x02
-	JL           part_relu_last
-	VMASKMOVPS   (CX), Y1, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VBROADCASTSS (DI), Y7
-	VMULPS       Y3, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VADDPS       Y4, Y6, Y6
-	VBROADCASTSS (R9), Y7
-	VMULPS       Y7, Y6, Y6
-	VADDPS       Y5, Y6, Y6
-	VMAXPS       Y0, Y6, Y6
-	VMASKMOVPS   Y6, Y1, (DX)
-	VMASKMOVPS   (CX)(BX*1), Y1, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VBROADCASTSS (DI)(R8*1), Y7
-	VMULPS       Y3, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VADDPS       Y4, Y6, Y6
-	VBROADCASTSS (R9)(R10*1), Y7
-	VMULPS       Y7, Y6, Y6
-	VADDPS       Y5, Y6, Y6
-	VMAXPS       Y0, Y6, Y6
-	VMASKMOVPS   Y6, Y1, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          part_relu
+part_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     part_last_noColBias
+	VADDPS Y5, Y6, Y6
 
-part_relu_last:
-	TESTQ        R11, R11
-	JZ           part_next
-	VMASKMOVPS   (CX), Y1, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VBROADCASTSS (DI), Y2
-	VMULPS       Y3, Y2, Y2
-	VADDPS       Y2, Y6, Y6
-	VADDPS       Y4, Y6, Y6
-	VBROADCASTSS (R9), Y2
-	VMULPS       Y2, Y6, Y6
-	VADDPS       Y5, Y6, Y6
-	VMAXPS       Y0, Y6, Y6
-	VMASKMOVPS   Y6, Y1, (DX)
+part_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     part_last_noReLU
+	VMAXPS Y0, Y6, Y6
+
+part_last_noReLU:
+	VMASKMOVPS Y6, Y1, (DX)
 
 part_next:
 advance:
@@ -1558,152 +1549,134 @@ full_nocolBias:
 	VPBROADCASTD X7, Y7
 
 full_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   full_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-full_plain:
-	CMPQ         R11, $0x02
-	JL           full_plain_last
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
+full_pair:
+	CMPQ      R11, $0x02
+	JL        full_last
+	VCVTDQ2PS (CX), Y8
+	VCVTDQ2PS (CX)(BX*1), Y10
+	TESTQ     $0x00000001, R12
+	JZ        full_pair_noColScale
+	VMULPS    Y4, Y8, Y8
+	VMULPS    Y4, Y10, Y10
+
+full_pair_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           full_pair_noRowTerm
 	VBROADCASTSS (DI), Y9
 	VMULPS       Y5, Y9, Y9
 	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9), Y9
-	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VMOVUPS      Y8, (DX)
-	VCVTDQ2PS    (CX)(BX*1), Y8
-	VMULPS       Y4, Y8, Y8
 	VBROADCASTSS (DI)(R8*1), Y9
 	VMULPS       Y5, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9)(R10*1), Y9
-	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VMOVUPS      Y8, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          full_plain
+	VADDPS       Y9, Y10, Y10
 
-full_plain_last:
-	TESTQ        R11, R11
-	JZ           full_next
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
+full_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     full_pair_noColConst
+	VADDPS Y6, Y8, Y8
+	VADDPS Y6, Y10, Y10
+
+full_pair_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           full_pair_noRowScale
+	VBROADCASTSS (R9), Y9
+	VMULPS       Y9, Y8, Y8
+	VBROADCASTSS (R9)(R10*1), Y9
+	VMULPS       Y9, Y10, Y10
+
+full_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     full_pair_noColBias
+	VADDPS Y7, Y8, Y8
+	VADDPS Y7, Y10, Y10
+
+full_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     full_pair_noReLU
+	VMAXPS Y0, Y8, Y8
+	VMAXPS Y0, Y10, Y10
+
+full_pair_noReLU:
+	VMULPS     Y1, Y8, Y8
+	VADDPS     Y2, Y8, Y8
+	VMAXPS     Y0, Y8, Y8
+	VCVTTPS2DQ Y8, Y8
+	VPMINUD    Y3, Y8, Y8
+	VMOVUPS    Y8, (DX)
+	VMULPS     Y1, Y10, Y10
+	VADDPS     Y2, Y10, Y10
+	VMAXPS     Y0, Y10, Y10
+	VCVTTPS2DQ Y10, Y10
+	VPMINUD    Y3, Y10, Y10
+	VMOVUPS    Y10, (DX)(SI*1)
+	ADDQ       BX, CX
+	ADDQ       SI, DX
+	ADDQ       R8, DI
+	ADDQ       R10, R9
+	ADDQ       BX, CX
+	ADDQ       SI, DX
+	ADDQ       R8, DI
+	ADDQ       R10, R9
+	SUBQ       $0x02, R11
+	JMP        full_pair
+
+full_last:
+	TESTQ     R11, R11
+	JZ        full_next
+	VCVTDQ2PS (CX), Y8
+	TESTQ     $0x00000001, R12
+	JZ        full_last_noColScale
+	VMULPS    Y4, Y8, Y8
+
+full_last_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           full_last_noRowTerm
 	VBROADCASTSS (DI), Y4
 	VMULPS       Y5, Y4, Y4
 	VADDPS       Y4, Y8, Y8
-	VADDPS       Y6, Y8, Y8
+
+full_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     full_last_noColConst
+	VADDPS Y6, Y8, Y8
+
+full_last_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           full_last_noRowScale
 	VBROADCASTSS (R9), Y4
 	VMULPS       Y4, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VMOVUPS      Y8, (DX)
-	JMP          full_next
 
-full_relu:
-	CMPQ         R11, $0x02
-	JL           full_relu_last
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
-	VBROADCASTSS (DI), Y9
-	VMULPS       Y5, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9), Y9
-	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VMOVUPS      Y8, (DX)
-	VCVTDQ2PS    (CX)(BX*1), Y8
-	VMULPS       Y4, Y8, Y8
-	VBROADCASTSS (DI)(R8*1), Y9
-	VMULPS       Y5, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9)(R10*1), Y9
-	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VMOVUPS      Y8, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          full_relu
+full_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     full_last_noColBias
+	VADDPS Y7, Y8, Y8
 
-full_relu_last:
-	TESTQ        R11, R11
-	JZ           full_next
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
-	VBROADCASTSS (DI), Y4
-	VMULPS       Y5, Y4, Y4
-	VADDPS       Y4, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9), Y4
-	VMULPS       Y4, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VMOVUPS      Y8, (DX)
+full_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     full_last_noReLU
+	VMAXPS Y0, Y8, Y8
+
+full_last_noReLU:
+	VMULPS     Y1, Y8, Y8
+	VADDPS     Y2, Y8, Y8
+	VMAXPS     Y0, Y8, Y8
+	VCVTTPS2DQ Y8, Y8
+	VPMINUD    Y3, Y8, Y8
+	VMOVUPS    Y8, (DX)
 
 full_next:
 	JMP advance
@@ -1761,158 +1734,137 @@ part_nocolBias:
 	VPBROADCASTD X8, Y8
 
 part_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   part_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-part_plain:
-	CMPQ         R11, $0x02
-	JL           part_plain_last
-	VMASKMOVPS   (CX), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
+part_pair:
+	CMPQ       R11, $0x02
+	JL         part_last
+	VMASKMOVPS (CX), Y4, Y9
+	VCVTDQ2PS  Y9, Y9
+	VMASKMOVPS (CX)(BX*1), Y4, Y11
+	VCVTDQ2PS  Y11, Y11
+	TESTQ      $0x00000001, R12
+	JZ         part_pair_noColScale
+	VMULPS     Y5, Y9, Y9
+	VMULPS     Y5, Y11, Y11
+
+part_pair_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           part_pair_noRowTerm
 	VBROADCASTSS (DI), Y10
 	VMULPS       Y6, Y10, Y10
 	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VMASKMOVPS   Y9, Y4, (DX)
-	VMASKMOVPS   (CX)(BX*1), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
 	VBROADCASTSS (DI)(R8*1), Y10
 	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9)(R10*1), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VMASKMOVPS   Y9, Y4, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          part_plain
+	VADDPS       Y10, Y11, Y11
 
-part_plain_last:
-	TESTQ        R11, R11
-	JZ           part_next
-	VMASKMOVPS   (CX), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
+part_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     part_pair_noColConst
+	VADDPS Y7, Y9, Y9
+	VADDPS Y7, Y11, Y11
+
+part_pair_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           part_pair_noRowScale
+	VBROADCASTSS (R9), Y10
+	VMULPS       Y10, Y9, Y9
+	VBROADCASTSS (R9)(R10*1), Y10
+	VMULPS       Y10, Y11, Y11
+
+part_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     part_pair_noColBias
+	VADDPS Y8, Y9, Y9
+	VADDPS Y8, Y11, Y11
+
+part_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     part_pair_noReLU
+	VMAXPS Y0, Y9, Y9
+	VMAXPS Y0, Y11, Y11
+
+part_pair_noReLU:
+	VMULPS     Y1, Y9, Y9
+	VADDPS     Y2, Y9, Y9
+	VMAXPS     Y0, Y9, Y9
+	VCVTTPS2DQ Y9, Y9
+	VPMINUD    Y3, Y9, Y9
+	VMASKMOVPS Y9, Y4, (DX)
+	VMULPS     Y1, Y11, Y11
+	VADDPS     Y2, Y11, Y11
+	VMAXPS     Y0, Y11, Y11
+	VCVTTPS2DQ Y11, Y11
+	VPMINUD    Y3, Y11, Y11
+	VMASKMOVPS Y11, Y4, (DX)(SI*1)
+	ADDQ       BX, CX
+	ADDQ       SI, DX
+	ADDQ       R8, DI
+	ADDQ       R10, R9
+	ADDQ       BX, CX
+	ADDQ       SI, DX
+	ADDQ       R8, DI
+	ADDQ       R10, R9
+	SUBQ       $0x02, R11
+	JMP        part_pair
+
+part_last:
+	TESTQ      R11, R11
+	JZ         part_next
+	VMASKMOVPS (CX), Y4, Y9
+	VCVTDQ2PS  Y9, Y9
+	TESTQ      $0x00000001, R12
+	JZ         part_last_noColScale
+	VMULPS     Y5, Y9, Y9
+
+part_last_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           part_last_noRowTerm
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y6, Y5, Y5
 	VADDPS       Y5, Y9, Y9
-	VADDPS       Y7, Y9, Y9
+
+part_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     part_last_noColConst
+	VADDPS Y7, Y9, Y9
+
+part_last_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           part_last_noRowScale
 	VBROADCASTSS (R9), Y5
 	VMULPS       Y5, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VMASKMOVPS   Y9, Y4, (DX)
-	JMP          part_next
 
-part_relu:
-	CMPQ         R11, $0x02
-	JL           part_relu_last
-	VMASKMOVPS   (CX), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (DI), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VMASKMOVPS   Y9, Y4, (DX)
-	VMASKMOVPS   (CX)(BX*1), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (DI)(R8*1), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9)(R10*1), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VMASKMOVPS   Y9, Y4, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          part_relu
+part_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     part_last_noColBias
+	VADDPS Y8, Y9, Y9
 
-part_relu_last:
-	TESTQ        R11, R11
-	JZ           part_next
-	VMASKMOVPS   (CX), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (DI), Y5
-	VMULPS       Y6, Y5, Y5
-	VADDPS       Y5, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R9), Y5
-	VMULPS       Y5, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VMASKMOVPS   Y9, Y4, (DX)
+part_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     part_last_noReLU
+	VMAXPS Y0, Y9, Y9
+
+part_last_noReLU:
+	VMULPS     Y1, Y9, Y9
+	VADDPS     Y2, Y9, Y9
+	VMAXPS     Y0, Y9, Y9
+	VCVTTPS2DQ Y9, Y9
+	VPMINUD    Y3, Y9, Y9
+	VMASKMOVPS Y9, Y4, (DX)
 
 part_next:
 advance:
@@ -1990,34 +1942,67 @@ full_nocolBias:
 	VPBROADCASTD X7, Y7
 
 full_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*1), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   full_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*1), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-full_plain:
-	CMPQ         R11, $0x02
-	JL           full_plain_last
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
+full_pair:
+	CMPQ      R11, $0x02
+	JL        full_last
+	VCVTDQ2PS (CX), Y8
+	VCVTDQ2PS (CX)(BX*1), Y10
+	TESTQ     $0x00000001, R12
+	JZ        full_pair_noColScale
+	VMULPS    Y4, Y8, Y8
+	VMULPS    Y4, Y10, Y10
+
+full_pair_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           full_pair_noRowTerm
 	VBROADCASTSS (DI), Y9
 	VMULPS       Y5, Y9, Y9
 	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
+	VBROADCASTSS (DI)(R8*1), Y9
+	VMULPS       Y5, Y9, Y9
+	VADDPS       Y9, Y10, Y10
+
+full_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     full_pair_noColConst
+	VADDPS Y6, Y8, Y8
+	VADDPS Y6, Y10, Y10
+
+full_pair_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           full_pair_noRowScale
 	VBROADCASTSS (R9), Y9
 	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
+	VBROADCASTSS (R9)(R10*1), Y9
+	VMULPS       Y9, Y10, Y10
+
+full_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     full_pair_noColBias
+	VADDPS Y7, Y8, Y8
+	VADDPS Y7, Y10, Y10
+
+full_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     full_pair_noReLU
+	VMAXPS Y0, Y8, Y8
+	VMAXPS Y0, Y10, Y10
+
+full_pair_noReLU:
 	VMULPS       Y1, Y8, Y8
 	VADDPS       Y2, Y8, Y8
 	VMAXPS       Y0, Y8, Y8
@@ -2027,24 +2012,15 @@ full_plain:
 	VPACKUSDW    X9, X8, X9
 	VPACKUSWB    X9, X9, X9
 	VMOVQ        X9, (DX)
-	VCVTDQ2PS    (CX)(BX*1), Y8
-	VMULPS       Y4, Y8, Y8
-	VBROADCASTSS (DI)(R8*1), Y9
-	VMULPS       Y5, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9)(R10*1), Y9
-	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VEXTRACTI128 $0x01, Y8, X9
-	VPACKUSDW    X9, X8, X9
-	VPACKUSWB    X9, X9, X9
-	VMOVQ        X9, (DX)(SI*1)
+	VMULPS       Y1, Y10, Y10
+	VADDPS       Y2, Y10, Y10
+	VMAXPS       Y0, Y10, Y10
+	VCVTTPS2DQ   Y10, Y10
+	VPMINUD      Y3, Y10, Y10
+	VEXTRACTI128 $0x01, Y10, X8
+	VPACKUSDW    X8, X10, X8
+	VPACKUSWB    X8, X8, X8
+	VMOVQ        X8, (DX)(SI*1)
 	ADDQ         BX, CX
 	ADDQ         SI, DX
 	ADDQ         R8, DI
@@ -2054,96 +2030,45 @@ full_plain:
 	ADDQ         R8, DI
 	ADDQ         R10, R9
 	SUBQ         $0x02, R11
-	JMP          full_plain
+	JMP          full_pair
 
-full_plain_last:
-	TESTQ        R11, R11
-	JZ           full_next
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
+full_last:
+	TESTQ     R11, R11
+	JZ        full_next
+	VCVTDQ2PS (CX), Y8
+	TESTQ     $0x00000001, R12
+	JZ        full_last_noColScale
+	VMULPS    Y4, Y8, Y8
+
+full_last_noColScale:
+	TESTQ        $0x00000002, R12
+	JZ           full_last_noRowTerm
 	VBROADCASTSS (DI), Y4
 	VMULPS       Y5, Y4, Y4
 	VADDPS       Y4, Y8, Y8
-	VADDPS       Y6, Y8, Y8
+
+full_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     full_last_noColConst
+	VADDPS Y6, Y8, Y8
+
+full_last_noColConst:
+	TESTQ        $0x00000008, R12
+	JZ           full_last_noRowScale
 	VBROADCASTSS (R9), Y4
 	VMULPS       Y4, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VEXTRACTI128 $0x01, Y8, X4
-	VPACKUSDW    X4, X8, X4
-	VPACKUSWB    X4, X4, X4
-	VMOVQ        X4, (DX)
-	JMP          full_next
 
-full_relu:
-	CMPQ         R11, $0x02
-	JL           full_relu_last
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
-	VBROADCASTSS (DI), Y9
-	VMULPS       Y5, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9), Y9
-	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VEXTRACTI128 $0x01, Y8, X9
-	VPACKUSDW    X9, X8, X9
-	VPACKUSWB    X9, X9, X9
-	VMOVQ        X9, (DX)
-	VCVTDQ2PS    (CX)(BX*1), Y8
-	VMULPS       Y4, Y8, Y8
-	VBROADCASTSS (DI)(R8*1), Y9
-	VMULPS       Y5, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9)(R10*1), Y9
-	VMULPS       Y9, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VADDPS       Y2, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
-	VCVTTPS2DQ   Y8, Y8
-	VPMINUD      Y3, Y8, Y8
-	VEXTRACTI128 $0x01, Y8, X9
-	VPACKUSDW    X9, X8, X9
-	VPACKUSWB    X9, X9, X9
-	VMOVQ        X9, (DX)(SI*1)
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	ADDQ         BX, CX
-	ADDQ         SI, DX
-	ADDQ         R8, DI
-	ADDQ         R10, R9
-	SUBQ         $0x02, R11
-	JMP          full_relu
+full_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     full_last_noColBias
+	VADDPS Y7, Y8, Y8
 
-full_relu_last:
-	TESTQ        R11, R11
-	JZ           full_next
-	VCVTDQ2PS    (CX), Y8
-	VMULPS       Y4, Y8, Y8
-	VBROADCASTSS (DI), Y4
-	VMULPS       Y5, Y4, Y4
-	VADDPS       Y4, Y8, Y8
-	VADDPS       Y6, Y8, Y8
-	VBROADCASTSS (R9), Y4
-	VMULPS       Y4, Y8, Y8
-	VADDPS       Y7, Y8, Y8
-	VMAXPS       Y0, Y8, Y8
+full_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     full_last_noReLU
+	VMAXPS Y0, Y8, Y8
+
+full_last_noReLU:
 	VMULPS       Y1, Y8, Y8
 	VADDPS       Y2, Y8, Y8
 	VMAXPS       Y0, Y8, Y8
@@ -2210,74 +2135,69 @@ part_nocolBias:
 	VPBROADCASTD X8, Y8
 
 part_havecolBias:
-	MOVQ  c+16(FP), DX
-	MOVQ  dst+0(FP), BX
-	LEAQ  (DX)(AX*4), DX
-	LEAQ  (BX)(AX*1), BX
-	MOVQ  ldc+24(FP), SI
-	MOVQ  ldd+8(FP), DI
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), R8
-	MOVQ  rtStep+88(FP), R9
-	MOVQ  rowScale+96(FP), R10
-	MOVQ  rsStep+104(FP), R11
-	MOVQ  rows+32(FP), R12
-	MOVQ  flags+112(FP), R13
-	TESTQ $0x00000020, R13
-	JNZ   part_relu
+	MOVQ c+16(FP), DX
+	MOVQ dst+0(FP), BX
+	LEAQ (DX)(AX*4), DX
+	LEAQ (BX)(AX*1), BX
+	MOVQ ldc+24(FP), SI
+	MOVQ ldd+8(FP), DI
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), R8
+	MOVQ rtStep+88(FP), R9
+	MOVQ rowScale+96(FP), R10
+	MOVQ rsStep+104(FP), R11
+	MOVQ rows+32(FP), R12
+	MOVQ flags+112(FP), R13
 
-part_plain:
-	CMPQ         R12, $0x02
-	JL           part_plain_last
-	VMASKMOVPS   (DX), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
+part_pair:
+	CMPQ       R12, $0x02
+	JL         part_last
+	VMASKMOVPS (DX), Y4, Y9
+	VCVTDQ2PS  Y9, Y9
+	VMASKMOVPS (DX)(SI*1), Y4, Y11
+	VCVTDQ2PS  Y11, Y11
+	TESTQ      $0x00000001, R13
+	JZ         part_pair_noColScale
+	VMULPS     Y5, Y9, Y9
+	VMULPS     Y5, Y11, Y11
+
+part_pair_noColScale:
+	TESTQ        $0x00000002, R13
+	JZ           part_pair_noRowTerm
 	VBROADCASTSS (R8), Y10
 	VMULPS       Y6, Y10, Y10
 	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R10), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VEXTRACTI128 $0x01, Y9, X10
-	VPACKUSDW    X10, X9, X10
-	VPACKUSWB    X10, X10, X10
-	VMOVQ        X10, R13
-	LEAQ         (BX), R14
-	TESTQ        $0x00000004, CX
-	JZ           part_plain_a_no4
-	MOVL         R13, (R14)
-	SHRQ         $0x20, R13
-	ADDQ         $0x00000004, R14
-
-part_plain_a_no4:
-	TESTQ $0x00000002, CX
-	JZ    part_plain_a_no2
-	MOVW  R13, (R14)
-	SHRQ  $0x10, R13
-	ADDQ  $0x00000002, R14
-
-part_plain_a_no2:
-	TESTQ $0x00000001, CX
-	JZ    part_plain_a_no1
-	MOVB  R13, (R14)
-
-part_plain_a_no1:
-	VMASKMOVPS   (DX)(SI*1), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
 	VBROADCASTSS (R8)(R9*1), Y10
 	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R10)(R11*1), Y10
+	VADDPS       Y10, Y11, Y11
+
+part_pair_noRowTerm:
+	TESTQ  $0x00000004, R13
+	JZ     part_pair_noColConst
+	VADDPS Y7, Y9, Y9
+	VADDPS Y7, Y11, Y11
+
+part_pair_noColConst:
+	TESTQ        $0x00000008, R13
+	JZ           part_pair_noRowScale
+	VBROADCASTSS (R10), Y10
 	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
+	VBROADCASTSS (R10)(R11*1), Y10
+	VMULPS       Y10, Y11, Y11
+
+part_pair_noRowScale:
+	TESTQ  $0x00000010, R13
+	JZ     part_pair_noColBias
+	VADDPS Y8, Y9, Y9
+	VADDPS Y8, Y11, Y11
+
+part_pair_noColBias:
+	TESTQ  $0x00000020, R13
+	JZ     part_pair_noReLU
+	VMAXPS Y0, Y9, Y9
+	VMAXPS Y0, Y11, Y11
+
+part_pair_noReLU:
 	VMULPS       Y1, Y9, Y9
 	VADDPS       Y2, Y9, Y9
 	VMAXPS       Y0, Y9, Y9
@@ -2286,27 +2206,56 @@ part_plain_a_no1:
 	VEXTRACTI128 $0x01, Y9, X10
 	VPACKUSDW    X10, X9, X10
 	VPACKUSWB    X10, X10, X10
-	VMOVQ        X10, R13
-	LEAQ         (BX)(DI*1), R14
+	VMOVQ        X10, R14
+	LEAQ         (BX), R15
 	TESTQ        $0x00000004, CX
-	JZ           part_plain_b_no4
-	MOVL         R13, (R14)
-	SHRQ         $0x20, R13
-	ADDQ         $0x00000004, R14
+	JZ           part_pair_0_no4
+	MOVL         R14, (R15)
+	SHRQ         $0x20, R14
+	ADDQ         $0x00000004, R15
 
-part_plain_b_no4:
+part_pair_0_no4:
 	TESTQ $0x00000002, CX
-	JZ    part_plain_b_no2
-	MOVW  R13, (R14)
-	SHRQ  $0x10, R13
-	ADDQ  $0x00000002, R14
+	JZ    part_pair_0_no2
+	MOVW  R14, (R15)
+	SHRQ  $0x10, R14
+	ADDQ  $0x00000002, R15
 
-part_plain_b_no2:
+part_pair_0_no2:
 	TESTQ $0x00000001, CX
-	JZ    part_plain_b_no1
-	MOVB  R13, (R14)
+	JZ    part_pair_0_no1
+	MOVB  R14, (R15)
 
-part_plain_b_no1:
+part_pair_0_no1:
+	VMULPS       Y1, Y11, Y11
+	VADDPS       Y2, Y11, Y11
+	VMAXPS       Y0, Y11, Y11
+	VCVTTPS2DQ   Y11, Y11
+	VPMINUD      Y3, Y11, Y11
+	VEXTRACTI128 $0x01, Y11, X9
+	VPACKUSDW    X9, X11, X9
+	VPACKUSWB    X9, X9, X9
+	VMOVQ        X9, R14
+	LEAQ         (BX)(DI*1), R15
+	TESTQ        $0x00000004, CX
+	JZ           part_pair_1_no4
+	MOVL         R14, (R15)
+	SHRQ         $0x20, R14
+	ADDQ         $0x00000004, R15
+
+part_pair_1_no4:
+	TESTQ $0x00000002, CX
+	JZ    part_pair_1_no2
+	MOVW  R14, (R15)
+	SHRQ  $0x10, R14
+	ADDQ  $0x00000002, R15
+
+part_pair_1_no2:
+	TESTQ $0x00000001, CX
+	JZ    part_pair_1_no1
+	MOVB  R14, (R15)
+
+part_pair_1_no1:
 	ADDQ SI, DX
 	ADDQ DI, BX
 	ADDQ R9, R8
@@ -2316,21 +2265,46 @@ part_plain_b_no1:
 	ADDQ R9, R8
 	ADDQ R11, R10
 	SUBQ $0x02, R12
-	JMP  part_plain
+	JMP  part_pair
 
-part_plain_last:
-	TESTQ        R12, R12
-	JZ           part_next
-	VMASKMOVPS   (DX), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMULPS       Y5, Y4, Y4
+part_last:
+	TESTQ      R12, R12
+	JZ         part_next
+	VMASKMOVPS (DX), Y4, Y4
+	VCVTDQ2PS  Y4, Y4
+	TESTQ      $0x00000001, R13
+	JZ         part_last_noColScale
+	VMULPS     Y5, Y4, Y4
+
+part_last_noColScale:
+	TESTQ        $0x00000002, R13
+	JZ           part_last_noRowTerm
 	VBROADCASTSS (R8), Y5
 	VMULPS       Y6, Y5, Y5
 	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y4, Y4
+
+part_last_noRowTerm:
+	TESTQ  $0x00000004, R13
+	JZ     part_last_noColConst
+	VADDPS Y7, Y4, Y4
+
+part_last_noColConst:
+	TESTQ        $0x00000008, R13
+	JZ           part_last_noRowScale
 	VBROADCASTSS (R10), Y5
 	VMULPS       Y5, Y4, Y4
-	VADDPS       Y8, Y4, Y4
+
+part_last_noRowScale:
+	TESTQ  $0x00000010, R13
+	JZ     part_last_noColBias
+	VADDPS Y8, Y4, Y4
+
+part_last_noColBias:
+	TESTQ  $0x00000020, R13
+	JZ     part_last_noReLU
+	VMAXPS Y0, Y4, Y4
+
+part_last_noReLU:
 	VMULPS       Y1, Y4, Y4
 	VADDPS       Y2, Y4, Y4
 	VMAXPS       Y0, Y4, Y4
@@ -2342,163 +2316,24 @@ part_plain_last:
 	VMOVQ        X5, DX
 	LEAQ         (BX), BX
 	TESTQ        $0x00000004, CX
-	JZ           part_plain_c_no4
+	JZ           part_last_0_no4
 	MOVL         DX, (BX)
 	SHRQ         $0x20, DX
 	ADDQ         $0x00000004, BX
 
-part_plain_c_no4:
+part_last_0_no4:
 	TESTQ $0x00000002, CX
-	JZ    part_plain_c_no2
+	JZ    part_last_0_no2
 	MOVW  DX, (BX)
 	SHRQ  $0x10, DX
 	ADDQ  $0x00000002, BX
 
-part_plain_c_no2:
+part_last_0_no2:
 	TESTQ $0x00000001, CX
-	JZ    part_plain_c_no1
+	JZ    part_last_0_no1
 	MOVB  DL, (BX)
 
-part_plain_c_no1:
-	JMP part_next
-
-part_relu:
-	CMPQ         R12, $0x02
-	JL           part_relu_last
-	VMASKMOVPS   (DX), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (R8), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R10), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VEXTRACTI128 $0x01, Y9, X10
-	VPACKUSDW    X10, X9, X10
-	VPACKUSWB    X10, X10, X10
-	VMOVQ        X10, R13
-	LEAQ         (BX), R14
-	TESTQ        $0x00000004, CX
-	JZ           part_relu_a_no4
-	MOVL         R13, (R14)
-	SHRQ         $0x20, R13
-	ADDQ         $0x00000004, R14
-
-part_relu_a_no4:
-	TESTQ $0x00000002, CX
-	JZ    part_relu_a_no2
-	MOVW  R13, (R14)
-	SHRQ  $0x10, R13
-	ADDQ  $0x00000002, R14
-
-part_relu_a_no2:
-	TESTQ $0x00000001, CX
-	JZ    part_relu_a_no1
-	MOVB  R13, (R14)
-
-part_relu_a_no1:
-	VMASKMOVPS   (DX)(SI*1), Y4, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y5, Y9, Y9
-	VBROADCASTSS (R8)(R9*1), Y10
-	VMULPS       Y6, Y10, Y10
-	VADDPS       Y10, Y9, Y9
-	VADDPS       Y7, Y9, Y9
-	VBROADCASTSS (R10)(R11*1), Y10
-	VMULPS       Y10, Y9, Y9
-	VADDPS       Y8, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y2, Y9, Y9
-	VMAXPS       Y0, Y9, Y9
-	VCVTTPS2DQ   Y9, Y9
-	VPMINUD      Y3, Y9, Y9
-	VEXTRACTI128 $0x01, Y9, X10
-	VPACKUSDW    X10, X9, X10
-	VPACKUSWB    X10, X10, X10
-	VMOVQ        X10, R13
-	LEAQ         (BX)(DI*1), R14
-	TESTQ        $0x00000004, CX
-	JZ           part_relu_b_no4
-	MOVL         R13, (R14)
-	SHRQ         $0x20, R13
-	ADDQ         $0x00000004, R14
-
-part_relu_b_no4:
-	TESTQ $0x00000002, CX
-	JZ    part_relu_b_no2
-	MOVW  R13, (R14)
-	SHRQ  $0x10, R13
-	ADDQ  $0x00000002, R14
-
-part_relu_b_no2:
-	TESTQ $0x00000001, CX
-	JZ    part_relu_b_no1
-	MOVB  R13, (R14)
-
-part_relu_b_no1:
-	ADDQ SI, DX
-	ADDQ DI, BX
-	ADDQ R9, R8
-	ADDQ R11, R10
-	ADDQ SI, DX
-	ADDQ DI, BX
-	ADDQ R9, R8
-	ADDQ R11, R10
-	SUBQ $0x02, R12
-	JMP  part_relu
-
-part_relu_last:
-	TESTQ        R12, R12
-	JZ           part_next
-	VMASKMOVPS   (DX), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMULPS       Y5, Y4, Y4
-	VBROADCASTSS (R8), Y5
-	VMULPS       Y6, Y5, Y5
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y4, Y4
-	VBROADCASTSS (R10), Y5
-	VMULPS       Y5, Y4, Y4
-	VADDPS       Y8, Y4, Y4
-	VMAXPS       Y0, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VADDPS       Y2, Y4, Y4
-	VMAXPS       Y0, Y4, Y4
-	VCVTTPS2DQ   Y4, Y4
-	VPMINUD      Y3, Y4, Y4
-	VEXTRACTI128 $0x01, Y4, X5
-	VPACKUSDW    X5, X4, X5
-	VPACKUSWB    X5, X5, X5
-	VMOVQ        X5, DX
-	LEAQ         (BX), BX
-	TESTQ        $0x00000004, CX
-	JZ           part_relu_c_no4
-	MOVL         DX, (BX)
-	SHRQ         $0x20, DX
-	ADDQ         $0x00000004, BX
-
-part_relu_c_no4:
-	TESTQ $0x00000002, CX
-	JZ    part_relu_c_no2
-	MOVW  DX, (BX)
-	SHRQ  $0x10, DX
-	ADDQ  $0x00000002, BX
-
-part_relu_c_no2:
-	TESTQ $0x00000001, CX
-	JZ    part_relu_c_no1
-	MOVB  DL, (BX)
-
-part_relu_c_no1:
+part_last_0_no1:
 part_next:
 advance:
 	ADDQ $0x00000008, AX
@@ -2574,110 +2409,113 @@ g_nocolBias:
 	VPBROADCASTD X4, Z4
 
 g_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   g_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-g_plain:
+g_pair:
 	CMPQ        R11, $0x02
-	JL          g_plain_last
+	JL          g_last
 	VCVTDQ2PS.Z (CX), K1, Z5
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z7
+	TESTQ       $0x00000001, R12
+	JZ          g_pair_noColScale
 	VMULPS      Z1, Z5, Z5
+	VMULPS      Z1, Z7, Z7
+
+g_pair_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_pair_noRowTerm
 	VMULPS.BCST (DI), Z2, Z6
 	VADDPS      Z6, Z5, Z5
-	VADDPS      Z3, Z5, Z5
-	VMULPS.BCST (R9), Z5, Z5
-	VADDPS      Z4, Z5, Z5
-	VMOVUPS     Z5, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Z5
-	VMULPS      Z1, Z5, Z5
 	VMULPS.BCST (DI)(R8*1), Z2, Z6
-	VADDPS      Z6, Z5, Z5
-	VADDPS      Z3, Z5, Z5
-	VMULPS.BCST (R9)(R10*1), Z5, Z5
-	VADDPS      Z4, Z5, Z5
-	VMOVUPS     Z5, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_plain
+	VADDPS      Z6, Z7, Z7
 
-g_plain_last:
+g_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_pair_noColConst
+	VADDPS Z3, Z5, Z5
+	VADDPS Z3, Z7, Z7
+
+g_pair_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_pair_noRowScale
+	VMULPS.BCST (R9), Z5, Z5
+	VMULPS.BCST (R9)(R10*1), Z7, Z7
+
+g_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_pair_noColBias
+	VADDPS Z4, Z5, Z5
+	VADDPS Z4, Z7, Z7
+
+g_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_pair_noReLU
+	VMAXPS Z0, Z5, Z5
+	VMAXPS Z0, Z7, Z7
+
+g_pair_noReLU:
+	VMOVUPS Z5, K1, (DX)
+	VMOVUPS Z7, K1, (DX)(SI*1)
+	ADDQ    BX, CX
+	ADDQ    SI, DX
+	ADDQ    R8, DI
+	ADDQ    R10, R9
+	ADDQ    BX, CX
+	ADDQ    SI, DX
+	ADDQ    R8, DI
+	ADDQ    R10, R9
+	SUBQ    $0x02, R11
+	JMP     g_pair
+
+g_last:
 	TESTQ       R11, R11
 	JZ          g_next
 	VCVTDQ2PS.Z (CX), K1, Z5
+	TESTQ       $0x00000001, R12
+	JZ          g_last_noColScale
 	VMULPS      Z1, Z5, Z5
+
+g_last_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_last_noRowTerm
 	VMULPS.BCST (DI), Z2, Z1
 	VADDPS      Z1, Z5, Z5
-	VADDPS      Z3, Z5, Z5
-	VMULPS.BCST (R9), Z5, Z5
-	VADDPS      Z4, Z5, Z5
-	VMOVUPS     Z5, K1, (DX)
-	JMP         g_next
 
-g_relu:
-	CMPQ        R11, $0x02
-	JL          g_relu_last
-	VCVTDQ2PS.Z (CX), K1, Z5
-	VMULPS      Z1, Z5, Z5
-	VMULPS.BCST (DI), Z2, Z6
-	VADDPS      Z6, Z5, Z5
-	VADDPS      Z3, Z5, Z5
-	VMULPS.BCST (R9), Z5, Z5
-	VADDPS      Z4, Z5, Z5
-	VMAXPS      Z0, Z5, Z5
-	VMOVUPS     Z5, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Z5
-	VMULPS      Z1, Z5, Z5
-	VMULPS.BCST (DI)(R8*1), Z2, Z6
-	VADDPS      Z6, Z5, Z5
-	VADDPS      Z3, Z5, Z5
-	VMULPS.BCST (R9)(R10*1), Z5, Z5
-	VADDPS      Z4, Z5, Z5
-	VMAXPS      Z0, Z5, Z5
-	VMOVUPS     Z5, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_relu
+g_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_last_noColConst
+	VADDPS Z3, Z5, Z5
 
-g_relu_last:
-	TESTQ       R11, R11
-	JZ          g_next
-	VCVTDQ2PS.Z (CX), K1, Z5
-	VMULPS      Z1, Z5, Z5
-	VMULPS.BCST (DI), Z2, Z1
-	VADDPS      Z1, Z5, Z5
-	VADDPS      Z3, Z5, Z5
+g_last_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_last_noRowScale
 	VMULPS.BCST (R9), Z5, Z5
-	VADDPS      Z4, Z5, Z5
-	VMAXPS      Z0, Z5, Z5
-	VMOVUPS     Z5, K1, (DX)
+
+g_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_last_noColBias
+	VADDPS Z4, Z5, Z5
+
+g_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_last_noReLU
+	VMAXPS Z0, Z5, Z5
+
+g_last_noReLU:
+	VMOVUPS Z5, K1, (DX)
 
 g_next:
 	ADDQ $0x00000010, AX
@@ -2760,52 +2598,76 @@ g_nocolBias:
 	VPBROADCASTD X7, Z7
 
 g_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   g_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-g_plain:
+g_pair:
 	CMPQ        R11, $0x02
-	JL          g_plain_last
+	JL          g_last
 	VCVTDQ2PS.Z (CX), K1, Z8
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z10
+	TESTQ       $0x00000001, R12
+	JZ          g_pair_noColScale
 	VMULPS      Z4, Z8, Z8
+	VMULPS      Z4, Z10, Z10
+
+g_pair_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_pair_noRowTerm
 	VMULPS.BCST (DI), Z5, Z9
 	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (DI)(R8*1), Z5, Z9
+	VADDPS      Z9, Z10, Z10
+
+g_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_pair_noColConst
+	VADDPS Z6, Z8, Z8
+	VADDPS Z6, Z10, Z10
+
+g_pair_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_pair_noRowScale
 	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
+	VMULPS.BCST (R9)(R10*1), Z10, Z10
+
+g_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_pair_noColBias
+	VADDPS Z7, Z8, Z8
+	VADDPS Z7, Z10, Z10
+
+g_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_pair_noReLU
+	VMAXPS Z0, Z8, Z8
+	VMAXPS Z0, Z10, Z10
+
+g_pair_noReLU:
 	VMULPS      Z1, Z8, Z8
 	VADDPS      Z2, Z8, Z8
 	VMAXPS      Z0, Z8, Z8
 	VCVTTPS2UDQ Z8, Z8
 	VPMINUD     Z3, Z8, Z8
 	VMOVUPS     Z8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI)(R8*1), Z5, Z9
-	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9)(R10*1), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VMOVUPS     Z8, K1, (DX)(SI*1)
+	VMULPS      Z1, Z10, Z10
+	VADDPS      Z2, Z10, Z10
+	VMAXPS      Z0, Z10, Z10
+	VCVTTPS2UDQ Z10, Z10
+	VPMINUD     Z3, Z10, Z10
+	VMOVUPS     Z10, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
@@ -2815,79 +2677,43 @@ g_plain:
 	ADDQ        R8, DI
 	ADDQ        R10, R9
 	SUBQ        $0x02, R11
-	JMP         g_plain
+	JMP         g_pair
 
-g_plain_last:
+g_last:
 	TESTQ       R11, R11
 	JZ          g_next
 	VCVTDQ2PS.Z (CX), K1, Z8
+	TESTQ       $0x00000001, R12
+	JZ          g_last_noColScale
 	VMULPS      Z4, Z8, Z8
+
+g_last_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_last_noRowTerm
 	VMULPS.BCST (DI), Z5, Z4
 	VADDPS      Z4, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VMOVUPS     Z8, K1, (DX)
-	JMP         g_next
 
-g_relu:
-	CMPQ        R11, $0x02
-	JL          g_relu_last
-	VCVTDQ2PS.Z (CX), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI), Z5, Z9
-	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VMOVUPS     Z8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI)(R8*1), Z5, Z9
-	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9)(R10*1), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VMOVUPS     Z8, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_relu
+g_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_last_noColConst
+	VADDPS Z6, Z8, Z8
 
-g_relu_last:
-	TESTQ       R11, R11
-	JZ          g_next
-	VCVTDQ2PS.Z (CX), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI), Z5, Z4
-	VADDPS      Z4, Z8, Z8
-	VADDPS      Z6, Z8, Z8
+g_last_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_last_noRowScale
 	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
+
+g_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_last_noColBias
+	VADDPS Z7, Z8, Z8
+
+g_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_last_noReLU
+	VMAXPS Z0, Z8, Z8
+
+g_last_noReLU:
 	VMULPS      Z1, Z8, Z8
 	VADDPS      Z2, Z8, Z8
 	VMAXPS      Z0, Z8, Z8
@@ -2976,51 +2802,75 @@ g_nocolBias:
 	VPBROADCASTD X7, Z7
 
 g_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*1), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   g_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*1), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-g_plain:
+g_pair:
 	CMPQ        R11, $0x02
-	JL          g_plain_last
+	JL          g_last
 	VCVTDQ2PS.Z (CX), K1, Z8
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Z10
+	TESTQ       $0x00000001, R12
+	JZ          g_pair_noColScale
 	VMULPS      Z4, Z8, Z8
+	VMULPS      Z4, Z10, Z10
+
+g_pair_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_pair_noRowTerm
 	VMULPS.BCST (DI), Z5, Z9
 	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
+	VMULPS.BCST (DI)(R8*1), Z5, Z9
+	VADDPS      Z9, Z10, Z10
+
+g_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_pair_noColConst
+	VADDPS Z6, Z8, Z8
+	VADDPS Z6, Z10, Z10
+
+g_pair_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_pair_noRowScale
 	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
+	VMULPS.BCST (R9)(R10*1), Z10, Z10
+
+g_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_pair_noColBias
+	VADDPS Z7, Z8, Z8
+	VADDPS Z7, Z10, Z10
+
+g_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_pair_noReLU
+	VMAXPS Z0, Z8, Z8
+	VMAXPS Z0, Z10, Z10
+
+g_pair_noReLU:
 	VMULPS      Z1, Z8, Z8
 	VADDPS      Z2, Z8, Z8
 	VMAXPS      Z0, Z8, Z8
 	VCVTTPS2UDQ Z8, Z8
 	VPMINUD     Z3, Z8, Z8
 	VPMOVDB     Z8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI)(R8*1), Z5, Z9
-	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9)(R10*1), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VPMOVDB     Z8, K1, (DX)(SI*1)
+	VMULPS      Z1, Z10, Z10
+	VADDPS      Z2, Z10, Z10
+	VMAXPS      Z0, Z10, Z10
+	VCVTTPS2UDQ Z10, Z10
+	VPMINUD     Z3, Z10, Z10
+	VPMOVDB     Z10, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
@@ -3030,79 +2880,43 @@ g_plain:
 	ADDQ        R8, DI
 	ADDQ        R10, R9
 	SUBQ        $0x02, R11
-	JMP         g_plain
+	JMP         g_pair
 
-g_plain_last:
+g_last:
 	TESTQ       R11, R11
 	JZ          g_next
 	VCVTDQ2PS.Z (CX), K1, Z8
+	TESTQ       $0x00000001, R12
+	JZ          g_last_noColScale
 	VMULPS      Z4, Z8, Z8
+
+g_last_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_last_noRowTerm
 	VMULPS.BCST (DI), Z5, Z4
 	VADDPS      Z4, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VPMOVDB     Z8, K1, (DX)
-	JMP         g_next
 
-g_relu:
-	CMPQ        R11, $0x02
-	JL          g_relu_last
-	VCVTDQ2PS.Z (CX), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI), Z5, Z9
-	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VPMOVDB     Z8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI)(R8*1), Z5, Z9
-	VADDPS      Z9, Z8, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS.BCST (R9)(R10*1), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VMULPS      Z1, Z8, Z8
-	VADDPS      Z2, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
-	VCVTTPS2UDQ Z8, Z8
-	VPMINUD     Z3, Z8, Z8
-	VPMOVDB     Z8, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_relu
+g_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_last_noColConst
+	VADDPS Z6, Z8, Z8
 
-g_relu_last:
-	TESTQ       R11, R11
-	JZ          g_next
-	VCVTDQ2PS.Z (CX), K1, Z8
-	VMULPS      Z4, Z8, Z8
-	VMULPS.BCST (DI), Z5, Z4
-	VADDPS      Z4, Z8, Z8
-	VADDPS      Z6, Z8, Z8
+g_last_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_last_noRowScale
 	VMULPS.BCST (R9), Z8, Z8
-	VADDPS      Z7, Z8, Z8
-	VMAXPS      Z0, Z8, Z8
+
+g_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_last_noColBias
+	VADDPS Z7, Z8, Z8
+
+g_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_last_noReLU
+	VMAXPS Z0, Z8, Z8
+
+g_last_noReLU:
 	VMULPS      Z1, Z8, Z8
 	VADDPS      Z2, Z8, Z8
 	VMAXPS      Z0, Z8, Z8
@@ -3184,110 +2998,113 @@ g_nocolBias:
 	VPBROADCASTD X4, Y4
 
 g_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   g_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-g_plain:
+g_pair:
 	CMPQ        R11, $0x02
-	JL          g_plain_last
+	JL          g_last
 	VCVTDQ2PS.Z (CX), K1, Y5
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y7
+	TESTQ       $0x00000001, R12
+	JZ          g_pair_noColScale
 	VMULPS      Y1, Y5, Y5
+	VMULPS      Y1, Y7, Y7
+
+g_pair_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_pair_noRowTerm
 	VMULPS.BCST (DI), Y2, Y6
 	VADDPS      Y6, Y5, Y5
-	VADDPS      Y3, Y5, Y5
-	VMULPS.BCST (R9), Y5, Y5
-	VADDPS      Y4, Y5, Y5
-	VMOVUPS     Y5, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Y5
-	VMULPS      Y1, Y5, Y5
 	VMULPS.BCST (DI)(R8*1), Y2, Y6
-	VADDPS      Y6, Y5, Y5
-	VADDPS      Y3, Y5, Y5
-	VMULPS.BCST (R9)(R10*1), Y5, Y5
-	VADDPS      Y4, Y5, Y5
-	VMOVUPS     Y5, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_plain
+	VADDPS      Y6, Y7, Y7
 
-g_plain_last:
+g_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_pair_noColConst
+	VADDPS Y3, Y5, Y5
+	VADDPS Y3, Y7, Y7
+
+g_pair_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_pair_noRowScale
+	VMULPS.BCST (R9), Y5, Y5
+	VMULPS.BCST (R9)(R10*1), Y7, Y7
+
+g_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_pair_noColBias
+	VADDPS Y4, Y5, Y5
+	VADDPS Y4, Y7, Y7
+
+g_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_pair_noReLU
+	VMAXPS Y0, Y5, Y5
+	VMAXPS Y0, Y7, Y7
+
+g_pair_noReLU:
+	VMOVUPS Y5, K1, (DX)
+	VMOVUPS Y7, K1, (DX)(SI*1)
+	ADDQ    BX, CX
+	ADDQ    SI, DX
+	ADDQ    R8, DI
+	ADDQ    R10, R9
+	ADDQ    BX, CX
+	ADDQ    SI, DX
+	ADDQ    R8, DI
+	ADDQ    R10, R9
+	SUBQ    $0x02, R11
+	JMP     g_pair
+
+g_last:
 	TESTQ       R11, R11
 	JZ          g_next
 	VCVTDQ2PS.Z (CX), K1, Y5
+	TESTQ       $0x00000001, R12
+	JZ          g_last_noColScale
 	VMULPS      Y1, Y5, Y5
+
+g_last_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_last_noRowTerm
 	VMULPS.BCST (DI), Y2, Y1
 	VADDPS      Y1, Y5, Y5
-	VADDPS      Y3, Y5, Y5
-	VMULPS.BCST (R9), Y5, Y5
-	VADDPS      Y4, Y5, Y5
-	VMOVUPS     Y5, K1, (DX)
-	JMP         g_next
 
-g_relu:
-	CMPQ        R11, $0x02
-	JL          g_relu_last
-	VCVTDQ2PS.Z (CX), K1, Y5
-	VMULPS      Y1, Y5, Y5
-	VMULPS.BCST (DI), Y2, Y6
-	VADDPS      Y6, Y5, Y5
-	VADDPS      Y3, Y5, Y5
-	VMULPS.BCST (R9), Y5, Y5
-	VADDPS      Y4, Y5, Y5
-	VMAXPS      Y0, Y5, Y5
-	VMOVUPS     Y5, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Y5
-	VMULPS      Y1, Y5, Y5
-	VMULPS.BCST (DI)(R8*1), Y2, Y6
-	VADDPS      Y6, Y5, Y5
-	VADDPS      Y3, Y5, Y5
-	VMULPS.BCST (R9)(R10*1), Y5, Y5
-	VADDPS      Y4, Y5, Y5
-	VMAXPS      Y0, Y5, Y5
-	VMOVUPS     Y5, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_relu
+g_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_last_noColConst
+	VADDPS Y3, Y5, Y5
 
-g_relu_last:
-	TESTQ       R11, R11
-	JZ          g_next
-	VCVTDQ2PS.Z (CX), K1, Y5
-	VMULPS      Y1, Y5, Y5
-	VMULPS.BCST (DI), Y2, Y1
-	VADDPS      Y1, Y5, Y5
-	VADDPS      Y3, Y5, Y5
+g_last_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_last_noRowScale
 	VMULPS.BCST (R9), Y5, Y5
-	VADDPS      Y4, Y5, Y5
-	VMAXPS      Y0, Y5, Y5
-	VMOVUPS     Y5, K1, (DX)
+
+g_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_last_noColBias
+	VADDPS Y4, Y5, Y5
+
+g_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_last_noReLU
+	VMAXPS Y0, Y5, Y5
+
+g_last_noReLU:
+	VMOVUPS Y5, K1, (DX)
 
 g_next:
 	ADDQ $0x00000008, AX
@@ -3370,52 +3187,76 @@ g_nocolBias:
 	VPBROADCASTD X7, Y7
 
 g_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*4), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	SHLQ  $0x02, SI
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   g_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	SHLQ $0x02, SI
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-g_plain:
+g_pair:
 	CMPQ        R11, $0x02
-	JL          g_plain_last
+	JL          g_last
 	VCVTDQ2PS.Z (CX), K1, Y8
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y10
+	TESTQ       $0x00000001, R12
+	JZ          g_pair_noColScale
 	VMULPS      Y4, Y8, Y8
+	VMULPS      Y4, Y10, Y10
+
+g_pair_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_pair_noRowTerm
 	VMULPS.BCST (DI), Y5, Y9
 	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (DI)(R8*1), Y5, Y9
+	VADDPS      Y9, Y10, Y10
+
+g_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_pair_noColConst
+	VADDPS Y6, Y8, Y8
+	VADDPS Y6, Y10, Y10
+
+g_pair_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_pair_noRowScale
 	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
+	VMULPS.BCST (R9)(R10*1), Y10, Y10
+
+g_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_pair_noColBias
+	VADDPS Y7, Y8, Y8
+	VADDPS Y7, Y10, Y10
+
+g_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_pair_noReLU
+	VMAXPS Y0, Y8, Y8
+	VMAXPS Y0, Y10, Y10
+
+g_pair_noReLU:
 	VMULPS      Y1, Y8, Y8
 	VADDPS      Y2, Y8, Y8
 	VMAXPS      Y0, Y8, Y8
 	VCVTTPS2UDQ Y8, Y8
 	VPMINUD     Y3, Y8, Y8
 	VMOVUPS     Y8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI)(R8*1), Y5, Y9
-	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9)(R10*1), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VMOVUPS     Y8, K1, (DX)(SI*1)
+	VMULPS      Y1, Y10, Y10
+	VADDPS      Y2, Y10, Y10
+	VMAXPS      Y0, Y10, Y10
+	VCVTTPS2UDQ Y10, Y10
+	VPMINUD     Y3, Y10, Y10
+	VMOVUPS     Y10, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
@@ -3425,79 +3266,43 @@ g_plain:
 	ADDQ        R8, DI
 	ADDQ        R10, R9
 	SUBQ        $0x02, R11
-	JMP         g_plain
+	JMP         g_pair
 
-g_plain_last:
+g_last:
 	TESTQ       R11, R11
 	JZ          g_next
 	VCVTDQ2PS.Z (CX), K1, Y8
+	TESTQ       $0x00000001, R12
+	JZ          g_last_noColScale
 	VMULPS      Y4, Y8, Y8
+
+g_last_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_last_noRowTerm
 	VMULPS.BCST (DI), Y5, Y4
 	VADDPS      Y4, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VMOVUPS     Y8, K1, (DX)
-	JMP         g_next
 
-g_relu:
-	CMPQ        R11, $0x02
-	JL          g_relu_last
-	VCVTDQ2PS.Z (CX), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI), Y5, Y9
-	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VMOVUPS     Y8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI)(R8*1), Y5, Y9
-	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9)(R10*1), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VMOVUPS     Y8, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_relu
+g_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_last_noColConst
+	VADDPS Y6, Y8, Y8
 
-g_relu_last:
-	TESTQ       R11, R11
-	JZ          g_next
-	VCVTDQ2PS.Z (CX), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI), Y5, Y4
-	VADDPS      Y4, Y8, Y8
-	VADDPS      Y6, Y8, Y8
+g_last_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_last_noRowScale
 	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
+
+g_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_last_noColBias
+	VADDPS Y7, Y8, Y8
+
+g_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_last_noReLU
+	VMAXPS Y0, Y8, Y8
+
+g_last_noReLU:
 	VMULPS      Y1, Y8, Y8
 	VADDPS      Y2, Y8, Y8
 	VMAXPS      Y0, Y8, Y8
@@ -3586,51 +3391,75 @@ g_nocolBias:
 	VPBROADCASTD X7, Y7
 
 g_havecolBias:
-	MOVQ  c+16(FP), CX
-	MOVQ  dst+0(FP), DX
-	LEAQ  (CX)(AX*4), CX
-	LEAQ  (DX)(AX*1), DX
-	MOVQ  ldc+24(FP), BX
-	MOVQ  ldd+8(FP), SI
-	SHLQ  $0x02, BX
-	MOVQ  rowTerm+80(FP), DI
-	MOVQ  rtStep+88(FP), R8
-	MOVQ  rowScale+96(FP), R9
-	MOVQ  rsStep+104(FP), R10
-	MOVQ  rows+32(FP), R11
-	MOVQ  flags+112(FP), R12
-	TESTQ $0x00000020, R12
-	JNZ   g_relu
+	MOVQ c+16(FP), CX
+	MOVQ dst+0(FP), DX
+	LEAQ (CX)(AX*4), CX
+	LEAQ (DX)(AX*1), DX
+	MOVQ ldc+24(FP), BX
+	MOVQ ldd+8(FP), SI
+	SHLQ $0x02, BX
+	MOVQ rowTerm+80(FP), DI
+	MOVQ rtStep+88(FP), R8
+	MOVQ rowScale+96(FP), R9
+	MOVQ rsStep+104(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ flags+112(FP), R12
 
-g_plain:
+g_pair:
 	CMPQ        R11, $0x02
-	JL          g_plain_last
+	JL          g_last
 	VCVTDQ2PS.Z (CX), K1, Y8
+	VCVTDQ2PS.Z (CX)(BX*1), K1, Y10
+	TESTQ       $0x00000001, R12
+	JZ          g_pair_noColScale
 	VMULPS      Y4, Y8, Y8
+	VMULPS      Y4, Y10, Y10
+
+g_pair_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_pair_noRowTerm
 	VMULPS.BCST (DI), Y5, Y9
 	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
+	VMULPS.BCST (DI)(R8*1), Y5, Y9
+	VADDPS      Y9, Y10, Y10
+
+g_pair_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_pair_noColConst
+	VADDPS Y6, Y8, Y8
+	VADDPS Y6, Y10, Y10
+
+g_pair_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_pair_noRowScale
 	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
+	VMULPS.BCST (R9)(R10*1), Y10, Y10
+
+g_pair_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_pair_noColBias
+	VADDPS Y7, Y8, Y8
+	VADDPS Y7, Y10, Y10
+
+g_pair_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_pair_noReLU
+	VMAXPS Y0, Y8, Y8
+	VMAXPS Y0, Y10, Y10
+
+g_pair_noReLU:
 	VMULPS      Y1, Y8, Y8
 	VADDPS      Y2, Y8, Y8
 	VMAXPS      Y0, Y8, Y8
 	VCVTTPS2UDQ Y8, Y8
 	VPMINUD     Y3, Y8, Y8
 	VPMOVDB     Y8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI)(R8*1), Y5, Y9
-	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9)(R10*1), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VPMOVDB     Y8, K1, (DX)(SI*1)
+	VMULPS      Y1, Y10, Y10
+	VADDPS      Y2, Y10, Y10
+	VMAXPS      Y0, Y10, Y10
+	VCVTTPS2UDQ Y10, Y10
+	VPMINUD     Y3, Y10, Y10
+	VPMOVDB     Y10, K1, (DX)(SI*1)
 	ADDQ        BX, CX
 	ADDQ        SI, DX
 	ADDQ        R8, DI
@@ -3640,79 +3469,43 @@ g_plain:
 	ADDQ        R8, DI
 	ADDQ        R10, R9
 	SUBQ        $0x02, R11
-	JMP         g_plain
+	JMP         g_pair
 
-g_plain_last:
+g_last:
 	TESTQ       R11, R11
 	JZ          g_next
 	VCVTDQ2PS.Z (CX), K1, Y8
+	TESTQ       $0x00000001, R12
+	JZ          g_last_noColScale
 	VMULPS      Y4, Y8, Y8
+
+g_last_noColScale:
+	TESTQ       $0x00000002, R12
+	JZ          g_last_noRowTerm
 	VMULPS.BCST (DI), Y5, Y4
 	VADDPS      Y4, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VPMOVDB     Y8, K1, (DX)
-	JMP         g_next
 
-g_relu:
-	CMPQ        R11, $0x02
-	JL          g_relu_last
-	VCVTDQ2PS.Z (CX), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI), Y5, Y9
-	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VPMOVDB     Y8, K1, (DX)
-	VCVTDQ2PS.Z (CX)(BX*1), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI)(R8*1), Y5, Y9
-	VADDPS      Y9, Y8, Y8
-	VADDPS      Y6, Y8, Y8
-	VMULPS.BCST (R9)(R10*1), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VMULPS      Y1, Y8, Y8
-	VADDPS      Y2, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
-	VCVTTPS2UDQ Y8, Y8
-	VPMINUD     Y3, Y8, Y8
-	VPMOVDB     Y8, K1, (DX)(SI*1)
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	ADDQ        BX, CX
-	ADDQ        SI, DX
-	ADDQ        R8, DI
-	ADDQ        R10, R9
-	SUBQ        $0x02, R11
-	JMP         g_relu
+g_last_noRowTerm:
+	TESTQ  $0x00000004, R12
+	JZ     g_last_noColConst
+	VADDPS Y6, Y8, Y8
 
-g_relu_last:
-	TESTQ       R11, R11
-	JZ          g_next
-	VCVTDQ2PS.Z (CX), K1, Y8
-	VMULPS      Y4, Y8, Y8
-	VMULPS.BCST (DI), Y5, Y4
-	VADDPS      Y4, Y8, Y8
-	VADDPS      Y6, Y8, Y8
+g_last_noColConst:
+	TESTQ       $0x00000008, R12
+	JZ          g_last_noRowScale
 	VMULPS.BCST (R9), Y8, Y8
-	VADDPS      Y7, Y8, Y8
-	VMAXPS      Y0, Y8, Y8
+
+g_last_noRowScale:
+	TESTQ  $0x00000010, R12
+	JZ     g_last_noColBias
+	VADDPS Y7, Y8, Y8
+
+g_last_noColBias:
+	TESTQ  $0x00000020, R12
+	JZ     g_last_noReLU
+	VMAXPS Y0, Y8, Y8
+
+g_last_noReLU:
 	VMULPS      Y1, Y8, Y8
 	VADDPS      Y2, Y8, Y8
 	VMAXPS      Y0, Y8, Y8

@@ -178,7 +178,8 @@ var epRowsNarrow = 8
 
 // rowsArgs are the epilogue operands of a block kernel call: column
 // vectors (nil when absent), row m0's RowTerm and RowScale entries and
-// their byte strides (epOne and 0 when absent), and the flags.
+// their byte strides (epOne and 0 when absent), and the flags of the
+// steps that run.
 type rowsArgs struct {
 	cs, ct, cc, cb *float32
 	rt, rs         *float32
@@ -196,12 +197,22 @@ func newRowsArgs(ep *bmm.Epilogue, m0, rows, n int) rowsArgs {
 	a.cs, a.cc, a.cb = colPtr(ep.ColScale, n), colPtr(ep.ColConst, n), colPtr(ep.ColBias, n)
 	if ep.RowTerm != nil {
 		a.rt, a.rtStep, a.ct = unsafe.SliceData(ep.RowTerm[m0:m0+rows]), 4, colPtr(ep.ColTerm[:n], n)
+		a.flags |= epRowTerm
 	}
 	if ep.RowScale != nil {
 		a.rs, a.rsStep = unsafe.SliceData(ep.RowScale[m0:m0+rows]), 4
+		a.flags |= epRowScale
+	}
+	for _, f := range []struct {
+		v    []float32
+		flag uint64
+	}{{ep.ColScale, epColScale}, {ep.ColConst, epColConst}, {ep.ColBias, epColBias}} {
+		if f.v != nil {
+			a.flags |= f.flag
+		}
 	}
 	if ep.ReLU {
-		a.flags = epReLU
+		a.flags |= epReLU
 	}
 	return a
 }

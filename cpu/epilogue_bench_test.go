@@ -92,7 +92,9 @@ func BenchmarkPackBitBlock(b *testing.B) {
 // impl=rows is the loop of applyRow and quantizeRowBytes that the
 // aggregations ran per row, impl=block one applyQuantizeRows call (the
 // kernel cpuid picks), and block-<kernel> each block kernel forced.
-// Strides are those of the aggregation scratch and Codes (16-aligned).
+// ep=full has every epilogue field (a quantized linear layer's), ep=agg
+// those of a GCN aggregation (no ColConst, no ColBias). Strides are those
+// of the aggregation scratch and Codes (16-aligned).
 //
 //	go test -run '^$' -bench ApplyQuantizeRows ./cpu
 func BenchmarkApplyQuantizeRows(b *testing.B) {
@@ -111,7 +113,8 @@ func BenchmarkApplyQuantizeRows(b *testing.B) {
 		for j := range c {
 			c[j] = int32(r.IntN(4001) - 2000)
 		}
-		ep := &bmm.Epilogue{ColScale: vec(n), RowTerm: vec(rows), ColTerm: vec(n), ColConst: vec(n), RowScale: vec(rows), ColBias: vec(n), ReLU: true}
+		full := &bmm.Epilogue{ColScale: vec(n), RowTerm: vec(rows), ColTerm: vec(n), ColConst: vec(n), RowScale: vec(rows), ColBias: vec(n), ReLU: true}
+		agg := &bmm.Epilogue{ColScale: full.ColScale, RowTerm: full.RowTerm, ColTerm: full.ColTerm, RowScale: full.RowScale, ReLU: true}
 		rq := bmm.Requant{Scale: 0.7, Offset: 3}
 		q, y := make([]uint8, rows*ld), make([]float32, n)
 		impls := []struct{ name, path string }{{"rows", ""}, {"block", ""}}
@@ -119,24 +122,30 @@ func BenchmarkApplyQuantizeRows(b *testing.B) {
 			impls = append(impls, struct{ name, path string }{"block-" + impl, impl})
 		}
 		for _, impl := range impls {
-			b.Run(fmt.Sprintf("n=%d/rows=%d/impl=%s", n, rows, impl.name), func(b *testing.B) {
-				if impl.path != "" {
-					useRowsImpl(b, impl.path)
-				}
-				b.SetBytes(int64(4 * rows * n))
-				b.ReportAllocs()
-				for b.Loop() {
-					if impl.name == "rows" {
-						for i := 0; i < rows; i++ {
-							applyRow(y, c[i*ld:i*ld+n], i, ep)
-							quantizeRowBytes(q[i*ld:i*ld+n], y, rq, bits)
-						}
-						continue
+			for _, epc := range []struct {
+				name string
+				ep   *bmm.Epilogue
+			}{{"full", full}, {"agg", agg}} {
+				ep := epc.ep
+				b.Run(fmt.Sprintf("n=%d/rows=%d/ep=%s/impl=%s", n, rows, epc.name, impl.name), func(b *testing.B) {
+					if impl.path != "" {
+						useRowsImpl(b, impl.path)
 					}
-					applyQuantizeRows(q, ld, c, ld, 0, rows, n, ep, rq, bits)
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/elem")
-			})
+					b.SetBytes(int64(4 * rows * n))
+					b.ReportAllocs()
+					for b.Loop() {
+						if impl.name == "rows" {
+							for i := 0; i < rows; i++ {
+								applyRow(y, c[i*ld:i*ld+n], i, ep)
+								quantizeRowBytes(q[i*ld:i*ld+n], y, rq, bits)
+							}
+							continue
+						}
+						applyQuantizeRows(q, ld, c, ld, 0, rows, n, ep, rq, bits)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/elem")
+				})
+			}
 		}
 	}
 }

@@ -175,127 +175,140 @@ func rowsKernel(s isa, kind int) {
 			tailLen = rem
 		}
 
-		// one emits one row: its products at pc, row entries at prt and
-		// prs, codes at pd, each one stride further for the second row of
-		// a pair.
-		one := func(ltag string, relu, second bool) {
-			addr := func(base, idx Register) Mem {
-				if second {
+		fl := Load(Param("flags"), GP64())
+
+		// rowsBody emits nr rows (1 or 2): products at pc, row entries at
+		// prt and prs, codes at pd, each one stride further for the second
+		// row. Each step the flags leave out is skipped for both rows by
+		// one predicted branch, which costs no vector slot.
+		rowsBody := func(ltag string, nr int) {
+			addr := func(i int, base, idx Register) Mem {
+				if i == 1 {
 					return Mem{Base: base, Index: idx, Scale: 1}
 				}
 				return Mem{Base: base}
 			}
-			t, u := vec(), vec()
-			switch {
-			case s.evex:
-				VCVTDQ2PS_Z(addr(pc, ldc), k, t)
-			case masked:
-				VMASKMOVPS(addr(pc, ldc), vmask, t)
-				VCVTDQ2PS(t, t)
-			default:
-				VCVTDQ2PS(addr(pc, ldc), t)
+			t, u := make([]VecVirtual, nr), make([]VecVirtual, nr)
+			for i := range t {
+				t[i], u[i] = vec(), vec()
 			}
-			VMULPS(cs, t, t)
-			if s.evex {
-				VMULPS_BCST(addr(prt, rts), ct, u)
-			} else {
-				VBROADCASTSS(addr(prt, rts), u)
-				VMULPS(ct, u, u)
+			step := func(name string, flag int, f func(i int)) {
+				skip := ltag + "_no" + name
+				TESTQ(U32(flag), fl)
+				JZ(LabelRef(skip))
+				for i := range t {
+					f(i)
+				}
+				Label(skip)
 			}
-			VADDPS(u, t, t)
-			VADDPS(cc, t, t)
-			if s.evex {
-				VMULPS_BCST(addr(prs, rss), t, t)
-			} else {
-				VBROADCASTSS(addr(prs, rss), u)
-				VMULPS(u, t, t)
+			for i := range t {
+				switch {
+				case s.evex:
+					VCVTDQ2PS_Z(addr(i, pc, ldc), k, t[i])
+				case masked:
+					VMASKMOVPS(addr(i, pc, ldc), vmask, t[i])
+					VCVTDQ2PS(t[i], t[i])
+				default:
+					VCVTDQ2PS(addr(i, pc, ldc), t[i])
+				}
 			}
-			VADDPS(cb, t, t)
-			if relu {
-				VMAXPS(zero, t, t)
-			}
-			if kind != outFloat {
-				VMULPS(scale, t, t)
-				VADDPS(offset, t, t)
-				VMAXPS(zero, t, t) // NaN to 0
+			step("ColScale", flagColScale, func(i int) { VMULPS(cs, t[i], t[i]) })
+			step("RowTerm", flagRowTerm, func(i int) {
 				if s.evex {
-					VCVTTPS2UDQ(t, t)
+					VMULPS_BCST(addr(i, prt, rts), ct, u[i])
 				} else {
-					VCVTTPS2DQ(t, t)
+					VBROADCASTSS(addr(i, prt, rts), u[i])
+					VMULPS(ct, u[i], u[i])
 				}
-				VPMINUD(top, t, t)
-			}
-			at := addr(pd, ldd)
-			switch {
-			case kind == outU8 && s.evex:
-				VPMOVDB(t, k, at)
-			case kind == outU8:
-				h := XMM()
-				VEXTRACTI128(U8(1), t, h)
-				VPACKUSDW(h, t.AsX(), h)
-				VPACKUSWB(h, h, h)
-				if !masked {
-					VMOVQ(h, at)
-					break
+				VADDPS(u[i], t[i], t[i])
+			})
+			step("ColConst", flagColConst, func(i int) { VADDPS(cc, t[i], t[i]) })
+			step("RowScale", flagRowScale, func(i int) {
+				if s.evex {
+					VMULPS_BCST(addr(i, prs, rss), t[i], t[i])
+				} else {
+					VBROADCASTSS(addr(i, prs, rss), u[i])
+					VMULPS(u[i], t[i], t[i])
 				}
-				// No byte-masked store in AVX2: the tail's 1..7 bytes
-				// go out 4, 2 and 1 at a time.
-				g, p := GP64(), GP64()
-				VMOVQ(h, g)
-				LEAQ(at, p)
-				for _, b := range []int{4, 2, 1} {
-					skip := fmt.Sprintf("%s_no%d", ltag, b)
-					TESTQ(U32(b), tailLen)
-					JZ(LabelRef(skip))
-					switch b {
-					case 4:
-						MOVL(g.As32(), Mem{Base: p})
-						SHRQ(U8(32), g)
-					case 2:
-						MOVW(g.As16(), Mem{Base: p})
-						SHRQ(U8(16), g)
-					case 1:
-						MOVB(g.As8(), Mem{Base: p})
+			})
+			step("ColBias", flagColBias, func(i int) { VADDPS(cb, t[i], t[i]) })
+			step("ReLU", flagReLU, func(i int) { VMAXPS(zero, t[i], t[i]) })
+			for i := range t {
+				if kind != outFloat {
+					VMULPS(scale, t[i], t[i])
+					VADDPS(offset, t[i], t[i])
+					VMAXPS(zero, t[i], t[i]) // NaN to 0
+					if s.evex {
+						VCVTTPS2UDQ(t[i], t[i])
+					} else {
+						VCVTTPS2DQ(t[i], t[i])
 					}
-					if b > 1 {
-						ADDQ(U32(b), p)
-					}
-					Label(skip)
+					VPMINUD(top, t[i], t[i])
 				}
-			case s.evex:
-				VMOVUPS(t, k, at)
-			case masked:
-				VMASKMOVPS(t, vmask, at)
-			default:
-				VMOVUPS(t, at)
+				at := addr(i, pd, ldd)
+				switch {
+				case kind == outU8 && s.evex:
+					VPMOVDB(t[i], k, at)
+				case kind == outU8:
+					h := XMM()
+					VEXTRACTI128(U8(1), t[i], h)
+					VPACKUSDW(h, t[i].AsX(), h)
+					VPACKUSWB(h, h, h)
+					if !masked {
+						VMOVQ(h, at)
+						break
+					}
+					// No byte-masked store in AVX2: the tail's 1..7 bytes
+					// go out 4, 2 and 1 at a time.
+					g, p := GP64(), GP64()
+					VMOVQ(h, g)
+					LEAQ(at, p)
+					for _, b := range []int{4, 2, 1} {
+						skip := fmt.Sprintf("%s_%d_no%d", ltag, i, b)
+						TESTQ(U32(b), tailLen)
+						JZ(LabelRef(skip))
+						switch b {
+						case 4:
+							MOVL(g.As32(), Mem{Base: p})
+							SHRQ(U8(32), g)
+						case 2:
+							MOVW(g.As16(), Mem{Base: p})
+							SHRQ(U8(16), g)
+						case 1:
+							MOVB(g.As8(), Mem{Base: p})
+						}
+						if b > 1 {
+							ADDQ(U32(b), p)
+						}
+						Label(skip)
+					}
+				case s.evex:
+					VMOVUPS(t[i], k, at)
+				case masked:
+					VMASKMOVPS(t[i], vmask, at)
+				default:
+					VMOVUPS(t[i], at)
+				}
 			}
 		}
-		// loop runs the rows two at a time, then the last odd one.
-		loop := func(ltag string, relu bool) {
-			Label(ltag)
-			CMPQ(r, U8(2))
-			JL(LabelRef(ltag + "_last"))
-			one(ltag+"_a", relu, false)
-			one(ltag+"_b", relu, true)
-			for i := 0; i < 2; i++ {
-				ADDQ(ldc, pc)
-				ADDQ(ldd, pd)
-				ADDQ(rts, prt)
-				ADDQ(rss, prs)
-			}
-			SUBQ(U8(2), r)
-			JMP(LabelRef(ltag))
-			Label(ltag + "_last")
-			TESTQ(r, r)
-			JZ(LabelRef(tag + "_next"))
-			one(ltag+"_c", relu, false)
-			JMP(LabelRef(tag + "_next"))
+		// The rows two at a time, then the last odd one.
+		pair, last := tag+"_pair", tag+"_last"
+		Label(pair)
+		CMPQ(r, U8(2))
+		JL(LabelRef(last))
+		rowsBody(pair, 2)
+		for i := 0; i < 2; i++ {
+			ADDQ(ldc, pc)
+			ADDQ(ldd, pd)
+			ADDQ(rts, prt)
+			ADDQ(rss, prs)
 		}
-		fl := Load(Param("flags"), GP64())
-		TESTQ(U32(flagReLU), fl)
-		JNZ(LabelRef(tag + "_relu"))
-		loop(tag+"_plain", false)
-		loop(tag+"_relu", true)
+		SUBQ(U8(2), r)
+		JMP(LabelRef(pair))
+		Label(last)
+		TESTQ(r, r)
+		JZ(LabelRef(tag + "_next"))
+		rowsBody(last, 1)
 		Label(tag + "_next")
 	}
 
