@@ -67,7 +67,7 @@ func transposeBits64GFNI(a *uint64, nplanes int)
 // applyRowsAVX2 is applyRowsGeneric: for r < rows, j < n,
 // out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -78,7 +78,7 @@ func applyRowsAVX2(dst *float32, ldd int, c *int32, ldc int, rows int, n int, co
 // applyQuantizeRows32AVX2 is applyQuantizeRows32Generic (bits <= 31): for r < rows, j < n,
 // q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -89,7 +89,7 @@ func applyQuantizeRows32AVX2(dst *uint32, ldd int, c *int32, ldc int, rows int, 
 // applyQuantizeRowsAVX2 is applyQuantizeRowsGeneric: for r < rows, j < n,
 // q[r*ldd+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -100,7 +100,7 @@ func applyQuantizeRowsAVX2(dst *uint8, ldd int, c *int32, ldc int, rows int, n i
 // applyRowsAVX512 is applyRowsGeneric: for r < rows, j < n,
 // out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -111,7 +111,7 @@ func applyRowsAVX512(dst *float32, ldd int, c *int32, ldc int, rows int, n int, 
 // applyQuantizeRows32AVX512 is applyQuantizeRows32Generic: for r < rows, j < n,
 // q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -122,7 +122,7 @@ func applyQuantizeRows32AVX512(dst *uint32, ldd int, c *int32, ldc int, rows int
 // applyQuantizeRowsAVX512 is applyQuantizeRowsGeneric: for r < rows, j < n,
 // q[r*ldd+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -133,7 +133,7 @@ func applyQuantizeRowsAVX512(dst *uint8, ldd int, c *int32, ldc int, rows int, n
 // applyRowsAVX512Y is applyRowsGeneric: for r < rows, j < n,
 // out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -144,7 +144,7 @@ func applyRowsAVX512Y(dst *float32, ldd int, c *int32, ldc int, rows int, n int,
 // applyQuantizeRows32AVX512Y is applyQuantizeRows32Generic: for r < rows, j < n,
 // q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.
@@ -155,7 +155,7 @@ func applyQuantizeRows32AVX512Y(dst *uint32, ldd int, c *int32, ldc int, rows in
 // applyQuantizeRowsAVX512Y is applyQuantizeRowsGeneric: for r < rows, j < n,
 // q[r*ldd+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
-// and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are
+// and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
 // min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates
 // (to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.
 // rows, n >= 1.

@@ -16,12 +16,12 @@ import (
 // stay in registers for all rows, and each row costs one load of products,
 // two broadcasts (RowTerm[m], RowScale[m]) and one store.
 //
-// An absent step runs as an exact identity, so that the loop has no branch
-// on the epilogue's fields: the products start as float32(int32), never
-// NaN, so t·1 is t; t + (−0) is t for every t, −0 and NaN included; an
-// absent RowTerm is 1 (a stride-0 pointer) against a ColTerm of −0; an
-// absent RowScale is 1 (stride 0). ReLU, which no identity mimics for NaN
-// and −0, selects one of two loops.
+// The vector slots are the bound (on Zen 4 a zmm operation takes two of
+// the four FP pipes' cycles), so a step the epilogue leaves out is skipped
+// by a predicted branch (once per pair of rows) rather than run as an
+// identity. An absent column vector is still loaded as its identity (1 or
+// −0) and an absent row vector is a stride-0 pointer to a 1, so that
+// every register and pointer holds a defined value.
 
 // Outputs of a block kernel.
 const (
@@ -83,7 +83,7 @@ func rowsKernel(s isa, kind int) {
 	Doc(fmt.Sprintf("%s is %s%s: for r < rows, j < n,", name, gen, bitsNote),
 		elt+",",
 		"with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0",
-		"and a 1 when absent), nil column vectors for absent steps, ReLU in flags. Codes are",
+		"and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are",
 		"min(trunc(max(y·scale + offset, 0)), top), NaN to 0, top = 2^bits-1: the truncation saturates",
 		"(to 2^32-1, or for AVX2 to 2^31, above top when bits <= 31), so no float clamp is needed.",
 		"rows, n >= 1.")
