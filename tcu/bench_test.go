@@ -176,9 +176,25 @@ func BenchmarkTune(b *testing.B) {
 	run(16384, 256, []int{1, 4}, []variant{
 		{"default", tuning{}}, {"ks2", tuning{ks: 2}}, {"ks3", tuning{ks: 3}}, {"ks4s3", tuning{ks: 4, stages: 3}},
 		{"ks6s3", tuning{ks: 6, stages: 3}}, {"wg1", tuning{wgs: 1}}, {"wg1ks4s2", tuning{wgs: 1, ks: 4, stages: 2}}, {"cl2", tuning{cluster: 2}},
+		{"epi0", tuning{epi: -1}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
+	// Phase times (TIMING lines, summarized by tune.sh's timing step), and
+	// fewer row tiles of the same shape (a half and a quarter wave): what
+	// a block costs when fewer share the L2 and the HBM.
+	run(16384, 256, []int{1, 4}, []variant{{"timing", tuning{timing: 1}}, {"timingepi0", tuning{timing: 1, epi: -1}},
+		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}}}, BenchOptions{Repeats: 3, Inner: 5})
+	for _, m := range []int{4096, 8192} {
+		a := randomBits(r, m, 16384, 1, bittensor.ByRows)
+		x := randomBits(r, 16384, 256, 1, bittensor.ByCols)
+		// The large shape's tile (128x256, two warpgroups), forced.
+		for _, v := range []variant{{"default", tuning{bn: 256, wgs: 2}}, {"timing", tuning{bn: 256, wgs: 2, timing: 1}}} {
+			b.Run(fmt.Sprintf("M=%dxK=16384/D=256/s=1/tune=%s", m, v.name), func(b *testing.B) {
+				benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 9, Inner: 5})
+			})
+		}
+	}
 	run(4096, 64, []int{1, 2, 4}, []variant{
 		{"default", tuning{}}, {"bn64", tuning{minTiles: -1}}, {"mt132", tuning{minTiles: 132}},
-		{"ks2", tuning{ks: 2}}, {"cl2", tuning{cluster: 2}},
+		{"ks2", tuning{ks: 2}}, {"cl2", tuning{cluster: 2}}, {"epi", tuning{epi: 1}},
 	}, BenchOptions{Repeats: 15, Inner: 20})
 }

@@ -21,6 +21,8 @@ type config struct {
 	stages       int
 	ks           int // 256-bit k-steps per pipeline stage (wgmma)
 	cluster      int // wgmma: blocks per cluster sharing B (1 or 2)
+	epi          int // wgmma: 1 stores whole int32 tiles through shared memory and bulk copies
+	timing       int // wgmma: 1 prints per-block phase times (a diagnostic)
 	lbo, sbo     int // wgmma descriptor byte offsets
 }
 
@@ -34,6 +36,11 @@ type tuning struct {
 	// cluster: 1 never pairs blocks into clusters, 2 always where the
 	// launch allows it; 0 leaves it to the heuristic.
 	cluster int
+	// epi: 1 stores int32 tiles through shared memory and bulk copies,
+	// -1 from the registers, 0 leaves it to the heuristic.
+	epi int
+	// timing: 1 builds the diagnostic that prints per-block phase times.
+	timing int
 }
 
 func (c config) threads() int {
@@ -55,25 +62,32 @@ func (c config) stageBytes() int {
 // q tile of codes in MulBit mode when that is larger.
 func (c config) smem(mode int) int {
 	s := c.stages * c.stageBytes()
+	if c.path == PathWGMMA && c.epi == 1 {
+		s = max(s, c.epiBytes())
+	}
 	if mode == modeBit {
 		s = max(s, c.bm*(c.bn+1)*4)
 	}
 	return s
 }
 
+// epiBytes is the shared memory of the wgmma int32 tile staged for bulk
+// stores (bmm_wgmma.cu, EPI): rows of bn int32 and 32 bytes of padding.
+func (c config) epiBytes() int { return c.bm * (4*c.bn + 32) }
+
 // opts are the NVRTC options that build this variant.
 func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1))
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi)
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }
@@ -203,6 +217,17 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	if tu.stages > 0 {
 		c.stages = tu.stages
 	}
+	if c.bn >= 256 {
+		// Rows of 1 KB: staging the int32 tile for bulk stores paid at
+		// N=16384, D=256, s=1 (0.2 to 0.9 us in each of four sweeps on
+		// the H200, 19.85 against 20.71 us in the last) and lost on
+		// narrower tiles (s=4: +0.7 us; N=4096, D=64: +0.4 us).
+		c.epi = 1
+	}
+	if tu.epi != 0 {
+		c.epi = max(tu.epi, 0)
+	}
+	c.timing = tu.timing
 	if c.stages < 2 || (c.stages < 3 && tu.stages == 0) || c.smem(modeBit) > 220<<10 {
 		return config{}, false // wide A: mma.sync
 	}

@@ -99,6 +99,10 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["ks1"] = k.withTuning(tuning{ks: 1})
 	ks["ks2s3"] = k.withTuning(tuning{ks: 2, stages: 3})
 	ks["wg1ks3"] = k.withTuning(tuning{wgs: 1, ks: 3})
+	ks["epi"] = k.withTuning(tuning{epi: 1})
+	ks["epi0"] = k.withTuning(tuning{epi: -1})
+	ks["epiks3s3"] = k.withTuning(tuning{epi: 1, ks: 3, stages: 3})
+	ks["epiwg1ks2"] = k.withTuning(tuning{epi: 1, wgs: 1, ks: 2})
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, s := range []struct{ m, k, n, a, b int }{
 		{1000, 1300, 256, 1, 1}, {700, 2048, 64, 1, 4}, {515, 777, 130, 2, 2},

@@ -5,7 +5,9 @@
 #   test:  TestLargeVsGeneric, TestBatch, TestZeroTileJumping, conformance (auto, -short)
 #   old:   build/gpu/tcu.old.test (an earlier build, if carried) on the same points, for before/after
 #   tune:  BenchmarkTune (pipeline and tile sweep)
-#   ncu:   Nsight Compute on the default large-shape kernel (NCU_BENCH picks the benchmark)
+#   timing: per-block phase times of the tune=timing variants (after tune)
+#   ncu:   Nsight Compute on the default large-shape kernel (NCU_BENCH picks the benchmark,
+#          NCU_FLAGS adds options, e.g. --cache-control none to keep the L2 warm)
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -19,7 +21,7 @@ for step in $STEPS; do
   case $step in
   ptxas)
     K=tcu/kernels
-    for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=2" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1"; do
+    for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=2" "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1"; do
       echo "== $v"
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/wg.cubin -Xptxas -v --fmad=false $v -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
       cuobjdump -sass /tmp/wg.cubin | grep -c -E "BGMMA|HGMMA"
@@ -36,16 +38,31 @@ for step in $STEPS; do
     grep -E "^Benchmark.*us/launch" "$OUT/old.log" | awk '{print $1, $5, $6, $(NF-3), $(NF-2)}' | sed 's/-16 / /'
     ;;
   tune)
-    timeout 300 $T -test.run '^$' -test.bench "${TUNE_BENCH:-Tune}" -test.benchtime 1x -test.v >"$OUT/tune.log" 2>&1
+    timeout 300 ${TUNE_WRAP:-} $T -test.run '^$' -test.bench "${TUNE_BENCH:-Tune}" -test.benchtime 1x -test.v >"$OUT/tune.log" 2>&1
     grep -E "^Benchmark.*us/launch|config:" "$OUT/tune.log" | awk '/config/ {c=$0; sub(/.*config: /, "", c); next} {print $1, $5, $6, $(NF-3), $(NF-2), "|", c}' | sed 's/-16 / /'
+    ;;
+  timing)
+    # Per launch (one TIMING line per block, from tune=timing variants):
+    # span = last store issued - first block start, skew = last block start
+    # - first, and the per-block means of first data, main loop, epilogue;
+    # gap = the shortest time from one launch's last store to the next
+    # launch's first block. Microseconds.
+    awk '/^BenchmarkTune\// && !/us\/launch/ {name=$1}
+      /^TIMING/ {g=$3; t0=$4; t1=$5; t2=$6; t3=$7
+        if (n==0) {mn0=t0; mx0=t0; mx3=t3; s1=0; s2=0; s3=0}
+        if (t0<mn0) mn0=t0; if (t0>mx0) mx0=t0; if (t3>mx3) mx3=t3
+        s1+=t1-t0; s2+=t2-t1; s3+=t3-t2; n++
+        if (n==g) { if (prev>0 && mn0>prev && (gm==0 || mn0-prev<gm)) gm=mn0-prev; prev=mx3
+          span+=mx3-mn0; skew+=mx0-mn0; f+=s1/g; l+=s2/g; e+=s3/g; nc++; n=0 } }
+      /us\/launch/ && nc>0 {printf "%s launches=%d span=%.2f skew=%.2f first=%.2f loop=%.2f epi=%.2f gap=%.2f (%s us/launch)\n", name, nc, span/nc/1000, skew/nc/1000, f/nc/1000, l/nc/1000, e/nc/1000, gm/1000, $(NF-3); nc=0; span=skew=f=l=e=gm=prev=0}' "$OUT/tune.log"
     ;;
   ncu)
     # NCU_BENCH: benchmarks to profile, one process each; the 9th wgmma launch of each.
     i=0
     for b in ${NCU_BENCH:-Tune/N=16384/D=256/s=1/tune=default$ Tune/N=16384/D=256/s=4/tune=default$}; do
       i=$((i + 1))
-      timeout 200 ncu --kernel-name bmm_wgmma --launch-skip 8 --launch-count 1 --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --print-details all \
-        --metrics ${NCU_METRICS:-sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_op_write.sum} \
+      timeout 200 ncu ${NCU_FLAGS:-} --kernel-name bmm_wgmma --launch-skip 8 --launch-count 1 --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --print-details all \
+        --metrics ${NCU_METRICS:-sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_op_write.sum,dram__bytes_read.sum,dram__bytes_write.sum} \
         $T -test.run '^$' -test.bench "$b" -test.benchtime 1x >"$OUT/ncu$i.txt" 2>&1
       echo "-- $b"
       grep -iE "Duration|Throughput|lts__|gmma|stall|pipe|Issued|Eligible|Active Warps" "$OUT/ncu$i.txt" | grep -v "^ *---" | head -70

@@ -24,13 +24,17 @@
 // layout (128 and 256 when the leading dimension is K); the host checks
 // the choice against the CPU once.
 //
+// With EPI=1 (the host's choice for 256-column tiles), whole int32 tiles
+// leave through shared memory: the warps write their rows there and bulk
+// copies (cp.async.bulk shared -> global) store them, one per row.
+//
 // With CLUSTER=2 (dense A only: both blocks visit the same k-steps), pairs
 // of blocks on consecutive row tiles of one column tile form a cluster and
 // share B: each fetches half of every B plane into both blocks' shared
 // memory (multicast bulk copies), so B costs half the L2 traffic; a slot
 // is refilled only when the warps of both blocks have released it.
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, DESC_LBO, DESC_SBO.
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, TIMING, DESC_LBO, DESC_SBO.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -79,8 +83,45 @@ __device__ __forceinline__ void bulkCopy(u32 dst, const void* src, u32 bytes, u3
                : "memory");
 }
 
+// bulkStore copies bytes (a multiple of 16, both addresses 16-byte
+// aligned) from shared to global memory on the copy engine.
+__device__ __forceinline__ void bulkStore(void* dst, u32 src, u32 bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void stShared2(u32 addr, int a, int b) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
+}
+
 #ifndef CLUSTER
 #define CLUSTER 1
+#endif
+// EPI=1: whole int32 tiles leave through shared memory and bulk stores
+// (cp.async.bulk shared -> global, one per row) instead of 8-byte stores
+// from the registers.
+#ifndef EPI
+#define EPI 0
+#endif
+// TIMING=1 (a diagnostic, tuning only): thread 0 of each block prints the
+// global timer (ns) at entry, when its first stage has landed, after its
+// last wgmma and after its int32 stores were issued.
+#ifndef TIMING
+#define TIMING 0
+#endif
+#if TIMING
+extern "C" __device__ int vprintf(const char*, const char*);
+__device__ __forceinline__ u64 gtime() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t)::"memory");
+  return t & ((1ull << 40) - 1);  // exact in a double (awk) for 18 minutes
+}
+#define TSTAMP(v) u64 v = gtime()
+#define TREPORT(t3)                                                                      \
+  if (threadIdx.x == 0) {                                                                \
+    struct {                                                                             \
+      u64 b, g, a, c, d, e;                                                              \
+    } args_ = {blockIdx.x, gridDim.x, tt0, tt1, tt2, t3};                                \
+    vprintf("TIMING %llu %llu %llu %llu %llu %llu\n", (const char*)&args_);               \
+  }
 #endif
 #if CLUSTER > 1
 // bulkCopyAll is bulkCopy into the same offset of every block of the
@@ -191,6 +232,10 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   const int m0 = tm * BM, n0 = wk.tn * BN;
   const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const u32 sbase = smem_u32(smem);
+#if TIMING
+  TSTAMP(tt0);
+  u64 tt1 = 0;
+#endif
 
   int d[ABITS][NP / 2];
 #pragma unroll
@@ -228,6 +273,9 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   for (int t = 0; t < nst; t++) {
     const int slot = t % STAGES;
     mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
+#if TIMING
+    if (t == 0) tt1 = gtime();
+#endif
     const u32 sS = sbase + slot * STAGE_BYTES;
     wg_fence();
 #pragma unroll
@@ -260,6 +308,9 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
     }
   }
   wg_wait<0>();
+#if TIMING
+  TSTAMP(tt2);
+#endif
 #pragma unroll
   for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2);
 #if CLUSTER > 1
@@ -269,6 +320,37 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   // ACC(c, r) is the product held in accumulator r of column group c
   // (compile-time constants after unrolling).
 #define ACC(c, r) combine(d, c, r)
+#if EPI
+  // int32 output of a whole tile through shared memory: each warp writes
+  // its 16 rows (row stride BN·4 + 32 bytes: the two half-warps of an
+  // 8-byte store hit distinct banks) and its lanes store one row each with
+  // a bulk copy. N a multiple of 4 keeps every row's global address 16-byte
+  // aligned.
+  if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
+    __syncthreads();  // every warp's wgmmas are done with the stage buffers
+    const int ld = BN * 4 + 32, row = wg * 64 + warp * 16;
+    const u32 s0 = sbase + (row + (lane >> 2)) * ld + (lane & 3) * 8;
+#pragma unroll
+    for (int c = 0; c < BN / 8; c++) {
+      stShared2(s0 + c * 32, ACC(c, 0), ACC(c, 1));
+      stShared2(s0 + 8 * ld + c * 32, ACC(c, 2), ACC(c, 3));
+    }
+    // The writes above (generic proxy) before the copy engine's reads.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncwarp();
+    if (lane < 16) {
+      bulkStore((int*)P.out + (long long)(m0 + row + lane) * P.N + n0, sbase + (row + lane) * ld, BN * 4);
+      asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+      // Shared memory must outlive the copy's reads.
+      asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    }
+#if TIMING
+    TSTAMP(tt3);
+    TREPORT(tt3);
+#endif
+    return;
+  }
+#endif
   // int32 output of a whole tile, N even (the common case): each thread
   // holds column pairs of two rows; one 8-byte store per pair, addresses
   // from one row pointer.
@@ -280,6 +362,10 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
       *(int2*)(o + c * 8) = make_int2(ACC(c, 0), ACC(c, 1));
       *(int2*)(o + down + c * 8) = make_int2(ACC(c, 2), ACC(c, 3));
     }
+#if TIMING
+    TSTAMP(tt3);
+    TREPORT(tt3);
+#endif
     return;
   }
 
