@@ -297,10 +297,10 @@ type qOp struct {
 	relu      bool
 	// bn (GIN aggregations) normalizes after the bias, before the ReLU.
 	bn *QBatchNorm
-	// mlp: the op is GIN's second linear, whose input (the MLP's hidden
-	// units) training does not drop out.
-	mlp bool
-	out *QParams
+	// keep: training does not drop this op's input out: GIN's second
+	// linear when the MLP has a batch norm (see simForward).
+	keep bool
+	out  *QParams
 }
 
 // ops flattens m into the product sequence that both the bit-kernel
@@ -329,7 +329,7 @@ func (m *QModel) ops() []qOp {
 			ops = append(ops,
 				qOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
 				qOp{kind: qAgg, bias: ly.Lin1.B, bn: ly.BN, relu: true, out: &ly.U},
-				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out, mlp: true})
+				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out, keep: ly.BN != nil})
 		}
 	}
 	return ops

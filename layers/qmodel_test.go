@@ -625,8 +625,8 @@ func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) 
 	return kl / float64(max(1, n)), nil
 }
 
-// TestQDropoutPlaces checks that training drops the input of each layer
-// and not GIN's MLP hidden units.
+// TestQDropoutPlaces checks that training drops the input of each linear
+// but GIN's MLP hidden units next to a batch norm.
 func TestQDropoutPlaces(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -636,13 +636,13 @@ func TestQDropoutPlaces(t *testing.T) {
 			assert.NotNil(t, st.dropIn, "the features")
 			for i, op := range st.ops {
 				switch {
-				case i == 0 || op.kind == qAgg || op.mlp:
+				case i == 0 || op.kind == qAgg || op.keep:
 					assert.Nil(t, st.drops[i], "op %d", i)
 				default:
 					assert.Contains(t, st.drops[i], true, "op %d: a layer's input", i)
 				}
 			}
-			assert.Equal(t, c.kind == QGIN, st.ops[2].mlp)
+			assert.Equal(t, c.norm == QNormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
 		})
 	}
 }
