@@ -141,7 +141,7 @@ func TestConformanceVert(t *testing.T) {
 		for _, mode := range []struct {
 			name string
 			m    vertMode
-		}{{"vert", vertAuto}, {"vert64", vert64}, {"rows", vertOff}} {
+		}{{"vert", vertAuto}, {"vert32", vert32}, {"vert64", vert64}, {"rows", vertOff}} {
 			t.Run(im.name+"/"+mode.name, func(t *testing.T) {
 				bmmtest.Conformance(t, &Kernel{impl: im, vert: mode.m})
 			})
