@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
@@ -160,23 +161,56 @@ func checkRows(nd, ldd, nc, ldc, rows, n int) bool {
 // column-packed one through the row planes of each 64×64 tile and a bit
 // transpose (GFNI with AVX-512); wider codes take the generic loop.
 func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
-	nbits := dst.Bits()
-	if nbits > 8 || !epUseAVX2 {
+	if dst.Bits() > 8 || !epUseAVX2 {
 		packBitBlockGeneric(dst, q, m0, rows, n)
 		return
 	}
+	packBitBlockOf(dst, q, m0, rows, n)
+}
+
+// packBitBlockBytes is packBitBlock for byte codes: a quarter of the
+// memory, and one load a chunk of 64 codes in the plane gather. It needs
+// the vector gather (epUseAVX2) and codes of at most 8 bits, and panics
+// without them: callers choose it only then.
+func packBitBlockBytes(dst *bittensor.Tensor, q []uint8, m0, rows, n int) {
+	if dst.Bits() > 8 || !epUseAVX2 {
+		panic("cpu: packBitBlockBytes needs AVX2 and codes of at most 8 bits")
+	}
+	packBitBlockOf(dst, q, m0, rows, n)
+}
+
+// planeCodes are the code types the vector plane gather reads.
+type planeCodes interface{ uint8 | uint32 }
+
+// gatherPlanes is bitPlanes8 (or bitPlanes8Bytes) on q's type.
+func gatherPlanes[T planeCodes](out []uint64, q []T, chunks, nbits, ps, ws int) {
+	if len(q) == 0 {
+		return
+	}
+	p := unsafe.Pointer(unsafe.SliceData(q))
+	if unsafe.Sizeof(q[0]) == 1 {
+		bitPlanes8Bytes(out, unsafe.Slice((*uint8)(p), len(q)), chunks, nbits, ps, ws)
+		return
+	}
+	bitPlanes8(out, unsafe.Slice((*uint32)(p), len(q)), chunks, nbits, ps, ws)
+}
+
+// packBitBlockOf is packBitBlock's vector path, for codes of up to 8 bits
+// held in bytes or in dwords.
+func packBitBlockOf[T planeCodes](dst *bittensor.Tensor, q []T, m0, rows, n int) {
+	nbits := dst.Bits()
 	words, pw, lw := dst.Words(), dst.PlaneWords(), dst.LineWords()
 	full := n / 64
-	var pad [64]uint32 // a partial chunk, zero-extended
+	var pad [64]T // a partial chunk, zero-extended
 	if dst.Packing() == bittensor.ByRows {
 		for r := 0; r < rows; r++ {
 			line := words[(m0+r)*lw:]
 			if full > 0 {
-				bitPlanes8(line, q[r*n:(r+1)*n], full, nbits, pw, 1)
+				gatherPlanes(line, q[r*n:(r+1)*n], full, nbits, pw, 1)
 			}
 			if n > 64*full {
 				clear(pad[copy(pad[:], q[r*n+64*full:(r+1)*n]):])
-				bitPlanes8(line[full:], pad[:], 1, nbits, pw, 1)
+				gatherPlanes(line[full:], pad[:], 1, nbits, pw, 1)
 			}
 		}
 		return
@@ -196,7 +230,7 @@ func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
 				clear(pad[copy(pad[:], src):])
 				src = pad[:]
 			}
-			bitPlanes8(tile[r:], src, 1, nbits, 64, 1)
+			gatherPlanes(tile[r:], src, 1, nbits, 64, 1)
 		}
 		transposeTiles(tile[:64*nbits])
 		for p := 0; p < nbits; p++ {
@@ -206,6 +240,26 @@ func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
 			}
 		}
 	}
+}
+
+// applyQuantizePackRows is applyQuantizeRows32 then packBitBlock: rows
+// [m0, m0+rows) of ep(c) (row r at c[r*ldc:]) re-quantized with rq to
+// dst.Bits() bits into dst's planes, under packBitBlock's conditions on m0
+// and rows. buf is the caller's scratch, grown as needed. Codes of up to 8
+// bits go through bytes when the vector plane gather runs.
+func applyQuantizePackRows(dst *bittensor.Tensor, buf *[]uint32, c []int32, ldc, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant) {
+	bits := dst.Bits()
+	if bits <= 8 && epUseAVX2 {
+		*buf = growSlice(*buf, (rows*n+3)/4)
+		qb := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(*buf))), rows*n)
+		applyQuantizeRows(qb, n, c, ldc, m0, rows, n, ep, rq, bits)
+		packBitBlockBytes(dst, qb, m0, rows, n)
+		return
+	}
+	*buf = growSlice(*buf, rows*n)
+	q := (*buf)[:rows*n]
+	applyQuantizeRows32(q, n, c, ldc, m0, rows, n, ep, rq, bits)
+	packBitBlock(dst, q, m0, rows, n)
 }
 
 // transposeBits64 transposes a 64×64 bit matrix in place: bit c of a[r]

@@ -58,6 +58,18 @@ func bitPlanes8AVX2(out *uint64, q *uint32, chunks int, nbits int, ps int, ws in
 //go:noescape
 func bitPlanes8AVX512(out *uint64, q *uint32, chunks int, nbits int, ps int, ws int)
 
+// bitPlanes8BytesAVX2 is transpose64 for nbits <= 8 on chunks runs of 64 codes: for w < chunks and
+// p < nbits, bit j of out[p*ps + w*ws] is bit p of q[64w+j]; code bits above nbits are ignored.
+//
+//go:noescape
+func bitPlanes8BytesAVX2(out *uint64, q *uint8, chunks int, nbits int, ps int, ws int)
+
+// bitPlanes8BytesAVX512 is transpose64 for nbits <= 8 on chunks runs of 64 codes: for w < chunks and
+// p < nbits, bit j of out[p*ps + w*ws] is bit p of q[64w+j]; code bits above nbits are ignored.
+//
+//go:noescape
+func bitPlanes8BytesAVX512(out *uint64, q *uint8, chunks int, nbits int, ps int, ws int)
+
 // transposeBits64GFNI is transposeBits64 on each of the nplanes 64-word tiles at a:
 // bit c of a[64p+r] becomes bit r of a[64p+c].
 //

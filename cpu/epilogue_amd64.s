@@ -917,6 +917,112 @@ done:
 	VZEROUPPER
 	RET
 
+// func bitPlanes8BytesAVX2(out *uint64, q *uint8, chunks int, nbits int, ps int, ws int)
+// Requires: AVX, AVX2, SSE2
+TEXT ·bitPlanes8BytesAVX2(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), AX
+	MOVQ         q+8(FP), DX
+	MOVQ         chunks+16(FP), BX
+	MOVQ         nbits+24(FP), SI
+	MOVQ         ps+32(FP), DI
+	MOVQ         ws+40(FP), R8
+	SHLQ         $0x03, DI
+	SHLQ         $0x03, R8
+	MOVQ         $0x00000001, R9
+	MOVQ         SI, CX
+	SHLQ         CL, R9
+	DECQ         R9
+	MOVQ         $0x00000008, CX
+	SUBQ         SI, CX
+	MOVQ         CX, X0
+	IMUL3Q       $0x01010101, R9, R9
+	MOVQ         R9, X1
+	VPBROADCASTD X1, Y1
+
+chunk:
+	TESTQ  BX, BX
+	JZ     done
+	VPAND  (DX), Y1, Y2
+	VPSLLW X0, Y2, Y2
+	VPAND  32(DX), Y1, Y3
+	VPSLLW X0, Y3, Y3
+	MOVQ   SI, R9
+	DECQ   R9
+	MOVQ   R9, CX
+	IMULQ  DI, CX
+	ADDQ   AX, CX
+
+plane:
+	VPMOVMSKB Y2, R10
+	VPMOVMSKB Y3, R11
+	SHLQ      $0x20, R11
+	ORQ       R11, R10
+	VPADDB    Y2, Y2, Y2
+	VPADDB    Y3, Y3, Y3
+	MOVQ      R10, (CX)
+	SUBQ      DI, CX
+	DECQ      R9
+	JGE       plane
+	ADDQ      R8, AX
+	ADDQ      $0x00000040, DX
+	DECQ      BX
+	JMP       chunk
+
+done:
+	VZEROUPPER
+	RET
+
+// func bitPlanes8BytesAVX512(out *uint64, q *uint8, chunks int, nbits int, ps int, ws int)
+// Requires: AVX, AVX512BW, AVX512F, SSE2
+TEXT ·bitPlanes8BytesAVX512(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), AX
+	MOVQ         q+8(FP), DX
+	MOVQ         chunks+16(FP), BX
+	MOVQ         nbits+24(FP), SI
+	MOVQ         ps+32(FP), DI
+	MOVQ         ws+40(FP), R8
+	SHLQ         $0x03, DI
+	SHLQ         $0x03, R8
+	MOVQ         $0x00000001, R9
+	MOVQ         SI, CX
+	SHLQ         CL, R9
+	DECQ         R9
+	MOVQ         $0x00000008, CX
+	SUBQ         SI, CX
+	MOVQ         CX, X0
+	IMUL3Q       $0x01010101, R9, R9
+	MOVQ         R9, X1
+	VPBROADCASTD X1, Z1
+
+chunk:
+	TESTQ     BX, BX
+	JZ        done
+	VMOVDQU64 (DX), Z2
+	VPANDD    Z1, Z2, Z2
+	VPSLLW    X0, Z2, Z2
+	MOVQ      SI, R9
+	DECQ      R9
+	MOVQ      R9, CX
+	IMULQ     DI, CX
+	ADDQ      AX, CX
+
+plane:
+	VPMOVB2M Z2, K1
+	KMOVQ    K1, R10
+	VPADDB   Z2, Z2, Z2
+	MOVQ     R10, (CX)
+	SUBQ     DI, CX
+	DECQ     R9
+	JGE      plane
+	ADDQ     R8, AX
+	ADDQ     $0x00000040, DX
+	DECQ     BX
+	JMP      chunk
+
+done:
+	VZEROUPPER
+	RET
+
 // func transposeBits64GFNI(a *uint64, nplanes int)
 // Requires: AVX, AVX512F, AVX512VBMI, GFNI
 TEXT ·transposeBits64GFNI(SB), NOSPLIT, $0-16

@@ -158,6 +158,23 @@ func bitPlanes8(out []uint64, q []uint32, chunks, nbits, ps, ws int) {
 	bitPlanes8AVX2(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
 }
 
+// bitPlanes8Bytes is bitPlanes8 on byte codes.
+func bitPlanes8Bytes(out []uint64, q []uint8, chunks, nbits, ps, ws int) {
+	if chunks <= 0 {
+		return
+	}
+	if nbits < 1 || nbits > 8 {
+		panic("cpu: bitPlanes8Bytes takes 1..8 bits")
+	}
+	_ = q[64*chunks-1]
+	_ = out[(nbits-1)*ps+(chunks-1)*ws]
+	if epUseAVX512 {
+		bitPlanes8BytesAVX512(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
+		return
+	}
+	bitPlanes8BytesAVX2(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
+}
+
 // transposeTiles is transposeBits64 on each 64-word tile of a.
 func transposeTiles(a []uint64) {
 	if epUseGFNI && epUseAVX512 && len(a) >= 64 {

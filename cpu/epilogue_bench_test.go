@@ -149,3 +149,54 @@ func BenchmarkApplyQuantizeRows(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyQuantizePackRows times the fused epilogue, 4-bit
+// re-quantization and plane packing of a block of 64 rows (AggBit's
+// finish), per element: via=u32 through uint32 codes (applyQuantizeRows32
+// then packBitBlock), via=bytes through byte codes (applyQuantizePackRows).
+//
+//	go test -run '^$' -bench ApplyQuantizePackRows ./cpu
+func BenchmarkApplyQuantizePackRows(b *testing.B) {
+	if !haveAsm || !hasAVX2 {
+		b.Skip("the byte path needs the AVX2 plane gather")
+	}
+	const rows, bits = 64, 4
+	for _, n := range []int{64, 256} {
+		r := rand.New(rand.NewPCG(6, 6))
+		vec := func(k int) []float32 {
+			v := make([]float32, k)
+			for j := range v {
+				v[j] = float32(r.NormFloat64())
+			}
+			return v
+		}
+		c := make([]int32, rows*n)
+		for j := range c {
+			c[j] = int32(r.IntN(4001) - 2000)
+		}
+		ep := &bmm.Epilogue{ColScale: vec(n), RowTerm: vec(rows), ColTerm: vec(n), RowScale: vec(rows), ReLU: true}
+		rq := bmm.Requant{Scale: 0.7, Offset: 3}
+		for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+			dst, err := bittensor.New(rows, n, bits, packing, bittensor.DefaultPadding)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, via := range []string{"u32", "bytes"} {
+				b.Run(fmt.Sprintf("n=%d/packing=%v/via=%s", n, packing, via), func(b *testing.B) {
+					var buf []uint32
+					b.ReportAllocs()
+					for b.Loop() {
+						if via == "bytes" {
+							applyQuantizePackRows(dst, &buf, c, n, 0, rows, n, ep, rq)
+							continue
+						}
+						buf = growSlice(buf, rows*n)
+						applyQuantizeRows32(buf, n, c, n, 0, rows, n, ep, rq, bits)
+						packBitBlock(dst, buf, 0, rows, n)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/elem")
+				})
+			}
+		}
+	}
+}

@@ -16,6 +16,10 @@ func quantizeRowBytesAsm([]uint8, []float32, bmm.Requant, int) int { return 0 }
 
 func bitPlanes8([]uint64, []uint32, int, int, int, int) { panic("cpu: no bitPlanes8 without assembly") }
 
+func bitPlanes8Bytes([]uint64, []uint8, int, int, int, int) {
+	panic("cpu: no bitPlanes8Bytes without assembly")
+}
+
 func transposeTiles(a []uint64) { transposeTilesGeneric(a) }
 
 func applyRowsAsm([]float32, int, []int32, int, int, int, int, *bmm.Epilogue) bool { return false }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 )
 
@@ -266,5 +267,83 @@ func TestApplyQuantizeRowsClamp(t *testing.T) {
 				checkBlock(t, bc, bits)
 			}
 		})
+	}
+}
+
+// TestApplyQuantizePackRows checks the fused epilogue, re-quantizer and
+// plane packing of a block (through bytes for up to 8 bits) against the
+// generic block loop and packBitBlockGeneric, word for word over the whole
+// tensor, on each path, both packings and widths around the byte path's.
+func TestApplyQuantizePackRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 15))
+	for _, impl := range rowsImpls() {
+		for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+			t.Run(fmt.Sprintf("impl=%s/packing=%v", impl, packing), func(t *testing.T) {
+				useRowsImpl(t, impl)
+				var buf []uint32
+				for _, bits := range []int{1, 2, 3, 4, 7, 8, 9, 16, 32} {
+					for _, n := range []int{1, 5, 10, 63, 64, 65, 130} {
+						for _, rows := range []int{1, 17, 64} {
+							bc := newBlockCase(r, rows, n, r.IntN(65), bits)
+							bc.m0 = 64 * r.IntN(2)
+							if bc.ep != nil && bc.ep.RowTerm != nil {
+								bc.ep.RowTerm = append(bc.ep.RowTerm, make([]float32, 64)...)
+							}
+							if bc.ep != nil && bc.ep.RowScale != nil {
+								bc.ep.RowScale = append(bc.ep.RowScale, make([]float32, 64)...)
+							}
+							got, err := bittensor.New(128, n, bits, packing, bittensor.DefaultPadding)
+							require.NoError(t, err)
+							want, err := bittensor.New(128, n, bits, packing, bittensor.DefaultPadding)
+							require.NoError(t, err)
+							applyQuantizePackRows(got, &buf, bc.c, bc.ldc, bc.m0, rows, n, bc.ep, bc.rq)
+							q := make([]uint32, rows*n)
+							applyQuantizeRows32Generic(q, n, bc.c, bc.ldc, bc.m0, rows, n, bc.ep, bc.rq, bits)
+							packBitBlockGeneric(want, q, bc.m0, rows, n)
+							require.Equal(t, want.Words(), got.Words(), bc.tag)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPackBitBlockBytes checks the byte-code plane packing against the
+// generic loop; the codes carry random bits above the width, which it
+// must ignore.
+func TestPackBitBlockBytes(t *testing.T) {
+	if !haveAsm || !hasAVX2 {
+		t.Skip("packBitBlockBytes needs the AVX2 plane gather")
+	}
+	r := rand.New(rand.NewPCG(16, 16))
+	for _, impl := range epImpls()[1:] {
+		for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+			t.Run(fmt.Sprintf("impl=%s/packing=%v", impl, packing), func(t *testing.T) {
+				useEpImpl(t, impl)
+				for bits := 1; bits <= 8; bits++ {
+					for _, n := range []int{1, 5, 63, 64, 65, 130, 256} {
+						for _, rows := range []int{1, 17, 64} {
+							m0 := 64 * r.IntN(2)
+							q, q32 := make([]uint8, rows*n), make([]uint32, rows*n)
+							for j := range q {
+								q[j] = uint8(r.Uint32())
+								if r.IntN(2) == 0 {
+									q[j] &= 1<<bits - 1
+								}
+								q32[j] = uint32(q[j])
+							}
+							got, err := bittensor.New(128, n, bits, packing, bittensor.DefaultPadding)
+							require.NoError(t, err)
+							want, err := bittensor.New(128, n, bits, packing, bittensor.DefaultPadding)
+							require.NoError(t, err)
+							packBitBlockBytes(got, q, m0, rows, n)
+							packBitBlockGeneric(want, q32, m0, rows, n)
+							require.Equal(t, want.Words(), got.Words(), "bits=%d n=%d rows=%d m0=%d", bits, n, rows, m0)
+						}
+					}
+				}
+			})
+		}
 	}
 }

@@ -57,8 +57,10 @@ func main() {
 	quantize(avx512, false, perm)
 	quantize(avx2, true, perm)
 	quantize(avx512, true, perm)
-	planes(avx2, perm)
-	planes(avx512, perm)
+	planes(avx2, perm, false)
+	planes(avx512, perm, false)
+	planes(avx2, perm, true)
+	planes(avx512, perm, true)
 	transposeGFNI()
 	rowsKernels()
 	Generate()
@@ -344,17 +346,21 @@ func quantize(s isa, bytes bool, perm Mem) {
 	loops(s, "q", n, i, block, tail)
 }
 
-// planes writes bitPlanes8<ISA>, the bit-plane packing of codes of up to
-// 8 bits: each chunk of 64 codes becomes one byte vector (AVX2: two), the
-// top code bit is shifted to bit 7 of each byte and VPMOVMSKB (AVX-512:
-// VPMOVB2M) gathers one plane word; VPADDB then brings the next lower bit
-// up, so no shift count depends on the plane.
-func planes(s isa, perm Mem) {
-	name := "bitPlanes8" + s.name
-	TEXT(name, NOSPLIT, "func(out *uint64, q *uint32, chunks, nbits, ps, ws int)")
+// planes writes bitPlanes8<ISA> (bitPlanes8Bytes<ISA>), the bit-plane
+// packing of codes of up to 8 bits held in dwords (bytes): each chunk of
+// 64 codes becomes one byte vector (AVX2: two), the top code bit is
+// shifted to bit 7 of each byte and VPMOVMSKB (AVX-512: VPMOVB2M) gathers
+// one plane word; VPADDB then brings the next lower bit up, so no shift
+// count depends on the plane.
+func planes(s isa, perm Mem, bytes bool) {
+	name, typ, from := "bitPlanes8"+s.name, "uint32", "q[64w+j]"
+	if bytes {
+		name, typ = "bitPlanes8Bytes"+s.name, "uint8"
+	}
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(out *uint64, q *%s, chunks, nbits, ps, ws int)", typ))
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s is transpose64 for nbits <= 8 on chunks runs of 64 codes: for w < chunks and", name),
-		"p < nbits, bit j of out[p*ps + w*ws] is bit p of q[64w+j]; code bits above nbits are ignored.")
+		fmt.Sprintf("p < nbits, bit j of out[p*ps + w*ws] is bit p of %s; code bits above nbits are ignored.", from))
 	out := Load(Param("out"), GP64())
 	q := Load(Param("q"), GP64())
 	chunks := Load(Param("chunks"), GP64())
@@ -377,13 +383,13 @@ func planes(s isa, perm Mem) {
 	MOVQ(sh, cnt)
 	top := s.vec()
 	tx := XMM()
-	if s.evex {
+	if s.evex || bytes {
 		IMUL3Q(U32(0x01010101), t, t)
 	}
 	MOVQ(t, tx)
 	VPBROADCASTD(tx, top)
 	var idx VecVirtual
-	if !s.evex {
+	if !s.evex && !bytes {
 		idx = YMM()
 		VMOVDQU(perm, idx)
 	}
@@ -391,7 +397,21 @@ func planes(s isa, perm Mem) {
 	TESTQ(chunks, chunks)
 	JZ(LabelRef("done"))
 	var b []VecVirtual
-	if s.evex {
+	switch {
+	case bytes && s.evex:
+		z := ZMM()
+		VMOVDQU64(Mem{Base: q}, z)
+		VPANDD(top, z, z)
+		VPSLLW(cnt, z, z)
+		b = []VecVirtual{z}
+	case bytes:
+		for h := 0; h < 2; h++ {
+			v := YMM()
+			VPAND(Mem{Base: q, Disp: 32 * h}, top, v)
+			VPSLLW(cnt, v, v)
+			b = append(b, v)
+		}
+	case s.evex:
 		x := make([]VecVirtual, 4)
 		for k := range x {
 			x[k] = ZMM()
@@ -405,7 +425,7 @@ func planes(s isa, perm Mem) {
 		VPANDD(top, z, z)
 		VPSLLW(cnt, z, z)
 		b = []VecVirtual{z}
-	} else {
+	default:
 		for h := 0; h < 2; h++ {
 			v := make([]VecVirtual, 4)
 			for k := range v {
@@ -448,7 +468,11 @@ func planes(s isa, perm Mem) {
 	DECQ(p)
 	JGE(LabelRef("plane"))
 	ADDQ(ws, out)
-	ADDQ(U32(256), q)
+	if bytes {
+		ADDQ(U32(64), q)
+	} else {
+		ADDQ(U32(256), q)
+	}
 	DECQ(chunks)
 	JMP(LabelRef("chunk"))
 	Label("done")
