@@ -249,11 +249,8 @@ func AggBit(dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requ
 		return err
 	}
 	clear(dst.Words())
-	obits := dst.Bits()
 	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
-		s.q = growSlice(s.q, rows*n)
-		applyQuantizeRows32(s.q, n, s.acc, x.Stride, v0, rows, n, ep, rq, obits)
-		packBitBlock(dst, s.q[:rows*n], v0, rows, n)
+		applyQuantizePackRows(dst, &s.q, s.acc, x.Stride, v0, rows, n, ep, rq)
 	})
 	return nil
 }
