@@ -497,14 +497,10 @@ func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.E
 		return err
 	}
 	clear(dst.Words())
-	obits := dst.Bits()
 	p := newBitPlan(k, a, b)
 	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
-		rows := m1 - m0
-		t.q = growSlice(t.q, rows*n)
-		applyQuantizeRows32(t.q, n, t.tile, n, m0, rows, n, ep, rq, obits)
-		packBitBlock(dst, t.q, m0, rows, n)
+		applyQuantizePackRows(dst, &t.q, t.tile, n, m0, m1-m0, n, ep, rq)
 	})
 	return nil
 }
