@@ -182,7 +182,8 @@ func BenchmarkTune(b *testing.B) {
 	// fewer row tiles of the same shape (a half and a quarter wave): what
 	// a block costs when fewer share the L2 and the HBM.
 	run(16384, 256, []int{1, 4}, []variant{{"timing", tuning{timing: 1}}, {"timingepi0", tuning{timing: 1, epi: -1}},
-		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}}}, BenchOptions{Repeats: 3, Inner: 5})
+		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}},
+		{"timingbn128", tuning{timing: 1, bn: 128}}}, BenchOptions{Repeats: 3, Inner: 5})
 	for _, m := range []int{4096, 8192} {
 		a := randomBits(r, m, 16384, 1, bittensor.ByRows)
 		x := randomBits(r, 16384, 256, 1, bittensor.ByCols)
