@@ -280,10 +280,9 @@ func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error
 const aggBlock = 64
 
 // aggScratch is one worker's buffers: the int32 sums of a block of rows
-// (row r at acc[r*x.Stride:]) and room for its epilogue.
+// (row r at acc[r*x.Stride:]) and room for its re-quantized codes.
 type aggScratch struct {
 	acc []int32
-	y   []float32
 	q   []uint32
 }
 
