@@ -290,13 +290,9 @@ type aggScratch struct {
 // scratch and hands it to finish. Blocks go to GOMAXPROCS workers.
 func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 	blocks := (m + aggBlock - 1) / aggBlock
-	// The byte (unweighted) or uint16 (weighted) partial sums are flushed
-	// before they can wrap.
-	xmax := 1<<x.Bits - 1
-	chunk := 255 / xmax
-	if a.w != nil {
-		chunk = 65535 / (xmax * int(max(a.wmax, 1)))
-	}
+	// The weighted kernel's uint16 partial sums are flushed before they can
+	// wrap (aggRowsAsm sizes the unweighted kernels' own).
+	chunk := 65535 / ((1<<x.Bits - 1) * int(max(a.wmax, 1)))
 	var next atomic.Int64
 	work := func() {
 		s := &aggScratch{acc: make([]int32, aggBlock*x.Stride)}
@@ -309,7 +305,7 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 			rows := min(aggBlock, m-v0)
 			clear(s.acc[:rows*x.Stride])
 			if useAggAsm && a.w == nil && len(a.g.Indices) > 0 {
-				aggRowsAsm(s.acc, x, a, v0, rows, chunk)
+				aggRowsAsm(s.acc, x, a, v0, rows)
 				finish(s, v0, rows)
 				continue
 			}

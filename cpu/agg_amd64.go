@@ -13,6 +13,13 @@ package cpu
 //go:noescape
 func aggRowsAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
 
+// aggRowsWideAVX2 is aggRowsAVX2 with uint16 sums (VPMOVZXBW, VPADDW) for
+// codes too wide for byte sums to last: flushed every chunk sources
+// (chunk·max code < 65536).
+//
+//go:noescape
+func aggRowsWideAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
+
 // aggRowWeightedAVX2 is aggRowWeightedGeneric: acc[j] += wt[e]·x[idx[e]*stride+j]
 // for e < n, j < stride (stride a multiple of 16), like aggRowAVX2 with each
 // source's widened codes multiplied by its weight (VPMULLW) before the sum.

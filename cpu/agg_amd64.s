@@ -181,6 +181,193 @@ rows_done:
 	VZEROUPPER
 	RET
 
+// func aggRowsWideAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
+// Requires: AVX, AVX2, CMOV
+TEXT ·aggRowsWideAVX2(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ indptr+24(FP), BX
+	MOVQ idx+32(FP), SI
+	MOVQ rows+40(FP), DI
+	MOVQ chunk+48(FP), R8
+
+row:
+	TESTQ   DI, DI
+	JZ      rows_done
+	MOVLQSX (BX), R9
+	MOVLQSX 4(BX), R10
+	XORQ    R11, R11
+
+w64_group:
+	MOVQ DX, R12
+	SUBQ R11, R12
+	CMPQ R12, $0x00000040
+	JL   w64_done
+	MOVQ R9, R12
+
+w64_chunk:
+	MOVQ    R12, R13
+	ADDQ    R8, R13
+	CMPQ    R13, R10
+	CMOVQGT R10, R13
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R12, R13
+	JGE     w64_flush
+
+w64_src:
+	MOVLQSX   (SI)(R12*4), R14
+	IMULQ     DX, R14
+	ADDQ      CX, R14
+	VPMOVZXBW (R14)(R11*1), Y4
+	VPADDW    Y4, Y0, Y0
+	VPMOVZXBW 16(R14)(R11*1), Y4
+	VPADDW    Y4, Y1, Y1
+	VPMOVZXBW 32(R14)(R11*1), Y4
+	VPADDW    Y4, Y2, Y2
+	VPMOVZXBW 48(R14)(R11*1), Y4
+	VPADDW    Y4, Y3, Y3
+	INCQ      R12
+	CMPQ      R12, R13
+	JL        w64_src
+
+w64_flush:
+	VPMOVZXWD    X0, Y4
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R11*4), Y4, Y4
+	VMOVDQU      Y4, (AX)(R11*4)
+	VPADDD       32(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R11*4)
+	VPMOVZXWD    X1, Y0
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       64(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R11*4)
+	VPADDD       96(AX)(R11*4), Y1, Y1
+	VMOVDQU      Y1, 96(AX)(R11*4)
+	VPMOVZXWD    X2, Y0
+	VEXTRACTI128 $0x01, Y2, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       128(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 128(AX)(R11*4)
+	VPADDD       160(AX)(R11*4), Y1, Y1
+	VMOVDQU      Y1, 160(AX)(R11*4)
+	VPMOVZXWD    X3, Y0
+	VEXTRACTI128 $0x01, Y3, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       192(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 192(AX)(R11*4)
+	VPADDD       224(AX)(R11*4), Y1, Y1
+	VMOVDQU      Y1, 224(AX)(R11*4)
+	CMPQ         R12, R10
+	JL           w64_chunk
+	ADDQ         $0x00000040, R11
+	JMP          w64_group
+
+w64_done:
+w32_group:
+	MOVQ DX, R12
+	SUBQ R11, R12
+	CMPQ R12, $0x00000020
+	JL   w32_done
+	MOVQ R9, R12
+
+w32_chunk:
+	MOVQ    R12, R13
+	ADDQ    R8, R13
+	CMPQ    R13, R10
+	CMOVQGT R10, R13
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	CMPQ    R12, R13
+	JGE     w32_flush
+
+w32_src:
+	MOVLQSX   (SI)(R12*4), R14
+	IMULQ     DX, R14
+	ADDQ      CX, R14
+	VPMOVZXBW (R14)(R11*1), Y2
+	VPADDW    Y2, Y0, Y0
+	VPMOVZXBW 16(R14)(R11*1), Y2
+	VPADDW    Y2, Y1, Y1
+	INCQ      R12
+	CMPQ      R12, R13
+	JL        w32_src
+
+w32_flush:
+	VPMOVZXWD    X0, Y2
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R11*4), Y2, Y2
+	VMOVDQU      Y2, (AX)(R11*4)
+	VPADDD       32(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R11*4)
+	VPMOVZXWD    X1, Y0
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       64(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R11*4)
+	VPADDD       96(AX)(R11*4), Y1, Y1
+	VMOVDQU      Y1, 96(AX)(R11*4)
+	CMPQ         R12, R10
+	JL           w32_chunk
+	ADDQ         $0x00000020, R11
+	JMP          w32_group
+
+w32_done:
+w16_group:
+	MOVQ DX, R12
+	SUBQ R11, R12
+	CMPQ R12, $0x00000010
+	JL   w16_done
+	MOVQ R9, R12
+
+w16_chunk:
+	MOVQ    R12, R13
+	ADDQ    R8, R13
+	CMPQ    R13, R10
+	CMOVQGT R10, R13
+	VPXOR   Y0, Y0, Y0
+	CMPQ    R12, R13
+	JGE     w16_flush
+
+w16_src:
+	MOVLQSX   (SI)(R12*4), R14
+	IMULQ     DX, R14
+	ADDQ      CX, R14
+	VPMOVZXBW (R14)(R11*1), Y1
+	VPADDW    Y1, Y0, Y0
+	INCQ      R12
+	CMPQ      R12, R13
+	JL        w16_src
+
+w16_flush:
+	VPMOVZXWD    X0, Y1
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R11*4), Y1, Y1
+	VMOVDQU      Y1, (AX)(R11*4)
+	VPADDD       32(AX)(R11*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R11*4)
+	CMPQ         R12, R10
+	JL           w16_chunk
+	ADDQ         $0x00000010, R11
+	JMP          w16_group
+
+w16_done:
+	LEAQ (AX)(DX*4), AX
+	ADDQ $0x04, BX
+	DECQ DI
+	JMP  row
+
+rows_done:
+	VZEROUPPER
+	RET
+
 // func aggRowWeightedAVX2(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)
 // Requires: AVX, AVX2, CMOV
 TEXT ·aggRowWeightedAVX2(SB), NOSPLIT, $0-56

@@ -19,7 +19,14 @@ func main() {
 		"multiple of 16). Codes are summed as bytes (VPADDB), 64 columns at a time;",
 		"every chunk sources (chunk·max code < 256) the byte sums are widened to",
 		"int32 and added to acc, before they can wrap.")
-	byteKernel()
+	byteKernel(false)
+
+	TEXT("aggRowsWideAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)")
+	Pragma("noescape")
+	Doc("aggRowsWideAVX2 is aggRowsAVX2 with uint16 sums (VPMOVZXBW, VPADDW) for",
+		"codes too wide for byte sums to last: flushed every chunk sources",
+		"(chunk·max code < 65536).")
+	byteKernel(true)
 
 	TEXT("aggRowWeightedAVX2", NOSPLIT, "func(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)")
 	Pragma("noescape")
@@ -131,7 +138,7 @@ func group(prefix string, w int, acc, x, stride, idx, wt, n, chunk, col Register
 
 // byteKernel is the unweighted kernel: byte sums in registers, a loop
 // over rows around the column groups.
-func byteKernel() {
+func byteKernel(wide bool) {
 	acc := Load(Param("acc"), GP64())
 	x := Load(Param("x"), GP64())
 	stride := Load(Param("stride"), GP64())
@@ -149,7 +156,7 @@ func byteKernel() {
 	MOVLQSX(Mem{Base: indptr, Disp: 4}, e1)
 	XORQ(col, col)
 	for _, cols := range []int{64, 32, 16} {
-		byteGroup(cols, acc, x, stride, idx, e0, e1, chunk, col)
+		byteGroup(wide, cols, acc, x, stride, idx, e0, e1, chunk, col)
 	}
 	// Next row: acc moves by stride int32s.
 	LEAQ(Mem{Base: acc, Index: stride, Scale: 4}, acc)
@@ -163,8 +170,13 @@ func byteKernel() {
 
 // byteGroup emits the loop over groups of cols (64, 32 or 16) columns of
 // one row, over the sources e0 <= e < e1.
-func byteGroup(cols int, acc, x, stride, idx, e0, n, chunk, col Register) {
+func byteGroup(wide bool, cols int, acc, x, stride, idx, e0, n, chunk, col Register) {
 	name := fmt.Sprintf("b%d", cols)
+	lanes := 32 // columns per accumulator
+	if wide {
+		name = fmt.Sprintf("w%d", cols)
+		lanes = 16
+	}
 	Label(name + "_group")
 	rest := GP64()
 	MOVQ(stride, rest)
@@ -181,10 +193,10 @@ func byteGroup(cols int, acc, x, stride, idx, e0, n, chunk, col Register) {
 	CMPQ(end, n)
 	CMOVQGT(n, end)
 	var sums []VecVirtual
-	if cols == 16 {
+	if cols < lanes {
 		sums = []VecVirtual{XMM()}
 	} else {
-		for i := 0; i < cols/32; i++ {
+		for i := 0; i < cols/lanes; i++ {
 			sums = append(sums, YMM())
 		}
 	}
@@ -199,15 +211,34 @@ func byteGroup(cols int, acc, x, stride, idx, e0, n, chunk, col Register) {
 	IMULQ(stride, row)
 	ADDQ(x, row)
 	for i, v := range sums {
+		if wide {
+			t := YMM()
+			VPMOVZXBW(Mem{Base: row, Index: col, Scale: 1, Disp: 16 * i}, t)
+			VPADDW(t, v, v)
+			continue
+		}
 		VPADDB(Mem{Base: row, Index: col, Scale: 1, Disp: 32 * i}, v, v)
 	}
 	INCQ(e)
 	CMPQ(e, end)
 	JL(LabelRef(name + "_src"))
 
-	// Widen each 8 bytes to 8 int32 and add them to acc.
+	// Widen each 8 bytes (or 8 words) to 8 int32 and add them to acc.
 	Label(name + "_flush")
 	for i, v := range sums {
+		if wide {
+			lo, hi := YMM(), YMM()
+			VPMOVZXWD(v.AsX(), lo)
+			VEXTRACTI128(U8(1), v, hi.AsX())
+			VPMOVZXWD(hi.AsX(), hi)
+			out := Mem{Base: acc, Index: col, Scale: 4, Disp: 64 * i}
+			VPADDD(out, lo, lo)
+			VMOVDQU(lo, out)
+			out.Disp += 32
+			VPADDD(out, hi, hi)
+			VMOVDQU(hi, out)
+			continue
+		}
 		halves := []Op{v.AsX()}
 		if cols != 16 {
 			hi := XMM()
