@@ -223,14 +223,15 @@ func runSweep(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %d batches, %d seed(s), kernel %s\n",
 		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, rep.Seeds, bmm.Default().Name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
+	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {
 		name := strconv.Itoa(r.Bits)
 		if r.Bits == 0 {
-			fmt.Fprintf(tw, "fp32\t%.2f\t%.2f\t\t\t\t\t%s\t\t\n", 100*r.Accuracy, 100*r.AccuracyStd, qByteSize(int64(r.WeightBytes)))
+			fmt.Fprintf(tw, "fp32\t%.2f\t%.2f\t\t\t\t\t\t%s\t\t\n", 100*r.Accuracy, 100*r.AccuracyStd, qByteSize(int64(r.WeightBytes)))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, 100*r.Accuracy, 100*r.AccuracyStd, 100*r.PTQAccuracy,
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%+.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", name, 100*r.Accuracy, 100*r.AccuracyStd,
+			100*(r.Accuracy-rows[0].Accuracy), 100*r.PTQAccuracy,
 			r.ComputeMS, r.PackMS, qGroupDigits(r.NodesPerSec), qByteSize(int64(r.WeightBytes)), qByteSize(int64(r.InterBytes)))
 	}
 	if err := tw.Flush(); err != nil {
