@@ -12,6 +12,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/quantize"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -643,6 +644,66 @@ func TestQDropoutPlaces(t *testing.T) {
 				}
 			}
 			assert.Equal(t, c.norm == QNormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
+		})
+	}
+}
+
+// TestQScaleGrad checks the LSQ step-size gradient on values inside,
+// below and above a 2-bit range, worked out by hand.
+func TestQScaleGrad(t *testing.T) {
+	p, err := quantize.FromRange(0, 3, 2) // step 1, Lower −0.5: levels 0, 1, 2, 3
+	require.NoError(t, err)
+	y := []float32{1.2, -2, 7, 2.5}
+	q := make([]int32, len(y))
+	for k, v := range y {
+		q[k] = int32(p.Code(v))
+	}
+	require.Equal(t, []int32{1, 0, 3, 3}, q)
+	// ∂x̂/∂s: inside q + c − y/s with c = Lower/s + 1/2 = 0; clipped q + c.
+	d := []float64{1 - 1.2, 0, 3, 3 - 2.5}
+	dOut := []float64{0.5, -1, 2, 4}
+	var want float64
+	for k := range d {
+		want += dOut[k] * d[k]
+	}
+	want /= math.Sqrt(4 * 3)
+	assert.InDelta(t, want, qScaleGrad(p, y, q, dOut), 1e-6)
+}
+
+// TestQATLearnScales checks that QAT with learned step sizes moves the
+// activation steps, keeps each zero point in units of its step, and stays
+// bit for bit what inference computes.
+func TestQATLearnScales(t *testing.T) {
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
+			before := m.Clone()
+			_, err := m.QAT(d, in, QTrainConfig{Epochs: 3, LR: 0.01, Seed: 1, LearnScales: true})
+			require.NoError(t, err)
+			moved := 0
+			for i, op := range m.ops() {
+				if op.out == nil {
+					continue
+				}
+				old := *before.ops()[i].out
+				if op.out.Scale != old.Scale {
+					moved++
+				}
+				assert.InDelta(t, old.Lower/old.Scale, op.out.Lower/op.out.Scale, 1e-5, "op %d zero point", i)
+			}
+			assert.Positive(t, moved, "no step size moved")
+			plan, err := m.Compile(bmm.Generic{})
+			require.NoError(t, err)
+			b := d.Eval[0]
+			_, want, err := m.simForward(b, in, true, -1, 0, nil)
+			require.NoError(t, err)
+			x, err := in.Pack(b.Nodes)
+			require.NoError(t, err)
+			got, _, err := plan.Forward(b, x, nil)
+			require.NoError(t, err)
+			for i := range want {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
+			}
 		})
 	}
 }

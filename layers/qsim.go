@@ -508,10 +508,39 @@ func qDenseRowSums(a []float64, n, k int) []float32 {
 }
 
 // qGrads are the gradients of every linear's weights and biases, in the
-// QLinear layout, and of the batch norms' Gamma and Beta.
+// QLinear layout, of the batch norms' Gamma and Beta, and of the
+// activation quantizers' step sizes.
 type qGrads struct {
 	w, b        map[*QLinear][]float32
 	gamma, beta map[*QBatchNorm][]float32 // nil maps: not accumulated
+	scale       map[*QParams][]float32    // LSQ (one value each); nil: not learned
+}
+
+// qScaleGrad is the LSQ gradient (Esser et al., 2020) of the step size of
+// p, the quantizer of y with codes q, given dOut, the gradient at the
+// dequantized values x̂ = s·(q + Lower/s + 1/2): with Lower/s held fixed
+// (the zero point stays put in units of the step), ∂x̂/∂s is
+// (q + Lower/s + 1/2) − y/s where y is inside the range and the clamped
+// code's (q + Lower/s + 1/2) where it is clipped; the sum is scaled by
+// 1/√(N·Qmax), LSQ's gradient scale.
+func qScaleGrad(p QParams, y []float32, q []int32, dOut []float64) float64 {
+	s := float64(p.Scale)
+	c := float64(p.Lower)/s + 0.5
+	inv, off := p.Requant()
+	top := float64(p.MaxCode())
+	var g float64
+	for k, v := range y {
+		if dOut[k] == 0 {
+			continue
+		}
+		u := float64(v)*float64(inv) + float64(off) // the code before floor and clamp
+		d := float64(q[k]) + c
+		if u >= 0 && u < top+1 {
+			d -= float64(v) / s
+		}
+		g += dOut[k] * d
+	}
+	return g / math.Sqrt(float64(len(y))*top)
 }
 
 // simBackward propagates dLogits (n×classes) through st with the
@@ -532,6 +561,9 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 			if err := op.out.FakeQuantTo(make([]float32, len(y)), inRange, y); err != nil {
 				clear(inRange) // NaN activations: stop the gradient
 			}
+		}
+		if gs := g.scale[op.out]; gs != nil && st.quant && st.codes[i] != nil {
+			gs[0] += float32(qScaleGrad(*op.out, y, st.codes[i], dOut))
 		}
 		// dT: gradient at the epilogue's pre-activation, times RowScale.
 		dt := dOut

@@ -79,6 +79,10 @@ type QTrainConfig struct {
 	Dropout     float32 // full precision only
 	Patience    int     // stop after this many epochs without a better validation accuracy (0: never)
 	Seed        uint64
+	// LearnScales (QAT only) learns each activation quantizer's step size
+	// with the LSQ gradient (Esser et al., 2020), its zero point fixed in
+	// units of the step; the weights' ranges are recomputed every step.
+	LearnScales bool
 	// Progress, when set, is called after every epoch.
 	Progress func(epoch int, loss, valAcc float64)
 }
@@ -183,6 +187,31 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 			params, grads, decay = append(params, bn.Gamma, bn.Beta), append(grads, g.gamma[bn], g.beta[bn]), append(decay, false, false)
 		}
 	}
+	// LSQ: each activation quantizer's step size s as a parameter, held
+	// as log s (Adam moves a parameter by about lr a step whatever its
+	// size: in log space that is a relative change of the step, what LSQ's
+	// gradient scale aims at), written back into its QParams (Lower = s·c,
+	// c = Lower/Scale fixed) after every step.
+	type lsq struct {
+		p    *QParams
+		logS []float32
+		grad []float32
+		c    float64
+	}
+	var steps []lsq
+	if quant && cfg.LearnScales {
+		g.scale = map[*QParams][]float32{}
+		for _, op := range m.ops() {
+			if op.out == nil {
+				continue
+			}
+			l := lsq{p: op.out, logS: []float32{float32(math.Log(float64(op.out.Scale)))}, grad: make([]float32, 1),
+				c: float64(op.out.Lower) / float64(op.out.Scale)}
+			g.scale[op.out] = l.grad
+			params, grads, decay = append(params, l.logS), append(grads, l.grad), append(decay, false)
+			steps = append(steps, l)
+		}
+	}
 	opt := &qAdam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
 	best := -1.0
 	var bestModel *QModel
@@ -230,7 +259,14 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 				clear(gr)
 			}
 			m.simBackward(st, dl, g)
+			for _, l := range steps {
+				l.grad[0] *= l.p.Scale // d/d log s = s·d/ds
+			}
 			opt.step(params, grads, decay)
+			for _, l := range steps {
+				sc := float32(math.Exp(float64(l.logS[0])))
+				l.p.Scale, l.p.Lower = sc, float32(l.c*float64(sc))
+			}
 		}
 		acc, err := m.Accuracy(d, in, quant, d.Val)
 		if err != nil {
