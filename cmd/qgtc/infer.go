@@ -38,6 +38,7 @@ type qjob struct {
 	quiet        bool
 	scale        string // feature scale: layers.QScaleMean or QScaleRows
 	norm         string // GIN's MLP normalization: layers.QNormNone or QNormBatch
+	lsq          bool   // QAT learns the activation step sizes
 }
 
 // qtask is a loaded dataset with its batches.
@@ -250,7 +251,11 @@ func qFP32Model(j *qjob, t *qtask, in *layers.QInput) (*layers.QModel, time.Dura
 // quantModel returns the model of j at its bit widths: calibrated from the
 // fp32 model, then fine-tuned with QAT (cached).
 func qQuantModel(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*layers.QModel, time.Duration, error) {
-	path := j.modelPath(fmt.Sprintf("a%dw%d", j.abits, j.wbits))
+	bits := fmt.Sprintf("a%dw%d", j.abits, j.wbits)
+	if j.lsq {
+		bits += "-lsq"
+	}
+	path := j.modelPath(bits)
 	if m, err := qLoadModel(path); err == nil && m.Calibrated && m.ABits == j.abits && m.WBits == j.wbits && m.Input == in.Params {
 		return m, 0, nil
 	}
@@ -262,7 +267,7 @@ func qQuantModel(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*laye
 		return nil, 0, err
 	}
 	if j.qatEpochs > 0 {
-		_, err := m.QAT(t.data, in, layers.QTrainConfig{Epochs: j.qatEpochs, LR: 0.003, WeightDecay: 5e-4, Patience: 15, Seed: j.seed,
+		_, err := m.QAT(t.data, in, layers.QTrainConfig{Epochs: j.qatEpochs, LR: 0.003, WeightDecay: 5e-4, Patience: 15, Seed: j.seed, LearnScales: j.lsq,
 			Progress: func(ep int, loss, val float64) {
 				qProgress(j.quiet, "qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.abits, j.wbits, j.kind, ep, j.qatEpochs, loss, 100*val)
 			}})
@@ -359,6 +364,7 @@ func (j *qjob) jobFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&j.layers, "layers", 2, "graph layers (when training)")
 	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
 	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)")
+	fs.BoolVar(&j.lsq, "lsq", false, "QAT learns each activation quantizer's step size (LSQ)")
 	fs.StringVar(&j.norm, "norm", layers.QNormNone, "gin: normalization inside each MLP, none or batch (when training)")
 	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
