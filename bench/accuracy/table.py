@@ -31,7 +31,14 @@ def main(out):
                   f"{100*q['accuracy']:.2f} ± {100*q['accuracy_std']:.2f} | {100*q['ptq_accuracy']:.2f} | {d:+.2f} | ≥ {-TARGET[b]:+.1f} | {'yes' if ok else '**no**'} |")
             rows.append([r["dataset"], r["model"], r["seeds"], fp["accuracy"], fp["accuracy_std"], b, q["accuracy"], q["accuracy_std"],
                          q["ptq_accuracy"], round(d, 4), -TARGET[b], ok])
-    print(f"\n{met} of {total} cells meet the target.")
+    print(f"\n{met} of {total} cells meet the target.\n")
+    print("Commands (QGTC_DATA=testdata, a fresh QGTC_CACHE):\n")
+    print("```")
+    for r in reps:
+        f = os.path.join(out, f"{r['dataset']}-{r['model']}", "cmd.txt")
+        if os.path.exists(f):
+            print(open(f).read().strip())
+    print("```")
     with open(os.path.join(out, "table.csv"), "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["dataset", "model", "seeds", "fp32_accuracy", "fp32_std", "bits", "accuracy", "accuracy_std", "ptq_accuracy", "delta_points", "target_points", "met"])
