@@ -134,12 +134,11 @@ var vertPool sync.Pool
 
 // bitTask is a goroutine's scratch space, reused across tasks.
 type bitTask struct {
-	tile  []int32   // bitRowBlock×n, the int32 products of the rows
-	mask  []uint64  // per row, bitset of 256-bit chunks non-zero in any plane of A
-	probe []uint64  // one row's mask, for probeDense
-	dense []bool    // per row, no zero chunk in the current K block
-	q     []uint32  // MulBit: re-quantized values of the rows
-	y     []float32 // MulBit: one row after the epilogue
+	tile  []int32  // bitRowBlock×n, the int32 products of the rows
+	mask  []uint64 // per row, bitset of 256-bit chunks non-zero in any plane of A
+	probe []uint64 // one row's mask, for probeDense
+	dense []bool   // per row, no zero chunk in the current K block
+	q     []uint32 // MulBit: re-quantized values of the rows
 }
 
 var bitTaskPool sync.Pool
