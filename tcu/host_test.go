@@ -239,6 +239,22 @@ func TestDeviceWordsRelayout(t *testing.T) {
 	assert.Same(t, &d.Words()[0], &deviceWords(d)[0], "default padding goes up as is")
 }
 
+// findProb is the test's oracle for packLaunch's block → problem map: the
+// last problem whose first block is <= block, found by binary search over
+// TileStart (the kernels read the map instead; common.cuh's findProb).
+func findProb(ps []prob, block int) int {
+	lo, hi := 0, len(ps)-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if int(ps[mid].TileStart) <= block {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
 func TestPackLaunch(t *testing.T) {
 	assert.Equal(t, probBytes, binary.Size(prob{}))
 	ps := []prob{{M: 100, N: 40}, {M: 0, N: 10}, {M: 16, N: 16}, {M: 1, N: 1}, {M: 300, N: 0}, {M: 129, N: 200}}

@@ -153,7 +153,7 @@ const (
 )
 
 // prob is one product of a launch; its binary form is kernels/common.cuh's
-// struct Prob (little-endian, no padding: 176 bytes).
+// struct Prob (little-endian, no padding: 192 bytes).
 type prob struct {
 	A, B, Out, Kptr, Kidx                                   uint64
 	ColScale, RowTerm, ColTerm, ColConst, RowScale, ColBias uint64
@@ -216,19 +216,4 @@ func packLaunch(ps []prob, bm, bn, splits, cluster int) ([]byte, int, error) {
 		}
 	}
 	return buf.Bytes(), total, nil
-}
-
-// findProb is the host twin of common.cuh's findProb: the last problem
-// whose first block is <= block.
-func findProb(ps []prob, block int) int {
-	lo, hi := 0, len(ps)-1
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if int(ps[mid].TileStart) <= block {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo
 }
