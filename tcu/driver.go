@@ -18,11 +18,11 @@ type driver struct {
 var driverSyms = []string{
 	"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
 	"cuDeviceGetAttribute", "cuDeviceTotalMem_v2", "cuDevicePrimaryCtxRetain",
-	"cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
+	"cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent",
 	"cuGetErrorName", "cuGetErrorString", "cuModuleLoadData", "cuModuleUnload",
 	"cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
 	"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost",
-	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemsetD32Async", "cuMemGetInfo_v2",
+	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemsetD32Async",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
 	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime", "cuEventDestroy_v2",
 }
@@ -58,7 +58,6 @@ func loadDriver() (*driver, error) {
 const (
 	cudaErrorNoDevice           = 100
 	cudaErrorInsufficientDriver = 35
-	cudaErrorNotReady           = 600
 )
 
 // call invokes a driver entry point and returns its CUresult. Arguments
@@ -101,8 +100,6 @@ const (
 	attrComputeMajor       = 75
 	attrComputeMinor       = 76
 	attrMaxSharedPerBlockO = 97
-	attrMemoryClockRate    = 36
-	attrGlobalMemBusWidth  = 37
 )
 
 func (d *driver) attr(dev int32, a int) (int, error) {
