@@ -115,15 +115,7 @@ func epilogue(s isa) {
 		for k := range t {
 			t[k], tmp[k] = s.vec(), s.vec()
 		}
-		step := func(name string, flag int, f func(k int)) {
-			skip := fmt.Sprintf("%s_no%s", tag, name)
-			TESTQ(U32(flag), flags)
-			JZ(LabelRef(skip))
-			for k := range t {
-				f(k)
-			}
-			Label(skip)
-		}
+		step := func(name string, flag int, f func(k int)) { flagStep(flags, flag, tag+"_no"+name, u, f) }
 		ints, floats := tag+"_int", tag+"_loaded"
 		TESTQ(U32(flagConvert), flags)
 		JNZ(LabelRef(ints))
@@ -188,6 +180,60 @@ func clearVec(s isa, v VecVirtual) {
 	}
 }
 
+// flagStep emits f(i) for i < n, skipped by one predicted branch to label
+// skip when flags lacks flag.
+func flagStep(flags Register, flag int, skip string, n int, f func(i int)) {
+	TESTQ(U32(flag), flags)
+	JZ(LabelRef(skip))
+	for i := 0; i < n; i++ {
+		f(i)
+	}
+	Label(skip)
+}
+
+// lowLanesK returns an opmask of the low CL lanes (CL <= 16).
+func lowLanesK() Register {
+	m := GP32()
+	MOVL(U32(1), m)
+	SHLL(CL, m)
+	DECL(m)
+	k := K()
+	KMOVW(m, k)
+	return k
+}
+
+// lowLanesAVX2 returns the AVX2 mask (all-ones dwords) of the low r lanes
+// (1 <= r <= 8), read from tailMask.
+func lowLanesAVX2(r Register) VecVirtual {
+	from, tbl := GP64(), GP64()
+	MOVQ(U32(8), from)
+	SUBQ(r, from)
+	LEAQ(tailMask, tbl)
+	k := YMM()
+	VMOVDQU(Mem{Base: tbl, Index: from, Scale: 4}, k)
+	return k
+}
+
+// packDwordsAVX2 packs the dword lanes of the four ymm v into the bytes of
+// v[0], in order (idx is the epilogue_packperm permutation).
+func packDwordsAVX2(v []VecVirtual, idx VecVirtual) {
+	// Dword lanes end up in the order 0 4 1 5 2 6 3 7; VPERMD puts them back.
+	VPACKUSDW(v[1], v[0], v[0])
+	VPACKUSDW(v[3], v[2], v[2])
+	VPACKUSWB(v[2], v[0], v[0])
+	VPERMD(v[0], idx, v[0])
+}
+
+// packLowAVX2 packs the eight dword lanes of ymm v into the low eight bytes
+// of the xmm it returns.
+func packLowAVX2(v VecVirtual) VecVirtual {
+	h := XMM()
+	VEXTRACTI128(U8(1), v, h)
+	VPACKUSDW(h, v.AsX(), h)
+	VPACKUSWB(h, h, h)
+	return h
+}
+
 // loops emits the block loop (unroll vectors a pass), the one-vector loop
 // and the masked tail (when tail is not nil), over n elements with index
 // i; block writes the work on u vectors at i, tail the masked work with
@@ -219,21 +265,9 @@ func loops(s isa, name string, n, i Register, block func(tag string, u int), tai
 		SUBQ(i, RCX)
 		JZ(LabelRef(name + "_done"))
 		if s.evex {
-			m := GP32()
-			MOVL(U32(1), m)
-			SHLL(CL, m)
-			DECL(m)
-			k := K()
-			KMOVW(m, k)
-			tail(name+"_t", k)
+			tail(name+"_t", lowLanesK())
 		} else {
-			from, tbl := GP64(), GP64()
-			MOVQ(U32(8), from)
-			SUBQ(RCX, from)
-			LEAQ(tailMask, tbl)
-			k := YMM()
-			VMOVDQU(Mem{Base: tbl, Index: from, Scale: 4}, k)
-			tail(name+"_t", k)
+			tail(name+"_t", lowLanesAVX2(RCX))
 		}
 	}
 	Label(name + "_done")
@@ -316,18 +350,10 @@ func quantize(s isa, bytes bool, perm Mem) {
 				VPMOVDB(v[k], qat(k))
 			}
 		case u == unroll:
-			// Dword lanes end up in the order 0 4 1 5 2 6 3 7; VPERMD puts them back.
-			VPACKUSDW(v[1], v[0], v[0])
-			VPACKUSDW(v[3], v[2], v[2])
-			VPACKUSWB(v[2], v[0], v[0])
-			VPERMD(v[0], idx, v[0])
+			packDwordsAVX2(v, idx)
 			VMOVDQU(v[0], qat(0))
 		default:
-			h := XMM()
-			VEXTRACTI128(U8(1), v[0], h)
-			VPACKUSDW(h, v[0].AsX(), h)
-			VPACKUSWB(h, h, h)
-			VMOVQ(h, qat(0))
+			VMOVQ(packLowAVX2(v[0]), qat(0))
 		}
 	}
 	tail := func(tag string, k Register) {
@@ -432,10 +458,7 @@ func planes(s isa, perm Mem, bytes bool) {
 				v[k] = YMM()
 				VPAND(Mem{Base: q, Disp: 128*h + 32*k}, top, v[k])
 			}
-			VPACKUSDW(v[1], v[0], v[0])
-			VPACKUSDW(v[3], v[2], v[2])
-			VPACKUSWB(v[2], v[0], v[0])
-			VPERMD(v[0], idx, v[0])
+			packDwordsAVX2(v, idx)
 			VPSLLW(cnt, v[0], v[0])
 			b = append(b, v[0])
 		}

@@ -119,12 +119,7 @@ func rowsKernel(s isa, kind int) {
 		CMPQ(rem, cnt)
 		CMOVQLT(rem, cnt)
 		MOVQ(cnt, RCX)
-		m := GP32()
-		MOVL(U32(1), m)
-		SHLL(CL, m)
-		DECL(m)
-		k = K()
-		KMOVW(m, k)
+		k = lowLanesK()
 	}
 
 	// group emits the loads of the column vectors and the row loops, for
@@ -192,15 +187,7 @@ func rowsKernel(s isa, kind int) {
 			for i := range t {
 				t[i], u[i] = vec(), vec()
 			}
-			step := func(name string, flag int, f func(i int)) {
-				skip := ltag + "_no" + name
-				TESTQ(U32(flag), fl)
-				JZ(LabelRef(skip))
-				for i := range t {
-					f(i)
-				}
-				Label(skip)
-			}
+			step := func(name string, flag int, f func(i int)) { flagStep(fl, flag, ltag+"_no"+name, nr, f) }
 			for i := range t {
 				switch {
 				case s.evex:
@@ -250,10 +237,7 @@ func rowsKernel(s isa, kind int) {
 				case kind == outU8 && s.evex:
 					VPMOVDB(t[i], k, at)
 				case kind == outU8:
-					h := XMM()
-					VEXTRACTI128(U8(1), t[i], h)
-					VPACKUSDW(h, t[i].AsX(), h)
-					VPACKUSWB(h, h, h)
+					h := packLowAVX2(t[i])
 					if !masked {
 						VMOVQ(h, at)
 						break
@@ -320,12 +304,7 @@ func rowsKernel(s isa, kind int) {
 		group("full", false)
 		JMP(LabelRef("advance"))
 		Label("partial")
-		from, tbl := GP64(), GP64()
-		MOVQ(U32(8), from)
-		SUBQ(rem, from)
-		LEAQ(tailMask, tbl)
-		vmask = YMM()
-		VMOVDQU(Mem{Base: tbl, Index: from, Scale: 4}, vmask)
+		vmask = lowLanesAVX2(rem)
 		group("part", true)
 		Label("advance")
 	}
