@@ -333,52 +333,8 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 	wg.Wait()
 }
 
-// EpilogueRow is the kernels' fused epilogue over row m of a product
-// computed elsewhere: out[j] = ep.Apply(c[j], m, j), bit for bit.
-func EpilogueRow(out []float32, c []int32, m int, ep *bmm.Epilogue) { applyRow(out, c, m, ep) }
-
-// EpilogueRowFloat is EpilogueRow for products held as float32 sums, in
-// place: out[j] = ep.ApplyFloat(out[j], m, j), bit for bit.
-func EpilogueRowFloat(out []float32, m int, ep *bmm.Epilogue) { applyRowFloat(out, m, ep) }
-
 // QuantizeRow is the kernels' re-quantizer: q[j] = rq.Quantize(y[j], bits).
 func QuantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) { quantizeRow(q, y, rq, bits) }
-
-// RowsCSR is a sparse matrix (CSR, no edge ids) whose column indices were
-// checked once against its column count, so its rows can be gathered
-// against a dense matrix without checking every index on every call.
-type RowsCSR struct {
-	g    CSR
-	cols int
-}
-
-// NewRowsCSR checks g (indices in [0, cols)) and wraps it.
-func NewRowsCSR(g CSR, cols int) (RowsCSR, error) {
-	if err := (CSR{Indptr: g.Indptr, Indices: g.Indices}).Validate(cols); err != nil {
-		return RowsCSR{}, err
-	}
-	return RowsCSR{g: CSR{Indptr: g.Indptr, Indices: g.Indices}, cols: cols}, nil
-}
-
-// MulRow sets acc to row v of the product with the dense cols×ldx matrix x
-// (row-major, the first len(acc) columns used): Σ_p wt[p]·x[Indices[p]]
-// over the row's entries p, with wt the weights of all entries (len NNZ),
-// or every weight 1 when wt is nil. It uses the templates' vector kernels
-// (fused multiply-adds: exact where the products and partial sums are,
-// e.g. integers below 2^24).
-func (r RowsCSR) MulRow(acc []float32, v int, x, wt []float32, ldx int) {
-	if len(acc) > ldx || len(x) < r.cols*ldx || (wt != nil && len(wt) != len(r.g.Indices)) {
-		panic(fmt.Sprintf("cpu: RowsCSR.MulRow: %d columns of a %d×%d matrix (%d values), %d weights for %d entries",
-			len(acc), r.cols, ldx, len(x), len(wt), len(r.g.Indices)))
-	}
-	clear(acc)
-	p0, p1 := r.g.Indptr[v], r.g.Indptr[v+1]
-	if wt == nil {
-		gatherSumChecked(acc, x, r.g.Indices[p0:p1], ldx)
-		return
-	}
-	gatherAxpyChecked(acc, x, r.g.Indices[p0:p1], wt[p0:p1], ldx)
-}
 
 // AggVectorized reports whether the aggregation runs on its vector kernel.
 func AggVectorized() bool { return useAggAsm }

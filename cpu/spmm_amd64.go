@@ -80,20 +80,12 @@ func checkGather(x []float32, idx []int32, ldx, w int) {
 }
 
 func gatherSum(acc, x []float32, idx []int32, ldx int) {
-	if spmmUseAVX2 && len(acc) >= 8 && len(idx) > 0 {
-		checkGather(x, idx, ldx, len(acc))
-	}
-	gatherSumChecked(acc, x, idx, ldx)
-}
-
-// gatherSumChecked is gatherSum for indices the caller has checked (every
-// row idx[i] of x, len(acc) wide at stride ldx, lies inside x).
-func gatherSumChecked(acc, x []float32, idx []int32, ldx int) {
 	w := len(acc)
 	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
 		gatherSumGeneric(acc, x, idx, ldx)
 		return
 	}
+	checkGather(x, idx, ldx, w)
 	w8 := w &^ 7
 	switch w16 := w &^ 15; {
 	case spmmUseAVX512 && w16 > 0:
@@ -110,19 +102,12 @@ func gatherSumChecked(acc, x []float32, idx []int32, ldx int) {
 }
 
 func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
-	if spmmUseAVX2 && len(acc) >= 8 && len(idx) > 0 {
-		checkGather(x, idx, ldx, len(acc))
-	}
-	gatherAxpyChecked(acc, x, idx, wt, ldx)
-}
-
-// gatherAxpyChecked is gatherAxpy for indices the caller has checked.
-func gatherAxpyChecked(acc, x []float32, idx []int32, wt []float32, ldx int) {
 	w := len(acc)
 	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
 		gatherAxpyGeneric(acc, x, idx, wt, ldx)
 		return
 	}
+	checkGather(x, idx, ldx, w)
 	wt = wt[:len(idx)]
 	w8 := w &^ 7
 	switch w16 := w &^ 15; {

@@ -6,12 +6,6 @@ var spmmUseAVX2, spmmUseAVX512 = false, false
 
 func gatherSum(acc, x []float32, idx []int32, ldx int) { gatherSumGeneric(acc, x, idx, ldx) }
 
-func gatherSumChecked(acc, x []float32, idx []int32, ldx int) { gatherSumGeneric(acc, x, idx, ldx) }
-
-func gatherAxpyChecked(acc, x []float32, idx []int32, wt []float32, ldx int) {
-	gatherAxpyGeneric(acc, x, idx, wt, ldx)
-}
-
 func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 	gatherAxpyGeneric(acc, x, idx, wt, ldx)
 }

@@ -216,36 +216,27 @@ type QInput struct {
 	Indptr, Indices []int32
 	Vals            []float32 // float value of each stored entry
 	Codes           []uint32  // its code
-	// The sparse first product's view of the codes, made once by prepare:
-	// each code as float32, each row's code sum, the largest, and whether
-	// every stored code is 1 (binary features: no weights to multiply).
+	// Made once by prepare for the sparse first product: each row's code
+	// sum and whether every stored code is 1 (binary features: no weights
+	// to multiply).
 	prepOnce sync.Once
-	codesF32 []float32
 	rowSums  []float32
-	maxSum   int64
 	allOnes  bool
-	rows     cpu.RowsCSR
-	rowsErr  error
 }
 
 // prepare fills the sparse first product's view of the codes.
 func (in *QInput) prepare() {
 	in.prepOnce.Do(func() {
-		in.codesF32 = make([]float32, len(in.Codes))
 		in.rowSums = make([]float32, in.Rows)
 		in.allOnes = true
 		for r := 0; r < in.Rows; r++ {
 			var s int64
-			for q := in.Indptr[r]; q < in.Indptr[r+1]; q++ {
-				c := in.Codes[q]
-				in.codesF32[q] = float32(c)
+			for _, c := range in.Codes[in.Indptr[r]:in.Indptr[r+1]] {
 				s += int64(c)
 				in.allOnes = in.allOnes && c == 1
 			}
 			in.rowSums[r] = float32(s)
-			in.maxSum = max(in.maxSum, s)
 		}
-		in.rows, in.rowsErr = cpu.NewRowsCSR(cpu.CSR{Indptr: in.Indptr, Indices: in.Indices}, in.Cols)
 	})
 }
 

@@ -24,12 +24,7 @@ type QPlan struct {
 	// Tiles fuses each re-quantization by row tiles around the kernel's
 	// MulInt instead of calling its MulBit (same codes; see qMulBitTiles).
 	Tiles bool
-	wInt  []int64 // op 0's weight codes, K×N, for ForwardSparse
-	// wF32 holds the same codes as float32 and wMax the largest: when no
-	// row's sum can pass 2^24, float32 sums of these integers are exact and
-	// the sparse first product runs on the vectorized cpu.SpMM.
-	wF32 []float32
-	wMax int64
+	wInt  []int64 // op 0's weight codes, K×N, for ForwardSparse past 8 bits
 	// wCodes holds the same codes one byte each (weights of at most 8
 	// bits): with binary features the first product is then the sum of
 	// the code rows of each node's features, cpu.Agg* on the feature CSR.
@@ -132,11 +127,8 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 		p.packed = append(p.packed, t)
 		if i == 0 {
 			p.wInt = make([]int64, len(w.codes))
-			p.wF32 = make([]float32, len(w.codes))
 			for j, c := range w.codes {
 				p.wInt[j] = int64(c)
-				p.wF32[j] = float32(c)
-				p.wMax = max(p.wMax, int64(c))
 			}
 			if m.WBits <= 8 {
 				if p.wCodes, err = cpu.CodesFromInts(codes, op.lin.In, op.lin.Out, m.WBits); err != nil {
@@ -220,9 +212,6 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		}
 	}
 	in.prepare()
-	if in.rowsErr != nil {
-		return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrQModel, in.rowsErr)
-	}
 	if p.hasWCodes && in.Params.Bits <= 8 {
 		// Row r of X·W is the sum of W's code rows at r's stored features,
 		// each times its feature code: an aggregation over the feature
@@ -246,44 +235,28 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		}
 		return nil, outC, logits, err
 	}
-	if p.wF32 != nil && in.maxSum*p.wMax < 1<<24 {
-		// Every row's sum, and so every partial sum, is an integer below
-		// 2^24: float32 holds each exactly, whatever the order, so the
-		// vector gather kernels give the int64 result.
-		qParFor(n, func(lo, hi int) {
-			acc := make([]float32, nOut)
-			for r := lo; r < hi; r++ {
-				wt := in.codesF32
-				if in.allOnes {
-					wt = nil
+	// Codes or weights of more than 8 bits: int64 sums over the feature
+	// lists (the codes' products can pass what float32 or int32 hold).
+	wc := p.wInt
+	qParFor(n, func(lo, hi int) {
+		acc := make([]int64, nOut)
+		y := make([]float32, nOut)
+		for r := lo; r < hi; r++ {
+			clear(acc)
+			v := b.Nodes[r]
+			for q := in.Indptr[v]; q < in.Indptr[v+1]; q++ {
+				x := int64(in.Codes[q])
+				row := wc[int(in.Indices[q])*nOut : int(in.Indices[q]+1)*nOut]
+				for j, c := range row {
+					acc[j] += x * c
 				}
-				in.rows.MulRow(acc, int(b.Nodes[r]), p.wF32, wt, nOut)
-				cpu.EpilogueRowFloat(acc, r, ep)
-				emitRow(r, acc)
 			}
-		})
-	} else {
-		wc := p.wInt
-		qParFor(n, func(lo, hi int) {
-			acc := make([]int64, nOut)
-			y := make([]float32, nOut)
-			for r := lo; r < hi; r++ {
-				clear(acc)
-				v := b.Nodes[r]
-				for q := in.Indptr[v]; q < in.Indptr[v+1]; q++ {
-					x := int64(in.Codes[q])
-					row := wc[int(in.Indices[q])*nOut : int(in.Indices[q]+1)*nOut]
-					for j, c := range row {
-						acc[j] += x * c
-					}
-				}
-				for j, c := range acc {
-					y[j] = ep.ApplyFloat(float32(c), r, j)
-				}
-				emitRow(r, y)
+			for j, c := range acc {
+				y[j] = ep.ApplyFloat(float32(c), r, j)
 			}
-		})
-	}
+			emitRow(r, y)
+		}
+	})
 	if logits != nil || toCodes {
 		return nil, outC, logits, nil
 	}
@@ -426,7 +399,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 func qCodesTensor(c cpu.Codes) *bittensor.Tensor {
 	t, err := bittensor.PackRows(c.Ints(), c.Rows, c.Cols, c.Bits)
 	if err != nil {
-		panic(err) // codes that Validate would pass always pack
+		panic(err) // Codes hold codes below 2^Bits by construction: they always pack
 	}
 	return t
 }
@@ -497,21 +470,16 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 	return r, nil
 }
 
-// qInputRowSums is the row sums of the codes of rows nodes of in.
-func qInputRowSums(in *QInput, nodes []int32) []float32 {
-	in.prepare()
-	out := make([]float32, len(nodes))
-	for i, v := range nodes {
-		out[i] = in.rowSums[v]
-	}
-	return out
-}
-
-// inputRowSums is qInputRowSums for b's nodes, kept with the batch's
-// feature lists.
+// inputRowSums is the row sums of the codes of b's nodes in in (the
+// first product's RowTerm), kept with the batch.
 func (b *QBatch) inputRowSums(in *QInput) []float32 {
 	if b.featSums.in != in {
-		b.featSums.in, b.featSums.sums = in, qInputRowSums(in, b.Nodes)
+		in.prepare()
+		sums := make([]float32, len(b.Nodes))
+		for i, v := range b.Nodes {
+			sums[i] = in.rowSums[v]
+		}
+		b.featSums.in, b.featSums.sums = in, sums
 	}
 	return b.featSums.sums
 }

@@ -268,48 +268,18 @@ func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
 
 // qMulCodes computes ep(A·B) re-quantized with rq to outBits (<= 8) as byte
 // codes: the input of a sparse aggregation. The CPU kernel fuses it
-// (MulCodes); other kernels run a row tile at a time around MulInt, like
-// qMulBitTiles.
+// (MulCodes); other kernels go through qMulBit's row-packed codes.
 func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int) (cpu.Codes, error) {
-	m, n, err := bmm.Check(a, b)
-	if err != nil {
-		return cpu.Codes{}, err
-	}
-	if err := ep.Validate(m, n); err != nil {
-		return cpu.Codes{}, err
-	}
-	dst, err := cpu.NewCodes(m, n, outBits)
-	if err != nil {
-		return dst, err
-	}
 	if ck, ok := k.(*cpu.Kernel); ok && qFits(a, b) {
+		dst, err := cpu.NewCodes(a.Rows(), b.Cols(), outBits)
+		if err != nil {
+			return dst, err
+		}
 		return dst, ck.MulCodes(dst, a, b, ep, rq)
 	}
-	if !qFits(a, b) {
-		t, err := qMulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false)
-		if err != nil {
-			return dst, err
-		}
-		return cpu.CodesFromInts(t.Ints(), m, n, outBits)
+	t, err := qMulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false)
+	if err != nil {
+		return cpu.Codes{}, err
 	}
-	buf := make([]int32, min(m, qTileRows)*n)
-	for r0 := 0; r0 < m; r0 += qTileRows {
-		r1 := min(m, r0+qTileRows)
-		as, err := a.SliceRows(r0, r1)
-		if err != nil {
-			return dst, err
-		}
-		rows := r1 - r0
-		if err := k.MulInt(buf[:rows*n], as, b); err != nil {
-			return dst, err
-		}
-		qParFor(rows, func(lo, hi int) {
-			y := make([]float32, n)
-			for r := lo; r < hi; r++ {
-				cpu.EpilogueRow(y, buf[r*n:(r+1)*n], r0+r, ep)
-				dst.QuantizeRow(r0+r, y, rq)
-			}
-		})
-	}
-	return dst, nil
+	return cpu.CodesFromInts(t.Ints(), t.Rows(), t.Cols(), outBits)
 }
