@@ -355,9 +355,12 @@ type inferReport struct {
 	EdgeListBatches int      `json:"edge_list_batches"` // batches aggregated over the edge list
 }
 
-// jobFlags registers the settings infer and sweep share: batching, the
-// model trained when none is given, input scaling and progress.
+// jobFlags registers the settings infer and sweep share: the dataset and
+// model, batching, the model trained when none is given, input scaling and
+// progress (checked by check).
 func (j *qjob) jobFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&j.dataset, "dataset", "", "dataset name (cora, citeseer, amazon_photo, coauthor_physics, ...) or path (required)")
+	fs.StringVar(&j.kind, "model", "gcn", "model: gcn or gin")
 	fs.IntVar(&j.parts, "parts", 0, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes)")
 	fs.IntVar(&j.batch, "batch", 1, "partitions per batch")
 	fs.IntVar(&j.hidden, "hidden", 64, "hidden width (when training)")
@@ -370,11 +373,28 @@ func (j *qjob) jobFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
 }
 
+// check refuses the job flags infer and sweep share: a missing --dataset,
+// an unknown --model or --norm, sizes that are not positive and negative
+// epochs.
+func (j *qjob) check() error {
+	if j.dataset == "" {
+		return fmt.Errorf("%w: --dataset is required", errUsage)
+	}
+	if j.kind != layers.QGCN && j.kind != layers.QGIN {
+		return fmt.Errorf("%w: --model %q (want gcn or gin)", errUsage, j.kind)
+	}
+	if err := qCheckNorm(j.kind, j.norm); err != nil {
+		return err
+	}
+	if j.batch < 1 || j.hidden < 1 || j.layers < 1 || j.epochs < 0 || j.qatEpochs < 0 {
+		return fmt.Errorf("%w: --batch, --hidden and --layers must be positive, --epochs and --qat-epochs not negative", errUsage)
+	}
+	return nil
+}
+
 func runInfer(args []string, stdout io.Writer) error {
 	fs := newFlags("infer", stdout)
 	j := &qjob{}
-	fs.StringVar(&j.dataset, "dataset", "", "dataset name (cora, citeseer, amazon_photo, coauthor_physics, ...) or path (required)")
-	fs.StringVar(&j.kind, "model", "gcn", "model: gcn or gin")
 	bits := fs.Int("bits", 4, "bit width of features, activations and weights (1..32)")
 	abits := fs.Int("abits", 0, "bit width of features and activations (default --bits)")
 	wbits := fs.Int("wbits", 0, "bit width of weights (default --bits)")
@@ -392,14 +412,11 @@ func runInfer(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
 	}
-	if j.dataset == "" {
-		return fmt.Errorf("%w: --dataset is required", errUsage)
+	if err := j.check(); err != nil {
+		return err
 	}
 	if *sparseIn != "on" && *sparseIn != "off" && *sparseIn != "auto" {
 		return fmt.Errorf("%w: --sparse-input %q (want on, off or auto)", errUsage, *sparseIn)
-	}
-	if j.kind != layers.QGCN && j.kind != layers.QGIN {
-		return fmt.Errorf("%w: --model %q (want gcn or gin)", errUsage, j.kind)
 	}
 	j.abits, j.wbits = *bits, *bits
 	if *abits != 0 {
@@ -415,9 +432,6 @@ func runInfer(args []string, stdout io.Writer) error {
 		if b.v < 1 || b.v > 32 {
 			return fmt.Errorf("%w: --%s %d is outside 1..32", errUsage, b.name, b.v)
 		}
-	}
-	if j.batch < 1 || j.hidden < 1 || j.layers < 1 || j.epochs < 0 || j.qatEpochs < 0 {
-		return fmt.Errorf("%w: --batch, --hidden and --layers must be positive, epochs not negative", errUsage)
 	}
 	kernel, closer, err := qPickKernel(*device)
 	if err != nil {

@@ -66,6 +66,8 @@ func TestInferErrors(t *testing.T) {
 		{"unknown dataset", []string{"infer", "--dataset", "no-such-data"}, 1},
 		{"missing weights", []string{"infer", "--dataset", "cora", "--weights", "/nonexistent.safetensors"}, 1},
 		{"sweep bad bits", []string{"sweep", "--dataset", "cora", "--bits", "4,x"}, 2},
+		{"sweep negative epochs", []string{"sweep", "--dataset", "cora", "--epochs", "-1"}, 2},
+		{"bad norm", []string{"infer", "--dataset", "cora", "--norm", "layer"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -94,8 +94,6 @@ func qMeanStd(v []float64) (float64, float64) {
 func runSweep(args []string, stdout io.Writer) error {
 	fs := newFlags("sweep", stdout)
 	j := &qjob{}
-	fs.StringVar(&j.dataset, "dataset", "", "dataset name or path (required)")
-	fs.StringVar(&j.kind, "model", "gcn", "model: gcn or gin")
 	bitList := fs.String("bits", "1,2,3,4,6,8,16,32", "comma-separated bit widths (activations = weights)")
 	seeds := fs.Int("seeds", 1, "seeds per width (split, partition, training); reports mean ± std")
 	out := fs.String("out", "qgtc-sweep", "folder for sweep.csv, sweep.json, sweep.svg and sweep.png")
@@ -106,21 +104,15 @@ func runSweep(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if j.dataset == "" {
-		return fmt.Errorf("%w: --dataset is required", errUsage)
-	}
-	if j.kind != layers.QGCN && j.kind != layers.QGIN {
-		return fmt.Errorf("%w: --model %q (want gcn or gin)", errUsage, j.kind)
-	}
-	if err := qCheckNorm(j.kind, j.norm); err != nil {
+	if err := j.check(); err != nil {
 		return err
 	}
 	bits, err := qParseBits(*bitList)
 	if err != nil {
 		return err
 	}
-	if *seeds < 1 || j.batch < 1 || j.hidden < 1 || j.layers < 1 {
-		return fmt.Errorf("%w: --seeds, --batch, --hidden and --layers must be positive", errUsage)
+	if *seeds < 1 {
+		return fmt.Errorf("%w: --seeds %d must be positive", errUsage, *seeds)
 	}
 	kernel, closer, err := qPickKernel(*device)
 	if err != nil {
