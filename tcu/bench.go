@@ -9,6 +9,11 @@ import (
 	"github.com/qgtc/qgtc/bittensor"
 )
 
+// WGMMALimit is the measured wgmma b1 rate of the H100/H200 (shared/GPU.md),
+// in bit-ops/s: the hardware limit the benchmarks (go test -bench, qgtc
+// bench) report every figure against.
+const WGMMALimit = 15.5e15
+
 // BenchOptions controls Kernel.Bench.
 type BenchOptions struct {
 	Warmup  int  // untimed launches first (default 3)

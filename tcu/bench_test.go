@@ -10,10 +10,6 @@ import (
 	"github.com/qgtc/qgtc/bittensor"
 )
 
-// WGMMALimit is the measured wgmma b1 rate of the H100/H200 (shared/GPU.md),
-// in bit-ops/s: the hardware limit every figure is reported against.
-const WGMMALimit = 15.5e15
-
 // randomBits returns a rows×cols tensor whose bits are uniformly random
 // (density 1/2), padding kept zero, written word by word.
 func randomBits(r *rand.Rand, rows, cols, bits int, packing bittensor.Packing) *bittensor.Tensor {

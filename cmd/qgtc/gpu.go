@@ -59,9 +59,6 @@ func gpuInfo(w io.Writer) {
 	}
 }
 
-// wgmmaLimit is the measured wgmma b1 rate on H100/H200 (shared/GPU.md).
-const wgmmaLimit = 15.5e15
-
 // benchTCU times each shape on GPU 0 (CUDA events around the kernels
 // only, warm-up, median of repeats) and writes a table row per shape.
 func benchTCU(shapes []benchShape, w io.Writer) error {
@@ -72,7 +69,7 @@ func benchTCU(shapes []benchShape, w io.Writer) error {
 	defer c.Close()
 	tk := k.(*tcu.Kernel)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "shape\tM\tK\tN\tbits\tus\tT ops/s\tP bit-ops/s\t%% of 15.5P\tvisited\tvariant\t\n")
+	fmt.Fprintf(tw, "shape\tM\tK\tN\tbits\tus\tT ops/s\tP bit-ops/s\t%% of %.1fP\tvisited\tvariant\t\n", tcu.WGMMALimit/1e15)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, s := range shapes {
 		a, err := gpuBenchA(r, s)
@@ -91,7 +88,7 @@ func benchTCU(shapes []benchShape, w io.Writer) error {
 		sec := res.Time.Seconds()
 		bitops := ops * float64(s.ABits*s.BBits)
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%dx%d\t%.2f\t%.1f\t%.3f\t%.1f\t%.3f\t%s\t\n", s.Name, s.M, s.K, s.N, s.ABits, s.BBits,
-			sec*1e6, ops/sec/1e12, bitops/sec/1e15, 100*bitops/sec/wgmmaLimit, res.NonZero, res.Config)
+			sec*1e6, ops/sec/1e12, bitops/sec/1e15, 100*bitops/sec/tcu.WGMMALimit, res.NonZero, res.Config)
 	}
 	return tw.Flush()
 }
