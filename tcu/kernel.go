@@ -224,7 +224,7 @@ func (k *Kernel) MulIntBatch(dsts [][]int32, as, bs []*bittensor.Tensor) error {
 	return k.run(jobs)
 }
 
-// MulBitBatch is MulBitBatch's MulBit twin: dsts[i] = rq(ep[i](as[i]·bs[i]))
+// MulBitBatch is MulIntBatch's MulBit twin: dsts[i] = rq(ep[i](as[i]·bs[i]))
 // packed into the given tensors, in one launch. eps may be nil.
 func (k *Kernel) MulBitBatch(dsts []*bittensor.Tensor, as, bs []*bittensor.Tensor, eps []*bmm.Epilogue, rq bmm.Requant) error {
 	if len(dsts) != len(as) || len(as) != len(bs) || (eps != nil && len(eps) != len(as)) {
@@ -240,7 +240,7 @@ func (k *Kernel) MulBitBatch(dsts []*bittensor.Tensor, as, bs []*bittensor.Tenso
 	return k.run(jobs)
 }
 
-// check validates the jobs of one launch and fills in m, n.
+// checkJobs validates the jobs of one launch and fills in m, n.
 func checkJobs(jobs []job) error {
 	for i := range jobs {
 		j := &jobs[i]
