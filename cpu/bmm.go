@@ -101,7 +101,6 @@ const bitL1Bytes = 16 << 10
 
 // bitPlan is one product's shape, shared read-only by the tasks.
 type bitPlan struct {
-	a, b         *bittensor.Tensor
 	m, n         int
 	lw           int // words per line (K padded, over 64)
 	kc           int // words per K block
@@ -112,10 +111,10 @@ type bitPlan struct {
 	impl         *bitImpl
 	probe        bool // probeDense before marking
 
-	// The vertical kernel, when used: B's first ng·vc columns transposed
-	// into vbuf.bt (wstride = ng·vc columns per word), the plane pairs in
-	// vbuf.pairs; the columns past ng·vc go to the row kernel.
-	vert    bool
+	// The vertical kernel, used when vbuf is not nil: B's first ng·vc
+	// columns transposed into vbuf.bt (wstride = ng·vc columns per word),
+	// the plane pairs in vbuf.pairs; the columns past ng·vc go to the row
+	// kernel.
 	lanes32 bool // 32-bit lanes: vbuf.bt32, groups of impl.vc32 columns
 	ng      int
 	wstride int
@@ -145,7 +144,7 @@ var bitTaskPool sync.Pool
 
 func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 	impl, mode := k.impl, k.vert
-	p := &bitPlan{a: a, b: b, m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
+	p := &bitPlan{m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
 		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl, probe: !k.noProbe}
 	p.kc = p.lw
 	if panel := p.bbits * p.n * 8; p.lw*panel > bitPanelBytes {
@@ -164,7 +163,6 @@ func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 		vc = impl.vc
 	}
 	if vc > 0 {
-		p.vert = true
 		p.ng = p.n / vc
 		p.wstride = p.ng * vc
 		p.colBlock = p.n // the kernel walks the column groups itself
@@ -199,7 +197,7 @@ func (p *bitPlan) release() {
 // With set (vertical kernel over all n columns only), the products
 // replace what out held.
 func (p *bitPlan) mul(out []int32, m, nrows, w0, w1, c0, ncols int, set bool) {
-	if p.vert {
+	if p.vbuf != nil {
 		if p.lanes32 {
 			p.impl.vert32(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt32[2*w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows, set)
 		} else {
@@ -285,7 +283,7 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 		allDense := dense || denseRows(t.dense, t.mask, mw, cb, ce)
 		// When every row is dense and the vertical kernel covers every
 		// column, its first write replaces the tile: no clearing pass.
-		set := kb == 0 && allDense && p.vert && p.wstride == p.n
+		set := kb == 0 && allDense && p.vbuf != nil && p.wstride == p.n
 		if kb == 0 && !set {
 			clear(tile)
 		}
