@@ -84,6 +84,49 @@ func reduce1(q VecVirtual, out Register, evex bool) {
 	ADDL(s, Mem{Base: out})
 }
 
+// zeroed allocates n vector registers (zmm with evex, else ymm), each
+// cleared.
+func zeroed(n int, evex bool) []VecVirtual {
+	v := make([]VecVirtual, n)
+	for l := range v {
+		if evex {
+			v[l] = ZMM()
+			VPXORQ(v[l], v[l], v[l])
+		} else {
+			v[l] = YMM()
+			VPXOR(v[l], v[l], v[l])
+		}
+	}
+	return v
+}
+
+// addStride adds the int parameter param, shifted left by shift (a stride
+// in elements to one in bytes), to dst.
+func addStride(dst Op, param string, shift uint8) {
+	s := Load(Param(param), GP64())
+	SHLQ(U8(shift), s)
+	ADDQ(s, dst)
+}
+
+// nextPlane closes a loop over bit planes: ptr moves on by the plane
+// stride param (in words), the weight shift sh goes up by one, and the
+// loop repeats at label until count reaches zero.
+func nextPlane(ptr Op, param string, sh, count Op, label string) {
+	addStride(ptr, param, 3)
+	INCQ(sh)
+	DECQ(count)
+	JNZ(LabelRef(label))
+}
+
+// nextRow closes a loop over rows: the row pointers into a and out move
+// on by lda words and ldo int32s, and the loop goes back to label.
+func nextRow(aRow, outRow, rows Op, label string) {
+	addStride(aRow, "lda", 3)
+	addStride(outRow, "ldo", 2)
+	DECQ(rows)
+	JMP(LabelRef(label))
+}
+
 // The row kernels compute, for nrows rows of A (row r at a + r*lda words)
 // with abits planes (plane i of a row at +i*aps words) and ncols columns of
 // B with bbits planes each,
@@ -136,18 +179,8 @@ func colLoop(prefix string, cols int, st stack, b, out, nc Register, zeroQ func(
 	shx := XMM()
 	VMOVQ(sh, shx)
 	body(ai, bl, shx, q)
-	bps := Load(Param("bps"), GP64())
-	SHLQ(U8(3), bps)
-	ADDQ(bps, bj)
-	INCQ(sh)
-	DECQ(jc)
-	JNZ(LabelRef(prefix + "_planeB"))
-	aps := Load(Param("aps"), GP64())
-	SHLQ(U8(3), aps)
-	ADDQ(aps, ai)
-	INCQ(st.shBase)
-	DECQ(st.ic)
-	JNZ(LabelRef(prefix + "_planeA"))
+	nextPlane(bj, "bps", sh, jc, prefix+"_planeB")
+	nextPlane(ai, "aps", st.shBase, st.ic, prefix+"_planeA")
 	reduce(q, out)
 	ADDQ(U8(4*cols), out)
 	ldb2 := Load(Param("ldb"), GP64())
@@ -184,14 +217,7 @@ func rowLoop(prefix string, st stack, cols func(b, out, nc Register)) {
 	nc := Load(Param("ncols"), GP64())
 	b := Load(Param("b"), GP64())
 	cols(b, out, nc)
-	lda := Load(Param("lda"), GP64())
-	SHLQ(U8(3), lda)
-	ADDQ(lda, st.aRow)
-	ldo := Load(Param("ldo"), GP64())
-	SHLQ(U8(2), ldo)
-	ADDQ(ldo, st.outRow)
-	DECQ(st.rows)
-	JMP(LabelRef(prefix + "_row"))
+	nextRow(st.aRow, st.outRow, st.rows, prefix+"_row")
 	Label(prefix + "_rowsdone")
 }
 
@@ -219,16 +245,7 @@ func rowAVX2(lut, low Mem) {
 		VPADDB(t, c, c)
 		VPADDB(h, c, c)
 	}
-	zeroQ := func(n int) func() []VecVirtual {
-		return func() []VecVirtual {
-			q := make([]VecVirtual, n)
-			for l := range q {
-				q[l] = YMM()
-				VPXOR(q[l], q[l], q[l])
-			}
-			return q
-		}
-	}
+	zeroQ := func(n int) func() []VecVirtual { return func() []VecVirtual { return zeroed(n, false) } }
 	body := func(prefix string) func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 		return func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 			off, rem, n := GP64(), GP64(), GP64()
@@ -242,11 +259,7 @@ func rowAVX2(lut, low Mem) {
 			CMPQ(rem, n)
 			CMOVQLT(rem, n)
 			SUBQ(n, rem)
-			c := make([]VecVirtual, len(bl))
-			for l := range c {
-				c[l] = YMM()
-				VPXOR(c[l], c[l], c[l])
-			}
+			c := zeroed(len(bl), false)
 			Label(prefix + "_inner")
 			x := YMM()
 			VMOVDQU(Mem{Base: a, Index: off, Scale: 1}, x)
@@ -282,11 +295,7 @@ func colLoop8(st stack, b, out, nc Register, idx VecVirtual) {
 	Label("avx512x8_group")
 	CMPQ(nc, U8(8))
 	JL(LabelRef("avx512x8_done"))
-	var q [8]VecVirtual
-	for l := range q {
-		q[l] = ZMM()
-		VPXORQ(q[l], q[l], q[l])
-	}
+	q := [8]VecVirtual(zeroed(8, true))
 	ai := GP64()
 	MOVQ(st.aRow, ai)
 	MOVQ(U32(0), st.shBase)
@@ -310,11 +319,7 @@ func colLoop8(st stack, b, out, nc Register, idx VecVirtual) {
 	LEAQ(Mem{Base: bj, Index: ldb, Scale: 4}, p4)
 	cols := [8]Mem{{Base: p0}, {Base: p0, Index: ldb, Scale: 1}, {Base: p0, Index: ldb, Scale: 2}, {Base: p0, Index: ldb3, Scale: 1},
 		{Base: p4}, {Base: p4, Index: ldb, Scale: 1}, {Base: p4, Index: ldb, Scale: 2}, {Base: p4, Index: ldb3, Scale: 1}}
-	var t [8]VecVirtual
-	for l := range t {
-		t[l] = ZMM()
-		VPXORQ(t[l], t[l], t[l])
-	}
+	t := zeroed(8, true)
 	Load(Param("kw"), n)
 	SHRQ(U8(3), n) // 512-bit steps
 	JZ(LabelRef("avx512x8_tail"))
@@ -354,23 +359,11 @@ func colLoop8(st stack, b, out, nc Register, idx VecVirtual) {
 		VPSLLQ(shx, t[l], t[l])
 		VPADDQ(t[l], q[l], q[l])
 	}
-	bps := Load(Param("bps"), GP64())
-	SHLQ(U8(3), bps)
-	ADDQ(bps, bj)
-	INCQ(st.sh)
-	DECQ(st.jc)
-	JNZ(LabelRef("avx512x8_planeB"))
-	aps := Load(Param("aps"), GP64())
-	SHLQ(U8(3), aps)
-	ADDQ(aps, ai)
-	INCQ(st.shBase)
-	DECQ(st.ic)
-	JNZ(LabelRef("avx512x8_planeA"))
+	nextPlane(bj, "bps", st.sh, st.jc, "avx512x8_planeB")
+	nextPlane(ai, "aps", st.shBase, st.ic, "avx512x8_planeA")
 	reduce8(q, idx, out)
 	ADDQ(U8(32), out)
-	step := Load(Param("ldb"), GP64())
-	SHLQ(U8(6), step) // 8 columns
-	ADDQ(step, b)
+	addStride(b, "ldb", 6) // 8 columns
 	SUBQ(U8(8), nc)
 	JMP(LabelRef("avx512x8_group"))
 	Label("avx512x8_done")
@@ -413,16 +406,7 @@ func rowAVX512() {
 		"for r < nrows, n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking.")
 	st := newStack()
 
-	zeroQ := func(n int) func() []VecVirtual {
-		return func() []VecVirtual {
-			q := make([]VecVirtual, n)
-			for l := range q {
-				q[l] = ZMM()
-				VPXORQ(q[l], q[l], q[l])
-			}
-			return q
-		}
-	}
+	zeroQ := func(n int) func() []VecVirtual { return func() []VecVirtual { return zeroed(n, true) } }
 	body := func(prefix string) func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 		return func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 			off, n, tail := GP64(), GP64(), GP64()
@@ -431,11 +415,7 @@ func rowAVX512() {
 			MOVQ(n, tail)
 			ANDQ(U8(4), tail)
 			SHRQ(U8(3), n) // 512-bit steps
-			t := make([]VecVirtual, len(bl))
-			for l := range t {
-				t[l] = ZMM()
-				VPXORQ(t[l], t[l], t[l])
-			}
+			t := zeroed(len(bl), true)
 			TESTQ(n, n)
 			JZ(LabelRef(prefix + "_tail"))
 			Label(prefix + "_inner")
@@ -539,12 +519,8 @@ func markAVX2() {
 	ADDQ(U8(8), m)
 	JMP(LabelRef("mark_word"))
 	Label("mark_rowdone")
-	mw := Load(Param("mw"), GP64())
-	SHLQ(U8(3), mw)
-	ADDQ(mw, mask)
-	lda := Load(Param("lda"), GP64())
-	SHLQ(U8(3), lda)
-	ADDQ(lda, a)
+	addStride(mask, "mw", 3)
+	addStride(a, "lda", 3)
 	DECQ(nrows)
 	JMP(LabelRef("mark_row"))
 	Label("mark_done")
@@ -594,11 +570,7 @@ func row4Loops(prefix string, strided bool, idx VecVirtual) {
 	Label(prefix + "_group")
 	CMPQ(nc, U8(8))
 	JL(LabelRef(prefix + "_rowdone"))
-	var q [4]VecVirtual
-	for l := range q {
-		q[l] = ZMM()
-		VPXORQ(q[l], q[l], q[l])
-	}
+	q := zeroed(4, true)
 	ai := GP64()
 	MOVQ(aRow, ai)
 	ic := Load(Param("abits"), GP64())
@@ -638,18 +610,8 @@ func row4Loops(prefix string, strided bool, idx VecVirtual) {
 		VPSLLQ(shx, u, u)
 		VPADDQ(u, q[l], q[l])
 	}
-	bps := Load(Param("bps"), GP64())
-	SHLQ(U8(3), bps)
-	ADDQ(bps, bj)
-	INCQ(sh)
-	DECQ(jc)
-	JNZ(LabelRef(prefix + "_planeB"))
-	aps := Load(Param("aps"), GP64())
-	SHLQ(U8(3), aps)
-	ADDQ(aps, ai)
-	INCQ(shBase)
-	DECQ(ic)
-	JNZ(LabelRef(prefix + "_planeA"))
+	nextPlane(bj, "bps", sh, jc, prefix+"_planeB")
+	nextPlane(ai, "aps", shBase, ic, prefix+"_planeA")
 	// q[l] holds columns 2l (low half) and 2l+1 (high half), four partial
 	// sums each (< 2^32). Pack pairs into dwords, sum within each half,
 	// then gather the eight totals in column order.
@@ -670,23 +632,14 @@ func row4Loops(prefix string, strided bool, idx VecVirtual) {
 	VMOVDQU(r, Mem{Base: out})
 	ADDQ(U8(32), out)
 	if strided {
-		step := Load(Param("ldb"), GP64())
-		SHLQ(U8(6), step) // 8 columns
-		ADDQ(step, b)
+		addStride(b, "ldb", 6) // 8 columns
 	} else {
 		ADDQ(U32(256), b)
 	}
 	SUBQ(U8(8), nc)
 	JMP(LabelRef(prefix + "_group"))
 	Label(prefix + "_rowdone")
-	lda := Load(Param("lda"), GP64())
-	SHLQ(U8(3), lda)
-	ADDQ(lda, aRow)
-	ldo := Load(Param("ldo"), GP64())
-	SHLQ(U8(2), ldo)
-	ADDQ(ldo, outRow)
-	DECQ(rows)
-	JMP(LabelRef(prefix + "_row"))
+	nextRow(aRow, outRow, rows, prefix+"_row")
 	Label(prefix + "_done")
 	VZEROUPPER()
 	RET()
@@ -717,11 +670,7 @@ func row4AVX2(lut, low Mem) {
 	Label("a4_group")
 	CMPQ(nc, U8(4))
 	JL(LabelRef("a4_rowdone"))
-	var q [4]VecVirtual
-	for l := range q {
-		q[l] = YMM()
-		VPXOR(q[l], q[l], q[l])
-	}
+	q := [4]VecVirtual(zeroed(4, false))
 	ai := GP64()
 	MOVQ(aRow, ai)
 	ic := Load(Param("abits"), GP64())
@@ -756,34 +705,15 @@ func row4AVX2(lut, low Mem) {
 		VPSLLQ(shx, t, t)
 		VPADDQ(t, q[l], q[l])
 	}
-	bps := Load(Param("bps"), GP64())
-	SHLQ(U8(3), bps)
-	ADDQ(bps, bj)
-	INCQ(sh)
-	DECQ(jc)
-	JNZ(LabelRef("a4_planeB"))
-	aps := Load(Param("aps"), GP64())
-	SHLQ(U8(3), aps)
-	ADDQ(aps, ai)
-	INCQ(shBase)
-	DECQ(ic)
-	JNZ(LabelRef("a4_planeA"))
+	nextPlane(bj, "bps", sh, jc, "a4_planeB")
+	nextPlane(ai, "aps", shBase, ic, "a4_planeA")
 	reduce4(q, out, false)
 	ADDQ(U8(16), out)
-	step := Load(Param("ldb"), GP64())
-	SHLQ(U8(5), step) // 4 columns
-	ADDQ(step, b)
+	addStride(b, "ldb", 5) // 4 columns
 	SUBQ(U8(4), nc)
 	JMP(LabelRef("a4_group"))
 	Label("a4_rowdone")
-	lda := Load(Param("lda"), GP64())
-	SHLQ(U8(3), lda)
-	ADDQ(lda, aRow)
-	ldo := Load(Param("ldo"), GP64())
-	SHLQ(U8(2), ldo)
-	ADDQ(ldo, outRow)
-	DECQ(rows)
-	JMP(LabelRef("a4_row"))
+	nextRow(aRow, outRow, rows, "a4_row")
 	Label("a4_done")
 	VZEROUPPER()
 	RET()
