@@ -71,7 +71,7 @@ func quantizeRowBytes(q []uint8, y []float32, rq bmm.Requant, bits int) {
 	q = q[:len(y)]
 	done := quantizeRowBytesAsm(q, y, rq, bits)
 	if done < len(y) {
-		quantizeRowBytesGeneric(q[done:], y[done:], rq, bits)
+		quantizeRowGeneric(q[done:], y[done:], rq, bits)
 	}
 }
 
@@ -110,8 +110,8 @@ func applyQuantizeRows(q []uint8, ldq int, c []int32, ldc int, m0, rows, n int, 
 }
 
 // applyQuantizeRows32 is applyQuantizeRows into uint32 codes of 1..32
-// bits, as applyRow then quantizeRow give. Widths the assembly does not
-// take (32 bits with AVX2 only) run through the row functions.
+// bits, as applyRow then quantizeRow give. Widths the block assembly does
+// not take (32 bits with AVX2 only) run through applyRow.
 func applyQuantizeRows32(q []uint32, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
 	if bits < 1 || bits > 32 {
 		panic("cpu: applyQuantizeRows32 takes 1..32 bits")
@@ -119,21 +119,10 @@ func applyQuantizeRows32(q []uint32, ldq int, c []int32, ldc int, m0, rows, n in
 	if !checkRows(len(q), ldq, len(c), ldc, rows, n) {
 		return
 	}
-	if applyQuantizeRows32Asm(q, ldq, c, ldc, m0, rows, n, ep, rq, bits) {
-		return
-	}
-	if !epUseAVX2 {
-		applyQuantizeRows32Generic(q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
-		return
-	}
-	var buf [epChunk]float32
-	for j0 := 0; j0 < n; j0 += epChunk {
-		j1 := min(n, j0+epChunk)
-		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
-		for r := 0; r < rows; r++ {
-			applyRow(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
-			quantizeRow(q[r*ldq+j0:r*ldq+j1], y, rq, bits)
-		}
+	if !applyQuantizeRows32Asm(q, ldq, c, ldc, m0, rows, n, ep, rq, bits) {
+		// applyRow takes the epilogue's vector path where there is one;
+		// no row re-quantizer of AVX2 takes those widths.
+		applyQuantizeRowsVia(applyRow, q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
 	}
 }
 

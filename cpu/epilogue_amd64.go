@@ -32,14 +32,14 @@ func quantizeRowAVX2(q *uint32, y *float32, n int, scale float32, offset float32
 //go:noescape
 func quantizeRowAVX512(q *uint32, y *float32, n int, scale float32, offset float32, maxf float32, top uint32)
 
-// quantizeRowBytesAVX2 is quantizeRowBytesGeneric for n rounded down to a multiple of 8, top = 2^bits-1, maxf = float32(top):
+// quantizeRowBytesAVX2 is quantizeRowGeneric for n rounded down to a multiple of 8, top = 2^bits-1, maxf = float32(top):
 // q[j] = min(trunc(min(max(y[j]·scale + offset, 0), maxf)), top), NaN to 0. The min with top
 // takes the codes above 2^24, where maxf rounds up to 2^bits, back to top.
 //
 //go:noescape
 func quantizeRowBytesAVX2(q *uint8, y *float32, n int, scale float32, offset float32, maxf float32, top uint32)
 
-// quantizeRowBytesAVX512 is quantizeRowBytesGeneric for any n, top = 2^bits-1, maxf = float32(top):
+// quantizeRowBytesAVX512 is quantizeRowGeneric for any n, top = 2^bits-1, maxf = float32(top):
 // q[j] = min(trunc(min(max(y[j]·scale + offset, 0), maxf)), top), NaN to 0. The min with top
 // takes the codes above 2^24, where maxf rounds up to 2^bits, back to top.
 //
@@ -87,7 +87,7 @@ func transposeBits64GFNI(a *uint64, nplanes int)
 //go:noescape
 func applyRowsAVX2(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
 
-// applyQuantizeRows32AVX2 is applyQuantizeRows32Generic (bits <= 31): for r < rows, j < n,
+// applyQuantizeRows32AVX2 is applyQuantizeRowsGeneric (bits <= 31): for r < rows, j < n,
 // q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
 // and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
@@ -120,7 +120,7 @@ func applyQuantizeRowsAVX2(dst *uint8, ldd int, c *int32, ldc int, rows int, n i
 //go:noescape
 func applyRowsAVX512(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
 
-// applyQuantizeRows32AVX512 is applyQuantizeRows32Generic: for r < rows, j < n,
+// applyQuantizeRows32AVX512 is applyQuantizeRowsGeneric: for r < rows, j < n,
 // q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
 // and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are
@@ -153,7 +153,7 @@ func applyQuantizeRowsAVX512(dst *uint8, ldd int, c *int32, ldc int, rows int, n
 //go:noescape
 func applyRowsAVX512Y(dst *float32, ldd int, c *int32, ldc int, rows int, n int, colScale *float32, colTerm *float32, colConst *float32, colBias *float32, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64)
 
-// applyQuantizeRows32AVX512Y is applyQuantizeRows32Generic: for r < rows, j < n,
+// applyQuantizeRows32AVX512Y is applyQuantizeRowsGeneric: for r < rows, j < n,
 // q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits),
 // with m0+r's RowTerm and RowScale at rowTerm+r·rtStep and rowScale+r·rsStep bytes (stride 0
 // and a 1 when absent), nil column vectors for absent steps, the steps that run in flags. Codes are

@@ -72,30 +72,16 @@ func applyRowGeneric(out []float32, c []int32, m int, ep *bmm.Epilogue) {
 	applyRowFloatGeneric(out, m, ep)
 }
 
-// quantizeRowGeneric is bmm.Requant.Quantize over a row: q[j] =
-// rq.Quantize(y[j], bits). For 0 < v < 2^bits−1 the floor of v is its
-// truncation, so no float64 round trip is needed.
-func quantizeRowGeneric(q []uint32, y []float32, rq bmm.Requant, bits int) {
-	q = q[:len(y)]
-	top := uint32(uint64(1)<<bits - 1)
-	maxq := float32(top)
-	for j, x := range y {
-		v := float32(x*rq.Scale) + rq.Offset
-		switch {
-		case !(v > 0): // also NaN
-			q[j] = 0
-		case v >= maxq:
-			q[j] = top
-		default:
-			q[j] = uint32(v)
-		}
-	}
-}
+// codes are the types of re-quantized codes: bytes (bits <= 8) or dwords.
+type codes interface{ uint8 | uint32 }
 
-// quantizeRowBytesGeneric is quantizeRowGeneric into bytes, for bits <= 8.
-func quantizeRowBytesGeneric(q []uint8, y []float32, rq bmm.Requant, bits int) {
+// quantizeRowGeneric is bmm.Requant.Quantize over a row: q[j] =
+// rq.Quantize(y[j], bits), for bits <= 8 when the codes are bytes. For
+// 0 < v < 2^bits−1 the floor of v is its truncation, so no float64 round
+// trip is needed.
+func quantizeRowGeneric[T codes](q []T, y []float32, rq bmm.Requant, bits int) {
 	q = q[:len(y)]
-	top := uint8(uint(1)<<bits - 1)
+	top := T(uint64(1)<<bits - 1)
 	maxq := float32(top)
 	for j, x := range y {
 		v := float32(x*rq.Scale) + rq.Offset
@@ -105,7 +91,7 @@ func quantizeRowBytesGeneric(q []uint8, y []float32, rq bmm.Requant, bits int) {
 		case v >= maxq:
 			q[j] = top
 		default:
-			q[j] = uint8(v)
+			q[j] = T(v)
 		}
 	}
 }
@@ -139,30 +125,22 @@ func applyRowsGeneric(out []float32, ldo int, c []int32, ldc int, m0, rows, n in
 	}
 }
 
-// applyQuantizeRowsGeneric is applyRowGeneric then quantizeRowBytesGeneric
-// over a block, through a stack row of at most epChunk values:
-// q[r*ldq+j] = uint8(rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)).
-func applyQuantizeRowsGeneric(q []uint8, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
-	var buf [epChunk]float32
-	for j0 := 0; j0 < n; j0 += epChunk {
-		j1 := min(n, j0+epChunk)
-		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
-		for r := 0; r < rows; r++ {
-			applyRowGeneric(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
-			quantizeRowBytesGeneric(q[r*ldq+j0:r*ldq+j1], y, rq, bits)
-		}
-	}
+// applyQuantizeRowsGeneric is applyRowGeneric then quantizeRowGeneric over
+// a block: q[r*ldq+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits).
+func applyQuantizeRowsGeneric[T codes](q []T, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
+	applyQuantizeRowsVia(applyRowGeneric, q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
 }
 
-// applyQuantizeRows32Generic is applyQuantizeRowsGeneric into uint32 codes
-// (quantizeRowGeneric).
-func applyQuantizeRows32Generic(q []uint32, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
+// applyQuantizeRowsVia is applyQuantizeRowsGeneric with the epilogue of
+// each row run by epRow (applyRowGeneric, or applyRow for its vector
+// path), through a stack row of at most epChunk values.
+func applyQuantizeRowsVia[T codes](epRow func([]float32, []int32, int, *bmm.Epilogue), q []T, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
 	var buf [epChunk]float32
 	for j0 := 0; j0 < n; j0 += epChunk {
 		j1 := min(n, j0+epChunk)
 		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
 		for r := 0; r < rows; r++ {
-			applyRowGeneric(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
+			epRow(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
 			quantizeRowGeneric(q[r*ldq+j0:r*ldq+j1], y, rq, bits)
 		}
 	}

@@ -298,7 +298,7 @@ func TestApplyQuantizePackRows(t *testing.T) {
 							require.NoError(t, err)
 							applyQuantizePackRows(got, &buf, bc.c, bc.ldc, bc.m0, rows, n, bc.ep, bc.rq)
 							q := make([]uint32, rows*n)
-							applyQuantizeRows32Generic(q, n, bc.c, bc.ldc, bc.m0, rows, n, bc.ep, bc.rq, bits)
+							applyQuantizeRowsGeneric(q, n, bc.c, bc.ldc, bc.m0, rows, n, bc.ep, bc.rq, bits)
 							packBitBlockGeneric(want, q, bc.m0, rows, n)
 							require.Equal(t, want.Words(), got.Words(), bc.tag)
 						}

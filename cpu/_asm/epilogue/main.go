@@ -280,7 +280,7 @@ func loops(s isa, name string, n, i Register, block func(tag string, u int), tai
 func quantize(s isa, bytes bool, perm Mem) {
 	name, typ, gen := "quantizeRow"+s.name, "uint32", "quantizeRowGeneric"
 	if bytes {
-		name, typ, gen = "quantizeRowBytes"+s.name, "uint8", "quantizeRowBytesGeneric"
+		name, typ, gen = "quantizeRowBytes"+s.name, "uint8", "quantizeRowGeneric"
 	}
 	TEXT(name, NOSPLIT, fmt.Sprintf("func(q *%s, y *float32, n int, scale, offset, maxf float32, top uint32)", typ))
 	Pragma("noescape")

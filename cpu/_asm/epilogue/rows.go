@@ -64,7 +64,7 @@ func rowsKernel(s isa, kind int) {
 		name, typ, gen = "applyRows"+s.name, "float32", "applyRowsGeneric"
 		elt = "out[r*ldd+j] = ep.Apply(c[r*ldc+j], m0+r, j)"
 	case outU32:
-		name, typ, gen = "applyQuantizeRows32"+s.name, "uint32", "applyQuantizeRows32Generic"
+		name, typ, gen = "applyQuantizeRows32"+s.name, "uint32", "applyQuantizeRowsGeneric"
 		elt = "q[r*ldd+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits)"
 	case outU8:
 		name, typ, gen, size = "applyQuantizeRows"+s.name, "uint8", "applyQuantizeRowsGeneric", 1
