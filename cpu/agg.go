@@ -176,24 +176,6 @@ func checkAgg(a Adj, x Codes) (int, error) {
 	return a.Rows(), nil
 }
 
-// aggRow adds the codes of x's rows idx (times their weights wt, or 1 when
-// wt is nil) into acc (len x.Stride). The uint16 partial sums of the vector
-// kernels are flushed into acc every chunk sources, before they can wrap.
-func aggRow(acc []int32, x Codes, idx []int32, wt []uint8, chunk int) {
-	if len(idx) == 0 {
-		return
-	}
-	if wt != nil {
-		if useAggAsm {
-			aggRowAsm(acc, x, idx, wt, chunk)
-			return
-		}
-		aggRowWeightedGeneric(acc, x, idx, wt)
-		return
-	}
-	aggRowGeneric(acc, x, idx)
-}
-
 // AggInt computes dst = A·X: row v of dst (len x.Cols) is the sum of the
 // rows of x that row v of a lists, each times its weight. dst is len(a.Indptr)-1 × x.Cols,
 // row-major. Rows that list a source twice count it twice.
@@ -290,9 +272,6 @@ type aggScratch struct {
 // scratch and hands it to finish. Blocks go to GOMAXPROCS workers.
 func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 	blocks := (m + aggBlock - 1) / aggBlock
-	// The weighted kernel's uint16 partial sums are flushed before they can
-	// wrap (aggRowsAsm sizes the unweighted kernels' own).
-	chunk := 65535 / ((1<<x.Bits - 1) * int(max(a.wmax, 1)))
 	var next atomic.Int64
 	work := func() {
 		s := &aggScratch{acc: make([]int32, aggBlock*x.Stride)}
@@ -304,19 +283,10 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 			v0 := i * aggBlock
 			rows := min(aggBlock, m-v0)
 			clear(s.acc[:rows*x.Stride])
-			if useAggAsm && a.w == nil && len(a.g.Indices) > 0 {
+			if useAggAsm {
 				aggRowsAsm(s.acc, x, a, v0, rows)
-				finish(s, v0, rows)
-				continue
-			}
-			for r := 0; r < rows; r++ {
-				v := v0 + r
-				p0, p1 := a.g.Indptr[v], a.g.Indptr[v+1]
-				var wt []uint8
-				if a.w != nil {
-					wt = a.w[p0:p1]
-				}
-				aggRow(s.acc[r*x.Stride:(r+1)*x.Stride], x, a.g.Indices[p0:p1], wt, chunk)
+			} else {
+				aggRowsGeneric(s.acc, x, a, v0, rows)
 			}
 			finish(s, v0, rows)
 		}

@@ -4,25 +4,26 @@
 
 package cpu
 
-// aggRowsAVX2 is aggRowGeneric over rows rows: for r < rows, acc[r*stride+j] +=
-// x[idx[e]*stride+j] for indptr[r] <= e < indptr[r+1] and j < stride (stride a
-// multiple of 16). Codes are summed as bytes (VPADDB), 64 columns at a time;
-// every chunk sources (chunk·max code < 256) the byte sums are widened to
-// int32 and added to acc, before they can wrap.
+// aggRowsAVX2 is aggRowsGeneric without weights (wt unused): for r < rows,
+// acc[r*stride+j] += x[idx[e]*stride+j] for indptr[r] <= e < indptr[r+1] and
+// j < stride (stride a multiple of 16). Codes are summed as bytes (VPADDB), 64
+// columns at a time; every chunk sources (chunk·max code < 256) the byte sums
+// are widened to int32 and added to acc, before they can wrap.
 //
 //go:noescape
-func aggRowsAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
+func aggRowsAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, wt *uint8, rows int, chunk int)
 
 // aggRowsWideAVX2 is aggRowsAVX2 with uint16 sums (VPMOVZXBW, VPADDW) for
 // codes too wide for byte sums to last: flushed every chunk sources
 // (chunk·max code < 65536).
 //
 //go:noescape
-func aggRowsWideAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
+func aggRowsWideAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, wt *uint8, rows int, chunk int)
 
-// aggRowWeightedAVX2 is aggRowWeightedGeneric: acc[j] += wt[e]·x[idx[e]*stride+j]
-// for e < n, j < stride (stride a multiple of 16), like aggRowAVX2 with each
-// source's widened codes multiplied by its weight (VPMULLW) before the sum.
+// aggRowsWeightedAVX2 is aggRowsGeneric with weights: acc[r*stride+j] +=
+// wt[e]·x[idx[e]*stride+j], like aggRowsWideAVX2 with each source's widened
+// codes multiplied by its weight (VPMULLW) before the sum (chunk·max
+// code·max weight < 65536).
 //
 //go:noescape
-func aggRowWeightedAVX2(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)
+func aggRowsWeightedAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, wt *uint8, rows int, chunk int)

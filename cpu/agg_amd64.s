@@ -4,174 +4,173 @@
 
 #include "textflag.h"
 
-// func aggRowsAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
+// func aggRowsAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, wt *uint8, rows int, chunk int)
 // Requires: AVX, AVX2, CMOV
-TEXT ·aggRowsAVX2(SB), NOSPLIT, $0-56
+TEXT ·aggRowsAVX2(SB), NOSPLIT, $0-64
 	MOVQ acc+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ stride+16(FP), DX
 	MOVQ indptr+24(FP), BX
 	MOVQ idx+32(FP), SI
-	MOVQ rows+40(FP), DI
-	MOVQ chunk+48(FP), R8
+	MOVQ rows+48(FP), DI
+	MOVQ chunk+56(FP), R8
 
 row:
 	TESTQ   DI, DI
 	JZ      rows_done
-	MOVLQSX (BX), R9
-	MOVLQSX 4(BX), R10
-	XORQ    R11, R11
+	MOVLQSX 4(BX), R9
+	XORQ    R10, R10
 
-b64_group:
-	MOVQ DX, R12
-	SUBQ R11, R12
-	CMPQ R12, $0x00000040
-	JL   b64_done
-	MOVQ R9, R12
+m0c64_group:
+	MOVQ    DX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000040
+	JL      m0c64_done
+	MOVLQSX (BX), R11
 
-b64_chunk:
-	MOVQ    R12, R13
-	ADDQ    R8, R13
-	CMPQ    R13, R10
-	CMOVQGT R10, R13
+m0c64_chunk:
+	MOVQ    R11, R12
+	ADDQ    R8, R12
+	CMPQ    R12, R9
+	CMOVQGT R9, R12
 	VPXOR   Y0, Y0, Y0
 	VPXOR   Y1, Y1, Y1
-	CMPQ    R12, R13
-	JGE     b64_flush
+	CMPQ    R11, R12
+	JGE     m0c64_flush
 
-b64_src:
-	MOVLQSX (SI)(R12*4), R14
-	IMULQ   DX, R14
-	ADDQ    CX, R14
-	VPADDB  (R14)(R11*1), Y0, Y0
-	VPADDB  32(R14)(R11*1), Y1, Y1
-	INCQ    R12
-	CMPQ    R12, R13
-	JL      b64_src
+m0c64_src:
+	MOVLQSX (SI)(R11*4), R13
+	IMULQ   DX, R13
+	ADDQ    CX, R13
+	VPADDB  (R13)(R10*1), Y0, Y0
+	VPADDB  32(R13)(R10*1), Y1, Y1
+	INCQ    R11
+	CMPQ    R11, R12
+	JL      m0c64_src
 
-b64_flush:
+m0c64_flush:
 	VEXTRACTI128 $0x01, Y0, X2
 	VPMOVZXBD    X0, Y3
-	VPADDD       (AX)(R11*4), Y3, Y3
-	VMOVDQU      Y3, (AX)(R11*4)
+	VPADDD       (AX)(R10*4), Y3, Y3
+	VMOVDQU      Y3, (AX)(R10*4)
 	VPSRLDQ      $0x08, X0, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       32(AX)(R11*4), Y0, Y0
-	VMOVDQU      Y0, 32(AX)(R11*4)
+	VPADDD       32(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R10*4)
 	VPMOVZXBD    X2, Y0
-	VPADDD       64(AX)(R11*4), Y0, Y0
-	VMOVDQU      Y0, 64(AX)(R11*4)
+	VPADDD       64(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R10*4)
 	VPSRLDQ      $0x08, X2, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       96(AX)(R11*4), Y0, Y0
-	VMOVDQU      Y0, 96(AX)(R11*4)
+	VPADDD       96(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 96(AX)(R10*4)
 	VEXTRACTI128 $0x01, Y1, X0
 	VPMOVZXBD    X1, Y2
-	VPADDD       128(AX)(R11*4), Y2, Y2
-	VMOVDQU      Y2, 128(AX)(R11*4)
+	VPADDD       128(AX)(R10*4), Y2, Y2
+	VMOVDQU      Y2, 128(AX)(R10*4)
 	VPSRLDQ      $0x08, X1, X1
 	VPMOVZXBD    X1, Y1
-	VPADDD       160(AX)(R11*4), Y1, Y1
-	VMOVDQU      Y1, 160(AX)(R11*4)
+	VPADDD       160(AX)(R10*4), Y1, Y1
+	VMOVDQU      Y1, 160(AX)(R10*4)
 	VPMOVZXBD    X0, Y1
-	VPADDD       192(AX)(R11*4), Y1, Y1
-	VMOVDQU      Y1, 192(AX)(R11*4)
+	VPADDD       192(AX)(R10*4), Y1, Y1
+	VMOVDQU      Y1, 192(AX)(R10*4)
 	VPSRLDQ      $0x08, X0, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       224(AX)(R11*4), Y0, Y0
-	VMOVDQU      Y0, 224(AX)(R11*4)
-	CMPQ         R12, R10
-	JL           b64_chunk
-	ADDQ         $0x00000040, R11
-	JMP          b64_group
+	VPADDD       224(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 224(AX)(R10*4)
+	CMPQ         R11, R9
+	JL           m0c64_chunk
+	ADDQ         $0x00000040, R10
+	JMP          m0c64_group
 
-b64_done:
-b32_group:
-	MOVQ DX, R12
-	SUBQ R11, R12
-	CMPQ R12, $0x00000020
-	JL   b32_done
-	MOVQ R9, R12
+m0c64_done:
+m0c32_group:
+	MOVQ    DX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000020
+	JL      m0c32_done
+	MOVLQSX (BX), R11
 
-b32_chunk:
-	MOVQ    R12, R13
-	ADDQ    R8, R13
-	CMPQ    R13, R10
-	CMOVQGT R10, R13
+m0c32_chunk:
+	MOVQ    R11, R12
+	ADDQ    R8, R12
+	CMPQ    R12, R9
+	CMOVQGT R9, R12
 	VPXOR   Y0, Y0, Y0
-	CMPQ    R12, R13
-	JGE     b32_flush
+	CMPQ    R11, R12
+	JGE     m0c32_flush
 
-b32_src:
-	MOVLQSX (SI)(R12*4), R14
-	IMULQ   DX, R14
-	ADDQ    CX, R14
-	VPADDB  (R14)(R11*1), Y0, Y0
-	INCQ    R12
-	CMPQ    R12, R13
-	JL      b32_src
+m0c32_src:
+	MOVLQSX (SI)(R11*4), R13
+	IMULQ   DX, R13
+	ADDQ    CX, R13
+	VPADDB  (R13)(R10*1), Y0, Y0
+	INCQ    R11
+	CMPQ    R11, R12
+	JL      m0c32_src
 
-b32_flush:
+m0c32_flush:
 	VEXTRACTI128 $0x01, Y0, X1
 	VPMOVZXBD    X0, Y2
-	VPADDD       (AX)(R11*4), Y2, Y2
-	VMOVDQU      Y2, (AX)(R11*4)
+	VPADDD       (AX)(R10*4), Y2, Y2
+	VMOVDQU      Y2, (AX)(R10*4)
 	VPSRLDQ      $0x08, X0, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       32(AX)(R11*4), Y0, Y0
-	VMOVDQU      Y0, 32(AX)(R11*4)
+	VPADDD       32(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R10*4)
 	VPMOVZXBD    X1, Y0
-	VPADDD       64(AX)(R11*4), Y0, Y0
-	VMOVDQU      Y0, 64(AX)(R11*4)
+	VPADDD       64(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R10*4)
 	VPSRLDQ      $0x08, X1, X0
 	VPMOVZXBD    X0, Y0
-	VPADDD       96(AX)(R11*4), Y0, Y0
-	VMOVDQU      Y0, 96(AX)(R11*4)
-	CMPQ         R12, R10
-	JL           b32_chunk
-	ADDQ         $0x00000020, R11
-	JMP          b32_group
+	VPADDD       96(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 96(AX)(R10*4)
+	CMPQ         R11, R9
+	JL           m0c32_chunk
+	ADDQ         $0x00000020, R10
+	JMP          m0c32_group
 
-b32_done:
-b16_group:
-	MOVQ DX, R12
-	SUBQ R11, R12
-	CMPQ R12, $0x00000010
-	JL   b16_done
-	MOVQ R9, R12
+m0c32_done:
+m0c16_group:
+	MOVQ    DX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000010
+	JL      m0c16_done
+	MOVLQSX (BX), R11
 
-b16_chunk:
-	MOVQ    R12, R13
-	ADDQ    R8, R13
-	CMPQ    R13, R10
-	CMOVQGT R10, R13
+m0c16_chunk:
+	MOVQ    R11, R12
+	ADDQ    R8, R12
+	CMPQ    R12, R9
+	CMOVQGT R9, R12
 	VPXOR   X0, X0, X0
-	CMPQ    R12, R13
-	JGE     b16_flush
+	CMPQ    R11, R12
+	JGE     m0c16_flush
 
-b16_src:
-	MOVLQSX (SI)(R12*4), R14
-	IMULQ   DX, R14
-	ADDQ    CX, R14
-	VPADDB  (R14)(R11*1), X0, X0
-	INCQ    R12
-	CMPQ    R12, R13
-	JL      b16_src
+m0c16_src:
+	MOVLQSX (SI)(R11*4), R13
+	IMULQ   DX, R13
+	ADDQ    CX, R13
+	VPADDB  (R13)(R10*1), X0, X0
+	INCQ    R11
+	CMPQ    R11, R12
+	JL      m0c16_src
 
-b16_flush:
+m0c16_flush:
 	VPMOVZXBD X0, Y1
-	VPADDD    (AX)(R11*4), Y1, Y1
-	VMOVDQU   Y1, (AX)(R11*4)
+	VPADDD    (AX)(R10*4), Y1, Y1
+	VMOVDQU   Y1, (AX)(R10*4)
 	VPSRLDQ   $0x08, X0, X0
 	VPMOVZXBD X0, Y0
-	VPADDD    32(AX)(R11*4), Y0, Y0
-	VMOVDQU   Y0, 32(AX)(R11*4)
-	CMPQ      R12, R10
-	JL        b16_chunk
-	ADDQ      $0x00000010, R11
-	JMP       b16_group
+	VPADDD    32(AX)(R10*4), Y0, Y0
+	VMOVDQU   Y0, 32(AX)(R10*4)
+	CMPQ      R11, R9
+	JL        m0c16_chunk
+	ADDQ      $0x00000010, R10
+	JMP       m0c16_group
 
-b16_done:
+m0c16_done:
 	LEAQ (AX)(DX*4), AX
 	ADDQ $0x04, BX
 	DECQ DI
@@ -181,34 +180,220 @@ rows_done:
 	VZEROUPPER
 	RET
 
-// func aggRowsWideAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, rows int, chunk int)
+// func aggRowsWideAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, wt *uint8, rows int, chunk int)
 // Requires: AVX, AVX2, CMOV
-TEXT ·aggRowsWideAVX2(SB), NOSPLIT, $0-56
+TEXT ·aggRowsWideAVX2(SB), NOSPLIT, $0-64
 	MOVQ acc+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ stride+16(FP), DX
 	MOVQ indptr+24(FP), BX
 	MOVQ idx+32(FP), SI
-	MOVQ rows+40(FP), DI
-	MOVQ chunk+48(FP), R8
+	MOVQ rows+48(FP), DI
+	MOVQ chunk+56(FP), R8
 
 row:
 	TESTQ   DI, DI
 	JZ      rows_done
-	MOVLQSX (BX), R9
+	MOVLQSX 4(BX), R9
+	XORQ    R10, R10
+
+m1c64_group:
+	MOVQ    DX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000040
+	JL      m1c64_done
+	MOVLQSX (BX), R11
+
+m1c64_chunk:
+	MOVQ    R11, R12
+	ADDQ    R8, R12
+	CMPQ    R12, R9
+	CMOVQGT R9, R12
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	CMPQ    R11, R12
+	JGE     m1c64_flush
+
+m1c64_src:
+	MOVLQSX   (SI)(R11*4), R13
+	IMULQ     DX, R13
+	ADDQ      CX, R13
+	VPMOVZXBW (R13)(R10*1), Y4
+	VPADDW    Y4, Y0, Y0
+	VPMOVZXBW 16(R13)(R10*1), Y4
+	VPADDW    Y4, Y1, Y1
+	VPMOVZXBW 32(R13)(R10*1), Y4
+	VPADDW    Y4, Y2, Y2
+	VPMOVZXBW 48(R13)(R10*1), Y4
+	VPADDW    Y4, Y3, Y3
+	INCQ      R11
+	CMPQ      R11, R12
+	JL        m1c64_src
+
+m1c64_flush:
+	VPMOVZXWD    X0, Y4
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R10*4), Y4, Y4
+	VMOVDQU      Y4, (AX)(R10*4)
+	VPADDD       32(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R10*4)
+	VPMOVZXWD    X1, Y0
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       64(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R10*4)
+	VPADDD       96(AX)(R10*4), Y1, Y1
+	VMOVDQU      Y1, 96(AX)(R10*4)
+	VPMOVZXWD    X2, Y0
+	VEXTRACTI128 $0x01, Y2, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       128(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 128(AX)(R10*4)
+	VPADDD       160(AX)(R10*4), Y1, Y1
+	VMOVDQU      Y1, 160(AX)(R10*4)
+	VPMOVZXWD    X3, Y0
+	VEXTRACTI128 $0x01, Y3, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       192(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 192(AX)(R10*4)
+	VPADDD       224(AX)(R10*4), Y1, Y1
+	VMOVDQU      Y1, 224(AX)(R10*4)
+	CMPQ         R11, R9
+	JL           m1c64_chunk
+	ADDQ         $0x00000040, R10
+	JMP          m1c64_group
+
+m1c64_done:
+m1c32_group:
+	MOVQ    DX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000020
+	JL      m1c32_done
+	MOVLQSX (BX), R11
+
+m1c32_chunk:
+	MOVQ    R11, R12
+	ADDQ    R8, R12
+	CMPQ    R12, R9
+	CMOVQGT R9, R12
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	CMPQ    R11, R12
+	JGE     m1c32_flush
+
+m1c32_src:
+	MOVLQSX   (SI)(R11*4), R13
+	IMULQ     DX, R13
+	ADDQ      CX, R13
+	VPMOVZXBW (R13)(R10*1), Y2
+	VPADDW    Y2, Y0, Y0
+	VPMOVZXBW 16(R13)(R10*1), Y2
+	VPADDW    Y2, Y1, Y1
+	INCQ      R11
+	CMPQ      R11, R12
+	JL        m1c32_src
+
+m1c32_flush:
+	VPMOVZXWD    X0, Y2
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R10*4), Y2, Y2
+	VMOVDQU      Y2, (AX)(R10*4)
+	VPADDD       32(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R10*4)
+	VPMOVZXWD    X1, Y0
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVZXWD    X1, Y1
+	VPADDD       64(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 64(AX)(R10*4)
+	VPADDD       96(AX)(R10*4), Y1, Y1
+	VMOVDQU      Y1, 96(AX)(R10*4)
+	CMPQ         R11, R9
+	JL           m1c32_chunk
+	ADDQ         $0x00000020, R10
+	JMP          m1c32_group
+
+m1c32_done:
+m1c16_group:
+	MOVQ    DX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000010
+	JL      m1c16_done
+	MOVLQSX (BX), R11
+
+m1c16_chunk:
+	MOVQ    R11, R12
+	ADDQ    R8, R12
+	CMPQ    R12, R9
+	CMOVQGT R9, R12
+	VPXOR   Y0, Y0, Y0
+	CMPQ    R11, R12
+	JGE     m1c16_flush
+
+m1c16_src:
+	MOVLQSX   (SI)(R11*4), R13
+	IMULQ     DX, R13
+	ADDQ      CX, R13
+	VPMOVZXBW (R13)(R10*1), Y1
+	VPADDW    Y1, Y0, Y0
+	INCQ      R11
+	CMPQ      R11, R12
+	JL        m1c16_src
+
+m1c16_flush:
+	VPMOVZXWD    X0, Y1
+	VEXTRACTI128 $0x01, Y0, X0
+	VPMOVZXWD    X0, Y0
+	VPADDD       (AX)(R10*4), Y1, Y1
+	VMOVDQU      Y1, (AX)(R10*4)
+	VPADDD       32(AX)(R10*4), Y0, Y0
+	VMOVDQU      Y0, 32(AX)(R10*4)
+	CMPQ         R11, R9
+	JL           m1c16_chunk
+	ADDQ         $0x00000010, R10
+	JMP          m1c16_group
+
+m1c16_done:
+	LEAQ (AX)(DX*4), AX
+	ADDQ $0x04, BX
+	DECQ DI
+	JMP  row
+
+rows_done:
+	VZEROUPPER
+	RET
+
+// func aggRowsWeightedAVX2(acc *int32, x *uint8, stride int, indptr *int32, idx *int32, wt *uint8, rows int, chunk int)
+// Requires: AVX, AVX2, CMOV
+TEXT ·aggRowsWeightedAVX2(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ indptr+24(FP), BX
+	MOVQ idx+32(FP), SI
+	MOVQ wt+40(FP), DI
+	MOVQ rows+48(FP), R8
+	MOVQ chunk+56(FP), R9
+
+row:
+	TESTQ   R8, R8
+	JZ      rows_done
 	MOVLQSX 4(BX), R10
 	XORQ    R11, R11
 
-w64_group:
-	MOVQ DX, R12
-	SUBQ R11, R12
-	CMPQ R12, $0x00000040
-	JL   w64_done
-	MOVQ R9, R12
+m2c64_group:
+	MOVQ    DX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
+	JL      m2c64_done
+	MOVLQSX (BX), R12
 
-w64_chunk:
+m2c64_chunk:
 	MOVQ    R12, R13
-	ADDQ    R8, R13
+	ADDQ    R9, R13
 	CMPQ    R13, R10
 	CMOVQGT R10, R13
 	VPXOR   Y0, Y0, Y0
@@ -216,25 +401,32 @@ w64_chunk:
 	VPXOR   Y2, Y2, Y2
 	VPXOR   Y3, Y3, Y3
 	CMPQ    R12, R13
-	JGE     w64_flush
+	JGE     m2c64_flush
 
-w64_src:
-	MOVLQSX   (SI)(R12*4), R14
-	IMULQ     DX, R14
-	ADDQ      CX, R14
-	VPMOVZXBW (R14)(R11*1), Y4
-	VPADDW    Y4, Y0, Y0
-	VPMOVZXBW 16(R14)(R11*1), Y4
-	VPADDW    Y4, Y1, Y1
-	VPMOVZXBW 32(R14)(R11*1), Y4
-	VPADDW    Y4, Y2, Y2
-	VPMOVZXBW 48(R14)(R11*1), Y4
-	VPADDW    Y4, Y3, Y3
-	INCQ      R12
-	CMPQ      R12, R13
-	JL        w64_src
+m2c64_src:
+	MOVLQSX      (SI)(R12*4), R14
+	IMULQ        DX, R14
+	ADDQ         CX, R14
+	MOVBLZX      (DI)(R12*1), R15
+	VMOVD        R15, X4
+	VPBROADCASTW X4, Y4
+	VPMOVZXBW    (R14)(R11*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y0, Y0
+	VPMOVZXBW    16(R14)(R11*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y1, Y1
+	VPMOVZXBW    32(R14)(R11*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y2, Y2
+	VPMOVZXBW    48(R14)(R11*1), Y5
+	VPMULLW      Y4, Y5, Y5
+	VPADDW       Y5, Y3, Y3
+	INCQ         R12
+	CMPQ         R12, R13
+	JL           m2c64_src
 
-w64_flush:
+m2c64_flush:
 	VPMOVZXWD    X0, Y4
 	VEXTRACTI128 $0x01, Y0, X0
 	VPMOVZXWD    X0, Y0
@@ -264,41 +456,46 @@ w64_flush:
 	VPADDD       224(AX)(R11*4), Y1, Y1
 	VMOVDQU      Y1, 224(AX)(R11*4)
 	CMPQ         R12, R10
-	JL           w64_chunk
+	JL           m2c64_chunk
 	ADDQ         $0x00000040, R11
-	JMP          w64_group
+	JMP          m2c64_group
 
-w64_done:
-w32_group:
-	MOVQ DX, R12
-	SUBQ R11, R12
-	CMPQ R12, $0x00000020
-	JL   w32_done
-	MOVQ R9, R12
+m2c64_done:
+m2c32_group:
+	MOVQ    DX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000020
+	JL      m2c32_done
+	MOVLQSX (BX), R12
 
-w32_chunk:
+m2c32_chunk:
 	MOVQ    R12, R13
-	ADDQ    R8, R13
+	ADDQ    R9, R13
 	CMPQ    R13, R10
 	CMOVQGT R10, R13
 	VPXOR   Y0, Y0, Y0
 	VPXOR   Y1, Y1, Y1
 	CMPQ    R12, R13
-	JGE     w32_flush
+	JGE     m2c32_flush
 
-w32_src:
-	MOVLQSX   (SI)(R12*4), R14
-	IMULQ     DX, R14
-	ADDQ      CX, R14
-	VPMOVZXBW (R14)(R11*1), Y2
-	VPADDW    Y2, Y0, Y0
-	VPMOVZXBW 16(R14)(R11*1), Y2
-	VPADDW    Y2, Y1, Y1
-	INCQ      R12
-	CMPQ      R12, R13
-	JL        w32_src
+m2c32_src:
+	MOVLQSX      (SI)(R12*4), R14
+	IMULQ        DX, R14
+	ADDQ         CX, R14
+	MOVBLZX      (DI)(R12*1), R15
+	VMOVD        R15, X2
+	VPBROADCASTW X2, Y2
+	VPMOVZXBW    (R14)(R11*1), Y3
+	VPMULLW      Y2, Y3, Y3
+	VPADDW       Y3, Y0, Y0
+	VPMOVZXBW    16(R14)(R11*1), Y3
+	VPMULLW      Y2, Y3, Y3
+	VPADDW       Y3, Y1, Y1
+	INCQ         R12
+	CMPQ         R12, R13
+	JL           m2c32_src
 
-w32_flush:
+m2c32_flush:
 	VPMOVZXWD    X0, Y2
 	VEXTRACTI128 $0x01, Y0, X0
 	VPMOVZXWD    X0, Y0
@@ -314,38 +511,42 @@ w32_flush:
 	VPADDD       96(AX)(R11*4), Y1, Y1
 	VMOVDQU      Y1, 96(AX)(R11*4)
 	CMPQ         R12, R10
-	JL           w32_chunk
+	JL           m2c32_chunk
 	ADDQ         $0x00000020, R11
-	JMP          w32_group
+	JMP          m2c32_group
 
-w32_done:
-w16_group:
-	MOVQ DX, R12
-	SUBQ R11, R12
-	CMPQ R12, $0x00000010
-	JL   w16_done
-	MOVQ R9, R12
+m2c32_done:
+m2c16_group:
+	MOVQ    DX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000010
+	JL      m2c16_done
+	MOVLQSX (BX), R12
 
-w16_chunk:
+m2c16_chunk:
 	MOVQ    R12, R13
-	ADDQ    R8, R13
+	ADDQ    R9, R13
 	CMPQ    R13, R10
 	CMOVQGT R10, R13
 	VPXOR   Y0, Y0, Y0
 	CMPQ    R12, R13
-	JGE     w16_flush
+	JGE     m2c16_flush
 
-w16_src:
-	MOVLQSX   (SI)(R12*4), R14
-	IMULQ     DX, R14
-	ADDQ      CX, R14
-	VPMOVZXBW (R14)(R11*1), Y1
-	VPADDW    Y1, Y0, Y0
-	INCQ      R12
-	CMPQ      R12, R13
-	JL        w16_src
+m2c16_src:
+	MOVLQSX      (SI)(R12*4), R14
+	IMULQ        DX, R14
+	ADDQ         CX, R14
+	MOVBLZX      (DI)(R12*1), R15
+	VMOVD        R15, X1
+	VPBROADCASTW X1, Y1
+	VPMOVZXBW    (R14)(R11*1), Y2
+	VPMULLW      Y1, Y2, Y2
+	VPADDW       Y2, Y0, Y0
+	INCQ         R12
+	CMPQ         R12, R13
+	JL           m2c16_src
 
-w16_flush:
+m2c16_flush:
 	VPMOVZXWD    X0, Y1
 	VEXTRACTI128 $0x01, Y0, X0
 	VPMOVZXWD    X0, Y0
@@ -354,152 +555,16 @@ w16_flush:
 	VPADDD       32(AX)(R11*4), Y0, Y0
 	VMOVDQU      Y0, 32(AX)(R11*4)
 	CMPQ         R12, R10
-	JL           w16_chunk
+	JL           m2c16_chunk
 	ADDQ         $0x00000010, R11
-	JMP          w16_group
+	JMP          m2c16_group
 
-w16_done:
+m2c16_done:
 	LEAQ (AX)(DX*4), AX
 	ADDQ $0x04, BX
-	DECQ DI
+	DECQ R8
 	JMP  row
 
 rows_done:
-	VZEROUPPER
-	RET
-
-// func aggRowWeightedAVX2(acc *int32, x *uint8, stride int, idx *int32, wt *uint8, n int, chunk int)
-// Requires: AVX, AVX2, CMOV
-TEXT ·aggRowWeightedAVX2(SB), NOSPLIT, $0-56
-	MOVQ acc+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ stride+16(FP), DX
-	MOVQ idx+24(FP), BX
-	MOVQ wt+32(FP), SI
-	MOVQ n+40(FP), DI
-	MOVQ chunk+48(FP), R8
-	XORQ R9, R9
-
-w4_group:
-	MOVQ DX, R10
-	SUBQ R9, R10
-	CMPQ R10, $0x00000040
-	JL   w4_done
-	XORQ R10, R10
-
-w4_chunk:
-	MOVQ    R10, R11
-	ADDQ    R8, R11
-	CMPQ    R11, DI
-	CMOVQGT DI, R11
-	VPXOR   Y0, Y0, Y0
-	VPXOR   Y1, Y1, Y1
-	VPXOR   Y2, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	CMPQ    R10, R11
-	JGE     w4_flush
-
-w4_src:
-	MOVLQSX      (BX)(R10*4), R12
-	IMULQ        DX, R12
-	ADDQ         CX, R12
-	MOVBLZX      (SI)(R10*1), R13
-	VMOVD        R13, X4
-	VPBROADCASTW X4, Y4
-	VPMOVZXBW    (R12)(R9*1), Y5
-	VPMULLW      Y4, Y5, Y5
-	VPADDW       Y5, Y0, Y0
-	VPMOVZXBW    16(R12)(R9*1), Y5
-	VPMULLW      Y4, Y5, Y5
-	VPADDW       Y5, Y1, Y1
-	VPMOVZXBW    32(R12)(R9*1), Y5
-	VPMULLW      Y4, Y5, Y5
-	VPADDW       Y5, Y2, Y2
-	VPMOVZXBW    48(R12)(R9*1), Y5
-	VPMULLW      Y4, Y5, Y5
-	VPADDW       Y5, Y3, Y3
-	INCQ         R10
-	CMPQ         R10, R11
-	JL           w4_src
-
-w4_flush:
-	VPMOVZXWD    X0, Y4
-	VEXTRACTI128 $0x01, Y0, X0
-	VPMOVZXWD    X0, Y0
-	VPADDD       (AX)(R9*4), Y4, Y4
-	VMOVDQU      Y4, (AX)(R9*4)
-	VPADDD       32(AX)(R9*4), Y0, Y0
-	VMOVDQU      Y0, 32(AX)(R9*4)
-	VPMOVZXWD    X1, Y0
-	VEXTRACTI128 $0x01, Y1, X1
-	VPMOVZXWD    X1, Y1
-	VPADDD       64(AX)(R9*4), Y0, Y0
-	VMOVDQU      Y0, 64(AX)(R9*4)
-	VPADDD       96(AX)(R9*4), Y1, Y1
-	VMOVDQU      Y1, 96(AX)(R9*4)
-	VPMOVZXWD    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVZXWD    X1, Y1
-	VPADDD       128(AX)(R9*4), Y0, Y0
-	VMOVDQU      Y0, 128(AX)(R9*4)
-	VPADDD       160(AX)(R9*4), Y1, Y1
-	VMOVDQU      Y1, 160(AX)(R9*4)
-	VPMOVZXWD    X3, Y0
-	VEXTRACTI128 $0x01, Y3, X1
-	VPMOVZXWD    X1, Y1
-	VPADDD       192(AX)(R9*4), Y0, Y0
-	VMOVDQU      Y0, 192(AX)(R9*4)
-	VPADDD       224(AX)(R9*4), Y1, Y1
-	VMOVDQU      Y1, 224(AX)(R9*4)
-	CMPQ         R10, DI
-	JL           w4_chunk
-	ADDQ         $0x00000040, R9
-	JMP          w4_group
-
-w4_done:
-w1_group:
-	MOVQ DX, R10
-	SUBQ R9, R10
-	CMPQ R10, $0x00000010
-	JL   w1_done
-	XORQ R10, R10
-
-w1_chunk:
-	MOVQ    R10, R11
-	ADDQ    R8, R11
-	CMPQ    R11, DI
-	CMOVQGT DI, R11
-	VPXOR   Y0, Y0, Y0
-	CMPQ    R10, R11
-	JGE     w1_flush
-
-w1_src:
-	MOVLQSX      (BX)(R10*4), R12
-	IMULQ        DX, R12
-	ADDQ         CX, R12
-	MOVBLZX      (SI)(R10*1), R13
-	VMOVD        R13, X1
-	VPBROADCASTW X1, Y1
-	VPMOVZXBW    (R12)(R9*1), Y2
-	VPMULLW      Y1, Y2, Y2
-	VPADDW       Y2, Y0, Y0
-	INCQ         R10
-	CMPQ         R10, R11
-	JL           w1_src
-
-w1_flush:
-	VPMOVZXWD    X0, Y1
-	VEXTRACTI128 $0x01, Y0, X0
-	VPMOVZXWD    X0, Y0
-	VPADDD       (AX)(R9*4), Y1, Y1
-	VMOVDQU      Y1, (AX)(R9*4)
-	VPADDD       32(AX)(R9*4), Y0, Y0
-	VMOVDQU      Y0, 32(AX)(R9*4)
-	CMPQ         R10, DI
-	JL           w1_chunk
-	ADDQ         $0x00000010, R9
-	JMP          w1_group
-
-w1_done:
 	VZEROUPPER
 	RET

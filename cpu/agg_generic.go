@@ -1,27 +1,20 @@
 package cpu
 
-// aggRowGeneric is the reference of the aggregation kernels: acc[j] +=
-// x[u][j] for every source u in idx and every byte j of the stride.
-func aggRowGeneric(acc []int32, x Codes, idx []int32) {
-	acc = acc[:x.Stride]
-	for _, u := range idx {
-		row := x.data[int(u)*x.Stride : (int(u)+1)*x.Stride]
-		for j, c := range row {
-			acc[j] += int32(c)
-		}
-	}
-}
-
-// aggRowWeightedGeneric is aggRowGeneric with weights: acc[j] +=
-// wt[e]·x[idx[e]][j].
-func aggRowWeightedGeneric(acc []int32, x Codes, idx []int32, wt []uint8) {
-	acc = acc[:x.Stride]
-	wt = wt[:len(idx)]
-	for e, u := range idx {
-		w := int32(wt[e])
-		row := x.data[int(u)*x.Stride : (int(u)+1)*x.Stride]
-		for j, c := range row {
-			acc[j] += w * int32(c)
+// aggRowsGeneric is the reference of the aggregation kernels: for each of
+// rows rows v = v0+r of a, acc[r*x.Stride+j] += w·x[u][j] for every entry
+// (u, w) of row v (w = 1 without weights) and every byte j of the stride.
+func aggRowsGeneric(acc []int32, x Codes, a Adj, v0, rows int) {
+	for r := 0; r < rows; r++ {
+		out := acc[r*x.Stride : (r+1)*x.Stride]
+		for p := a.g.Indptr[v0+r]; p < a.g.Indptr[v0+r+1]; p++ {
+			w := int32(1)
+			if a.w != nil {
+				w = int32(a.w[p])
+			}
+			u := int(a.g.Indices[p])
+			for j, c := range x.data[u*x.Stride : (u+1)*x.Stride] {
+				out[j] += w * int32(c)
+			}
 		}
 	}
 }
