@@ -14,30 +14,31 @@ type vertTile[T lane] struct {
 	main, one    vertAsm[T]
 }
 
-func init() {
-	for _, im := range bitImpls {
-		switch im.name {
-		case "avx512":
-			im.mark = markStream
-			im.vc = 8
-			im.vert = asmVert(8, 0, []vertTile[uint64]{
-				{4, 4, vertAVX512R4G4, vertAVX512R1G4},
-				{8, 2, vertAVX512R8G2, vertAVX512R1G2},
-				{8, 1, vertAVX512R8G1, vertAVX512R1G1},
-			})
-			im.vc32 = 16
-			im.vert32 = asmVert(16, 0, []vertTile[uint32]{
-				{4, 4, vertAVX512DR4G4, vertAVX512DR1G4},
-				{8, 2, vertAVX512DR8G2, vertAVX512DR1G2},
-				{8, 1, vertAVX512DR8G1, vertAVX512DR1G1},
-			})
-		case "avx2":
-			im.vc = 4
-			im.vert = asmVert(4, 31, []vertTile[uint64]{{4, 1, vertAVX2R4G1, vertAVX2R1G1}})
-			// 31 steps of half-words for the byte counters: 15 words.
-			im.vc32 = 8
-			im.vert32 = asmVert(8, 15, []vertTile[uint32]{{4, 1, vertAVX2DR4G1, vertAVX2DR1G1}})
-		}
+// implAVX512 is the AVX-512 VPOPCNTDQ path: row kernels, the bit-stream
+// zero-chunk mask and the vertical kernels over 64-bit and 32-bit lanes.
+func implAVX512() *bitImpl {
+	return &bitImpl{
+		name: "avx512", row: rowAVX512, mark: markStream,
+		vc: 8, vert: asmVert(8, 0, []vertTile[uint64]{
+			{4, 4, vertAVX512R4G4, vertAVX512R1G4},
+			{8, 2, vertAVX512R8G2, vertAVX512R1G2},
+			{8, 1, vertAVX512R8G1, vertAVX512R1G1},
+		}),
+		vc32: 16, vert32: asmVert(16, 0, []vertTile[uint32]{
+			{4, 4, vertAVX512DR4G4, vertAVX512DR1G4},
+			{8, 2, vertAVX512DR8G2, vertAVX512DR1G2},
+			{8, 1, vertAVX512DR8G1, vertAVX512DR1G1},
+		}),
+	}
+}
+
+// implAVX2 is the AVX2 vpshufb path. Its vertical kernels' byte counters
+// hold 31 steps: 31 words of 64-bit lanes, 15 of half-words.
+func implAVX2() *bitImpl {
+	return &bitImpl{
+		name: "avx2", row: rowAVX2, mark: markLoopAVX2,
+		vc: 4, vert: asmVert(4, 31, []vertTile[uint64]{{4, 1, vertAVX2R4G1, vertAVX2R1G1}}),
+		vc32: 8, vert32: asmVert(8, 15, []vertTile[uint32]{{4, 1, vertAVX2DR4G1, vertAVX2DR1G1}}),
 	}
 }
 
@@ -116,7 +117,7 @@ func markStream(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
 	}
 	const bufBits = 4096
 	if lda != nchunks*bitChunkWords || nchunks < 4 || nrows*nchunks < 64 || nchunks > bufBits {
-		asmMark(markRowsAVX2)(mask, mw, a, lda, nrows, nchunks)
+		markLoopAVX2(mask, mw, a, lda, nrows, nchunks)
 		return
 	}
 	_ = mask[(nrows-1)*mw+(nchunks-1)/64]
@@ -172,6 +173,6 @@ func markStream(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
 	}
 }
 
-// markLoopAVX2 is the per-chunk mask loop on its own, for BenchmarkMark's
-// side-by-side comparison with the bit-stream marks.
+// markLoopAVX2 is the per-chunk mask loop: the AVX2 path's mask, and
+// markStream's for lines it does not take (BenchmarkMark compares the two).
 var markLoopAVX2 = asmMark(markRowsAVX2)

@@ -10,12 +10,12 @@ const haveAsm = true
 // asmBitImpls are the assembly inner kernels cpuid allows, best first.
 func asmBitImpls() []*bitImpl {
 	var impls []*bitImpl
-	// The AVX-512 path shares the AVX2 reductions and mask.
+	// The AVX-512 path shares the AVX2 reductions and per-chunk mask loop.
 	if hasVPOPCNTDQ && hasAVX2 {
-		impls = append(impls, &bitImpl{name: "avx512", row: rowAVX512, mark: asmMark(markRowsAVX2)})
+		impls = append(impls, implAVX512())
 	}
 	if hasAVX2 {
-		impls = append(impls, &bitImpl{name: "avx2", row: rowAVX2, mark: asmMark(markRowsAVX2)})
+		impls = append(impls, implAVX2())
 	}
 	return impls
 }
