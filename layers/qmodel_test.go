@@ -596,7 +596,7 @@ func TestQCalibrateOutputAware(t *testing.T) {
 					require.NoError(t, err)
 					assert.GreaterOrEqual(t, kl, best, "op %d: candidate %+v", i, p)
 					// Calibrate's shortcut computes the same divergence.
-					fast, err := m.klFrom(ref, batches, in, i, outs)
+					fast, err := m.klFrom(ref, batches, in, i, outs, nil)
 					require.NoError(t, err)
 					require.Equal(t, kl, fast, "op %d: candidate %+v", i, p)
 				}
@@ -703,6 +703,39 @@ func TestQATLearnScales(t *testing.T) {
 			require.NoError(t, err)
 			for i := range want {
 				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
+			}
+		})
+	}
+}
+
+// BenchmarkQPredictWeightCache compares a quantized evaluation pass over 8
+// batches with each linear's weights prepared once for the pass
+// (qWeightCache, as Predict and Calibrate do) against prepared again for
+// every batch (a nil cache, as training does).
+func BenchmarkQPredictWeightCache(b *testing.B) {
+	ds := qSynth(b, 4000, 8, 2000, true, 3)
+	p := make([]int32, ds.Graph.N())
+	for v := range p {
+		p[v] = int32(v * 8 / len(p))
+	}
+	d, err := NewQData(ds, p, 8, 1)
+	require.NoError(b, err)
+	in, err := QuantizeInput(ds.Features, 4)
+	require.NoError(b, err)
+	m, err := NewQModel(QGCN, 2000, 64, 8, 2, 4, 4, 5)
+	require.NoError(b, err)
+	require.NoError(b, m.Calibrate(d, in, 0))
+	for _, cached := range []bool{true, false} {
+		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
+			for b.Loop() {
+				var wc qWeightCache
+				if cached {
+					wc = qWeightCache{}
+				}
+				for _, bt := range d.Eval {
+					_, _, err := m.simRun(bt, in, qUpTo(true), -1, 0, nil, nil, wc)
+					require.NoError(b, err)
+				}
 			}
 		})
 	}

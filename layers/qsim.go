@@ -28,6 +28,32 @@ type qWeights struct {
 	deq    []float64 // K×N values the product sees: dequantized or W itself
 }
 
+// qWeightCache keeps each linear's prepared weights over the batches of a
+// pass in which they do not change (evaluation, calibration), where
+// qPrepareWeights would otherwise pick the same per-channel ranges again for
+// every batch. A nil cache prepares them every time (training: every step
+// moves the weights).
+type qWeightCache map[qWeightKey]*qWeights
+
+type qWeightKey struct {
+	l     *QLinear
+	quant bool
+}
+
+// get returns l's weights prepared for bits (quant) or full precision.
+func (c qWeightCache) get(l *QLinear, bits int, quant bool) *qWeights {
+	if c == nil {
+		return qPrepareWeights(l, bits, quant)
+	}
+	k := qWeightKey{l, quant}
+	w, ok := c[k]
+	if !ok {
+		w = qPrepareWeights(l, bits, quant)
+		c[k] = w
+	}
+	return w
+}
+
 func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
 	w := &qWeights{deq: make([]float64, l.In*l.Out)}
 	if !quant {
@@ -205,20 +231,24 @@ func qParFor(n int, f func(lo, hi int)) {
 // 82.5% with it (200 epochs); Cora GIN without norm 78.9% with it vs 77.2%
 // without (3 seeds).
 func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
-	upTo := 0
+	return m.simRun(b, in, qUpTo(quant), stopAt, dropout, rng, nil, nil)
+}
+
+// qUpTo is the upTo of simRun that quantizes every op (quant) or none.
+func qUpTo(quant bool) int {
 	if quant {
-		upTo = len(m.ops())
+		return math.MaxInt
 	}
-	return m.simForwardUpTo(b, in, upTo, stopAt, dropout, rng)
+	return 0
 }
 
 // simForwardUpTo is simForward with the ops before upTo quantized (their
 // weights and outputs) and the rest in full precision, fed the dequantized
 // values at the boundary: calibration measures one quantizer's effect on
-// the logits this way. upTo 0 is the full-precision model, len(ops) the
-// quantized one.
+// the logits this way. upTo 0 is the full-precision model, len(ops) or more
+// the quantized one.
 func (m *QModel) simForwardUpTo(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
-	return m.simRun(b, in, upTo, stopAt, dropout, rng, nil)
+	return m.simRun(b, in, upTo, stopAt, dropout, rng, nil, nil)
 }
 
 // qResume starts a pass at op from, whose input (values, or codes of
@@ -233,8 +263,9 @@ type qResume struct {
 // simRun is simForwardUpTo, started at res when res is non-nil
 // (calibration then skips the ops before res.from, which do not change
 // while it weighs one tensor's candidate ranges); the state it returns
-// then covers only the ops it ran and serves no backward pass.
-func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand, res *qResume) (*qSimState, []float32, error) {
+// then covers only the ops it ran and serves no backward pass. The
+// weights come from wc (nil: prepared now).
+func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand, res *qResume, wc qWeightCache) (*qSimState, []float32, error) {
 	quant := upTo > 0
 	if in.Cols != m.Layers[0].Lin1.In {
 		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrQModel, in.Cols, m.Layers[0].Lin1.In)
@@ -286,7 +317,7 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 		var width int
 		switch op.kind {
 		case qLin:
-			w := qPrepareWeights(op.lin, m.WBits, quant)
+			w := wc.get(op.lin, m.WBits, quant)
 			st.weights = append(st.weights, w)
 			width = op.lin.Out
 			src := w.deq

@@ -358,8 +358,9 @@ func (m *QModel) Predict(d *QData, in *QInput, quant bool) ([]int32, error) {
 	for i := range pred {
 		pred[i] = -1
 	}
+	wc := qWeightCache{}
 	for _, b := range d.Eval {
-		_, logits, err := m.simForward(b, in, quant, -1, 0, nil)
+		_, logits, err := m.simRun(b, in, qUpTo(quant), -1, 0, nil, nil, wc)
 		if err != nil {
 			return nil, err
 		}
@@ -423,9 +424,10 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 	}
 	ops := m.ops()
 	m.Calibrated = true
+	wc := qWeightCache{} // the weights do not change while calibrating
 	ref := make([][]float32, len(batches))
 	for bi, b := range batches {
-		_, y, err := m.simForward(b, in, false, -1, 0, nil)
+		_, y, err := m.simRun(b, in, 0, -1, 0, nil, nil, wc)
 		if err != nil {
 			return err
 		}
@@ -438,7 +440,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 		var sample []float32
 		outs := make([][]float32, len(batches))
 		for bi, b := range batches {
-			_, y, err := m.simForward(b, in, true, i, 0, nil)
+			_, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, nil, wc)
 			if err != nil {
 				return err
 			}
@@ -462,7 +464,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 		bestKL := math.Inf(1)
 		for _, c := range cands {
 			*ops[i].out = c
-			kl, err := m.klFrom(ref, batches, in, i, outs)
+			kl, err := m.klFrom(ref, batches, in, i, outs, wc)
 			if err != nil {
 				return err
 			}
@@ -479,7 +481,8 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 // batch before quantization: it quantizes them with op i's params and runs
 // the rest of the model in full precision on the dequantized values, the
 // same values klTo's pass computes (tested), without rerunning ops 0..i.
-func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, outs [][]float32) (float64, error) {
+// The weights come from wc (nil: prepared now).
+func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, outs [][]float32, wc qWeightCache) (float64, error) {
 	p := *m.ops()[i].out
 	inv, off := p.Requant()
 	var kl float64
@@ -491,7 +494,7 @@ func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, o
 		for j, v := range y {
 			cur[j] = qDequant(float64(qQuant(v, inv, off, p.Bits)), p)
 		}
-		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &qResume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p})
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &qResume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p}, wc)
 		if err != nil {
 			return 0, err
 		}
