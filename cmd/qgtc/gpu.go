@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -72,11 +71,7 @@ func benchTCU(shapes []benchShape, w io.Writer) error {
 	fmt.Fprintf(tw, "shape\tM\tK\tN\tbits\tus\tT ops/s\tP bit-ops/s\t%% of %.1fP\tvisited\tvariant\t\n", tcu.WGMMALimit/1e15)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, s := range shapes {
-		a, err := gpuBenchA(r, s)
-		if err != nil {
-			return fmt.Errorf("shape %s: %w", s.Name, err)
-		}
-		b, err := gpuRandTensor(r, s.K, s.N, s.BBits, bittensor.ByCols, 1)
+		a, b, err := gpuBenchOperands(r, s)
 		if err != nil {
 			return fmt.Errorf("shape %s: %w", s.Name, err)
 		}
@@ -93,33 +88,20 @@ func benchTCU(shapes []benchShape, w io.Writer) error {
 	return tw.Flush()
 }
 
-// gpuBenchA draws the shape's A: block-diagonal when BlockDiag > 0, else
-// random values with the given density of non-zeros.
-func gpuBenchA(r *rand.Rand, s benchShape) (*bittensor.Tensor, error) {
-	if s.BlockDiag <= 0 {
-		return gpuRandTensor(r, s.M, s.K, s.ABits, bittensor.ByRows, s.Density)
+// gpuBenchOperands draws the shape's operands: A from benchA, the same
+// values (density of non-zeros, block-diagonal structure) the CPU rows of
+// `qgtc bench bmm` multiply, and B uniform s-bit values.
+func gpuBenchOperands(r *rand.Rand, s benchShape) (a, b *bittensor.Tensor, err error) {
+	if s.ABits < 1 || s.ABits > 16 || s.BBits < 1 || s.BBits > 16 {
+		return nil, nil, fmt.Errorf("%w: bench bit widths %d×%d are not in 1..16", errUsage, s.ABits, s.BBits)
 	}
-	vals := make([]int32, s.M*s.K)
-	for i := 0; i < s.M; i++ {
-		blk := i / s.BlockDiag
-		for j := blk * s.BlockDiag; j < min(s.K, (blk+1)*s.BlockDiag); j++ {
-			if s.Density >= 1 || r.Float64() < s.Density {
-				vals[i*s.K+j] = int32(r.IntN(1 << s.ABits))
-			}
-		}
+	if a, err = bittensor.PackRows(benchA(s, r), s.M, s.K, s.ABits); err != nil {
+		return nil, nil, err
 	}
-	return bittensor.Pack(vals, s.M, s.K, s.ABits, bittensor.ByRows, bittensor.DefaultPadding)
-}
-
-func gpuRandTensor(r *rand.Rand, rows, cols, bits int, p bittensor.Packing, density float64) (*bittensor.Tensor, error) {
-	if bits < 1 || bits > 16 {
-		return nil, errors.New("bench bit widths must be 1..16")
+	bv := make([]int32, s.K*s.N)
+	for i := range bv {
+		bv[i] = int32(r.IntN(1 << s.BBits))
 	}
-	vals := make([]int32, rows*cols)
-	for i := range vals {
-		if density >= 1 || r.Float64() < density {
-			vals[i] = int32(r.IntN(1 << bits))
-		}
-	}
-	return bittensor.Pack(vals, rows, cols, bits, p, bittensor.DefaultPadding)
+	b, err = bittensor.PackCols(bv, s.K, s.N, s.BBits)
+	return a, b, err
 }
