@@ -219,9 +219,10 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	}
 	if c.bn >= 256 {
 		// Rows of 1 KB: staging the int32 tile for bulk stores paid at
-		// N=16384, D=256, s=1 (0.2 to 0.9 us in each of four sweeps on
-		// the H200, 19.85 against 20.71 us in the last) and lost on
-		// narrower tiles (s=4: +0.7 us; N=4096, D=64: +0.4 us).
+		// N=16384, D=256, s=1 (0.2 to 0.9 us in each of three paired
+		// sweeps on the H200, 19.85 against 20.71 us in the last) and
+		// lost on narrower tiles (s=4: +0.7 us; N=4096, D=64: +0.4 us);
+		// bench/gpu/RESULTS.md, session 3.
 		c.epi = 1
 	}
 	if tu.epi != 0 {

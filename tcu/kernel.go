@@ -371,8 +371,9 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	// half of it for both) need both blocks to visit the same k-steps: only
 	// when every A is dense (no zero-tile list would skip a step). Opt-in
 	// (tuning): on the H200 the cross-block slot release cost more than the
-	// halved B traffic saved (BenchmarkTune cl2 against cl1: N=16384,
-	// D=256 s=4 106 against 96 us, s=1 26 against 24 us).
+	// halved B traffic saved (BenchmarkTune N=16384, D=256, tune=cl2
+	// against tune=default: s=1 25.02 against 19.85 us, s=4 106.0 against
+	// 52.70 us; bench/gpu/RESULTS.md).
 	cfg.cluster = 1
 	if cfg.path == PathWGMMA && splits == 1 && cfg.bn >= 16 && allDense && k.tune.cluster == 2 {
 		cfg.cluster = 2
