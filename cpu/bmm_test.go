@@ -171,3 +171,12 @@ func TestTranspose64(t *testing.T) {
 		}
 	}
 }
+
+// TestAddChainCount checks that the clock calibration loop returns the
+// number of steps it ran (ClockHz divides by it), with and without
+// assembly.
+func TestAddChainCount(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 256} {
+		assert.Equal(t, 64*n, addChain(n), "n=%d", n)
+	}
+}
