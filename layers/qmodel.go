@@ -347,9 +347,6 @@ func qParamsFor(bits int, lo, hi float64) QParams {
 	return p
 }
 
-// qZero is the zero point of p in units of Scale: x̂ = Scale·(q + qZero).
-func qZero(p QParams) float32 { return p.Zero() }
-
 // qWeightParams returns per-output-channel params for l's weights (one per
 // row of W, the columns of the product's B operand) and the codes, laid out
 // In×Out (K×N row-major), as float64. Each channel's range is the min/max
@@ -374,9 +371,9 @@ func qQuant(x, inv, off float32, bits int) uint32 {
 	return bmm.Requant{Scale: inv, Offset: off}.Quantize(x, bits)
 }
 
-// qDequant is Scale·(q + qZero).
+// qDequant is Scale·(q + Zero()).
 func qDequant(q float64, p QParams) float64 {
-	return float64(p.Scale) * (q + float64(qZero(p)))
+	return float64(p.Scale) * (q + float64(p.Zero()))
 }
 
 // qBestRange picks the range of vals for bits: among the min/max (or
@@ -384,16 +381,16 @@ func qDequant(q float64, p QParams) float64 {
 // that minimises the squared error of quantize-then-dequantize. vals may be
 // a sample; it is not modified.
 func qBestRange(vals []float32, bits int, unsigned bool) QParams {
-	p, _, _ := qRanges(vals, bits, unsigned)
+	p, _ := qRanges(vals, bits, unsigned)
 	return p
 }
 
 // qRanges returns qBestRange's choice and every distinct candidate it
-// weighed with its squared error.
-func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParams, errs []float64) {
+// weighed.
+func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParams) {
 	if len(vals) == 0 {
 		p := qParamsFor(bits, 0, 1)
-		return p, []QParams{p}, []float64{0}
+		return p, []QParams{p}
 	}
 	s := slices.Clone(vals)
 	slices.Sort(s)
@@ -403,7 +400,7 @@ func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParam
 	}
 	if bits >= 12 {
 		p := qParamsFor(bits, lo, hi)
-		return p, []QParams{p}, []float64{0}
+		return p, []QParams{p}
 	}
 	type cand struct{ lo, hi float64 }
 	var cands []cand
@@ -437,9 +434,8 @@ func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParam
 		if e < bestErr {
 			best, bestErr = p, e
 		}
-		errs = append(errs, e)
 	}
-	return best, ps, errs
+	return best, ps
 }
 
 // scale is op's epilogue RowScale on batch b: D^-1/2, the feature row

@@ -579,7 +579,7 @@ func TestQCalibrateOutputAware(t *testing.T) {
 					require.NoError(t, err)
 					sample = append(sample, y...)
 				}
-				mse, cands, _ := qRanges(sample, m.ABits, ops[i].relu)
+				mse, cands := qRanges(sample, m.ABits, ops[i].relu)
 				require.Contains(t, cands, kept, "op %d keeps one of the candidates", i)
 				if kept != mse {
 					picked++

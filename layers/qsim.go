@@ -91,16 +91,16 @@ func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b 
 	ep.ColScale = make([]float32, n)
 	ep.ColTerm = make([]float32, n)
 	ep.RowTerm = rowSums
-	zh := float64(qZero(ph))
+	zh := float64(ph.Zero())
 	if zh != 0 {
 		ep.ColConst = make([]float32, n)
 	}
 	for j, pw := range w.params {
 		s := float32(ph.Scale * pw.Scale)
 		ep.ColScale[j] = s
-		ep.ColTerm[j] = float32(s * qZero(pw))
+		ep.ColTerm[j] = float32(s * pw.Zero())
 		if zh != 0 {
-			ep.ColConst[j] = float32(float64(s) * zh * (w.colSum[j] + float64(k)*float64(qZero(pw))))
+			ep.ColConst[j] = float32(float64(s) * zh * (w.colSum[j] + float64(k)*float64(pw.Zero())))
 		}
 	}
 	return ep
@@ -117,7 +117,7 @@ func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilog
 		ep.RowTerm = b.Deg
 		for j := range ep.ColScale {
 			ep.ColScale[j] = pz.Scale
-			ep.ColTerm[j] = float32(pz.Scale * qZero(pz))
+			ep.ColTerm[j] = float32(pz.Scale * pz.Zero())
 		}
 	}
 	if op.bn != nil {

@@ -456,7 +456,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 			}
 			sample = s
 		}
-		best, cands, _ := qRanges(sample, m.ABits, ops[i].relu)
+		best, cands := qRanges(sample, m.ABits, ops[i].relu)
 		*ops[i].out = best
 		if len(cands) < 2 {
 			continue
