@@ -112,15 +112,15 @@ func (d *driver) attr(dev int32, a int) (int, error) {
 
 // DeviceInfo describes one CUDA device.
 type DeviceInfo struct {
-	Ordinal       int
-	Name          string
-	Major, Minor  int // compute capability
-	SMs           int
-	TotalMem      uint64
-	SharedPerSM   int // opt-in shared memory per block, bytes
-	L2Bytes       int
-	ClockKHz      int
-	DriverVersion int // e.g. 13000
+	Ordinal        int
+	Name           string
+	Major, Minor   int // compute capability
+	SMs            int
+	TotalMem       uint64
+	SharedPerBlock int // opt-in shared memory per block, bytes
+	L2Bytes        int
+	ClockKHz       int
+	DriverVersion  int // e.g. 13000
 }
 
 // Arch is the NVRTC architecture kernels are built for: the exact
@@ -187,7 +187,7 @@ func (d *driver) deviceInfo(ordinal int) (DeviceInfo, error) {
 		dst  *int
 	}{
 		{attrComputeMajor, &info.Major}, {attrComputeMinor, &info.Minor},
-		{attrMultiprocessors, &info.SMs}, {attrMaxSharedPerBlockO, &info.SharedPerSM},
+		{attrMultiprocessors, &info.SMs}, {attrMaxSharedPerBlockO, &info.SharedPerBlock},
 		{attrL2CacheSize, &info.L2Bytes}, {attrClockRate, &info.ClockKHz},
 	} {
 		v, err := d.attr(dev, a.attr)
