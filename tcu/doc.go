@@ -21,8 +21,8 @@
 // loaded. Each bit width pair and tile shape is its own variant.
 //
 // Bit matmul. Kernel implements bmm.Kernel (MulInt, MulFloat, MulBit) on
-// the bittensor layout as is (a Tensor's words go to the device unchanged
-// when its K padding is a multiple of 256 bits):
+// the bittensor layout (mma.sync takes a Tensor's words unchanged when its
+// K padding is a multiple of 256 bits; wgmma takes the tiled copy below):
 //   - bmm_wgmma.cu: wgmma m64nNk256 .b1 .and.popc on Hopper, B's bit planes
 //     side by side as the N of one instruction, so an A tile meets every
 //     plane of B at once; bmm_mma.cu: mma.sync m16n8k256 .b1 on sm_80..sm_89
@@ -31,8 +31,8 @@
 //   - staging that overlaps loads with the math: on the wgmma path the
 //     operands go to the device in a tile-major layout (tiledWords) in
 //     which a block's k-steps are contiguous, fetched by one thread with
-//     bulk copies (cp.async.bulk) into 4 stages of 4 k-steps each, with
-//     full/empty mbarriers per stage; mma.sync uses cp.async, many stages
+//     bulk copies (cp.async.bulk) into up to 16 stages of up to 4
+//     k-steps each (wgmmaConfig), with full/empty mbarriers per stage; mma.sync uses cp.async, many stages
 //     deep.
 //   - zero-tile jumping: a per-A mask of non-zero (16 rows, 256-bit k-step)
 //     tiles, computed once per operand, becomes a list per row tile; zero
