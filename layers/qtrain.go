@@ -223,6 +223,11 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 		best, bestModel = acc, m.Clone()
 	}
 	stale := 0
+	fwdRng := rng // dropout and batch statistics, fp32 only
+	if quant {
+		fwdRng = nil // no dropout; batch norm frozen (see QAT)
+	}
+	var idx []int
 	for ep := 1; ep <= cfg.Epochs; ep++ {
 		batches := d.Eval
 		if d.Parts != nil {
@@ -235,15 +240,11 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 		var loss float64
 		var count int
 		for _, b := range batches {
-			r := rng
-			if quant {
-				r = nil // no dropout; batch norm frozen (see QAT)
-			}
-			st, logits, err := m.simForward(b, in, quant, -1, cfg.Dropout, r)
+			st, logits, err := m.simForward(b, in, quant, -1, cfg.Dropout, fwdRng)
 			if err != nil {
 				return 0, err
 			}
-			var idx []int
+			idx = idx[:0]
 			for i, v := range b.Nodes {
 				if isTrain[v] {
 					idx = append(idx, i)
