@@ -168,25 +168,9 @@ func packBitBlockBytes(dst *bittensor.Tensor, q []uint8, m0, rows, n int) {
 	packBitBlockOf(dst, q, m0, rows, n)
 }
 
-// planeCodes are the code types the vector plane gather reads.
-type planeCodes interface{ uint8 | uint32 }
-
-// gatherPlanes is bitPlanes8 (or bitPlanes8Bytes) on q's type.
-func gatherPlanes[T planeCodes](out []uint64, q []T, chunks, nbits, ps, ws int) {
-	if len(q) == 0 {
-		return
-	}
-	p := unsafe.Pointer(unsafe.SliceData(q))
-	if unsafe.Sizeof(q[0]) == 1 {
-		bitPlanes8Bytes(out, unsafe.Slice((*uint8)(p), len(q)), chunks, nbits, ps, ws)
-		return
-	}
-	bitPlanes8(out, unsafe.Slice((*uint32)(p), len(q)), chunks, nbits, ps, ws)
-}
-
 // packBitBlockOf is packBitBlock's vector path, for codes of up to 8 bits
 // held in bytes or in dwords.
-func packBitBlockOf[T planeCodes](dst *bittensor.Tensor, q []T, m0, rows, n int) {
+func packBitBlockOf[T codes](dst *bittensor.Tensor, q []T, m0, rows, n int) {
 	nbits := dst.Bits()
 	words, pw, lw := dst.Words(), dst.PlaneWords(), dst.LineWords()
 	full := n / 64
@@ -195,11 +179,11 @@ func packBitBlockOf[T planeCodes](dst *bittensor.Tensor, q []T, m0, rows, n int)
 		for r := 0; r < rows; r++ {
 			line := words[(m0+r)*lw:]
 			if full > 0 {
-				gatherPlanes(line, q[r*n:(r+1)*n], full, nbits, pw, 1)
+				bitPlanes8(line, q[r*n:(r+1)*n], full, nbits, pw, 1)
 			}
 			if n > 64*full {
 				clear(pad[copy(pad[:], q[r*n+64*full:(r+1)*n]):])
-				gatherPlanes(line[full:], pad[:], 1, nbits, pw, 1)
+				bitPlanes8(line[full:], pad[:], 1, nbits, pw, 1)
 			}
 		}
 		return
@@ -219,7 +203,7 @@ func packBitBlockOf[T planeCodes](dst *bittensor.Tensor, q []T, m0, rows, n int)
 				clear(pad[copy(pad[:], src):])
 				src = pad[:]
 			}
-			gatherPlanes(tile[r:], src, 1, nbits, 64, 1)
+			bitPlanes8(tile[r:], src, 1, nbits, 64, 1)
 		}
 		transposeTiles(tile[:64*nbits])
 		for p := 0; p < nbits; p++ {

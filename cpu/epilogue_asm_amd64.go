@@ -41,6 +41,36 @@ func colPtr(v []float32, n int) *float32 {
 	return unsafe.SliceData(v[:n])
 }
 
+// epOperands are the data of ep's column vectors over n columns (nil when
+// absent, panicking as the generic loop would when short) and the flags
+// of the steps ep runs.
+func epOperands(ep *bmm.Epilogue, n int) (cs, ct, cc, cb *float32, flags uint64) {
+	if ep == nil {
+		return nil, nil, nil, nil, 0
+	}
+	cs, cc, cb = colPtr(ep.ColScale, n), colPtr(ep.ColConst, n), colPtr(ep.ColBias, n)
+	if ep.ColScale != nil {
+		flags |= epColScale
+	}
+	if ep.RowTerm != nil {
+		ct = unsafe.SliceData(ep.ColTerm[:n]) // a nil ColTerm panics here
+		flags |= epRowTerm
+	}
+	if ep.ColConst != nil {
+		flags |= epColConst
+	}
+	if ep.RowScale != nil {
+		flags |= epRowScale
+	}
+	if ep.ColBias != nil {
+		flags |= epColBias
+	}
+	if ep.ReLU {
+		flags |= epReLU
+	}
+	return cs, ct, cc, cb, flags
+}
+
 // applyRowAsm runs the epilogue on the head of row m that the assembly
 // takes and returns its length (0: none, run the generic loop). c == nil
 // means out holds float32 products in place.
@@ -57,35 +87,17 @@ func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) int {
 	if n == 0 {
 		return 0
 	}
-	var flags uint64
+	cs, ct, cc, cb, flags := epOperands(ep, n)
 	var cp *int32
 	if c != nil {
-		flags, cp = epConvert, unsafe.SliceData(c[:n])
+		flags, cp = flags|epConvert, unsafe.SliceData(c[:n])
 	}
 	var rt, rs float32
-	var cs, ct, cc, cb *float32
-	if ep != nil {
-		cs, cc, cb = colPtr(ep.ColScale, n), colPtr(ep.ColConst, n), colPtr(ep.ColBias, n)
-		if ep.ColScale != nil {
-			flags |= epColScale
-		}
-		if ep.RowTerm != nil {
-			rt, ct = ep.RowTerm[m], colPtr(ep.ColTerm, n)
-			flags |= epRowTerm
-		}
-		if ep.ColConst != nil {
-			flags |= epColConst
-		}
-		if ep.RowScale != nil {
-			rs = ep.RowScale[m]
-			flags |= epRowScale
-		}
-		if ep.ColBias != nil {
-			flags |= epColBias
-		}
-		if ep.ReLU {
-			flags |= epReLU
-		}
+	if flags&epRowTerm != 0 {
+		rt = ep.RowTerm[m]
+	}
+	if flags&epRowScale != 0 {
+		rs = ep.RowScale[m]
 	}
 	kernel(unsafe.SliceData(out), cp, n, cs, ct, cc, cb, rt, rs, flags)
 	return n
@@ -140,9 +152,9 @@ func quantizeRowBytesAsm(q []uint8, y []float32, rq bmm.Requant, bits int) int {
 	return n
 }
 
-// bitPlanes8 runs bitPlanes8AVX512 or bitPlanes8AVX2 (see there) after
-// checking the bounds they rely on.
-func bitPlanes8(out []uint64, q []uint32, chunks, nbits, ps, ws int) {
+// bitPlanes8 runs bitPlanes8AVX512 or bitPlanes8AVX2 (bitPlanes8Bytes* on
+// byte codes; see there) after checking the bounds they rely on.
+func bitPlanes8[T codes](out []uint64, q []T, chunks, nbits, ps, ws int) {
 	if chunks <= 0 {
 		return
 	}
@@ -151,28 +163,17 @@ func bitPlanes8(out []uint64, q []uint32, chunks, nbits, ps, ws int) {
 	}
 	_ = q[64*chunks-1]
 	_ = out[(nbits-1)*ps+(chunks-1)*ws]
-	if epUseAVX512 {
-		bitPlanes8AVX512(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
-		return
+	o, p := unsafe.SliceData(out), unsafe.Pointer(unsafe.SliceData(q))
+	switch {
+	case unsafe.Sizeof(q[0]) == 1 && epUseAVX512:
+		bitPlanes8BytesAVX512(o, (*uint8)(p), chunks, nbits, ps, ws)
+	case unsafe.Sizeof(q[0]) == 1:
+		bitPlanes8BytesAVX2(o, (*uint8)(p), chunks, nbits, ps, ws)
+	case epUseAVX512:
+		bitPlanes8AVX512(o, (*uint32)(p), chunks, nbits, ps, ws)
+	default:
+		bitPlanes8AVX2(o, (*uint32)(p), chunks, nbits, ps, ws)
 	}
-	bitPlanes8AVX2(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
-}
-
-// bitPlanes8Bytes is bitPlanes8 on byte codes.
-func bitPlanes8Bytes(out []uint64, q []uint8, chunks, nbits, ps, ws int) {
-	if chunks <= 0 {
-		return
-	}
-	if nbits < 1 || nbits > 8 {
-		panic("cpu: bitPlanes8Bytes takes 1..8 bits")
-	}
-	_ = q[64*chunks-1]
-	_ = out[(nbits-1)*ps+(chunks-1)*ws]
-	if epUseAVX512 {
-		bitPlanes8BytesAVX512(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
-		return
-	}
-	bitPlanes8BytesAVX2(unsafe.SliceData(out), unsafe.SliceData(q), chunks, nbits, ps, ws)
 }
 
 // transposeTiles is transposeBits64 on each 64-word tile of a.
@@ -208,28 +209,12 @@ type rowsArgs struct {
 // (panicking as the generic loop would) and collects its operands.
 func newRowsArgs(ep *bmm.Epilogue, m0, rows, n int) rowsArgs {
 	a := rowsArgs{rt: &epOne, rs: &epOne}
-	if ep == nil {
-		return a
+	a.cs, a.ct, a.cc, a.cb, a.flags = epOperands(ep, n)
+	if a.flags&epRowTerm != 0 {
+		a.rt, a.rtStep = unsafe.SliceData(ep.RowTerm[m0:m0+rows]), 4
 	}
-	a.cs, a.cc, a.cb = colPtr(ep.ColScale, n), colPtr(ep.ColConst, n), colPtr(ep.ColBias, n)
-	if ep.RowTerm != nil {
-		a.rt, a.rtStep, a.ct = unsafe.SliceData(ep.RowTerm[m0:m0+rows]), 4, colPtr(ep.ColTerm[:n], n)
-		a.flags |= epRowTerm
-	}
-	if ep.RowScale != nil {
+	if a.flags&epRowScale != 0 {
 		a.rs, a.rsStep = unsafe.SliceData(ep.RowScale[m0:m0+rows]), 4
-		a.flags |= epRowScale
-	}
-	for _, f := range []struct {
-		v    []float32
-		flag uint64
-	}{{ep.ColScale, epColScale}, {ep.ColConst, epColConst}, {ep.ColBias, epColBias}} {
-		if f.v != nil {
-			a.flags |= f.flag
-		}
-	}
-	if ep.ReLU {
-		a.flags |= epReLU
 	}
 	return a
 }
@@ -256,40 +241,45 @@ func applyRowsAsm(out []float32, ldo int, c []int32, ldc int, m0, rows, n int, e
 		return false
 	}
 	a := newRowsArgs(ep, m0, rows, n)
-	kernel := [...]func(*float32, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64){
-		applyRowsAVX2, applyRowsAVX512Y, applyRowsAVX512}[isa]
-	kernel(unsafe.SliceData(out), ldo, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags)
+	applyRowsKernels[isa](unsafe.SliceData(out), ldo, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags)
 	return true
 }
+
+// quantizeRowsKernel is the signature of the re-quantizing block kernels.
+type quantizeRowsKernel[T codes] = func(dst *T, ldd int, c *int32, ldc int, rows, n int, colScale, colTerm, colConst, colBias, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64, scale, offset float32, top uint32)
+
+// The block kernels, indexed by rowsISA.
+var (
+	applyRowsKernels   = [...]func(dst *float32, ldd int, c *int32, ldc int, rows, n int, colScale, colTerm, colConst, colBias, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64){applyRowsAVX2, applyRowsAVX512Y, applyRowsAVX512}
+	quantizeRowsBytes  = [...]quantizeRowsKernel[uint8]{applyQuantizeRowsAVX2, applyQuantizeRowsAVX512Y, applyQuantizeRowsAVX512}
+	quantizeRowsDwords = [...]quantizeRowsKernel[uint32]{applyQuantizeRows32AVX2, applyQuantizeRows32AVX512Y, applyQuantizeRows32AVX512}
+)
 
 // applyQuantizeRowsAsm runs applyQuantizeRows in one assembly call (rows,
 // n >= 1, shapes and bits checked) and reports whether it could.
 func applyQuantizeRowsAsm(q []uint8, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) bool {
-	isa := rowsISA(n)
-	if isa < 0 {
-		return false
-	}
-	a := newRowsArgs(ep, m0, rows, n)
-	_, top := quantLimits(bits)
-	kernel := [...]func(*uint8, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, uint32){
-		applyQuantizeRowsAVX2, applyQuantizeRowsAVX512Y, applyQuantizeRowsAVX512}[isa]
-	kernel(unsafe.SliceData(q), ldq, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags,
-		rq.Scale, rq.Offset, top)
-	return true
+	return quantizeRowsAsm(&quantizeRowsBytes, rowsISA(n), q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
 }
 
 // applyQuantizeRows32Asm is applyQuantizeRowsAsm into uint32 codes; AVX2
 // takes bits <= 31 only.
 func applyQuantizeRows32Asm(q []uint32, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) bool {
 	isa := rowsISA(n)
-	if isa < 0 || (isa == 0 && bits > 31) {
+	if isa == 0 && bits > 31 {
+		return false
+	}
+	return quantizeRowsAsm(&quantizeRowsDwords, isa, q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
+}
+
+// quantizeRowsAsm runs kernels[isa] on the block, or reports that there
+// is none (isa < 0).
+func quantizeRowsAsm[T codes](kernels *[3]quantizeRowsKernel[T], isa int, q []T, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) bool {
+	if isa < 0 {
 		return false
 	}
 	a := newRowsArgs(ep, m0, rows, n)
 	_, top := quantLimits(bits)
-	kernel := [...]func(*uint32, int, *int32, int, int, int, *float32, *float32, *float32, *float32, *float32, int, *float32, int, uint64, float32, float32, uint32){
-		applyQuantizeRows32AVX2, applyQuantizeRows32AVX512Y, applyQuantizeRows32AVX512}[isa]
-	kernel(unsafe.SliceData(q), ldq, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags,
+	kernels[isa](unsafe.SliceData(q), ldq, unsafe.SliceData(c), ldc, rows, n, a.cs, a.ct, a.cc, a.cb, a.rt, a.rtStep, a.rs, a.rsStep, a.flags,
 		rq.Scale, rq.Offset, top)
 	return true
 }

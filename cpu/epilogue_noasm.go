@@ -14,10 +14,8 @@ func quantizeRowAsm([]uint32, []float32, bmm.Requant, int) int { return 0 }
 
 func quantizeRowBytesAsm([]uint8, []float32, bmm.Requant, int) int { return 0 }
 
-func bitPlanes8([]uint64, []uint32, int, int, int, int) { panic("cpu: no bitPlanes8 without assembly") }
-
-func bitPlanes8Bytes([]uint64, []uint8, int, int, int, int) {
-	panic("cpu: no bitPlanes8Bytes without assembly")
+func bitPlanes8[T codes]([]uint64, []T, int, int, int, int) {
+	panic("cpu: no bitPlanes8 without assembly")
 }
 
 func transposeTiles(a []uint64) { transposeTilesGeneric(a) }
