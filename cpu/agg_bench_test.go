@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // BenchmarkAgg compares, on one random graph (2,000 rows of degree ~10,
@@ -47,11 +48,11 @@ func BenchmarkAgg(b *testing.B) {
 		out := make([]float32, n*d)
 		// Process CPU time (all threads) moves less than wall time on a
 		// shared machine; both are reported.
-		report := func(b *testing.B, cpu0 int64) {
+		report := func(b *testing.B, cpu0 time.Duration, ok0 bool) {
 			edges := float64(len(g.Indices)) * float64(b.N)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/edges, "ns/edge")
-			if cpu1 := tplCpuTime(); cpu0 >= 0 && cpu1 >= 0 {
-				b.ReportMetric(float64(cpu1-cpu0)/edges, "cpu-ns/edge")
+			if cpu1, ok1 := processCPU(); ok0 && ok1 {
+				b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/edges, "cpu-ns/edge")
 			}
 		}
 		for _, c := range []struct {
@@ -63,13 +64,13 @@ func BenchmarkAgg(b *testing.B) {
 			{"fp32-spmm", func() error { return SpMM(out, g, CopyU, Sum, xf, nil, nil, d, nil, nil) }},
 		} {
 			b.Run(fmt.Sprintf("d=%d/impl=%s", d, c.name), func(b *testing.B) {
-				cpu0 := tplCpuTime()
+				cpu0, ok0 := processCPU()
 				for i := 0; i < b.N; i++ {
 					if err := c.run(); err != nil {
 						b.Fatal(err)
 					}
 				}
-				report(b, cpu0)
+				report(b, cpu0, ok0)
 			})
 		}
 	}

@@ -177,7 +177,7 @@ func BenchmarkTemplates(b *testing.B) {
 // machine those two are the least disturbed by other load, and
 // spmm_bench.sh compares minimum against minimum.
 func tplLoop(b *testing.B, fn func()) {
-	c0 := tplCpuTime()
+	c0, ok0 := processCPU()
 	fastest := time.Duration(1<<63 - 1)
 	for b.Loop() {
 		t0 := time.Now()
@@ -185,8 +185,8 @@ func tplLoop(b *testing.B, fn func()) {
 		fastest = min(fastest, time.Since(t0))
 	}
 	b.ReportMetric(float64(fastest.Nanoseconds()), "min-ns/op")
-	if c1 := tplCpuTime(); c0 >= 0 && c1 >= 0 {
-		b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
+	if c1, ok1 := processCPU(); ok0 && ok1 {
+		b.ReportMetric(float64((c1-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 

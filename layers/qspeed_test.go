@@ -21,6 +21,7 @@ import (
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 	_ "github.com/qgtc/qgtc/cpu" // the CPU bit kernels
+	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/nn"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -133,14 +134,14 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 					_, err = plan.Run(t.d, in, sparse, nil) // warm: per-batch caches
 					require.NoError(b, err)
 					b.ResetTimer()
-					cpu0 := qCPUTime()
+					cpu0, ok0 := cputime.Process()
 					var run *QRun
 					for i := 0; i < b.N; i++ {
 						run, err = plan.Run(t.d, in, sparse, nil)
 						require.NoError(b, err)
 					}
 					b.StopTimer()
-					qReportPass(b, cpu0)
+					qReportPass(b, cpu0, ok0)
 					pass := (run.Pack + run.Compute).Seconds()
 					b.ReportMetric(float64(run.Nodes)/pass, "nodes/s")
 					b.ReportMetric(float64(run.Stats.InterBytes), "interlayer-B")
@@ -150,14 +151,14 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 				model, inputs := qFP32Path(b, t)
 				tp := nn.NewTape(false, nil)
 				b.ResetTimer()
-				cpu0 := qCPUTime()
+				cpu0, ok0 := cputime.Process()
 				for i := 0; i < b.N; i++ {
 					for _, in := range inputs {
 						model.Forward(tp, in)
 					}
 				}
 				b.StopTimer()
-				qReportPass(b, cpu0)
+				qReportPass(b, cpu0, ok0)
 				b.ReportMetric(float64(t.ds.Graph.N())*float64(b.N)/b.Elapsed().Seconds(), "nodes/s")
 			})
 			b.Run("impl=torch-fp32", func(b *testing.B) {
@@ -171,10 +172,10 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 
 // qReportPass reports the wall time and the process CPU time (all
 // threads, since cpu0) of one pass.
-func qReportPass(b *testing.B, cpu0 int64) {
+func qReportPass(b *testing.B, cpu0 time.Duration, ok0 bool) {
 	b.ReportMetric(1000*b.Elapsed().Seconds()/float64(b.N), "ms/pass")
-	if cpu1 := qCPUTime(); cpu0 >= 0 && cpu1 >= 0 {
-		b.ReportMetric(float64(cpu1-cpu0)/1e6/float64(b.N), "cpu-ms/pass")
+	if cpu1, ok1 := cputime.Process(); ok0 && ok1 {
+		b.ReportMetric(1000*(cpu1-cpu0).Seconds()/float64(b.N), "cpu-ms/pass")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/internal/cputime"
 )
 
 // errNoGPU is returned by `bench --device gpu` when no GPU code is compiled in.
@@ -220,7 +221,7 @@ func benchA(sh benchShape, r *rand.Rand) []int32 {
 // OS brings other threads' CPU time up to date only every scheduler tick.
 func timeBest(minTime time.Duration, f func() error) (wall, cpu time.Duration, err error) {
 	wall = time.Duration(1 << 62)
-	c0, ok := processCPU()
+	c0, ok := cputime.Process()
 	start := time.Now()
 	reps := 0
 	for ; reps < 2 || time.Since(start) < minTime; reps++ {
@@ -230,7 +231,7 @@ func timeBest(minTime time.Duration, f func() error) (wall, cpu time.Duration, e
 		}
 		wall = min(wall, time.Since(t0))
 	}
-	if c1, ok1 := processCPU(); ok && ok1 && c1 > c0 {
+	if c1, ok1 := cputime.Process(); ok && ok1 && c1 > c0 {
 		cpu = (c1 - c0) / time.Duration(reps)
 	}
 	return wall, cpu, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -123,7 +124,7 @@ func runPartition(args []string, w io.Writer) error {
 	opt := subgraph.PartitionOptions{Imbalance: *ub, Seed: *seed, Threads: *threads}
 	rep := partitionReport{Dataset: d.Name, Nodes: g.N(), Parts: *k, Seed: *seed, LoadSeconds: loadSec, InvK: 1 / float64(*k)}
 	var p *subgraph.Partitioning
-	cpu0, _ := cpuTime()
+	cpu0, _ := cputime.Process()
 	t1 := time.Now()
 	switch {
 	case *eval != "":
@@ -152,7 +153,7 @@ func runPartition(args []string, w io.Writer) error {
 		rep.Source = "computed"
 	}
 	rep.Seconds = time.Since(t1).Seconds()
-	if cpu1, ok := cpuTime(); ok {
+	if cpu1, ok := cputime.Process(); ok {
 		rep.CPUSeconds = (cpu1 - cpu0).Seconds()
 	}
 	st, err := p.Stats(g)

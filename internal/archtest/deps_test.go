@@ -52,15 +52,16 @@ func deps(t *testing.T, root, pkg string) []string {
 func TestDependencyDirection(t *testing.T) {
 	root := moduleRoot(t)
 	allowed := map[string][]string{
-		"bittensor":     {},
-		"quantize":      {"bittensor"},
-		"bmm":           {"bittensor", "quantize"},
-		"bmm/bmmtest":   {"bittensor", "bmm", "quantize"},
-		"cpu":           {"bittensor", "bmm", "quantize"},
-		"tcu":           {"bittensor", "bmm", "quantize"},
-		"subgraph":      {"bittensor"},
-		"internal/nn":   {"bittensor", "bmm", "cpu", "quantize"},
-		"internal/plot": {},
+		"bittensor":        {},
+		"quantize":         {"bittensor"},
+		"bmm":              {"bittensor", "quantize"},
+		"bmm/bmmtest":      {"bittensor", "bmm", "quantize"},
+		"cpu":              {"bittensor", "bmm", "quantize"},
+		"tcu":              {"bittensor", "bmm", "quantize"},
+		"subgraph":         {"bittensor"},
+		"internal/nn":      {"bittensor", "bmm", "cpu", "quantize"},
+		"internal/plot":    {},
+		"internal/cputime": {},
 		// layers computes on whatever kernel bmm.Default() or the caller
 		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
 		"layers": {"bittensor", "bmm", "cpu", "internal/nn", "quantize", "subgraph"},

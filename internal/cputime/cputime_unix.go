@@ -1,14 +1,15 @@
 //go:build unix
 
-package cpu
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user + system) the test process has used.
-func processCPU() (time.Duration, bool) {
+// Process is the process's CPU time so far, and false where it cannot be
+// read.
+func Process() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false
