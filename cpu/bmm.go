@@ -39,9 +39,8 @@ var ErrImpl = errors.New("cpu: bit-kernel path not available")
 // whose probe rows (probeDense) have no zero chunk skips the marking and
 // runs as dense.
 type Kernel struct {
-	impl    *bitImpl
-	vert    vertMode
-	noProbe bool // mark every block (benchmarks compare with probeDense)
+	impl *bitImpl
+	vert vertMode
 }
 
 // vertMode chooses between the row kernels and the vertical short-K
@@ -109,7 +108,6 @@ type bitPlan struct {
 	aw, bw       []uint64
 	colBlock     int // columns of B (all planes) per L1 block
 	impl         *bitImpl
-	probe        bool // probeDense before marking
 
 	// The vertical kernel, used when vbuf is not nil: B's first ng·vc
 	// columns transposed into vbuf.bt (wstride = ng·vc columns per word),
@@ -145,7 +143,7 @@ var bitTaskPool sync.Pool
 func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 	impl, mode := k.impl, k.vert
 	p := &bitPlan{m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
-		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl, probe: !k.noProbe}
+		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl}
 	p.kc = p.lw
 	if panel := p.bbits * p.n * 8; p.lw*panel > bitPanelBytes {
 		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
@@ -330,7 +328,7 @@ const bitProbeRows = 4
 // work, never a wrong sum. Blocks of batched subgraphs fail the probe (a
 // row of a block-diagonal A is mostly zero chunks) and are marked.
 func (p *bitPlan) probeDense(t *bitTask, m0, rows, mw, nchunks int) bool {
-	if !p.probe || rows < 4*bitProbeRows {
+	if rows < 4*bitProbeRows {
 		return false
 	}
 	t.probe = growSlice(t.probe, mw)
