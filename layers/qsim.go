@@ -290,16 +290,7 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 		st.input = qGatherInput(in, b.Nodes, quant)
 	}
 	if st.dropout > 0 {
-		st.dropIn = make([]bool, len(st.input.vals))
-		keep := 1 / (1 - float64(st.dropout))
-		for i := range st.input.vals {
-			if rng.Float32() < st.dropout {
-				st.dropIn[i] = true
-				st.input.vals[i] = 0
-			} else {
-				st.input.vals[i] *= keep
-			}
-		}
+		st.dropIn = qDropOut(st.input.vals, st.dropout, rng)
 	}
 	n := b.N()
 	ph := m.Input
@@ -326,16 +317,7 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 			}
 			var drop []bool
 			if cur != nil && st.dropout > 0 && !op.keep {
-				drop = make([]bool, len(cur))
-				keep := 1 / (1 - float64(st.dropout))
-				for j := range cur {
-					if rng.Float32() < st.dropout {
-						drop[j] = true
-						cur[j] = 0
-					} else {
-						cur[j] *= keep
-					}
-				}
+				drop = qDropOut(cur, st.dropout, rng)
 			}
 			st.drops = append(st.drops, drop)
 			var rowSums []float32
@@ -413,6 +395,22 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 		cur, curW = next, width
 	}
 	return st, st.outs[len(st.outs)-1], nil
+}
+
+// qDropOut zeroes each of vals with probability p (one rng draw each, in
+// order) and scales the others by 1/(1−p); it returns which it dropped.
+func qDropOut(vals []float64, p float32, rng *rand.Rand) []bool {
+	drop := make([]bool, len(vals))
+	keep := 1 / (1 - float64(p))
+	for i := range vals {
+		if rng.Float32() < p {
+			drop[i] = true
+			vals[i] = 0
+		} else {
+			vals[i] *= keep
+		}
+	}
+	return drop
 }
 
 // qBNTrain normalizes y (n×w, the values before the batch norm) in place
