@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +43,45 @@ func TestOpenLibraryErrors(t *testing.T) {
 	lib, err := openLibrary(ErrNoDriver, []string{"libc.so.6"}, []string{"malloc", "free"})
 	require.NoError(t, err)
 	assert.NotZero(t, lib.syms["malloc"])
+}
+
+// Every driver and NVRTC entry point the package calls by name is resolved
+// when the library opens (a missing one would be called at address 0), and
+// every resolved one is called.
+func TestSymbolsResolved(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var src strings.Builder
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		src.Write(b)
+	}
+	for _, tc := range []struct {
+		name string
+		syms []string
+		call *regexp.Regexp
+	}{
+		{"driver", driverSyms, regexp.MustCompile(`\.(?:do|call)\("(cu[A-Za-z0-9_]+)"|fn\["(cu[A-Za-z0-9_]+)"\]`)},
+		{"nvrtc", nvrtcSyms, regexp.MustCompile(`\.call\("(nvrtc[A-Za-z0-9_]+)"|syms\["(nvrtc[A-Za-z0-9_]+)"\]`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			called := map[string]bool{}
+			for _, m := range tc.call.FindAllStringSubmatch(src.String(), -1) {
+				called[m[1]+m[2]] = true
+			}
+			require.NotEmpty(t, called)
+			for name := range called {
+				assert.True(t, slices.Contains(tc.syms, name), "%s is called but not resolved", name)
+			}
+			for _, name := range tc.syms {
+				assert.True(t, called[name], "%s is resolved but never called", name)
+			}
+		})
+	}
 }
 
 func TestCandidates(t *testing.T) {
