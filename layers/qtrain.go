@@ -300,14 +300,7 @@ func qCrossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (f
 	inv := 1 / float64(len(idx))
 	for _, i := range idx {
 		row := logits[i*c : (i+1)*c]
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = max(mx, float64(v))
-		}
-		var s float64
-		for _, v := range row {
-			s += math.Exp(float64(v) - mx)
-		}
+		mx, s := qSumExp(row)
 		y := int(labels[nodes[i]])
 		if y < 0 || y >= c {
 			continue
@@ -507,17 +500,23 @@ func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, o
 	return kl / float64(max(1, n)), nil
 }
 
+// qSumExp returns the largest of v and Σ exp(v − max): the stable pieces
+// of a softmax and of its log-sum-exp, max + log(sum).
+func qSumExp(v []float32) (mx, sum float64) {
+	mx = math.Inf(-1)
+	for _, x := range v {
+		mx = max(mx, float64(x))
+	}
+	for _, x := range v {
+		sum += math.Exp(float64(x) - mx)
+	}
+	return mx, sum
+}
+
 // qKL is KL(softmax(p) ‖ softmax(q)).
 func qKL(p, q []float32) float64 {
 	lse := func(v []float32) float64 {
-		mx := math.Inf(-1)
-		for _, x := range v {
-			mx = max(mx, float64(x))
-		}
-		var s float64
-		for _, x := range v {
-			s += math.Exp(float64(x) - mx)
-		}
+		mx, s := qSumExp(v)
 		return mx + math.Log(s)
 	}
 	lp, lq := lse(p), lse(q)
