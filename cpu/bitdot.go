@@ -21,8 +21,8 @@ import "math/bits"
 // c of mask[r*mw:] when words [4c, 4c+4) of a[r*lda:] are not all zero.
 type bitImpl struct {
 	name string
-	row  func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int)
-	mark func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
+	row  rowFunc
+	mark markFunc
 	// vert is the vertical short-K kernel over groups of vc columns (see
 	// bitdot_vert.go), nil where the path has none.
 	vert vertFunc[uint64]
@@ -31,6 +31,12 @@ type bitImpl struct {
 	vert32 vertFunc[uint32]
 	vc32   int
 }
+
+// rowFunc is an inner AND+popcount kernel (bitImpl.row).
+type rowFunc func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int)
+
+// markFunc is a zero-chunk mask (bitImpl.mark).
+type markFunc func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
 
 var implGeneric = &bitImpl{name: "generic", row: popcntRowGeneric, mark: markRowsGeneric}
 
@@ -67,7 +73,7 @@ func findImpl(name string) *bitImpl {
 // asmRow wraps an assembly row kernel: it checks the bounds the assembly
 // relies on, runs it on the whole 256-bit steps and finishes a tail of
 // kw%4 words in Go.
-func asmRow(kern func(out *int32, ldo int, a *uint64, lda, aps, abits int, b *uint64, ldb, bps, bbits, kw, ncols, nrows int)) func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+func asmRow(kern func(out *int32, ldo int, a *uint64, lda, aps, abits int, b *uint64, ldb, bps, bbits, kw, ncols, nrows int)) rowFunc {
 	return func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
 		if ncols <= 0 || nrows <= 0 || kw <= 0 || abits <= 0 || bbits <= 0 {
 			return
@@ -86,7 +92,7 @@ func asmRow(kern func(out *int32, ldo int, a *uint64, lda, aps, abits int, b *ui
 }
 
 // asmMark wraps the assembly zero-chunk mask, checking its bounds.
-func asmMark(kern func(mask *uint64, mw int, a *uint64, lda, nrows, nchunks int)) func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
+func asmMark(kern func(mask *uint64, mw int, a *uint64, lda, nrows, nchunks int)) markFunc {
 	return func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int) {
 		if nrows <= 0 || nchunks <= 0 {
 			return

@@ -62,7 +62,7 @@ func (c rowCase) operands(r *rand.Rand, density float64) rowArgs {
 	return x
 }
 
-func (c rowCase) run(f func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int), x rowArgs, out []int32) {
+func (c rowCase) run(f rowFunc, x rowArgs, out []int32) {
 	f(out, x.ldo, x.a, x.lda, x.aps, c.abits, x.b, x.ldb, x.bps, c.bbits, c.kw, c.ncols, c.nrows)
 }
 

@@ -3,4 +3,4 @@
 package cpu
 
 // markLoopAVX2 is nil without assembly (see bitdot_vert_amd64.go).
-var markLoopAVX2 func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
+var markLoopAVX2 markFunc

@@ -329,7 +329,7 @@ func BenchmarkMark(b *testing.B) {
 		mask := make([]uint64, rows*mw)
 		type markImpl struct {
 			name string
-			mark func(mask []uint64, mw int, a []uint64, lda, nrows, nchunks int)
+			mark markFunc
 		}
 		var impls []markImpl
 		for _, im := range bitImpls {

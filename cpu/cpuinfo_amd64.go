@@ -60,9 +60,9 @@ var (
 // adjacency whose blocks fit one chunk) to row4, which takes ncols in
 // multiples of group (the AVX-512 one holds two columns per register), and
 // the rest of the columns, or any other shape, to the general kernel.
-func withRow4(general func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int),
+func withRow4(general rowFunc,
 	row4 func(out *int32, ldo int, a *uint64, lda, aps, abits int, b *uint64, ldb, bps, bbits, ncols, nrows int), group int,
-) func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
+) rowFunc {
 	return func(out []int32, ldo int, a []uint64, lda, aps, abits int, b []uint64, ldb, bps, bbits, kw, ncols, nrows int) {
 		ng := ncols / group * group
 		if kw != 4 || ng == 0 || nrows <= 0 || abits <= 0 || bbits <= 0 {
