@@ -69,7 +69,7 @@ func TestQAggAuto(t *testing.T) {
 	plan, err := m.Compile(bmm.Default())
 	require.NoError(t, err)
 	b := d.Eval[0]
-	assert.True(t, plan.sparseAgg(b), "%d edges in %d chunks", len(b.Indices), b.adjChunks())
+	assert.True(t, plan.sparseAgg(b), "%d edges in %d chunks", len(b.Indices), b.chunks)
 	other := *plan
 	other.Kernel = qNamedKernel{bmm.Generic{}, "tcu/wgmma"}
 	assert.False(t, other.sparseAgg(b))

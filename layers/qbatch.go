@@ -27,57 +27,74 @@ type QBatch struct {
 	// nil when not known: row normalization of the input, applied as a row
 	// scale of the first product's epilogue so the codes stay exact.
 	FeatScale []float32
-	chunks    int // adjChunks, once counted
-	// feat caches featRows: the feature lists of the batch's nodes.
+	// With the packed adjacency (withBits), the same adjacency as the
+	// operand of cpu's code aggregation, and the number of 64×256 chunks of
+	// Adj that hold an edge (the work a dense bit product cannot skip).
+	Edges  cpu.Adj
+	chunks int
+	// feat keeps, per quantized input, the batch's view of its codes: each
+	// node's code sum and, made on first use, the feature lists as an
+	// aggregation operand.
 	feat struct {
-		in  *QInput
-		g   cpu.Adj
-		err error
+		sync.Mutex
+		in      *QInput
+		sums    []float32
+		adj     cpu.Adj
+		adjErr  error
+		adjMade bool
 	}
-	featSums struct { // inputRowSums
-		in   *QInput
-		sums []float32
-	}
-	adjOnce sync.Once
-	adjOp   cpu.Adj // the adjacency as a code aggregation's operand
-	adjErr  error
 }
 
-// aggAdj is b's adjacency as the operand of cpu's code aggregation (made
-// and checked once).
-func (b *QBatch) aggAdj() (cpu.Adj, error) {
-	b.adjOnce.Do(func() {
-		b.adjOp, b.adjErr = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, b.N())
-	})
-	return b.adjOp, b.adjErr
+// featSums is the row sums of the codes of b's nodes in in: the first
+// product's RowTerm.
+func (b *QBatch) featSums(in *QInput) []float32 {
+	b.feat.Lock()
+	defer b.feat.Unlock()
+	b.featFor(in)
+	return b.feat.sums
 }
 
 // featRows is the stored feature codes of b's nodes as the left operand of
 // an aggregation over W's code rows, in b's row order, weighted by the
-// codes unless all are 1 (made once per input and kept). in's codes must
-// fit 8 bits.
+// codes unless all are 1. in's codes must fit 8 bits.
 func (b *QBatch) featRows(in *QInput) (cpu.Adj, error) {
-	if b.feat.in == in {
-		return b.feat.g, b.feat.err
-	}
-	g := cpu.CSR{Indptr: make([]int32, len(b.Nodes)+1)}
-	var w []uint8
-	if !in.allOnes {
-		w = []uint8{}
-	}
-	for r, v := range b.Nodes {
-		q0, q1 := in.Indptr[v], in.Indptr[v+1]
-		g.Indices = append(g.Indices, in.Indices[q0:q1]...)
-		if w != nil {
-			for _, c := range in.Codes[q0:q1] {
-				w = append(w, uint8(c))
-			}
+	b.feat.Lock()
+	defer b.feat.Unlock()
+	b.featFor(in)
+	if !b.feat.adjMade {
+		g := cpu.CSR{Indptr: make([]int32, len(b.Nodes)+1)}
+		var w []uint8
+		if !in.allOnes {
+			w = []uint8{}
 		}
-		g.Indptr[r+1] = int32(len(g.Indices))
+		for r, v := range b.Nodes {
+			q0, q1 := in.Indptr[v], in.Indptr[v+1]
+			g.Indices = append(g.Indices, in.Indices[q0:q1]...)
+			if w != nil {
+				for _, c := range in.Codes[q0:q1] {
+					w = append(w, uint8(c))
+				}
+			}
+			g.Indptr[r+1] = int32(len(g.Indices))
+		}
+		b.feat.adj, b.feat.adjErr = cpu.NewAdj(g, w, in.Params.Bits, in.Cols)
+		b.feat.adjMade = true
 	}
-	b.feat.in = in
-	b.feat.g, b.feat.err = cpu.NewAdj(g, w, in.Params.Bits, in.Cols)
-	return b.feat.g, b.feat.err
+	return b.feat.adj, b.feat.adjErr
+}
+
+// featFor makes b.feat the view of in (b.feat is locked).
+func (b *QBatch) featFor(in *QInput) {
+	if b.feat.in == in {
+		return
+	}
+	in.prepare()
+	sums := make([]float32, len(b.Nodes))
+	for i, v := range b.Nodes {
+		sums[i] = in.rowSums[v]
+	}
+	b.feat.in, b.feat.sums = in, sums
+	b.feat.adj, b.feat.adjErr, b.feat.adjMade = cpu.Adj{}, nil, false
 }
 
 // N is the number of nodes in the batch.
@@ -170,6 +187,13 @@ func qBuildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*QBatc
 		b.Indptr[i+1] = int32(len(b.Indices))
 		b.Deg[i] = float32(len(r))
 		b.DInv[i] = float32(1 / math.Sqrt(float64(len(r))))
+	}
+	if withBits {
+		var err error
+		if b.Edges, err = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, n); err != nil {
+			return nil, err
+		}
+		b.chunks = qAdjChunks(b.Indptr, b.Indices)
 	}
 	return b, nil
 }
@@ -443,26 +467,24 @@ func qBandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
 	return order
 }
 
-// adjChunks counts the 64-row × 256-column chunks of b's adjacency that hold
-// an edge: the work a dense bit product cannot skip.
-func (b *QBatch) adjChunks() int {
-	if b.chunks > 0 || len(b.Indices) == 0 {
-		return b.chunks
-	}
+// qAdjChunks counts the 64-row × 256-column chunks of an n-row CSR
+// adjacency that hold an edge.
+func qAdjChunks(indptr, indices []int32) int {
+	n := len(indptr) - 1
+	chunks := 0
 	// One bit per 256-column chunk, reset after each 64-row block.
-	seen := make([]uint64, (b.N()/256+64)/64)
-	n := b.N()
+	seen := make([]uint64, (n/256+64)/64)
 	for v0 := 0; v0 < n; v0 += 64 {
 		clear(seen)
 		for v := v0; v < min(n, v0+64); v++ {
-			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
+			for _, u := range indices[indptr[v]:indptr[v+1]] {
 				c := u / 256
 				if seen[c/64]&(1<<(c%64)) == 0 {
 					seen[c/64] |= 1 << (c % 64)
-					b.chunks++
+					chunks++
 				}
 			}
 		}
 	}
-	return b.chunks
+	return chunks
 }

@@ -93,7 +93,7 @@ func (p *QPlan) sparseAgg(b *QBatch) bool {
 		perEdge = 1.0 / qSparseColsPerCycle
 	}
 	sparse := float64(len(b.Indices)) * perEdge
-	dense := float64(b.adjChunks()) * 64 * 256 * float64(p.Model.ABits) / qDenseMACsPerCycle
+	dense := float64(b.chunks) * 64 * 256 * float64(p.Model.ABits) / qDenseMACsPerCycle
 	return sparse < dense
 }
 
@@ -272,8 +272,8 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 	var st QStats
 	m := p.Model
 	sparseAgg := p.sparseAgg(b)
-	if b.Adj == nil && !sparseAgg {
-		return nil, st, fmt.Errorf("%w: batch has no packed adjacency", ErrQModel)
+	if b.Adj == nil {
+		return nil, st, fmt.Errorf("%w: batch has no packed adjacency (built without bits)", ErrQModel)
 	}
 	if m.NormRows && b.FeatScale == nil {
 		return nil, st, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
@@ -294,13 +294,6 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 	codes := false
 	ph := m.Input
 	n := b.N()
-	var adj cpu.Adj
-	if sparseAgg {
-		var err error
-		if adj, err = b.aggAdj(); err != nil {
-			return nil, st, fmt.Errorf("%w: batch adjacency: %w", ErrQModel, err)
-		}
-	}
 	for i := range p.ops {
 		op := &p.ops[i]
 		last := op.out == nil
@@ -318,7 +311,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			width = op.lin.Out
 			switch {
 			case i == 0 && sx != nil:
-				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, b.inputRowSums(sx), b, true)
+				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, b.featSums(sx), b, true)
 			default:
 				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
 			}
@@ -344,14 +337,14 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			switch {
 			case last:
 				logits = make([]float32, n*width)
-				err = cpu.AggFloat(logits, adj, curCodes, ep)
+				err = cpu.AggFloat(logits, b.Edges, curCodes, ep)
 			case toCodes:
 				if outC, err = cpu.NewCodes(n, width, op.out.Bits); err == nil {
-					err = cpu.AggCodes(outC, adj, curCodes, ep, qRQ(*op.out))
+					err = cpu.AggCodes(outC, b.Edges, curCodes, ep, qRQ(*op.out))
 				}
 			default:
 				if out, err = bittensor.New(n, width, op.out.Bits, packing, bittensor.DefaultPadding); err == nil {
-					err = cpu.AggBit(out, adj, curCodes, ep, qRQ(*op.out))
+					err = cpu.AggBit(out, b.Edges, curCodes, ep, qRQ(*op.out))
 				}
 			}
 		default:
@@ -468,20 +461,6 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 		}
 	}
 	return r, nil
-}
-
-// inputRowSums is the row sums of the codes of b's nodes in in (the
-// first product's RowTerm), kept with the batch.
-func (b *QBatch) inputRowSums(in *QInput) []float32 {
-	if b.featSums.in != in {
-		in.prepare()
-		sums := make([]float32, len(b.Nodes))
-		for i, v := range b.Nodes {
-			sums[i] = in.rowSums[v]
-		}
-		b.featSums.in, b.featSums.sums = in, sums
-	}
-	return b.featSums.sums
 }
 
 // SparseCheaper reports whether ForwardSparse's first product is expected
