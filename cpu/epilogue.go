@@ -20,36 +20,16 @@ import (
 // out must hold len(c) values.
 func applyRow(out []float32, c []int32, m int, ep *bmm.Epilogue) {
 	out = out[:len(c)]
-	done := applyRowAsm(out, c, m, ep)
-	if done == 0 {
+	if !applyRowAsm(out, c, m, ep) {
 		applyRowGeneric(out, c, m, ep)
-		return
-	}
-	if done < len(out) {
-		cvtRowGeneric(out[done:], c[done:])
-		applyTail(out, done, m, ep)
 	}
 }
 
 // applyRowFloat is bmm.Epilogue.ApplyFloat over row m, in place: out[j] =
 // ep.ApplyFloat(out[j], m, j), for callers whose products are float32 sums.
 func applyRowFloat(out []float32, m int, ep *bmm.Epilogue) {
-	if ep == nil {
-		return
-	}
-	done := applyRowAsm(out, nil, m, ep)
-	if done == 0 {
+	if ep != nil && !applyRowAsm(out, nil, m, ep) {
 		applyRowFloatGeneric(out, m, ep)
-		return
-	}
-	applyTail(out, done, m, ep)
-}
-
-// applyTail runs the epilogue on out[j0:], the few values past the last
-// whole vector.
-func applyTail(out []float32, j0, m int, ep *bmm.Epilogue) {
-	for j := j0; j < len(out); j++ {
-		out[j] = ep.ApplyFloat(out[j], m, j)
 	}
 }
 

@@ -71,10 +71,10 @@ func epOperands(ep *bmm.Epilogue, n int) (cs, ct, cc, cb *float32, flags uint64)
 	return cs, ct, cc, cb, flags
 }
 
-// applyRowAsm runs the epilogue on the head of row m that the assembly
-// takes and returns its length (0: none, run the generic loop). c == nil
-// means out holds float32 products in place.
-func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) int {
+// applyRowAsm runs the epilogue on row m (the kernels take the row tail
+// with masked loads and stores) and reports whether it could; false means
+// run the generic loop. c == nil means out holds float32 products in place.
+func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) bool {
 	n := len(out)
 	kernel := epilogueRowAVX512
 	switch {
@@ -82,10 +82,10 @@ func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) int {
 	case epUseAVX2:
 		kernel = epilogueRowAVX2
 	default:
-		return 0
+		return false
 	}
 	if n == 0 {
-		return 0
+		return false
 	}
 	cs, ct, cc, cb, flags := epOperands(ep, n)
 	var cp *int32
@@ -100,7 +100,7 @@ func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) int {
 		rs = ep.RowScale[m]
 	}
 	kernel(unsafe.SliceData(out), cp, n, cs, ct, cc, cb, rt, rs, flags)
-	return n
+	return true
 }
 
 // quantLimits are the clamp bounds of a bits-wide code.

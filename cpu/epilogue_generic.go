@@ -9,14 +9,6 @@ import (
 // paths are checked against them bit for bit, and they run the rows (or row
 // tails) that the assembly does not take.
 
-// cvtRowGeneric sets out[j] = float32(c[j]).
-func cvtRowGeneric(out []float32, c []int32) {
-	out = out[:len(c)]
-	for j, v := range c {
-		out[j] = float32(v)
-	}
-}
-
 // applyRowFloatGeneric is bmm.Epilogue.ApplyFloat over row m, in place:
 // out[j] = ep.ApplyFloat(out[j], m, j), one step at a time over the whole
 // row so that each loop is simple. Each step rounds to float32 exactly as
@@ -68,7 +60,9 @@ func applyRowFloatGeneric(out []float32, m int, ep *bmm.Epilogue) {
 // applyRowGeneric is bmm.Epilogue.Apply over row m: out[j] = ep.Apply(c[j], m, j).
 func applyRowGeneric(out []float32, c []int32, m int, ep *bmm.Epilogue) {
 	out = out[:len(c)]
-	cvtRowGeneric(out, c)
+	for j, v := range c {
+		out[j] = float32(v)
+	}
 	applyRowFloatGeneric(out, m, ep)
 }
 

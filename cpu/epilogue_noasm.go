@@ -8,7 +8,7 @@ var epUseAVX2, epUseAVX512, epHasGFNI, epUseGFNI = false, false, false, false
 
 var epRowsNarrow = 8 // unused without assembly; tests set it
 
-func applyRowAsm([]float32, []int32, int, *bmm.Epilogue) int { return 0 }
+func applyRowAsm([]float32, []int32, int, *bmm.Epilogue) bool { return false }
 
 func quantizeRowAsm([]uint32, []float32, bmm.Requant, int) int { return 0 }
 
