@@ -26,10 +26,9 @@ type QPlan struct {
 	Tiles bool
 	wInt  []int64 // op 0's weight codes, K×N, for ForwardSparse past 8 bits
 	// wCodes holds the same codes one byte each (weights of at most 8
-	// bits): with binary features the first product is then the sum of
-	// the code rows of each node's features, cpu.Agg* on the feature CSR.
-	wCodes    cpu.Codes
-	hasWCodes bool
+	// bits): the first product is then the sum of W's code rows at each
+	// node's features, times their codes (cpu.Agg* on the feature lists).
+	wCodes cpu.Codes
 	// Agg picks how aggregations run: dense bit products on the packed
 	// adjacency, or sums over its edge list (cpu.Agg*), with the same
 	// results bit for bit.
@@ -134,7 +133,6 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 				if p.wCodes, err = cpu.CodesFromInts(codes, op.lin.In, op.lin.Out, m.WBits); err != nil {
 					return nil, err
 				}
-				p.hasWCodes = true
 			}
 		}
 		p.WeightBytes += 8 * len(t.Words())
@@ -212,7 +210,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		}
 	}
 	in.prepare()
-	if p.hasWCodes && in.Params.Bits <= 8 {
+	if p.byteFirst(in) {
 		// Row r of X·W is the sum of W's code rows at r's stored features,
 		// each times its feature code: an aggregation over the feature
 		// lists, weighted unless every code is 1 (binary features).
@@ -463,6 +461,11 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 	return r, nil
 }
 
+// byteFirst reports whether op 0 runs as a code aggregation over in's
+// feature lists: weights and feature codes of at most 8 bits (wCodes is
+// made only then; its zero value has no bits).
+func (p *QPlan) byteFirst(in *QInput) bool { return p.wCodes.Bits > 0 && in.Params.Bits <= 8 }
+
 // SparseCheaper reports whether ForwardSparse's first product is expected
 // to cost less than packing the features and multiplying their bit planes,
 // with the cost model of QAggAuto (CPU cycles): the stored codes times the
@@ -473,7 +476,7 @@ func (p *QPlan) SparseCheaper(in *QInput) bool {
 	in.prepare()
 	nOut := float64(p.Model.Layers[0].Lin1.Out)
 	perCol := 1.0
-	if p.hasWCodes && in.Params.Bits <= 8 {
+	if p.byteFirst(in) {
 		perCol = 1.0 / qSparseColsPerCycle
 		if !in.allOnes {
 			perCol *= 1.5
