@@ -427,6 +427,10 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 		}
 		ref[bi] = y
 	}
+	// res[bi] resumes batch bi's quantized pass after the last calibrated
+	// op, from that op's codes: each op runs once per batch, not once per
+	// later tensor.
+	res := make([]*qResume, len(batches))
 	for i := range ops {
 		if ops[i].out == nil {
 			continue
@@ -434,7 +438,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 		var sample []float32
 		outs := make([][]float32, len(batches))
 		for bi, b := range batches {
-			_, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, nil, wc)
+			_, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
 			if err != nil {
 				return err
 			}
@@ -451,22 +455,28 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 			sample = s
 		}
 		best, cands := qRanges(sample, m.ABits, ops[i].relu)
-		*ops[i].out = best
-		if len(cands) < 2 {
-			continue
-		}
-		bestKL := math.Inf(1)
-		for _, c := range cands {
-			*ops[i].out = c
-			kl, err := m.klFrom(ref, batches, in, i, outs, wc)
-			if err != nil {
-				return err
-			}
-			if kl < bestKL {
-				best, bestKL = c, kl
+		if len(cands) > 1 {
+			bestKL := math.Inf(1)
+			for _, c := range cands {
+				*ops[i].out = c
+				kl, err := m.klFrom(ref, batches, in, i, outs, wc)
+				if err != nil {
+					return err
+				}
+				if kl < bestKL {
+					best, bestKL = c, kl
+				}
 			}
 		}
 		*ops[i].out = best
+		rq := qRQ(best)
+		for bi, y := range outs {
+			codes := make([]float64, len(y))
+			for j, v := range y {
+				codes[j] = float64(rq.Quantize(v, best.Bits))
+			}
+			res[bi] = &qResume{from: i + 1, cur: codes, width: len(y) / batches[bi].N(), ph: best}
+		}
 	}
 	return nil
 }
