@@ -12,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/plot"
 	"github.com/qgtc/qgtc/layers"
 )
@@ -213,7 +212,7 @@ func runSweep(args []string, stdout io.Writer) error {
 		return enc.Encode(rep)
 	}
 	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %d batches, %d seed(s), kernel %s\n",
-		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, rep.Seeds, bmm.Default().Name())
+		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, rep.Seeds, kernel.Name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {
