@@ -18,17 +18,8 @@ import (
 func BenchmarkEpilogueRow(b *testing.B) {
 	for _, n := range []int{64, 256} {
 		r := rand.New(rand.NewPCG(3, 3))
-		vec := func() []float32 {
-			v := make([]float32, n)
-			for j := range v {
-				v[j] = float32(r.NormFloat64())
-			}
-			return v
-		}
-		c := make([]int32, n)
-		for j := range c {
-			c[j] = int32(r.IntN(4001) - 2000)
-		}
+		vec := func() []float32 { return benchVec(r, n) }
+		c := benchProducts(r, n)
 		ep := &bmm.Epilogue{ColScale: vec(), RowTerm: vec(), ColTerm: vec(), ColConst: vec(), RowScale: vec(), ColBias: vec(), ReLU: true}
 		y, q, qb := make([]float32, n), make([]uint32, n), make([]uint8, n)
 		rq := bmm.Requant{Scale: 0.7, Offset: 3}
@@ -102,17 +93,8 @@ func BenchmarkApplyQuantizeRows(b *testing.B) {
 	for _, n := range []int{5, 10, 16, 64, 256} {
 		ld := (n + 15) / 16 * 16
 		r := rand.New(rand.NewPCG(5, 5))
-		vec := func(k int) []float32 {
-			v := make([]float32, k)
-			for j := range v {
-				v[j] = float32(r.NormFloat64())
-			}
-			return v
-		}
-		c := make([]int32, rows*ld)
-		for j := range c {
-			c[j] = int32(r.IntN(4001) - 2000)
-		}
+		vec := func(k int) []float32 { return benchVec(r, k) }
+		c := benchProducts(r, rows*ld)
 		full := &bmm.Epilogue{ColScale: vec(n), RowTerm: vec(rows), ColTerm: vec(n), ColConst: vec(n), RowScale: vec(rows), ColBias: vec(n), ReLU: true}
 		agg := &bmm.Epilogue{ColScale: full.ColScale, RowTerm: full.RowTerm, ColTerm: full.ColTerm, RowScale: full.RowScale, ReLU: true}
 		rq := bmm.Requant{Scale: 0.7, Offset: 3}
@@ -163,17 +145,8 @@ func BenchmarkApplyQuantizePackRows(b *testing.B) {
 	const rows, bits = 64, 4
 	for _, n := range []int{64, 256} {
 		r := rand.New(rand.NewPCG(6, 6))
-		vec := func(k int) []float32 {
-			v := make([]float32, k)
-			for j := range v {
-				v[j] = float32(r.NormFloat64())
-			}
-			return v
-		}
-		c := make([]int32, rows*n)
-		for j := range c {
-			c[j] = int32(r.IntN(4001) - 2000)
-		}
+		vec := func(k int) []float32 { return benchVec(r, k) }
+		c := benchProducts(r, rows*n)
 		ep := &bmm.Epilogue{ColScale: vec(n), RowTerm: vec(rows), ColTerm: vec(n), RowScale: vec(rows), ReLU: true}
 		rq := bmm.Requant{Scale: 0.7, Offset: 3}
 		for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
@@ -199,4 +172,22 @@ func BenchmarkApplyQuantizePackRows(b *testing.B) {
 			}
 		}
 	}
+}
+
+// benchVec is k standard normal values, a benchmark's epilogue vector.
+func benchVec(r *rand.Rand, k int) []float32 {
+	v := make([]float32, k)
+	for j := range v {
+		v[j] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// benchProducts is k bit products in [−2000, 2000].
+func benchProducts(r *rand.Rand, k int) []int32 {
+	c := make([]int32, k)
+	for j := range c {
+		c[j] = int32(r.IntN(4001) - 2000)
+	}
+	return c
 }
