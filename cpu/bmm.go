@@ -289,30 +289,34 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 			c1 := min(p.n, c0+p.colBlock)
 			if allDense {
 				p.mul(tile[c0:], m0, rows, kb, ke, c0, c1-c0, set)
-				continue
-			}
-			for r := 0; r < rows; {
-				if !t.dense[r] {
-					// Consecutive rows with the same zero chunks (the rows of
-					// one block of a block-diagonal A) go in one call per run.
-					mask := t.mask[r*mw : (r+1)*mw]
-					r1 := r + 1
-					for r1 < rows && !t.dense[r1] && slices.Equal(mask, t.mask[r1*mw:(r1+1)*mw]) {
-						r1++
-					}
-					p.runs(tile[r*p.n+c0:], mask, m0+r, r1-r, kb, ke, c0, c1-c0)
-					r = r1
-					continue
-				}
-				// Consecutive rows with no zero chunk go in one call.
-				r1 := r + 1
-				for r1 < rows && t.dense[r1] {
-					r1++
-				}
-				p.mul(tile[r*p.n+c0:], m0+r, r1-r, kb, ke, c0, c1-c0, false)
-				r = r1
+			} else {
+				p.mixed(t, tile[c0:], m0, rows, mw, kb, ke, c0, c1-c0)
 			}
 		}
+	}
+}
+
+// mixed adds to out (row stride n) the products of rows [m0, m0+rows) of
+// A, some with zero chunks in words [kb, ke) (t.dense, t.mask), against
+// columns [c0, c0+ncols) of B: consecutive dense rows in one kernel call,
+// consecutive sparse rows with the same zero chunks (the rows of one block
+// of a block-diagonal A) in one call per run of non-zero chunks.
+func (p *bitPlan) mixed(t *bitTask, out []int32, m0, rows, mw, kb, ke, c0, ncols int) {
+	for r := 0; r < rows; {
+		r1 := r + 1
+		if t.dense[r] {
+			for r1 < rows && t.dense[r1] {
+				r1++
+			}
+			p.mul(out[r*p.n:], m0+r, r1-r, kb, ke, c0, ncols, false)
+		} else {
+			mask := t.mask[r*mw : (r+1)*mw]
+			for r1 < rows && !t.dense[r1] && slices.Equal(mask, t.mask[r1*mw:(r1+1)*mw]) {
+				r1++
+			}
+			p.runs(out[r*p.n:], mask, m0+r, r1-r, kb, ke, c0, ncols)
+		}
+		r = r1
 	}
 }
 
