@@ -12,8 +12,8 @@ import (
 
 // Which epilogue loops run: AVX-512 (16 lanes, every bit width) before
 // AVX2 (8 lanes; the Go loops take 32-bit codes and the last n%8 bytes of
-// quantizeRowBytes). Both take row tails with masked loads and stores. Tests and benchmarks switch them off to compare with the generic
-// loops.
+// quantizeRowBytes). Both take row tails with masked loads and stores.
+// Tests and benchmarks switch them off to compare with the generic loops.
 var (
 	epUseAVX2   = hasAVX2
 	epUseAVX512 = hasAVX512
@@ -250,9 +250,12 @@ type quantizeRowsKernel[T codes] = func(dst *T, ldd int, c *int32, ldc int, rows
 
 // The block kernels, indexed by rowsISA.
 var (
-	applyRowsKernels   = [...]func(dst *float32, ldd int, c *int32, ldc int, rows, n int, colScale, colTerm, colConst, colBias, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64){applyRowsAVX2, applyRowsAVX512Y, applyRowsAVX512}
-	quantizeRowsBytes  = [...]quantizeRowsKernel[uint8]{applyQuantizeRowsAVX2, applyQuantizeRowsAVX512Y, applyQuantizeRowsAVX512}
-	quantizeRowsDwords = [...]quantizeRowsKernel[uint32]{applyQuantizeRows32AVX2, applyQuantizeRows32AVX512Y, applyQuantizeRows32AVX512}
+	applyRowsKernels = [...]func(dst *float32, ldd int, c *int32, ldc int, rows, n int, colScale, colTerm, colConst, colBias, rowTerm *float32, rtStep int, rowScale *float32, rsStep int, flags uint64){
+		applyRowsAVX2, applyRowsAVX512Y, applyRowsAVX512}
+	quantizeRowsBytes = [...]quantizeRowsKernel[uint8]{
+		applyQuantizeRowsAVX2, applyQuantizeRowsAVX512Y, applyQuantizeRowsAVX512}
+	quantizeRowsDwords = [...]quantizeRowsKernel[uint32]{
+		applyQuantizeRows32AVX2, applyQuantizeRows32AVX512Y, applyQuantizeRows32AVX512}
 )
 
 // applyQuantizeRowsAsm runs applyQuantizeRows in one assembly call (rows,
