@@ -248,9 +248,22 @@ func qFP32Model(j *qjob, t *qtask, in *layers.QInput) (*layers.QModel, time.Dura
 	return m, time.Since(t0), nil
 }
 
+// qCalibrate returns fp at j's bit widths, calibrated (post-training
+// quantization) on up to 8 batches.
+func qCalibrate(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*layers.QModel, error) {
+	m := fp.Clone()
+	m.ABits, m.WBits = j.abits, j.wbits
+	qProgress(j.quiet, "qgtc: calibrating %d/%d-bit %s", j.abits, j.wbits, j.kind)
+	if err := m.Calibrate(t.data, in, 8); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // quantModel returns the model of j at its bit widths: calibrated from the
-// fp32 model, then fine-tuned with QAT (cached).
-func qQuantModel(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*layers.QModel, time.Duration, error) {
+// fp32 model (or ptq, when the caller has already calibrated it with
+// qCalibrate), then fine-tuned with QAT (cached).
+func qQuantModel(j *qjob, t *qtask, fp, ptq *layers.QModel, in *layers.QInput) (*layers.QModel, time.Duration, error) {
 	bits := fmt.Sprintf("a%dw%d", j.abits, j.wbits)
 	if j.lsq {
 		bits += "-lsq"
@@ -260,11 +273,14 @@ func qQuantModel(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*laye
 		return m, 0, nil
 	}
 	t0 := time.Now()
-	m := fp.Clone()
-	m.ABits, m.WBits = j.abits, j.wbits
-	qProgress(j.quiet, "qgtc: calibrating %d/%d-bit %s", j.abits, j.wbits, j.kind)
-	if err := m.Calibrate(t.data, in, 8); err != nil {
-		return nil, 0, err
+	var m *layers.QModel
+	if ptq != nil {
+		m = ptq.Clone()
+	} else {
+		var err error
+		if m, err = qCalibrate(j, t, fp, in); err != nil {
+			return nil, 0, err
+		}
 	}
 	if j.qatEpochs > 0 {
 		_, err := m.QAT(t.data, in, layers.QTrainConfig{Epochs: j.qatEpochs, LR: 0.003, WeightDecay: 5e-4, Patience: 15, Seed: j.seed, LearnScales: j.lsq,
@@ -476,7 +492,7 @@ func runInfer(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		m, d2, err = qQuantModel(j, t, fp, in)
+		m, d2, err = qQuantModel(j, t, fp, nil, in)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/qgtc/qgtc/internal/plot"
 	"github.com/qgtc/qgtc/layers"
@@ -157,20 +158,25 @@ func runSweep(args []string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
-			// PTQ accuracy, then the QAT model (cached like infer's).
-			pm := fp.Clone()
-			pm.ABits, pm.WBits = b, b
-			if err := pm.Calibrate(t.data, in, 8); err != nil {
+			// PTQ accuracy, then the QAT model (cached like infer's),
+			// fine-tuned from that same calibration.
+			t0 := time.Now()
+			pm, err := qCalibrate(&sj, t, fp, in)
+			if err != nil {
 				return err
 			}
+			ct := time.Since(t0)
 			pa, err := pm.Accuracy(t.data, in, true, t.ds.Test)
 			if err != nil {
 				return err
 			}
 			ptq[bi+1] = append(ptq[bi+1], pa)
-			m, dt, err := qQuantModel(&sj, t, fp, in)
+			m, dt, err := qQuantModel(&sj, t, fp, pm, in)
 			if err != nil {
 				return err
+			}
+			if dt > 0 { // trained now: its calibration counts
+				dt += ct
 			}
 			plan, err := m.Compile(kernel)
 			if err != nil {
