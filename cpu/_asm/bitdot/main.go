@@ -84,6 +84,20 @@ func reduce1(q VecVirtual, out Register, evex bool) {
 	ADDL(s, Mem{Base: out})
 }
 
+// nibbleCounts emits the vpshufb popcount (Muła et al.) of x & src: t
+// and h hold, per byte, the bit counts of its low and high nibble (mask:
+// 0x0f bytes, table: the nibble counts).
+func nibbleCounts(x VecVirtual, src Op, mask, table VecVirtual) (t, h VecVirtual) {
+	t, h = YMM(), YMM()
+	VPAND(src, x, t)
+	VPSRLW(U8(4), t, h)
+	VPAND(mask, t, t)
+	VPAND(mask, h, h)
+	VPSHUFB(t, table, t)
+	VPSHUFB(h, table, h)
+	return t, h
+}
+
 // zeroed allocates n vector registers (zmm with evex, else ymm), each
 // cleared.
 func zeroed(n int, evex bool) []VecVirtual {
@@ -235,13 +249,7 @@ func rowAVX2(lut, low Mem) {
 	VPXOR(zero, zero, zero)
 
 	popAdd := func(x VecVirtual, src Mem, c VecVirtual) {
-		t, h := YMM(), YMM()
-		VPAND(src, x, t)
-		VPSRLW(U8(4), t, h)
-		VPAND(mask, t, t)
-		VPAND(mask, h, h)
-		VPSHUFB(t, table, t)
-		VPSHUFB(h, table, h)
+		t, h := nibbleCounts(x, src, mask, table)
 		VPADDB(t, c, c)
 		VPADDB(h, c, c)
 	}
@@ -693,13 +701,7 @@ func row4AVX2(lut, low Mem) {
 	LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
 	cols := []Mem{{Base: bj}, {Base: bj, Index: ldb, Scale: 1}, {Base: bj, Index: ldb, Scale: 2}, {Base: bj, Index: ldb3, Scale: 1}}
 	for l := range q {
-		t, h := YMM(), YMM()
-		VPAND(cols[l], x, t)
-		VPSRLW(U8(4), t, h)
-		VPAND(mask, t, t)
-		VPAND(mask, h, h)
-		VPSHUFB(t, table, t)
-		VPSHUFB(h, table, h)
+		t, h := nibbleCounts(x, cols[l], mask, table)
 		VPADDB(h, t, t)
 		VPSADBW(zero, t, t)
 		VPSLLQ(shx, t, t)

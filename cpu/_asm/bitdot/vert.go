@@ -224,13 +224,7 @@ func vertKernel(avx512, dword bool, R, G int, lut, low, ones8, ones16 Mem) {
 				}
 				continue
 			}
-			t, h := YMM(), YMM()
-			VPAND(bv[g], x, t)
-			VPSRLW(U8(4), t, h)
-			VPAND(mask, t, t)
-			VPAND(mask, h, h)
-			VPSHUFB(t, table, t)
-			VPSHUFB(h, table, h)
+			t, h := nibbleCounts(x, bv[g], mask, table)
 			VPADDB(t, bacc[r][g], bacc[r][g])
 			VPADDB(h, bacc[r][g], bacc[r][g])
 		}
