@@ -242,30 +242,7 @@ func rowsKernel(s isa, kind int) {
 						VMOVQ(h, at)
 						break
 					}
-					// No byte-masked store in AVX2: the tail's 1..7 bytes
-					// go out 4, 2 and 1 at a time.
-					g, p := GP64(), GP64()
-					VMOVQ(h, g)
-					LEAQ(at, p)
-					for _, b := range []int{4, 2, 1} {
-						skip := fmt.Sprintf("%s_%d_no%d", ltag, i, b)
-						TESTQ(U32(b), tailLen)
-						JZ(LabelRef(skip))
-						switch b {
-						case 4:
-							MOVL(g.As32(), Mem{Base: p})
-							SHRQ(U8(32), g)
-						case 2:
-							MOVW(g.As16(), Mem{Base: p})
-							SHRQ(U8(16), g)
-						case 1:
-							MOVB(g.As8(), Mem{Base: p})
-						}
-						if b > 1 {
-							ADDQ(U32(b), p)
-						}
-						Label(skip)
-					}
+					storeLowBytes(h, at, tailLen, fmt.Sprintf("%s_%d", ltag, i))
 				case s.evex:
 					VMOVUPS(t[i], k, at)
 				case masked:
@@ -314,4 +291,31 @@ func rowsKernel(s isa, kind int) {
 	Label("done")
 	VZEROUPPER()
 	RET()
+}
+
+// storeLowBytes writes the low n (1..7) bytes of xmm h to at, 4, 2 and 1
+// at a time (AVX2 has no byte-masked store); tag names the skip labels.
+func storeLowBytes(h VecVirtual, at Mem, n Register, tag string) {
+	g, p := GP64(), GP64()
+	VMOVQ(h, g)
+	LEAQ(at, p)
+	for _, b := range []int{4, 2, 1} {
+		skip := fmt.Sprintf("%s_no%d", tag, b)
+		TESTQ(U32(b), n)
+		JZ(LabelRef(skip))
+		switch b {
+		case 4:
+			MOVL(g.As32(), Mem{Base: p})
+			SHRQ(U8(32), g)
+		case 2:
+			MOVW(g.As16(), Mem{Base: p})
+			SHRQ(U8(16), g)
+		case 1:
+			MOVB(g.As8(), Mem{Base: p})
+		}
+		if b > 1 {
+			ADDQ(U32(b), p)
+		}
+		Label(skip)
+	}
 }
