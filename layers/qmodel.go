@@ -309,11 +309,6 @@ type qOp struct {
 func (m *QModel) ops() []qOp {
 	var ops []qOp
 	last := len(m.Layers) - 1
-	defer func() {
-		if len(ops) > 0 {
-			ops[0].featScale = m.NormRows
-		}
-	}()
 	for i := range m.Layers {
 		ly := &m.Layers[i]
 		out := &ly.Out
@@ -331,6 +326,9 @@ func (m *QModel) ops() []qOp {
 				qOp{kind: qAgg, bias: ly.Lin1.B, bn: ly.BN, relu: true, out: &ly.U},
 				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out, keep: ly.BN != nil})
 		}
+	}
+	if len(ops) > 0 {
+		ops[0].featScale = m.NormRows
 	}
 	return ops
 }
