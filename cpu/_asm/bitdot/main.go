@@ -565,92 +565,63 @@ func row4AVX512() {
 // row4Loops emits popcntRow4AVX512's loops, for columns back to back or
 // strided, ending in RET.
 func row4Loops(prefix string, strided bool, idx VecVirtual) {
-	aRow := Load(Param("a"), GP64())
-	outRow := Load(Param("out"), GP64())
-	rows := Load(Param("nrows"), GP64())
-	Label(prefix + "_row")
-	TESTQ(rows, rows)
-	JZ(LabelRef(prefix + "_done"))
-	out := GP64()
-	MOVQ(outRow, out)
-	b := Load(Param("b"), GP64())
-	nc := Load(Param("ncols"), GP64())
-	Label(prefix + "_group")
-	CMPQ(nc, U8(8))
-	JL(LabelRef(prefix + "_rowdone"))
-	q := zeroed(4, true)
-	ai := GP64()
-	MOVQ(aRow, ai)
-	ic := Load(Param("abits"), GP64())
-	shBase := GP64()
-	XORQ(shBase, shBase)
-	Label(prefix + "_planeA")
-	x := ZMM()
-	VBROADCASTI64X4(Mem{Base: ai}, x)
-	bj := GP64()
-	MOVQ(b, bj)
-	jc := Load(Param("bbits"), GP64())
-	sh := GP64()
-	MOVQ(shBase, sh)
-	Label(prefix + "_planeB")
-	shx := XMM()
-	VMOVQ(sh, shx)
-	var cols [8]Mem
-	if strided {
-		ldb, ldb3, p4 := GP64(), GP64(), GP64()
-		Load(Param("ldb"), ldb)
-		SHLQ(U8(3), ldb)
-		LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
-		LEAQ(Mem{Base: bj, Index: ldb, Scale: 4}, p4)
-		cols = [8]Mem{{Base: bj}, {Base: bj, Index: ldb, Scale: 1}, {Base: bj, Index: ldb, Scale: 2}, {Base: bj, Index: ldb3, Scale: 1},
-			{Base: p4}, {Base: p4, Index: ldb, Scale: 1}, {Base: p4, Index: ldb, Scale: 2}, {Base: p4, Index: ldb3, Scale: 1}}
+	loadA := func(ai Register) VecVirtual {
+		x := ZMM()
+		VBROADCASTI64X4(Mem{Base: ai}, x)
+		return x
 	}
-	for l := range q {
-		u := ZMM()
+	pair := func(x VecVirtual, bj Register, shx VecVirtual, q []VecVirtual) {
+		var cols [8]Mem
 		if strided {
-			VMOVDQU(cols[2*l], u.AsY())
-			VINSERTI64X4(U8(1), cols[2*l+1], u, u)
-			VPANDQ(x, u, u)
-		} else {
-			VPANDQ(Mem{Base: bj, Disp: 64 * l}, x, u)
+			ldb, ldb3, p4 := GP64(), GP64(), GP64()
+			Load(Param("ldb"), ldb)
+			SHLQ(U8(3), ldb)
+			LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
+			LEAQ(Mem{Base: bj, Index: ldb, Scale: 4}, p4)
+			cols = [8]Mem{{Base: bj}, {Base: bj, Index: ldb, Scale: 1}, {Base: bj, Index: ldb, Scale: 2}, {Base: bj, Index: ldb3, Scale: 1},
+				{Base: p4}, {Base: p4, Index: ldb, Scale: 1}, {Base: p4, Index: ldb, Scale: 2}, {Base: p4, Index: ldb3, Scale: 1}}
 		}
-		VPOPCNTQ(u, u)
-		VPSLLQ(shx, u, u)
-		VPADDQ(u, q[l], q[l])
+		for l := range q {
+			u := ZMM()
+			if strided {
+				VMOVDQU(cols[2*l], u.AsY())
+				VINSERTI64X4(U8(1), cols[2*l+1], u, u)
+				VPANDQ(x, u, u)
+			} else {
+				VPANDQ(Mem{Base: bj, Disp: 64 * l}, x, u)
+			}
+			VPOPCNTQ(u, u)
+			VPSLLQ(shx, u, u)
+			VPADDQ(u, q[l], q[l])
+		}
 	}
-	nextPlane(bj, "bps", sh, jc, prefix+"_planeB")
-	nextPlane(ai, "aps", shBase, ic, prefix+"_planeA")
-	// q[l] holds columns 2l (low half) and 2l+1 (high half), four partial
-	// sums each (< 2^32). Pack pairs into dwords, sum within each half,
-	// then gather the eight totals in column order.
-	VPSLLQ(U8(32), q[1], q[1])
-	VPORQ(q[1], q[0], q[0])
-	VPSLLQ(U8(32), q[3], q[3])
-	VPORQ(q[3], q[2], q[2])
-	for _, z := range []VecVirtual{q[0], q[2]} {
-		t := ZMM()
-		VPSHUFD(U8(0x4e), z, t)
-		VPADDQ(t, z, z)
-		VSHUFI64X2(U8(0xb1), z, z, t)
-		VPADDQ(t, z, z)
+	finish := func(q []VecVirtual, out, b Register) {
+		// q[l] holds columns 2l (low half) and 2l+1 (high half), four
+		// partial sums each (< 2^32). Pack pairs into dwords, sum within
+		// each half, then gather the eight totals in column order.
+		VPSLLQ(U8(32), q[1], q[1])
+		VPORQ(q[1], q[0], q[0])
+		VPSLLQ(U8(32), q[3], q[3])
+		VPORQ(q[3], q[2], q[2])
+		for _, z := range []VecVirtual{q[0], q[2]} {
+			t := ZMM()
+			VPSHUFD(U8(0x4e), z, t)
+			VPADDQ(t, z, z)
+			VSHUFI64X2(U8(0xb1), z, z, t)
+			VPADDQ(t, z, z)
+		}
+		VPERMT2D(q[2], idx, q[0])
+		r := q[0].AsY()
+		VPADDD(Mem{Base: out}, r, r)
+		VMOVDQU(r, Mem{Base: out})
+		ADDQ(U8(32), out)
+		if strided {
+			addStride(b, "ldb", 6) // 8 columns
+		} else {
+			ADDQ(U32(256), b)
+		}
 	}
-	VPERMT2D(q[2], idx, q[0])
-	r := q[0].AsY()
-	VPADDD(Mem{Base: out}, r, r)
-	VMOVDQU(r, Mem{Base: out})
-	ADDQ(U8(32), out)
-	if strided {
-		addStride(b, "ldb", 6) // 8 columns
-	} else {
-		ADDQ(U32(256), b)
-	}
-	SUBQ(U8(8), nc)
-	JMP(LabelRef(prefix + "_group"))
-	Label(prefix + "_rowdone")
-	nextRow(aRow, outRow, rows, prefix+"_row")
-	Label(prefix + "_done")
-	VZEROUPPER()
-	RET()
+	row4Kernel(prefix, 8, true, loadA, pair, finish)
 }
 
 // row4AVX2 is the row kernel for K = 256 bits (kw = 4 words, see
@@ -665,58 +636,79 @@ func row4AVX2(lut, low Mem) {
 	VMOVDQU(low, mask)
 	VMOVDQU(lut, table)
 	VPXOR(zero, zero, zero)
+	loadA := func(ai Register) VecVirtual {
+		x := YMM()
+		VMOVDQU(Mem{Base: ai}, x)
+		return x
+	}
+	pair := func(x VecVirtual, bj Register, shx VecVirtual, q []VecVirtual) {
+		ldb, ldb3 := GP64(), GP64()
+		Load(Param("ldb"), ldb)
+		SHLQ(U8(3), ldb)
+		LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
+		cols := []Mem{{Base: bj}, {Base: bj, Index: ldb, Scale: 1}, {Base: bj, Index: ldb, Scale: 2}, {Base: bj, Index: ldb3, Scale: 1}}
+		for l := range q {
+			t, h := nibbleCounts(x, cols[l], mask, table)
+			VPADDB(h, t, t)
+			VPSADBW(zero, t, t)
+			VPSLLQ(shx, t, t)
+			VPADDQ(t, q[l], q[l])
+		}
+	}
+	finish := func(q []VecVirtual, out, b Register) {
+		reduce4([4]VecVirtual(q), out, false)
+		ADDQ(U8(16), out)
+		addStride(b, "ldb", 5) // 4 columns
+	}
+	row4Kernel("a4", 4, false, loadA, pair, finish)
+}
+
+// row4Kernel emits the loops the kw = 4 row kernels share, ending in RET:
+// per row, per group of cols columns, four accumulators q (zmm with evex,
+// else ymm) go over every plane pair: loadA loads plane i of the row's
+// line, pair adds the counts of x against the group's columns in plane j
+// (from bj) shifted by shx into q, and finish reduces q into out and
+// moves out and b on to the next group.
+func row4Kernel(prefix string, cols int, evex bool, loadA func(ai Register) VecVirtual,
+	pair func(x VecVirtual, bj Register, shx VecVirtual, q []VecVirtual), finish func(q []VecVirtual, out, b Register)) {
 	aRow := Load(Param("a"), GP64())
 	outRow := Load(Param("out"), GP64())
 	rows := Load(Param("nrows"), GP64())
-	Label("a4_row")
+	Label(prefix + "_row")
 	TESTQ(rows, rows)
-	JZ(LabelRef("a4_done"))
+	JZ(LabelRef(prefix + "_done"))
 	out := GP64()
 	MOVQ(outRow, out)
 	b := Load(Param("b"), GP64())
 	nc := Load(Param("ncols"), GP64())
-	Label("a4_group")
-	CMPQ(nc, U8(4))
-	JL(LabelRef("a4_rowdone"))
-	q := [4]VecVirtual(zeroed(4, false))
+	Label(prefix + "_group")
+	CMPQ(nc, U8(cols))
+	JL(LabelRef(prefix + "_rowdone"))
+	q := zeroed(4, evex)
 	ai := GP64()
 	MOVQ(aRow, ai)
 	ic := Load(Param("abits"), GP64())
 	shBase := GP64()
 	XORQ(shBase, shBase)
-	Label("a4_planeA")
-	x := YMM()
-	VMOVDQU(Mem{Base: ai}, x)
+	Label(prefix + "_planeA")
+	x := loadA(ai)
 	bj := GP64()
 	MOVQ(b, bj)
 	jc := Load(Param("bbits"), GP64())
 	sh := GP64()
 	MOVQ(shBase, sh)
-	Label("a4_planeB")
+	Label(prefix + "_planeB")
 	shx := XMM()
 	VMOVQ(sh, shx)
-	ldb, ldb3 := GP64(), GP64()
-	Load(Param("ldb"), ldb)
-	SHLQ(U8(3), ldb)
-	LEAQ(Mem{Base: ldb, Index: ldb, Scale: 2}, ldb3)
-	cols := []Mem{{Base: bj}, {Base: bj, Index: ldb, Scale: 1}, {Base: bj, Index: ldb, Scale: 2}, {Base: bj, Index: ldb3, Scale: 1}}
-	for l := range q {
-		t, h := nibbleCounts(x, cols[l], mask, table)
-		VPADDB(h, t, t)
-		VPSADBW(zero, t, t)
-		VPSLLQ(shx, t, t)
-		VPADDQ(t, q[l], q[l])
-	}
-	nextPlane(bj, "bps", sh, jc, "a4_planeB")
-	nextPlane(ai, "aps", shBase, ic, "a4_planeA")
-	reduce4(q, out, false)
-	ADDQ(U8(16), out)
-	addStride(b, "ldb", 5) // 4 columns
-	SUBQ(U8(4), nc)
-	JMP(LabelRef("a4_group"))
-	Label("a4_rowdone")
-	nextRow(aRow, outRow, rows, "a4_row")
-	Label("a4_done")
+	pair(x, bj, shx, q)
+	nextPlane(bj, "bps", sh, jc, prefix+"_planeB")
+	nextPlane(ai, "aps", shBase, ic, prefix+"_planeA")
+	finish(q, out, b)
+	SUBQ(U8(cols), nc)
+	JMP(LabelRef(prefix + "_group"))
+	Label(prefix + "_rowdone")
+	nextRow(aRow, outRow, rows, prefix+"_row")
+	Label(prefix + "_done")
 	VZEROUPPER()
 	RET()
 }
