@@ -287,9 +287,11 @@ const (
 // qOp is one product of the flattened model with its epilogue settings and
 // the quantizer of its output (nil for the logits).
 type qOp struct {
-	kind     qOpKind
-	lin      *QLinear // qLin
-	bias     []float32
+	kind qOpKind
+	lin  *QLinear // qLin
+	// biasOf is the linear whose bias the epilogue adds (GCN's and GIN's
+	// Lin1 after the aggregation), nil for none.
+	biasOf   *QLinear
 	rowScale bool // multiply by D^-1/2 (GCN)
 	// featScale: multiply by the batch's FeatScale (the model normalizes
 	// its input rows; first op only).
@@ -319,12 +321,12 @@ func (m *QModel) ops() []qOp {
 		case QGCN:
 			ops = append(ops,
 				qOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
-				qOp{kind: qAgg, bias: ly.Lin1.B, rowScale: true, relu: i != last, out: out})
+				qOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out})
 		case QGIN:
 			ops = append(ops,
 				qOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
-				qOp{kind: qAgg, bias: ly.Lin1.B, bn: ly.BN, relu: true, out: &ly.U},
-				qOp{kind: qLin, lin: ly.Lin2, bias: ly.Lin2.B, relu: i != last, out: out, keep: ly.BN != nil})
+				qOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
+				qOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
 		}
 	}
 	if len(ops) > 0 {
@@ -434,6 +436,14 @@ func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParam
 		}
 	}
 	return best, ps
+}
+
+// colBias is the bias op's epilogue adds, or nil.
+func (op *qOp) colBias() []float32 {
+	if op.biasOf == nil {
+		return nil
+	}
+	return op.biasOf.B
 }
 
 // scale is op's epilogue RowScale on batch b: D^-1/2, the feature row

@@ -82,7 +82,7 @@ func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
 //
 //	Σ_k s_h(q_h+z_h)·s_j(q_w+z_j) = s_h s_j·[C + z_j·R_h + z_h·(Σ_k q_w + K·z_j)]
 func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b *QBatch, quant bool) *bmm.Epilogue {
-	ep := &bmm.Epilogue{ColBias: op.bias, ReLU: op.relu}
+	ep := &bmm.Epilogue{ColBias: op.colBias(), ReLU: op.relu}
 	ep.RowScale = op.scale(b)
 	if !quant {
 		return ep
@@ -109,7 +109,7 @@ func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b 
 // qAggEpilogue is the epilogue of A·Z with a 1-bit adjacency A and Z's
 // per-tensor params: Σ_u A[v][u]·s_z(q+z_z) = s_z·C + s_z z_z·deg(v).
 func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilogue {
-	ep := &bmm.Epilogue{ColBias: op.bias, ReLU: op.relu}
+	ep := &bmm.Epilogue{ColBias: op.colBias(), ReLU: op.relu}
 	ep.RowScale = op.scale(b)
 	if quant {
 		ep.ColScale = make([]float32, n)
@@ -598,7 +598,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 		dt := dOut
 		rs := op.scale(st.batch)
 		var bias []float32
-		if op.bias != nil {
+		if op.colBias() != nil {
 			bias = make([]float32, width)
 		}
 		for k, v := range y {
@@ -621,7 +621,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 			}
 		}
 		if bias != nil {
-			gb := g.b[qBiasOwner(m, op)]
+			gb := g.b[op.biasOf]
 			for j, v := range bias {
 				gb[j] += v
 			}
@@ -742,18 +742,4 @@ func qBNBackward(bn *QBatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads
 			dt[k] = c * (float64(n)*dt[k] - sd - xhat[k]*sdx)
 		}
 	}
-}
-
-// qBiasOwner finds the linear whose bias op applies.
-func qBiasOwner(m *QModel, op *qOp) *QLinear {
-	for i := range m.Layers {
-		ly := &m.Layers[i]
-		if &op.bias[0] == &ly.Lin1.B[0] {
-			return &ly.Lin1
-		}
-		if ly.Lin2 != nil && &op.bias[0] == &ly.Lin2.B[0] {
-			return ly.Lin2
-		}
-	}
-	panic("layers: bias of no linear")
 }
