@@ -154,10 +154,11 @@ func nextRow(aRow, outRow, rows Op, label string) {
 
 // colLoop emits the loop over groups of cols columns (4, then 1 for the
 // rest): for each plane pair (i, j), body(ai, bl, shiftX, q) accumulates
-// the popcounts of A_i against the cols lines bl, shifted by i+j, into q;
-// then q is reduced into out. Values used once per group or plane of A
+// the popcounts of A_i against the cols lines bl, shifted by i+j, into q
+// (cols accumulators, zmm with evex, else ymm); then q is reduced into
+// out. Values used once per group or plane of A
 // live on the stack to leave registers to the inner loop.
-func colLoop(prefix string, cols int, st stack, b, out, nc Register, zeroQ func() []VecVirtual,
+func colLoop(prefix string, cols int, st stack, b, out, nc Register, evex bool,
 	body func(ai Register, bl []Register, shiftX VecVirtual, q []VecVirtual), reduce func(q []VecVirtual, out Register)) {
 	Label(prefix + "_group")
 	if cols > 1 {
@@ -167,7 +168,7 @@ func colLoop(prefix string, cols int, st stack, b, out, nc Register, zeroQ func(
 		TESTQ(nc, nc)
 		JZ(LabelRef(prefix + "_done"))
 	}
-	q := zeroQ()
+	q := zeroed(cols, evex)
 	ai := GP64()
 	MOVQ(st.aRow, ai)
 	MOVQ(U32(0), st.shBase)
@@ -253,7 +254,6 @@ func rowAVX2(lut, low Mem) {
 		VPADDB(t, c, c)
 		VPADDB(h, c, c)
 	}
-	zeroQ := func(n int) func() []VecVirtual { return func() []VecVirtual { return zeroed(n, false) } }
 	body := func(prefix string) func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 		return func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 			off, rem, n := GP64(), GP64(), GP64()
@@ -287,8 +287,8 @@ func rowAVX2(lut, low Mem) {
 		}
 	}
 	rowLoop("avx2", st, func(b, out, nc Register) {
-		colLoop("avx2x4", 4, st, b, out, nc, zeroQ(4), body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out, false) })
-		colLoop("avx2x1", 1, st, b, out, nc, zeroQ(1), body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out, false) })
+		colLoop("avx2x4", 4, st, b, out, nc, false, body("avx2x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(q), out, false) })
+		colLoop("avx2x1", 1, st, b, out, nc, false, body("avx2x1"), func(q []VecVirtual, out Register) { reduce1(q[0], out, false) })
 	})
 	VZEROUPPER()
 	RET()
@@ -414,7 +414,6 @@ func rowAVX512() {
 		"for r < nrows, n < ncols, i < abits, j < bbits; kw a multiple of 4. 1×4 register blocking.")
 	st := newStack()
 
-	zeroQ := func(n int) func() []VecVirtual { return func() []VecVirtual { return zeroed(n, true) } }
 	body := func(prefix string) func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 		return func(a Register, bl []Register, shx VecVirtual, q []VecVirtual) {
 			off, n, tail := GP64(), GP64(), GP64()
@@ -475,8 +474,8 @@ func rowAVX512() {
 	VMOVDQU32(perm, idx)
 	rowLoop("avx512", st, func(b, out, nc Register) {
 		colLoop8(st, b, out, nc, idx)
-		colLoop("avx512x4", 4, st, b, out, nc, zeroQ(4), body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out, true) })
-		colLoop("avx512x1", 1, st, b, out, nc, zeroQ(1), body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out, true) })
+		colLoop("avx512x4", 4, st, b, out, nc, true, body("avx512x4"), func(q []VecVirtual, out Register) { reduce4([4]VecVirtual(toY(q)), out, true) })
+		colLoop("avx512x1", 1, st, b, out, nc, true, body("avx512x1"), func(q []VecVirtual, out Register) { reduce1(toY(q)[0], out, true) })
 	})
 	VZEROUPPER()
 	RET()
