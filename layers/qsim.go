@@ -633,52 +633,21 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 		case qLin:
 			w := st.weights[i]
 			l := op.lin
-			gw := g.w[l]
-			var hDeq []float64
-			in := st.inP[i]
-			if st.acts[i] != nil {
-				hDeq = st.acts[i]
-				if st.quant {
-					hDeq = make([]float64, len(st.acts[i]))
-					for k, q := range st.acts[i] {
-						hDeq[k] = qDequant(q, in)
-					}
-				}
+			// Ĥ: the op's input, dense or the sparse features' values,
+			// dequantized.
+			h := st.acts[i]
+			sparse := h == nil
+			if sparse {
+				h = st.input.vals
 			}
-			// dW[j][k] = Σ_r dT[r][j]·Ĥ[r][k]
-			qParFor(l.Out, func(jlo, jhi int) {
-				for r := 0; r < n; r++ {
-					drow := dt[r*width : (r+1)*width]
-					if hDeq == nil {
-						s := st.input
-						for p := s.indptr[r]; p < s.indptr[r+1]; p++ {
-							hv := s.vals[p]
-							if st.quant {
-								hv = qDequant(hv, in)
-							}
-							if hv == 0 {
-								continue
-							}
-							kk := int(s.indices[p])
-							for j := jlo; j < jhi; j++ {
-								gw[j*l.In+kk] += float32(drow[j] * hv)
-							}
-						}
-						continue
-					}
-					hrow := hDeq[r*l.In : (r+1)*l.In]
-					for j := jlo; j < jhi; j++ {
-						d := drow[j]
-						if d == 0 {
-							continue
-						}
-						gr := gw[j*l.In : (j+1)*l.In]
-						for kk, hv := range hrow {
-							gr[kk] += float32(d * hv)
-						}
-					}
+			if st.quant {
+				deq := make([]float64, len(h))
+				for k, q := range h {
+					deq[k] = qDequant(q, st.inP[i])
 				}
-			})
+				h = deq
+			}
+			qWeightGrad(g.w[l], dt, n, width, l, h, sparse, st.input)
 			if i == 0 {
 				return
 			}
@@ -742,4 +711,39 @@ func qBNBackward(bn *QBatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads
 			dt[k] = c * (float64(n)*dt[k] - sd - xhat[k]*sdx)
 		}
 	}
+}
+
+// qWeightGrad accumulates dW[j][k] += Σ_r dT[r][j]·Ĥ[r][k] into gw (l's
+// Out×In layout) for dT (n×width) and the op's input Ĥ: dense h (n×In) or,
+// when sparse, the values h of the features s.
+func qWeightGrad(gw []float32, dt []float64, n, width int, l *QLinear, h []float64, sparse bool, s *qSimInput) {
+	qParFor(l.Out, func(jlo, jhi int) {
+		for r := 0; r < n; r++ {
+			drow := dt[r*width : (r+1)*width]
+			if sparse {
+				for p := s.indptr[r]; p < s.indptr[r+1]; p++ {
+					hv := h[p]
+					if hv == 0 {
+						continue
+					}
+					kk := int(s.indices[p])
+					for j := jlo; j < jhi; j++ {
+						gw[j*l.In+kk] += float32(drow[j] * hv)
+					}
+				}
+				continue
+			}
+			hrow := h[r*l.In : (r+1)*l.In]
+			for j := jlo; j < jhi; j++ {
+				d := drow[j]
+				if d == 0 {
+					continue
+				}
+				gr := gw[j*l.In : (j+1)*l.In]
+				for kk, hv := range hrow {
+					gr[kk] += float32(d * hv)
+				}
+			}
+		}
+	})
 }
