@@ -102,7 +102,7 @@ func applyQuantizeRows32(q []uint32, ldq int, c []int32, ldc int, m0, rows, n in
 	if !applyQuantizeRows32Asm(q, ldq, c, ldc, m0, rows, n, ep, rq, bits) {
 		// applyRow takes the epilogue's vector path where there is one;
 		// no row re-quantizer of AVX2 takes those widths.
-		applyQuantizeRowsVia(applyRow, q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
+		applyQuantizeRowsVia(true, q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
 	}
 }
 

@@ -76,15 +76,7 @@ func epOperands(ep *bmm.Epilogue, n int) (cs, ct, cc, cb *float32, flags uint64)
 // run the generic loop. c == nil means out holds float32 products in place.
 func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) bool {
 	n := len(out)
-	kernel := epilogueRowAVX512
-	switch {
-	case epUseAVX512:
-	case epUseAVX2:
-		kernel = epilogueRowAVX2
-	default:
-		return false
-	}
-	if n == 0 {
+	if n == 0 || !epUseAVX2 && !epUseAVX512 {
 		return false
 	}
 	cs, ct, cc, cb, flags := epOperands(ep, n)
@@ -99,7 +91,13 @@ func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) bool {
 	if flags&epRowScale != 0 {
 		rs = ep.RowScale[m]
 	}
-	kernel(unsafe.SliceData(out), cp, n, cs, ct, cc, cb, rt, rs, flags)
+	// Direct calls, not through a func variable: the kernels' noescape
+	// lets callers keep their rows on the stack.
+	if epUseAVX512 {
+		epilogueRowAVX512(unsafe.SliceData(out), cp, n, cs, ct, cc, cb, rt, rs, flags)
+	} else {
+		epilogueRowAVX2(unsafe.SliceData(out), cp, n, cs, ct, cc, cb, rt, rs, flags)
+	}
 	return true
 }
 
@@ -113,42 +111,39 @@ func quantLimits(bits int) (maxf float32, top uint32) {
 // takes and returns its length.
 func quantizeRowAsm(q []uint32, y []float32, rq bmm.Requant, bits int) int {
 	n := len(y)
-	kernel := quantizeRowAVX512
-	switch {
-	case bits < 1 || bits > 32:
-		return 0
-	case epUseAVX512:
-	case epUseAVX2 && bits <= 31:
-		kernel = quantizeRowAVX2
-	default:
-		return 0
-	}
-	if n == 0 {
+	if n == 0 || bits < 1 || bits > 32 {
 		return 0
 	}
 	maxf, top := quantLimits(bits)
-	kernel(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	switch {
+	case epUseAVX512:
+		quantizeRowAVX512(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	case epUseAVX2 && bits <= 31:
+		quantizeRowAVX2(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	default:
+		return 0
+	}
 	return n
 }
 
 // quantizeRowBytesAsm is quantizeRowAsm into bytes (bits <= 8).
 func quantizeRowBytesAsm(q []uint8, y []float32, rq bmm.Requant, bits int) int {
 	n := len(y)
-	kernel := quantizeRowBytesAVX512
-	switch {
-	case bits < 1 || bits > 8:
-		return 0
-	case epUseAVX512:
-	case epUseAVX2:
-		kernel, n = quantizeRowBytesAVX2, n&^7
-	default:
-		return 0
+	if epUseAVX2 && !epUseAVX512 {
+		n &^= 7 // no byte-masked store: the Go loop takes the last n%8
 	}
-	if n == 0 {
+	if n == 0 || bits < 1 || bits > 8 {
 		return 0
 	}
 	maxf, top := quantLimits(bits)
-	kernel(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	switch {
+	case epUseAVX512:
+		quantizeRowBytesAVX512(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	case epUseAVX2:
+		quantizeRowBytesAVX2(unsafe.SliceData(q[:n]), unsafe.SliceData(y), n, rq.Scale, rq.Offset, maxf, top)
+	default:
+		return 0
+	}
 	return n
 }
 

@@ -122,19 +122,24 @@ func applyRowsGeneric(out []float32, ldo int, c []int32, ldc int, m0, rows, n in
 // applyQuantizeRowsGeneric is applyRowGeneric then quantizeRowGeneric over
 // a block: q[r*ldq+j] = rq.Quantize(ep.Apply(c[r*ldc+j], m0+r, j), bits).
 func applyQuantizeRowsGeneric[T codes](q []T, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
-	applyQuantizeRowsVia(applyRowGeneric, q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
+	applyQuantizeRowsVia(false, q, ldq, c, ldc, m0, rows, n, ep, rq, bits)
 }
 
 // applyQuantizeRowsVia is applyQuantizeRowsGeneric with the epilogue of
-// each row run by epRow (applyRowGeneric, or applyRow for its vector
-// path), through a stack row of at most epChunk values.
-func applyQuantizeRowsVia[T codes](epRow func([]float32, []int32, int, *bmm.Epilogue), q []T, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
+// each row run by applyRow (its vector path where there is one) when vec
+// is set, through a stack row of at most epChunk values. (A function
+// argument instead of vec would move the row to the heap.)
+func applyQuantizeRowsVia[T codes](vec bool, q []T, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
 	var buf [epChunk]float32
 	for j0 := 0; j0 < n; j0 += epChunk {
 		j1 := min(n, j0+epChunk)
 		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
 		for r := 0; r < rows; r++ {
-			epRow(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
+			if vec {
+				applyRow(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
+			} else {
+				applyRowGeneric(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
+			}
 			quantizeRowGeneric(q[r*ldq+j0:r*ldq+j1], y, rq, bits)
 		}
 	}
