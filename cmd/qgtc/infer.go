@@ -145,16 +145,6 @@ func qLoadTask(j *qjob) (*qtask, error) {
 	return t, nil
 }
 
-// qPartitioner splits a graph into k parts (node → part): METIS-style
-// multilevel k-way partitioning.
-func qPartitioner(g *subgraph.Graph, k int, seed uint64) ([]int32, error) {
-	p, err := subgraph.Partition(g, k, subgraph.PartitionOptions{Seed: seed})
-	if err != nil {
-		return nil, err
-	}
-	return p.Parts, nil
-}
-
 // qCachedPartition returns the partition of ds into k parts, from the cache
 // when an earlier run computed it.
 func qCachedPartition(ds *subgraph.Dataset, k int, seed uint64) ([]int32, bool, error) {
@@ -172,10 +162,11 @@ func qCachedPartition(ds *subgraph.Dataset, k int, seed uint64) ([]int32, bool, 
 			return p, true, nil
 		}
 	}
-	p, err := qPartitioner(g, k, seed)
+	part, err := subgraph.Partition(g, k, subgraph.PartitionOptions{Seed: seed}) // METIS-style multilevel k-way
 	if err != nil {
 		return nil, false, err
 	}
+	p := part.Parts
 	b := make([]byte, 4*len(p))
 	for i, v := range p {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
@@ -399,8 +390,11 @@ func (j *qjob) check() error {
 	if j.kind != layers.QGCN && j.kind != layers.QGIN {
 		return fmt.Errorf("%w: --model %q (want gcn or gin)", errUsage, j.kind)
 	}
-	if err := qCheckNorm(j.kind, j.norm); err != nil {
-		return err
+	switch {
+	case j.norm != layers.QNormNone && j.norm != layers.QNormBatch:
+		return fmt.Errorf("%w: --norm %q (want none or batch)", errUsage, j.norm)
+	case j.norm == layers.QNormBatch && j.kind != layers.QGIN:
+		return fmt.Errorf("%w: --norm %s: only gin has a normalization", errUsage, j.norm)
 	}
 	if j.batch < 1 || j.hidden < 1 || j.layers < 1 || j.epochs < 0 || j.qatEpochs < 0 {
 		return fmt.Errorf("%w: --batch, --hidden and --layers must be positive, --epochs and --qat-epochs not negative", errUsage)

@@ -60,18 +60,6 @@ func qParseBits(s string) ([]int, error) {
 	return out, nil
 }
 
-// qCheckNorm refuses a --norm the model does not take: none or batch for
-// GIN, none for GCN.
-func qCheckNorm(kind, norm string) error {
-	switch {
-	case norm != layers.QNormNone && norm != layers.QNormBatch:
-		return fmt.Errorf("%w: --norm %q (want none or batch)", errUsage, norm)
-	case norm == layers.QNormBatch && kind != layers.QGIN:
-		return fmt.Errorf("%w: --norm %s: only gin has a normalization", errUsage, norm)
-	}
-	return nil
-}
-
 func qMeanStd(v []float64) (float64, float64) {
 	if len(v) == 0 {
 		return math.NaN(), math.NaN()
