@@ -186,7 +186,7 @@ type qSimState struct {
 	ops     []qOp
 	weights []*qWeights // per op (nil for qAgg)
 	input   *qSimInput
-	dropIn  []bool      // dropped input entries (training, fp32 only)
+	dropIn  []bool      // dropped input entries (training, fp32 only; tests: the backward reads the zeroed values)
 	acts    [][]float64 // input of each op: codes (quant) or values, dense n×width; nil for op 0
 	drops   [][]bool    // dropout masks of dense inputs
 	outs    [][]float32 // each op's epilogue output (before quantization)
@@ -194,7 +194,7 @@ type qSimState struct {
 	inP     []QParams
 	n       int
 	batch   *QBatch
-	codes   [][]int32 // output codes of each quantized op (for tests)
+	codes   [][]int32 // output codes of each quantized op (LSQ's step gradient, tests)
 	dropout float32
 	// bnXhat and bnInvStd (per op; nil unless the op normalized with its
 	// batch's statistics): the normalized values and 1/√(σ² + ε).
