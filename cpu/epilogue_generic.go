@@ -95,8 +95,9 @@ func quantizeRowGeneric[T codes](q []T, y []float32, rq bmm.Requant, bits int) {
 const epChunk = 256
 
 // epColumns is ep for columns [j0, j1): its column vectors start at j0
-// (row vectors and ReLU as they are).
-func epColumns(ep *bmm.Epilogue, j0, j1 int) *bmm.Epilogue {
+// (row vectors and ReLU as they are). It is ep itself when j0 == 0, else
+// *sub, which the caller provides so that it can stay on the stack.
+func epColumns(sub, ep *bmm.Epilogue, j0, j1 int) *bmm.Epilogue {
 	if ep == nil || j0 == 0 {
 		return ep
 	}
@@ -106,9 +107,9 @@ func epColumns(ep *bmm.Epilogue, j0, j1 int) *bmm.Epilogue {
 		}
 		return v[j0:j1]
 	}
-	e := *ep
-	e.ColScale, e.ColTerm, e.ColConst, e.ColBias = cut(ep.ColScale), cut(ep.ColTerm), cut(ep.ColConst), cut(ep.ColBias)
-	return &e
+	*sub = *ep
+	sub.ColScale, sub.ColTerm, sub.ColConst, sub.ColBias = cut(ep.ColScale), cut(ep.ColTerm), cut(ep.ColConst), cut(ep.ColBias)
+	return sub
 }
 
 // applyRowsGeneric is applyRowGeneric over a block: out[r*ldo+j] =
@@ -131,9 +132,10 @@ func applyQuantizeRowsGeneric[T codes](q []T, ldq int, c []int32, ldc int, m0, r
 // argument instead of vec would move the row to the heap.)
 func applyQuantizeRowsVia[T codes](vec bool, q []T, ldq int, c []int32, ldc int, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant, bits int) {
 	var buf [epChunk]float32
+	var sub bmm.Epilogue
 	for j0 := 0; j0 < n; j0 += epChunk {
 		j1 := min(n, j0+epChunk)
-		cep, y := epColumns(ep, j0, j1), buf[:j1-j0]
+		cep, y := epColumns(&sub, ep, j0, j1), buf[:j1-j0]
 		for r := 0; r < rows; r++ {
 			if vec {
 				applyRow(y, c[r*ldc+j0:r*ldc+j1], m0+r, cep)
