@@ -165,6 +165,25 @@ func TestApplyQuantizeRows(t *testing.T) {
 	}
 }
 
+// TestApplyQuantizeRowsChunks runs rows wider than epChunk, whose generic
+// loops cut the column vectors per chunk (epColumns), with each column
+// vector alone and all of them, on each path.
+func TestApplyQuantizeRowsChunks(t *testing.T) {
+	for _, impl := range rowsImpls() {
+		t.Run("impl="+impl, func(t *testing.T) {
+			useRowsImpl(t, impl)
+			r := rand.New(rand.NewPCG(15, 15))
+			for _, n := range []int{epChunk + 1, 2*epChunk + 45} {
+				for _, mask := range []int{1, 2, 4, 16, 31, 63} {
+					for _, bits := range []int{8, 24, 32} {
+						checkBlock(t, newBlockCase(r, 3, n, mask, bits), bits)
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestApplyQuantizeRowsMasks runs every epilogue mask at every bit width on
 // small blocks, so that each combination meets each path.
 func TestApplyQuantizeRowsMasks(t *testing.T) {
