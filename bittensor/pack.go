@@ -2,7 +2,8 @@ package bittensor
 
 import (
 	"runtime"
-	"sync"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // Packing is on the inference hot path: every quantized layer bit-decomposes
@@ -145,14 +146,5 @@ func parallel(n, cost int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		lo, hi := n*i/workers, n*(i+1)/workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	wg.Wait()
+	par.Run(workers, func(i int) { f(n*i/workers, n*(i+1)/workers) })
 }

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // Sparse aggregation of quantized codes.
@@ -291,16 +292,7 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 			finish(s, v0, rows)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), blocks)
-	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); work() }()
-	}
-	if blocks > 0 {
-		work()
-	}
-	wg.Wait()
+	par.Run(min(runtime.GOMAXPROCS(0), blocks), func(int) { work() })
 }
 
 // QuantizeRow is the kernels' re-quantizer: q[j] = rq.Quantize(y[j], bits).

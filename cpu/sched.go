@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // Schedule says how a sparse template walks its graph: FeatGraph's CPU
@@ -210,22 +212,16 @@ func runItems(s Schedule, n int, fn func(w *spanWorker, i int)) {
 		return
 	}
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(nw)
-	for range nw {
-		go func() {
-			defer wg.Done()
-			var w spanWorker
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				fn(&w, int(i))
+	par.Run(nw, func(int) {
+		var w spanWorker
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(n) {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			fn(&w, int(i))
+		}
+	})
 }
 
 // runHeavy calls fn once per split row, in parallel when there are many.

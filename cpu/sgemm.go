@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 //go:generate sh -c "cd _asm && go run ./sgemm -out ../sgemm_amd64.s -stubs ../sgemm_amd64.go -pkg cpu"
@@ -287,23 +288,7 @@ func forEachTask(n, workers int, fn func(i int)) {
 		}
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	work := func() {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= n {
-				return
-			}
-			fn(i)
-		}
-	}
-	wg.Add(workers - 1)
-	for w := 1; w < workers; w++ {
-		go func() { defer wg.Done(); work() }()
-	}
-	work()
-	wg.Wait()
+	par.For(n, workers, fn)
 }
 
 func sgRoundUp(x, m int) int { return (x + m - 1) / m * m }

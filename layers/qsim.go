@@ -5,9 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 
 	"github.com/qgtc/qgtc/bmm"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // The float simulation of a QModel. With quant set it computes every
@@ -210,15 +211,7 @@ func qParFor(n int, f func(lo, hi int)) {
 		return
 	}
 	chunk := (n + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			f(lo, hi)
-		}(lo, min(n, lo+chunk))
-	}
-	wg.Wait()
+	par.Run((n+chunk-1)/chunk, func(i int) { f(i*chunk, min(n, (i+1)*chunk)) })
 }
 
 // simForward runs the model on batch b. stopAt ≥ 0 stops after that op and

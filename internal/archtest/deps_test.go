@@ -52,19 +52,20 @@ func deps(t *testing.T, root, pkg string) []string {
 func TestDependencyDirection(t *testing.T) {
 	root := moduleRoot(t)
 	allowed := map[string][]string{
-		"bittensor":        {},
-		"quantize":         {"bittensor"},
-		"bmm":              {"bittensor", "quantize"},
-		"bmm/bmmtest":      {"bittensor", "bmm", "quantize"},
-		"cpu":              {"bittensor", "bmm", "quantize"},
-		"tcu":              {"bittensor", "bmm", "quantize"},
-		"subgraph":         {"bittensor"},
-		"internal/nn":      {"bittensor", "bmm", "cpu", "quantize"},
+		"bittensor":        {"internal/par"},
+		"quantize":         {"bittensor", "internal/par"},
+		"bmm":              {"bittensor", "internal/par", "quantize"},
+		"bmm/bmmtest":      {"bittensor", "bmm", "internal/par", "quantize"},
+		"cpu":              {"bittensor", "bmm", "internal/par", "quantize"},
+		"tcu":              {"bittensor", "bmm", "internal/par", "quantize"},
+		"subgraph":         {"bittensor", "internal/par"},
+		"internal/nn":      {"bittensor", "bmm", "cpu", "internal/par", "quantize"},
 		"internal/plot":    {},
 		"internal/cputime": {},
+		"internal/par":     {},
 		// layers computes on whatever kernel bmm.Default() or the caller
 		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
-		"layers": {"bittensor", "bmm", "cpu", "internal/nn", "quantize", "subgraph"},
+		"layers": {"bittensor", "bmm", "cpu", "internal/nn", "internal/par", "quantize", "subgraph"},
 	}
 	for pkg, ok := range allowed {
 		t.Run(pkg, func(t *testing.T) {
