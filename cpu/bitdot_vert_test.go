@@ -132,7 +132,9 @@ func TestVertAllOnes(t *testing.T) {
 }
 
 // TestConformanceVert runs the conformance suite with each assembly path
-// forced onto the vertical kernel and onto the row kernels.
+// forced onto the vertical kernel (the columns past the last whole group
+// padded into one more group, or left to the row kernels) and onto the row
+// kernels.
 func TestConformanceVert(t *testing.T) {
 	for _, im := range bitImpls {
 		if im.vert == nil {
@@ -141,8 +143,14 @@ func TestConformanceVert(t *testing.T) {
 		for _, mode := range []struct {
 			name string
 			m    vertMode
-		}{{"vert", vertAuto}, {"vert32", vert32}, {"vert64", vert64}, {"rows", vertOff}} {
+			pad  int
+		}{
+			{"vert", vertAuto, vertPadWords}, {"vert32", vert32, vertPadWords}, {"vert64", vert64, vertPadWords},
+			{"vert-nopad", vertAuto, 0}, {"vert64-padall", vert64, 1 << 30}, {"rows", vertOff, vertPadWords},
+		} {
 			t.Run(im.name+"/"+mode.name, func(t *testing.T) {
+				defer func(w int) { vertPadWords = w }(vertPadWords)
+				vertPadWords = mode.pad
 				bmmtest.Conformance(t, &Kernel{impl: im, vert: mode.m})
 			})
 		}

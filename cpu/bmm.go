@@ -63,6 +63,20 @@ const (
 // 31 µs.
 const vertMinRows = 64
 
+// vertPadWords is the longest line (in 64-bit words) for which the
+// columns past B's last whole group go to the vertical kernel as one group
+// padded with zero columns instead of to the row kernels; lines that are
+// at least half zero padding (K's own words ≤ lw/2) are padded too, since
+// the vertical kernel then also skips the padding words. At short K a row
+// kernel's per-output reduction and setup cost more than a whole group of
+// vertical lanes. Measured (BenchmarkMM2IntNarrow, 16384 rows, 4×4 bits,
+// one core, ms, padded group against row kernels): K = 64, 10 columns
+// 0.39 vs 1.40 (avx512), 0.82 vs 2.40 (avx2); K = 256, 5 columns 0.60 vs
+// 1.18 (avx512), 1.51 vs 1.28 (avx2); K = 512, 10 columns 1.94 vs 1.82
+// (avx512), 4.20 vs 3.95 (avx2). A variable so that tests can force each
+// way (0: never, 1<<30: always).
+var vertPadWords = 4
+
 // NewKernel returns the kernel with a given inner path: "" for the best one
 // this CPU has, or one of Impls(). It wraps ErrImpl for any other name.
 func NewKernel(path string) (*Kernel, error) {
@@ -102,6 +116,7 @@ const bitL1Bytes = 16 << 10
 type bitPlan struct {
 	m, n         int
 	lw           int // words per line (K padded, over 64)
+	kw           int // words the product runs over: lw, or K's own words (see newBitPlan)
 	kc           int // words per K block
 	abits, bbits int
 	aps, bps     int // words per plane of A, of B
@@ -110,12 +125,17 @@ type bitPlan struct {
 	impl         *bitImpl
 
 	// The vertical kernel, used when vbuf is not nil: B's first ng·vc
-	// columns transposed into vbuf.bt (wstride = ng·vc columns per word),
-	// the plane pairs in vbuf.pairs; the columns past ng·vc go to the row
-	// kernel.
+	// columns transposed into vbuf.bt (wstride columns per word), the
+	// plane pairs in vbuf.pairs. With tail > 0 (short K, see
+	// vertPadWords), the last tail columns follow as one more group padded
+	// with zero columns, computed into the task's scratch (vertTail) and
+	// copied out; otherwise the columns past ng·vc go to the row kernel.
 	lanes32 bool // 32-bit lanes: vbuf.bt32, groups of impl.vc32 columns
-	ng      int
-	wstride int
+	vc      int  // columns per group
+	ng      int  // whole groups, written straight into C
+	tail    int  // columns of the padded group, 0 when there is none
+	wstride int  // columns per word in bt: ng·vc, plus vc with a tail
+	vcols   int  // columns the vertical kernel covers: ng·vc + tail
 	vbuf    *vertBuf
 }
 
@@ -134,6 +154,7 @@ type bitTask struct {
 	tile  []int32  // bitRowBlock×n, the int32 products of the rows
 	mask  []uint64 // per row, bitset of 256-bit chunks non-zero in any plane of A
 	probe []uint64 // one row's mask, for probeDense
+	vtail []int32  // bitRowBlock×vc, the vertical kernel's padded group
 	dense []bool   // per row, no zero chunk in the current K block
 	q     []uint32 // MulBit: re-quantized values of the rows
 }
@@ -144,39 +165,65 @@ func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 	impl, mode := k.impl, k.vert
 	p := &bitPlan{m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
 		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl}
-	p.kc = p.lw
-	if panel := p.bbits * p.n * 8; p.lw*panel > bitPanelBytes {
-		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
-	}
 	p.colBlock = max(4, bitL1Bytes/(8*max(1, p.kc)*p.bbits)&^3)
-	// 32-bit lanes where they leave no more columns to the row kernel than
-	// 64-bit lanes would.
+	// 32-bit lanes where they leave no more columns to the row kernel
+	// (or, padding, no more zero columns) than 64-bit lanes would.
+	pad := vertPadWords > 0 && (p.lw <= vertPadWords || 2*((a.K()+63)/64) <= p.lw)
+	left := func(vc int) int { // columns to the row kernel, or zero columns padded
+		if pad {
+			return (p.n+vc-1)/vc*vc - p.n
+		}
+		return p.n % vc
+	}
 	vc := 0
 	switch {
 	case mode == vertOff || p.m == 0 || p.lw == 0:
 	case mode == vertAuto && p.m*p.abits < vertMinRows:
-	case mode != vert64 && impl.vert32 != nil && p.n >= impl.vc32 && p.n%impl.vc32 <= p.n%max(1, impl.vc):
+	case mode != vert64 && impl.vert32 != nil && (pad || p.n >= impl.vc32) && (impl.vert == nil || left(impl.vc32) <= left(impl.vc)):
 		vc, p.lanes32 = impl.vc32, true
-	case impl.vert != nil && p.n >= impl.vc:
+	case impl.vert != nil && (pad || p.n >= impl.vc):
 		vc = impl.vc
 	}
+	p.kw = p.lw
 	if vc > 0 {
-		p.ng = p.n / vc
-		p.wstride = p.ng * vc
+		p.vc, p.ng = vc, p.n/vc
+		p.wstride, p.vcols = p.ng*vc, p.ng*vc
+		if pad && p.n%vc != 0 {
+			p.tail = p.n % vc
+			p.wstride += vc
+			p.vcols = p.n
+		}
 		p.colBlock = p.n // the kernel walks the column groups itself
+		// A line's words past K are zero padding (the tensor-core tile of
+		// 256 bits): when the vertical kernel takes every column it runs
+		// over K's own words only (a 64-wide hidden layer: 1 word of 4).
+		// The row kernels step 256 bits at a time and keep the padding.
+		if p.vcols == p.n {
+			p.kw = min(p.lw, (a.K()+63)/64)
+		}
 		v, _ := vertPool.Get().(*vertBuf)
 		if v == nil {
 			v = &vertBuf{}
 		}
 		if p.lanes32 {
-			v.bt32 = growSlice(v.bt32, 2*p.bbits*p.lw*p.wstride)
-			transposeB(v.bt32, p.bw, p.bbits, p.bps, p.lw, p.lw, p.wstride, p.wstride)
+			v.bt32 = growSlice(v.bt32, 2*p.bbits*p.kw*p.wstride)
+			if p.tail > 0 {
+				clear(v.bt32) // the padded columns
+			}
+			transposeB(v.bt32, p.bw, p.bbits, p.bps, p.lw, p.kw, p.vcols, p.wstride)
 		} else {
-			v.bt = growSlice(v.bt, p.bbits*p.lw*p.wstride)
-			transposeB(v.bt, p.bw, p.bbits, p.bps, p.lw, p.lw, p.wstride, p.wstride)
+			v.bt = growSlice(v.bt, p.bbits*p.kw*p.wstride)
+			if p.tail > 0 {
+				clear(v.bt)
+			}
+			transposeB(v.bt, p.bw, p.bbits, p.bps, p.lw, p.kw, p.vcols, p.wstride)
 		}
-		v.pairs = appendVertPairs(v.pairs[:0], p.abits, p.bbits, p.aps, p.lw*p.wstride)
+		v.pairs = appendVertPairs(v.pairs[:0], p.abits, p.bbits, p.aps, p.kw*p.wstride)
 		p.vbuf = v
+	}
+	p.kc = p.kw
+	if panel := p.bbits * p.n * 8; p.kw*panel > bitPanelBytes {
+		p.kc = max(bitChunkWords, bitPanelBytes/panel/bitChunkWords*bitChunkWords)
 	}
 	return p
 }
@@ -194,14 +241,13 @@ func (p *bitPlan) release() {
 // [w0, w1): the vertical kernel (c0 = 0, ncols = n) or the row kernel.
 // With set (vertical kernel over all n columns only), the products
 // replace what out held.
-func (p *bitPlan) mul(out []int32, m, nrows, w0, w1, c0, ncols int, set bool) {
+func (p *bitPlan) mul(t *bitTask, out []int32, m, nrows, w0, w1, c0, ncols int, set bool) {
 	if p.vbuf != nil {
-		if p.lanes32 {
-			p.impl.vert32(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt32[2*w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows, set)
-		} else {
-			p.impl.vert(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.vbuf.pairs, p.vbuf.bt[w0*p.wstride:], p.wstride, w1-w0, p.ng, nrows, set)
+		p.vert(out, p.n, m, nrows, w0, w1, 0, p.ng, set)
+		if p.tail > 0 {
+			p.vertTail(t, out, m, nrows, w0, w1, set)
 		}
-		c0 = p.wstride
+		c0 = p.vcols
 		if c0 >= ncols {
 			return
 		}
@@ -209,6 +255,38 @@ func (p *bitPlan) mul(out []int32, m, nrows, w0, w1, c0, ncols int, set bool) {
 		ncols -= c0
 	}
 	p.impl.row(out, p.n, p.aw[m*p.lw+w0:], p.lw, p.aps, p.abits, p.bw[c0*p.lw+w0:], p.lw, p.bps, p.bbits, w1-w0, ncols, nrows)
+}
+
+// vert runs the vertical kernel on groups [g0, g0+ng) of the transposed B
+// for rows [m, m+nrows) of A over words [w0, w1), into out (row stride
+// ldo, column 0 = the group g0's first).
+func (p *bitPlan) vert(out []int32, ldo, m, nrows, w0, w1, g0, ng int, set bool) {
+	a := p.aw[m*p.lw+w0:]
+	if p.lanes32 {
+		p.impl.vert32(out, ldo, a, p.lw, p.vbuf.pairs, p.vbuf.bt32[2*w0*p.wstride+g0*p.vc:], p.wstride, w1-w0, ng, nrows, set)
+	} else {
+		p.impl.vert(out, ldo, a, p.lw, p.vbuf.pairs, p.vbuf.bt[w0*p.wstride+g0*p.vc:], p.wstride, w1-w0, ng, nrows, set)
+	}
+}
+
+// vertTail computes the padded last group into the task's scratch and
+// adds (with set: copies) its p.tail real columns to out's columns
+// ng·vc.. (row stride n).
+func (p *bitPlan) vertTail(t *bitTask, out []int32, m, nrows, w0, w1 int, set bool) {
+	t.vtail = growSlice(t.vtail, nrows*p.vc)
+	p.vert(t.vtail, p.vc, m, nrows, w0, w1, p.ng, 1, true)
+	c0 := p.ng * p.vc
+	for r := 0; r < nrows; r++ {
+		dst := out[r*p.n+c0 : r*p.n+p.n]
+		src := t.vtail[r*p.vc : r*p.vc+p.tail]
+		if set {
+			copy(dst, src)
+			continue
+		}
+		for i, v := range src {
+			dst[i] += v
+		}
+	}
 }
 
 // run computes the product rows block by block and calls finish on each
@@ -220,7 +298,7 @@ func (p *bitPlan) run(into []int32, finish func(t *bitTask, m0, m1 int)) {
 	}
 	blocks := (p.m + bitRowBlock - 1) / bitRowBlock
 	workers := runtime.GOMAXPROCS(0)
-	if float64(p.m)*float64(p.n)*float64(p.lw)*float64(p.abits*p.bbits) < 1<<16 {
+	if float64(p.m)*float64(p.n)*float64(p.kw)*float64(p.abits*p.bbits) < 1<<16 {
 		workers = 1
 	}
 	forEachTask(blocks, workers, func(ib int) {
@@ -262,11 +340,11 @@ func growSlice[T any](s []T, n int) []T {
 // weighted 2^(i+j), over the row's non-zero chunks only.
 func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	rows := m1 - m0
-	if p.lw == 0 { // K = 0: no K block below writes the tile
+	if p.kw == 0 { // K = 0: no K block below writes the tile
 		clear(tile)
 		return
 	}
-	nchunks := (p.lw + bitChunkWords - 1) / bitChunkWords
+	nchunks := (p.kw + bitChunkWords - 1) / bitChunkWords
 	mw := (nchunks + 63) / 64
 	dense := p.probeDense(t, m0, rows, mw, nchunks)
 	if !dense {
@@ -275,20 +353,20 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 		p.markRows(t.mask, mw, m0, rows, nchunks)
 		t.dense = growSlice(t.dense, rows)
 	}
-	for kb := 0; kb < p.lw; kb += p.kc {
-		ke := min(p.lw, kb+p.kc)
+	for kb := 0; kb < p.kw; kb += p.kc {
+		ke := min(p.kw, kb+p.kc)
 		cb, ce := kb/bitChunkWords, (ke+bitChunkWords-1)/bitChunkWords
 		allDense := dense || denseRows(t.dense, t.mask, mw, cb, ce)
 		// When every row is dense and the vertical kernel covers every
 		// column, its first write replaces the tile: no clearing pass.
-		set := kb == 0 && allDense && p.vbuf != nil && p.wstride == p.n
+		set := kb == 0 && allDense && p.vbuf != nil && p.vcols == p.n
 		if kb == 0 && !set {
 			clear(tile)
 		}
 		for c0 := 0; c0 < p.n; c0 += p.colBlock {
 			c1 := min(p.n, c0+p.colBlock)
 			if allDense {
-				p.mul(tile[c0:], m0, rows, kb, ke, c0, c1-c0, set)
+				p.mul(t, tile[c0:], m0, rows, kb, ke, c0, c1-c0, set)
 			} else {
 				p.mixed(t, tile[c0:], m0, rows, mw, kb, ke, c0, c1-c0)
 			}
@@ -308,13 +386,13 @@ func (p *bitPlan) mixed(t *bitTask, out []int32, m0, rows, mw, kb, ke, c0, ncols
 			for r1 < rows && t.dense[r1] {
 				r1++
 			}
-			p.mul(out[r*p.n:], m0+r, r1-r, kb, ke, c0, ncols, false)
+			p.mul(t, out[r*p.n:], m0+r, r1-r, kb, ke, c0, ncols, false)
 		} else {
 			mask := t.mask[r*mw : (r+1)*mw]
 			for r1 < rows && !t.dense[r1] && slices.Equal(mask, t.mask[r1*mw:(r1+1)*mw]) {
 				r1++
 			}
-			p.runs(out[r*p.n:], mask, m0+r, r1-r, kb, ke, c0, ncols)
+			p.runs(t, out[r*p.n:], mask, m0+r, r1-r, kb, ke, c0, ncols)
 		}
 		r = r1
 	}
@@ -351,14 +429,14 @@ func (p *bitPlan) probeDense(t *bitTask, m0, rows, mw, nchunks int) bool {
 // [m, m+nrows) of A: bit c of a row is set when chunk c is non-zero in
 // any plane.
 func (p *bitPlan) markRows(mask []uint64, mw, m, nrows, nchunks int) {
-	full := p.lw / bitChunkWords
+	full := p.kw / bitChunkWords
 	for i := 0; i < p.abits; i++ {
 		a := p.aw[i*p.aps+m*p.lw:]
 		p.impl.mark(mask, mw, a, p.lw, nrows, full)
-		if full < nchunks { // a K padded to a multiple of 64 bits only
+		if full < nchunks { // a last chunk under 256 bits: K padded to 64 bits only, or K's own words
 			for r := 0; r < nrows; r++ {
 				var or uint64
-				for _, x := range a[r*p.lw+full*bitChunkWords : (r+1)*p.lw] {
+				for _, x := range a[r*p.lw+full*bitChunkWords : r*p.lw+p.kw] {
 					or |= x
 				}
 				if or != 0 {
@@ -373,7 +451,7 @@ func (p *bitPlan) markRows(mask []uint64, mw, m, nrows, nchunks int) {
 // [m, m+nrows) of A, which share the zero-chunk mask, against columns
 // [c0, c0+ncols) of B, over the runs of non-zero chunks within words
 // [kb, ke).
-func (p *bitPlan) runs(out []int32, mask []uint64, m, nrows, kb, ke, c0, ncols int) {
+func (p *bitPlan) runs(t *bitTask, out []int32, mask []uint64, m, nrows, kb, ke, c0, ncols int) {
 	c := kb / bitChunkWords
 	cEnd := (ke + bitChunkWords - 1) / bitChunkWords
 	for c < cEnd {
@@ -401,7 +479,7 @@ func (p *bitPlan) runs(out []int32, mask []uint64, m, nrows, kb, ke, c0, ncols i
 		}
 		e = min(e, cEnd)
 		w0, w1 := c*bitChunkWords, min(e*bitChunkWords, ke)
-		p.mul(out, m, nrows, w0, w1, c0, ncols, false)
+		p.mul(t, out, m, nrows, w0, w1, c0, ncols, false)
 		c = e
 	}
 }

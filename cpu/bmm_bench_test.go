@@ -352,3 +352,39 @@ func BenchmarkMark(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMM2IntNarrow is a GNN's output-layer update, H (M×K, 4 bits) ×
+// W (K×n classes, 4 bits), where n is not a whole number of vertical
+// column groups: the columns past the last whole group as one zero-padded
+// vertical group (pad=group, the default up to vertPadWords words of K)
+// against the row kernels (pad=rows), side by side; ns/op per path.
+func BenchmarkMM2IntNarrow(b *testing.B) {
+	const m = 16384
+	for _, k := range []int{64, 256, 512, 1024} {
+		for _, n := range []int{5, 10, 40} {
+			o := operands("narrow", m, k, n, 4, 4, func(r *rand.Rand) []int32 { return randInts(r, m*k, 4, 1) })
+			for _, kern := range kernels(b) {
+				if kern.Path() == "generic" {
+					continue
+				}
+				for _, pad := range []string{"group", "rows"} {
+					b.Run(fmt.Sprintf("k=%d/n=%d/impl=%s/pad=%s", k, n, kern.Path(), pad), func(b *testing.B) {
+						defer func(w int) { vertPadWords = w }(vertPadWords)
+						vertPadWords = 0
+						if pad == "group" {
+							vertPadWords = 1 << 30
+						}
+						dst := make([]int32, m*n)
+						meter := startCPU()
+						for b.Loop() {
+							if err := kern.MulInt(dst, o.a, o.b); err != nil {
+								b.Fatal(err)
+							}
+						}
+						reportBit(b, m, k, n, 4, 4, meter.perOp(b))
+					})
+				}
+			}
+		}
+	}
+}

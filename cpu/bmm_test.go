@@ -77,12 +77,18 @@ func TestVsGeneric(t *testing.T) {
 	var cases []tc
 	for _, c := range []struct{ m, k, n, ab, bb int }{
 		{130, 300, 17, 1, 3}, {64, 64, 64, 2, 2}, {200, 513, 9, 3, 1}, {65, 1000, 40, 1, 8}, {3, 5000, 70, 2, 2},
+		// Short K with a partial last column group (the vertical kernel's
+		// zero-padded group): a GCN's output layer, 5 and 10 classes.
+		{1000, 64, 10, 4, 4}, {300, 200, 5, 2, 3}, {130, 512, 21, 1, 2}, {90, 256, 33, 8, 8},
 	} {
 		cases = append(cases, tc{fmt.Sprintf("dense/%dx%dx%d/a=%d/b=%d", c.m, c.k, c.n, c.ab, c.bb), c.m, c.k, c.n, c.ab, c.bb,
 			randInts(r, c.m*c.k, c.ab, 0.8)})
 	}
 	for _, bs := range []int{1, 7, 64, 100, 300} {
 		cases = append(cases, tc{fmt.Sprintf("blockdiag/bs=%d", bs), 700, 700, 24, 1, 4, blockDiag(r, 700, bs, 0.3)})
+	}
+	for _, bs := range []int{7, 100} { // K of 8 words: a padded group in the vertical kernel's mixed rows
+		cases = append(cases, tc{fmt.Sprintf("blockdiag-short/bs=%d", bs), 480, 480, 13, 1, 4, blockDiag(r, 480, bs, 0.3)})
 	}
 	// Rows alternate between dense (batched into one kernel call) and
 	// sparse (run by run), in runs of varying length.
