@@ -10,6 +10,12 @@
 // the same loop runs in 158 µs (2.0×): `go test -run '^$' -bench . -cpu 2
 // ./internal/par` shows both side by side.
 //
+// The cost: an idle member polls for up to Spin after each region, and that
+// polling is process CPU time. Where regions follow each other closely (a
+// GNN pass) the process's CPU time is about cores × wall time whatever the
+// work, so CPU-time figures (cpu-ms/pass, bitMAC/cpucyc) count the polling;
+// compare wall times there.
+//
 // Correctness never depends on the team: Run calls body once for each
 // participant index whether the team is awake, asleep, busy with another
 // caller's region (nested or concurrent use) or absent (GOMAXPROCS = 1);
