@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
 )
 
 // WGMMALimit is the measured wgmma b1 rate of the H100/H200 (shared/GPU.md),
@@ -21,6 +22,12 @@ type BenchOptions struct {
 	Inner   int  // back-to-back launches per timed batch (default 10)
 	Dense   bool // visit every k-step (no zero-tile lists)
 	Path    string
+	// OutBits > 0 times MulBit instead of MulInt: the products
+	// re-quantized with Requant to OutBits-bit codes, packed by rows (by
+	// columns with OutCols), default padding.
+	OutBits int
+	OutCols bool
+	Requant bmm.Requant
 }
 
 // BenchResult is one timed product (or batch of products in one launch).
@@ -30,13 +37,18 @@ type BenchResult struct {
 	// NonZero is the fraction of A's (row tile, k-step) tiles the kernel
 	// visited: 1 without zero-tile lists.
 	NonZero float64
-	// Out holds each product's result from the timed launches.
-	Out [][]int32
+	// Out holds each product's result from the timed launches (MulInt);
+	// Bits holds them with OutBits set (MulBit).
+	Out  [][]int32
+	Bits []*bittensor.Tensor
 }
 
-// Bench times the products as[i]·bs[i] (one launch for all, int32 output)
-// with CUDA events around the kernel launches only: operands are uploaded
-// and zero-tile lists built once, outside the timing.
+// Bench times the products as[i]·bs[i] (one launch for all, int32 output,
+// or re-quantized bit planes with o.OutBits) with CUDA events around the
+// kernel launches only: operands are uploaded and zero-tile lists built
+// once, outside the timing. MulBit launches OR their words into the
+// output, zeroed once: repeated launches of the same product leave the
+// same result.
 func (k *Kernel) Bench(as, bs []*bittensor.Tensor, o BenchOptions) (BenchResult, error) {
 	if o.Warmup <= 0 {
 		o.Warmup = 3
@@ -62,7 +74,20 @@ func (k *Kernel) Bench(as, bs []*bittensor.Tensor, o BenchOptions) (BenchResult,
 		if as[i] == nil || bs[i] == nil {
 			return BenchResult{}, fmt.Errorf("%w: nil operand %d", ErrShape, i)
 		}
-		jobs[i] = job{a: as[i], b: bs[i], mode: modeInt, noZTJ: o.Dense, ints: make([]int32, as[i].Rows()*bs[i].Cols())}
+		jobs[i] = job{a: as[i], b: bs[i], mode: modeInt, noZTJ: o.Dense}
+		if o.OutBits > 0 {
+			packing := bittensor.ByRows
+			if o.OutCols {
+				packing = bittensor.ByCols
+			}
+			t, err := bittensor.New(as[i].Rows(), bs[i].Cols(), o.OutBits, packing, bittensor.DefaultPadding)
+			if err != nil {
+				return BenchResult{}, fmt.Errorf("%w: MulBit output of product %d: %w", ErrShape, i, err)
+			}
+			jobs[i].mode, jobs[i].bits, jobs[i].rq = modeBit, t, o.Requant
+		} else {
+			jobs[i].ints = make([]int32, as[i].Rows()*bs[i].Cols())
+		}
 	}
 	if err := checkJobs(jobs); err != nil {
 		return BenchResult{}, err
@@ -134,7 +159,11 @@ func (k *Kernel) Bench(as, bs []*bittensor.Tensor, o BenchOptions) (BenchResult,
 		return BenchResult{}, err
 	}
 	for _, j := range jobs {
-		res.Out = append(res.Out, j.ints)
+		if j.mode == modeBit {
+			res.Bits = append(res.Bits, j.bits)
+		} else {
+			res.Out = append(res.Out, j.ints)
+		}
 	}
 	return res, nil
 }

@@ -2,12 +2,14 @@ package tcu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
 )
 
 // randomBits returns a rows×cols tensor whose bits are uniformly random
@@ -39,7 +41,7 @@ func randomBits(r *rand.Rand, rows, cols, bits int, packing bittensor.Packing) *
 
 // benchOne times as[i]·bs[i] and reports logical ops/s (2·M·K·N per
 // product), bit-ops/s (times a·b) and the share of the wgmma b1 limit.
-func benchOne(b *testing.B, k *Kernel, as, bs []*bittensor.Tensor, o BenchOptions) {
+func benchOne(b *testing.B, k *Kernel, as, bs []*bittensor.Tensor, o BenchOptions) BenchResult {
 	var res BenchResult
 	var err error
 	for i := 0; i < b.N; i++ {
@@ -61,7 +63,43 @@ func benchOne(b *testing.B, k *Kernel, as, bs []*bittensor.Tensor, o BenchOption
 	// executed is the one to hold against the hardware limit.
 	b.ReportMetric(100*bitops*res.NonZero/sec/WGMMALimit, "%limit-exec")
 	b.Logf("config: %s", res.Config)
+	return res
 }
+
+// benchRequant maps K-long products of random 0/1 bits (density 1/2) by
+// uniform s-bit values onto outBits-bit codes spread over ±4 standard
+// deviations around their mean, so every plane of a MulBit result has
+// both zeros and ones.
+func benchRequant(k, s, outBits int) bmm.Requant {
+	top := float64(int(1)<<s - 1)
+	ex, ex2 := top/2, top*(2*top+1)/6 // E[x], E[x²] of x uniform in 0..top
+	mean := float64(k) * ex / 2
+	sd := math.Sqrt(float64(k) * (ex2/2 - ex*ex/4))
+	scale := math.Ldexp(1, outBits) / (8 * sd)
+	return bmm.Requant{Scale: float32(scale), Offset: float32(math.Ldexp(1, outBits-1) - mean*scale)}
+}
+
+// benchBit times the MulBit twin of a product whose int32 result ints
+// (from the same kernel's MulInt bench) is known, and checks its codes
+// bit for bit against ints re-quantized on the host.
+func benchBit(b *testing.B, k *Kernel, a, x *bittensor.Tensor, ints []int32, o BenchOptions) {
+	o.Requant = benchRequant(a.Cols(), x.Bits(), o.OutBits)
+	res := benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, o)
+	got, n := res.Bits[0], x.Cols()
+	for i, c := range ints {
+		if w := o.Requant.Quantize(float32(c), o.OutBits); got.At(i/n, i%n) != w {
+			b.Fatalf("MulBit (%s) at (%d, %d): code %d, want %d (product %d)", res.Config, i/n, i%n, got.At(i/n, i%n), w, c)
+		}
+	}
+}
+
+// outs are the MulBit outputs the benchmarks time beside MulInt: name
+// (b: packed by rows, the next product's A; c: by columns, its B) and bits.
+var outs = []struct {
+	name string
+	bits int
+	cols bool
+}{{"b1", 1, false}, {"b4", 4, false}, {"b8", 8, false}, {"c4", 4, true}}
 
 // BenchmarkAggregation: A is an N×N 1-bit adjacency (random bits), X an
 // N×D s-bit feature matrix: the aggregation step of a GNN layer.
@@ -84,9 +122,19 @@ func BenchmarkAggregation(b *testing.B) {
 					if !ok {
 						continue
 					}
+					var res BenchResult
 					b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=%s", n, d, s, impl), func(b *testing.B) {
-						benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 15, Inner: 20})
+						res = benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 15, Inner: 20})
 					})
+					if impl != "auto" || res.Out == nil {
+						continue
+					}
+					// MulBit beside it: the re-quantized output a GNN layer uses.
+					for _, out := range outs[:3] {
+						b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/out=%s/impl=%s", n, d, s, out.name, impl), func(b *testing.B) {
+							benchBit(b, k, a, x, res.Out[0], BenchOptions{Repeats: 15, Inner: 20, OutBits: out.bits, OutCols: out.cols})
+						})
+					}
 				}
 			}
 		}
@@ -106,9 +154,25 @@ func BenchmarkLarge(b *testing.B) {
 			if !ok {
 				continue
 			}
+			var res BenchResult
 			b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=%s", n, d, s, impl), func(b *testing.B) {
-				benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 9, Inner: 5})
+				res = benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 9, Inner: 5})
 			})
+			if impl != "auto" || res.Out == nil {
+				continue
+			}
+			// MulBit beside it, and with the session-3 per-output packing
+			// (impl=pack0) for comparison.
+			for _, out := range outs {
+				b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/out=%s/impl=%s", n, d, s, out.name, impl), func(b *testing.B) {
+					benchBit(b, k, a, x, res.Out[0], BenchOptions{Repeats: 9, Inner: 5, OutBits: out.bits, OutCols: out.cols})
+				})
+			}
+			if ok, _ := k.WGMMA(); ok {
+				b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/out=b4/impl=pack0", n, d, s), func(b *testing.B) {
+					benchBit(b, k.withTuning(tuning{bitepi: -1}), a, x, res.Out[0], BenchOptions{Repeats: 9, Inner: 5, OutBits: 4})
+				})
+			}
 		}
 	}
 }
@@ -172,14 +236,31 @@ func BenchmarkTune(b *testing.B) {
 	run(16384, 256, []int{1, 4}, []variant{
 		{"default", tuning{}}, {"ks2", tuning{ks: 2}}, {"ks3", tuning{ks: 3}}, {"ks4s3", tuning{ks: 4, stages: 3}},
 		{"ks6s3", tuning{ks: 6, stages: 3}}, {"wg1", tuning{wgs: 1}}, {"wg1ks4s2", tuning{wgs: 1, ks: 4, stages: 2}}, {"cl2", tuning{cluster: 2}},
-		{"epi0", tuning{epi: -1}},
+		{"epi0", tuning{epi: -1}}, {"rel", tuning{rel: 1}}, {"splitn", tuning{splitn: 1}}, {"splitnlag2", tuning{splitn: 1, lag: 2}},
+		{"splitnlag6", tuning{splitn: 1, lag: 6}}, {"splitnks2lag8", tuning{splitn: 1, ks: 2, lag: 8}}, {"splitnks2lag12", tuning{splitn: 1, ks: 2, lag: 12}},
+		{"splitnepi0", tuning{splitn: 1, epi: -1}},
+		{"fs", tuning{fs: 1}}, {"fsrel", tuning{fs: 1, rel: 1}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	// Phase times (TIMING lines, summarized by tune.sh's timing step), and
 	// fewer row tiles of the same shape (a half and a quarter wave): what
 	// a block costs when fewer share the L2 and the HBM.
 	run(16384, 256, []int{1, 4}, []variant{{"timing", tuning{timing: 1}}, {"timingepi0", tuning{timing: 1, epi: -1}},
 		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}},
-		{"timingbn128", tuning{timing: 1, bn: 128}}}, BenchOptions{Repeats: 3, Inner: 5})
+		{"timingbn128", tuning{timing: 1, bn: 128}}, {"timingrel", tuning{timing: 1, rel: 1}},
+		{"timingsplitn", tuning{timing: 1, splitn: 1}}, {"timingfs", tuning{timing: 1, fs: 1}}, {"timingfsrel", tuning{timing: 1, fs: 1, rel: 1}}}, BenchOptions{Repeats: 3, Inner: 5})
+	// MulBit phase times: the same launches re-quantizing to 1 and 8 bits.
+	{
+		a := randomBits(r, 16384, 16384, 1, bittensor.ByRows)
+		x := randomBits(r, 16384, 256, 1, bittensor.ByCols)
+		for _, bits := range []int{1, 8} {
+			for _, v := range []variant{{"timing", tuning{timing: 1}}, {"timingfsrel", tuning{timing: 1, fs: 1, rel: 1}}} {
+				b.Run(fmt.Sprintf("N=16384/D=256/s=1/out=b%d/tune=%s", bits, v.name), func(b *testing.B) {
+					benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a}, []*bittensor.Tensor{x},
+						BenchOptions{Repeats: 3, Inner: 5, OutBits: bits, Requant: benchRequant(16384, 1, bits)})
+				})
+			}
+		}
+	}
 	for _, m := range []int{4096, 8192} {
 		a := randomBits(r, m, 16384, 1, bittensor.ByRows)
 		x := randomBits(r, 16384, 256, 1, bittensor.ByCols)

@@ -146,8 +146,11 @@ def merge(rows, path):
             mode = kv.get("mode", "")
             base16 = r["fp16_batched"] if mode == "batched" else r["fp16"]
             label = f"{r['key']}" + (f" {mode}" if mode else "")
+            # MulBit rows (out=b<bits> packed by rows, c<bits> by columns)
+            # beside the int32 ones.
+            impl = kv["impl"] + (f" {kv['out']}" if "out" in kv else "")
             qT = m.get("Tops/s", 0.0)
-            print(f"| {label} | {kv['s']} | {kv['impl']} | {us:.2f} | {qT:.1f} | {m.get('Pbitops/s', 0):.3f} | "
+            print(f"| {label} | {kv['s']} | {impl} | {us:.2f} | {qT:.1f} | {m.get('Pbitops/s', 0):.3f} | "
                   f"{m.get('%limit', 0):.1f} | {base16:.2f} | {T(base16) if mode != 'batched' else qT * us / base16:.1f} | "
                   f"{r['int8']:.2f} | {T(r['int8']):.1f} | {r.get('cusparse', 0):.2f} | "
                   f"{T(r['cusparse']) if r.get('cusparse') else 0:.1f} | {base16 / us:.2f} | {r['int8'] / us:.2f} |")

@@ -45,7 +45,8 @@ for step in $STEPS; do
     $T -test.v -test.run 'TestConformance/mma' -test.timeout 200s >/tmp/t-mma.log 2>&1 &
     $T -test.v -test.run 'TestConformance/split3' -test.timeout 200s >/tmp/t-split.log 2>&1 &
     $T -test.v -test.run 'TestConformance/cluster' -test.timeout 200s >/tmp/t-cluster.log 2>&1 &
-    $T -test.v -test.run '^Test([^C]|C[^o]|Co[^n]|Con[^f])' -test.timeout 200s >/tmp/t-other.log 2>&1 &
+    # From the package directory: TestSymbolsResolved reads the sources.
+    (cd tcu && ../$T -test.v -test.run '^Test([^C]|C[^o]|Co[^n]|Con[^f])' -test.timeout 200s >/tmp/t-other.log 2>&1) &
     [ -n "${WARM:-1}" ] && $T -test.run '^$' -test.bench "$BENCH" -test.benchtime 1x -test.timeout 200s >/dev/null 2>&1 &
     wait
     cat /tmp/t-auto.log /tmp/t-mma.log /tmp/t-split.log /tmp/t-cluster.log /tmp/t-other.log >"$OUT/test.log"
