@@ -236,30 +236,22 @@ func BenchmarkTune(b *testing.B) {
 	run(16384, 256, []int{1, 4}, []variant{
 		{"default", tuning{}}, {"ks2", tuning{ks: 2}}, {"ks3", tuning{ks: 3}}, {"ks4s3", tuning{ks: 4, stages: 3}},
 		{"ks6s3", tuning{ks: 6, stages: 3}}, {"wg1", tuning{wgs: 1}}, {"wg1ks4s2", tuning{wgs: 1, ks: 4, stages: 2}}, {"cl2", tuning{cluster: 2}},
-		{"epi0", tuning{epi: -1}}, {"rel", tuning{rel: 1}}, {"splitn", tuning{splitn: 1}}, {"splitnlag2", tuning{splitn: 1, lag: 2}},
-		{"splitnlag6", tuning{splitn: 1, lag: 6}}, {"splitnks2lag8", tuning{splitn: 1, ks: 2, lag: 8}}, {"splitnks2lag12", tuning{splitn: 1, ks: 2, lag: 12}},
-		{"splitnepi0", tuning{splitn: 1, epi: -1}},
-		{"fs", tuning{fs: 1}}, {"fsrel", tuning{fs: 1, rel: 1}},
+		{"epi0", tuning{epi: -1}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	// Phase times (TIMING lines, summarized by tune.sh's timing step), and
 	// fewer row tiles of the same shape (a half and a quarter wave): what
 	// a block costs when fewer share the L2 and the HBM.
 	run(16384, 256, []int{1, 4}, []variant{{"timing", tuning{timing: 1}}, {"timingepi0", tuning{timing: 1, epi: -1}},
 		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}},
-		{"timingbn128", tuning{timing: 1, bn: 128}}, {"timingrel", tuning{timing: 1, rel: 1}},
-		{"timingsplitn", tuning{timing: 1, splitn: 1}}, {"timingfs", tuning{timing: 1, fs: 1}}, {"timingfsrel", tuning{timing: 1, fs: 1, rel: 1}}}, BenchOptions{Repeats: 3, Inner: 5})
-	// MulBit phase times: the same launches re-quantizing to 1 and 8 bits.
-	{
-		a := randomBits(r, 16384, 16384, 1, bittensor.ByRows)
-		x := randomBits(r, 16384, 256, 1, bittensor.ByCols)
-		for _, bits := range []int{1, 8} {
-			for _, v := range []variant{{"timing", tuning{timing: 1}}, {"timingfsrel", tuning{timing: 1, fs: 1, rel: 1}}} {
-				b.Run(fmt.Sprintf("N=16384/D=256/s=1/out=b%d/tune=%s", bits, v.name), func(b *testing.B) {
-					benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a}, []*bittensor.Tensor{x},
-						BenchOptions{Repeats: 3, Inner: 5, OutBits: bits, Requant: benchRequant(16384, 1, bits)})
-				})
-			}
-		}
+		{"timingbn128", tuning{timing: 1, bn: 128}}}, BenchOptions{Repeats: 3, Inner: 5})
+	// MulBit phase times: the same shape re-quantized to 1 and 8 bits.
+	a1 := randomBits(r, 16384, 16384, 1, bittensor.ByRows)
+	x1 := randomBits(r, 16384, 256, 1, bittensor.ByCols)
+	for _, bits := range []int{1, 8} {
+		b.Run(fmt.Sprintf("N=16384/D=256/s=1/tune=timingb%d", bits), func(b *testing.B) {
+			benchOne(b, k.withTuning(tuning{timing: 1}), []*bittensor.Tensor{a1}, []*bittensor.Tensor{x1},
+				BenchOptions{Repeats: 3, Inner: 5, OutBits: bits, Requant: benchRequant(16384, 1, bits)})
+		})
 	}
 	for _, m := range []int{4096, 8192} {
 		a := randomBits(r, m, 16384, 1, bittensor.ByRows)

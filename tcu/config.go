@@ -23,9 +23,6 @@ type config struct {
 	cluster      int // wgmma: blocks per cluster sharing B (1 or 2)
 	epi          int // wgmma: 1 stores whole int32 tiles through shared memory and bulk copies
 	bitepi       int // wgmma: 1 re-quantizes and packs whole MulBit tiles a word at a time (packTileBits)
-	rel          int // wgmma: 1 has the last warp to release a slot refill it
-	splitn, lag  int // wgmma: 1 runs the tile's two column halves lag stages apart (a1 b1, 256 columns)
-	fs           int // wgmma: 1 lands the first stage a k-step at a time
 	timing       int // wgmma: 1 prints per-block phase times (a diagnostic)
 	lbo, sbo     int // wgmma descriptor byte offsets
 }
@@ -46,16 +43,6 @@ type tuning struct {
 	// bitepi: 1 packs whole MulBit tiles a word at a time, -1 through
 	// the per-output path (emit, packBits), 0 leaves it to the heuristic.
 	bitepi int
-	// rel: 1 has the last warp to release a slot refill it, -1 thread 0
-	// after waiting on the slot's empty barrier, 0 the heuristic.
-	rel int
-	// splitn: 1 runs a 1-bit by 1-bit 256-column tile as two 128-column
-	// pipelines, the second lag stages (default 4) behind the first, the
-	// first half's stores overlapping the second's last stages; -1 never.
-	splitn, lag int
-	// fs: 1 lands the first stage's k-steps on their own barriers, -1
-	// never, 0 the heuristic.
-	fs int
 	// timing: 1 builds the diagnostic that prints per-block phase times.
 	timing int
 }
@@ -70,10 +57,6 @@ func (c config) threads() int {
 // stageBytes is the shared memory of one pipeline stage.
 func (c config) stageBytes() int {
 	if c.path == PathWGMMA {
-		if c.splitn == 1 {
-			// A stage of each half: A and half of B.
-			return max(c.ks, 1) * (2*c.abits*c.bm + c.bbits*c.bn) * 32
-		}
 		return max(c.ks, 1) * (c.abits*c.bm + c.bbits*c.bn) * 32
 	}
 	return (c.abits*c.bm + c.bbits*c.bn) * 32
@@ -103,14 +86,14 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("REL", c.rel), d("SPLITN", c.splitn), d("LAG", c.lag), d("FS", c.fs), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d rel%d splitn%d lag%d fs%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.rel, c.splitn, c.lag, c.fs)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi)
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }
@@ -233,12 +216,6 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	if tu.ks > 0 {
 		c.ks = tu.ks
 	}
-	if tu.splitn == 1 && a == 1 && b == 1 && c.bn == 256 && tu.cluster != 2 {
-		c.splitn, c.lag = 1, 4
-		if tu.lag > 0 {
-			c.lag = tu.lag
-		}
-	}
 	for c.ks > 1 && budget/c.stageBytes() < 3 {
 		c.ks /= 2
 	}
@@ -259,16 +236,12 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	}
 	// MulBit tiles re-quantized and packed a word at a time from a
 	// shared-memory tile, instead of one call per output and an atomic OR
-	// per word (bench/gpu/RESULTS.md, session 4).
+	// per word: N=16384, D=256, 4-bit output 22.11 against 109.6 us at
+	// s=1, 63.74 against 148.4 us at s=4 (H200, BenchmarkLarge impl=auto
+	// and impl=pack0 in one run; bench/gpu/RESULTS.md, session 4).
 	c.bitepi = 1
 	if tu.bitepi != 0 {
 		c.bitepi = max(tu.bitepi, 0)
-	}
-	if tu.rel != 0 {
-		c.rel = max(tu.rel, 0)
-	}
-	if tu.fs != 0 {
-		c.fs = max(tu.fs, 0)
 	}
 	c.timing = tu.timing
 	if c.stages < 2 || (c.stages < 3 && tu.stages == 0) || c.smem(modeBit) > 220<<10 {

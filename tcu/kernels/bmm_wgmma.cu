@@ -35,27 +35,14 @@
 // turns each bit plane into one word, stored plainly (no atomics, no
 // per-output call).
 //
-// With REL=1, the last warp to release a slot refills it (a counter per
-// slot), instead of thread 0 waiting on the slot's "empty" mbarrier:
-// warpgroup 0 no longer waits for warpgroup 1 once per stage.
-//
-// With SPLITN=1 (1-bit by 1-bit, 256-column tiles; LAG stages), the tile's
-// two 128-column halves run as two pipelines over the same k-steps, the
-// second LAG stages behind the first: each stage of a half holds KS
-// k-steps of A and of that half of B (A is fetched twice, the second time
-// from the L2), and each k-step is one m64n128 wgmma per half. The first
-// half's products are final LAG stages before the end, and its int32
-// stores go out from the registers while the second half's last stages
-// run, so only half of the tile's output is left after the last wgmma.
-//
 // With CLUSTER=2 (dense A only: both blocks visit the same k-steps), pairs
 // of blocks on consecutive row tiles of one column tile form a cluster and
 // share B: each fetches half of every B plane into both blocks' shared
 // memory (multicast bulk copies), so B costs half the L2 traffic; a slot
 // is refilled only when the warps of both blocks have released it.
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, REL, SPLITN, LAG,
-// FS, TIMING, DESC_LBO, DESC_SBO.
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, TIMING, DESC_LBO,
+// DESC_SBO.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -124,20 +111,6 @@ __device__ __forceinline__ void stShared2(u32 addr, int a, int b) {
 #endif
 #ifndef BITEPI
 #define BITEPI 0
-#endif
-#ifndef REL
-#define REL 0
-#endif
-#ifndef SPLITN
-#define SPLITN 0
-#endif
-// FS=1: the first stage's k-steps land on their own mbarriers, so the
-// first wgmma waits for one k-step of data instead of KS.
-#ifndef FS
-#define FS 0
-#endif
-#if SPLITN && !(ABITS == 1 && BBITS == 1 && BN == 256 && CLUSTER == 1 && LAG >= 1)
-#error "SPLITN needs ABITS=1, BBITS=1, BN=256, CLUSTER=1, LAG>=1"
 #endif
 // TIMING=1 (a diagnostic, tuning only): thread 0 of each block prints the
 // global timer (ns) at entry, when its first stage has landed, after its
@@ -229,30 +202,6 @@ __device__ __forceinline__ void loadStage(const Prob& P, u32 sS, u32 bar, int tm
   }
 }
 
-#if SPLITN
-// H_BYTES is one stage of one half: KS k-steps of A, then KS k-steps of
-// the half's 128 columns of B.
-#define H_BYTES (KS * (A_BYTES + B_BYTES / 2))
-// loadHalf is loadStage for half h of B: A as one copy when the stage's
-// k-steps are consecutive, B's half one copy per k-step (the halves of
-// consecutive k-steps interleave in the tiled layout).
-__device__ __forceinline__ void loadHalf(const Prob& P, u32 sS, u32 bar, int tm, int tn, const int* klist, int k0, int st, int nk, int h) {
-  const u32* A = (const u32*)P.A + tm * P.aPlane;
-  const u32* B = (const u32*)P.B + tn * P.bPlane + h * (B_BYTES / 8);
-  const int zero = P.lw32 >> 3;
-  mbarExpect(bar, H_BYTES);
-  const bool whole = !klist && (st + 1) * KS <= nk;
-  if (whole) bulkCopy(sS, A + (long long)(k0 + st * KS) * (A_BYTES / 4), KS * A_BYTES, bar);
-#pragma unroll
-  for (int u = 0; u < KS; u++) {
-    const int kk = st * KS + u;
-    const int ks = kk < nk ? (klist ? klist[kk] : k0 + kk) : zero;
-    if (!whole) bulkCopy(sS + u * A_BYTES, A + (long long)ks * (A_BYTES / 4), A_BYTES, bar);
-    bulkCopy(sS + KS * A_BYTES + u * (B_BYTES / 2), B + (long long)ks * (B_BYTES / 4), B_BYTES / 2, bar);
-  }
-}
-#endif
-
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
@@ -288,84 +237,50 @@ __device__ __forceinline__ u32 quantizeFast(float y, float scale, float offset, 
   return min(__float2uint_rz(__fadd_rn(__fmul_rn(y, scale), offset)), mx);
 }
 
-// i2f is __int2float_rn(c) without the conversion unit (a quarter of the
-// float rate): the high and low 16 bits become floats exactly through the
-// 1.5·2^23 and 2^23 bit patterns, and their sum is rounded once.
-__device__ __forceinline__ float i2f(int c) {
-  const float hi = __fsub_rn(__int_as_float(0x4B400000 + (c >> 16)), 12582912.0f);
-  const float lo = __fsub_rn(__int_as_float(0x4B000000 | (c & 0xFFFF)), 8388608.0f);
-  return __fadd_rn(__fmul_rn(hi, 65536.0f), lo);
-}
-
-// quantize23 is quantize(__int2float_rn(c), ...) for bits <= 23 with
-// float operations only: v clamped to [0, mx] (fmaxf takes 0 over NaN),
-// then adding 2^23 rounding toward zero leaves floor(v) in the low bits.
-__device__ __forceinline__ u32 quantize23(int c, float scale, float offset, float mxf) {
-  const float v = fminf(fmaxf(__fadd_rn(__fmul_rn(i2f(c), scale), offset), 0.0f), mxf);
-  return (u32)(__float_as_int(__fadd_rz(v, 8388608.0f)) - 0x4B000000);
-}
-
-// packTileBits packs the block's BMv×BNv tile of raw products q (row
-// stride ldq words) into the output planes: a warp takes 32 positions of
-// one output line (a row ByRows, a column ByCols) at a time, U lines'
-// words at once (independent chains: the loop is latency-bound
-// otherwise), re-quantizes them (the epilogue only when the job has one)
-// and stores one word per plane, lane p storing plane p. Every word it
-// writes lies wholly in the tile (BMv, BNv multiples of 32, tile inside
-// the output), so no other block touches it.
-template <int BMv, int BNv>
-__device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ldq, int m0, int n0) {
-  constexpr int U = 8;
+// packTileBits packs the block's BMv×BNv tile q (row stride ldq words)
+// into the output planes, along rows or (COLS) down columns: a warp takes
+// 8 output words at a time (LPI lines of NW words), each lane one
+// position of each, and stores one word per plane, lane p storing plane p.
+// q holds the codes when coded, else the raw products, which are
+// re-quantized here through the job's epilogue. Every word it writes lies
+// wholly in the tile (BMv, BNv multiples of 32, tile inside the output),
+// so no other block touches it. Shapes are compile-time: the loop is
+// loads, ballots and stores (ncu: the runtime-shaped loop spent 32
+// instructions per word).
+template <int BMv, int BNv, bool COLS>
+__device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ldq, int m0, int n0, bool coded) {
+  constexpr int NW = (COLS ? BMv : BNv) / 32;  // words per line
+  constexpr int LPI = NW >= 8 ? 1 : 8 / NW;     // lines per iteration
+  constexpr int LINES = COLS ? BNv : BMv;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  const bool cols = P.outByCols;
-  // Words per line: a power of two.
-  const int lgw = cols ? 31 - __clz(BMv / 32) : 31 - __clz(BNv / 32), wmask = (1 << lgw) - 1;
-  const int tasks = (cols ? BNv : BMv) << lgw;
-  const int w0 = (cols ? m0 : n0) >> 5, line0 = cols ? n0 : m0;
   const int bits = P.outBits;
-  const u32 mx = bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
-  const bool plain = !P.colScale && !P.rowTerm && !P.colConst && !P.rowScale && !P.colBias && !P.relu;
-  u32* out = (u32*)P.out;
-  for (int t0 = warp * U; t0 < tasks; t0 += nw * U) {
-    u32 code[U];
+  // Lane p's words: plane p, from the tile's first line and word.
+  u32* out = (u32*)P.out + (long long)lane * P.outPlane + (long long)(COLS ? n0 : m0) * P.outLw32 + ((COLS ? m0 : n0) >> 5);
+  for (int l0 = warp * LPI; l0 < LINES; l0 += nw * LPI) {
+    u32 code[LPI][NW], mine[LPI][NW];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int task = min(t0 + u, tasks - 1);
-      const int l = task >> lgw, w = task & wmask;
-      const int r = cols ? w * 32 + lane : l, c = cols ? l : w * 32 + lane;
-      code[u] = (u32)q[r * ldq + c];
-    }
-    if (plain && bits <= 23) {
+    for (int i = 0; i < LPI; i++)
 #pragma unroll
-      for (int u = 0; u < U; u++) code[u] = quantize23((int)code[u], P.rqScale, P.rqOffset, (float)mx);
-    } else if (plain) {
-#pragma unroll
-      for (int u = 0; u < U; u++) code[u] = quantizeFast(__int2float_rn((int)code[u]), P.rqScale, P.rqOffset, mx);
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int task = min(t0 + u, tasks - 1);
-        const int l = task >> lgw, w = task & wmask;
-        const int r = cols ? w * 32 + lane : l, c = cols ? l : w * 32 + lane;
-        code[u] = quantize(applyEp(P, (int)code[u], m0 + r, n0 + c), P.rqScale, P.rqOffset, bits);
+      for (int j = 0; j < NW; j++) {
+        const int r = COLS ? j * 32 + lane : l0 + i, c = COLS ? l0 + i : j * 32 + lane;
+        code[i][j] = (u32)q[r * ldq + c];
+        if (!coded) code[i][j] = quantize(applyEp(P, (int)code[i][j], m0 + r, n0 + c), P.rqScale, P.rqOffset, bits);
+        mine[i][j] = 0;
       }
-    }
-    u32 mine[U];
-#pragma unroll
-    for (int u = 0; u < U; u++) mine[u] = 0;
     for (int p = 0; p < bits; p++) {
 #pragma unroll
-      for (int u = 0; u < U; u++) {
-        const u32 word = __ballot_sync(0xffffffffu, (code[u] >> p) & 1u);
-        if (lane == p) mine[u] = word;
-      }
+      for (int i = 0; i < LPI; i++)
+#pragma unroll
+        for (int j = 0; j < NW; j++) {
+          const u32 word = __ballot_sync(0xffffffffu, (code[i][j] >> p) & 1u);
+          if (lane == p) mine[i][j] = word;
+        }
     }
     if (lane < bits) {
 #pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int task = t0 + u;
-        if (task < tasks) out[(long long)(line0 + (task >> lgw)) * P.outLw32 + w0 + (task & wmask) + lane * P.outPlane] = mine[u];
-      }
+      for (int i = 0; i < LPI; i++)
+#pragma unroll
+        for (int j = 0; j < NW; j++) out[(long long)(l0 + i) * P.outLw32 + j] = mine[i][j];
     }
   }
 }
@@ -403,122 +318,6 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   const int nst = (nk + KS - 1) / KS;
   // This block's k-steps: its slice of the tile's zero-tile list, or all.
   const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] + wk.k0 : nullptr;
-#if SPLITN
-  // Two pipelines (half h of the tile: slots h·STAGES..h·STAGES+STAGES-1),
-  // each slot with a "full" mbarrier and a release counter: the warp whose
-  // release completes a round refills the slot (as REL). Iteration t
-  // multiplies stage t of half 0 and stage t-LAG of half 1.
-  __shared__ __align__(8) u64 bars[2 * STAGES];
-  __shared__ u32 rel[2 * STAGES];
-  const u32 full0 = smem_u32(bars);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < 2 * STAGES; s++) {
-      mbarInit(full0 + 8 * s, 1);
-      rel[s] = 0;
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x == 0)
-    for (int h = 0; h < 2; h++)
-      for (int s = 0; s < STAGES && s < nst; s++)
-        loadHalf(P, sbase + (h * STAGES + s) * H_BYTES, full0 + 8 * (h * STAGES + s), tm, wk.tn, klist, wk.k0, s, nk, h);
-  // Half 0's int32 stores leave early (from the registers) only for whole
-  // int32 tiles of an even N; anything else finishes after the loop.
-  const bool early = P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0;
-  for (int t = 0; t < nst + LAG; t++) {
-    wg_fence();
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int st = t - h * LAG;
-      if (st < 0 || st >= nst) continue;  // warp-uniform
-      const int slot = h * STAGES + st % STAGES;
-      mbarWait(full0 + 8 * slot, (st / STAGES) & 1);
-#if TIMING
-      if (t == 0) tt1 = gtime();
-#endif
-      const u32 sS = sbase + slot * H_BYTES;
-#pragma unroll
-      for (int u = 0; u < KS; u++)
-        wgmma_n128(d[0] + h * 64, desc(sS + u * A_BYTES + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * (B_BYTES / 2)));
-    }
-    wg_commit();
-    wg_wait<1>();
-    // This warp's wgmmas of iteration t-1 are done: release their slots.
-    if (t > 0 && lane == 0) {
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const int st = t - 1 - h * LAG, nt = st + STAGES;
-        if (st < 0 || st >= nst || nt >= nst) continue;
-        const int slot = h * STAGES + st % STAGES;
-        __threadfence_block();
-        const u32 old = atomicAdd(&rel[slot], 1u);
-        __threadfence_block();
-        if (old % (4 * WGS) == 4 * WGS - 1)
-          loadHalf(P, sbase + slot * H_BYTES, full0 + 8 * slot, tm, wk.tn, klist, wk.k0, nt, nk, h);
-      }
-    }
-    if (t == nst && early) {
-      // Half 0 is final (iteration nst-1's group is done): its stores go
-      // out while half 1's last stages run.
-      fenceAcc(d[0], 64);
-      int* o = (int*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
-      const long long down = 8LL * P.N;
-#pragma unroll
-      for (int c = 0; c < BN / 16; c++) {
-        *(int2*)(o + c * 8) = make_int2(d[0][4 * c], d[0][4 * c + 1]);
-        *(int2*)(o + down + c * 8) = make_int2(d[0][4 * c + 2], d[0][4 * c + 3]);
-      }
-    }
-  }
-  wg_wait<0>();
-#if TIMING
-  TSTAMP(tt2);
-#endif
-  fenceAcc(d[0], NP / 2);
-#define ACC(c, r) combine(d, c, r)
-  if (early) {
-#if EPI
-    // Half 1 of the tile through shared memory (every stage is done) and
-    // one bulk store per 512-byte row piece, as the EPI path below.
-    if ((P.N & 3) == 0) {
-      __syncthreads();
-      const int ld = (BN / 2) * 4 + 32, row = wg * 64 + warp * 16;
-      const u32 s0 = sbase + (row + (lane >> 2)) * ld + (lane & 3) * 8;
-#pragma unroll
-      for (int c = 0; c < BN / 16; c++) {
-        stShared2(s0 + c * 32, d[0][64 + 4 * c], d[0][64 + 4 * c + 1]);
-        stShared2(s0 + 8 * ld + c * 32, d[0][64 + 4 * c + 2], d[0][64 + 4 * c + 3]);
-      }
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      __syncwarp();
-      if (lane < 16) {
-        bulkStore((int*)P.out + (long long)(m0 + row + lane) * P.N + n0 + BN / 2, sbase + (row + lane) * ld, BN / 2 * 4);
-        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-      }
-#if TIMING
-      TSTAMP(tt3);
-      TREPORT(tt3);
-#endif
-      return;
-    }
-#endif
-    // Half 1 of the tile: 8-byte stores from the registers.
-    int* o = (int*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + BN / 2 + (lane & 3) * 2;
-    const long long down = 8LL * P.N;
-#pragma unroll
-    for (int c = 0; c < BN / 16; c++) {
-      *(int2*)(o + c * 8) = make_int2(d[0][64 + 4 * c], d[0][64 + 4 * c + 1]);
-      *(int2*)(o + down + c * 8) = make_int2(d[0][64 + 4 * c + 2], d[0][64 + 4 * c + 3]);
-    }
-#if TIMING
-    TSTAMP(tt3);
-    TREPORT(tt3);
-#endif
-    return;
-  }
-#else
   // Each slot has a "full" mbarrier (the copies landed) and an "empty" one
   // (every warp's wgmmas that read it have finished). Thread 0 issues
   // every copy: all STAGES slots up front, then each slot again as soon as
@@ -526,22 +325,7 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   // multiplied, and no block-wide barrier is needed inside the loop.
   __shared__ __align__(8) u64 bars[2 * STAGES];
   const u32 full0 = smem_u32(bars), empty0 = full0 + 8 * STAGES;
-#if REL && CLUSTER == 1
-  // Releases of each slot so far: the warp whose release completes a
-  // round (4·WGS warps) refills the slot.
-  __shared__ u32 rel[STAGES];
-#endif
-#if FS && CLUSTER == 1
-  __shared__ __align__(8) u64 fbars[KS];
-  const u32 fbar0 = smem_u32(fbars);
-#endif
   if (threadIdx.x == 0) {
-#if REL && CLUSTER == 1
-    for (int s = 0; s < STAGES; s++) rel[s] = 0;
-#endif
-#if FS && CLUSTER == 1
-    for (int u = 0; u < KS; u++) mbarInit(fbar0 + 8 * u, 1);
-#endif
     for (int s = 0; s < STAGES; s++) {
       mbarInit(full0 + 8 * s, 1);
       mbarInit(empty0 + 8 * s, CLUSTER > 1 ? WGS * CLUSTER : 4 * WGS);
@@ -554,31 +338,10 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   __syncthreads();
 #endif
   if (threadIdx.x == 0)
-    for (int s = 0; s < STAGES && s < nst; s++) {
-#if FS && CLUSTER == 1
-      if (s == 0) {
-        // Stage 0 a k-step at a time, each on its own barrier; slot 0's
-        // barrier completes its phase 0 with no bytes.
-        const u32* A = (const u32*)P.A + tm * P.aPlane;
-        const u32* B = (const u32*)P.B + wk.tn * P.bPlane;
-        for (int u = 0; u < KS; u++) {
-          const int ks = u < nk ? (klist ? klist[u] : wk.k0 + u) : P.lw32 >> 3;
-          mbarExpect(fbar0 + 8 * u, A_BYTES + B_BYTES);
-          bulkCopy(sbase + u * A_BYTES, A + (long long)ks * (A_BYTES / 4), A_BYTES, fbar0 + 8 * u);
-          bulkCopy(sbase + KS * A_BYTES + u * B_BYTES, B + (long long)ks * (B_BYTES / 4), B_BYTES, fbar0 + 8 * u);
-        }
-        mbarArrive(full0);
-        continue;
-      }
-#endif
-      loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
-    }
+    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
   for (int t = 0; t < nst; t++) {
     const int slot = t % STAGES;
-#if FS && CLUSTER == 1
-    if (t > 0)
-#endif
-      mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
+    mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
 #if TIMING
     if (t == 0) tt1 = gtime();
 #endif
@@ -586,9 +349,6 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
     wg_fence();
 #pragma unroll
     for (int u = 0; u < KS; u++) {
-#if FS && CLUSTER == 1
-      if (t == 0) mbarWait(fbar0 + 8 * u, 0);
-#endif
 #pragma unroll
       for (int i = 0; i < ABITS; i++) {
         WGMMA_N(NP)(d[i], desc(sS + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * B_BYTES));
@@ -607,24 +367,13 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
       if ((threadIdx.x & 127) == 0)
         for (u32 r = 0; r < CLUSTER; r++) mbarArriveAt(empty0 + 8 * ps, r);
-#elif REL
-      // This warp's reads of the slot are done (wait_group above); the
-      // fences order every warp's release before the refill's writes.
-      if (lane == 0 && nt < nst) {
-        __threadfence_block();
-        const u32 old = atomicAdd(&rel[ps], 1u);
-        __threadfence_block();
-        if (old % (4 * WGS) == 4 * WGS - 1) loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, tm, wk.tn, klist, wk.k0, nt, nk);
-      }
 #else
       if (lane == 0) mbarArrive(empty0 + 8 * ps);
 #endif
-#if CLUSTER > 1 || !REL
       if (threadIdx.x == 0 && nt < nst) {
         mbarWait(empty0 + 8 * ps, ((t - 1) / STAGES) & 1);
         loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, tm, wk.tn, klist, wk.k0, nt, nk);
       }
-#endif
     }
   }
   wg_wait<0>();
@@ -640,7 +389,6 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   // ACC(c, r) is the product held in accumulator r of column group c
   // (compile-time constants after unrolling).
 #define ACC(c, r) combine(d, c, r)
-#endif  // SPLITN
 #if BITEPI
   // MulBit of a whole tile: raw products into shared memory, then
   // re-quantized and packed a word at a time.
@@ -649,6 +397,13 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
     __syncthreads();  // every warp's wgmmas are done with the stage buffers
     int* q = (int*)smem;
     const int row = wg * 64 + warp * 16 + (lane >> 2);
+    // With no epilogue the codes are made here, from the registers (short
+    // independent chains); with one, the packing applies it (one inlined
+    // epilogue instead of one per accumulator).
+    const bool coded = !P.colScale && !P.rowTerm && !P.colConst && !P.rowScale && !P.colBias && !P.relu;
+    const float sc = P.rqScale, of = P.rqOffset;
+    const u32 mx = P.outBits >= 32 ? 0xffffffffu : (1u << P.outBits) - 1u;
+#define QV(c, r) (coded ? (int)quantizeFast(__int2float_rn(ACC(c, r)), sc, of, mx) : ACC(c, r))
     int ldq;
     if (!P.outByCols) {
       // Rows of BN+8 words: 8-byte stores, the two half-warps' in distinct
@@ -657,8 +412,8 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
       const u32 s0 = sbase + (row * ldq + (lane & 3) * 2) * 4;
 #pragma unroll
       for (int c = 0; c < BN / 8; c++) {
-        stShared2(s0 + c * 32, ACC(c, 0), ACC(c, 1));
-        stShared2(s0 + 8 * ldq * 4 + c * 32, ACC(c, 2), ACC(c, 3));
+        stShared2(s0 + c * 32, QV(c, 0), QV(c, 1));
+        stShared2(s0 + 8 * ldq * 4 + c * 32, QV(c, 2), QV(c, 3));
       }
     } else {
       // Rows of BN+1 words: the packing reads down columns.
@@ -666,14 +421,21 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
       int* qr = q + row * ldq + (lane & 3) * 2;
 #pragma unroll
       for (int c = 0; c < BN / 8; c++) {
-        qr[c * 8] = ACC(c, 0);
-        qr[c * 8 + 1] = ACC(c, 1);
-        qr[8 * ldq + c * 8] = ACC(c, 2);
-        qr[8 * ldq + c * 8 + 1] = ACC(c, 3);
+        qr[c * 8] = QV(c, 0);
+        qr[c * 8 + 1] = QV(c, 1);
+        qr[8 * ldq + c * 8] = QV(c, 2);
+        qr[8 * ldq + c * 8 + 1] = QV(c, 3);
       }
     }
+#undef QV
     __syncthreads();
-    packTileBits<BM, BN>(P, q, ldq, m0, n0);
+    // (The branch is compiled for every tile, so the template gets
+    // multiples of 32 even where it is dead.)
+    constexpr int PM = BM % 32 == 0 ? BM : 32, PN = BN % 32 == 0 ? BN : 32;
+    if (P.outByCols)
+      packTileBits<PM, PN, true>(P, q, ldq, m0, n0, coded);
+    else
+      packTileBits<PM, PN, false>(P, q, ldq, m0, n0, coded);
 #if TIMING
     TSTAMP(tt3);
     TREPORT(tt3);
