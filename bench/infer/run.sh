@@ -4,7 +4,8 @@
 # 1/2/4/8 bits (aggregations as `qgtc infer --agg auto` picks them, and at
 # 4 bits also all on the packed 1-bit adjacency), our fp32 path and PyTorch
 # fp32 (when /usr/bin/python3 has torch), on Coauthor Physics and a 1M-node
-# planted-partition graph. Writes results/qgcn_speed.txt.
+# planted-partition graph, and the 4-bit and fp32 passes taken in turn
+# (impl=paired: medians and their ratio). Writes results/qgcn_speed.txt.
 #   bench/infer/run.sh [benchtime]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
