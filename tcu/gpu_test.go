@@ -124,17 +124,23 @@ func TestLargeVsGeneric(t *testing.T) {
 			ep.ColScale[j] = 0.5 + r.Float32()
 			ep.ColBias[j] = float32(lo-hi) * r.Float32() / 4
 		}
+		// (A negative scale too: codes fall as products grow.)
 		type bitCase struct {
 			bits    int
 			packing bittensor.Packing
 			ep      *bmm.Epilogue
+			neg     bool
 		}
-		bitCases := []bitCase{{1, bittensor.ByRows, nil}, {4, bittensor.ByRows, ep}, {8, bittensor.ByCols, nil}, {3, bittensor.ByCols, ep}}
+		bitCases := []bitCase{{1, bittensor.ByRows, nil, false}, {4, bittensor.ByRows, ep, false}, {8, bittensor.ByCols, nil, false},
+			{3, bittensor.ByCols, ep, false}, {1, bittensor.ByCols, nil, true}}
 		refs := make([]*bittensor.Tensor, len(bitCases))
 		rqs := make([]bmm.Requant, len(bitCases))
 		for i, c := range bitCases {
 			scale := float32(float64(int(1)<<c.bits) / float64(hi-lo+1))
 			rqs[i] = bmm.Requant{Scale: scale, Offset: -float32(lo) * scale}
+			if c.neg {
+				rqs[i] = bmm.Requant{Scale: -scale, Offset: float32(hi) * scale}
+			}
 			var err error
 			refs[i], err = bittensor.New(s.m, s.n, c.bits, c.packing, bittensor.DefaultPadding)
 			require.NoError(t, err)
@@ -149,7 +155,7 @@ func TestLargeVsGeneric(t *testing.T) {
 				dst, err := bittensor.New(s.m, s.n, c.bits, c.packing, bittensor.DefaultPadding)
 				require.NoError(t, err)
 				require.NoError(t, k.MulBit(dst, a, b, c.ep, rqs[i]), "%s %+v", name, s)
-				assert.True(t, refs[i].Equal(dst), "%s %+v MulBit %d-bit %v ep=%v (%v)", name, s, c.bits, c.packing, c.ep != nil, cfg)
+				assert.True(t, refs[i].Equal(dst), "%s %+v MulBit %d-bit %v ep=%v rq=%+v (%v)", name, s, c.bits, c.packing, c.ep != nil, rqs[i], cfg)
 			}
 		}
 	}
