@@ -1,4 +1,4 @@
-# scaling.awk reads `go test -bench -cpu 1,2 -count N` output and prints,
+# scaling.awk reads `go test -bench -cpu 1` and `-cpu 2` output and prints,
 # per benchmark, the best (lowest) ns/op at 1 and at 2 cores and their
 # ratio: the 1 -> 2 core speed-up of wall time.
 /^Benchmark/ {

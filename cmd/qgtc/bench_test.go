@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -45,6 +46,9 @@ func TestBenchBMMJSON(t *testing.T) {
 		assert.InDelta(t, r.FP32Seconds/r.Seconds, r.Ratio, 1e-9, r.Name)
 		assert.Greater(t, r.CPUSeconds, 0.0, r.Name)
 		assert.InDelta(t, r.FP32CPU/r.CPUSeconds, r.RatioCPU, 1e-9, r.Name)
+		bitMACs := float64(r.M) * float64(r.K) * float64(r.N) * float64(r.ABits*r.BBits)
+		cores := float64(min(runtime.GOMAXPROCS(0), runtime.NumCPU()))
+		assert.InDelta(t, bitMACs/r.Seconds/(rep.ClockGHz*1e9)/cores, r.MACsPerCycWall, 1e-6*r.MACsPerCycWall, r.Name)
 	}
 	assert.Equal(t, "n=100/d=16/s=2", rep.Rows[3].Name)
 }
@@ -56,6 +60,7 @@ func TestBenchBMMTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	require.Len(t, lines, 4, stdout.String())
 	assert.Contains(t, lines[2], "bit-MACs/cyc/core")
+	assert.Contains(t, lines[2], "best/cyc/core")
 	assert.Contains(t, lines[3], "blockdiag")
 }
 

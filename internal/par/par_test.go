@@ -130,27 +130,34 @@ func goroutinesFor(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// BenchmarkRegion: back-to-back regions of 64 items of equal ALU work
-// (about 5 µs each), on the team and on per-region goroutines, side by
-// side. Run with -cpu 1,2: the ratio of ns/op between -cpu 1 and -cpu 2
-// is each scheme's scaling.
+// BenchmarkRegion: back-to-back regions of items of equal ALU work, on
+// the team and on per-region goroutines, side by side. Run once with
+// GOMAXPROCS=1 -cpu 1 and once with GOMAXPROCS=2 -cpu 2 (separate
+// processes: see bench/cpu/run.sh): the ratio of ns/op is each scheme's
+// scaling.
+//
+// Two sizes: 64 items of about 5 µs (a 4096-row bit product) and 16 of
+// about 1 µs (a 1024-row one, where per-region costs show most).
 func BenchmarkRegion(b *testing.B) {
-	work := func(i int) { sink[i] = spin(4500) }
-	workers := runtime.GOMAXPROCS(0)
-	b.Run("impl=team", func(b *testing.B) {
-		for range b.N {
-			For(64, workers, work)
-		}
-	})
-	b.Run("impl=goroutines", func(b *testing.B) {
-		for range b.N {
-			if workers == 1 {
-				for i := range 64 {
-					work(i)
-				}
-				continue
+	for _, sz := range []struct{ items, iters int }{{64, 4500}, {16, 900}} {
+		work := func(i int) { sink[i] = spin(sz.iters) }
+		workers := runtime.GOMAXPROCS(0)
+		name := fmt.Sprintf("items=%d/iters=%d", sz.items, sz.iters)
+		b.Run(name+"/impl=team", func(b *testing.B) {
+			for range b.N {
+				For(sz.items, workers, work)
 			}
-			goroutinesFor(64, workers, work)
-		}
-	})
+		})
+		b.Run(name+"/impl=goroutines", func(b *testing.B) {
+			for range b.N {
+				if workers == 1 {
+					for i := range sz.items {
+						work(i)
+					}
+					continue
+				}
+				goroutinesFor(sz.items, workers, work)
+			}
+		})
+	}
 }
