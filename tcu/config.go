@@ -45,6 +45,9 @@ type tuning struct {
 	bitepi int
 	// timing: 1 builds the diagnostic that prints per-block phase times.
 	timing int
+	// minBN: the N tile narrows no further than this (0: 16); MulBit
+	// launches use 32, whose words the packing owns whole.
+	minBN int
 }
 
 func (c config) threads() int {
@@ -191,7 +194,11 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	if minTiles == 0 {
 		minTiles = 3 * sms / 4
 	}
-	for tiles(64, bn) < minTiles && valid(bn/2) && bn/2 >= 16 {
+	floor := 16
+	if tu.minBN > 0 {
+		floor = tu.minBN
+	}
+	for tiles(64, bn) < minTiles && valid(bn/2) && bn/2 >= floor {
 		bn /= 2
 	}
 	if tu.bn > 0 {

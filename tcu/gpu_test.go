@@ -107,6 +107,9 @@ func TestLargeVsGeneric(t *testing.T) {
 	// The large shapes' 128x256 tile; MulBit through the per-output path.
 	ks["bn256"] = k.withTuning(tuning{bn: 256, wgs: 2})
 	ks["pack0"] = k.withTuning(tuning{bitepi: -1})
+	// 16-column tiles: MulBit rows shared by two blocks go the per-output
+	// way, columns (and rows of a single column tile) are packed whole.
+	ks["bn16"] = k.withTuning(tuning{bn: 16, minBN: 16})
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, s := range []struct{ m, k, n, a, b int }{
 		{1000, 1300, 256, 1, 1}, {520, 8192, 256, 1, 1}, {700, 2048, 64, 1, 4}, {515, 777, 130, 2, 2},

@@ -348,7 +348,18 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		maxM, maxN, maxK = max(maxM, j.m), max(maxN, j.n), max(maxK, layoutOf(j.a).lw/stepWords)
 	}
 	a0, b0 := jobs[0].a.Bits(), jobs[0].b.Bits()
-	cfg := k.config(a0, b0, maxM, maxN, maxK, len(jobs))
+	kc := k
+	if k.tune.minBN == 0 && slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit }) {
+		// MulBit: N tiles of at least 32 columns, so that whole packed
+		// words belong to one block (bmm_wgmma.cu packTileBits) instead of
+		// the per-output path (H200, N=4096, D=32, s=1, 4-bit: 13.71 us
+		// with 64x16 tiles, 5.16 us with 64x32; bench/gpu/RESULTS.md,
+		// session 4).
+		c := *k
+		c.tune.minBN = 32
+		kc = &c
+	}
+	cfg := kc.config(a0, b0, maxM, maxN, maxK, len(jobs))
 	splits := max(k.splits, 1)
 	// Zero-tile lists first: a list with every k-step of every tile is
 	// the dense loop (the kernel then skips two dependent loads before its

@@ -28,12 +28,14 @@
 // leave through shared memory: the warps write their rows there and bulk
 // copies (cp.async.bulk shared -> global) store them, one per row.
 //
-// With BITEPI=1, MulBit tiles that lie wholly inside the output (and whose
-// packed words belong to this block alone: BN a multiple of 32) leave
-// through a shared-memory tile of raw products: each warp re-quantizes 32
-// products of one output line at a time (packTileBits) and __ballot_sync
-// turns each bit plane into one word, stored plainly (no atomics, no
-// per-output call).
+// With BITEPI=1, MulBit tiles that lie wholly inside the output and whose
+// packed words belong to this block alone (BN a multiple of 32, the
+// output's only column tile, or packed by columns) leave through shared
+// memory: codes made from the registers (or, with an epilogue, the raw
+// products, re-quantized by the packing), then each warp packs 32
+// positions of an output line at a time (packTileBits), __ballot_sync
+// making each bit plane's word, stored plainly (no atomics, no per-output
+// call).
 //
 // With CLUSTER=2 (dense A only: both blocks visit the same k-steps), pairs
 // of blocks on consecutive row tiles of one column tile form a cluster and
@@ -242,16 +244,18 @@ __device__ __forceinline__ u32 quantizeFast(float y, float scale, float offset, 
 // 8 output words at a time (LPI lines of NW words), each lane one
 // position of each, and stores one word per plane, lane p storing plane p.
 // q holds the codes when coded, else the raw products, which are
-// re-quantized here through the job's epilogue. Every word it writes lies
-// wholly in the tile (BMv, BNv multiples of 32, tile inside the output),
-// so no other block touches it. Shapes are compile-time: the loop is
-// loads, ballots and stores (ncu: the runtime-shaped loop spent 32
-// instructions per word).
+// re-quantized here through the job's epilogue. Every word it writes
+// belongs to this block alone: BMv is a multiple of 32, and rows narrower
+// than 32 columns (ByRows) are packed only when the tile is the output's
+// only column tile, positions past BNv writing zero bits. Shapes are
+// compile-time: the loop is loads, ballots and stores (ncu: the
+// runtime-shaped loop spent 32 instructions per word).
 template <int BMv, int BNv, bool COLS>
 __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ldq, int m0, int n0, bool coded) {
-  constexpr int NW = (COLS ? BMv : BNv) / 32;  // words per line
-  constexpr int LPI = NW >= 8 ? 1 : 8 / NW;     // lines per iteration
+  constexpr int NW = ((COLS ? BMv : BNv) + 31) / 32;  // words per line
+  constexpr int LPI = NW >= 8 ? 1 : 8 / NW;           // lines per iteration
   constexpr int LINES = COLS ? BNv : BMv;
+  constexpr bool TAIL = LINES % LPI != 0;  // the last iteration is part-filled
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int bits = P.outBits;
   // Lane p's words: plane p, from the tile's first line and word.
@@ -263,8 +267,9 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
 #pragma unroll
       for (int j = 0; j < NW; j++) {
         const int r = COLS ? j * 32 + lane : l0 + i, c = COLS ? l0 + i : j * 32 + lane;
-        code[i][j] = (u32)q[r * ldq + c];
-        if (!coded) code[i][j] = quantize(applyEp(P, (int)code[i][j], m0 + r, n0 + c), P.rqScale, P.rqOffset, bits);
+        const bool in = (!TAIL || l0 + i < LINES) && (COLS || BNv % 32 == 0 || c < BNv);
+        code[i][j] = in ? (u32)q[r * ldq + c] : 0u;
+        if (!coded && in) code[i][j] = quantize(applyEp(P, (int)code[i][j], m0 + r, n0 + c), P.rqScale, P.rqOffset, bits);
         mine[i][j] = 0;
       }
     for (int p = 0; p < bits; p++) {
@@ -280,7 +285,8 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
 #pragma unroll
       for (int i = 0; i < LPI; i++)
 #pragma unroll
-        for (int j = 0; j < NW; j++) out[(long long)(l0 + i) * P.outLw32 + j] = mine[i][j];
+        for (int j = 0; j < NW; j++)
+          if (!TAIL || l0 + i < LINES) out[(long long)(l0 + i) * P.outLw32 + j] = mine[i][j];
     }
   }
 }
@@ -392,8 +398,9 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
 #if BITEPI
   // MulBit of a whole tile: raw products into shared memory, then
   // re-quantized and packed a word at a time.
-  if constexpr ((BM % 32) == 0 && (BN % 32) == 0) {
-  if (P.mode == MODE_BIT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N) {
+  // Rows narrower than a word belong to this block alone when it holds
+  // the output's only column tile.
+  if (P.mode == MODE_BIT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.outByCols || BN % 32 == 0 || P.tilesN == 1)) {
     __syncthreads();  // every warp's wgmmas are done with the stage buffers
     int* q = (int*)smem;
     const int row = wg * 64 + warp * 16 + (lane >> 2);
@@ -429,19 +436,15 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
     }
 #undef QV
     __syncthreads();
-    // (The branch is compiled for every tile, so the template gets
-    // multiples of 32 even where it is dead.)
-    constexpr int PM = BM % 32 == 0 ? BM : 32, PN = BN % 32 == 0 ? BN : 32;
     if (P.outByCols)
-      packTileBits<PM, PN, true>(P, q, ldq, m0, n0, coded);
+      packTileBits<BM, BN, true>(P, q, ldq, m0, n0, coded);
     else
-      packTileBits<PM, PN, false>(P, q, ldq, m0, n0, coded);
+      packTileBits<BM, BN, false>(P, q, ldq, m0, n0, coded);
 #if TIMING
     TSTAMP(tt3);
     TREPORT(tt3);
 #endif
     return;
-  }
   }
 #endif
 #if EPI
