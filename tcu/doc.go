@@ -45,10 +45,16 @@
 //     with the same float32 rounding (__fmul_rn, __fadd_rn, floorf, clamp,
 //     NaN to 0), and MulBit's codes bit-decomposed with warp ballots
 //     straight into the output planes: no int32 round trip through memory.
+//     On wgmma, tiles whose packed words they own whole (N tiles of 32
+//     columns or more, which MulBit launches keep, or packing by columns)
+//     stage their codes in shared memory and pack 8 words per warp at a
+//     time with plain stores; the rest take a call per output and an
+//     atomic OR per word.
 //   - batches: MulIntBatch and MulBitBatch run many independent products
 //     (the subgraphs of a layer) in one launch.
 //
-// Bench times products with CUDA events around the kernels only; the
+// Bench times products (int32, or MulBit with BenchOptions.OutBits) with
+// CUDA events around the kernels only; the
 // benchmarks in bench_test.go and bench/gpu/baselines.py give the table
 // against cuBLAS and cuSPARSE (see bench/gpu/run.sh).
 package tcu
