@@ -54,7 +54,7 @@
 //     (the subgraphs of a layer) in one launch.
 //
 // Bench times products (int32, or MulBit with BenchOptions.OutBits) with
-// CUDA events around the kernels only; the
-// benchmarks in bench_test.go and bench/gpu/baselines.py give the table
-// against cuBLAS and cuSPARSE (see bench/gpu/run.sh).
+// CUDA events around the kernels only; the benchmarks in bench_test.go and
+// bench/gpu/baselines.py give the table against cuBLAS and cuSPARSE (see
+// bench/gpu/run.sh).
 package tcu
