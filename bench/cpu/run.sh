@@ -42,8 +42,8 @@ QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntBloc
 : > "$out/cores.txt"
 for round in 1 2 3; do
   for c in 1 2; do
-    GOMAXPROCS=$c QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2Int$/n=(1024|4096)/d=(16|64)/s=(1|4)$/impl=avx' -test.cpu $c -test.benchtime 20x >> "$out/cores.txt"
-    GOMAXPROCS=$c QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntUpdate/s=(1|4)/t=(1|4)/impl=avx' -test.cpu $c -test.benchtime 50x >> "$out/cores.txt"
+    GOMAXPROCS=$c QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2Int$/n=(1024|4096)/d=(16|64)/s=(1|4)$/impl=avx' -test.cpu $c -test.benchtime 300ms >> "$out/cores.txt"
+    GOMAXPROCS=$c QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntUpdate/s=(1|4)/t=(1|4)/impl=avx' -test.cpu $c -test.benchtime 300ms >> "$out/cores.txt"
   done
 done
 awk -f bench/cpu/scaling.awk "$out/cores.txt" > "$out/scaling.txt"
