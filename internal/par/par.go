@@ -11,9 +11,14 @@ import (
 // parks. Loops that follow each other closer than this pay no wake-up.
 const Spin = 500 * time.Microsecond
 
-// For calls fn(i) for every i in [0, n), handing the indices out one at a
-// time through a shared counter to up to workers participants (the caller
-// among them). It returns when every call has returned.
+// For calls fn(i) for every i in [0, n) on up to workers participants (the
+// caller among them) and returns when every call has returned. Participant
+// w first takes the indices of its own contiguous share [w·n/W, (w+1)·n/W)
+// one at a time, then helps with the others' shares through the same
+// counters. Owning a share keeps each thread on the same part of the
+// output from one call to the next (the caller is always participant 0),
+// so repeated loops over one buffer do not move its cache lines between
+// cores; the help evens out unequal items.
 func For(n, workers int, fn func(i int)) {
 	if n <= 0 {
 		return
@@ -25,22 +30,38 @@ func For(n, workers int, fn func(i int)) {
 		}
 		return
 	}
-	var next atomic.Int64
-	Run(workers, func(int) {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= n {
-				return
+	shares := make([]share, workers)
+	for w := range shares {
+		shares[w].next.Store(int64(w * n / workers))
+		shares[w].end = int64((w + 1) * n / workers)
+	}
+	Run(workers, func(w int) {
+		for k := range workers {
+			s := &shares[(w+k)%workers]
+			for {
+				i := s.next.Add(1) - 1
+				if i >= s.end {
+					break
+				}
+				fn(int(i))
 			}
-			fn(i)
 		}
 	})
 }
 
+// share is one participant's part of a For loop, padded to its own cache
+// line.
+type share struct {
+	next atomic.Int64
+	end  int64
+	_    [48]byte
+}
+
 // Run calls body(w) exactly once for each w in [0, workers), concurrently
 // on the caller and the team, and returns when every call has returned.
-// Bodies must not wait for each other: any of them may run after another
-// has finished (all of them on the caller when no team member is free).
+// The caller runs body(0); team members claim the others in turn. Bodies
+// must not wait for each other: any of them may run after another has
+// finished (all of them on the caller when no team member is free).
 func Run(workers int, body func(w int)) {
 	switch {
 	case workers <= 0:
@@ -59,8 +80,9 @@ func Run(workers int, body func(w int)) {
 	defer t.busy.Store(false)
 	t.grow(min(workers, runtime.GOMAXPROCS(0)) - 1)
 	j := &job{body: body, n: int64(workers)}
+	j.next.Store(1) // index 0 is the caller's
 	t.publish(j)
-	j.help()
+	j.help(true)
 	// Every index is claimed; wait for the members still in a body,
 	// yielding now and then in case one of them waits for this processor.
 	for i := 1; j.active.Load() > 0; i++ {
@@ -92,10 +114,14 @@ type job struct {
 	active atomic.Int64
 }
 
-// help runs bodies for indices claimed one by one until none is left. A
-// member that arrives after the region ended claims nothing.
-func (j *job) help() {
+// help runs bodies for indices claimed one by one until none is left,
+// after body(0) for the caller (own). A member that arrives after the
+// region ended claims nothing.
+func (j *job) help(own bool) {
 	j.active.Add(1)
+	if own {
+		j.body(0)
+	}
 	for {
 		w := j.next.Add(1) - 1
 		if w >= j.n {
@@ -152,7 +178,7 @@ func (t *team) member(seen uint64) {
 	for {
 		seen = t.await(seen)
 		if j := t.cur.Load(); j != nil {
-			j.help()
+			j.help(false)
 		}
 	}
 }
