@@ -89,6 +89,25 @@ func New(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
 	return t, nil
 }
 
+// NewIn is New on reused storage: when buf can hold the tensor's words it
+// is cleared and used (the tensor then shares it: buf must not be used for
+// anything else while the tensor lives), otherwise New allocates. Loops
+// that make one tensor per batch keep its memory warm in cache this way
+// instead of allocating (and zeroing) fresh memory every time.
+func NewIn(buf []uint64, rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
+	t, err := layout(rows, cols, nbits, packing, pad)
+	if err != nil {
+		return nil, err
+	}
+	n := t.numWords()
+	if cap(buf) < n {
+		buf = make([]uint64, n)
+	}
+	t.words = buf[:n]
+	clear(t.words)
+	return t, nil
+}
+
 // layout validates a shape and returns a tensor with every field but the
 // storage set.
 func layout(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {

@@ -348,3 +348,30 @@ func BenchmarkPack(b *testing.B) {
 		}
 	}
 }
+
+// NewIn uses a buffer that can hold the tensor (cleared, shared with the
+// tensor), allocates when it cannot, and rejects what New rejects.
+func TestNewIn(t *testing.T) {
+	big, err := bittensor.New(100, 300, 3, bittensor.ByRows, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	for i := range big.Words() {
+		big.Words()[i] = ^uint64(0)
+	}
+	small, err := bittensor.NewIn(big.Words(), 20, 300, 2, bittensor.ByCols, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	assert.Equal(t, &big.Words()[0], &small.Words()[0], "reuses the buffer")
+	fresh, err := bittensor.New(20, 300, 2, bittensor.ByCols, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	assert.Equal(t, len(fresh.Words()), len(small.Words()))
+	assert.True(t, fresh.Equal(small), "cleared, same layout as New")
+	assert.Equal(t, make([]int32, 20*300), small.Ints())
+
+	grown, err := bittensor.NewIn(small.Words()[:0:1], 100, 300, 3, bittensor.ByRows, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	assert.Len(t, grown.Words(), len(big.Words()), "allocates when the buffer is short")
+
+	_, err = bittensor.NewIn(big.Words(), 4, 4, 0, bittensor.ByRows, bittensor.DefaultPadding)
+	assert.ErrorIs(t, err, bittensor.ErrBits)
+	_, err = bittensor.NewIn(nil, -1, 4, 1, bittensor.ByRows, bittensor.DefaultPadding)
+	assert.ErrorIs(t, err, bittensor.ErrShape)
+}

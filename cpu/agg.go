@@ -59,6 +59,25 @@ func NewCodes(rows, cols, bits int) (Codes, error) {
 	return Codes{Rows: rows, Cols: cols, Bits: bits, Stride: stride, data: make([]uint8, rows*stride)}, nil
 }
 
+// NewCodesIn is NewCodes on reused storage: old's bytes when they can hold
+// the new shape (cleared; old must not be used afterwards), else new ones.
+func NewCodesIn(old Codes, rows, cols, bits int) (Codes, error) {
+	if rows < 0 {
+		return Codes{}, fmt.Errorf("%w: shape %d×%d", ErrCodes, rows, cols)
+	}
+	c, err := NewCodes(0, cols, bits) // validates cols and bits, allocates nothing
+	if err != nil {
+		return Codes{}, err
+	}
+	n := rows * c.Stride
+	if cap(old.data) < n {
+		return NewCodes(rows, cols, bits)
+	}
+	c.Rows, c.data = rows, old.data[:n]
+	clear(c.data)
+	return c, nil
+}
+
 // CodesFromInts packs row-major values (each in [0, 2^bits)) as Codes; a
 // value out of range is an error that names its index.
 func CodesFromInts(vals []int32, rows, cols, bits int) (Codes, error) {

@@ -274,3 +274,26 @@ func TestMulCodes(t *testing.T) {
 		}
 	}
 }
+
+// NewCodesIn reuses storage that can hold the shape (cleared), allocates
+// otherwise, and rejects what NewCodes rejects.
+func TestNewCodesIn(t *testing.T) {
+	vals := make([]int32, 50*70)
+	for i := range vals {
+		vals[i] = int32(i % 16)
+	}
+	old, err := CodesFromInts(vals, 50, 70, 4)
+	require.NoError(t, err)
+	c, err := NewCodesIn(old, 30, 20, 2)
+	require.NoError(t, err)
+	assert.Equal(t, &old.data[0], &c.data[0], "reuses the storage")
+	assert.Equal(t, []int{30, 20, 2}, []int{c.Rows, c.Cols, c.Bits})
+	assert.Equal(t, make([]int32, 30*20), c.Ints(), "cleared")
+	grown, err := NewCodesIn(c, 100, 70, 8)
+	require.NoError(t, err)
+	assert.Equal(t, make([]int32, 100*70), grown.Ints())
+	_, err = NewCodesIn(old, 3, 3, 9)
+	assert.ErrorIs(t, err, ErrCodes)
+	_, err = NewCodesIn(old, -1, 3, 2)
+	assert.ErrorIs(t, err, ErrCodes)
+}

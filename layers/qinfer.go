@@ -158,7 +158,7 @@ type QStats struct {
 // (QInput.Pack of b.Nodes) and returns the float32 logits, b.N()×Classes.
 // Every product is a bit product; between ops only packed codes exist.
 func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32, QStats, error) {
-	return p.forward(b, x, nil, trace)
+	return p.forward(b, x, nil, trace, nil)
 }
 
 // ForwardSparse is Forward with the first product (features × weights)
@@ -171,14 +171,14 @@ func (p *QPlan) ForwardSparse(b *QBatch, in *QInput, trace QTrace) ([]float32, Q
 		return nil, QStats{}, fmt.Errorf("%w: features quantized with %+v (%d columns), the model expects %+v (%d)",
 			ErrQModel, in.Params, in.Cols, p.Model.Input, p.Model.Layers[0].Lin1.In)
 	}
-	return p.forward(b, nil, in, trace)
+	return p.forward(b, nil, in, trace, nil)
 }
 
 // qSparseFirst computes op 0 from the sparse codes of b's rows: C = X·W in
 // int64, then the epilogue and the quantizer exactly as a kernel applies
 // them, packed for the next op (or as byte codes with toCodes, or as the
-// logits when op 0 is the last).
-func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing, toCodes bool) (*bittensor.Tensor, cpu.Codes, []float32, error) {
+// logits when op 0 is the last), in ob's storage.
+func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing, toCodes bool, ob *qOpBufs) (*bittensor.Tensor, cpu.Codes, []float32, error) {
 	nOut := op.lin.Out
 	n := b.N()
 	var logits []float32
@@ -187,10 +187,10 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	var rq bmm.Requant
 	switch {
 	case op.out == nil:
-		logits = make([]float32, n*nOut)
+		logits = ob.floats(n * nOut)
 	case toCodes:
 		var err error
-		if outC, err = cpu.NewCodes(n, nOut, op.out.Bits); err != nil {
+		if outC, err = ob.newCodes(n, nOut, op.out.Bits); err != nil {
 			return nil, outC, nil, err
 		}
 		rq = qRQ(*op.out)
@@ -225,7 +225,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 			err = cpu.AggCodes(outC, g, p.wCodes, ep, rq)
 		default:
 			var t *bittensor.Tensor
-			if t, err = bittensor.New(n, nOut, op.out.Bits, packing, bittensor.DefaultPadding); err == nil {
+			if t, err = ob.newTensor(n, nOut, op.out.Bits, packing); err == nil {
 				if err = cpu.AggBit(t, g, p.wCodes, ep, rq); err == nil {
 					return t, outC, nil, nil
 				}
@@ -258,7 +258,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	if logits != nil || toCodes {
 		return nil, outC, logits, nil
 	}
-	t, err := bittensor.New(n, nOut, op.out.Bits, packing, bittensor.DefaultPadding)
+	t, err := ob.newTensor(n, nOut, op.out.Bits, packing)
 	if err != nil {
 		return nil, outC, nil, err
 	}
@@ -266,7 +266,9 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	return t, outC, nil, nil
 }
 
-func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace) ([]float32, QStats, error) {
+// With bufs (one per op, only where no trace keeps the outputs), each op's
+// output is made in its qOpBufs' storage.
+func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace, bufs []qOpBufs) ([]float32, QStats, error) {
 	var st QStats
 	m := p.Model
 	sparseAgg := p.sparseAgg(b)
@@ -295,6 +297,10 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 	for i := range p.ops {
 		op := &p.ops[i]
 		last := op.out == nil
+		var ob *qOpBufs
+		if bufs != nil {
+			ob = &bufs[i]
+		}
 		// Where the next op is an aggregation run from the edge list, this
 		// op hands it byte codes; where it is a bit product, packed planes.
 		toCodes := !last && sparseAgg && i+1 < len(p.ops) && p.ops[i+1].kind == qAgg && op.out.Bits <= 8
@@ -330,18 +336,18 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 		)
 		switch {
 		case op.kind == qLin && i == 0 && sx != nil:
-			out, outC, logits, err = p.qSparseFirst(b, sx, ep, op, packing, toCodes)
+			out, outC, logits, err = p.qSparseFirst(b, sx, ep, op, packing, toCodes, ob)
 		case op.kind == qAgg && codes:
 			switch {
 			case last:
-				logits = make([]float32, n*width)
+				logits = ob.floats(n * width)
 				err = cpu.AggFloat(logits, b.Edges, curCodes, ep)
 			case toCodes:
-				if outC, err = cpu.NewCodes(n, width, op.out.Bits); err == nil {
+				if outC, err = ob.newCodes(n, width, op.out.Bits); err == nil {
 					err = cpu.AggCodes(outC, b.Edges, curCodes, ep, qRQ(*op.out))
 				}
 			default:
-				if out, err = bittensor.New(n, width, op.out.Bits, packing, bittensor.DefaultPadding); err == nil {
+				if out, err = ob.newTensor(n, width, op.out.Bits, packing); err == nil {
 					err = cpu.AggBit(out, b.Edges, curCodes, ep, qRQ(*op.out))
 				}
 			}
@@ -352,11 +358,11 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			}
 			switch {
 			case last:
-				logits, err = qMulFloat(p.Kernel, a, bt, ep)
+				logits, err = qMulFloat(p.Kernel, a, bt, ep, ob)
 			case toCodes:
-				outC, err = qMulCodes(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits)
+				outC, err = qMulCodes(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, ob)
 			default:
-				out, err = qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing, p.Tiles)
+				out, err = qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing, p.Tiles, ob)
 			}
 		}
 		if err != nil {
@@ -423,6 +429,7 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, p.Model.Input)
 	}
 	r := &QRun{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
+	bufs := make([]qOpBufs, len(p.ops)) // each op's output storage, reused batch after batch
 	for i := range r.Pred {
 		r.Pred[i] = -1
 	}
@@ -440,7 +447,7 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 		if sparse {
 			sx = in
 		}
-		logits, st, err := p.forward(b, x, sx, nil)
+		logits, st, err := p.forward(b, x, sx, nil, bufs)
 		if err != nil {
 			return nil, err
 		}
@@ -488,4 +495,54 @@ func (p *QPlan) SparseCheaper(in *QInput) bool {
 	a, w := float64(in.Params.Bits), float64(p.Model.WBits)
 	dense := float64(in.Rows) * k * (nOut*a*w/qDenseMACsPerCycle + a/8)
 	return sparse < dense
+}
+
+// qOpBufs is the storage of one op's output kept from one batch to the
+// next by QPlan.Run: batches run one after another and an op's output is
+// dead once the next op (or the argmax) has read it, so each batch reuses
+// the last one's memory, still warm in cache, instead of allocating and
+// zeroing fresh memory (on the 1M-node graph that zeroing was about a fifth
+// of the pass). A nil *qOpBufs allocates, as a single forward call does.
+type qOpBufs struct {
+	f32   []float32
+	codes cpu.Codes
+	words []uint64
+}
+
+// floats returns n zeroed float32s.
+func (o *qOpBufs) floats(n int) []float32 {
+	if o == nil {
+		return make([]float32, n)
+	}
+	if cap(o.f32) < n {
+		o.f32 = make([]float32, n)
+	}
+	o.f32 = o.f32[:n]
+	clear(o.f32)
+	return o.f32
+}
+
+// newCodes returns zeroed rows×cols codes of the given width.
+func (o *qOpBufs) newCodes(rows, cols, bits int) (cpu.Codes, error) {
+	if o == nil {
+		return cpu.NewCodes(rows, cols, bits)
+	}
+	c, err := cpu.NewCodesIn(o.codes, rows, cols, bits)
+	if err == nil {
+		o.codes = c
+	}
+	return c, err
+}
+
+// newTensor returns a zeroed tensor (bittensor.New's arguments, default
+// padding).
+func (o *qOpBufs) newTensor(rows, cols, bits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
+	if o == nil {
+		return bittensor.New(rows, cols, bits, packing, bittensor.DefaultPadding)
+	}
+	t, err := bittensor.NewIn(o.words, rows, cols, bits, packing, bittensor.DefaultPadding)
+	if err == nil {
+		o.words = t.Words()
+	}
+	return t, err
 }

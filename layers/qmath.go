@@ -110,12 +110,26 @@ func qFits(a, b *bittensor.Tensor) bool {
 // qMulBitTiles does it a row tile at a time around MulInt (either way no
 // whole int32 or float32 matrix is materialized); otherwise the plane-split
 // product is used.
-func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, tiles bool) (*bittensor.Tensor, error) {
+func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, tiles bool, ob *qOpBufs) (*bittensor.Tensor, error) {
 	if qFits(a, b) {
 		if tiles {
-			return qMulBitTiles(k, a, b, ep, rq, outBits, packing)
+			return qMulBitTiles(k, a, b, ep, rq, outBits, packing, ob)
 		}
-		return bmm.MM2BitWith(k, a, b, outBits, rq, packing, bittensor.DefaultPadding, ep)
+		m, n, err := bmm.Check(a, b) // bmm.MM2BitWith into ob's storage
+		if err != nil {
+			return nil, err
+		}
+		if err := ep.Validate(m, n); err != nil {
+			return nil, err
+		}
+		dst, err := ob.newTensor(m, n, outBits, packing)
+		if err != nil {
+			return nil, err
+		}
+		if err := k.MulBit(dst, a, b, ep, rq); err != nil {
+			return nil, err
+		}
+		return dst, nil
 	}
 	c, err := qWideProduct(k, a, b)
 	if err != nil {
@@ -135,9 +149,20 @@ func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requ
 }
 
 // qMulFloat computes ep(A·B) as float32, row-major.
-func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue) ([]float32, error) {
+func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, ob *qOpBufs) ([]float32, error) {
 	if qFits(a, b) {
-		return bmm.MM2FloatWith(k, a, b, ep)
+		m, n, err := bmm.Check(a, b) // bmm.MM2FloatWith into ob's storage
+		if err != nil {
+			return nil, err
+		}
+		if err := ep.Validate(m, n); err != nil {
+			return nil, err
+		}
+		dst := ob.floats(m * n)
+		if err := k.MulFloat(dst, a, b, ep); err != nil {
+			return nil, err
+		}
+		return dst, nil
 	}
 	c, err := qWideProduct(k, a, b)
 	if err != nil {
@@ -147,7 +172,7 @@ func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue) ([]float3
 	if err := ep.Validate(m, n); err != nil {
 		return nil, err
 	}
-	out := make([]float32, m*n)
+	out := ob.floats(m * n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
 			out[i*n+j] = ep.ApplyFloat(float32(c[i*n+j]), i, j)
@@ -192,7 +217,7 @@ const qTileRows = 512
 // tile's int32 products exist at a time (never the whole matrix). Same
 // codes as the kernel's MulBit; it exists because a kernel's MulInt may be
 // better tuned than its MulBit.
-func qMulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
+func qMulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, ob *qOpBufs) (*bittensor.Tensor, error) {
 	m, n, err := bmm.Check(a, b)
 	if err != nil {
 		return nil, err
@@ -200,7 +225,7 @@ func qMulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm
 	if err := ep.Validate(m, n); err != nil {
 		return nil, err
 	}
-	dst, err := bittensor.New(m, n, outBits, packing, bittensor.DefaultPadding)
+	dst, err := ob.newTensor(m, n, outBits, packing)
 	if err != nil {
 		return nil, err
 	}
@@ -269,15 +294,15 @@ func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
 // qMulCodes computes ep(A·B) re-quantized with rq to outBits (<= 8) as byte
 // codes: the input of a sparse aggregation. The CPU kernel fuses it
 // (MulCodes); other kernels go through qMulBit's row-packed codes.
-func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int) (cpu.Codes, error) {
+func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, ob *qOpBufs) (cpu.Codes, error) {
 	if ck, ok := k.(*cpu.Kernel); ok && qFits(a, b) {
-		dst, err := cpu.NewCodes(a.Rows(), b.Cols(), outBits)
+		dst, err := ob.newCodes(a.Rows(), b.Cols(), outBits)
 		if err != nil {
 			return dst, err
 		}
 		return dst, ck.MulCodes(dst, a, b, ep, rq)
 	}
-	t, err := qMulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false)
+	t, err := qMulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false, nil)
 	if err != nil {
 		return cpu.Codes{}, err
 	}
