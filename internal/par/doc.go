@@ -5,10 +5,10 @@
 // two wake-ups of parked OS threads per region (the helper's at the start,
 // the caller's at the end). On the 2-core VM this project is measured on, a
 // wake-up takes about 30 µs, so a 64-block loop of 315 µs of work ran in
-// 210 µs on 2 cores (1.5×) instead of 158 µs. With a team whose members
+// 222 µs on 2 cores (1.42×) instead of 158 µs. With a team whose members
 // spin before parking (as OpenMP runtimes do, OMP_WAIT_POLICY / blocktime),
-// the same loop runs in 158 µs (2.0×): `go test -run '^$' -bench . -cpu 2
-// ./internal/par` shows both side by side.
+// the same loop runs in 159 µs (1.98×): `GOMAXPROCS=c go test -run '^$'
+// -bench . -cpu c ./internal/par`, c = 1 and 2, shows both side by side.
 //
 // The cost: an idle member polls for up to Spin after each region, and that
 // polling is process CPU time. Where regions follow each other closely (a
