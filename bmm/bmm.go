@@ -156,10 +156,28 @@ func MM2BitWith(k Kernel, a, b *bittensor.Tensor, outBits int, rq Requant, packi
 	if err != nil {
 		return nil, err
 	}
-	if err := k.MulBit(dst, a, b, ep, rq); err != nil {
+	if err := MM2BitInto(k, dst, a, b, ep, rq); err != nil {
 		return nil, err
 	}
 	return dst, nil
+}
+
+// MM2BitInto is MM2BitWith into a destination the caller made (an M×N
+// tensor of any packing, padding and width; its previous bits are
+// overwritten): for loops that keep one destination's storage from call to
+// call.
+func MM2BitInto(k Kernel, dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *Epilogue, rq Requant) error {
+	m, n, err := Check(a, b)
+	if err != nil {
+		return err
+	}
+	if err := CheckDst(dst, m, n); err != nil {
+		return err
+	}
+	if err := ep.Validate(m, n); err != nil {
+		return err
+	}
+	return k.MulBit(dst, a, b, ep, rq)
 }
 
 // MM2Float returns ep(A·B) as an M×N row-major float32 slice.
@@ -177,8 +195,23 @@ func MM2FloatWith(k Kernel, a, b *bittensor.Tensor, ep *Epilogue) ([]float32, er
 		return nil, err
 	}
 	dst := make([]float32, m*n)
-	if err := k.MulFloat(dst, a, b, ep); err != nil {
+	if err := MM2FloatInto(k, dst, a, b, ep); err != nil {
 		return nil, err
 	}
 	return dst, nil
+}
+
+// MM2FloatInto is MM2FloatWith into dst (len M·N, row-major, overwritten).
+func MM2FloatInto(k Kernel, dst []float32, a, b *bittensor.Tensor, ep *Epilogue) error {
+	m, n, err := Check(a, b)
+	if err != nil {
+		return err
+	}
+	if len(dst) != m*n {
+		return fmt.Errorf("%w: destination has %d values, product is %d×%d", ErrShape, len(dst), m, n)
+	}
+	if err := ep.Validate(m, n); err != nil {
+		return err
+	}
+	return k.MulFloat(dst, a, b, ep)
 }

@@ -258,3 +258,28 @@ func TestRegistry(t *testing.T) {
 func BenchmarkGeneric(b *testing.B) {
 	bmmtest.Benchmark(b, bmm.Generic{})
 }
+
+// MM2BitInto and MM2FloatInto write into the caller's destination, over
+// whatever it held, and reject a destination of the wrong shape or an
+// epilogue of the wrong length before the kernel runs.
+func TestMM2Into(t *testing.T) {
+	av := []int32{1, 2, 3, 0, 3, 1}
+	bv := []int32{7, 0, 1, 5, 2, 6}
+	a := mustPack(t, av, 2, 3, 2, bittensor.ByRows, bittensor.DefaultPadding)
+	b := mustPack(t, bv, 3, 2, 3, bittensor.ByCols, bittensor.DefaultPadding)
+	rq := bmm.Requant{Scale: 0.25, Offset: 0.5}
+	want, err := bmm.MM2BitWith(bmm.Generic{}, a, b, 3, rq, bittensor.ByCols, bittensor.DefaultPadding, nil)
+	require.NoError(t, err)
+	dst := mustPack(t, []int32{7, 7, 7, 7}, 2, 2, 3, bittensor.ByCols, bittensor.DefaultPadding)
+	require.NoError(t, bmm.MM2BitInto(bmm.Generic{}, dst, a, b, nil, rq))
+	assert.True(t, want.Equal(dst), "stale bits overwritten")
+	wrong := mustPack(t, make([]int32, 6), 2, 3, 3, bittensor.ByRows, bittensor.DefaultPadding)
+	assert.ErrorIs(t, bmm.MM2BitInto(bmm.Generic{}, wrong, a, b, nil, rq), bmm.ErrShape)
+	assert.Error(t, bmm.MM2BitInto(bmm.Generic{}, dst, a, b, &bmm.Epilogue{ColScale: []float32{1}}, rq))
+
+	f := []float32{9, 9, 9, 9}
+	require.NoError(t, bmm.MM2FloatInto(bmm.Generic{}, f, a, b, nil))
+	assert.Equal(t, []float32{15, 28, 5, 21}, f)
+	assert.ErrorIs(t, bmm.MM2FloatInto(bmm.Generic{}, make([]float32, 3), a, b, nil), bmm.ErrShape)
+	assert.ErrorIs(t, bmm.MM2FloatInto(bmm.Generic{}, f, b, a, nil), bmm.ErrPacking)
+}

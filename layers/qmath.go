@@ -115,18 +115,11 @@ func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requ
 		if tiles {
 			return qMulBitTiles(k, a, b, ep, rq, outBits, packing, ob)
 		}
-		m, n, err := bmm.Check(a, b) // bmm.MM2BitWith into ob's storage
+		dst, err := ob.newTensor(a.Rows(), b.Cols(), outBits, packing)
 		if err != nil {
 			return nil, err
 		}
-		if err := ep.Validate(m, n); err != nil {
-			return nil, err
-		}
-		dst, err := ob.newTensor(m, n, outBits, packing)
-		if err != nil {
-			return nil, err
-		}
-		if err := k.MulBit(dst, a, b, ep, rq); err != nil {
+		if err := bmm.MM2BitInto(k, dst, a, b, ep, rq); err != nil {
 			return nil, err
 		}
 		return dst, nil
@@ -151,15 +144,8 @@ func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requ
 // qMulFloat computes ep(A·B) as float32, row-major.
 func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, ob *qOpBufs) ([]float32, error) {
 	if qFits(a, b) {
-		m, n, err := bmm.Check(a, b) // bmm.MM2FloatWith into ob's storage
-		if err != nil {
-			return nil, err
-		}
-		if err := ep.Validate(m, n); err != nil {
-			return nil, err
-		}
-		dst := ob.floats(m * n)
-		if err := k.MulFloat(dst, a, b, ep); err != nil {
+		dst := ob.floats(a.Rows() * b.Cols())
+		if err := bmm.MM2FloatInto(k, dst, a, b, ep); err != nil {
 			return nil, err
 		}
 		return dst, nil
