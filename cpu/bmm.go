@@ -168,7 +168,8 @@ func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 	p.colBlock = max(4, bitL1Bytes/(8*max(1, p.kc)*p.bbits)&^3)
 	// 32-bit lanes where they leave no more columns to the row kernel
 	// (or, padding, no more zero columns) than 64-bit lanes would.
-	pad := vertPadWords > 0 && (p.lw <= vertPadWords || 2*((a.K()+63)/64) <= p.lw)
+	ownWords := min(p.lw, (a.K()+63)/64) // the words K covers; the rest of a line is padding
+	pad := vertPadWords > 0 && (p.lw <= vertPadWords || 2*ownWords <= p.lw)
 	left := func(vc int) int { // columns to the row kernel, or zero columns padded
 		if pad {
 			return (p.n+vc-1)/vc*vc - p.n
@@ -199,7 +200,7 @@ func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 		// over K's own words only (a 64-wide hidden layer: 1 word of 4).
 		// The row kernels step 256 bits at a time and keep the padding.
 		if p.vcols == p.n {
-			p.kw = min(p.lw, (a.K()+63)/64)
+			p.kw = ownWords
 		}
 		v, _ := vertPool.Get().(*vertBuf)
 		if v == nil {

@@ -122,21 +122,12 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, QAggDense})
 			for _, v := range variants {
 				b.Run(v.name, func(b *testing.B) {
-					in, err := QuantizeInput(t.ds.Features, v.bits)
-					require.NoError(b, err)
-					m := t.fp.Clone()
-					m.ABits, m.WBits = v.bits, v.bits
-					require.NoError(b, m.Calibrate(t.d, in, 2))
-					plan, err := m.Compile(nil)
-					require.NoError(b, err)
-					plan.Agg = v.agg
-					sparse := plan.SparseCheaper(in)
-					_, err = plan.Run(t.d, in, sparse, nil) // warm: per-batch caches
-					require.NoError(b, err)
+					plan, in, sparse := qSpeedPlan(b, t, v.bits, v.agg)
 					b.ResetTimer()
 					cpu0, ok0 := cputime.Process()
 					var run *QRun
 					for i := 0; i < b.N; i++ {
+						var err error
 						run, err = plan.Run(t.d, in, sparse, nil)
 						require.NoError(b, err)
 					}
@@ -180,16 +171,7 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 // speed for seconds at a time; passes taken in turn see the same machine,
 // so the ratio holds where sequential sub-benchmarks drift.
 func qPairedPasses(b *testing.B, t *qSpeedTask, bits int) {
-	in, err := QuantizeInput(t.ds.Features, bits)
-	require.NoError(b, err)
-	m := t.fp.Clone()
-	m.ABits, m.WBits = bits, bits
-	require.NoError(b, m.Calibrate(t.d, in, 2))
-	plan, err := m.Compile(nil)
-	require.NoError(b, err)
-	sparse := plan.SparseCheaper(in)
-	_, err = plan.Run(t.d, in, sparse, nil) // warm: per-batch caches
-	require.NoError(b, err)
+	plan, in, sparse := qSpeedPlan(b, t, bits, QAggAuto)
 	model, inputs := qFP32Path(b, t)
 	tp := nn.NewTape(false, nil)
 	var q, f []float64
@@ -211,6 +193,25 @@ func qPairedPasses(b *testing.B, t *qSpeedTask, bits int) {
 	b.ReportMetric(mq, "qgtc-ms/pass")
 	b.ReportMetric(mf, "fp32-ms/pass")
 	b.ReportMetric(mf/mq, "x_fp32")
+}
+
+// qSpeedPlan quantizes t's features and weights to bits (post-training
+// calibration), compiles the plan with aggregation mode agg on the default
+// kernel, and runs it once to fill the per-batch caches. It returns the
+// plan, the features and whether the first product reads sparse codes.
+func qSpeedPlan(b *testing.B, t *qSpeedTask, bits int, agg QAggMode) (*QPlan, *QInput, bool) {
+	in, err := QuantizeInput(t.ds.Features, bits)
+	require.NoError(b, err)
+	m := t.fp.Clone()
+	m.ABits, m.WBits = bits, bits
+	require.NoError(b, m.Calibrate(t.d, in, 2))
+	plan, err := m.Compile(nil)
+	require.NoError(b, err)
+	plan.Agg = agg
+	sparse := plan.SparseCheaper(in)
+	_, err = plan.Run(t.d, in, sparse, nil) // warm: per-batch caches
+	require.NoError(b, err)
+	return plan, in, sparse
 }
 
 // qMedian is the median of x (x is reordered).

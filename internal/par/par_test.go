@@ -161,3 +161,23 @@ func BenchmarkRegion(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWakeLag measures what the team avoids: the time from a go
+// statement to the new goroutine running, while the caller keeps its own
+// processor busy (lag_us; run with -cpu 2). The other processor's thread is
+// parked between iterations, as it is between a program's parallel loops.
+func BenchmarkWakeLag(b *testing.B) {
+	var total time.Duration
+	for range b.N {
+		time.Sleep(2 * Spin) // let the runtime park the idle thread
+		var wg sync.WaitGroup
+		wg.Add(1)
+		var started time.Time
+		t0 := time.Now()
+		go func() { started = time.Now(); wg.Done() }()
+		sink[0] = spin(30000) // ~30 µs on this processor
+		wg.Wait()
+		total += started.Sub(t0)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "lag_us")
+}
