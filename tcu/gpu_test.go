@@ -59,11 +59,11 @@ func gpuKernel(tb testing.TB) *Kernel {
 
 // testPaths are the kernels the correctness tests run: the automatic
 // choice (wgmma where a variant fits, on Hopper), mma.sync everywhere,
-// split-K forced on every launch, and wgmma clusters sharing B wherever
-// the launch allows them (dense A).
+// split-K forced on every launch, wgmma clusters sharing B wherever
+// the launch allows them (dense A), and the wgmma producer warp (WS=1).
 func testPaths(tb testing.TB) map[string]*Kernel {
 	k := gpuKernel(tb)
-	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2})}
+	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2}), "ws1": k.withTuning(tuning{ws: 1})}
 	if kp, err := k.WithPath(PathMMA); err == nil {
 		out[PathMMA] = kp
 	}
@@ -110,57 +110,83 @@ func TestLargeVsGeneric(t *testing.T) {
 	// 16-column tiles: MulBit rows shared by two blocks go the per-output
 	// way, columns (and rows of a single column tile) are packed whole.
 	ks["bn16"] = k.withTuning(tuning{bn: 16, minBN: 16})
+	// The producer warp (WS): release lags 1 and 2, the large shapes'
+	// tile, one-warpgroup blocks, a shallow pipeline, 16-column tiles.
+	ks["ws1"] = k.withTuning(tuning{ws: 1})
+	ks["ws2"] = k.withTuning(tuning{ws: 2})
+	ks["ws1bn256"] = k.withTuning(tuning{ws: 1, bn: 256, wgs: 2})
+	ks["ws2wg1ks3"] = k.withTuning(tuning{ws: 2, wgs: 1, ks: 3})
+	ks["ws1ks2s3epi"] = k.withTuning(tuning{ws: 1, ks: 2, stages: 3, epi: 1})
+	ks["ws1bn16"] = k.withTuning(tuning{ws: 1, bn: 16, minBN: 16})
+	ks["nows"] = k.withTuning(tuning{ws: -1})
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, s := range []struct{ m, k, n, a, b int }{
-		{1000, 1300, 256, 1, 1}, {520, 8192, 256, 1, 1}, {700, 2048, 64, 1, 4}, {515, 777, 130, 2, 2},
-		{600, 1024, 32, 1, 8}, {300, 512, 100, 3, 5}, {257, 300, 512, 1, 2}, {2048, 512, 16, 1, 3},
+	// Each shape's operands and references once; each kernel a subtest
+	// (-run 'TestLargeVsGeneric/ws' picks the producer-warp ones).
+	type bitCase struct {
+		bits    int
+		packing bittensor.Packing
+		ep      *bmm.Epilogue
+		neg     bool
+		rq      bmm.Requant
+		ref     *bittensor.Tensor
+	}
+	type shape struct {
+		m, k, n, a, b int
+		at, bt        *bittensor.Tensor
+		want          []int32
+		bits          []bitCase
+	}
+	var shapes []shape
+	for _, s := range []shape{
+		{m: 1000, k: 1300, n: 256, a: 1, b: 1}, {m: 520, k: 8192, n: 256, a: 1, b: 1}, {m: 700, k: 2048, n: 64, a: 1, b: 4},
+		{m: 515, k: 777, n: 130, a: 2, b: 2}, {m: 600, k: 1024, n: 32, a: 1, b: 8}, {m: 300, k: 512, n: 100, a: 3, b: 5},
+		{m: 257, k: 300, n: 512, a: 1, b: 2}, {m: 2048, k: 512, n: 16, a: 1, b: 3},
 	} {
-		a, b, err := randomPair(r, s.m, s.k, s.n, s.a, s.b)
+		var err error
+		s.at, s.bt, err = randomPair(r, s.m, s.k, s.n, s.a, s.b)
 		require.NoError(t, err)
-		want := make([]int32, s.m*s.n)
-		require.NoError(t, bmm.Generic{}.MulInt(want, a, b))
+		s.want = make([]int32, s.m*s.n)
+		require.NoError(t, bmm.Generic{}.MulInt(s.want, s.at, s.bt))
 		// MulBit: plain re-quantization and one with an epilogue, into
 		// both packings, against Generic.
-		lo, hi := slices.Min(want), slices.Max(want)
+		lo, hi := slices.Min(s.want), slices.Max(s.want)
 		ep := &bmm.Epilogue{ColScale: make([]float32, s.n), ColBias: make([]float32, s.n), ReLU: true}
 		for j := range ep.ColScale {
 			ep.ColScale[j] = 0.5 + r.Float32()
 			ep.ColBias[j] = float32(lo-hi) * r.Float32() / 4
 		}
 		// (A negative scale too: codes fall as products grow.)
-		type bitCase struct {
-			bits    int
-			packing bittensor.Packing
-			ep      *bmm.Epilogue
-			neg     bool
-		}
-		bitCases := []bitCase{{1, bittensor.ByRows, nil, false}, {4, bittensor.ByRows, ep, false}, {8, bittensor.ByCols, nil, false},
-			{3, bittensor.ByCols, ep, false}, {1, bittensor.ByCols, nil, true}}
-		refs := make([]*bittensor.Tensor, len(bitCases))
-		rqs := make([]bmm.Requant, len(bitCases))
-		for i, c := range bitCases {
+		s.bits = []bitCase{{bits: 1, packing: bittensor.ByRows}, {bits: 4, packing: bittensor.ByRows, ep: ep}, {bits: 8, packing: bittensor.ByCols},
+			{bits: 3, packing: bittensor.ByCols, ep: ep}, {bits: 1, packing: bittensor.ByCols, neg: true}}
+		for i := range s.bits {
+			c := &s.bits[i]
 			scale := float32(float64(int(1)<<c.bits) / float64(hi-lo+1))
-			rqs[i] = bmm.Requant{Scale: scale, Offset: -float32(lo) * scale}
+			c.rq = bmm.Requant{Scale: scale, Offset: -float32(lo) * scale}
 			if c.neg {
-				rqs[i] = bmm.Requant{Scale: -scale, Offset: float32(hi) * scale}
+				c.rq = bmm.Requant{Scale: -scale, Offset: float32(hi) * scale}
 			}
-			var err error
-			refs[i], err = bittensor.New(s.m, s.n, c.bits, c.packing, bittensor.DefaultPadding)
+			c.ref, err = bittensor.New(s.m, s.n, c.bits, c.packing, bittensor.DefaultPadding)
 			require.NoError(t, err)
-			require.NoError(t, bmm.Generic{}.MulBit(refs[i], a, b, c.ep, rqs[i]))
+			require.NoError(t, bmm.Generic{}.MulBit(c.ref, s.at, s.bt, c.ep, c.rq))
 		}
-		for name, k := range ks {
-			got := make([]int32, s.m*s.n)
-			require.NoError(t, k.MulInt(got, a, b), "%s %+v", name, s)
-			cfg := k.config(s.a, s.b, s.m, s.n, (s.k+255)/256, 1)
-			assert.True(t, equalInts(t, got, want, s.n), "%s %+v (%v)", name, s, cfg)
-			for i, c := range bitCases {
-				dst, err := bittensor.New(s.m, s.n, c.bits, c.packing, bittensor.DefaultPadding)
-				require.NoError(t, err)
-				require.NoError(t, k.MulBit(dst, a, b, c.ep, rqs[i]), "%s %+v", name, s)
-				assert.True(t, refs[i].Equal(dst), "%s %+v MulBit %d-bit %v ep=%v rq=%+v (%v)", name, s, c.bits, c.packing, c.ep != nil, rqs[i], cfg)
+		shapes = append(shapes, s)
+	}
+	for name, k := range ks {
+		t.Run(name, func(t *testing.T) {
+			for _, s := range shapes {
+				dims := fmt.Sprintf("%dx%dx%d a%d b%d", s.m, s.k, s.n, s.a, s.b)
+				got := make([]int32, s.m*s.n)
+				require.NoError(t, k.MulInt(got, s.at, s.bt), "%s %s", name, dims)
+				cfg := k.config(s.a, s.b, s.m, s.n, (s.k+255)/256, 1)
+				assert.True(t, equalInts(t, got, s.want, s.n), "%s %s (%v)", name, dims, cfg)
+				for _, c := range s.bits {
+					dst, err := bittensor.New(s.m, s.n, c.bits, c.packing, bittensor.DefaultPadding)
+					require.NoError(t, err)
+					require.NoError(t, k.MulBit(dst, s.at, s.bt, c.ep, c.rq), "%s %s", name, dims)
+					assert.True(t, c.ref.Equal(dst), "%s %s MulBit %d-bit %v ep=%v rq=%+v (%v)", name, dims, c.bits, c.packing, c.ep != nil, c.rq, cfg)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -210,11 +236,15 @@ func TestZeroTileJumping(t *testing.T) {
 	require.NoError(t, err)
 	want1 := make([]int32, 2048*256)
 	require.NoError(t, bmm.Generic{}.MulInt(want1, a, b1))
-	res, err := k.withTuning(tuning{bn: 256, wgs: 2}).Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b1}, BenchOptions{Repeats: 2, Inner: 2})
-	require.NoError(t, err)
-	assert.True(t, equalInts(t, res.Out[0], want1, 256), "%s", res.Config)
-	assert.Less(t, res.NonZero, 0.2, "only diagonal tiles are visited (%s)", res.Config)
-	assert.Contains(t, res.Config, "128x256", "the tile under test ran")
+	// With and without the producer warp.
+	for _, tu := range []tuning{{bn: 256, wgs: 2, ws: -1}, {bn: 256, wgs: 2, ws: 1}, {bn: 256, wgs: 2, ws: 2}} {
+		res, err := k.withTuning(tu).Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b1}, BenchOptions{Repeats: 2, Inner: 2})
+		require.NoError(t, err)
+		assert.True(t, equalInts(t, res.Out[0], want1, 256), "%s", res.Config)
+		assert.Less(t, res.NonZero, 0.2, "only diagonal tiles are visited (%s)", res.Config)
+		assert.Contains(t, res.Config, "128x256", "the tile under test ran")
+		assert.Contains(t, res.Config, fmt.Sprintf("ws%d", max(tu.ws, 0)), "the pipeline under test ran")
+	}
 }
 
 // blockDiag returns an n×n 1-bit A (packed by rows) with random bits in

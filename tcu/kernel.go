@@ -389,6 +389,9 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	if cfg.path == PathWGMMA && splits == 1 && cfg.bn >= 16 && allDense && k.tune.cluster == 2 {
 		cfg.cluster = 2
 	}
+	if cfg.cluster > 1 || splits > 1 {
+		cfg.ws = 0 // the producer warp: single blocks, unsplit tiles
+	}
 	file := "bmm_mma.cu"
 	name := "bmm_mma"
 	if cfg.path == PathWGMMA {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tuning run on the GPU host (device tool), from the repository root, after
 # `make gpu-test`; logs under $OUT. Steps (STEPS, in order):
-#   ptxas: nvcc -Xptxas -v on two wgmma variants (registers, spills, warnings)
+#   ptxas: nvcc -Xptxas -v on five wgmma variants (registers, spills, warnings)
 #   test:  TestLargeVsGeneric, TestBatch, TestZeroTileJumping, conformance (auto, -short)
 #   old:   build/gpu/tcu.old.test (an earlier build, if carried) on the same points, for before/after
 #   tune:  BenchmarkTune (pipeline and tile sweep)
@@ -14,6 +14,9 @@ mkdir -p "$OUT"
 STEPS=${STEPS:-"ptxas test old tune"}
 export QGTC_CACHE_DIR=${QGTC_CACHE_DIR:-/tmp/qgtc-kernels} PYTHONUNBUFFERED=1
 mkdir -p "$QGTC_CACHE_DIR"
+# A kernel cache from an earlier run (kept in build/, carried) saves the
+# compiles; KCACHE=1 writes this run's to $OUT/kcache.tgz.
+[ -f build/kcache.tgz ] && tar xzf build/kcache.tgz -C "$QGTC_CACHE_DIR"
 T=./build/gpu/tcu.test
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/env.txt" 2>&1
 for step in $STEPS; do
@@ -21,7 +24,8 @@ for step in $STEPS; do
   case $step in
   ptxas)
     K=tcu/kernels
-    for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=2" "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1"; do
+    for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=2" "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1" \
+      "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1 -DBITEPI=1 -DWS=1" "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=2 -DSTAGES=9 -DCLUSTER=1 -DEPI=1 -DBITEPI=1 -DWS=2"; do
       echo "== $v"
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/wg.cubin -Xptxas -v --fmad=false $v -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
       cuobjdump -sass /tmp/wg.cubin | grep -c -E "BGMMA|HGMMA"
@@ -71,3 +75,4 @@ for step in $STEPS; do
   esac
   echo "== $step took $(($(date +%s) - t0)) s"
 done
+if [ -n "${KCACHE:-}" ]; then tar czf "$OUT/kcache.tgz" -C "$QGTC_CACHE_DIR" . 2>/dev/null; fi

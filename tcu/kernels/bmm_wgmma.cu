@@ -43,14 +43,26 @@
 // memory (multicast bulk copies), so B costs half the L2 traffic; a slot
 // is refilled only when the warps of both blocks have released it.
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, TIMING, DESC_LBO,
+// With WS=n (n >= 1; dense or listed A, CLUSTER=1), a ninth warp, the
+// producer, issues every bulk copy: it alone waits on the "empty"
+// barriers, so the consumer warpgroups only wait for data, multiply and
+// release (each warp arriving once its wgmmas of n stages back are done:
+// wgmma.wait_group n). The producer joins the epilogue's block barriers
+// and packing but holds no accumulators.
+//
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, WS, TIMING, DESC_LBO,
 // DESC_SBO.
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
 // NP = BBITS * BN, the wgmma N, comes as a number (-DNP) for token pasting.
+#ifndef WS
+#define WS 0
+#endif
 #define BM (64 * WGS)
+// NTHREADS: the consumer warpgroups; the launch adds the producer warp (WS).
 #define NTHREADS (128 * WGS)
+#define NTHREADS_ALL (NTHREADS + (WS ? 32 : 0))
 #define A_BYTES (ABITS * BM * 32)
 #define B_BYTES (NP * 32)
 // A stage: KS k-steps of A (every plane), then KS k-steps of B.
@@ -135,6 +147,9 @@ __device__ __forceinline__ u64 gtime() {
     } args_ = {blockIdx.x, gridDim.x, tt0, tt1, tt2, t3};                                \
     vprintf("TIMING %llu %llu %llu %llu %llu %llu\n", (const char*)&args_);               \
   }
+#endif
+#if WS && CLUSTER > 1
+#error "WS needs CLUSTER=1"
 #endif
 #if CLUSTER > 1
 // bulkCopyAll is bulkCopy into the same offset of every block of the
@@ -296,7 +311,7 @@ extern "C" __global__ void
 #if CLUSTER > 1
 __cluster_dims__(CLUSTER, 1, 1)
 #endif
-__launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs) {
+__launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   // A register copy: the "memory" clobbers of the asm statements would make
@@ -331,6 +346,54 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   // multiplied, and no block-wide barrier is needed inside the loop.
   __shared__ __align__(8) u64 bars[2 * STAGES];
   const u32 full0 = smem_u32(bars), empty0 = full0 + 8 * STAGES;
+#if WS
+  // The producer warp (the last) initializes the barriers and queues the
+  // first stages before the block barrier; after it, it refills each slot
+  // as soon as every consumer warp has released it. The consumers wait
+  // only for data: stage t's wgmmas are issued once it has landed, and a
+  // warp releases stage t-WS once its wgmmas are done.
+  const bool prod = threadIdx.x >= NTHREADS;
+  if (threadIdx.x == NTHREADS) {
+    for (int s = 0; s < STAGES; s++) {
+      mbarInit(full0 + 8 * s, 1);
+      mbarInit(empty0 + 8 * s, 4 * WGS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
+  }
+  __syncthreads();
+  if (prod) {
+    if (lane == 0)
+      for (int t = STAGES; t < nst; t++) {
+        const int slot = t % STAGES;
+        mbarWait(empty0 + 8 * slot, ((t / STAGES) - 1) & 1);
+        loadStage(P, sbase + slot * STAGE_BYTES, full0 + 8 * slot, tm, wk.tn, klist, wk.k0, t, nk);
+      }
+    __syncwarp();
+  } else {
+    for (int t = 0; t < nst; t++) {
+      const int slot = t % STAGES;
+      mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
+#if TIMING
+      if (t == 0) tt1 = gtime();
+#endif
+      const u32 sS = sbase + slot * STAGE_BYTES;
+      wg_fence();
+#pragma unroll
+      for (int u = 0; u < KS; u++) {
+#pragma unroll
+        for (int i = 0; i < ABITS; i++) {
+          WGMMA_N(NP)(d[i], desc(sS + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * B_BYTES));
+        }
+      }
+      wg_commit();
+      wg_wait<WS>();
+      if (t >= WS && lane == 0) mbarArrive(empty0 + 8 * ((t - WS) % STAGES));
+    }
+    wg_wait<0>();
+  }
+#else
+  const bool prod = false;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarInit(full0 + 8 * s, 1);
@@ -383,6 +446,7 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
     }
   }
   wg_wait<0>();
+#endif
 #if TIMING
   TSTAMP(tt2);
 #endif
@@ -411,11 +475,12 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
     const float sc = P.rqScale, of = P.rqOffset;
     const u32 mx = P.outBits >= 32 ? 0xffffffffu : (1u << P.outBits) - 1u;
 #define QV(c, r) (coded ? (int)quantizeFast(__int2float_rn(ACC(c, r)), sc, of, mx) : ACC(c, r))
-    int ldq;
-    if (!P.outByCols) {
+    const int ldq = P.outByCols ? BN + 1 : BN + 8;
+    if (prod) {
+      // The producer warp holds no products: it only helps pack.
+    } else if (!P.outByCols) {
       // Rows of BN+8 words: 8-byte stores, the two half-warps' in distinct
       // banks (as EPI); the packing reads along rows.
-      ldq = BN + 8;
       const u32 s0 = sbase + (row * ldq + (lane & 3) * 2) * 4;
 #pragma unroll
       for (int c = 0; c < BN / 8; c++) {
@@ -424,7 +489,6 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
       }
     } else {
       // Rows of BN+1 words: the packing reads down columns.
-      ldq = BN + 1;
       int* qr = q + row * ldq + (lane & 3) * 2;
 #pragma unroll
       for (int c = 0; c < BN / 8; c++) {
@@ -455,6 +519,7 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   // aligned.
   if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
     __syncthreads();  // every warp's wgmmas are done with the stage buffers
+    if (prod) return;
     const int ld = BN * 4 + 32, row = wg * 64 + warp * 16;
     const u32 s0 = sbase + (row + (lane >> 2)) * ld + (lane & 3) * 8;
 #pragma unroll
@@ -482,6 +547,7 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
   // holds column pairs of two rows; one 8-byte store per pair, addresses
   // from one row pointer.
   if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0) {
+    if (prod) return;
     int* o = (int*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
     const long long down = 8LL * P.N;
 #pragma unroll
@@ -498,13 +564,16 @@ __launch_bounds__(NTHREADS, 1) bmm_wgmma(const Prob* __restrict__ probs, long lo
 
   // FOR_OUT runs body for each output this thread holds: (lr, lc) in the
   // tile and its product v, B's planes combined with their weights.
+// The producer warp (WS) holds none.
 #define FOR_OUT(body)                                                          \
-  _Pragma("unroll") for (int c = 0; c < BN / 8; c++)                           \
-  _Pragma("unroll") for (int r = 0; r < 4; r++) {                              \
-    const int lr = wg * 64 + warp * 16 + (lane >> 2) + (r >> 1) * 8;           \
-    const int lc = c * 8 + (lane & 3) * 2 + (r & 1);                           \
-    int v = ACC(c, r);                                                         \
-    body                                                                       \
+  if (!prod) {                                                                 \
+    _Pragma("unroll") for (int c = 0; c < BN / 8; c++)                         \
+    _Pragma("unroll") for (int r = 0; r < 4; r++) {                            \
+      const int lr = wg * 64 + warp * 16 + (lane >> 2) + (r >> 1) * 8;         \
+      const int lc = c * 8 + (lane & 3) * 2 + (r & 1);                         \
+      int v = ACC(c, r);                                                       \
+      body                                                                     \
+    }                                                                          \
   }
   FINISH_TILE(BM, BN);
 #undef FOR_OUT
