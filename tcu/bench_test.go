@@ -237,10 +237,12 @@ func BenchmarkTune(b *testing.B) {
 		{"default", tuning{}}, {"ks2", tuning{ks: 2}}, {"ks3", tuning{ks: 3}}, {"ks4s3", tuning{ks: 4, stages: 3}},
 		{"ks6s3", tuning{ks: 6, stages: 3}}, {"wg1", tuning{wgs: 1}}, {"wg1ks4s2", tuning{wgs: 1, ks: 4, stages: 2}}, {"cl2", tuning{cluster: 2}},
 		{"epi0", tuning{epi: -1}},
-		// The producer warp (bmm_wgmma.cu WS): release lag 1 or 2, with 4
-		// stages of 4 k-steps, 9 of 2, 6 of 3.
-		{"ws1", tuning{ws: 1}}, {"ws2", tuning{ws: 2}}, {"ws1ks2", tuning{ws: 1, ks: 2}}, {"ws2ks2", tuning{ws: 2, ks: 2}},
-		{"ws1ks3", tuning{ws: 1, ks: 3}}, {"ws2ks3", tuning{ws: 2, ks: 3}}, {"nows", tuning{ws: -1}},
+		// The producer warpgroup (bmm_wgmma.cu WS): release lag 1 or 2,
+		// the first stage alone (f), with 4 stages of 4 k-steps, 9 of 2,
+		// 6 of 3.
+		{"ws1", tuning{ws: 1}}, {"ws2", tuning{ws: 2}}, {"ws1f", tuning{ws: 1, wsf: 1}}, {"ws2f", tuning{ws: 2, wsf: 1}},
+		{"ws1ks2", tuning{ws: 1, ks: 2}}, {"ws2ks2", tuning{ws: 2, ks: 2}}, {"ws1ks3", tuning{ws: 1, ks: 3}}, {"ws2ks3", tuning{ws: 2, ks: 3}},
+		{"nows", tuning{ws: -1}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	// Phase times (TIMING lines, summarized by tune.sh's timing step), and
 	// fewer row tiles of the same shape (a half and a quarter wave): what
@@ -248,6 +250,7 @@ func BenchmarkTune(b *testing.B) {
 	run(16384, 256, []int{1, 4}, []variant{{"timing", tuning{timing: 1}}, {"timingepi0", tuning{timing: 1, epi: -1}},
 		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}},
 		{"timingbn128", tuning{timing: 1, bn: 128}}, {"timingws1", tuning{timing: 1, ws: 1}}, {"timingws2", tuning{timing: 1, ws: 2}},
+		{"timingws1f", tuning{timing: 1, ws: 1, wsf: 1}}, {"timingws2f", tuning{timing: 1, ws: 2, wsf: 1}},
 		{"timingws1ks2", tuning{timing: 1, ws: 1, ks: 2}}, {"timingws2ks2", tuning{timing: 1, ws: 2, ks: 2}}, {"timingnows", tuning{timing: 1, ws: -1}}},
 		BenchOptions{Repeats: 3, Inner: 5})
 	// MulBit phase times: the same shape re-quantized to 1 and 8 bits.
@@ -262,7 +265,8 @@ func BenchmarkTune(b *testing.B) {
 	// MulBit (1-bit output) with and without the producer warp, and its
 	// phase times.
 	for _, v := range []variant{{"b1", tuning{}}, {"b1nows", tuning{ws: -1}}, {"b1ws1", tuning{ws: 1}}, {"b1ws2", tuning{ws: 2}},
-		{"b1ws1ks2", tuning{ws: 1, ks: 2}}, {"b1ws2ks2", tuning{ws: 2, ks: 2}}, {"timingb1ws1", tuning{timing: 1, ws: 1}}, {"timingb1ws2", tuning{timing: 1, ws: 2}}} {
+		{"b1ws1f", tuning{ws: 1, wsf: 1}}, {"b1ws2f", tuning{ws: 2, wsf: 1}}, {"b1ws1ks2", tuning{ws: 1, ks: 2}}, {"b1ws2ks2", tuning{ws: 2, ks: 2}},
+		{"timingb1ws1", tuning{timing: 1, ws: 1}}, {"timingb1ws2", tuning{timing: 1, ws: 2}}, {"timingb1ws1f", tuning{timing: 1, ws: 1, wsf: 1}}} {
 		b.Run(fmt.Sprintf("N=16384/D=256/s=1/tune=%s", v.name), func(b *testing.B) {
 			benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a1}, []*bittensor.Tensor{x1},
 				BenchOptions{Repeats: 9, Inner: 5, OutBits: 1, Requant: benchRequant(16384, 1, 1)})

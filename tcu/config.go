@@ -24,10 +24,11 @@ type config struct {
 	epi          int // wgmma: 1 stores whole int32 tiles through shared memory and bulk copies
 	bitepi       int // wgmma: 1 re-quantizes and packs whole MulBit tiles a word at a time (packTileBits)
 	timing       int // wgmma: 1 prints per-block phase times (a diagnostic)
-	// ws (wgmma): n >= 1 adds a producer warp that issues every copy, the
-	// consumers releasing a stage n stages after it (wgmma.wait_group n);
-	// 0 is the single-role loop (thread 0 also refills).
-	ws       int
+	// ws (wgmma): n >= 1 adds a producer warpgroup that issues every
+	// copy, the consumers releasing a stage n stages after it
+	// (wgmma.wait_group n); 0 is the single-role loop (thread 0 also
+	// refills). wsf: 1 queues the first stage alone (bmm_wgmma.cu WSF).
+	ws, wsf  int
 	lbo, sbo int // wgmma descriptor byte offsets
 }
 
@@ -52,15 +53,16 @@ type tuning struct {
 	// minBN: the N tile narrows no further than this (0: 16); MulBit
 	// launches use 32, whose words the packing owns whole.
 	minBN int
-	// ws: n >= 1 adds the producer warp (config.ws), -1 leaves it out, 0
-	// leaves it to the heuristic.
-	ws int
+	// ws: n >= 1 adds the producer warpgroup (config.ws), -1 leaves it
+	// out, 0 leaves it to the heuristic; wsf: 1 with it queues the first
+	// stage alone.
+	ws, wsf int
 }
 
 func (c config) threads() int {
 	if c.path == PathWGMMA {
 		if c.ws > 0 {
-			return 128*c.wgs + 32 // the producer warp
+			return 128*c.wgs + 128 // the producer warpgroup
 		}
 		return 128 * c.wgs
 	}
@@ -99,14 +101,14 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("WS", c.ws), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("WS", c.ws), d("WSF", c.wsf), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d ws%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.ws)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d ws%d wsf%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.ws, c.wsf)
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }
@@ -264,8 +266,13 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	if tu.ws > 0 {
 		c.ws = tu.ws
 	}
-	if c.ws >= c.stages-1 {
-		c.ws = 0 // no stage would load while the consumers multiply
+	if c.ws >= c.stages-1 || c.wgs != 2 {
+		// No stage would load while the consumers multiply, or not the
+		// two consumer warpgroups the register split is made for.
+		c.ws = 0
+	}
+	if c.ws > 0 && tu.wsf > 0 {
+		c.wsf = 1
 	}
 	if c.stages < 2 || (c.stages < 3 && tu.stages == 0) || c.smem(modeBit) > 220<<10 {
 		return config{}, false // wide A: mma.sync

@@ -60,10 +60,11 @@ func gpuKernel(tb testing.TB) *Kernel {
 // testPaths are the kernels the correctness tests run: the automatic
 // choice (wgmma where a variant fits, on Hopper), mma.sync everywhere,
 // split-K forced on every launch, wgmma clusters sharing B wherever
-// the launch allows them (dense A), and the wgmma producer warp (WS=1).
+// the launch allows them (dense A), and the wgmma producer warpgroup
+// (WS=1, two consumer warpgroups on every shape).
 func testPaths(tb testing.TB) map[string]*Kernel {
 	k := gpuKernel(tb)
-	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2}), "ws1": k.withTuning(tuning{ws: 1})}
+	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2}), "ws1": k.withTuning(tuning{ws: 1, wgs: 2})}
 	if kp, err := k.WithPath(PathMMA); err == nil {
 		out[PathMMA] = kp
 	}
@@ -110,14 +111,16 @@ func TestLargeVsGeneric(t *testing.T) {
 	// 16-column tiles: MulBit rows shared by two blocks go the per-output
 	// way, columns (and rows of a single column tile) are packed whole.
 	ks["bn16"] = k.withTuning(tuning{bn: 16, minBN: 16})
-	// The producer warp (WS): release lags 1 and 2, the large shapes'
-	// tile, one-warpgroup blocks, a shallow pipeline, 16-column tiles.
-	ks["ws1"] = k.withTuning(tuning{ws: 1})
-	ks["ws2"] = k.withTuning(tuning{ws: 2})
+	// The producer warpgroup (WS): release lags 1 and 2, the first stage
+	// alone (WSF), the large shapes' tile, 3 k-steps per stage, a shallow
+	// pipeline, 16-column tiles; and without it.
+	ks["ws1"] = k.withTuning(tuning{ws: 1, wgs: 2})
+	ks["ws2"] = k.withTuning(tuning{ws: 2, wgs: 2})
+	ks["ws1f"] = k.withTuning(tuning{ws: 1, wsf: 1, wgs: 2})
 	ks["ws1bn256"] = k.withTuning(tuning{ws: 1, bn: 256, wgs: 2})
-	ks["ws2wg1ks3"] = k.withTuning(tuning{ws: 2, wgs: 1, ks: 3})
-	ks["ws1ks2s3epi"] = k.withTuning(tuning{ws: 1, ks: 2, stages: 3, epi: 1})
-	ks["ws1bn16"] = k.withTuning(tuning{ws: 1, bn: 16, minBN: 16})
+	ks["ws2fks3"] = k.withTuning(tuning{ws: 2, wsf: 1, wgs: 2, ks: 3})
+	ks["ws1ks2s3epi"] = k.withTuning(tuning{ws: 1, wgs: 2, ks: 2, stages: 3, epi: 1})
+	ks["ws1bn16"] = k.withTuning(tuning{ws: 1, wgs: 2, bn: 16, minBN: 16})
 	ks["nows"] = k.withTuning(tuning{ws: -1})
 	r := rand.New(rand.NewPCG(7, 8))
 	// Each shape's operands and references once; each kernel a subtest
@@ -237,7 +240,7 @@ func TestZeroTileJumping(t *testing.T) {
 	want1 := make([]int32, 2048*256)
 	require.NoError(t, bmm.Generic{}.MulInt(want1, a, b1))
 	// With and without the producer warp.
-	for _, tu := range []tuning{{bn: 256, wgs: 2, ws: -1}, {bn: 256, wgs: 2, ws: 1}, {bn: 256, wgs: 2, ws: 2}} {
+	for _, tu := range []tuning{{bn: 256, wgs: 2, ws: -1}, {bn: 256, wgs: 2, ws: 1}, {bn: 256, wgs: 2, ws: 2, wsf: 1}} {
 		res, err := k.withTuning(tu).Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b1}, BenchOptions{Repeats: 2, Inner: 2})
 		require.NoError(t, err)
 		assert.True(t, equalInts(t, res.Out[0], want1, 256), "%s", res.Config)

@@ -390,7 +390,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		cfg.cluster = 2
 	}
 	if cfg.cluster > 1 || splits > 1 {
-		cfg.ws = 0 // the producer warp: single blocks, unsplit tiles
+		cfg.ws, cfg.wsf = 0, 0 // the producer warpgroup: single blocks, unsplit tiles
 	}
 	file := "bmm_mma.cu"
 	name := "bmm_mma"

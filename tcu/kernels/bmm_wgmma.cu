@@ -43,15 +43,24 @@
 // memory (multicast bulk copies), so B costs half the L2 traffic; a slot
 // is refilled only when the warps of both blocks have released it.
 //
-// With WS=n (n >= 1; dense or listed A, CLUSTER=1), a ninth warp, the
-// producer, issues every bulk copy: it alone waits on the "empty"
-// barriers, so the consumer warpgroups only wait for data, multiply and
-// release (each warp arriving once its wgmmas of n stages back are done:
-// wgmma.wait_group n). The producer joins the epilogue's block barriers
-// and packing but holds no accumulators.
+// With WS=n (n >= 1; dense or listed A, CLUSTER=1), a producer
+// warpgroup (one thread of it) issues every bulk copy: it alone waits on
+// the "empty" barriers, so the consumer warpgroups only wait for data,
+// multiply and release (each warp arriving once its wgmmas of n stages
+// back are done: wgmma.wait_group n). The producer gives its registers to
+// the consumers (setmaxnreg: 40 and 232 of the 168 per thread a block of
+// 384 threads gets) and leaves after its last copy; the epilogue's
+// barriers are the consumers' own (named barrier 1). With WSF=1 the
+// producer queues the first stage alone and the others once it has landed
+// (the first stage does not share the memory system with the rest).
 //
 // Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, WS, TIMING, DESC_LBO,
 // DESC_SBO.
+#if WS
+// The epilogue's barriers and packing: the consumers only.
+#define BLOCK_SYNC() asm volatile("bar.sync 1, %0;\n" ::"n"(128 * WGS) : "memory")
+#define BLOCK_WARPS (4 * WGS)
+#endif
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -59,10 +68,13 @@
 #ifndef WS
 #define WS 0
 #endif
+#ifndef WSF
+#define WSF 0
+#endif
 #define BM (64 * WGS)
-// NTHREADS: the consumer warpgroups; the launch adds the producer warp (WS).
+// NTHREADS: the consumer warpgroups; the launch adds the producer's (WS).
 #define NTHREADS (128 * WGS)
-#define NTHREADS_ALL (NTHREADS + (WS ? 32 : 0))
+#define NTHREADS_ALL (NTHREADS + (WS ? 128 : 0))
 #define A_BYTES (ABITS * BM * 32)
 #define B_BYTES (NP * 32)
 // A stage: KS k-steps of A (every plane), then KS k-steps of B.
@@ -148,8 +160,8 @@ __device__ __forceinline__ u64 gtime() {
     vprintf("TIMING %llu %llu %llu %llu %llu %llu\n", (const char*)&args_);               \
   }
 #endif
-#if WS && CLUSTER > 1
-#error "WS needs CLUSTER=1"
+#if WS && (CLUSTER > 1 || WGS != 2)
+#error "WS needs CLUSTER=1 and WGS=2 (the setmaxnreg counts are those of 384 threads)"
 #endif
 #if CLUSTER > 1
 // bulkCopyAll is bulkCopy into the same offset of every block of the
@@ -271,7 +283,7 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
   constexpr int LPI = NW >= 8 ? 1 : 8 / NW;           // lines per iteration
   constexpr int LINES = COLS ? BNv : BMv;
   constexpr bool TAIL = LINES % LPI != 0;  // the last iteration is part-filled
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = BLOCK_WARPS;
   const int bits = P.outBits;
   // Lane p's words: plane p, from the tile's first line and word.
   u32* out = (u32*)P.out + (long long)lane * P.outPlane + (long long)(COLS ? n0 : m0) * P.outLw32 + ((COLS ? m0 : n0) >> 5);
@@ -328,12 +340,12 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
 #endif
 
   int d[ABITS][NP / 2];
-#pragma unroll
-  for (int i = 0; i < ABITS; i++)
-#pragma unroll
-    for (int r = 0; r < NP / 2; r++) d[i][r] = 0;
-#pragma unroll
-  for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2);
+#define ZERO_ACC()                                             \
+  do {                                                         \
+    _Pragma("unroll") for (int i = 0; i < ABITS; i++)          \
+    _Pragma("unroll") for (int r = 0; r < NP / 2; r++) d[i][r] = 0; \
+    _Pragma("unroll") for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2); \
+  } while (0)
 
   const int nk = wk.k1 - wk.k0;
   const int nst = (nk + KS - 1) / KS;
@@ -347,53 +359,56 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   __shared__ __align__(8) u64 bars[2 * STAGES];
   const u32 full0 = smem_u32(bars), empty0 = full0 + 8 * STAGES;
 #if WS
-  // The producer warp (the last) initializes the barriers and queues the
-  // first stages before the block barrier; after it, it refills each slot
-  // as soon as every consumer warp has released it. The consumers wait
-  // only for data: stage t's wgmmas are issued once it has landed, and a
-  // warp releases stage t-WS once its wgmmas are done.
-  const bool prod = threadIdx.x >= NTHREADS;
+  // The producer warpgroup (the last; its first thread) initializes the
+  // barriers and queues the first stages before the block barrier; after
+  // it, it refills each slot as soon as every consumer warp has released
+  // it. The consumers wait only for data: stage t's wgmmas are issued once
+  // it has landed, and a warp releases stage t-WS once its wgmmas are done.
   if (threadIdx.x == NTHREADS) {
     for (int s = 0; s < STAGES; s++) {
       mbarInit(full0 + 8 * s, 1);
       mbarInit(empty0 + 8 * s, 4 * WGS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
+    for (int s = 0; s < (WSF ? 1 : STAGES) && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
   }
   __syncthreads();
-  if (prod) {
-    if (lane == 0)
-      for (int t = STAGES; t < nst; t++) {
+  if (threadIdx.x >= NTHREADS) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (threadIdx.x == NTHREADS) {
+      if (WSF && nst > 1) mbarWait(full0, 0);
+      for (int t = WSF ? 1 : STAGES; t < nst; t++) {
         const int slot = t % STAGES;
-        mbarWait(empty0 + 8 * slot, ((t / STAGES) - 1) & 1);
+        if (t >= STAGES) mbarWait(empty0 + 8 * slot, ((t / STAGES) - 1) & 1);
         loadStage(P, sbase + slot * STAGE_BYTES, full0 + 8 * slot, tm, wk.tn, klist, wk.k0, t, nk);
       }
-    __syncwarp();
-  } else {
-    for (int t = 0; t < nst; t++) {
-      const int slot = t % STAGES;
-      mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
-#if TIMING
-      if (t == 0) tt1 = gtime();
-#endif
-      const u32 sS = sbase + slot * STAGE_BYTES;
-      wg_fence();
-#pragma unroll
-      for (int u = 0; u < KS; u++) {
-#pragma unroll
-        for (int i = 0; i < ABITS; i++) {
-          WGMMA_N(NP)(d[i], desc(sS + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * B_BYTES));
-        }
-      }
-      wg_commit();
-      wg_wait<WS>();
-      if (t >= WS && lane == 0) mbarArrive(empty0 + 8 * ((t - WS) % STAGES));
     }
-    wg_wait<0>();
+    return;
   }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  ZERO_ACC();
+  for (int t = 0; t < nst; t++) {
+    const int slot = t % STAGES;
+    mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
+#if TIMING
+    if (t == 0) tt1 = gtime();
+#endif
+    const u32 sS = sbase + slot * STAGE_BYTES;
+    wg_fence();
+#pragma unroll
+    for (int u = 0; u < KS; u++) {
+#pragma unroll
+      for (int i = 0; i < ABITS; i++) {
+        WGMMA_N(NP)(d[i], desc(sS + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * B_BYTES));
+      }
+    }
+    wg_commit();
+    wg_wait<WS>();
+    if (t >= WS && lane == 0) mbarArrive(empty0 + 8 * ((t - WS) % STAGES));
+  }
+  wg_wait<0>();
 #else
-  const bool prod = false;
+  ZERO_ACC();
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarInit(full0 + 8 * s, 1);
@@ -465,7 +480,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // Rows narrower than a word belong to this block alone when it holds
   // the output's only column tile.
   if (P.mode == MODE_BIT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.outByCols || BN % 32 == 0 || P.tilesN == 1)) {
-    __syncthreads();  // every warp's wgmmas are done with the stage buffers
+    BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
     int* q = (int*)smem;
     const int row = wg * 64 + warp * 16 + (lane >> 2);
     // With no epilogue the codes are made here, from the registers (short
@@ -476,9 +491,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     const u32 mx = P.outBits >= 32 ? 0xffffffffu : (1u << P.outBits) - 1u;
 #define QV(c, r) (coded ? (int)quantizeFast(__int2float_rn(ACC(c, r)), sc, of, mx) : ACC(c, r))
     const int ldq = P.outByCols ? BN + 1 : BN + 8;
-    if (prod) {
-      // The producer warp holds no products: it only helps pack.
-    } else if (!P.outByCols) {
+    if (!P.outByCols) {
       // Rows of BN+8 words: 8-byte stores, the two half-warps' in distinct
       // banks (as EPI); the packing reads along rows.
       const u32 s0 = sbase + (row * ldq + (lane & 3) * 2) * 4;
@@ -499,7 +512,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       }
     }
 #undef QV
-    __syncthreads();
+    BLOCK_SYNC();
     if (P.outByCols)
       packTileBits<BM, BN, true>(P, q, ldq, m0, n0, coded);
     else
@@ -518,8 +531,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // a bulk copy. N a multiple of 4 keeps every row's global address 16-byte
   // aligned.
   if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
-    __syncthreads();  // every warp's wgmmas are done with the stage buffers
-    if (prod) return;
+    BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
     const int ld = BN * 4 + 32, row = wg * 64 + warp * 16;
     const u32 s0 = sbase + (row + (lane >> 2)) * ld + (lane & 3) * 8;
 #pragma unroll
@@ -547,7 +559,6 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // holds column pairs of two rows; one 8-byte store per pair, addresses
   // from one row pointer.
   if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0) {
-    if (prod) return;
     int* o = (int*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
     const long long down = 8LL * P.N;
 #pragma unroll
@@ -564,16 +575,13 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
 
   // FOR_OUT runs body for each output this thread holds: (lr, lc) in the
   // tile and its product v, B's planes combined with their weights.
-// The producer warp (WS) holds none.
 #define FOR_OUT(body)                                                          \
-  if (!prod) {                                                                 \
-    _Pragma("unroll") for (int c = 0; c < BN / 8; c++)                         \
-    _Pragma("unroll") for (int r = 0; r < 4; r++) {                            \
-      const int lr = wg * 64 + warp * 16 + (lane >> 2) + (r >> 1) * 8;         \
-      const int lc = c * 8 + (lane & 3) * 2 + (r & 1);                         \
-      int v = ACC(c, r);                                                       \
-      body                                                                     \
-    }                                                                          \
+  _Pragma("unroll") for (int c = 0; c < BN / 8; c++)                           \
+  _Pragma("unroll") for (int r = 0; r < 4; r++) {                              \
+    const int lr = wg * 64 + warp * 16 + (lane >> 2) + (r >> 1) * 8;           \
+    const int lc = c * 8 + (lane & 3) * 2 + (r & 1);                           \
+    int v = ACC(c, r);                                                         \
+    body                                                                       \
   }
   FINISH_TILE(BM, BN);
 #undef FOR_OUT

@@ -7,6 +7,16 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// BLOCK_SYNC is a barrier of the threads that hold outputs, BLOCK_WARPS
+// their warps: the whole block, unless the kernel defines them first (the
+// wgmma kernel's producer warpgroup leaves after the main loop).
+#ifndef BLOCK_SYNC
+#define BLOCK_SYNC() __syncthreads()
+#endif
+#ifndef BLOCK_WARPS
+#define BLOCK_WARPS ((int)(blockDim.x >> 5))
+#endif
+
 // Prob is one product of a batch. Field order and sizes must match
 // tcu/layout.go (probBytes, encodeProb).
 struct Prob {
@@ -77,7 +87,7 @@ __device__ __noinline__ void emit(const Prob* __restrict__ Pg, int c, int m, int
 __device__ __noinline__ void packBits(const Prob* __restrict__ Pg, const u32* q, int ldq, int m0, int n0, int bm, int bn) {
   const Prob& P = *Pg;
   u32* out = (u32*)P.out;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = BLOCK_WARPS;
   // Lines are rows (ByRows) or columns (ByCols); bits run along the other axis.
   const int lines = P.outByCols ? min(bn, P.N - n0) : min(bm, P.M - m0);
   const int b0 = P.outByCols ? m0 : n0;
@@ -146,14 +156,14 @@ __device__ __forceinline__ Work blockWork(const Prob& P, int b) {
 __device__ __forceinline__ bool splitArrive(const Prob& P, int tile) {
   __shared__ int last;
   __threadfence();
-  __syncthreads();
+  BLOCK_SYNC();
   if (threadIdx.x == 0) {
     int* cnt = (int*)P.cnt + tile;
     const int prev = atomicAdd(cnt, 1);
     last = prev == P.splits - 1;
     if (last) *cnt = 0;  // ready for the next launch
   }
-  __syncthreads();
+  BLOCK_SYNC();
   if (last) __threadfence();
   return last;
 }
@@ -194,12 +204,12 @@ __device__ __forceinline__ void storePair(const Prob& P, int m, int n, int a, in
       return;                                                                           \
     }                                                                                   \
     /* The q tile reuses the stage buffers: wait for every warp's wgmmas. */          \
-    if (P.mode == MODE_BIT) __syncthreads();                                            \
+    if (P.mode == MODE_BIT) BLOCK_SYNC();                                               \
     u32* q_ = (u32*)smem;                                                               \
     FOR_OUT(if (split_) v = atomicExch(ws_ + lr * (BNv) + lc, 0);                       \
             emit(probs + pi, v, m0 + lr, n0 + lc, q_, lr * ((BNv) + 1) + lc);)          \
     if (P.mode == MODE_BIT) {                                                           \
-      __syncthreads();                                                                  \
+      BLOCK_SYNC();                                                                     \
       packBits(probs + pi, q_, (BNv) + 1, m0, n0, (BMv), (BNv));                        \
     }                                                                                   \
   } while (0)
