@@ -2,6 +2,7 @@ package tcu
 
 import (
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -314,6 +315,9 @@ type plan struct {
 	jobs    []job
 	outAt   []int // each job's output offset in buf
 	work    float64
+	// prob1 is the descriptor of a one-product wgmma launch, passed by
+	// value too (bmm_wgmma.cu p1); zero for batches.
+	prob1 [probBytes / 8]uint64
 }
 
 // region lays out byte blocks at 256-byte aligned offsets.
@@ -517,6 +521,11 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	}
 	in.parts[len(in.parts)-1].data = desc
 	p.probs = base + uint64(probOff)
+	if len(jobs) == 1 {
+		for i := range p.prob1 {
+			p.prob1[i] = binary.LittleEndian.Uint64(desc[8*i:])
+		}
+	}
 	// One staging copy, one upload.
 	st, err := k.d.staging(max(in.size, p.outLen))
 	if err != nil {
@@ -555,8 +564,17 @@ func (p *plan) launch() error {
 	if p.blocks == 0 {
 		return nil
 	}
+	params := []uint64{p.probs, uint64(p.nprobs)}
+	if p.cfg.path == PathWGMMA {
+		// The third parameter, a Prob by value: Device.launch lays the
+		// parameter words out back to back and points the driver at the
+		// first word of each parameter, so the descriptor's 24 words from
+		// the third on are its bytes (the driver reads as many parameters
+		// as the kernel has).
+		params = append(params, p.prob1[:]...)
+	}
 	return p.k.d.launch(p.fn, [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{uint32(p.cfg.threads()), 1, 1},
-		p.cfg.smem(p.maxMode()), p.k.d.stream, p.probs, uint64(p.nprobs))
+		p.cfg.smem(p.maxMode()), p.k.d.stream, params...)
 }
 
 func (p *plan) maxMode() int {

@@ -323,12 +323,14 @@ extern "C" __global__ void
 #if CLUSTER > 1
 __cluster_dims__(CLUSTER, 1, 1)
 #endif
-__launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs) {
+__launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs, const __grid_constant__ Prob p1) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   // A register copy: the "memory" clobbers of the asm statements would make
-  // the compiler re-read every field of a reference to global memory.
-  const Prob P = probs[pi];
+  // the compiler re-read every field of a reference to global memory. A
+  // launch of one product passes it as a parameter too (p1): no dependent
+  // global load before the first copy.
+  const Prob P = nprobs == 1 ? p1 : probs[pi];
   const Work wk = blockWork(P, blockIdx.x);
   const int tm = wk.tm;
   const int m0 = tm * BM, n0 = wk.tn * BN;
