@@ -287,3 +287,76 @@ func BenchmarkTune(b *testing.B) {
 		{"ks2", tuning{ks: 2}}, {"cl2", tuning{cluster: 2}}, {"epi", tuning{epi: 1}},
 	}, BenchOptions{Repeats: 15, Inner: 20})
 }
+
+// BenchmarkWS times the wgmma kernel with and without the producer
+// warpgroup (tuning ws; bmm_wgmma.cu WS) and the descriptor passed by
+// value (oneprob; p0 reads it from global memory as before), side by side,
+// on the benchmark shapes whose launch takes two-warpgroup blocks (the
+// only ones the producer applies to): the large shapes (MulInt and
+// MulBit), the block-diagonal batches and the aggregation points.
+func BenchmarkWS(b *testing.B) {
+	k := gpuKernel(b)
+	if ok, why := k.WGMMA(); !ok {
+		b.Skipf("wgmma off: %s", why)
+	}
+	type variant struct {
+		name string
+		t    tuning
+	}
+	base := []variant{{"nowsp0", tuning{ws: -1, oneprob: -1}}, {"nows", tuning{ws: -1}}, {"ws1", tuning{ws: 1}}}
+	large := append(base, variant{"ws1p0", tuning{ws: 1, oneprob: -1}})
+	// applies: the launch of as·xs takes two warpgroups, so ws1 differs.
+	applies := func(as, xs []*bittensor.Tensor) bool {
+		m, n, ks := 0, 0, 0
+		for i := range as {
+			m, n, ks = max(m, as[i].Rows()), max(n, xs[i].Cols()), max(ks, (as[i].Cols()+255)/256)
+		}
+		return k.withTuning(tuning{ws: 1}).config(as[0].Bits(), xs[0].Bits(), m, n, ks, len(as)).ws > 0
+	}
+	run := func(name string, vs []variant, as, xs []*bittensor.Tensor, o BenchOptions) {
+		if !applies(as, xs) {
+			return
+		}
+		for _, v := range vs {
+			b.Run(name+"/tune="+v.name, func(b *testing.B) { benchOne(b, k.withTuning(v.t), as, xs, o) })
+		}
+	}
+	T := func(t *bittensor.Tensor) []*bittensor.Tensor { return []*bittensor.Tensor{t} }
+	r := rand.New(rand.NewPCG(2, 2))
+	a := randomBits(r, 16384, 16384, 1, bittensor.ByRows)
+	for s := 1; s <= 4; s++ {
+		x := randomBits(r, 16384, 256, s, bittensor.ByCols)
+		o := BenchOptions{Repeats: 9, Inner: 5}
+		run(fmt.Sprintf("N=16384/D=256/s=%d", s), large, T(a), T(x), o)
+		if s == 1 || s == 4 {
+			for _, bits := range []int{1, 4} {
+				ob := o
+				ob.OutBits, ob.Requant = bits, benchRequant(16384, s, bits)
+				run(fmt.Sprintf("N=16384/D=256/s=%d/out=b%d", s, bits), large, T(a), T(x), ob)
+			}
+		}
+	}
+	for _, c := range []struct{ n, bs, d int }{{4096, 256, 64}, {16384, 512, 64}, {16384, 1024, 256}} {
+		ad := blockDiag(r, c.n, c.bs, 1)
+		for _, s := range []int{1, 4} {
+			x := randomBits(r, c.n, c.d, s, bittensor.ByCols)
+			var as, xs []*bittensor.Tensor
+			for q := 0; q < c.n/c.bs; q++ {
+				as = append(as, blockDiag(r, c.bs, c.bs, 1))
+				xs = append(xs, randomBits(r, c.bs, c.d, s, bittensor.ByCols))
+			}
+			o := BenchOptions{Repeats: 15, Inner: 20}
+			run(fmt.Sprintf("N=%d/bs=%d/D=%d/s=%d/mode=ztj", c.n, c.bs, c.d, s), base, T(ad), T(x), o)
+			run(fmt.Sprintf("N=%d/bs=%d/D=%d/s=%d/mode=batched", c.n, c.bs, c.d, s), base, as, xs, o)
+		}
+	}
+	for _, n := range []int{1024, 2048, 4096} {
+		an := randomBits(r, n, n, 1, bittensor.ByRows)
+		for _, d := range []int{16, 32, 64} {
+			for s := 1; s <= 8; s++ {
+				x := randomBits(r, n, d, s, bittensor.ByCols)
+				run(fmt.Sprintf("N=%d/D=%d/s=%d", n, d, s), base, T(an), T(x), BenchOptions{Repeats: 15, Inner: 20})
+			}
+		}
+	}
+}

@@ -28,7 +28,10 @@ type config struct {
 	// copy, the consumers releasing a stage n stages after it
 	// (wgmma.wait_group n); 0 is the single-role loop (thread 0 also
 	// refills). wsf: 1 queues the first stage alone (bmm_wgmma.cu WSF).
-	ws, wsf  int
+	ws, wsf int
+	// oneprob (wgmma): 1 reads the descriptor of a one-product launch
+	// from the kernel parameter (p1) instead of global memory.
+	oneprob  int
 	lbo, sbo int // wgmma descriptor byte offsets
 }
 
@@ -57,6 +60,9 @@ type tuning struct {
 	// out, 0 leaves it to the heuristic; wsf: 1 with it queues the first
 	// stage alone.
 	ws, wsf int
+	// oneprob: -1 reads even a one-product launch's descriptor from global
+	// memory (config.oneprob).
+	oneprob int
 }
 
 func (c config) threads() int {
@@ -101,14 +107,14 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("WS", c.ws), d("WSF", c.wsf), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("WS", c.ws), d("WSF", c.wsf), d("ONEPROB", c.oneprob), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d ws%d wsf%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.ws, c.wsf)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d ws%d wsf%d p%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.ws, c.wsf, c.oneprob)
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }

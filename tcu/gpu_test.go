@@ -122,6 +122,8 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["ws1ks2s3epi"] = k.withTuning(tuning{ws: 1, wgs: 2, ks: 2, stages: 3, epi: 1})
 	ks["ws1bn16"] = k.withTuning(tuning{ws: 1, wgs: 2, bn: 16, minBN: 16})
 	ks["nows"] = k.withTuning(tuning{ws: -1})
+	ks["ws1p0"] = k.withTuning(tuning{ws: 1, wgs: 2, oneprob: -1})
+	ks["p0"] = k.withTuning(tuning{oneprob: -1})
 	r := rand.New(rand.NewPCG(7, 8))
 	// Each shape's operands and references once; each kernel a subtest
 	// (-run 'TestLargeVsGeneric/ws' picks the producer-warp ones).

@@ -396,6 +396,9 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	if cfg.cluster > 1 || splits > 1 {
 		cfg.ws, cfg.wsf = 0, 0 // the producer warpgroup: single blocks, unsplit tiles
 	}
+	if cfg.path == PathWGMMA && len(jobs) == 1 && k.tune.oneprob >= 0 {
+		cfg.oneprob = 1 // the descriptor by value (launch, prob1)
+	}
 	file := "bmm_mma.cu"
 	name := "bmm_mma"
 	if cfg.path == PathWGMMA {

@@ -54,8 +54,8 @@
 // producer queues the first stage alone and the others once it has landed
 // (the first stage does not share the memory system with the rest).
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, WS, TIMING, DESC_LBO,
-// DESC_SBO.
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, WS, WSF, ONEPROB,
+// TIMING, DESC_LBO, DESC_SBO.
 #if WS
 // The epilogue's barriers and packing: the consumers only.
 #define BLOCK_SYNC() asm volatile("bar.sync 1, %0;\n" ::"n"(128 * WGS) : "memory")
@@ -70,6 +70,9 @@
 #endif
 #ifndef WSF
 #define WSF 0
+#endif
+#ifndef ONEPROB
+#define ONEPROB 0
 #endif
 #define BM (64 * WGS)
 // NTHREADS: the consumer warpgroups; the launch adds the producer's (WS).
@@ -328,9 +331,15 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   // A register copy: the "memory" clobbers of the asm statements would make
   // the compiler re-read every field of a reference to global memory. A
-  // launch of one product passes it as a parameter too (p1): no dependent
-  // global load before the first copy.
-  const Prob P = nprobs == 1 ? p1 : probs[pi];
+  // launch of one product (ONEPROB=1) reads the copy it passes by value
+  // (p1) instead: no dependent global load before the first copy. (The
+  // choice is made at compile time: a run-time select of the two sources
+  // made the compiler read the descriptor through a generic pointer.)
+#if ONEPROB
+  const Prob P = p1;
+#else
+  const Prob P = probs[pi];
+#endif
   const Work wk = blockWork(P, blockIdx.x);
   const int tm = wk.tm;
   const int m0 = tm * BM, n0 = wk.tn * BN;
