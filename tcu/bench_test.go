@@ -290,7 +290,8 @@ func BenchmarkTune(b *testing.B) {
 
 // BenchmarkWS times the wgmma kernel with and without the producer
 // warpgroup (tuning ws; bmm_wgmma.cu WS) and the descriptor passed by
-// value (oneprob; p0 reads it from global memory as before), side by side,
+// value (oneprob; p0 reads it from global memory as before, p1 forces it
+// by value, no suffix is the default choice), side by side,
 // on the benchmark shapes whose launch takes two-warpgroup blocks (the
 // only ones the producer applies to): the large shapes (MulInt and
 // MulBit), the block-diagonal batches and the aggregation points.
@@ -303,8 +304,8 @@ func BenchmarkWS(b *testing.B) {
 		name string
 		t    tuning
 	}
-	base := []variant{{"nowsp0", tuning{ws: -1, oneprob: -1}}, {"nows", tuning{ws: -1}}, {"ws1", tuning{ws: 1}}}
-	large := append(base, variant{"ws1p0", tuning{ws: 1, oneprob: -1}})
+	base := []variant{{"nowsp0", tuning{ws: -1, oneprob: -1}}, {"nowsp1", tuning{ws: -1, oneprob: 1}}, {"ws1", tuning{ws: 1}}}
+	large := append(base, variant{"ws1p0", tuning{ws: 1, oneprob: -1}}, variant{"ws1p1", tuning{ws: 1, oneprob: 1}})
 	// applies: the launch of as·xs takes two warpgroups, so ws1 differs.
 	applies := func(as, xs []*bittensor.Tensor) bool {
 		m, n, ks := 0, 0, 0

@@ -60,8 +60,8 @@ type tuning struct {
 	// out, 0 leaves it to the heuristic; wsf: 1 with it queues the first
 	// stage alone.
 	ws, wsf int
-	// oneprob: -1 reads even a one-product launch's descriptor from global
-	// memory (config.oneprob).
+	// oneprob: 1 passes a one-product launch's descriptor by value
+	// (config.oneprob), -1 never, 0 leaves it to the heuristic (Kernel.prepare).
 	oneprob int
 }
 

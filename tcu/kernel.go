@@ -396,8 +396,12 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	if cfg.cluster > 1 || splits > 1 {
 		cfg.ws, cfg.wsf = 0, 0 // the producer warpgroup: single blocks, unsplit tiles
 	}
-	if cfg.path == PathWGMMA && len(jobs) == 1 && k.tune.oneprob >= 0 {
-		cfg.oneprob = 1 // the descriptor by value (launch, prob1)
+	// The descriptor by value (launch, prob1) where it won side by side:
+	// one int32 product with the producer warpgroup (N=16384, D=256: s=1
+	// 19.55 against 19.71 us, s=3 45.83 against 47.26). MulBit at s=1 lost
+	// 0.9-1.7 us with it (BenchmarkWS, H200; bench/gpu/RESULTS.md, session 5).
+	if cfg.path == PathWGMMA && len(jobs) == 1 && (k.tune.oneprob > 0 || (k.tune.oneprob == 0 && cfg.ws > 0 && jobs[0].mode == modeInt)) {
+		cfg.oneprob = 1
 	}
 	file := "bmm_mma.cu"
 	name := "bmm_mma"

@@ -337,8 +337,9 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // made the compiler read the descriptor through a generic pointer.)
 #if ONEPROB
   // Field by field through empty asm statements: each a register value,
-  // as the copy from global memory is (a plain copy of the parameter left
-  // the MulBit epilogue re-reading it, 1-2.5 us slower at N=16384, D=256).
+  // as the copy from global memory is. (With a plain copy or this one the
+  // MulBit launch at N=16384, D=256, s=1 was 0.9-1.7 us slower than with
+  // the global copy: the host passes it for int32 launches only.)
   Prob P;
 #define OPQ(f, c) \
   P.f = p1.f;     \
