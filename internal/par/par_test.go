@@ -136,10 +136,11 @@ func goroutinesFor(n, workers int, fn func(i int)) {
 // processes: see bench/cpu/run.sh): the ratio of ns/op is each scheme's
 // scaling.
 //
-// Two sizes: 64 items of about 5 µs (a 4096-row bit product) and 16 of
-// about 1 µs (a 1024-row one, where per-region costs show most).
+// Three sizes: 64 items of about 5 µs (a 4096-row bit product), 16 of
+// about 1 µs (a 1024-row one, where per-region costs show most) and 2
+// almost empty ones (the region's own cost).
 func BenchmarkRegion(b *testing.B) {
-	for _, sz := range []struct{ items, iters int }{{64, 4500}, {16, 900}} {
+	for _, sz := range []struct{ items, iters int }{{64, 4500}, {16, 900}, {2, 10}} {
 		work := func(i int) { sink[i] = spin(sz.iters) }
 		workers := runtime.GOMAXPROCS(0)
 		name := fmt.Sprintf("items=%d/iters=%d", sz.items, sz.iters)
