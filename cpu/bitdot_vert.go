@@ -67,23 +67,39 @@ func appendVertPairs(pairs []int64, abits, bbits, aps, bplane int) []int64 {
 // transposeB writes the first ncols columns of b (bbits planes of plane
 // stride bps, column stride ldb, lw words each) into bt in the vertical
 // layout with wstride columns per lane step (a word, or a half-word with
-// the low half first).
+// the low half first). Each lane row is written contiguously, word w of
+// every column in turn.
 func transposeB[T lane](bt []T, b []uint64, bbits, bps, ldb, lw, ncols, wstride int) {
-	per := lanesPerWord[T]()
-	plane := per * lw * wstride
+	switch bt := any(bt).(type) {
+	case []uint32:
+		transposeB32(bt, b, bbits, bps, ldb, lw, ncols, wstride)
+	case []uint64:
+		transposeB64(bt, b, bbits, bps, ldb, lw, ncols, wstride)
+	}
+}
+
+func transposeB64(bt []uint64, b []uint64, bbits, bps, ldb, lw, ncols, wstride int) {
 	for j := 0; j < bbits; j++ {
-		dst := bt[j*plane : (j+1)*plane]
-		for c := 0; c < ncols; c++ {
-			src := b[j*bps+c*ldb : j*bps+c*ldb+lw]
-			if per == 1 {
-				for w, x := range src {
-					dst[w*wstride+c] = T(x)
-				}
-				continue
+		for w := 0; w < lw; w++ {
+			dst := bt[(j*lw+w)*wstride:][:ncols]
+			src := b[j*bps+w:]
+			for c := range dst {
+				dst[c] = src[c*ldb]
 			}
-			for w, x := range src {
-				dst[2*w*wstride+c] = T(x)
-				dst[(2*w+1)*wstride+c] = T(x >> 32)
+		}
+	}
+}
+
+func transposeB32(bt []uint32, b []uint64, bbits, bps, ldb, lw, ncols, wstride int) {
+	for j := 0; j < bbits; j++ {
+		for w := 0; w < lw; w++ {
+			lo := bt[(2*(j*lw+w))*wstride:][:ncols]
+			hi := bt[(2*(j*lw+w)+1)*wstride:][:ncols]
+			src := b[j*bps+w:]
+			for c := range lo {
+				x := src[c*ldb]
+				lo[c] = uint32(x)
+				hi[c] = uint32(x >> 32)
 			}
 		}
 	}
