@@ -305,7 +305,8 @@ func BenchmarkWS(b *testing.B) {
 		t    tuning
 	}
 	base := []variant{{"nowsp0", tuning{ws: -1, oneprob: -1}}, {"nowsp1", tuning{ws: -1, oneprob: 1}}, {"ws1", tuning{ws: 1}}}
-	large := append(base, variant{"ws1p0", tuning{ws: 1, oneprob: -1}}, variant{"ws1p1", tuning{ws: 1, oneprob: 1}})
+	large := append(base, variant{"ws1p0", tuning{ws: 1, oneprob: -1}}, variant{"ws1p1", tuning{ws: 1, oneprob: 1}},
+		variant{"default", tuning{}})
 	// applies: the launch of as·xs takes two warpgroups, so ws1 differs.
 	applies := func(as, xs []*bittensor.Tensor) bool {
 		m, n, ks := 0, 0, 0
@@ -330,10 +331,10 @@ func BenchmarkWS(b *testing.B) {
 		o := BenchOptions{Repeats: 9, Inner: 5}
 		run(fmt.Sprintf("N=16384/D=256/s=%d", s), large, T(a), T(x), o)
 		if s == 1 || s == 4 {
-			for _, bits := range []int{1, 4} {
+			for _, out := range outs {
 				ob := o
-				ob.OutBits, ob.Requant = bits, benchRequant(16384, s, bits)
-				run(fmt.Sprintf("N=16384/D=256/s=%d/out=b%d", s, bits), large, T(a), T(x), ob)
+				ob.OutBits, ob.OutCols, ob.Requant = out.bits, out.cols, benchRequant(16384, s, out.bits)
+				run(fmt.Sprintf("N=16384/D=256/s=%d/out=%s", s, out.name), large, T(a), T(x), ob)
 			}
 		}
 	}

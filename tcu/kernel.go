@@ -396,11 +396,21 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	if cfg.cluster > 1 || splits > 1 {
 		cfg.ws, cfg.wsf = 0, 0 // the producer warpgroup: single blocks, unsplit tiles
 	}
+	mulBit := slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit })
+	if mulBit && cfg.bn >= 256 && k.tune.ws == 0 {
+		// MulBit of 256-column tiles: no gain from the producer warpgroup
+		// (N=16384, D=256, s=1, medians of 6 runs: 1-bit 19.66 against
+		// 19.72 us, 4-bit 22.52 against 22.24; BenchmarkWS, H200,
+		// bench/gpu/RESULTS.md, session 5).
+		cfg.ws = 0
+	}
 	// The descriptor by value (launch, prob1) where it won side by side:
-	// one int32 product with the producer warpgroup (N=16384, D=256: s=1
-	// 19.55 against 19.71 us, s=3 45.83 against 47.26). MulBit at s=1 lost
-	// 0.9-1.7 us with it (BenchmarkWS, H200; bench/gpu/RESULTS.md, session 5).
-	if cfg.path == PathWGMMA && len(jobs) == 1 && (k.tune.oneprob > 0 || (k.tune.oneprob == 0 && cfg.ws > 0 && jobs[0].mode == modeInt)) {
+	// one product with the producer warpgroup, int32 (N=16384, D=256,
+	// medians of 6 runs: s=1 19.59 against 19.85 us, s=4 52.37 against
+	// 52.76) or MulBit of narrower tiles (s=4, 4-bit: 62.05 against 63.82);
+	// MulBit of 256-column tiles lost 0.8-1.5 us with it (s=1).
+	if cfg.path == PathWGMMA && len(jobs) == 1 &&
+		(k.tune.oneprob > 0 || (k.tune.oneprob == 0 && cfg.ws > 0 && (jobs[0].mode == modeInt || (jobs[0].mode == modeBit && cfg.bn < 256)))) {
 		cfg.oneprob = 1
 	}
 	file := "bmm_mma.cu"
