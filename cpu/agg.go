@@ -335,6 +335,7 @@ func (k *Kernel) MulCodes(dst Codes, a, b *bittensor.Tensor, ep *bmm.Epilogue, r
 		return err
 	}
 	p := newBitPlan(k, a, b)
+	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
 		applyQuantizeRows(dst.data[m0*dst.Stride:m1*dst.Stride], dst.Stride, t.tile, n, m0, m1-m0, n, ep, rq, dst.Bits)
 	})

@@ -138,7 +138,19 @@ type bitPlan struct {
 	wstride int    // columns per word in bt: ng·vc, plus vc with a tail
 	vcols   int    // columns the vertical kernel covers: ng·vc + tail
 	seq     uint64 // this plan's number (planSeq), naming the tasks' copies of B
+
+	// run's operands for task, and task as a func value made once per
+	// pooled plan (see planPool).
+	into   []int32
+	finish func(t *bitTask, m0, m1 int)
+	taskFn func(ib int)
 }
+
+// planPool recycles plans. A product's plan and its loop body are
+// written by the caller and read by every participant: in fresh memory
+// each time, the caller's first synchronization waited for those lines
+// to be fetched and the other participants then fetched them again.
+var planPool sync.Pool
 
 // planSeq numbers the plans that use the vertical kernel, so that a task's
 // copy of B, made for one plan, is never taken for another's.
@@ -164,8 +176,13 @@ var bitTaskPool sync.Pool
 
 func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 	impl, mode := k.impl, k.vert
-	p := &bitPlan{m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
-		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl}
+	p, _ := planPool.Get().(*bitPlan)
+	if p == nil {
+		p = &bitPlan{}
+		p.taskFn = p.task
+	}
+	*p = bitPlan{m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
+		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl, taskFn: p.taskFn}
 	p.colBlock = max(4, bitL1Bytes/(8*max(1, p.kc)*p.bbits)&^3)
 	// 32-bit lanes where they leave no more columns to the row kernel
 	// (or, padding, no more zero columns) than 64-bit lanes would.
@@ -307,29 +324,40 @@ func (p *bitPlan) run(into []int32, finish func(t *bitTask, m0, m1 int)) {
 	if float64(p.m)*float64(p.n)*float64(p.kw)*float64(p.abits*p.bbits) < 1<<16 {
 		workers = 1
 	}
-	forEachTask(blocks, workers, func(ib int) {
-		t, _ := bitTaskPool.Get().(*bitTask)
-		if t == nil {
-			t = &bitTask{}
-		}
-		m0 := ib * bitRowBlock
-		m1 := min(p.m, m0+bitRowBlock)
-		var tile []int32
-		if into != nil {
-			tile = into[m0*p.n : m1*p.n]
-		} else {
-			t.tile = growSlice(t.tile, bitRowBlock*p.n)
-			tile = t.tile[:(m1-m0)*p.n]
-		}
-		p.block(t, tile, m0, m1)
-		if finish != nil {
-			saved := t.tile
-			t.tile = tile
-			finish(t, m0, m1)
-			t.tile = saved
-		}
-		bitTaskPool.Put(t)
-	})
+	p.into, p.finish = into, finish
+	forEachTask(blocks, workers, p.taskFn)
+	p.into, p.finish = nil, nil
+}
+
+// task is run's loop body: row block ib.
+func (p *bitPlan) task(ib int) {
+	t, _ := bitTaskPool.Get().(*bitTask)
+	if t == nil {
+		t = &bitTask{}
+	}
+	m0 := ib * bitRowBlock
+	m1 := min(p.m, m0+bitRowBlock)
+	var tile []int32
+	if p.into != nil {
+		tile = p.into[m0*p.n : m1*p.n]
+	} else {
+		t.tile = growSlice(t.tile, bitRowBlock*p.n)
+		tile = t.tile[:(m1-m0)*p.n]
+	}
+	p.block(t, tile, m0, m1)
+	if p.finish != nil {
+		saved := t.tile
+		t.tile = tile
+		p.finish(t, m0, m1)
+		t.tile = saved
+	}
+	bitTaskPool.Put(t)
+}
+
+// release returns the plan to planPool; it is not used after.
+func (p *bitPlan) release() {
+	p.aw, p.bw = nil, nil // the operands are not kept alive by the pool
+	planPool.Put(p)
 }
 
 func growSlice[T any](s []T, n int) []T {
@@ -542,6 +570,7 @@ func (k *Kernel) MulInt(dst []int32, a, b *bittensor.Tensor) error {
 	}
 	p := newBitPlan(k, a, b)
 	p.run(dst, nil)
+	p.release()
 	return nil
 }
 
@@ -558,6 +587,7 @@ func (k *Kernel) MulFloat(dst []float32, a, b *bittensor.Tensor, ep *bmm.Epilogu
 		return err
 	}
 	p := newBitPlan(k, a, b)
+	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
 		applyRows(dst[m0*n:m1*n], n, t.tile, n, m0, m1-m0, n, ep)
 	})
@@ -579,6 +609,7 @@ func (k *Kernel) MulBit(dst *bittensor.Tensor, a, b *bittensor.Tensor, ep *bmm.E
 	}
 	clear(dst.Words())
 	p := newBitPlan(k, a, b)
+	defer p.release()
 	p.run(nil, func(t *bitTask, m0, m1 int) {
 		applyQuantizePackRows(dst, &t.q, t.tile, n, m0, m1-m0, n, ep, rq)
 	})
