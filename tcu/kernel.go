@@ -396,12 +396,13 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	if cfg.cluster > 1 || splits > 1 {
 		cfg.ws, cfg.wsf = 0, 0 // the producer warpgroup: single blocks, unsplit tiles
 	}
-	mulBit := slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit })
-	if mulBit && cfg.bn >= 256 && k.tune.ws == 0 {
-		// MulBit of 256-column tiles: no gain from the producer warpgroup
-		// (N=16384, D=256, s=1, medians of 6 runs: 1-bit 19.66 against
-		// 19.72 us, 4-bit 22.52 against 22.24; BenchmarkWS, H200,
-		// bench/gpu/RESULTS.md, session 5).
+	byRows := slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit && j.bits.Packing() == bittensor.ByRows })
+	if byRows && cfg.bn >= 256 && k.tune.ws == 0 {
+		// MulBit packed by rows from 256-column tiles: no gain from the
+		// producer warpgroup (N=16384, D=256, s=1, medians of 4 runs:
+		// 1-bit 19.59 against 19.66 us, 4-bit 22.46 against 22.22, 8-bit
+		// 27.42 against 27.27); by columns it gains (4-bit 24.48 against
+		// 25.44; BenchmarkWS, H200, bench/gpu/RESULTS.md, session 5).
 		cfg.ws = 0
 	}
 	// The descriptor by value (launch, prob1) where it won side by side:
