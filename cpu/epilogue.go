@@ -25,14 +25,6 @@ func applyRow(out []float32, c []int32, m int, ep *bmm.Epilogue) {
 	}
 }
 
-// applyRowFloat is bmm.Epilogue.ApplyFloat over row m, in place: out[j] =
-// ep.ApplyFloat(out[j], m, j), for callers whose products are float32 sums.
-func applyRowFloat(out []float32, m int, ep *bmm.Epilogue) {
-	if ep != nil && !applyRowAsm(out, nil, m, ep) {
-		applyRowFloatGeneric(out, m, ep)
-	}
-}
-
 // quantizeRow is bmm.Requant.Quantize over a row: q[j] = rq.Quantize(y[j], bits).
 func quantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) {
 	q = q[:len(y)]

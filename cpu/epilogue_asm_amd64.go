@@ -73,7 +73,8 @@ func epOperands(ep *bmm.Epilogue, n int) (cs, ct, cc, cb *float32, flags uint64)
 
 // applyRowAsm runs the epilogue on row m (the kernels take the row tail
 // with masked loads and stores) and reports whether it could; false means
-// run the generic loop. c == nil means out holds float32 products in place.
+// run the generic loop. c == nil means out holds float32 values in place
+// (the tests' applyRowFloat).
 func applyRowAsm(out []float32, c []int32, m int, ep *bmm.Epilogue) bool {
 	n := len(out)
 	if n == 0 || !epUseAVX2 && !epUseAVX512 {

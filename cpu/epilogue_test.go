@@ -147,6 +147,16 @@ func newEpCase(r *rand.Rand, n, mask int) epCase {
 	return ec
 }
 
+// applyRowFloat is bmm.Epilogue.ApplyFloat over row m, in place: out[j] =
+// ep.ApplyFloat(out[j], m, j). The kernels' float32-in-place mode (c ==
+// nil) serves only the tests, which feed special values (NaN, infinities,
+// −0) straight into each step through it: no int32 product is one.
+func applyRowFloat(out []float32, m int, ep *bmm.Epilogue) {
+	if ep != nil && !applyRowAsm(out, nil, m, ep) {
+		applyRowFloatGeneric(out, m, ep)
+	}
+}
+
 // checkEpCase runs applyRow and applyRowFloat on ec with the current path
 // and compares them with bmm's Apply and ApplyFloat element by element.
 func checkEpCase(t *testing.T, ec epCase) {
