@@ -270,9 +270,9 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	}
 	c.timing = tu.timing
 	// The producer warpgroup with two consumer warpgroups and stages of 4
-	// k-steps: N=16384, D=256, s=1 19.61 against 20.14 us, s=3 44.76
-	// against 48.42, MulBit s=4 4-bit 60.99 against 62.81; the batches of
-	// 2-k-step stages were 0.04-0.07 us slower with it (BenchmarkWS, H200;
+	// k-steps: N=16384, D=256, s=1 19.59 against 20.13 us (medians of 6,
+	// with the by-value descriptor), s=3 44.76-46.07 against 48.30-48.42,
+	// MulBit s=4 4-bit 61.61 against 63.64 (BenchmarkWS, H200;
 	// bench/gpu/RESULTS.md, session 5).
 	if c.wgs == 2 && c.ks == 4 {
 		c.ws = 1

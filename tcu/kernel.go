@@ -400,16 +400,17 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	if byRows && cfg.bn >= 256 && k.tune.ws == 0 {
 		// MulBit packed by rows from 256-column tiles: no gain from the
 		// producer warpgroup (N=16384, D=256, s=1, medians of 4 runs:
-		// 1-bit 19.59 against 19.66 us, 4-bit 22.46 against 22.22, 8-bit
-		// 27.42 against 27.27); by columns it gains (4-bit 24.48 against
+		// 1-bit 19.68 against 19.66 us, 4-bit 22.37 against 22.22, 8-bit
+		// 27.52 against 27.27); by columns it gains (4-bit 24.48 against
 		// 25.44; BenchmarkWS, H200, bench/gpu/RESULTS.md, session 5).
 		cfg.ws = 0
 	}
 	// The descriptor by value (launch, prob1) where it won side by side:
 	// one product with the producer warpgroup, int32 (N=16384, D=256,
 	// medians of 6 runs: s=1 19.59 against 19.85 us, s=4 52.37 against
-	// 52.76) or MulBit of narrower tiles (s=4, 4-bit: 62.05 against 63.82);
-	// MulBit of 256-column tiles lost 0.8-1.5 us with it (s=1).
+	// 52.76) or MulBit of narrower tiles (s=4, medians of 4, 4-bit: 61.61
+	// against 63.62); MulBit of 256-column tiles lost 0.7-2.8 us with it
+	// (s=1).
 	if cfg.path == PathWGMMA && len(jobs) == 1 &&
 		(k.tune.oneprob > 0 || (k.tune.oneprob == 0 && cfg.ws > 0 && (jobs[0].mode == modeInt || (jobs[0].mode == modeBit && cfg.bn < 256)))) {
 		cfg.oneprob = 1
