@@ -242,7 +242,7 @@ func BenchmarkTune(b *testing.B) {
 		// 6 of 3.
 		{"ws1", tuning{ws: 1}}, {"ws2", tuning{ws: 2}}, {"ws1f", tuning{ws: 1, wsf: 1}}, {"ws2f", tuning{ws: 2, wsf: 1}},
 		{"ws1ks2", tuning{ws: 1, ks: 2}}, {"ws2ks2", tuning{ws: 2, ks: 2}}, {"ws1ks3", tuning{ws: 1, ks: 3}}, {"ws2ks3", tuning{ws: 2, ks: 3}},
-		{"nows", tuning{ws: -1}}, {"epi2", tuning{epi: 2}}, {"nowsepi2", tuning{ws: -1, epi: 2}},
+		{"nows", tuning{ws: -1}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	// Phase times (TIMING lines, summarized by tune.sh's timing step), and
 	// fewer row tiles of the same shape (a half and a quarter wave): what
@@ -251,8 +251,7 @@ func BenchmarkTune(b *testing.B) {
 		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}},
 		{"timingbn128", tuning{timing: 1, bn: 128}}, {"timingws1", tuning{timing: 1, ws: 1}}, {"timingws2", tuning{timing: 1, ws: 2}},
 		{"timingws1f", tuning{timing: 1, ws: 1, wsf: 1}}, {"timingws2f", tuning{timing: 1, ws: 2, wsf: 1}},
-		{"timingws1ks2", tuning{timing: 1, ws: 1, ks: 2}}, {"timingws2ks2", tuning{timing: 1, ws: 2, ks: 2}}, {"timingnows", tuning{timing: 1, ws: -1}},
-		{"timingepi2", tuning{timing: 1, epi: 2}}},
+		{"timingws1ks2", tuning{timing: 1, ws: 1, ks: 2}}, {"timingws2ks2", tuning{timing: 1, ws: 2, ks: 2}}, {"timingnows", tuning{timing: 1, ws: -1}}},
 		BenchOptions{Repeats: 3, Inner: 5})
 	// MulBit phase times: the same shape re-quantized to 1 and 8 bits.
 	a1 := randomBits(r, 16384, 16384, 1, bittensor.ByRows)

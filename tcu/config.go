@@ -46,9 +46,7 @@ type tuning struct {
 	// launch allows it; 0 leaves it to the heuristic.
 	cluster int
 	// epi: 1 stores int32 tiles through shared memory and bulk copies,
-	// 2 the first warpgroup's rows from the registers and the others'
-	// through shared memory (a trial), -1 all from the registers, 0 leaves
-	// it to the heuristic.
+	// -1 from the registers, 0 leaves it to the heuristic.
 	epi int
 	// bitepi: 1 packs whole MulBit tiles a word at a time, -1 through
 	// the per-output path (emit, packBits), 0 leaves it to the heuristic.
@@ -89,7 +87,7 @@ func (c config) stageBytes() int {
 // q tile of codes in MulBit mode when that is larger.
 func (c config) smem(mode int) int {
 	s := c.stages * c.stageBytes()
-	if c.path == PathWGMMA && (c.epi >= 1 || (c.bitepi == 1 && mode == modeBit)) {
+	if c.path == PathWGMMA && (c.epi == 1 || (c.bitepi == 1 && mode == modeBit)) {
 		// The staged int32 tile (EPI), or MulBit's raw tile packed by
 		// rows (rows of bn+8 words, bmm_wgmma.cu BITEPI).
 		s = max(s, c.epiBytes())

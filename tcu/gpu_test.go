@@ -125,8 +125,6 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["ws1p0"] = k.withTuning(tuning{ws: 1, wgs: 2, oneprob: -1})
 	ks["p0"] = k.withTuning(tuning{oneprob: -1})
 	ks["p1"] = k.withTuning(tuning{oneprob: 1})
-	ks["epi2"] = k.withTuning(tuning{epi: 2})
-	ks["ws1epi2"] = k.withTuning(tuning{ws: 1, wgs: 2, epi: 2})
 	r := rand.New(rand.NewPCG(7, 8))
 	// Each shape's operands and references once; each kernel a subtest
 	// (-run 'TestLargeVsGeneric/ws' picks the producer-warp ones).

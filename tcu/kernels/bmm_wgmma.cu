@@ -556,25 +556,6 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // aligned.
   if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
     BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
-#if EPI == 2
-    // EPI=2 (a trial): the first warpgroup stores its rows from the
-    // registers (8-byte stores) while the others go through shared memory
-    // and bulk copies: two store paths of the multiprocessor at once.
-    if (wg == 0) {
-      int* o = (int*)P.out + (long long)(m0 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
-      const long long down = 8LL * P.N;
-#pragma unroll
-      for (int c = 0; c < BN / 8; c++) {
-        *(int2*)(o + c * 8) = make_int2(ACC(c, 0), ACC(c, 1));
-        *(int2*)(o + down + c * 8) = make_int2(ACC(c, 2), ACC(c, 3));
-      }
-#if TIMING
-      TSTAMP(tt3);
-      TREPORT(tt3);
-#endif
-      return;
-    }
-#endif
     const int ld = BN * 4 + 32, row = wg * 64 + warp * 16;
     const u32 s0 = sbase + (row + (lane >> 2)) * ld + (lane & 3) * 8;
 #pragma unroll
