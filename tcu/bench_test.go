@@ -362,3 +362,43 @@ func BenchmarkWS(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBitReg times MulBit packed by rows through shared memory
+// (tune=old: packTileBits) and straight from the accumulators (reg:
+// bmm_wgmma.cu BITREG; with and without the producer warpgroup and the
+// by-value descriptor), side by side on the large shapes, and the
+// default; every code is checked against the int32 product (int, timed
+// first) re-quantized on the host.
+func BenchmarkBitReg(b *testing.B) {
+	k := gpuKernel(b)
+	if ok, why := k.WGMMA(); !ok {
+		b.Skipf("wgmma off: %s", why)
+	}
+	vs := []struct {
+		name string
+		t    tuning
+	}{{"old", tuning{bitreg: -1}}, {"reg", tuning{bitreg: 1}}, {"regws1", tuning{bitreg: 1, ws: 1}}, {"regnows", tuning{bitreg: 1, ws: -1}},
+		{"regp0", tuning{bitreg: 1, oneprob: -1}}, {"regp1", tuning{bitreg: 1, oneprob: 1}}, {"default", tuning{}}}
+	r := rand.New(rand.NewPCG(2, 2))
+	a := randomBits(r, 16384, 16384, 1, bittensor.ByRows)
+	for _, s := range []int{1, 4} {
+		x := randomBits(r, 16384, 256, s, bittensor.ByCols)
+		o := BenchOptions{Repeats: 9, Inner: 5}
+		var res BenchResult
+		b.Run(fmt.Sprintf("N=16384/D=256/s=%d/int", s), func(b *testing.B) {
+			res = benchOne(b, k, []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, o)
+		})
+		if res.Out == nil {
+			continue
+		}
+		for _, out := range outs[:3] {
+			for _, v := range vs {
+				b.Run(fmt.Sprintf("N=16384/D=256/s=%d/out=%s/tune=%s", s, out.name, v.name), func(b *testing.B) {
+					ob := o
+					ob.OutBits = out.bits
+					benchBit(b, k.withTuning(v.t), a, x, res.Out[0], ob)
+				})
+			}
+		}
+	}
+}

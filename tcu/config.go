@@ -24,6 +24,10 @@ type config struct {
 	epi          int // wgmma: 1 stores whole int32 tiles through shared memory and bulk copies
 	bitepi       int // wgmma: 1 re-quantizes and packs whole MulBit tiles a word at a time (packTileBits)
 	timing       int // wgmma: 1 prints per-block phase times (a diagnostic)
+	// bitreg (wgmma, with bitepi): 1 packs MulBit tiles by rows with no
+	// epilogue, at most 8 bits and BN a multiple of 64 straight from the
+	// accumulators (bmm_wgmma.cu BITREG, packRegBits), no shared memory.
+	bitreg int
 	// ws (wgmma): n >= 1 adds a producer warpgroup that issues every
 	// copy, the consumers releasing a stage n stages after it
 	// (wgmma.wait_group n); 0 is the single-role loop (thread 0 also
@@ -51,6 +55,10 @@ type tuning struct {
 	// bitepi: 1 packs whole MulBit tiles a word at a time, -1 through
 	// the per-output path (emit, packBits), 0 leaves it to the heuristic.
 	bitepi int
+	// bitreg: 1 packs MulBit tiles by rows from the registers
+	// (config.bitreg), -1 through shared memory (packTileBits), 0 leaves
+	// it to the heuristic (Kernel.prepare).
+	bitreg int
 	// timing: 1 builds the diagnostic that prints per-block phase times.
 	timing int
 	// minBN: the N tile narrows no further than this (0: 16); MulBit
@@ -107,14 +115,14 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("WS", c.ws), d("WSF", c.wsf), d("ONEPROB", c.oneprob), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("BITREG", c.bitreg), d("WS", c.ws), d("WSF", c.wsf), d("ONEPROB", c.oneprob), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d ws%d wsf%d p%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.ws, c.wsf, c.oneprob)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d reg%d ws%d wsf%d p%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.bitreg, c.ws, c.wsf, c.oneprob)
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }

@@ -125,6 +125,16 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["ws1p0"] = k.withTuning(tuning{ws: 1, wgs: 2, oneprob: -1})
 	ks["p0"] = k.withTuning(tuning{oneprob: -1})
 	ks["p1"] = k.withTuning(tuning{oneprob: 1})
+	// MulBit by rows packed from the registers (BITREG): the default
+	// tiles, with the producer warpgroup on the large shapes' tile, with
+	// the by-value descriptor, 64- and 128-column tiles (2 and 4 words a
+	// row); and through shared memory.
+	ks["reg"] = k.withTuning(tuning{bitreg: 1})
+	ks["regws1bn256"] = k.withTuning(tuning{bitreg: 1, ws: 1, bn: 256, wgs: 2})
+	ks["regws1p1"] = k.withTuning(tuning{bitreg: 1, ws: 1, wgs: 2, oneprob: 1})
+	ks["regbn64"] = k.withTuning(tuning{bitreg: 1, bn: 64, wgs: 2})
+	ks["regbn128"] = k.withTuning(tuning{bitreg: 1, bn: 128, wgs: 1})
+	ks["reg0"] = k.withTuning(tuning{bitreg: -1})
 	r := rand.New(rand.NewPCG(7, 8))
 	// Each shape's operands and references once; each kernel a subtest
 	// (-run 'TestLargeVsGeneric/ws' picks the producer-warp ones).
@@ -162,8 +172,11 @@ func TestLargeVsGeneric(t *testing.T) {
 			ep.ColBias[j] = float32(lo-hi) * r.Float32() / 4
 		}
 		// (A negative scale too: codes fall as products grow.)
+		// (By rows with no epilogue at 1, 3 and 8 bits: the codes packed
+		// from the registers, bmm_wgmma.cu BITREG.)
 		s.bits = []bitCase{{bits: 1, packing: bittensor.ByRows}, {bits: 4, packing: bittensor.ByRows, ep: ep}, {bits: 8, packing: bittensor.ByCols},
-			{bits: 3, packing: bittensor.ByCols, ep: ep}, {bits: 1, packing: bittensor.ByCols, neg: true}}
+			{bits: 3, packing: bittensor.ByCols, ep: ep}, {bits: 1, packing: bittensor.ByCols, neg: true},
+			{bits: 8, packing: bittensor.ByRows}, {bits: 3, packing: bittensor.ByRows, neg: true}}
 		for i := range s.bits {
 			c := &s.bits[i]
 			scale := float32(float64(int(1)<<c.bits) / float64(hi-lo+1))

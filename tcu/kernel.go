@@ -405,6 +405,12 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		// 25.44; BenchmarkWS, H200, bench/gpu/RESULTS.md, session 5).
 		cfg.ws = 0
 	}
+	// MulBit packed by rows straight from the accumulators (bmm_wgmma.cu
+	// BITREG) where the tile allows it; tuning bitreg -1 keeps the
+	// shared-memory packing (BenchmarkBitReg times both).
+	if cfg.path == PathWGMMA && cfg.bitepi == 1 && byRows && cfg.bn%64 == 0 && k.tune.bitreg >= 0 {
+		cfg.bitreg = 1
+	}
 	// The descriptor by value (launch, prob1) where it won side by side:
 	// one product with the producer warpgroup, int32 (N=16384, D=256,
 	// medians of 6 runs: s=1 19.59 against 19.85 us, s=4 52.37 against

@@ -54,7 +54,7 @@
 // producer queues the first stage alone and the others once it has landed
 // (the first stage does not share the memory system with the rest).
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, WS, WSF, ONEPROB,
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, BITREG, WS, WSF, ONEPROB,
 // TIMING, DESC_LBO, DESC_SBO.
 #if WS
 // The epilogue's barriers and packing: the consumers only.
@@ -140,6 +140,9 @@ __device__ __forceinline__ void stShared2(u32 addr, int a, int b) {
 #endif
 #ifndef BITEPI
 #define BITEPI 0
+#endif
+#ifndef BITREG
+#define BITREG 0
 #endif
 // TIMING=1 (a diagnostic, tuning only): thread 0 of each block prints the
 // global timer (ns) at entry, when its first stage has landed, after its
@@ -320,6 +323,104 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
     }
   }
 }
+
+#if BITREG && BN % 64 == 0
+// BITREG=1: MulBit tiles packed by rows with no epilogue and at most 8
+// output bits leave straight from the accumulators, without shared
+// memory. In the m64nNk256 layout lane l of a warp holds rows l/4 and
+// l/4+8 of its 16, columns 8c + 2(l%4) + {0,1} of every column group c, so
+// the 32 columns of output word w (column groups 4w..4w+3) lie in the 4
+// lanes of a quad, 8 codes each. Each lane makes, per plane, its partial
+// word (its 8 bits in place), and the quad ORs 4 partial words into 4
+// whole ones with 3 shuffles (quadScatter), lane q keeping the q-th.
+// BN % 64 == 0: the (row, word) pairs of a lane come in whole groups of 4.
+
+// quadScatter returns, in lane q = lane%4 of each quad, the OR over the
+// quad of its v[q] (the partial words of 4 output words, disjoint bits).
+__device__ __forceinline__ u32 quadScatter(u32 v0, u32 v1, u32 v2, u32 v3, int q) {
+  const bool hi = q & 2, odd = q & 1;
+  u32 k0 = hi ? v2 : v0, k1 = hi ? v3 : v1;
+  const u32 s0 = hi ? v0 : v2, s1 = hi ? v1 : v3;
+  k0 |= __shfl_xor_sync(0xffffffffu, s0, 2);
+  k1 |= __shfl_xor_sync(0xffffffffu, s1, 2);
+  const u32 keep = odd ? k1 : k0, send = odd ? k0 : k1;
+  return keep | __shfl_xor_sync(0xffffffffu, send, 1);
+}
+
+// spread2 moves the bit pairs (2j, 2j+1) of byte b to bits (8j, 8j+1).
+__device__ __forceinline__ u32 spread2(u32 b) {
+  b = (b | (b << 12)) & 0x000F000Fu;
+  return (b | (b << 6)) & 0x03030303u;
+}
+
+// transpose8 transposes the 8x8 bit matrix whose row k is byte k of
+// (lo, hi): afterwards bit k of byte p is bit p of the former byte k
+// (three delta swaps, Hacker's Delight 7-3, on 32-bit halves).
+__device__ __forceinline__ void transpose8(u32& lo, u32& hi) {
+  u32 t = (lo ^ (lo >> 7)) & 0x00AA00AAu;
+  lo ^= t ^ (t << 7);
+  t = (hi ^ (hi >> 7)) & 0x00AA00AAu;
+  hi ^= t ^ (t << 7);
+  t = (lo ^ (lo >> 14)) & 0x0000CCCCu;
+  lo ^= t ^ (t << 14);
+  t = (hi ^ (hi >> 14)) & 0x0000CCCCu;
+  hi ^= t ^ (t << 14);
+  t = (lo ^ (hi << 4)) & 0xF0F0F0F0u;
+  lo ^= t;
+  hi ^= t >> 4;
+}
+
+// packRegBits packs this thread's codes of the block's BM×BN tile into
+// the output planes (ByRows): row0 is its first tile row (the second is
+// row0+8). Codes as the shared-memory path makes them (quantizeFast).
+__device__ __forceinline__ void packRegBits(const Prob& P, const int (&d)[ABITS][NP / 2], int m0, int n0, int row0, int lane) {
+  constexpr int W = BN / 32;  // words per row; pairs (h, w) = 2W, 4 per group
+  const int q = lane & 3, bits = P.outBits;
+  const float sc = P.rqScale, of = P.rqOffset;
+  const u32 mx = (1u << bits) - 1u;
+  u32* out = (u32*)P.out + (long long)(m0 + row0) * P.outLw32 + (n0 >> 5);
+#define QC(c, r) quantizeFast(__int2float_rn(combine(d, c, r)), sc, of, mx)
+#pragma unroll
+  for (int g = 0; g < 2 * W / 4; g++) {
+    // Lane q stores pair 4g+q: row h, word w.
+    const int pr = 4 * g + q, h = pr / W, w = pr % W;
+    u32* o = out + (long long)(8 * h) * P.outLw32 + w;
+    if (bits == 1) {
+      u32 v[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const int hh = (4 * g + i) / W, ww = (4 * g + i) % W;
+        u32 x = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) x |= (QC(4 * ww + j, 2 * hh) | (QC(4 * ww + j, 2 * hh + 1) << 1)) << (8 * j);
+        v[i] = x << (2 * q);
+      }
+      *o = quadScatter(v[0], v[1], v[2], v[3], q);
+    } else {
+      // Byte k of (lo, hi): the code of column group 4w + k/2, row k%2;
+      // transposed, byte p is plane p.
+      u32 lo[4], hi[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const int hh = (4 * g + i) / W, ww = (4 * g + i) % W;
+        lo[i] = QC(4 * ww, 2 * hh) | (QC(4 * ww, 2 * hh + 1) << 8) | (QC(4 * ww + 1, 2 * hh) << 16) | (QC(4 * ww + 1, 2 * hh + 1) << 24);
+        hi[i] = QC(4 * ww + 2, 2 * hh) | (QC(4 * ww + 2, 2 * hh + 1) << 8) | (QC(4 * ww + 3, 2 * hh) << 16) | (QC(4 * ww + 3, 2 * hh + 1) << 24);
+        transpose8(lo[i], hi[i]);
+      }
+#pragma unroll
+      for (int p = 0; p < 8; p++) {
+        if (p < bits) {
+          u32 v[4];
+#pragma unroll
+          for (int i = 0; i < 4; i++) v[i] = spread2(((p < 4 ? lo[i] : hi[i]) >> (8 * (p & 3))) & 0xFFu) << (2 * q);
+          o[(long long)p * P.outPlane] = quadScatter(v[0], v[1], v[2], v[3], q);
+        }
+      }
+    }
+  }
+#undef QC
+}
+#endif
 #endif
 
 extern "C" __global__ void
@@ -504,13 +605,23 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // Rows narrower than a word belong to this block alone when it holds
   // the output's only column tile.
   if (P.mode == MODE_BIT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.outByCols || BN % 32 == 0 || P.tilesN == 1)) {
-    BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
-    int* q = (int*)smem;
     const int row = wg * 64 + warp * 16 + (lane >> 2);
     // With no epilogue the codes are made here, from the registers (short
     // independent chains); with one, the packing applies it (one inlined
     // epilogue instead of one per accumulator).
     const bool coded = !P.colScale && !P.rowTerm && !P.colConst && !P.rowScale && !P.colBias && !P.relu;
+#if BITREG && BN % 64 == 0
+    if (coded && !P.outByCols && P.outBits <= 8) {
+      packRegBits(P, d, m0, n0, row, lane);
+#if TIMING
+      TSTAMP(tt3);
+      TREPORT(tt3);
+#endif
+      return;
+    }
+#endif
+    BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
+    int* q = (int*)smem;
     const float sc = P.rqScale, of = P.rqOffset;
     const u32 mx = P.outBits >= 32 ? 0xffffffffu : (1u << P.outBits) - 1u;
 #define QV(c, r) (coded ? (int)quantizeFast(__int2float_rn(ACC(c, r)), sc, of, mx) : ACC(c, r))
