@@ -407,7 +407,10 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	}
 	// MulBit packed by rows straight from the accumulators (bmm_wgmma.cu
 	// BITREG) where the tile allows it; tuning bitreg -1 keeps the
-	// shared-memory packing (BenchmarkBitReg times both).
+	// shared-memory packing. N=16384, D=256, medians of 4 runs: s=1 1-bit
+	// 15.84 against 19.73 us, 4-bit 17.87 against 22.34, 8-bit 18.70
+	// against 27.33; s=4 8-bit 54.08 against 70.33 (BenchmarkBitReg, H200;
+	// bench/gpu/RESULTS.md, session 5b).
 	if cfg.path == PathWGMMA && cfg.bitepi == 1 && byRows && cfg.bn%64 == 0 && k.tune.bitreg >= 0 {
 		cfg.bitreg = 1
 	}
