@@ -378,7 +378,7 @@ func BenchmarkBitReg(b *testing.B) {
 		name string
 		t    tuning
 	}{{"old", tuning{bitreg: -1}}, {"reg", tuning{bitreg: 1}}, {"regws1", tuning{bitreg: 1, ws: 1}}, {"regnows", tuning{bitreg: 1, ws: -1}},
-		{"regp0", tuning{bitreg: 1, oneprob: -1}}, {"regp1", tuning{bitreg: 1, oneprob: 1}}, {"default", tuning{}}}
+		{"regp0", tuning{bitreg: 1, oneprob: -1}}, {"regp1", tuning{bitreg: 1, oneprob: 1}}, {"reg2", tuning{bitreg: 2}}, {"default", tuning{}}}
 	r := rand.New(rand.NewPCG(2, 2))
 	a := randomBits(r, 16384, 16384, 1, bittensor.ByRows)
 	for _, s := range []int{1, 4} {

@@ -26,7 +26,8 @@ type config struct {
 	timing       int // wgmma: 1 prints per-block phase times (a diagnostic)
 	// bitreg (wgmma, with bitepi): 1 packs MulBit tiles by rows with no
 	// epilogue, at most 8 bits and BN a multiple of 64 straight from the
-	// accumulators (bmm_wgmma.cu BITREG, packRegBits), no shared memory.
+	// accumulators (bmm_wgmma.cu BITREG, packRegBits), no shared memory;
+	// 2 exchanges whole plane bytes in the quad (2 to 8 bits).
 	bitreg int
 	// ws (wgmma): n >= 1 adds a producer warpgroup that issues every
 	// copy, the consumers releasing a stage n stages after it
@@ -55,7 +56,7 @@ type tuning struct {
 	// bitepi: 1 packs whole MulBit tiles a word at a time, -1 through
 	// the per-output path (emit, packBits), 0 leaves it to the heuristic.
 	bitepi int
-	// bitreg: 1 packs MulBit tiles by rows from the registers
+	// bitreg: 1 or 2 packs MulBit tiles by rows from the registers
 	// (config.bitreg), -1 through shared memory (packTileBits), 0 leaves
 	// it to the heuristic (Kernel.prepare).
 	bitreg int

@@ -135,6 +135,9 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["regbn64"] = k.withTuning(tuning{bitreg: 1, bn: 64, wgs: 2})
 	ks["regbn128"] = k.withTuning(tuning{bitreg: 1, bn: 128, wgs: 1})
 	ks["reg0"] = k.withTuning(tuning{bitreg: -1})
+	ks["reg2"] = k.withTuning(tuning{bitreg: 2})
+	ks["reg2bn64"] = k.withTuning(tuning{bitreg: 2, bn: 64, wgs: 2})
+	ks["reg2bn128"] = k.withTuning(tuning{bitreg: 2, bn: 128, wgs: 1})
 	r := rand.New(rand.NewPCG(7, 8))
 	// Each shape's operands and references once; each kernel a subtest
 	// (-run 'TestLargeVsGeneric/ws' picks the producer-warp ones).

@@ -410,9 +410,17 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	// shared-memory packing. N=16384, D=256, medians of 4 runs: s=1 1-bit
 	// 15.84 against 19.73 us, 4-bit 17.87 against 22.34, 8-bit 18.70
 	// against 27.33; s=4 8-bit 54.08 against 70.33 (BenchmarkBitReg, H200;
-	// bench/gpu/RESULTS.md, session 5b).
+	// bench/gpu/RESULTS.md, session 5b). Whole plane bytes exchanged
+	// (BITREG=2) on 256-column tiles: s=1 4-bit 17.54 against 17.89 us,
+	// 8-bit 18.42 against 18.56 (medians of 5); on the 64-column tiles of
+	// s=4 they lost (4-bit 52.48 against 52.13, 8-bit 54.52 against 54.21).
 	if cfg.path == PathWGMMA && cfg.bitepi == 1 && byRows && cfg.bn%64 == 0 && k.tune.bitreg >= 0 {
 		cfg.bitreg = 1
+		if k.tune.bitreg > 0 {
+			cfg.bitreg = k.tune.bitreg
+		} else if cfg.bn >= 256 {
+			cfg.bitreg = 2
+		}
 	}
 	// The descriptor by value (launch, prob1) where it won side by side:
 	// one product with the producer warpgroup, int32 (N=16384, D=256,

@@ -334,6 +334,8 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
 // word (its 8 bits in place), and the quad ORs 4 partial words into 4
 // whole ones with 3 shuffles (quadScatter), lane q keeping the q-th.
 // BN % 64 == 0: the (row, word) pairs of a lane come in whole groups of 4.
+// BITREG=2: 2 to 8 bits exchange whole plane bytes instead (2 shuffles
+// per 4 words and plane, no spread).
 
 // quadScatter returns, in lane q = lane%4 of each quad, the OR over the
 // quad of its v[q] (the partial words of 4 output words, disjoint bits).
@@ -407,6 +409,35 @@ __device__ __forceinline__ void packRegBits(const Prob& P, const int (&d)[ABITS]
         hi[i] = QC(4 * ww + 2, 2 * hh) | (QC(4 * ww + 2, 2 * hh + 1) << 8) | (QC(4 * ww + 3, 2 * hh) << 16) | (QC(4 * ww + 3, 2 * hh + 1) << 24);
         transpose8(lo[i], hi[i]);
       }
+#if BITREG == 2
+      // The quad exchanges whole plane bytes: R holds this lane's byte of
+      // plane p for the 4 pairs; two shuffles and byte permutes give lane
+      // q the bytes of pair q from the 4 lanes (byte r from lane r), whose
+      // 2-bit fields (lane r, column group j) a transpose puts in place.
+      const u32 selA = (q & 2) ? 0x7362u : 0x5140u;
+      u32 selB = 0;
+#pragma unroll
+      for (int r = 0; r < 4; r++) {
+        const int x = r ^ q;
+        selB |= (u32)((q & 1) * 2 + (x & 1) * 4 + (x >> 1)) << (4 * r);
+      }
+#pragma unroll
+      for (int p = 0; p < 8; p++) {
+        if (p < bits) {
+          const u32 s1 = (u32)((p & 3) | ((4 + (p & 3)) << 4));
+          const u32 t01 = __byte_perm(p < 4 ? lo[0] : hi[0], p < 4 ? lo[1] : hi[1], s1);
+          const u32 t23 = __byte_perm(p < 4 ? lo[2] : hi[2], p < 4 ? lo[3] : hi[3], s1);
+          const u32 R = __byte_perm(t01, t23, 0x5410u);
+          const u32 S = __byte_perm(R, __shfl_xor_sync(0xffffffffu, R, 2), selA);
+          u32 x = __byte_perm(S, __shfl_xor_sync(0xffffffffu, S, 1), selB);
+          u32 t = (x ^ (x >> 6)) & 0x00CC00CCu;
+          x ^= t ^ (t << 6);
+          t = (x ^ (x >> 12)) & 0x0000F0F0u;
+          x ^= t ^ (t << 12);
+          o[(long long)p * P.outPlane] = x;
+        }
+      }
+#else
 #pragma unroll
       for (int p = 0; p < 8; p++) {
         if (p < bits) {
@@ -416,6 +447,7 @@ __device__ __forceinline__ void packRegBits(const Prob& P, const int (&d)[ABITS]
           o[(long long)p * P.outPlane] = quadScatter(v[0], v[1], v[2], v[3], q);
         }
       }
+#endif
     }
   }
 #undef QC
