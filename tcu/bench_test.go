@@ -177,6 +177,18 @@ func BenchmarkLarge(b *testing.B) {
 	}
 }
 
+// blockBatch draws the operands of a block-diagonal benchmark point: X
+// (n×d, s bits) for the whole adjacency, and the n/bs independent block
+// products of the batched launch (a bs×bs block and its bs×d features).
+func blockBatch(r *rand.Rand, n, bs, d, s int) (x *bittensor.Tensor, as, xs []*bittensor.Tensor) {
+	x = randomBits(r, n, d, s, bittensor.ByCols)
+	for q := 0; q < n/bs; q++ {
+		as = append(as, blockDiag(r, bs, bs, 1))
+		xs = append(xs, randomBits(r, bs, d, s, bittensor.ByCols))
+	}
+	return x, as, xs
+}
+
 // BenchmarkBlockDiag: the subgraph batches of QGTC. A block-diagonal N×N
 // adjacency with blocks of bs nodes, run whole with zero-tile jumping
 // (ztj), and as N/bs independent products in one launch (batched). Ops are
@@ -187,12 +199,7 @@ func BenchmarkBlockDiag(b *testing.B) {
 	for _, c := range []struct{ n, bs, d int }{{4096, 256, 64}, {16384, 512, 64}, {16384, 1024, 256}} {
 		a := blockDiag(r, c.n, c.bs, 1)
 		for _, s := range []int{1, 4} {
-			x := randomBits(r, c.n, c.d, s, bittensor.ByCols)
-			var as, xs []*bittensor.Tensor
-			for q := 0; q < c.n/c.bs; q++ {
-				as = append(as, blockDiag(r, c.bs, c.bs, 1))
-				xs = append(xs, randomBits(r, c.bs, c.d, s, bittensor.ByCols))
-			}
+			x, as, xs := blockBatch(r, c.n, c.bs, c.d, s)
 			for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
 				k, ok := ks[impl]
 				if !ok {
@@ -341,12 +348,7 @@ func BenchmarkWS(b *testing.B) {
 	for _, c := range []struct{ n, bs, d int }{{4096, 256, 64}, {16384, 512, 64}, {16384, 1024, 256}} {
 		ad := blockDiag(r, c.n, c.bs, 1)
 		for _, s := range []int{1, 4} {
-			x := randomBits(r, c.n, c.d, s, bittensor.ByCols)
-			var as, xs []*bittensor.Tensor
-			for q := 0; q < c.n/c.bs; q++ {
-				as = append(as, blockDiag(r, c.bs, c.bs, 1))
-				xs = append(xs, randomBits(r, c.bs, c.d, s, bittensor.ByCols))
-			}
+			x, as, xs := blockBatch(r, c.n, c.bs, c.d, s)
 			o := BenchOptions{Repeats: 15, Inner: 20}
 			run(fmt.Sprintf("N=%d/bs=%d/D=%d/s=%d/mode=ztj", c.n, c.bs, c.d, s), base, T(ad), T(x), o)
 			run(fmt.Sprintf("N=%d/bs=%d/D=%d/s=%d/mode=batched", c.n, c.bs, c.d, s), base, as, xs, o)
