@@ -504,6 +504,27 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     _Pragma("unroll") for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2); \
   } while (0)
 
+#if TIMING
+#define STAMP_FIRST(t) \
+  if ((t) == 0) tt1 = gtime()
+#else
+#define STAMP_FIRST(t)
+#endif
+  // MMA_STAGE(t) waits for stage t's copies and issues its wgmmas (every
+  // plane of A against B's planes side by side) as one commit group.
+#define MMA_STAGE(t)                                                                                                          \
+  do {                                                                                                                        \
+    const int slot_ = (t) % STAGES;                                                                                           \
+    mbarWait(full0 + 8 * slot_, ((t) / STAGES) & 1);                                                                          \
+    STAMP_FIRST(t);                                                                                                           \
+    const u32 sS_ = sbase + slot_ * STAGE_BYTES;                                                                              \
+    wg_fence();                                                                                                               \
+    _Pragma("unroll") for (int u = 0; u < KS; u++)                                                                            \
+    _Pragma("unroll") for (int i = 0; i < ABITS; i++)                                                                         \
+      WGMMA_N(NP)(d[i], desc(sS_ + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS_ + KS * A_BYTES + u * B_BYTES));    \
+    wg_commit();                                                                                                              \
+  } while (0)
+
   const int nk = wk.k1 - wk.k0;
   const int nst = (nk + KS - 1) / KS;
   // This block's k-steps: its slice of the tile's zero-tile list, or all.
@@ -545,21 +566,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   ZERO_ACC();
   for (int t = 0; t < nst; t++) {
-    const int slot = t % STAGES;
-    mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
-#if TIMING
-    if (t == 0) tt1 = gtime();
-#endif
-    const u32 sS = sbase + slot * STAGE_BYTES;
-    wg_fence();
-#pragma unroll
-    for (int u = 0; u < KS; u++) {
-#pragma unroll
-      for (int i = 0; i < ABITS; i++) {
-        WGMMA_N(NP)(d[i], desc(sS + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * B_BYTES));
-      }
-    }
-    wg_commit();
+    MMA_STAGE(t);
     wg_wait<WS>();
     if (t >= WS && lane == 0) mbarArrive(empty0 + 8 * ((t - WS) % STAGES));
   }
@@ -581,21 +588,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   if (threadIdx.x == 0)
     for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
   for (int t = 0; t < nst; t++) {
-    const int slot = t % STAGES;
-    mbarWait(full0 + 8 * slot, (t / STAGES) & 1);
-#if TIMING
-    if (t == 0) tt1 = gtime();
-#endif
-    const u32 sS = sbase + slot * STAGE_BYTES;
-    wg_fence();
-#pragma unroll
-    for (int u = 0; u < KS; u++) {
-#pragma unroll
-      for (int i = 0; i < ABITS; i++) {
-        WGMMA_N(NP)(d[i], desc(sS + u * A_BYTES + i * (BM * 32) + wg * (64 * 32)), desc(sS + KS * A_BYTES + u * B_BYTES));
-      }
-    }
-    wg_commit();
+    MMA_STAGE(t);
     wg_wait<1>();
     // This warp's wgmmas of stage t-1 are done: release its slot, and
     // (thread 0) refill it with stage t-1+STAGES once every warp has.
