@@ -20,14 +20,23 @@ test:
 	@echo "== go test -race (core)"; $(GO) test -count=1 -race -short $(CORE)
 	@echo "== fuzz smoke"; $(MAKE) --no-print-directory fuzz-smoke FUZZTIME=3s
 
-# fuzz-smoke runs each fuzz target for FUZZTIME.
+# fuzz-smoke runs each fuzz target for FUZZTIME. A failing run prints its
+# output and fails, except go's own -fuzztime boundary flake
+# (golang/go#51484): "context deadline exceeded" with no failing input
+# written, which finds nothing (every finding writes a reproducer under
+# testdata/fuzz) and is reported as such.
 fuzz-smoke:
-	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for pkg in $$($(GO) list $(PKGS)); do \
 		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 		for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-			$(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) $$pkg >/dev/null || \
-				{ $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) $$pkg; exit 1; }; \
+			$(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) $$pkg >$$log 2>&1 && continue; \
+			if grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
+				echo "  go's -fuzztime boundary flake (golang/go#51484, no failing input): not a finding"; \
+				continue; \
+			fi; \
+			cat $$log; exit 1; \
 		done; \
 	done
 
