@@ -10,14 +10,8 @@
 #   large: BenchmarkLarge's MulBit rows (LARGE regexp)
 # KCACHE=1 writes the kernel cache to $OUT/kcache.tgz.
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
+. "$(dirname "$0")/host.sh"
 PHASES=${PHASES:-"test bench"}
-export QGTC_CACHE_DIR=${QGTC_CACHE_DIR:-/tmp/qgtc-kernels}
-mkdir -p "$QGTC_CACHE_DIR"
-[ -f build/kcache.tgz ] && tar xzf build/kcache.tgz -C "$QGTC_CACHE_DIR"
-T=./build/gpu/tcu.test
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/env.txt" 2>&1
 for ph in $PHASES; do
   t0=$(date +%s)
   case $ph in
@@ -69,4 +63,4 @@ for ph in $PHASES; do
   esac
   echo "== $ph took $(($(date +%s) - t0)) s"
 done
-if [ -n "${KCACHE:-}" ]; then tar czf "$OUT/kcache.tgz" -C "$QGTC_CACHE_DIR" . 2>/dev/null; fi
+host_done

@@ -8,17 +8,10 @@
 # base:     cuBLAS/cuSPARSE baselines, merged with the bench log into one table
 # sanitize: compute-sanitizer memcheck and racecheck on a conformance run
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
+. "$(dirname "$0")/host.sh"
 STEPS=${STEPS:-"nvcc test bench base"}
 BENCH=${BENCH:-.}
 TESTRUN=${TESTRUN:-.}
-export QGTC_CACHE_DIR=${QGTC_CACHE_DIR:-/tmp/qgtc-kernels}
-export PYTHONUNBUFFERED=1
-# A kernel cache from an earlier run (kept in build/, carried) saves the compiles.
-mkdir -p "$QGTC_CACHE_DIR"
-[ -f build/kcache.tgz ] && tar xzf build/kcache.tgz -C "$QGTC_CACHE_DIR"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/env.txt" 2>&1
 ls /usr/local/cuda/lib64/libnvrtc* >>"$OUT/env.txt" 2>&1
 for step in $STEPS; do
   t0=$(date +%s)
@@ -40,7 +33,6 @@ for step in $STEPS; do
     # The conformance suite per kernel path, in parallel processes (NVRTC
     # compiles of the variants are CPU-bound; the on-disk cache is shared),
     # with a benchmark pass in the background that only fills the cache.
-    T=./build/gpu/tcu.test
     $T -test.v -test.run 'TestConformance/auto' -test.timeout 200s >/tmp/t-auto.log 2>&1 &
     $T -test.v -test.run 'TestConformance/mma' -test.timeout 200s >/tmp/t-mma.log 2>&1 &
     $T -test.v -test.run 'TestConformance/split3' -test.timeout 200s >/tmp/t-split.log 2>&1 &
@@ -70,4 +62,4 @@ for step in $STEPS; do
   esac
   echo "== $step took $(($(date +%s) - t0)) s"
 done
-if [ -n "${KCACHE:-}" ]; then tar czf "$OUT/kcache.tgz" -C "$QGTC_CACHE_DIR" . 2>/dev/null; fi
+host_done

@@ -9,16 +9,8 @@
 #   ncu:   Nsight Compute on the default large-shape kernel (NCU_BENCH picks the benchmark,
 #          NCU_FLAGS adds options, e.g. --cache-control none to keep the L2 warm)
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
+. "$(dirname "$0")/host.sh"
 STEPS=${STEPS:-"ptxas test old tune"}
-export QGTC_CACHE_DIR=${QGTC_CACHE_DIR:-/tmp/qgtc-kernels} PYTHONUNBUFFERED=1
-mkdir -p "$QGTC_CACHE_DIR"
-# A kernel cache from an earlier run (kept in build/, carried) saves the
-# compiles; KCACHE=1 writes this run's to $OUT/kcache.tgz.
-[ -f build/kcache.tgz ] && tar xzf build/kcache.tgz -C "$QGTC_CACHE_DIR"
-T=./build/gpu/tcu.test
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$OUT/env.txt" 2>&1
 for step in $STEPS; do
   t0=$(date +%s)
   case $step in
@@ -75,4 +67,4 @@ for step in $STEPS; do
   esac
   echo "== $step took $(($(date +%s) - t0)) s"
 done
-if [ -n "${KCACHE:-}" ]; then tar czf "$OUT/kcache.tgz" -C "$QGTC_CACHE_DIR" . 2>/dev/null; fi
+host_done
