@@ -166,6 +166,19 @@ __device__ __forceinline__ u64 gtime() {
     vprintf("TIMING %llu %llu %llu %llu %llu %llu\n", (const char*)&args_);               \
   }
 #endif
+// TILE_DONE, at the end of each epilogue: with TIMING, thread 0 reports the
+// block's phase times; otherwise nothing.
+#if TIMING
+#define TILE_DONE() \
+  do {              \
+    TSTAMP(tt3);    \
+    TREPORT(tt3);   \
+  } while (0)
+#else
+#define TILE_DONE() \
+  do {              \
+  } while (0)
+#endif
 #if WS && (CLUSTER > 1 || WGS != 2)
 #error "WS needs CLUSTER=1 and WGS=2 (the setmaxnreg counts are those of 384 threads)"
 #endif
@@ -638,10 +651,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
 #if BITREG && BN % 64 == 0
     if (coded && !P.outByCols && P.outBits <= 8) {
       packRegBits(P, d, m0, n0, row, lane);
-#if TIMING
-      TSTAMP(tt3);
-      TREPORT(tt3);
-#endif
+      TILE_DONE();
       return;
     }
 #endif
@@ -677,10 +687,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       packTileBits<BM, BN, true>(P, q, ldq, m0, n0, coded);
     else
       packTileBits<BM, BN, false>(P, q, ldq, m0, n0, coded);
-#if TIMING
-    TSTAMP(tt3);
-    TREPORT(tt3);
-#endif
+    TILE_DONE();
     return;
   }
 #endif
@@ -708,10 +715,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       // Shared memory must outlive the copy's reads.
       asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
     }
-#if TIMING
-    TSTAMP(tt3);
-    TREPORT(tt3);
-#endif
+    TILE_DONE();
     return;
   }
 #endif
@@ -726,10 +730,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       *(int2*)(o + c * 8) = make_int2(ACC(c, 0), ACC(c, 1));
       *(int2*)(o + down + c * 8) = make_int2(ACC(c, 2), ACC(c, 3));
     }
-#if TIMING
-    TSTAMP(tt3);
-    TREPORT(tt3);
-#endif
+    TILE_DONE();
     return;
   }
 
