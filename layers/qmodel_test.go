@@ -235,6 +235,19 @@ func TestQZeroPointExact(t *testing.T) {
 	}
 }
 
+// qPlanLogits compiles m for kern (nil: the default kernel) and returns
+// the logits the plan computes on batch b.
+func qPlanLogits(t *testing.T, m *QModel, kern bmm.Kernel, in *QInput, b *QBatch) []float32 {
+	t.Helper()
+	plan, err := m.Compile(kern)
+	require.NoError(t, err)
+	x, err := in.Pack(b.Nodes)
+	require.NoError(t, err)
+	got, _, err := plan.Forward(b, x, nil)
+	require.NoError(t, err)
+	return got
+}
+
 // TestQInfer32Bits checks 32-bit codes end to end: products beyond int64
 // are summed in float64, so codes may differ in their last bits from the
 // simulation, but the logits agree to float32 precision.
@@ -242,17 +255,12 @@ func TestQInfer32Bits(t *testing.T) {
 	for _, kind := range []string{QGCN, QGIN} {
 		t.Run(kind, func(t *testing.T) {
 			m, d, in := qPrepared(t, kind, 32, 32, 1, false)
-			plan, err := m.Compile(bmm.Generic{})
-			require.NoError(t, err)
 			b := d.Eval[0]
 			_, want, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
 			_, fp, err := m.simForward(b, in, false, -1, 0, nil)
 			require.NoError(t, err)
-			x, err := in.Pack(b.Nodes)
-			require.NoError(t, err)
-			got, _, err := plan.Forward(b, x, nil)
-			require.NoError(t, err)
+			got := qPlanLogits(t, m, bmm.Generic{}, in, b)
 			for i := range want {
 				assert.InDelta(t, want[i], got[i], 1e-2*(1+math.Abs(float64(want[i]))), "logit %d", i)
 				assert.InDelta(t, fp[i], got[i], 1e-2*(1+math.Abs(float64(fp[i]))), "logit %d vs fp32", i)
@@ -296,8 +304,6 @@ func TestQATForwardIsInference(t *testing.T) {
 			for i := range m.Layers {
 				assert.Equal(t, before.Layers[i].BN, m.Layers[i].BN, "layer %d batch norm", i)
 			}
-			plan, err := m.Compile(nil)
-			require.NoError(t, err)
 			b := d.Eval[0]
 			// The training pass: rng set and a dropout rate, as train uses them.
 			st, train, err := m.simForward(b, in, true, -1, 0.5, rand.New(rand.NewPCG(1, 1)))
@@ -313,10 +319,7 @@ func TestQATForwardIsInference(t *testing.T) {
 					require.Equal(t, math.Float32bits(fq[j]), math.Float32bits(op.out.Value(uint32(q))), "op %d value %d", i, j)
 				}
 			}
-			x, err := in.Pack(b.Nodes)
-			require.NoError(t, err)
-			inf, _, err := plan.Forward(b, x, nil)
-			require.NoError(t, err)
+			inf := qPlanLogits(t, m, nil, in, b)
 			// GIN's batch norm normalizes with the batch's statistics in
 			// training; the evaluation pass (running statistics, folded
 			// into the epilogue) is inference. GCN has no batch norm: its
@@ -692,15 +695,10 @@ func TestQATLearnScales(t *testing.T) {
 				assert.InDelta(t, old.Lower/old.Scale, op.out.Lower/op.out.Scale, 1e-5, "op %d zero point", i)
 			}
 			assert.Positive(t, moved, "no step size moved")
-			plan, err := m.Compile(bmm.Generic{})
-			require.NoError(t, err)
 			b := d.Eval[0]
 			_, want, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
-			x, err := in.Pack(b.Nodes)
-			require.NoError(t, err)
-			got, _, err := plan.Forward(b, x, nil)
-			require.NoError(t, err)
+			got := qPlanLogits(t, m, bmm.Generic{}, in, b)
 			for i := range want {
 				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
 			}

@@ -222,20 +222,28 @@ func equalInts(t *testing.T, got, want []int32, n int) bool {
 	return true
 }
 
+// randomB returns a random B (a.Cols()×n, bits wide, packed by columns)
+// and the reference product a·B.
+func randomB(t *testing.T, r *rand.Rand, a *bittensor.Tensor, n, bits int) (*bittensor.Tensor, []int32) {
+	t.Helper()
+	vals := make([]int32, a.Cols()*n)
+	for i := range vals {
+		vals[i] = int32(r.IntN(1 << bits))
+	}
+	b, err := bittensor.PackCols(vals, a.Cols(), n, bits)
+	require.NoError(t, err)
+	want := make([]int32, a.Rows()*n)
+	require.NoError(t, bmm.Generic{}.MulInt(want, a, b))
+	return b, want
+}
+
 // TestZeroTileJumping: a block-diagonal A gives the same result with and
 // without zero-tile lists, and the lists visit only the diagonal tiles.
 func TestZeroTileJumping(t *testing.T) {
 	k := gpuKernel(t)
 	r := rand.New(rand.NewPCG(9, 10))
 	a := blockDiag(r, 2048, 256, 1)
-	bv := make([]int32, 2048*64)
-	for i := range bv {
-		bv[i] = int32(r.IntN(16))
-	}
-	b, err := bittensor.PackCols(bv, 2048, 64, 4)
-	require.NoError(t, err)
-	want := make([]int32, 2048*64)
-	require.NoError(t, bmm.Generic{}.MulInt(want, a, b))
+	b, want := randomB(t, r, a, 64, 4)
 	for name, kk := range paths(t) {
 		for _, dense := range []bool{false, true} {
 			res, err := kk.Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b}, BenchOptions{Dense: dense, Repeats: 2, Inner: 2})
@@ -250,14 +258,7 @@ func TestZeroTileJumping(t *testing.T) {
 	}
 	// The large shapes' 128x256 tile (1-bit B of 256 columns) with the
 	// zero-tile lists (k-steps not consecutive).
-	bits := make([]int32, 2048*256)
-	for i := range bits {
-		bits[i] = int32(r.IntN(2))
-	}
-	b1, err := bittensor.PackCols(bits, 2048, 256, 1)
-	require.NoError(t, err)
-	want1 := make([]int32, 2048*256)
-	require.NoError(t, bmm.Generic{}.MulInt(want1, a, b1))
+	b1, want1 := randomB(t, r, a, 256, 1)
 	// With and without the producer warp.
 	for _, tu := range []tuning{{bn: 256, wgs: 2, ws: -1}, {bn: 256, wgs: 2, ws: 1}, {bn: 256, wgs: 2, ws: 2, wsf: 1}} {
 		res, err := k.withTuning(tu).Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b1}, BenchOptions{Repeats: 2, Inner: 2})
