@@ -250,6 +250,13 @@ func BenchmarkTune(b *testing.B) {
 		{"ws1", tuning{ws: 1}}, {"ws2", tuning{ws: 2}}, {"ws1f", tuning{ws: 1, wsf: 1}}, {"ws2f", tuning{ws: 2, wsf: 1}},
 		{"ws1ks2", tuning{ws: 1, ks: 2}}, {"ws2ks2", tuning{ws: 2, ks: 2}}, {"ws1ks3", tuning{ws: 1, ks: 3}}, {"ws2ks3", tuning{ws: 2, ks: 3}},
 		{"nows", tuning{ws: -1}},
+		// The output stored evict-first (l2, the default of 256-column
+		// tiles) or not; the last stages multiplied by one warpgroup at a
+		// time (tail).
+		{"l2off", tuning{l2: -1}}, {"notail", tuning{tail: -1}}, {"notaill2off", tuning{tail: -1, l2: -1}}, {"tail1", tuning{tail: 1}}, {"tail2", tuning{tail: 2}}, {"tail3", tuning{tail: 3}},
+		{"tail4", tuning{tail: 4}}, {"ks2tail4", tuning{ks: 2, ws: 1, tail: 4}}, {"ks2tail8", tuning{ks: 2, ws: 1, tail: 8}},
+		{"tail3f", tuning{tail: 3, wsf: 1}}, {"tail3epi0", tuning{tail: 3, epi: -1}}, {"tail3te", tuning{tail: 3, tailepi: 1}},
+		{"tail3tel2off", tuning{tail: 3, tailepi: 1, l2: -1}}, {"tail3l2off", tuning{tail: 3, l2: -1}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	// Phase times (TIMING lines, summarized by tune.sh's timing step), and
 	// fewer row tiles of the same shape (a half and a quarter wave): what
@@ -258,7 +265,9 @@ func BenchmarkTune(b *testing.B) {
 		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}},
 		{"timingbn128", tuning{timing: 1, bn: 128}}, {"timingws1", tuning{timing: 1, ws: 1}}, {"timingws2", tuning{timing: 1, ws: 2}},
 		{"timingws1f", tuning{timing: 1, ws: 1, wsf: 1}}, {"timingws2f", tuning{timing: 1, ws: 2, wsf: 1}},
-		{"timingws1ks2", tuning{timing: 1, ws: 1, ks: 2}}, {"timingws2ks2", tuning{timing: 1, ws: 2, ks: 2}}, {"timingnows", tuning{timing: 1, ws: -1}}},
+		{"timingws1ks2", tuning{timing: 1, ws: 1, ks: 2}}, {"timingws2ks2", tuning{timing: 1, ws: 2, ks: 2}}, {"timingnows", tuning{timing: 1, ws: -1}},
+		{"timingl2off", tuning{timing: 1, l2: -1}}, {"timingtail2", tuning{timing: 1, tail: 2}}, {"timingtail4", tuning{timing: 1, tail: 4}},
+		{"timingtail3", tuning{timing: 1, tail: 3}}, {"timingtail3te", tuning{timing: 1, tail: 3, tailepi: 1}}},
 		BenchOptions{Repeats: 3, Inner: 5})
 	// MulBit phase times: the same shape re-quantized to 1 and 8 bits.
 	a1 := randomBits(r, 16384, 16384, 1, bittensor.ByRows)
@@ -273,11 +282,26 @@ func BenchmarkTune(b *testing.B) {
 	// phase times.
 	for _, v := range []variant{{"b1", tuning{}}, {"b1nows", tuning{ws: -1}}, {"b1ws1", tuning{ws: 1}}, {"b1ws2", tuning{ws: 2}},
 		{"b1ws1f", tuning{ws: 1, wsf: 1}}, {"b1ws2f", tuning{ws: 2, wsf: 1}}, {"b1ws1ks2", tuning{ws: 1, ks: 2}}, {"b1ws2ks2", tuning{ws: 2, ks: 2}},
-		{"timingb1ws1", tuning{timing: 1, ws: 1}}, {"timingb1ws2", tuning{timing: 1, ws: 2}}, {"timingb1ws1f", tuning{timing: 1, ws: 1, wsf: 1}}} {
+		{"timingb1ws1", tuning{timing: 1, ws: 1}}, {"timingb1ws2", tuning{timing: 1, ws: 2}}, {"timingb1ws1f", tuning{timing: 1, ws: 1, wsf: 1}},
+	} {
 		b.Run(fmt.Sprintf("N=16384/D=256/s=1/tune=%s", v.name), func(b *testing.B) {
 			benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a1}, []*bittensor.Tensor{x1},
 				BenchOptions{Repeats: 9, Inner: 5, OutBits: 1, Requant: benchRequant(16384, 1, 1)})
 		})
+	}
+	// 4- and 8-bit MulBit codes (by rows) and 4-bit by columns, with and
+	// without the producer warpgroup.
+	for _, v := range []variant{{"", tuning{}}, {"ws1", tuning{ws: 1}}} {
+		for _, o := range []struct {
+			name string
+			bits int
+			cols bool
+		}{{"b4", 4, false}, {"b8", 8, false}, {"c4", 4, true}} {
+			b.Run(fmt.Sprintf("N=16384/D=256/s=1/tune=%s%s", o.name, v.name), func(b *testing.B) {
+				benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a1}, []*bittensor.Tensor{x1},
+					BenchOptions{Repeats: 9, Inner: 5, OutBits: o.bits, OutCols: o.cols, Requant: benchRequant(16384, 1, o.bits)})
+			})
+		}
 	}
 	for _, m := range []int{4096, 8192} {
 		a := randomBits(r, m, 16384, 1, bittensor.ByRows)

@@ -36,7 +36,18 @@ type config struct {
 	ws, wsf int
 	// oneprob (wgmma): 1 reads the descriptor of a one-product launch
 	// from the kernel parameter (p1) instead of global memory.
-	oneprob  int
+	oneprob int
+	// l2 (wgmma): 1 stores whole int32 tiles with an L2 evict-first
+	// policy (bmm_wgmma.cu L2HINT).
+	l2 int
+	// tail (wgmma, with ws): the consumer warpgroups multiply the last
+	// tail stages one after the other, so that the first one's epilogue
+	// overlaps the second one's last stages (bmm_wgmma.cu TAIL).
+	tail int
+	// tailepi (wgmma, with tail = stages-1 and epi): the first
+	// warpgroup's int32 rows leave through shared memory too, 2 warps'
+	// through tailEpiBytes past the stages (bmm_wgmma.cu TAILEPI).
+	tailepi  int
 	lbo, sbo int // wgmma descriptor byte offsets
 }
 
@@ -72,6 +83,13 @@ type tuning struct {
 	// oneprob: 1 passes a one-product launch's descriptor by value
 	// (config.oneprob), -1 never, 0 leaves it to the heuristic (Kernel.prepare).
 	oneprob int
+	// l2: 1 gives config.l2, -1 none, 0 the heuristic.
+	l2 int
+	// tail: config.tail where the producer warpgroup runs and tail <=
+	// stages; -1 none, 0 the heuristic.
+	tail int
+	// tailepi: 1 gives config.tailepi where it applies.
+	tailepi int
 }
 
 func (c config) threads() int {
@@ -104,7 +122,23 @@ func (c config) smem(mode int) int {
 	if mode == modeBit {
 		s = max(s, c.bm*(c.bn+1)*4)
 	}
+	if c.tailepi == 1 && mode == modeInt {
+		s = max(s, c.stages*c.stageBytes()+c.tailEpiBytes())
+	}
 	return s
+}
+
+// tailEpiBytes is bmm_wgmma.cu's TAILEPI_BYTES: two warps' rows of the
+// int32 staging.
+func (c config) tailEpiBytes() int { return 2 * 16 * (4*c.bn + 32) }
+
+// tailEpiFits says whether TAILEPI applies to c's tail: the tail one
+// stage short of the pipeline (at least 3 stages), int32 tiles through
+// shared memory, two warps' rows in a stage, and the stages with two
+// warps' rows more within the 227 KB a Hopper block may have.
+func (c config) tailEpiFits() bool {
+	return c.tail >= 2 && c.tail == c.stages-1 && c.epi == 1 && c.stageBytes() >= c.tailEpiBytes() &&
+		c.stages*c.stageBytes()+c.tailEpiBytes() <= 227<<10
 }
 
 // epiBytes is the shared memory of the wgmma int32 tile staged for bulk
@@ -116,14 +150,14 @@ func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
 	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
 	if c.path == PathWGMMA {
-		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("BITREG", c.bitreg), d("WS", c.ws), d("WSF", c.wsf), d("ONEPROB", c.oneprob), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
+		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("BITREG", c.bitreg), d("WS", c.ws), d("WSF", c.wsf), d("TAIL", c.tail), d("TAILEPI", c.tailepi), d("ONEPROB", c.oneprob), d("L2HINT", c.l2), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
 	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d reg%d ws%d wsf%d p%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.bitreg, c.ws, c.wsf, c.oneprob)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d reg%d ws%d wsf%d tail%d te%d p%d l2%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.bitreg, c.ws, c.wsf, c.tail, c.tailepi, c.oneprob, c.l2)
 	}
 	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
 }
@@ -296,6 +330,18 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	}
 	if c.ws > 0 && tu.wsf > 0 {
 		c.wsf = 1
+	}
+	if c.epi == 1 {
+		c.l2 = 1
+	}
+	if tu.l2 != 0 {
+		c.l2 = max(tu.l2, 0)
+	}
+	if c.ws > 0 && tu.tail > 0 && tu.tail <= c.stages {
+		c.tail = tu.tail
+		if tu.tailepi > 0 && c.tailEpiFits() {
+			c.tailepi = 1
+		}
 	}
 	if c.stages < 2 || (c.stages < 3 && tu.stages == 0) || c.smem(modeBit) > 220<<10 {
 		return config{}, false // wide A: mma.sync

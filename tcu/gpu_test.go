@@ -138,6 +138,22 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["reg2"] = k.withTuning(tuning{bitreg: 2})
 	ks["reg2bn64"] = k.withTuning(tuning{bitreg: 2, bn: 64, wgs: 2})
 	ks["reg2bn128"] = k.withTuning(tuning{bitreg: 2, bn: 128, wgs: 1})
+	// The last stages multiplied by one warpgroup at a time (tail, int32
+	// launches only): from the registers and through shared memory, a
+	// tail as long as the pipeline, short products whose every stage is in
+	// the tail; without the evict-first stores. (The
+	// 520x12800x256 shape's 13 stages of 4 k-steps take a tail of 3,
+	// which needs 4·3.)
+	ks["tail1"] = k.withTuning(tuning{tail: 1, ws: 1, wgs: 2})
+	ks["tail2bn256"] = k.withTuning(tuning{tail: 2, ws: 1, wgs: 2, bn: 256})
+	ks["tail4bn256"] = k.withTuning(tuning{tail: 4, ws: 1, wgs: 2, bn: 256})
+	ks["tail8ks2bn256"] = k.withTuning(tuning{tail: 8, ks: 2, ws: 1, wgs: 2, bn: 256})
+	ks["tail3reg0"] = k.withTuning(tuning{tail: 3, ws: 1, wgs: 2, bitreg: -1})
+	ks["tail3epi0"] = k.withTuning(tuning{tail: 3, ws: 1, wgs: 2, epi: -1})
+	ks["tail16ks1"] = k.withTuning(tuning{tail: 16, ks: 1, ws: 1, wgs: 2})
+	ks["tail3tebn256"] = k.withTuning(tuning{tail: 3, tailepi: 1, ws: 1, wgs: 2, bn: 256})
+	ks["l2off"] = k.withTuning(tuning{l2: -1})
+	ks["notailbn256"] = k.withTuning(tuning{tail: -1, bn: 256, wgs: 2})
 	r := rand.New(rand.NewPCG(7, 8))
 	// Each shape's operands and references once; each kernel a subtest
 	// (-run 'TestLargeVsGeneric/ws' picks the producer-warp ones).
@@ -157,7 +173,7 @@ func TestLargeVsGeneric(t *testing.T) {
 	}
 	var shapes []shape
 	for _, s := range []shape{
-		{m: 1000, k: 1300, n: 256, a: 1, b: 1}, {m: 520, k: 8192, n: 256, a: 1, b: 1}, {m: 700, k: 2048, n: 64, a: 1, b: 4},
+		{m: 1000, k: 1300, n: 256, a: 1, b: 1}, {m: 520, k: 12800, n: 256, a: 1, b: 1}, {m: 700, k: 2048, n: 64, a: 1, b: 4},
 		{m: 515, k: 777, n: 130, a: 2, b: 2}, {m: 600, k: 1024, n: 32, a: 1, b: 8}, {m: 300, k: 512, n: 100, a: 3, b: 5},
 		{m: 257, k: 300, n: 512, a: 1, b: 2}, {m: 2048, k: 512, n: 16, a: 1, b: 3},
 	} {

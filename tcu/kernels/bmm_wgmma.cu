@@ -54,7 +54,7 @@
 // producer queues the first stage alone and the others once it has landed
 // (the first stage does not share the memory system with the rest).
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, BITREG, WS, WSF, ONEPROB,
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, BITREG, WS, WSF, TAIL, TAILEPI, ONEPROB, L2HINT,
 // TIMING, DESC_LBO, DESC_SBO.
 #if WS
 // The epilogue's barriers and packing: the consumers only.
@@ -120,10 +120,37 @@ __device__ __forceinline__ void bulkCopy(u32 dst, const void* src, u32 bytes, u3
                : "memory");
 }
 
+// L2HINT=1 stores whole int32 tiles with an L2 evict-first policy (the
+// output is read once, by the copy to the host), so that A's lines are
+// the ones that stay in the L2 from one product to the next on the same
+// adjacency.
+#ifndef L2HINT
+#define L2HINT 0
+#endif
+__device__ __forceinline__ u64 policyEvictFirst() {
+  u64 p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
 // bulkStore copies bytes (a multiple of 16, both addresses 16-byte
 // aligned) from shared to global memory on the copy engine.
 __device__ __forceinline__ void bulkStore(void* dst, u32 src, u32 bytes) {
+#if L2HINT >= 1
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n" ::"l"(dst), "r"(src), "r"(bytes),
+               "l"(policyEvictFirst())
+               : "memory");
+#else
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
+#endif
+}
+// stGlobal2 stores the pair (a, b) at p (8-byte aligned): with L2HINT,
+// under the evict-first policy.
+__device__ __forceinline__ void stGlobal2(int* p, int a, int b) {
+#if L2HINT >= 1
+  asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;\n" ::"l"(p), "r"(a), "r"(b), "l"(policyEvictFirst()) : "memory");
+#else
+  *(int2*)p = make_int2(a, b);
+#endif
 }
 __device__ __forceinline__ void stShared2(u32 addr, int a, int b) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
@@ -178,6 +205,34 @@ __device__ __forceinline__ u64 gtime() {
 #define TILE_DONE() \
   do {              \
   } while (0)
+#endif
+// TAIL=n (with WS): the consumer warpgroups multiply the last n stages
+// one after the other, the first warpgroup alone and then the second, so
+// that the first one's epilogue (its int32 rows stored from the
+// registers, or its MulBit codes packed from them) overlaps the second
+// one's last stages; the second then stores its int32 rows through shared
+// memory with no block barrier. Every one of those n stages is in shared
+// memory by then (n <= STAGES), so neither waits for a copy.
+#ifndef TAIL
+#define TAIL 0
+#endif
+// TAILEPI=1 (with TAIL = STAGES-1 and EPI): the first warpgroup's int32
+// rows leave through shared memory too, while the second multiplies the
+// tail: its first two warps' rows through TAILEPI_BYTES past the stages
+// (the host allocates them), the last two's through the one slot f the
+// tail leaves free (it held the stage before the tail, which both
+// warpgroups have released once its "empty" barrier completes). The
+// second warpgroup's rows then go through the two slots after f, two
+// warps' to a slot, so the two never share a byte.
+#ifndef TAILEPI
+#define TAILEPI 0
+#endif
+#define TAILEPI_BYTES (2 * 16 * (BN * 4 + 32))
+#if TAILEPI && (TAIL != STAGES - 1 || !EPI || STAGES < 3 || STAGE_BYTES < TAILEPI_BYTES)
+#error "TAILEPI needs TAIL = STAGES-1 >= 2, EPI, and two warps' rows in a stage"
+#endif
+#if TAIL && (!WS || TAIL > STAGES)
+#error "TAIL needs WS and TAIL <= STAGES"
 #endif
 #if WS && (CLUSTER > 1 || WGS != 2)
 #error "WS needs CLUSTER=1 and WGS=2 (the setmaxnreg counts are those of 384 threads)"
@@ -301,7 +356,7 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
   constexpr int NW = ((COLS ? BMv : BNv) + 31) / 32;  // words per line
   constexpr int LPI = NW >= 8 ? 1 : 8 / NW;           // lines per iteration
   constexpr int LINES = COLS ? BNv : BMv;
-  constexpr bool TAIL = LINES % LPI != 0;  // the last iteration is part-filled
+  constexpr bool PART = LINES % LPI != 0;  // the last iteration is part-filled
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = BLOCK_WARPS;
   const int bits = P.outBits;
   // Lane p's words: plane p, from the tile's first line and word.
@@ -313,7 +368,7 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
 #pragma unroll
       for (int j = 0; j < NW; j++) {
         const int r = COLS ? j * 32 + lane : l0 + i, c = COLS ? l0 + i : j * 32 + lane;
-        const bool in = (!TAIL || l0 + i < LINES) && (COLS || BNv % 32 == 0 || c < BNv);
+        const bool in = (!PART || l0 + i < LINES) && (COLS || BNv % 32 == 0 || c < BNv);
         code[i][j] = in ? (u32)q[r * ldq + c] : 0u;
         if (!coded && in) code[i][j] = quantize(applyEp(P, (int)code[i][j], m0 + r, n0 + c), P.rqScale, P.rqOffset, bits);
         mine[i][j] = 0;
@@ -332,7 +387,7 @@ __device__ __forceinline__ void packTileBits(const Prob& P, const int* q, int ld
       for (int i = 0; i < LPI; i++)
 #pragma unroll
         for (int j = 0; j < NW; j++)
-          if (!TAIL || l0 + i < LINES) out[(long long)(l0 + i) * P.outLw32 + j] = mine[i][j];
+          if (!PART || l0 + i < LINES) out[(long long)(l0 + i) * P.outLw32 + j] = mine[i][j];
     }
   }
 }
@@ -578,12 +633,48 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   ZERO_ACC();
+#if TAIL
+  // The second warpgroup stops before stage tail0 until the first has
+  // finished every stage, having released all it has multiplied (so the
+  // producer can queue the last stages and the first need not wait for
+  // it); rel is the next stage it releases.
+  // Only where the loop is long enough for the tail to pay (otherwise
+  // tail0 = nst: the second warpgroup waits for the first after its loop).
+  const int tail0 = nst >= 4 * TAIL ? nst - TAIL : nst;
+  int rel = 0;
+  bool waited = false;
+#endif
   for (int t = 0; t < nst; t++) {
+#if TAIL
+    if (wg == 1 && t == tail0) {
+      wg_wait<0>();
+      if (lane == 0)
+        for (int j = rel; j < t; j++) mbarArrive(empty0 + 8 * (j % STAGES));
+      rel = t;
+      asm volatile("bar.sync 3, 256;\n" ::: "memory");
+      waited = true;
+    }
+#endif
     MMA_STAGE(t);
     wg_wait<WS>();
+#if TAIL
+    if (t >= WS && t - WS >= rel) {
+      if (lane == 0) mbarArrive(empty0 + 8 * ((t - WS) % STAGES));
+      rel = t - WS + 1;
+    }
+#else
     if (t >= WS && lane == 0) mbarArrive(empty0 + 8 * ((t - WS) % STAGES));
+#endif
   }
   wg_wait<0>();
+#if TAIL
+  // The first warpgroup is done with the stage buffers: the second may go
+  // on (and, past its loop, reuse every buffer).
+  if (wg == 0)
+    asm volatile("bar.arrive 3, 256;\n" ::: "memory");
+  else if (!waited)
+    asm volatile("bar.sync 3, 256;\n" ::: "memory");
+#endif
 #else
   ZERO_ACC();
   if (threadIdx.x == 0) {
@@ -697,10 +788,33 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // 8-byte store hit distinct banks) and its lanes store one row each with
   // a bulk copy. N a multiple of 4 keeps every row's global address 16-byte
   // aligned.
-  if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
+#if TAILEPI
+  // The first warpgroup's rows through shared memory where the tail ran.
+  const bool early = wg == 0 && nst >= 4 * TAIL;
+#else
+  const bool early = false;
+#endif
+  if (P.mode == MODE_INT && (!TAIL || wg == 1 || early) && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
+#if !TAIL
     BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
+#endif
     const int ld = BN * 4 + 32, row = wg * 64 + warp * 16;
-    const u32 s0 = sbase + (row + (lane >> 2)) * ld + (lane & 3) * 8;
+    // This warp's 16 rows: in place, or (early) where the tail leaves room.
+    u32 rbase = sbase + row * ld;
+#if TAILEPI
+    if (nst >= 4 * TAIL) {
+      const int j = nst - TAIL - 1, f = j % STAGES;
+      if (wg == 1) {
+        rbase = sbase + ((f + 1 + (warp >> 1)) % STAGES) * STAGE_BYTES + (warp & 1) * 16 * ld;
+      } else if (warp < 2) {
+        rbase = sbase + STAGES * STAGE_BYTES + warp * 16 * ld;
+      } else {
+        mbarWait(empty0 + 8 * f, (j / STAGES) & 1);
+        rbase = sbase + f * STAGE_BYTES + (warp - 2) * 16 * ld;
+      }
+    }
+#endif
+    const u32 s0 = rbase + (lane >> 2) * ld + (lane & 3) * 8;
 #pragma unroll
     for (int c = 0; c < BN / 8; c++) {
       stShared2(s0 + c * 32, ACC(c, 0), ACC(c, 1));
@@ -710,7 +824,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncwarp();
     if (lane < 16) {
-      bulkStore((int*)P.out + (long long)(m0 + row + lane) * P.N + n0, sbase + (row + lane) * ld, BN * 4);
+      bulkStore((int*)P.out + (long long)(m0 + row + lane) * P.N + n0, rbase + lane * ld, BN * 4);
       asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       // Shared memory must outlive the copy's reads.
       asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -727,8 +841,8 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     const long long down = 8LL * P.N;
 #pragma unroll
     for (int c = 0; c < BN / 8; c++) {
-      *(int2*)(o + c * 8) = make_int2(ACC(c, 0), ACC(c, 1));
-      *(int2*)(o + down + c * 8) = make_int2(ACC(c, 2), ACC(c, 3));
+      stGlobal2(o + c * 8, ACC(c, 0), ACC(c, 1));
+      stGlobal2(o + down + c * 8, ACC(c, 2), ACC(c, 3));
     }
     TILE_DONE();
     return;
