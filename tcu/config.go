@@ -128,6 +128,37 @@ func (c config) smem(mode int) int {
 	return s
 }
 
+// setTail chooses the tail of a launch whose longest loop has maxK
+// k-steps (config.tail, config.tailepi), after the producer warpgroup's
+// choice. int32 products multiply their last stages one warpgroup at a
+// time (bmm_wgmma.cu TAIL), the first one's rows leaving while the second
+// finishes; on 256-column tiles of 4 stages a tail of 3, with the first
+// one's rows through shared memory too (TAILEPI), elsewhere 2. N=16384,
+// D=256, one run: s=1 18.08 us against 18.96 with no tail and 19.65 with
+// no tail and no evict-first stores; s=4 51.77 against 52.93 and 52.40
+// (BenchmarkTune, H200; bench/gpu/RESULTS.md, session 6). Only where the
+// kernel would run it (a loop of 4·tail stages or more; shorter launches
+// keep the kernel without it), and for int32 launches only: MulBit lost
+// under it (s=1 4-bit 18.06 against 17.79 us), and racecheck reported
+// hazards in its shared-memory packing (emit/packBits, packTileBits) under
+// the tail that it reports nowhere else. The tuning's tail, where given,
+// also needs the producer warpgroup and an int32 launch.
+func (c *config) setTail(allInt bool, maxK int, tu tuning) {
+	nst := (maxK + c.ks - 1) / max(c.ks, 1)
+	if c.path == PathWGMMA && c.ws > 0 && allInt && tu.tail == 0 && nst >= 4*2 {
+		c.tail = 2
+		if c.epi == 1 && c.stages == 4 && nst >= 4*3 {
+			c.tail = 3
+			if tu.tailepi >= 0 && c.tailEpiFits() {
+				c.tailepi = 1
+			}
+		}
+	}
+	if c.ws == 0 || tu.tail < 0 || !allInt {
+		c.tail, c.tailepi = 0, 0
+	}
+}
+
 // tailEpiBytes is bmm_wgmma.cu's TAILEPI_BYTES: two warps' rows of the
 // int32 staging.
 func (c config) tailEpiBytes() int { return 2 * 16 * (4*c.bn + 32) }

@@ -441,6 +441,9 @@ func TestConfigs(t *testing.T) {
 					assert.LessOrEqual(t, a*b*w.bn, 256)
 					assert.Equal(t, 64*w.wgs, w.bm)
 					assert.LessOrEqual(t, w.smem(modeBit), 227<<10, "%v", w)
+					w.setTail(true, 64, tuning{})
+					assert.LessOrEqual(t, w.smem(modeInt), 227<<10, "%v", w)
+					assert.LessOrEqual(t, w.tail, w.stages, "%v", w)
 				}
 			}
 		}
@@ -454,6 +457,48 @@ func TestConfigs(t *testing.T) {
 	c, ok = wgmmaConfig(1, 3, 4096, 64, 16, 1, 132, 128, 256, tuning{minTiles: -1})
 	require.True(t, ok)
 	assert.Equal(t, 64, c.bn, "three planes of 64 columns: N=192")
+}
+
+// TestTail checks which launches take the tail (config.setTail): int32
+// products long enough for the kernel to run it, with the producer
+// warpgroup; the large shapes' 256-column tiles the tail of 3 and its
+// shared-memory rows, which must fit beside the stages.
+func TestTail(t *testing.T) {
+	cfg := func(b, ksteps int, tu tuning) config {
+		c, ok := wgmmaConfig(1, b, 16384, 256, ksteps, 1, 132, 128, 256, tu)
+		require.True(t, ok)
+		return c
+	}
+	for _, tc := range []struct {
+		name          string
+		b, ksteps     int
+		allInt        bool
+		tu            tuning
+		tail, tailepi int
+	}{
+		{"s=1 int32", 1, 64, true, tuning{}, 3, 1},
+		{"s=4 int32", 4, 64, true, tuning{}, 2, 0},
+		{"s=1 MulBit", 1, 64, false, tuning{}, 0, 0},
+		{"s=1 int32, 8 stages", 1, 32, true, tuning{}, 2, 0},
+		{"s=1 int32, 7 stages", 1, 28, true, tuning{}, 0, 0},
+		{"s=1 int32, no tail", 1, 64, true, tuning{tail: -1}, 0, 0},
+		{"s=1 int32, no shared-memory rows", 1, 64, true, tuning{tailepi: -1}, 3, 0},
+		{"s=1 int32, no producer", 1, 64, true, tuning{ws: -1}, 0, 0},
+		{"s=1 int32, tuned", 1, 64, true, tuning{tail: 1}, 1, 0},
+		{"s=1 MulBit, tuned", 1, 64, false, tuning{tail: 3, tailepi: 1}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg(tc.b, tc.ksteps, tc.tu)
+			c.setTail(tc.allInt, tc.ksteps, tc.tu)
+			assert.Equal(t, tc.tail, c.tail, "%v", c)
+			assert.Equal(t, tc.tailepi, c.tailepi, "%v", c)
+			assert.LessOrEqual(t, c.smem(modeInt), 227<<10, "%v", c)
+			if c.tailepi == 1 {
+				assert.Equal(t, c.stages*c.stageBytes()+c.tailEpiBytes(), c.smem(modeInt))
+				assert.Contains(t, c.opts(), "-DTAILEPI=1")
+			}
+		})
+	}
 }
 
 func TestTiledWords(t *testing.T) {

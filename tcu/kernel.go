@@ -405,29 +405,8 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		// 25.44; BenchmarkWS, H200, bench/gpu/RESULTS.md, session 5).
 		cfg.ws = 0
 	}
-	// int32 products multiply their last stages one warpgroup at a time
-	// (bmm_wgmma.cu TAIL), the first one's rows leaving while the second
-	// finishes; on 256-column tiles of 4 stages, through shared memory
-	// too (TAILEPI). N=16384, D=256, same run: s=1 17.89 against 18.91
-	// us with the tail of 3, 18.33 without TAILEPI; s=4 51.08 against
-	// 52.12 with a tail of 2 (BenchmarkTune, H200; bench/gpu/RESULTS.md,
-	// session 6).
 	allInt := !slices.ContainsFunc(jobs, func(j job) bool { return j.mode != modeInt })
-	if cfg.path == PathWGMMA && cfg.ws > 0 && allInt && k.tune.tail == 0 {
-		cfg.tail = 2
-		if cfg.epi == 1 && cfg.stages == 4 {
-			cfg.tail = 3
-			if k.tune.tailepi >= 0 && cfg.tailEpiFits() {
-				cfg.tailepi = 1
-			}
-		}
-	}
-	if cfg.ws == 0 || k.tune.tail < 0 || !allInt {
-		// The tail is the producer loop's, and int32 launches' only: under
-		// it MulBit lost, and racecheck reported hazards in its shared-memory
-		// packing (emit/packBits, packTileBits) that it reports nowhere else.
-		cfg.tail, cfg.tailepi = 0, 0
-	}
+	cfg.setTail(allInt, maxK, k.tune)
 	// MulBit packed by rows straight from the accumulators (bmm_wgmma.cu
 	// BITREG) where the tile allows it; tuning bitreg -1 keeps the
 	// shared-memory packing. N=16384, D=256, medians of 4 runs: s=1 1-bit
