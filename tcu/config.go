@@ -138,14 +138,18 @@ func (c config) smem(mode int) int {
 // no tail and no evict-first stores; s=4 51.77 against 52.93 and 52.40
 // (BenchmarkTune, H200; bench/gpu/RESULTS.md, session 6). Only where the
 // kernel would run it (a loop of 4·tail stages or more; shorter launches
-// keep the kernel without it), and for int32 launches only: MulBit lost
+// keep the kernel without it; the default only for dense A, whose blocks
+// all run maxK k-steps: with zero-tile lists the block-diagonal launches
+// ran 1-6% slower with the tail compiled in and idle, N=16384, bs=1024,
+// D=256: s=4 16.55-16.67 us against 15.72-15.82 before), and for int32
+// launches only: MulBit lost
 // under it (s=1 4-bit 18.06 against 17.79 us), and racecheck reported
 // hazards in its shared-memory packing (emit/packBits, packTileBits) under
 // the tail that it reports nowhere else. The tuning's tail, where given,
 // also needs the producer warpgroup and an int32 launch.
-func (c *config) setTail(allInt bool, maxK int, tu tuning) {
+func (c *config) setTail(allInt, dense bool, maxK int, tu tuning) {
 	nst := (maxK + c.ks - 1) / max(c.ks, 1)
-	if c.path == PathWGMMA && c.ws > 0 && allInt && tu.tail == 0 && nst >= 4*2 {
+	if c.path == PathWGMMA && c.ws > 0 && allInt && dense && tu.tail == 0 && nst >= 4*2 {
 		c.tail = 2
 		if c.epi == 1 && c.stages == 4 && nst >= 4*3 {
 			c.tail = 3

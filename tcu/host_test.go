@@ -441,7 +441,7 @@ func TestConfigs(t *testing.T) {
 					assert.LessOrEqual(t, a*b*w.bn, 256)
 					assert.Equal(t, 64*w.wgs, w.bm)
 					assert.LessOrEqual(t, w.smem(modeBit), 227<<10, "%v", w)
-					w.setTail(true, 64, tuning{})
+					w.setTail(true, true, 64, tuning{})
 					assert.LessOrEqual(t, w.smem(modeInt), 227<<10, "%v", w)
 					assert.LessOrEqual(t, w.tail, w.stages, "%v", w)
 				}
@@ -472,24 +472,25 @@ func TestTail(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		b, ksteps     int
-		allInt        bool
+		allInt, dense bool
 		tu            tuning
 		tail, tailepi int
 	}{
-		{"s=1 int32", 1, 64, true, tuning{}, 3, 1},
-		{"s=4 int32", 4, 64, true, tuning{}, 2, 0},
-		{"s=1 MulBit", 1, 64, false, tuning{}, 0, 0},
-		{"s=1 int32, 8 stages", 1, 32, true, tuning{}, 2, 0},
-		{"s=1 int32, 7 stages", 1, 28, true, tuning{}, 0, 0},
-		{"s=1 int32, no tail", 1, 64, true, tuning{tail: -1}, 0, 0},
-		{"s=1 int32, no shared-memory rows", 1, 64, true, tuning{tailepi: -1}, 3, 0},
-		{"s=1 int32, no producer", 1, 64, true, tuning{ws: -1}, 0, 0},
-		{"s=1 int32, tuned", 1, 64, true, tuning{tail: 1}, 1, 0},
-		{"s=1 MulBit, tuned", 1, 64, false, tuning{tail: 3, tailepi: 1}, 0, 0},
+		{"s=1 int32", 1, 64, true, true, tuning{}, 3, 1},
+		{"s=1 int32, zero-tile lists", 1, 64, true, false, tuning{}, 0, 0},
+		{"s=4 int32", 4, 64, true, true, tuning{}, 2, 0},
+		{"s=1 MulBit", 1, 64, false, true, tuning{}, 0, 0},
+		{"s=1 int32, 8 stages", 1, 32, true, true, tuning{}, 2, 0},
+		{"s=1 int32, 7 stages", 1, 28, true, true, tuning{}, 0, 0},
+		{"s=1 int32, no tail", 1, 64, true, true, tuning{tail: -1}, 0, 0},
+		{"s=1 int32, no shared-memory rows", 1, 64, true, true, tuning{tailepi: -1}, 3, 0},
+		{"s=1 int32, no producer", 1, 64, true, true, tuning{ws: -1}, 0, 0},
+		{"s=1 int32, tuned", 1, 64, true, true, tuning{tail: 1}, 1, 0},
+		{"s=1 MulBit, tuned", 1, 64, false, true, tuning{tail: 3, tailepi: 1}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cfg(tc.b, tc.ksteps, tc.tu)
-			c.setTail(tc.allInt, tc.ksteps, tc.tu)
+			c.setTail(tc.allInt, tc.dense, tc.ksteps, tc.tu)
 			assert.Equal(t, tc.tail, c.tail, "%v", c)
 			assert.Equal(t, tc.tailepi, c.tailepi, "%v", c)
 			assert.LessOrEqual(t, c.smem(modeInt), 227<<10, "%v", c)

@@ -406,7 +406,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		cfg.ws = 0
 	}
 	allInt := !slices.ContainsFunc(jobs, func(j job) bool { return j.mode != modeInt })
-	cfg.setTail(allInt, maxK, k.tune)
+	cfg.setTail(allInt, allDense, maxK, k.tune)
 	// MulBit packed by rows straight from the accumulators (bmm_wgmma.cu
 	// BITREG) where the tile allows it; tuning bitreg -1 keeps the
 	// shared-memory packing. N=16384, D=256, medians of 4 runs: s=1 1-bit

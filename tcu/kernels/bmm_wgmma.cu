@@ -638,9 +638,11 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // finished every stage, having released all it has multiplied (so the
   // producer can queue the last stages and the first need not wait for
   // it); rel is the next stage it releases.
-  // Only where the loop is long enough for the tail to pay (otherwise
-  // tail0 = nst: the second warpgroup waits for the first after its loop).
-  const int tail0 = nst >= 4 * TAIL ? nst - TAIL : nst;
+  // Only where the loop is long enough for the tail to pay (tailOn);
+  // otherwise tail0 = nst, and the two warpgroups meet after their loops
+  // (barrier 3 both ways, as BLOCK_SYNC) and store as without the tail.
+  const bool tailOn = nst >= 4 * TAIL;
+  const int tail0 = tailOn ? nst - TAIL : nst;
   int rel = 0;
   bool waited = false;
 #endif
@@ -670,7 +672,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
 #if TAIL
   // The first warpgroup is done with the stage buffers: the second may go
   // on (and, past its loop, reuse every buffer).
-  if (wg == 0)
+  if (wg == 0 && tailOn)
     asm volatile("bar.arrive 3, 256;\n" ::: "memory");
   else if (!waited)
     asm volatile("bar.sync 3, 256;\n" ::: "memory");
@@ -788,18 +790,20 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // 8-byte store hit distinct banks) and its lanes store one row each with
   // a bulk copy. N a multiple of 4 keeps every row's global address 16-byte
   // aligned.
-#if TAILEPI
-  // The first warpgroup's rows through shared memory where the tail ran.
-  const bool early = wg == 0 && nst >= 4 * TAIL;
+  // With the tail, the first warpgroup's rows leave through shared memory
+  // only with TAILEPI (or where the tail did not run).
+#if TAIL
+  const bool viaShared = wg == 1 || TAILEPI || nst < 4 * TAIL;
 #else
-  const bool early = false;
+  const bool viaShared = true;
 #endif
-  if (P.mode == MODE_INT && (!TAIL || wg == 1 || early) && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
+  if (P.mode == MODE_INT && viaShared && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
 #if !TAIL
     BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
 #endif
     const int ld = BN * 4 + 32, row = wg * 64 + warp * 16;
-    // This warp's 16 rows: in place, or (early) where the tail leaves room.
+    // This warp's 16 rows: in place, or (TAILEPI, where the tail ran) where
+    // the tail leaves room.
     u32 rbase = sbase + row * ld;
 #if TAILEPI
     if (nst >= 4 * TAIL) {
