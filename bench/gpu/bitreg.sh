@@ -33,19 +33,7 @@ for ph in $PHASES; do
     ;;
   san)
     # SANRUNS: -test.run patterns (space-separated), one process per pattern and tool.
-    rm -f /tmp/san-*.log
-    i=0
-    for R in ${SANRUNS:-'TestLargeVsGeneric/^(reg|regws1bn256|regws1p1|regbn64|regbn128)$'}; do
-      i=$((i + 1))
-      for tool in memcheck racecheck; do
-        timeout ${SANTIME:-150} compute-sanitizer --tool $tool --error-exitcode 3 $T -test.v -test.run "$R" -test.short -test.timeout 400s >/tmp/san-$tool-$i.log 2>&1 &
-      done
-    done
-    wait
-    for f in /tmp/san-*.log; do
-      echo "$f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^ok|^FAIL|^PASS' $f | tail -3 | tr '\n' ' ')"
-      cat $f >>"$OUT/san.log"
-    done
+    sanitize ${SANRUNS:-'TestLargeVsGeneric/^(reg|regws1bn256|regws1p1|regbn64|regbn128)$'}
     ;;
   bench)
     for i in $(seq ${BENCHN:-1}); do

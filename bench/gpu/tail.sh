@@ -33,19 +33,7 @@ for ph in $PHASES; do
     echo "TestLargeVsGeneric kernels passed: $(grep -c -- '^    --- PASS: TestLargeVsGeneric/' "$OUT/test.log")"
     ;;
   san)
-    rm -f /tmp/san-*.log
-    i=0
-    for R in ${SANRUNS:-'TestLargeVsGeneric/^(bn256|ws1bn256|tail3tebn256|tail1|tail2bn256)$' 'TestLargeVsGeneric/^(tail8ks2bn256|tail16ks1|tail3reg0|tail3epi0|notailbn256)$' 'TestZeroTileJumping|TestBatch'}; do
-      i=$((i + 1))
-      for tool in memcheck racecheck; do
-        timeout ${SANTIME:-200} compute-sanitizer --tool $tool --error-exitcode 3 $T -test.v -test.run "$R" -test.short -test.timeout 400s >/tmp/san-$tool-$i.log 2>&1 &
-      done
-    done
-    wait
-    for f in /tmp/san-*.log; do
-      echo "$f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^ok|^FAIL|^PASS' $f | tail -3 | tr '\n' ' ')"
-      cat $f >>"$OUT/san.log"
-    done
+    SANTIME=${SANTIME:-200} sanitize ${SANRUNS:-'TestLargeVsGeneric/^(bn256|ws1bn256|tail3tebn256|tail1|tail2bn256)$' 'TestLargeVsGeneric/^(tail8ks2bn256|tail16ks1|tail3reg0|tail3epi0|notailbn256)$' 'TestZeroTileJumping|TestBatch'}
     ;;
   large)
     timeout ${LTIME:-200} $T -test.run '^$' -test.bench "${LARGE:-Large|BlockDiag}" -test.benchtime 1x -test.v >"$OUT/bench.log" 2>&1
