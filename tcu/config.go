@@ -85,10 +85,10 @@ type tuning struct {
 	oneprob int
 	// l2: 1 gives config.l2, -1 none, 0 the heuristic.
 	l2 int
-	// tail: config.tail where the producer warpgroup runs and tail <=
-	// stages; -1 none, 0 the heuristic.
+	// tail: config.tail where an int32 launch has the producer warpgroup
+	// and tail <= stages; -1 none, 0 the heuristic (config.setTail).
 	tail int
-	// tailepi: 1 gives config.tailepi where it applies.
+	// tailepi: 1 gives config.tailepi where it applies, -1 never.
 	tailepi int
 }
 
@@ -128,38 +128,50 @@ func (c config) smem(mode int) int {
 	return s
 }
 
-// setTail chooses the tail of a launch whose longest loop has maxK
-// k-steps (config.tail, config.tailepi), after the producer warpgroup's
-// choice. int32 products multiply their last stages one warpgroup at a
-// time (bmm_wgmma.cu TAIL), the first one's rows leaving while the second
-// finishes; on 256-column tiles of 4 stages a tail of 3, with the first
-// one's rows through shared memory too (TAILEPI), elsewhere 2. N=16384,
-// D=256, one run: s=1 18.08 us against 18.96 with no tail and 19.65 with
-// no tail and no evict-first stores; s=4 51.77 against 52.93 and 52.40
-// (BenchmarkTune, H200; bench/gpu/RESULTS.md, session 6). Only where the
-// kernel would run it (a loop of 4·tail stages or more; shorter launches
-// keep the kernel without it; the default only for dense A, whose blocks
-// all run maxK k-steps: with zero-tile lists the block-diagonal launches
-// ran 1-6% slower with the tail compiled in and idle, N=16384, bs=1024,
-// D=256: s=4 16.55-16.67 us against 15.72-15.82 before), and for int32
-// launches only: MulBit lost
-// under it (s=1 4-bit 18.06 against 17.79 us), and racecheck reported
-// hazards in its shared-memory packing (emit/packBits, packTileBits) under
-// the tail that it reports nowhere else. The tuning's tail, where given,
-// also needs the producer warpgroup and an int32 launch.
+// setTail chooses the tail of a launch (config.tail, config.tailepi)
+// once the producer warpgroup is chosen: allInt says every product has an
+// int32 output, dense that no zero-tile list skips a k-step, maxK is the
+// longest product's k-steps. int32 products multiply their last stages
+// one warpgroup at a time (bmm_wgmma.cu TAIL), the first one's rows
+// leaving while the second finishes: on 256-column tiles of 4 stages a
+// tail of 3 with those rows through shared memory too (TAILEPI),
+// elsewhere 2. N=16384, D=256, one run: s=1 18.08 us against 18.96 with
+// no tail and 19.65 with no tail and no evict-first stores; s=4 51.77
+// against 52.93 and 52.40 (BenchmarkTune, H200; bench/gpu/RESULTS.md,
+// session 6).
+//
+// The default takes it only where the kernel would run it, a loop of
+// 4·tail stages or more, and only for dense A, whose blocks all run maxK
+// k-steps: block-diagonal zero-tile launches ran slower with the tail
+// compiled in and idle (N=16384, bs=1024, D=256, s=4: 16.55-16.67 us
+// against 15.72-15.82). Never for MulBit, tuned or not: it lost there
+// (s=1 4-bit 18.06 against 17.79 us), and racecheck reported hazards in
+// the shared-memory packing (emit/packBits, packTileBits) under the tail
+// that it reports nowhere else.
 func (c *config) setTail(allInt, dense bool, maxK int, tu tuning) {
-	nst := (maxK + c.ks - 1) / max(c.ks, 1)
-	if c.path == PathWGMMA && c.ws > 0 && allInt && dense && tu.tail == 0 && nst >= 4*2 {
-		c.tail = 2
-		if c.epi == 1 && c.stages == 4 && nst >= 4*3 {
-			c.tail = 3
-			if tu.tailepi >= 0 && c.tailEpiFits() {
+	c.tail, c.tailepi = 0, 0
+	if c.path != PathWGMMA || c.ws == 0 || !allInt || tu.tail < 0 {
+		return
+	}
+	if tu.tail > 0 {
+		if tu.tail <= c.stages {
+			c.tail = tu.tail
+			if tu.tailepi > 0 && c.tailEpiFits() {
 				c.tailepi = 1
 			}
 		}
+		return
 	}
-	if c.ws == 0 || tu.tail < 0 || !allInt {
-		c.tail, c.tailepi = 0, 0
+	nst := (maxK + c.ks - 1) / max(c.ks, 1)
+	if !dense || nst < 4*2 {
+		return
+	}
+	c.tail = 2
+	if c.epi == 1 && c.stages == 4 && nst >= 4*3 {
+		c.tail = 3
+		if tu.tailepi >= 0 && c.tailEpiFits() {
+			c.tailepi = 1
+		}
 	}
 }
 
@@ -371,12 +383,6 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 	}
 	if tu.l2 != 0 {
 		c.l2 = max(tu.l2, 0)
-	}
-	if c.ws > 0 && tu.tail > 0 && tu.tail <= c.stages {
-		c.tail = tu.tail
-		if tu.tailepi > 0 && c.tailEpiFits() {
-			c.tailepi = 1
-		}
 	}
 	if c.stages < 2 || (c.stages < 3 && tu.stages == 0) || c.smem(modeBit) > 220<<10 {
 		return config{}, false // wide A: mma.sync
