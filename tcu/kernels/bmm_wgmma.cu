@@ -208,11 +208,12 @@ __device__ __forceinline__ u64 gtime() {
 #endif
 // TAIL=n (with WS): the consumer warpgroups multiply the last n stages
 // one after the other, the first warpgroup alone and then the second, so
-// that the first one's epilogue (its int32 rows stored from the
-// registers, or its MulBit codes packed from them) overlaps the second
-// one's last stages; the second then stores its int32 rows through shared
-// memory with no block barrier. Every one of those n stages is in shared
-// memory by then (n <= STAGES), so neither waits for a copy.
+// that the first one's epilogue (its int32 rows stored from the registers)
+// overlaps the second one's last stages; the second then stores its int32
+// rows through shared memory with no block barrier. Every one of those n
+// stages is in shared memory by then (n <= STAGES), so neither waits for
+// a copy. The host builds it for int32 launches only (tcu config.setTail:
+// under it racecheck reported hazards in the MulBit packing paths).
 #ifndef TAIL
 #define TAIL 0
 #endif
@@ -637,10 +638,10 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // The second warpgroup stops before stage tail0 until the first has
   // finished every stage, having released all it has multiplied (so the
   // producer can queue the last stages and the first need not wait for
-  // it); rel is the next stage it releases.
-  // Only where the loop is long enough for the tail to pay (tailOn);
-  // otherwise tail0 = nst, and the two warpgroups meet after their loops
-  // (barrier 3 both ways, as BLOCK_SYNC) and store as without the tail.
+  // it); rel is the next stage it releases. Only where the loop is long
+  // enough for the tail to pay (tailOn); otherwise tail0 = nst, and the
+  // two warpgroups meet after their loops (barrier 3 both ways, as
+  // BLOCK_SYNC) and store as without the tail.
   const bool tailOn = nst >= 4 * TAIL;
   const int tail0 = tailOn ? nst - TAIL : nst;
   int rel = 0;
@@ -671,7 +672,8 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   wg_wait<0>();
 #if TAIL
   // The first warpgroup is done with the stage buffers: the second may go
-  // on (and, past its loop, reuse every buffer).
+  // on (and, past its loop, reuse every buffer). Where the tail did not
+  // run, both wait here for each other.
   if (wg == 0 && tailOn)
     asm volatile("bar.arrive 3, 256;\n" ::: "memory");
   else if (!waited)
