@@ -139,11 +139,12 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["reg2bn64"] = k.withTuning(tuning{bitreg: 2, bn: 64, wgs: 2})
 	ks["reg2bn128"] = k.withTuning(tuning{bitreg: 2, bn: 128, wgs: 1})
 	// The last stages multiplied by one warpgroup at a time (tail, int32
-	// launches only): from the registers and through shared memory, a
-	// tail as long as the pipeline, short products whose every stage is in
-	// the tail; without the evict-first stores. (The
-	// 520x12800x256 shape's 13 stages of 4 k-steps take a tail of 3,
-	// which needs 4·3.)
+	// launches only; the kernel runs a tail of n on loops of 4n stages or
+	// more, so the 520x12800x256 shape's 13 stages of 4 k-steps run tails
+	// of 1 to 3, and the longer ones below only meet after their loops as
+	// every shorter product does): the first warpgroup's rows from the
+	// registers and through shared memory (te), the second's from the
+	// registers (epi0); without the evict-first stores; with no tail.
 	ks["tail1"] = k.withTuning(tuning{tail: 1, ws: 1, wgs: 2})
 	ks["tail2bn256"] = k.withTuning(tuning{tail: 2, ws: 1, wgs: 2, bn: 256})
 	ks["tail4bn256"] = k.withTuning(tuning{tail: 4, ws: 1, wgs: 2, bn: 256})
