@@ -382,7 +382,7 @@ func wgmmaConfig(a, b, m, n, ksteps, nprob, sms, lbo, sbo int, tu tuning) (confi
 		c.l2 = 1
 	}
 	if tu.l2 != 0 {
-		c.l2 = max(tu.l2, 0)
+		c.l2 = min(max(tu.l2, 0), 1) // one policy: a larger value is 1
 	}
 	if c.stages < 2 || (c.stages < 3 && tu.stages == 0) || c.smem(modeBit) > 220<<10 {
 		return config{}, false // wide A: mma.sync

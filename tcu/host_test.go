@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -499,6 +500,20 @@ func TestTail(t *testing.T) {
 				assert.Contains(t, c.opts(), "-DTAILEPI=1")
 			}
 		})
+	}
+}
+
+// TestL2Policy: the evict-first int32 stores are the default of tiles
+// stored through shared memory (256 columns), off elsewhere, and a tuning
+// value of 1 or more asks for the one policy there is.
+func TestL2Policy(t *testing.T) {
+	for _, tc := range []struct {
+		b, l2, want int
+	}{{1, 0, 1}, {4, 0, 0}, {1, -1, 0}, {4, 1, 1}, {4, 2, 1}} {
+		c, ok := wgmmaConfig(1, tc.b, 16384, 256, 64, 1, 132, 128, 256, tuning{l2: tc.l2})
+		require.True(t, ok)
+		assert.Equal(t, tc.want, c.l2, "b=%d l2=%d (%v)", tc.b, tc.l2, c)
+		assert.Contains(t, c.opts(), "-DL2HINT="+strconv.Itoa(tc.want))
 	}
 }
 
