@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tuning run on the GPU host (device tool), from the repository root, after
 # `make gpu-test`; logs under $OUT. Steps (STEPS, in order):
-#   ptxas: nvcc -Xptxas -v on five wgmma variants (registers, spills, warnings)
+#   ptxas: nvcc -Xptxas -v on seven wgmma variants (registers, spills, warnings, serialized wgmmas)
 #   test:  TestLargeVsGeneric, TestBatch, TestZeroTileJumping, conformance (auto, -short)
 #   old:   build/gpu/tcu.old.test (an earlier build, if carried) on the same points, for before/after
 #   tune:  BenchmarkTune (pipeline and tile sweep)
@@ -17,12 +17,14 @@ for step in $STEPS; do
   ptxas)
     K=tcu/kernels
     for v in "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=2" "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1" \
-      "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1 -DBITEPI=1 -DWS=1" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DBITEPI=1 -DWS=2 -DWSF=1"; do
+      "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1 -DBITEPI=1 -DWS=1" "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DBITEPI=1 -DWS=2 -DWSF=1" \
+      "-DABITS=1 -DBBITS=1 -DBN=256 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=1 -DBITEPI=1 -DBITREG=1 -DWS=1 -DTAIL=3 -DTAILEPI=1 -DONEPROB=1 -DL2HINT=1" \
+      "-DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=1 -DEPI=0 -DBITEPI=1 -DBITREG=1 -DWS=1 -DTAIL=2 -DONEPROB=1"; do
       echo "== $v"
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/wg.cubin -Xptxas -v --fmad=false $v -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
       cuobjdump -sass /tmp/wg.cubin | grep -c -E "BGMMA|HGMMA"
     done >"$OUT/ptxas.log" 2>&1
-    grep -E "==|registers|spill|arning|rror" "$OUT/ptxas.log"
+    grep -E "==|registers|spill|arning|rror|C75" "$OUT/ptxas.log"
     ;;
   test)
     $T -test.v -test.run "${TESTRUN:-TestLargeVsGeneric|TestBatch|TestZeroTileJumping|TestConformance/(auto|cluster)}" -test.short -test.timeout 300s >"$OUT/test.log" 2>&1
@@ -42,15 +44,22 @@ for step in $STEPS; do
     # span = last store issued - first block start, skew = last block start
     # - first, and the per-block means of first data, main loop, epilogue;
     # gap = the shortest time from one launch's last store to the next
-    # launch's first block. Microseconds.
+    # launch's first block; then the second warpgroup's means (TIMEWG1
+    # lines): first data, released by the tail (rel, from first data),
+    # its last wgmma (from the release), its rows stored,
+    # and entry to that end (all). Microseconds.
     awk '/^BenchmarkTune\// && !/us\/launch/ {name=$1}
+      /^TIMEWG1/ {w0=$4; w1=$5; wr=$6; w2=$7; w3=$8; if (wr==0) wr=w1
+        wf+=w1-w0; wl+=wr-w1; wt+=w2-wr; we+=w3-w2; wa+=w3-w0; wn++}
       /^TIMING/ {g=$3; t0=$4; t1=$5; t2=$6; t3=$7
         if (n==0) {mn0=t0; mx0=t0; mx3=t3; s1=0; s2=0; s3=0}
         if (t0<mn0) mn0=t0; if (t0>mx0) mx0=t0; if (t3>mx3) mx3=t3
         s1+=t1-t0; s2+=t2-t1; s3+=t3-t2; n++
         if (n==g) { if (prev>0 && mn0>prev && (gm==0 || mn0-prev<gm)) gm=mn0-prev; prev=mx3
           span+=mx3-mn0; skew+=mx0-mn0; f+=s1/g; l+=s2/g; e+=s3/g; nc++; n=0 } }
-      /us\/launch/ && nc>0 {printf "%s launches=%d span=%.2f skew=%.2f first=%.2f loop=%.2f epi=%.2f gap=%.2f (%s us/launch)\n", name, nc, span/nc/1000, skew/nc/1000, f/nc/1000, l/nc/1000, e/nc/1000, gm/1000, $(NF-3); nc=0; span=skew=f=l=e=gm=prev=0}' "$OUT/tune.log"
+      /us\/launch/ && nc>0 {printf "%s launches=%d span=%.2f skew=%.2f first=%.2f loop=%.2f epi=%.2f gap=%.2f (%s us/launch)", name, nc, span/nc/1000, skew/nc/1000, f/nc/1000, l/nc/1000, e/nc/1000, gm/1000, $(NF-3)
+        if (wn>0) printf " wg1: first=%.2f rel=%.2f tail=%.2f epi=%.2f all=%.2f", wf/wn/1000, wl/wn/1000, wt/wn/1000, we/wn/1000, wa/wn/1000
+        printf "\n"; nc=0; span=skew=f=l=e=gm=prev=0; wn=wf=wl=wt=we=wa=0}' "$OUT/tune.log"
     ;;
   ncu)
     # NCU_BENCH: benchmarks to profile, one process each; the 9th wgmma launch of each.

@@ -173,7 +173,11 @@ __device__ __forceinline__ void stShared2(u32 addr, int a, int b) {
 #endif
 // TIMING=1 (a diagnostic, tuning only): thread 0 of each block prints the
 // global timer (ns) at entry, when its first stage has landed, after its
-// last wgmma and after its int32 stores were issued.
+// last wgmma and after its int32 stores were issued (TIMING lines);
+// thread 128, of the second warpgroup, the same and, between the first
+// stage and the last wgmma, after the tail's barrier let it go on (0
+// without the tail; TIMEWG1 lines). ptxas may move a timer read across a
+// barrier (nothing orders it): read the lines as estimates.
 #ifndef TIMING
 #define TIMING 0
 #endif
@@ -191,9 +195,14 @@ __device__ __forceinline__ u64 gtime() {
       u64 b, g, a, c, d, e;                                                              \
     } args_ = {blockIdx.x, gridDim.x, tt0, tt1, tt2, t3};                                \
     vprintf("TIMING %llu %llu %llu %llu %llu %llu\n", (const char*)&args_);               \
+  } else if (threadIdx.x == 128) {                                                       \
+    struct {                                                                             \
+      u64 b, g, a, c, r, d, e;                                                           \
+    } args_ = {blockIdx.x, gridDim.x, tt0, tt1, ttr, tt2, t3};                           \
+    vprintf("TIMEWG1 %llu %llu %llu %llu %llu %llu %llu\n", (const char*)&args_);         \
   }
 #endif
-// TILE_DONE, at the end of each epilogue: with TIMING, thread 0 reports the
+// TILE_DONE, at the end of each epilogue: with TIMING, threads 0 and 128 report the
 // block's phase times; otherwise nothing.
 #if TIMING
 #define TILE_DONE() \
@@ -562,7 +571,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   const u32 sbase = smem_u32(smem);
 #if TIMING
   TSTAMP(tt0);
-  u64 tt1 = 0;
+  u64 tt1 = 0, ttr = 0;
 #endif
 
   int d[ABITS][NP / 2];
@@ -656,6 +665,9 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       rel = t;
       asm volatile("bar.sync 3, 256;\n" ::: "memory");
       waited = true;
+#if TIMING
+      ttr = gtime();
+#endif
     }
 #endif
     MMA_STAGE(t);
