@@ -823,6 +823,15 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     if (nst >= 4 * TAIL) {
       const int j = nst - TAIL - 1, f = j % STAGES;
       if (wg == 1) {
+        // Slot f+1+w/2 held stage nst-TAIL+w/2: its "empty" barrier says
+        // the first warpgroup's wgmmas are done with it too. Barrier 3
+        // should order this already, but the per-block timer reads
+        // (TIMING) put the second warpgroup past it 1.4-2.2 us before the
+        // first one's loop-end read, in every block, unexplained (ptxas
+        // may move a timer read): the wait makes the rows' place safe by
+        // the mbarrier alone.
+        const int js = nst - TAIL + (warp >> 1);
+        mbarWait(empty0 + 8 * (js % STAGES), (js / STAGES) & 1);
         rbase = sbase + ((f + 1 + (warp >> 1)) % STAGES) * STAGE_BYTES + (warp & 1) * 16 * ld;
       } else if (warp < 2) {
         rbase = sbase + STAGES * STAGE_BYTES + warp * 16 * ld;
