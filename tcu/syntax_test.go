@@ -1,0 +1,77 @@
+package tcu
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestKernelSyntax compiles the embedded kernels, for variants the host
+// builds, with clang++ in CUDA syntax-only mode against
+// testdata/cuda_syntax.h: a C++ or preprocessor error (a macro name clash,
+// a missing declaration) otherwise shows only when NVRTC compiles it on a
+// GPU host, where a failed compile turns wgmma off. The PTX inside asm
+// statements is not checked (ptxas sees it on the GPU host). Skipped where
+// there is no clang++ (apt install clang).
+func TestKernelSyntax(t *testing.T) {
+	clang, err := exec.LookPath("clang++")
+	if err != nil {
+		t.Skip("no clang++ on PATH: the CUDA syntax check needs it (apt install clang)")
+	}
+	prelude, err := filepath.Abs("testdata/cuda_syntax.h")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, f := range []string{"bmm_wgmma.cu", "bmm_mma.cu"} {
+		src, hdrs := kernelSource(f)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(src), 0o644))
+		for _, h := range hdrs {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, h.name), []byte(h.src), 0o644))
+		}
+	}
+	wg := func(a, b, m, n, ksteps int, tu tuning, edit func(*config)) config {
+		c, ok := wgmmaConfig(a, b, m, n, ksteps, 1, 132, 128, 256, tu)
+		require.True(t, ok)
+		c.setTail(true, true, ksteps, tu)
+		if edit != nil {
+			edit(&c)
+		}
+		return c
+	}
+	cases := map[string]config{
+		"mma 2x3":                   mmaConfig(2, 3, 4096, 64, 132),
+		"mma 1x8":                   mmaConfig(1, 8, 1024, 16, 132),
+		"s=1 int32 default":         wg(1, 1, 16384, 256, 64, tuning{}, func(c *config) { c.oneprob = 1 }),
+		"s=1 timing":                wg(1, 1, 16384, 256, 64, tuning{timing: 1}, nil),
+		"s=1 tail 3, registers":     wg(1, 1, 16384, 256, 64, tuning{tailepi: -1}, nil),
+		"s=4 int32 default":         wg(1, 4, 16384, 256, 64, tuning{}, func(c *config) { c.oneprob = 1 }),
+		"s=1 MulBit by registers":   wg(1, 1, 16384, 256, 64, tuning{tail: -1}, func(c *config) { c.bitreg = 1 }),
+		"s=4 MulBit packed bytes":   wg(1, 4, 16384, 256, 64, tuning{tail: -1}, func(c *config) { c.bitreg = 2 }),
+		"no producer":               wg(1, 1, 16384, 256, 64, tuning{ws: -1}, nil),
+		"producer, first stage":     wg(1, 2, 4096, 64, 16, tuning{ws: 2, wsf: 1, wgs: 2}, nil),
+		"cluster of 2":              wg(1, 1, 16384, 256, 64, tuning{cluster: 2, ws: -1}, nil),
+		"one warpgroup, 2 planes":   wg(2, 1, 1024, 64, 4, tuning{wgs: 1}, nil),
+		"register epilogue, timing": wg(1, 1, 16384, 256, 64, tuning{epi: -1, timing: 1, tail: -1}, nil),
+	}
+	for name, c := range cases {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			file := "bmm_mma.cu"
+			if c.path == PathWGMMA {
+				file = "bmm_wgmma.cu"
+			}
+			args := []string{"-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib",
+				"-fsyntax-only", "-std=c++17", "-include", prelude}
+			for _, o := range c.opts() {
+				if strings.HasPrefix(o, "-D") { // NVRTC's own options (--fmad) are not clang's
+					args = append(args, o)
+				}
+			}
+			out, err := exec.Command(clang, append(args, filepath.Join(dir, file))...).CombinedOutput()
+			require.NoError(t, err, "%v\n%s", c, out)
+		})
+	}
+}
