@@ -32,6 +32,10 @@ func TestKernelSyntax(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, h.name), []byte(h.src), 0o644))
 		}
 	}
+	// A wgmma variant as Kernel.prepare makes it: the tile and pipeline
+	// (wgmmaConfig), the tail of a dense int32 launch, then edit for the
+	// choices prepare makes from the jobs (clusters, MulBit packing, the
+	// by-value descriptor).
 	wg := func(a, b, m, n, ksteps int, tu tuning, edit func(*config)) config {
 		c, ok := wgmmaConfig(a, b, m, n, ksteps, 1, 132, 128, 256, tu)
 		require.True(t, ok)
@@ -52,7 +56,7 @@ func TestKernelSyntax(t *testing.T) {
 		"s=4 MulBit packed bytes":   wg(1, 4, 16384, 256, 64, tuning{tail: -1}, func(c *config) { c.bitreg = 2 }),
 		"no producer":               wg(1, 1, 16384, 256, 64, tuning{ws: -1}, nil),
 		"producer, first stage":     wg(1, 2, 4096, 64, 16, tuning{ws: 2, wsf: 1, wgs: 2}, nil),
-		"cluster of 2":              wg(1, 1, 16384, 256, 64, tuning{cluster: 2, ws: -1}, nil),
+		"cluster of 2":              wg(1, 1, 16384, 256, 64, tuning{ws: -1}, func(c *config) { c.cluster = 2 }),
 		"one warpgroup, 2 planes":   wg(2, 1, 1024, 64, 4, tuning{wgs: 1}, nil),
 		"register epilogue, timing": wg(1, 1, 16384, 256, 64, tuning{epi: -1, timing: 1, tail: -1}, nil),
 	}
