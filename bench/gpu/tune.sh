@@ -45,12 +45,17 @@ for step in $STEPS; do
     # - first, and the per-block means of first data, main loop, epilogue;
     # gap = the shortest time from one launch's last store to the next
     # launch's first block; then the second warpgroup's means (TIMEWG1
-    # lines): first data, released by the tail (rel, from first data),
-    # its last wgmma (from the release), its rows stored,
-    # and entry to that end (all). Microseconds.
+    # lines): first data, past the tail's barrier 3 (rel, from first
+    # data), its last wgmma (from rel), its rows stored, and entry to that
+    # end (all); and, block by block, the first warpgroup's loop-end read
+    # minus the second's read past barrier 3 (early: mean, min, max; the
+    # barrier should make it <= 0). Microseconds.
     awk '/^BenchmarkTune\// && !/us\/launch/ {name=$1}
-      /^TIMEWG1/ {w0=$4; w1=$5; wr=$6; w2=$7; w3=$8; if (wr==0) wr=w1
+      /^TIMEWG1/ {w0=$4; w1=$5; wr=$6; w2=$7; w3=$8
+        if (wr>0) {k=$2 ":" c1[$2]++; rel[k]=wr; if (k in end0) early(end0[k]-wr)} else wr=w1
         wf+=w1-w0; wl+=wr-w1; wt+=w2-wr; we+=w3-w2; wa+=w3-w0; wn++}
+      function early(d) {es+=d; if (en==0 || d<emn) emn=d; if (en==0 || d>emx) emx=d; en++}
+      /^TIMING/ {k=$2 ":" c0[$2]++; end0[k]=$6; if (k in rel) early($6-rel[k])}
       /^TIMING/ {g=$3; t0=$4; t1=$5; t2=$6; t3=$7
         if (n==0) {mn0=t0; mx0=t0; mx3=t3; s1=0; s2=0; s3=0}
         if (t0<mn0) mn0=t0; if (t0>mx0) mx0=t0; if (t3>mx3) mx3=t3
@@ -59,7 +64,8 @@ for step in $STEPS; do
           span+=mx3-mn0; skew+=mx0-mn0; f+=s1/g; l+=s2/g; e+=s3/g; nc++; n=0 } }
       /us\/launch/ && nc>0 {printf "%s launches=%d span=%.2f skew=%.2f first=%.2f loop=%.2f epi=%.2f gap=%.2f (%s us/launch)", name, nc, span/nc/1000, skew/nc/1000, f/nc/1000, l/nc/1000, e/nc/1000, gm/1000, $(NF-3)
         if (wn>0) printf " wg1: first=%.2f rel=%.2f tail=%.2f epi=%.2f all=%.2f", wf/wn/1000, wl/wn/1000, wt/wn/1000, we/wn/1000, wa/wn/1000
-        printf "\n"; nc=0; span=skew=f=l=e=gm=prev=0; wn=wf=wl=wt=we=wa=0}' "$OUT/tune.log"
+        if (en>0) printf " early=%.2f (%.2f-%.2f)", es/en/1000, emn/1000, emx/1000
+        printf "\n"; nc=0; span=skew=f=l=e=gm=prev=0; wn=wf=wl=wt=we=wa=0; en=es=0; split("", c0); split("", c1); split("", rel); split("", end0)}' "$OUT/tune.log"
     ;;
   ncu)
     # NCU_BENCH: benchmarks to profile, one process each; the 9th wgmma launch of each.

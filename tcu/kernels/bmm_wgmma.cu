@@ -826,7 +826,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
         // Slot f+1+w/2 held stage nst-TAIL+w/2: its "empty" barrier says
         // the first warpgroup's wgmmas are done with it too. Barrier 3
         // should order this already, but the per-block timer reads
-        // (TIMING) put the second warpgroup past it 1.4-2.2 us before the
+        // (TIMING) put the second warpgroup past it 1.1-2.6 us before the
         // first one's loop-end read, in every block, unexplained (ptxas
         // may move a timer read): the wait makes the rows' place safe by
         // the mbarrier alone.
