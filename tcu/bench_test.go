@@ -144,12 +144,15 @@ func BenchmarkAggregation(b *testing.B) {
 // BenchmarkLarge: compute-bound shapes, N = 16384, D = 256.
 func BenchmarkLarge(b *testing.B) {
 	ks := paths(b)
+	// int32 outputs on the device beside auto, which stores uint16 where
+	// every product fits (s=1 here; config "o161").
+	ks["out32"] = ks["auto"].withTuning(tuning{out16: -1})
 	r := rand.New(rand.NewPCG(2, 2))
 	const n, d = 16384, 256
 	a := randomBits(r, n, n, 1, bittensor.ByRows)
 	for _, s := range []int{1, 4} {
 		x := randomBits(r, n, d, s, bittensor.ByCols)
-		for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
+		for _, impl := range []string{"auto", "out32", PathMMA, PathWGMMA} {
 			k, ok := ks[impl]
 			if !ok {
 				continue
@@ -257,6 +260,8 @@ func BenchmarkTune(b *testing.B) {
 		{"tail4", tuning{tail: 4}}, {"ks2tail4", tuning{ks: 2, ws: 1, tail: 4}}, {"ks2tail8", tuning{ks: 2, ws: 1, tail: 8}},
 		{"tail3f", tuning{tail: 3, wsf: 1}}, {"tail3epi0", tuning{tail: 3, epi: -1}}, {"tail3te", tuning{tail: 3, tailepi: 1}},
 		{"tail3tel2off", tuning{tail: 3, tailepi: 1, l2: -1}}, {"tail3l2off", tuning{tail: 3, l2: -1}},
+		// int32 outputs on the device where the default stores uint16 (s=1).
+		{"out32", tuning{out16: -1}}, {"out32notail", tuning{out16: -1, tail: -1}},
 	}, BenchOptions{Repeats: 9, Inner: 5})
 	// Phase times (TIMING lines, summarized by tune.sh's timing step), and
 	// fewer row tiles of the same shape (a half and a quarter wave): what
@@ -267,7 +272,8 @@ func BenchmarkTune(b *testing.B) {
 		{"timingws1f", tuning{timing: 1, ws: 1, wsf: 1}}, {"timingws2f", tuning{timing: 1, ws: 2, wsf: 1}},
 		{"timingws1ks2", tuning{timing: 1, ws: 1, ks: 2}}, {"timingws2ks2", tuning{timing: 1, ws: 2, ks: 2}}, {"timingnows", tuning{timing: 1, ws: -1}},
 		{"timingl2off", tuning{timing: 1, l2: -1}}, {"timingtail2", tuning{timing: 1, tail: 2}}, {"timingtail4", tuning{timing: 1, tail: 4}},
-		{"timingtail3", tuning{timing: 1, tail: 3}}, {"timingtail3te", tuning{timing: 1, tail: 3, tailepi: 1}}},
+		{"timingtail3", tuning{timing: 1, tail: 3}}, {"timingtail3te", tuning{timing: 1, tail: 3, tailepi: 1}},
+		{"timingout32", tuning{timing: 1, out16: -1}}},
 		BenchOptions{Repeats: 3, Inner: 5})
 	// MulBit phase times: the same shape re-quantized to 1 and 8 bits.
 	a1 := randomBits(r, 16384, 16384, 1, bittensor.ByRows)

@@ -47,7 +47,11 @@ type config struct {
 	// tailepi (wgmma, with tail = stages-1 and epi): the first
 	// warpgroup's int32 rows leave through shared memory too, 2 warps'
 	// through tailEpiBytes past the stages (bmm_wgmma.cu TAILEPI).
-	tailepi  int
+	tailepi int
+	// out16: 1 stores int outputs as uint16 (kernels/common.cuh OUT16),
+	// where every product of the launch fits (fitsOut16); the host widens
+	// them to int32 as it copies them back.
+	out16    int
 	lbo, sbo int // wgmma descriptor byte offsets
 }
 
@@ -90,6 +94,9 @@ type tuning struct {
 	tail int
 	// tailepi: 1 gives config.tailepi where it applies, -1 never.
 	tailepi int
+	// out16: -1 keeps int32 outputs on the device; 0 stores uint16 where
+	// every product fits (config.out16).
+	out16 int
 }
 
 func (c config) threads() int {
@@ -176,8 +183,31 @@ func (c *config) setTail(allInt, dense bool, maxK int, tu tuning) {
 }
 
 // tailEpiBytes is bmm_wgmma.cu's TAILEPI_BYTES: two warps' rows of the
-// int32 staging.
-func (c config) tailEpiBytes() int { return 2 * 16 * (4*c.bn + 32) }
+// int staging.
+func (c config) tailEpiBytes() int { return 2 * 16 * c.epiRowBytes() }
+
+// outBytes is the bytes of one int output on the device: 2 with out16,
+// else 4.
+func (c config) outBytes() int {
+	if c.out16 == 1 {
+		return 2
+	}
+	return 4
+}
+
+// epiRowBytes is bmm_wgmma.cu's EPI_LD: a staged row of bn int outputs
+// and 8 more.
+func (c config) epiRowBytes() int { return (c.bn + 8) * c.outBytes() }
+
+// fitsOut16 says whether every product of an a-bit by b-bit product with
+// a k-bit reduction fits a uint16: k·(2^a-1)·(2^b-1) <= 65535 (codes are
+// unsigned, so products are never negative).
+func fitsOut16(a, b, k int) bool {
+	if a > 16 || b > 16 || k > 65535 {
+		return false
+	}
+	return uint64(k)*(uint64(1)<<a-1)*(uint64(1)<<b-1) <= 65535
+}
 
 // tailEpiFits says whether TAILEPI applies to c's tail: the tail one
 // stage short of the pipeline (at least 3 stages), int32 tiles through
@@ -188,14 +218,16 @@ func (c config) tailEpiFits() bool {
 		c.stages*c.stageBytes()+c.tailEpiBytes() <= 227<<10
 }
 
-// epiBytes is the shared memory of the wgmma int32 tile staged for bulk
-// stores (bmm_wgmma.cu, EPI): rows of bn int32 and 32 bytes of padding.
+// epiBytes is the shared memory of the wgmma tile staged in the epilogue:
+// rows of bn int32 and 32 bytes of padding, as MulBit's raw products
+// packed by rows take them (bmm_wgmma.cu BITEPI); the int tile of EPI
+// (rows of epiRowBytes) takes no more.
 func (c config) epiBytes() int { return c.bm * (4*c.bn + 32) }
 
 // opts are the NVRTC options that build this variant.
 func (c config) opts() []string {
 	d := func(k string, v int) string { return "-D" + k + "=" + strconv.Itoa(v) }
-	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages)}
+	o := []string{"--std=c++17", "--fmad=false", d("ABITS", c.abits), d("BBITS", c.bbits), d("BN", c.bn), d("STAGES", c.stages), d("OUT16", c.out16)}
 	if c.path == PathWGMMA {
 		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("CLUSTER", max(c.cluster, 1)), d("EPI", c.epi), d("BITEPI", c.bitepi), d("BITREG", c.bitreg), d("WS", c.ws), d("WSF", c.wsf), d("TAIL", c.tail), d("TAILEPI", c.tailepi), d("ONEPROB", c.oneprob), d("L2HINT", c.l2), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
@@ -204,9 +236,9 @@ func (c config) opts() []string {
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
-		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d reg%d ws%d wsf%d tail%d te%d p%d l2%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.bitreg, c.ws, c.wsf, c.tail, c.tailepi, c.oneprob, c.l2)
+		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d cl%d epi%d bitepi%d reg%d ws%d wsf%d tail%d te%d p%d l2%d o16%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, max(c.cluster, 1), c.epi, c.bitepi, c.bitreg, c.ws, c.wsf, c.tail, c.tailepi, c.oneprob, c.l2, c.out16)
 	}
-	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages)
+	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d o16%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages, c.out16)
 }
 
 // mmaConfig picks the mma.sync variant for a-bit by b-bit products whose

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -60,11 +61,13 @@ func gpuKernel(tb testing.TB) *Kernel {
 // testPaths are the kernels the correctness tests run: the automatic
 // choice (wgmma where a variant fits, on Hopper), mma.sync everywhere,
 // split-K forced on every launch, wgmma clusters sharing B wherever
-// the launch allows them (dense A), and the wgmma producer warpgroup
-// (WS=1, two consumer warpgroups on every shape).
+// the launch allows them (dense A), the wgmma producer warpgroup
+// (WS=1, two consumer warpgroups on every shape), and int32 outputs on
+// the device where auto stores uint16 (out32).
 func testPaths(tb testing.TB) map[string]*Kernel {
 	k := gpuKernel(tb)
-	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2}), "ws1": k.withTuning(tuning{ws: 1, wgs: 2})}
+	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2}), "ws1": k.withTuning(tuning{ws: 1, wgs: 2}),
+		"out32": k.withTuning(tuning{out16: -1})}
 	if kp, err := k.WithPath(PathMMA); err == nil {
 		out[PathMMA] = kp
 	}
@@ -155,6 +158,11 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["tail3tebn256"] = k.withTuning(tuning{tail: 3, tailepi: 1, ws: 1, wgs: 2, bn: 256})
 	ks["l2off"] = k.withTuning(tuning{l2: -1})
 	ks["notailbn256"] = k.withTuning(tuning{tail: -1, bn: 256, wgs: 2})
+	// int32 on the device for the shapes whose products fit uint16 (the
+	// default there): the large shapes' tail and tile, the registers.
+	ks["out32tail3tebn256"] = k.withTuning(tuning{tail: 3, tailepi: 1, ws: 1, wgs: 2, bn: 256, out16: -1})
+	ks["out32bn256"] = k.withTuning(tuning{bn: 256, wgs: 2, out16: -1})
+	ks["out32epi0"] = k.withTuning(tuning{epi: -1, out16: -1})
 	r := rand.New(rand.NewPCG(7, 8))
 	// Each shape's operands and references once; each kernel a subtest
 	// (-run 'TestLargeVsGeneric/ws' picks the producer-warp ones).
@@ -226,6 +234,44 @@ func TestLargeVsGeneric(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOut16Bound runs products whose every output is the largest value
+// their widths allow, K·(2^a-1)·(2^b-1), on either side of 65535, the
+// largest a uint16 output holds: the launch must store uint16 exactly
+// where it fits (config "o161"), and both must come back exact. Shapes
+// for the tile stored through shared memory (N a multiple of 8), from
+// the registers (N even) and per output (N odd).
+func TestOut16Bound(t *testing.T) {
+	for name, k := range paths(t) {
+		for _, s := range []struct{ m, k, n, a, b int }{
+			{200, 65535, 256, 1, 1}, {200, 65536, 256, 1, 1}, {130, 65535, 250, 1, 1}, {70, 7281, 40, 2, 2},
+			{70, 7282, 40, 2, 2}, {129, 4369, 33, 1, 4}, {129, 4370, 33, 1, 4},
+		} {
+			av := make([]int32, s.m*s.k)
+			for i := range av {
+				av[i] = 1<<s.a - 1
+			}
+			bv := make([]int32, s.k*s.n)
+			for i := range bv {
+				bv[i] = 1<<s.b - 1
+			}
+			a, err := bittensor.PackRows(av, s.m, s.k, s.a)
+			require.NoError(t, err)
+			b, err := bittensor.PackCols(bv, s.k, s.n, s.b)
+			require.NoError(t, err)
+			v := int32(s.k * (1<<s.a - 1) * (1<<s.b - 1))
+			res, err := k.Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b}, BenchOptions{Warmup: 1, Repeats: 1, Inner: 1})
+			require.NoError(t, err)
+			dims := fmt.Sprintf("%s %dx%dx%d a%d b%d (%s)", name, s.m, s.k, s.n, s.a, s.b, res.Config)
+			assert.Equal(t, v <= 65535, strings.Contains(res.Config, "o161"), "%s: uint16 outputs exactly where %d fits", dims, v)
+			want := slices.Repeat([]int32{v}, s.m*s.n)
+			assert.True(t, equalInts(t, res.Out[0], want, s.n), dims)
+			got := make([]int32, s.m*s.n)
+			require.NoError(t, k.MulInt(got, a, b))
+			assert.True(t, equalInts(t, got, want, s.n), "MulInt %s", dims)
+		}
 	}
 }
 

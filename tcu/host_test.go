@@ -503,6 +503,37 @@ func TestTail(t *testing.T) {
 	}
 }
 
+// TestOut16: uint16 outputs on the device exactly where every product
+// fits, K·(2^a-1)·(2^b-1) <= 65535, and the staged rows they make.
+func TestOut16(t *testing.T) {
+	for _, tc := range []struct {
+		a, b, k int
+		want    bool
+	}{
+		{1, 1, 65535, true}, {1, 1, 65536, false}, {1, 1, 16384, true}, {2, 2, 7281, true}, {2, 2, 7282, false},
+		{1, 4, 4096, true}, {1, 4, 4369, true}, {1, 4, 4370, false}, {16, 1, 1, true}, {16, 1, 2, false},
+		{17, 1, 1, false}, {1, 17, 1, false}, {16, 16, 1, false}, {8, 8, 1, true}, {32, 32, 1 << 20, false},
+	} {
+		assert.Equal(t, tc.want, fitsOut16(tc.a, tc.b, tc.k), "a%d b%d K=%d", tc.a, tc.b, tc.k)
+	}
+	c, ok := wgmmaConfig(1, 1, 16384, 256, 64, 1, 132, 128, 256, tuning{})
+	require.True(t, ok)
+	assert.Equal(t, 4, c.outBytes())
+	assert.Equal(t, 264*4, c.epiRowBytes())
+	assert.Contains(t, c.opts(), "-DOUT16=0")
+	c.out16 = 1
+	assert.Equal(t, 2, c.outBytes())
+	assert.Equal(t, 264*2, c.epiRowBytes(), "bmm_wgmma.cu EPI_LD")
+	assert.Equal(t, 2*16*264*2, c.tailEpiBytes(), "bmm_wgmma.cu TAILEPI_BYTES")
+	assert.Contains(t, c.opts(), "-DOUT16=1")
+	m := mmaConfig(1, 1, 4096, 64, 132)
+	m.out16 = 1
+	assert.Contains(t, m.opts(), "-DOUT16=1", "both kernels store through common.cuh")
+	dst := make([]int32, 3)
+	widen16(dst, []uint16{0, 65535, 1234, 7})
+	assert.Equal(t, []int32{0, 65535, 1234}, dst, "zero-extended, not sign-extended")
+}
+
 // TestL2Policy: the evict-first int32 stores are the default of tiles
 // stored through shared memory (256 columns), off elsewhere, and a tuning
 // value of 1 or more asks for the one policy there is.

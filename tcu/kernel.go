@@ -406,6 +406,15 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		cfg.ws = 0
 	}
 	allInt := !slices.ContainsFunc(jobs, func(j job) bool { return j.mode != modeInt })
+	// uint16 outputs on the device where every product fits one (the
+	// bound counts A's padded K: padding bits are zero, so this only
+	// errs on the safe side); fetch widens them. It halves the int
+	// output's stores, the end of a large launch, and its download.
+	// N=16384, D=256, s=1: XXX (BenchmarkLarge impl=auto against
+	// impl=out32, H200; bench/gpu/RESULTS.md, session 8).
+	if allInt && k.tune.out16 >= 0 && !slices.ContainsFunc(jobs, func(j job) bool { return !fitsOut16(a0, b0, 64*j.a.LineWords()) }) {
+		cfg.out16 = 1
+	}
 	cfg.setTail(allInt, allDense, maxK, k.tune)
 	// MulBit packed by rows straight from the accumulators (bmm_wgmma.cu
 	// BITREG) where the tile allows it; tuning bitreg -1 keeps the
@@ -514,11 +523,13 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	out := region{size: p.outOff}
 	p.outAt = make([]int, len(jobs))
 	for i, j := range jobs {
-		n := 4 * j.m * j.n
-		if j.mode == modeBit {
+		n := cfg.outBytes() * j.m * j.n
+		if j.mode == modeFloat {
+			n = 4 * j.m * j.n
+		} else if j.mode == modeBit {
 			n = 8 * len(j.bits.Words())
 		}
-		p.outAt[i] = out.add(nil, max(n, 4))
+		p.outAt[i] = out.add(nil, max(roundUp(n, 4), 4)) // memset32 clears whole words
 	}
 	p.outLen = out.size - p.outOff
 	wsAt := make([][2]int, len(jobs))
@@ -641,7 +652,11 @@ func (p *plan) fetch() error {
 		off := p.outAt[i] - p.outOff
 		switch j.mode {
 		case modeInt:
-			copy(asBytes(j.ints), sb[off:])
+			if p.cfg.out16 == 1 {
+				widen16(j.ints, unsafe.Slice((*uint16)(unsafe.Pointer(&sb[off])), len(j.ints)))
+			} else {
+				copy(asBytes(j.ints), sb[off:])
+			}
 		case modeFloat:
 			copy(asBytes(j.flts), sb[off:])
 		case modeBit:
@@ -649,6 +664,13 @@ func (p *plan) fetch() error {
 		}
 	}
 	return nil
+}
+
+// widen16 copies the uint16 outputs src (config.out16) into dst as int32.
+func widen16(dst []int32, src []uint16) {
+	for i, v := range src[:len(dst)] {
+		dst[i] = int32(v)
+	}
 }
 
 func (p *plan) free() {

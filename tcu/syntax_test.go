@@ -69,6 +69,9 @@ func TestKernelSyntax(t *testing.T) {
 		"cluster of 2":              wg(1, 1, 16384, 256, 64, tuning{ws: -1}, func(c *config) { c.cluster = 2 }),
 		"one warpgroup, 2 planes":   wg(2, 1, 1024, 64, 4, tuning{wgs: 1}, nil),
 		"register epilogue, timing": wg(1, 1, 16384, 256, 64, tuning{epi: -1, timing: 1, tail: -1}, nil),
+		"s=1 uint16 default":        wg(1, 1, 16384, 256, 64, tuning{}, func(c *config) { c.oneprob, c.out16 = 1, 1 }),
+		"uint16 registers":          wg(1, 1, 16384, 256, 64, tuning{epi: -1, tail: -1}, func(c *config) { c.out16 = 1 }),
+		"mma uint16":                func() config { c := mmaConfig(1, 2, 4096, 64, 132); c.out16 = 1; return c }(),
 	}
 	for name, c := range cases {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {

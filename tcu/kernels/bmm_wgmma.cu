@@ -28,6 +28,11 @@
 // leave through shared memory: the warps write their rows there and bulk
 // copies (cp.async.bulk shared -> global) store them, one per row.
 //
+// With OUT16=1 (common.cuh), every int output path above and below stores
+// uint16 instead of int32: the host picks it when every product fits
+// (K·(2^a-1)·(2^b-1) <= 65535) and widens on the way back, so the
+// "int32" tiles below are then half as many bytes.
+//
 // With BITEPI=1, MulBit tiles that lie wholly inside the output and whose
 // packed words belong to this block alone (BN a multiple of 32, the
 // output's only column tile, or packed by columns) leave through shared
@@ -55,7 +60,7 @@
 // (the first stage does not share the memory system with the rest).
 //
 // Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, BITREG, WS, WSF, TAIL, TAILEPI, ONEPROB, L2HINT,
-// TIMING, DESC_LBO, DESC_SBO.
+// TIMING, OUT16 (common.cuh), DESC_LBO, DESC_SBO.
 #if WS
 // The epilogue's barriers and packing: the consumers only.
 #define BLOCK_SYNC() asm volatile("bar.sync 1, %0;\n" ::"n"(128 * WGS) : "memory")
@@ -143,10 +148,16 @@ __device__ __forceinline__ void bulkStore(void* dst, u32 src, u32 bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
 #endif
 }
-// stGlobal2 stores the pair (a, b) at p (8-byte aligned): with L2HINT,
-// under the evict-first policy.
-__device__ __forceinline__ void stGlobal2(int* p, int a, int b) {
+// stGlobal2 stores the pair (a, b) of int outputs at p (aligned to the
+// pair): with L2HINT, under the evict-first policy.
+__device__ __forceinline__ void stGlobal2(outT* p, int a, int b) {
+#if OUT16
 #if L2HINT >= 1
+  asm volatile("st.global.L2::cache_hint.b32 [%0], %1, %2;\n" ::"l"(p), "r"(pack2(a, b)), "l"(policyEvictFirst()) : "memory");
+#else
+  *(u32*)p = pack2(a, b);
+#endif
+#elif L2HINT >= 1
   asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;\n" ::"l"(p), "r"(a), "r"(b), "l"(policyEvictFirst()) : "memory");
 #else
   *(int2*)p = make_int2(a, b);
@@ -154,6 +165,14 @@ __device__ __forceinline__ void stGlobal2(int* p, int a, int b) {
 }
 __device__ __forceinline__ void stShared2(u32 addr, int a, int b) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
+}
+// stSharedOut stores the pair (a, b) of int outputs at addr, as outT.
+__device__ __forceinline__ void stSharedOut(u32 addr, int a, int b) {
+#if OUT16
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(pack2(a, b)) : "memory");
+#else
+  stShared2(addr, a, b);
+#endif
 }
 
 #ifndef CLUSTER
@@ -237,7 +256,10 @@ __device__ __forceinline__ u64 gtime() {
 #ifndef TAILEPI
 #define TAILEPI 0
 #endif
-#define TAILEPI_BYTES (2 * 16 * (BN * 4 + 32))
+// EPI_LD: the bytes of a staged output row, BN outputs and 8 more (the
+// two half-warps of a store hit distinct banks).
+#define EPI_LD ((BN + 8) * OUTB)
+#define TAILEPI_BYTES (2 * 16 * EPI_LD)
 #if TAILEPI && (TAIL != STAGES - 1 || !EPI || STAGES < 3 || STAGE_BYTES < TAILEPI_BYTES)
 #error "TAILEPI needs TAIL = STAGES-1 >= 2, EPI, and two warps' rows in a stage"
 #endif
@@ -799,11 +821,10 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   }
 #endif
 #if EPI
-  // int32 output of a whole tile through shared memory: each warp writes
-  // its 16 rows (row stride BN·4 + 32 bytes: the two half-warps of an
-  // 8-byte store hit distinct banks) and its lanes store one row each with
-  // a bulk copy. N a multiple of 4 keeps every row's global address 16-byte
-  // aligned.
+  // int output of a whole tile through shared memory: each warp writes
+  // its 16 rows (row stride EPI_LD: the two half-warps of a store hit
+  // distinct banks) and its lanes store one row each with a bulk copy. N a
+  // multiple of 16/OUTB keeps every row's global address 16-byte aligned.
   // With the tail, the first warpgroup's rows leave through shared memory
   // only with TAILEPI (or where the tail did not run).
 #if TAIL
@@ -811,11 +832,11 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
 #else
   const bool viaShared = true;
 #endif
-  if (P.mode == MODE_INT && viaShared && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 3) == 0) {
+  if (P.mode == MODE_INT && viaShared && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & (16 / OUTB - 1)) == 0) {
 #if !TAIL
     BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
 #endif
-    const int ld = BN * 4 + 32, row = wg * 64 + warp * 16;
+    const int ld = EPI_LD, row = wg * 64 + warp * 16;
     // This warp's 16 rows: in place, or (TAILEPI, where the tail ran) where
     // the tail leaves room.
     u32 rbase = sbase + row * ld;
@@ -841,17 +862,17 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       }
     }
 #endif
-    const u32 s0 = rbase + (lane >> 2) * ld + (lane & 3) * 8;
+    const u32 s0 = rbase + (lane >> 2) * ld + (lane & 3) * 2 * OUTB;
 #pragma unroll
     for (int c = 0; c < BN / 8; c++) {
-      stShared2(s0 + c * 32, ACC(c, 0), ACC(c, 1));
-      stShared2(s0 + 8 * ld + c * 32, ACC(c, 2), ACC(c, 3));
+      stSharedOut(s0 + c * 8 * OUTB, ACC(c, 0), ACC(c, 1));
+      stSharedOut(s0 + 8 * ld + c * 8 * OUTB, ACC(c, 2), ACC(c, 3));
     }
     // The writes above (generic proxy) before the copy engine's reads.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncwarp();
     if (lane < 16) {
-      bulkStore((int*)P.out + (long long)(m0 + row + lane) * P.N + n0, rbase + lane * ld, BN * 4);
+      bulkStore((outT*)P.out + (long long)(m0 + row + lane) * P.N + n0, rbase + lane * ld, BN * OUTB);
       asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       // Shared memory must outlive the copy's reads.
       asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -860,11 +881,11 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     return;
   }
 #endif
-  // int32 output of a whole tile, N even (the common case): each thread
-  // holds column pairs of two rows; one 8-byte store per pair, addresses
-  // from one row pointer.
+  // int output of a whole tile, N even (the common case): each thread
+  // holds column pairs of two rows; one store per pair (8 bytes, or 4 with
+  // OUT16), addresses from one row pointer.
   if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0) {
-    int* o = (int*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
+    outT* o = (outT*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
     const long long down = 8LL * P.N;
 #pragma unroll
     for (int c = 0; c < BN / 8; c++) {

@@ -33,6 +33,27 @@ static_assert(sizeof(Prob) == 192, "Prob layout");
 
 enum { MODE_INT = 0, MODE_FLOAT = 1, MODE_BIT = 2 };
 
+// OUT16=1: MODE_INT outputs are stored as uint16 (the host chooses it only
+// when every product fits, K·(2^a-1)·(2^b-1) <= 65535, and widens them to
+// int32 as it copies them back), halving the output's stores and download.
+// outT is the element the device writes.
+#ifndef OUT16
+#define OUT16 0
+#endif
+#if OUT16
+typedef unsigned short outT;
+#else
+typedef int outT;
+#endif
+// OUTB is the bytes of one stored int output (sizeof(outT), in a form the
+// preprocessor can evaluate).
+#define OUTB (OUT16 ? 2 : 4)
+static_assert(OUTB == sizeof(outT), "OUTB");
+
+// pack2 is the pair (a, b) of products as one 32-bit word of uint16s, a
+// in the low half (the lower address).
+__device__ __forceinline__ u32 pack2(int a, int b) { return ((u32)a & 0xFFFFu) | ((u32)b << 16); }
+
 // findProb returns the problem whose tile range holds block b: with
 // several problems, the host's block → problem map (int32 per block) that
 // follows the n descriptors.
@@ -61,7 +82,7 @@ __device__ __forceinline__ u32 quantize(float y, float scale, float offset, int 
   return __float2uint_rz(floorf(v));
 }
 
-// emit stores product c at (m, n): int32 or float32 straight to the
+// emit stores product c at (m, n): int (outT) or float32 straight to the
 // row-major output, or the re-quantized code into the block's q tile
 // (ldq words per row) for packBits. Out-of-range positions store code 0.
 // Not inlined: the epilogue runs once per output, and an inlined copy per
@@ -71,7 +92,7 @@ __device__ __noinline__ void emit(const Prob* __restrict__ Pg, int c, int m, int
   const Prob& P = *Pg;
   bool ok = m < P.M && n < P.N;
   if (P.mode == MODE_INT) {
-    if (ok) ((int*)P.out)[(long long)m * P.N + n] = c;
+    if (ok) ((outT*)P.out)[(long long)m * P.N + n] = (outT)c;
   } else if (P.mode == MODE_FLOAT) {
     if (ok) ((float*)P.out)[(long long)m * P.N + n] = applyEp(P, c, m, n);
   } else {
@@ -168,15 +189,20 @@ __device__ __forceinline__ bool splitArrive(const Prob& P, int tile) {
   return last;
 }
 
-// storePair stores int32 products a, b at (m, n) and (m, n+1), n even.
+// storePair stores int products a, b at (m, n) and (m, n+1), n even (as
+// outT: int32, or uint16 with OUT16).
 __device__ __forceinline__ void storePair(const Prob& P, int m, int n, int a, int b) {
   if (m >= P.M || n >= P.N) return;
-  int* o = (int*)P.out + (long long)m * P.N + n;
+  outT* o = (outT*)P.out + (long long)m * P.N + n;
   if ((P.N & 1) == 0) {
+#if OUT16
+    *(u32*)o = pack2(a, b);
+#else
     *(int2*)o = make_int2(a, b);
+#endif
   } else {
-    o[0] = a;
-    if (n + 1 < P.N) o[1] = b;
+    o[0] = (outT)a;
+    if (n + 1 < P.N) o[1] = (outT)b;
   }
 }
 
@@ -185,7 +211,7 @@ __device__ __forceinline__ void storePair(const Prob& P, int m, int n, int a, in
 // the thread holds, with (lr, lc) its place in the BMv×BNv tile and v its
 // product, and P, wk, probs, pi, m0, n0 and smem be in scope. Split-K adds
 // the partial tile into the workspace, and the last split to arrive takes
-// the sums back (zeroing the workspace) and finishes. int32 outputs are
+// the sums back (zeroing the workspace) and finishes. int outputs are
 // stored inline; float and bit outputs go through emit (and packBits).
 #define FINISH_TILE(BMv, BNv)                                                           \
   do {                                                                                  \
