@@ -406,13 +406,13 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		cfg.ws = 0
 	}
 	allInt := !slices.ContainsFunc(jobs, func(j job) bool { return j.mode != modeInt })
-	// uint16 outputs on the device where every product fits one (the
-	// bound counts A's padded K: padding bits are zero, so this only
-	// errs on the safe side); fetch widens them. It halves the int
-	// output's stores, the end of a large launch, and its download.
+	// uint16 outputs on the device where every product fits one (K is
+	// the logical one: bittensor keeps padding bits zero, as every
+	// kernel assumes); fetch widens them. It halves the int output's
+	// stores, the end of a large launch, and its download.
 	// N=16384, D=256, s=1: XXX (BenchmarkLarge impl=auto against
 	// impl=out32, H200; bench/gpu/RESULTS.md, session 8).
-	if allInt && k.tune.out16 >= 0 && !slices.ContainsFunc(jobs, func(j job) bool { return !fitsOut16(a0, b0, 64*j.a.LineWords()) }) {
+	if allInt && k.tune.out16 >= 0 && !slices.ContainsFunc(jobs, func(j job) bool { return !fitsOut16(a0, b0, j.a.K()) }) {
 		cfg.out16 = 1
 	}
 	cfg.setTail(allInt, allDense, maxK, k.tune)
