@@ -101,17 +101,26 @@ var outs = []struct {
 	cols bool
 }{{"b1", 1, false}, {"b4", 4, false}, {"b8", 8, false}, {"c4", 4, true}}
 
+// benchPaths is paths with "out32": the auto kernel keeping int32 outputs
+// on the device, beside auto, which stores uint16 where every product
+// fits (config "o161").
+func benchPaths(b *testing.B) map[string]*Kernel {
+	ks := paths(b)
+	ks["out32"] = ks["auto"].withTuning(tuning{out16: -1})
+	return ks
+}
+
 // BenchmarkAggregation: A is an N×N 1-bit adjacency (random bits), X an
 // N×D s-bit feature matrix: the aggregation step of a GNN layer.
 func BenchmarkAggregation(b *testing.B) {
-	ks := paths(b)
+	ks := benchPaths(b)
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, n := range []int{1024, 2048, 4096} {
 		a := randomBits(r, n, n, 1, bittensor.ByRows)
 		for _, d := range []int{16, 32, 64} {
 			for s := 1; s <= 8; s++ {
 				x := randomBits(r, n, d, s, bittensor.ByCols)
-				for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
+				for _, impl := range []string{"auto", "out32", PathMMA, PathWGMMA} {
 					k, ok := ks[impl]
 					if impl == "auto" {
 						// Split-K is off by default; show what it does here.
@@ -143,10 +152,7 @@ func BenchmarkAggregation(b *testing.B) {
 
 // BenchmarkLarge: compute-bound shapes, N = 16384, D = 256.
 func BenchmarkLarge(b *testing.B) {
-	ks := paths(b)
-	// int32 outputs on the device beside auto, which stores uint16 where
-	// every product fits (s=1 here; config "o161").
-	ks["out32"] = ks["auto"].withTuning(tuning{out16: -1})
+	ks := benchPaths(b)
 	r := rand.New(rand.NewPCG(2, 2))
 	const n, d = 16384, 256
 	a := randomBits(r, n, n, 1, bittensor.ByRows)
@@ -197,13 +203,13 @@ func blockBatch(r *rand.Rand, n, bs, d, s int) (x *bittensor.Tensor, as, xs []*b
 // (ztj), and as N/bs independent products in one launch (batched). Ops are
 // counted on the dense N×N shape for ztj and on the blocks for batched.
 func BenchmarkBlockDiag(b *testing.B) {
-	ks := paths(b)
+	ks := benchPaths(b)
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, c := range []struct{ n, bs, d int }{{4096, 256, 64}, {16384, 512, 64}, {16384, 1024, 256}} {
 		a := blockDiag(r, c.n, c.bs, 1)
 		for _, s := range []int{1, 4} {
 			x, as, xs := blockBatch(r, c.n, c.bs, c.d, s)
-			for _, impl := range []string{"auto", PathMMA, PathWGMMA} {
+			for _, impl := range []string{"auto", "out32", PathMMA, PathWGMMA} {
 				k, ok := ks[impl]
 				if !ok {
 					continue

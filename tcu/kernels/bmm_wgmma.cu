@@ -148,6 +148,15 @@ __device__ __forceinline__ void bulkStore(void* dst, u32 src, u32 bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
 #endif
 }
+// stGlobalV2 stores the words (a, b) at p (8-byte aligned): with L2HINT,
+// under the evict-first policy.
+__device__ __forceinline__ void stGlobalV2(void* p, u32 a, u32 b) {
+#if L2HINT >= 1
+  asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;\n" ::"l"(p), "r"(a), "r"(b), "l"(policyEvictFirst()) : "memory");
+#else
+  *(uint2*)p = make_uint2(a, b);
+#endif
+}
 // stGlobal2 stores the pair (a, b) of int outputs at p (aligned to the
 // pair): with L2HINT, under the evict-first policy.
 __device__ __forceinline__ void stGlobal2(outT* p, int a, int b) {
@@ -157,10 +166,8 @@ __device__ __forceinline__ void stGlobal2(outT* p, int a, int b) {
 #else
   *(u32*)p = pack2(a, b);
 #endif
-#elif L2HINT >= 1
-  asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;\n" ::"l"(p), "r"(a), "r"(b), "l"(policyEvictFirst()) : "memory");
 #else
-  *(int2*)p = make_int2(a, b);
+  stGlobalV2(p, (u32)a, (u32)b);
 #endif
 }
 __device__ __forceinline__ void stShared2(u32 addr, int a, int b) {
@@ -887,6 +894,30 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0) {
     outT* o = (outT*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
     const long long down = 8LL * P.N;
+#if OUT16 && BN % 16 == 0
+    if ((P.N & 3) == 0) {
+      // uint16 pairs are 4 bytes, so a quad's pairs of one column group
+      // fill only half a 32-byte sector. Per two column groups (16
+      // columns, 32 bytes of a row) the quad exchanges one word per lane
+      // so that each lane stores 8 contiguous bytes and the quad whole
+      // sectors: lane q holds X (group 2g) and Y (group 2g+1) at columns
+      // 2q, 2q+1 of each; even lanes store X_q X_q+1 at column 16g+2q, odd
+      // lanes Y_q-1 Y_q at 16g+2q+6 (lane 1 at 8, lane 3 at 12).
+      const bool odd = lane & 1;
+      outT* o2 = o + (odd ? 6 : 0);
+#pragma unroll
+      for (int g = 0; g < BN / 16; g++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const u32 x = pack2(ACC(2 * g, 2 * h), ACC(2 * g, 2 * h + 1));
+          const u32 y = pack2(ACC(2 * g + 1, 2 * h), ACC(2 * g + 1, 2 * h + 1));
+          const u32 r = __shfl_xor_sync(0xffffffffu, odd ? x : y, 1);
+          stGlobalV2(o2 + h * down + 16 * g, odd ? r : x, odd ? y : r);
+        }
+      TILE_DONE();
+      return;
+    }
+#endif
 #pragma unroll
     for (int c = 0; c < BN / 8; c++) {
       stGlobal2(o + c * 8, ACC(c, 0), ACC(c, 1));
