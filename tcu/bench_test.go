@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -182,6 +183,33 @@ func BenchmarkLarge(b *testing.B) {
 					benchBit(b, k.withTuning(tuning{bitepi: -1}), a, x, res.Out[0], BenchOptions{Repeats: 9, Inner: 5, OutBits: 4})
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkCall times whole MulInt calls on the large shapes (operands
+// uploaded, zero-tile lists built, the launch, the result copied back and,
+// for uint16 outputs, widened), auto against out32: what a caller of the
+// Go API waits for, where the kernel benchmarks time the launch alone.
+func BenchmarkCall(b *testing.B) {
+	ks := benchPaths(b)
+	r := rand.New(rand.NewPCG(2, 2))
+	const n, d = 16384, 256
+	a := randomBits(r, n, n, 1, bittensor.ByRows)
+	for _, s := range []int{1, 4} {
+		x := randomBits(r, n, d, s, bittensor.ByCols)
+		dst := make([]int32, n*d)
+		for _, impl := range []string{"auto", "out32"} {
+			k := ks[impl]
+			b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=%s", n, d, s, impl), func(b *testing.B) {
+				require.NoError(b, k.MulInt(dst, a, x)) // compile and warm the pool outside the timing
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					require.NoError(b, k.MulInt(dst, a, x))
+				}
+				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "us/call")
+			})
 		}
 	}
 }

@@ -532,6 +532,18 @@ func TestOut16(t *testing.T) {
 	dst := make([]int32, 3)
 	widen16(dst, []uint16{0, 65535, 1234, 7})
 	assert.Equal(t, []int32{0, 65535, 1234}, dst, "zero-extended, not sign-extended")
+	// Chunks on several goroutines, and a part-filled last one.
+	src := make([]uint16, 3*widenChunk+13)
+	for i := range src {
+		src[i] = uint16(i * 40503)
+	}
+	dst = make([]int32, len(src))
+	widen16(dst, src)
+	for i, v := range src {
+		if dst[i] != int32(v) {
+			t.Fatalf("dst[%d] = %d, want %d", i, dst[i], v)
+		}
+	}
 }
 
 // TestL2Policy: the evict-first int32 stores are the default of tiles
@@ -579,4 +591,26 @@ func TestTiledWords(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkFetch compares fetch's two ways of handing back a large
+// product's int outputs (16384×256, N=16384, D=256): widening uint16
+// (config.out16) against copying int32.
+func BenchmarkFetch(b *testing.B) {
+	const n = 16384 * 256
+	dst := make([]int32, n)
+	b.Run("widen16", func(b *testing.B) {
+		src := make([]uint16, n)
+		b.SetBytes(2 * n)
+		for i := 0; i < b.N; i++ {
+			widen16(dst, src)
+		}
+	})
+	b.Run("copy32", func(b *testing.B) {
+		src := make([]byte, 4*n)
+		b.SetBytes(4 * n)
+		for i := 0; i < b.N; i++ {
+			copy(asBytes(dst), src)
+		}
+	})
 }
