@@ -50,11 +50,18 @@
 //     stage their codes in shared memory and pack 8 words per warp at a
 //     time with plain stores; the rest take a call per output and an
 //     atomic OR per word.
+//   - narrow int outputs: where every product of a launch fits a uint16
+//     (K·(2^a-1)·(2^b-1) <= 65535, e.g. a 1-bit adjacency of up to 65535
+//     columns by 1-bit features, or 4369 columns by 4-bit ones), MulInt's
+//     kernel stores uint16 and the host widens the outputs to int32 as it
+//     copies them back (config.out16; kernels/common.cuh OUT16): half the
+//     device's store traffic and half the download, the same int32 result.
 //   - batches: MulIntBatch and MulBitBatch run many independent products
 //     (the subgraphs of a layer) in one launch.
 //
-// Bench times products (int32, or MulBit with BenchOptions.OutBits) with
-// CUDA events around the kernels only; the benchmarks in bench_test.go and
+// Bench times products (int, or MulBit with BenchOptions.OutBits) with
+// CUDA events around the kernels only (uint16 outputs where they fit, as
+// MulInt launches them; the config string says "o161"); the benchmarks in bench_test.go and
 // bench/gpu/baselines.py give the table against cuBLAS and cuSPARSE (see
 // bench/gpu/run.sh).
 package tcu
