@@ -151,14 +151,30 @@ func BenchmarkAggregation(b *testing.B) {
 	}
 }
 
+// largeN, largeD are the compute-bound shape: an N×N 1-bit adjacency by N×D
+// s-bit features, for s in largeBits.
+const largeN, largeD = 16384, 256
+
+var largeBits = []int{1, 4}
+
+// largeOperands draws the large shape's operands: A, then X for each of
+// largeBits in turn.
+func largeOperands() (a *bittensor.Tensor, xs []*bittensor.Tensor) {
+	r := rand.New(rand.NewPCG(2, 2))
+	a = randomBits(r, largeN, largeN, 1, bittensor.ByRows)
+	for _, s := range largeBits {
+		xs = append(xs, randomBits(r, largeN, largeD, s, bittensor.ByCols))
+	}
+	return a, xs
+}
+
 // BenchmarkLarge: compute-bound shapes, N = 16384, D = 256.
 func BenchmarkLarge(b *testing.B) {
 	ks := benchPaths(b)
-	r := rand.New(rand.NewPCG(2, 2))
-	const n, d = 16384, 256
-	a := randomBits(r, n, n, 1, bittensor.ByRows)
-	for _, s := range []int{1, 4} {
-		x := randomBits(r, n, d, s, bittensor.ByCols)
+	const n, d = largeN, largeD
+	a, xs := largeOperands()
+	for i, s := range largeBits {
+		x := xs[i]
 		for _, impl := range []string{"auto", "out32", PathMMA, PathWGMMA} {
 			k, ok := ks[impl]
 			if !ok {
@@ -193,20 +209,17 @@ func BenchmarkLarge(b *testing.B) {
 // Go API waits for, where the kernel benchmarks time the launch alone.
 func BenchmarkCall(b *testing.B) {
 	ks := benchPaths(b)
-	r := rand.New(rand.NewPCG(2, 2))
-	const n, d = 16384, 256
-	a := randomBits(r, n, n, 1, bittensor.ByRows)
-	for _, s := range []int{1, 4} {
-		x := randomBits(r, n, d, s, bittensor.ByCols)
-		dst := make([]int32, n*d)
+	a, xs := largeOperands()
+	dst := make([]int32, largeN*largeD)
+	for i, s := range largeBits {
 		for _, impl := range []string{"auto", "out32"} {
 			k := ks[impl]
-			b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=%s", n, d, s, impl), func(b *testing.B) {
-				require.NoError(b, k.MulInt(dst, a, x)) // compile and warm the pool outside the timing
+			b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=%s", largeN, largeD, s, impl), func(b *testing.B) {
+				require.NoError(b, k.MulInt(dst, a, xs[i])) // compile and warm the pool outside the timing
 				b.ResetTimer()
 				start := time.Now()
-				for i := 0; i < b.N; i++ {
-					require.NoError(b, k.MulInt(dst, a, x))
+				for range b.N {
+					require.NoError(b, k.MulInt(dst, a, xs[i]))
 				}
 				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "us/call")
 			})
