@@ -412,8 +412,8 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	// the logical one: bittensor keeps padding bits zero, as every
 	// kernel assumes); fetch widens them. It halves the int output's
 	// stores, the end of a large launch, and its download.
-	// N=16384, D=256, s=1: 16.73-17.29 us against 17.88-18.43 with
-	// int32 (BenchmarkLarge impl=auto against impl=out32, five calls;
+	// N=16384, D=256, s=1: 16.67-17.29 us against 17.88-18.43 with
+	// int32 (BenchmarkLarge impl=auto against impl=out32, six calls;
 	// block-diagonal batches up to 1.2x faster, none slower beyond
 	// noise; H200, bench/gpu/RESULTS.md, session 8).
 	if allInt && k.tune.out16 >= 0 && !slices.ContainsFunc(jobs, func(j job) bool { return !fitsOut16(a0, b0, j.a.K()) }) {
