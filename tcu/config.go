@@ -137,7 +137,8 @@ func (c config) smem(mode int) int {
 
 // setTail chooses the tail of a launch (config.tail, config.tailepi)
 // once the producer warpgroup is chosen: allInt says every product has an
-// int32 output, dense that no zero-tile list skips a k-step, maxK is the
+// int output (MulInt: int32, or uint16 with out16), dense that no
+// zero-tile list skips a k-step, maxK is the
 // longest product's k-steps. int32 products multiply their last stages
 // one warpgroup at a time (bmm_wgmma.cu TAIL), the first one's rows
 // leaving while the second finishes: on 256-column tiles of 4 stages a

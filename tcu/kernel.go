@@ -527,10 +527,13 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	out := region{size: p.outOff}
 	p.outAt = make([]int, len(jobs))
 	for i, j := range jobs {
-		n := cfg.outBytes() * j.m * j.n
-		if j.mode == modeFloat {
+		var n int
+		switch j.mode {
+		case modeInt:
+			n = cfg.outBytes() * j.m * j.n
+		case modeFloat:
 			n = 4 * j.m * j.n
-		} else if j.mode == modeBit {
+		case modeBit:
 			n = 8 * len(j.bits.Words())
 		}
 		p.outAt[i] = out.add(nil, max(roundUp(n, 4), 4)) // memset32 clears whole words
