@@ -50,7 +50,8 @@ func deviceWords(t *bittensor.Tensor) []uint64 {
 // and for each k-step its planes, each plane's tile one block of tile·32
 // bytes in which every group of 8 lines holds two 128-byte core matrices
 // (k-halves 0 and 1, 16 bytes per line), exactly as the kernel's shared
-// memory operand (bmm_wgmma.cu's coreOff). So consecutive k-steps of a
+// memory operand (bmm_wgmma.cu's header: line l's k-half h at byte
+// (l/8)·256 + h·128 + (l%8)·16). So consecutive k-steps of a
 // tile, every plane, are one contiguous block the kernel fetches with a
 // single bulk copy. Lines are padded with zeros to a multiple of padLines
 // (a multiple of tile), and k-steps with zero steps to a multiple of ks

@@ -91,11 +91,6 @@
 #define WGMMA_N_(n) wgmma_n##n
 #define WGMMA_N(n) WGMMA_N_(n)
 
-// Offset of line l's k-half h inside a K-major no-swizzle operand.
-__device__ __forceinline__ u32 coreOff(int l, int h) {
-  return (u32)((l >> 3) * 256 + h * 128 + (l & 7) * 16);
-}
-
 __device__ __forceinline__ u64 desc(u32 saddr) {
   return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)(DESC_LBO >> 4) << 16) | ((u64)(DESC_SBO >> 4) << 32);
 }
