@@ -18,6 +18,7 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 	r := rng64(opt.Seed, 1)
 	tr := newTracker(opt.Progress)
 	toMerge := max(0, n-coarsenTo)
+	tr.report(PhaseCoarsen, 0, toMerge)
 	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, opt.Threads, r, func(cn int) { tr.report(PhaseCoarsen, n-cn, toMerge) })
 	tr.report(PhaseCoarsen, toMerge, toMerge)
 	cg := graphs[len(graphs)-1]
