@@ -204,18 +204,31 @@ func ReadPartitionFile(r io.Reader) (*PartitionFile, error) {
 	return f, nil
 }
 
-// SavePartition writes p to path atomically (a temporary file renamed over it).
-func SavePartition(path string, g *Graph, p *Partitioning, opt PartitionOptions) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+// SavePartition writes p to path atomically: through a temporary file in
+// the same folder, removed on any error, renamed over path once complete.
+// The file gets mode 0644 like the CLI's other outputs (a temporary file
+// starts private).
+func SavePartition(path string, g *Graph, p *Partitioning, opt PartitionOptions) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
 	if err := WritePartitionFile(tmp, g, p, opt); err != nil {
-		tmp.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
 	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync"
 )
 
 // ErrPartition reports a bad partitioning request or a partition vector that
@@ -32,6 +33,54 @@ type PartitionOptions struct {
 	// Iterations is the number of greedy refinement passes per level; 0
 	// means 10 (METIS's niter).
 	Iterations int
+	// Progress, when set, hears how the work gets on: phase is
+	// "coarsening" (done of total nodes merged away), "initial partition"
+	// (parts made of K) or "refinement" (nodes refined of all levels').
+	// It is called a few hundred times at most, never concurrently, and
+	// does not change the result.
+	Progress func(phase string, done, total int)
+}
+
+// Progress phases.
+const (
+	PhaseCoarsen = "coarsening"
+	PhaseInitial = "initial partition"
+	PhaseRefine  = "refinement"
+)
+
+// tracker forwards Progress calls one at a time, and only when the
+// fraction done has grown by a percent or more, so a hot loop (or calls
+// arriving out of order from several goroutines) may call it freely.
+type tracker struct {
+	mu    sync.Mutex
+	f     func(phase string, done, total int)
+	phase string
+	pct   int
+}
+
+func newTracker(f func(string, int, int)) *tracker {
+	if f == nil {
+		return nil
+	}
+	return &tracker{f: f, pct: -1}
+}
+
+func (t *tracker) report(phase string, done, total int) {
+	if t == nil {
+		return
+	}
+	done = min(max(done, 0), total)
+	pct := 100
+	if total > 0 {
+		pct = int(int64(done) * 100 / int64(total))
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if phase == t.phase && pct <= t.pct {
+		return
+	}
+	t.phase, t.pct = phase, pct
+	t.f(phase, done, total)
 }
 
 // Partitioning assigns each node of a graph to one of K parts.
@@ -104,9 +153,13 @@ func Partition(g *Graph, k int, opt PartitionOptions) (*Partitioning, error) {
 	// the plain partition.
 	packed := make([]int32, n)
 	done := make(chan struct{})
+	popt := opt
+	if opt.Threads > 1 {
+		popt.Progress = nil // it runs beside the plain partition, which reports
+	}
 	go func() {
 		defer close(done)
-		packSmallComponents(wg, k, opt, packed)
+		packSmallComponents(wg, k, popt, packed)
 	}()
 	if opt.Threads == 1 {
 		<-done

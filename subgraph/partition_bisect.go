@@ -424,7 +424,7 @@ func growBisection(g *wgraph, frac, ub float64, tries int, r *rand.PCG) []uint8 
 func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
 	const coarsenTo = 40
 	maxvwgt := int32(min(int64(math.MaxInt32), max(1, int64(1.5*float64(g.tvwgt)/coarsenTo))))
-	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, 1, r)
+	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, 1, r, nil)
 	cg := graphs[len(graphs)-1]
 	// Two growing tries (one on a coarsest graph that stayed large): the
 	// ncuts repetitions already diversify, and four or eight tries cost

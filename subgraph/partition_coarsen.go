@@ -85,8 +85,9 @@ type coarsener struct {
 // graphs[i] contracted along a matching, cmaps[i] maps graphs[i]'s vertices
 // to graphs[i+1]'s. It stops at `to` vertices or once a level shrinks by
 // less than 15% (METIS's COARSEN_FRACTION), which happens on graphs whose
-// matchings run dry (stars, power-law hubs).
-func coarsen(g *wgraph, to int, maxvwgt int32, threads int, r *rand.PCG) (graphs []*wgraph, cmaps [][]int32) {
+// matchings run dry (stars, power-law hubs). level, when set, is told each
+// new level's vertex count.
+func coarsen(g *wgraph, to int, maxvwgt int32, threads int, r *rand.PCG, level func(cn int)) (graphs []*wgraph, cmaps [][]int32) {
 	graphs = []*wgraph{g}
 	var c coarsener
 	for cur := g; cur.n() > to && len(cur.adjncy) > 0; {
@@ -99,6 +100,9 @@ func coarsen(g *wgraph, to int, maxvwgt int32, threads int, r *rand.PCG) (graphs
 		}
 		graphs = append(graphs, next)
 		cmaps = append(cmaps, cmap)
+		if level != nil {
+			level(cn)
+		}
 		if float64(cn) > 0.85*float64(cur.n()) {
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // kwayPartition is the multilevel k-way driver (METIS's kmetis): coarsen to
@@ -15,7 +16,11 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 	coarsenTo := max(int(float64(n)/(20*math.Log2(float64(k)))), 30*k)
 	maxvwgt := int32(max(1, min(int64(math.MaxInt32), int64(1.5*float64(g.tvwgt)/float64(coarsenTo)))))
 	r := rng64(opt.Seed, 1)
-	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, opt.Threads, r)
+	tr := newTracker(opt.Progress)
+	toMerge := max(0, n-coarsenTo)
+	tr.report(PhaseCoarsen, 0, toMerge)
+	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, opt.Threads, r, func(cn int) { tr.report(PhaseCoarsen, n-cn, toMerge) })
+	tr.report(PhaseCoarsen, toMerge, toMerge)
 	cg := graphs[len(graphs)-1]
 	where := make([]int32, cg.n())
 	rb := &recursiveBisector{
@@ -23,10 +28,18 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 		sem:      make(chan struct{}, max(0, opt.Threads-1)),
 		ncuts:    4,
 		topDepth: topDepth(k),
+		k:        k,
+		tr:       tr,
 	}
 	rb.run(cg, k, splitmix(opt.Seed^0x5bd1e995), where, 0, 0)
 	rb.wg.Wait()
 	kr := newKwayRefiner(k, opt, rng64(opt.Seed, 2))
+	// Refinement work is counted in nodes: every level's, the finest
+	// (about half of them) pass by pass.
+	total, done := 0, 0
+	for _, h := range graphs {
+		total += h.n()
+	}
 	for l := len(graphs) - 1; l >= 0; l-- {
 		if l < len(graphs)-1 {
 			fine := make([]int32, graphs[l].n())
@@ -35,8 +48,13 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 			}
 			where = fine
 		}
+		ln := graphs[l].n()
+		kr.onPass = func(pass int) { tr.report(PhaseRefine, done+ln*pass/max(1, opt.Iterations), total) }
 		kr.refine(graphs[l], where, opt.Iterations, 2*(len(graphs)-1-l) >= len(graphs), l == 0)
+		done += ln
+		tr.report(PhaseRefine, done, total)
 	}
+	kr.onPass = nil
 	kr.fillEmpty()
 	copy(out, where)
 }
@@ -51,6 +69,9 @@ type recursiveBisector struct {
 	topDepth int     // splits at depth < topDepth try ncuts bisections, deeper ones one
 	sem      chan struct{}
 	wg       sync.WaitGroup
+	k        int          // parts of the whole split, for progress
+	made     atomic.Int64 // parts finished so far
+	tr       *tracker
 }
 
 // run writes parts off..off+k-1 of g's vertices into out.
@@ -58,6 +79,9 @@ func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off
 	if k == 1 || g.n() <= 1 {
 		for i := range out {
 			out[i] = off
+		}
+		if rb.tr != nil {
+			rb.tr.report(PhaseInitial, int(rb.made.Add(int64(k))), rb.k)
 		}
 		return
 	}
@@ -163,7 +187,8 @@ type kwayRefiner struct {
 	id, ed  []int32
 	dirty   []int32 // pass+1 when the vertex's degrees changed in that pass
 	q       *pqueue
-	strict  bool // no overshoot: the final pass after balancing
+	strict  bool           // no overshoot: the final pass after balancing
+	onPass  func(pass int) // called after each pass with the passes done
 }
 
 func newKwayRefiner(k int, opt PartitionOptions, r *rand.PCG) *kwayRefiner {
@@ -363,6 +388,9 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 		}
 		// Stop when a pass no longer lowers the cut (METIS stops on an
 		// unchanged cut too); balance-only moves go on in the next level.
+		if kr.onPass != nil {
+			kr.onPass(pass + 1)
+		}
 		if moves == 0 || gains == 0 {
 			break
 		}

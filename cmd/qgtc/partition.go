@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,7 +11,9 @@ import (
 	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/cputime"
+	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -63,35 +67,70 @@ type batchReport struct {
 	AdjacencyChecks int     `json:"adjacency_checks"`
 }
 
-func runPartition(args []string, w io.Writer) error {
+func runPartition(args []string, w io.Writer) error { return partitionCmd(args, w, os.Stderr) }
+
+// partitionCmd is `qgtc partition` with its progress going to errw.
+func partitionCmd(args []string, w, errw io.Writer) error {
 	fs := newFlags("partition", w)
 	dataset := fs.String("dataset", "", "dataset name or path (see 'qgtc data list'), or a METIS graph file with --metis-graph")
 	metisGraph := fs.Bool("metis-graph", false, "--dataset is a METIS graph file")
 	k := fs.Int("parts", 0, "number of parts K")
 	seed := fs.Uint64("seed", 0, "random seed (same seed, same partition)")
-	ub := fs.Float64("imbalance", subgraph.DefaultImbalance, "largest part size over N/K")
+	ub := fs.Float64("imbalance", subgraph.DefaultImbalance, "largest part size over N/K, in [1, 100]")
 	threads := fs.Int("threads", 0, "goroutines for the parallel phases (0 = all CPUs)")
 	out := fs.String("out", "", "write the partition cache file here (reused by inference)")
 	cache := fs.String("cache", "", "load the partition from this cache file, or compute and write it")
 	eval := fs.String("eval", "", "evaluate a METIS partition file (gpmetis output) instead of partitioning")
 	writeMetis := fs.String("write-metis", "", "write the graph in METIS format (for gpmetis) to this file")
-	batchParts := fs.Int("batch", 0, "also build Cluster-GCN batches of this many parts and pack them")
+	batchParts := fs.Int("batch", 0, "also build Cluster-GCN batches of this many parts and pack them (at most --parts)")
 	featBits := fs.Int("feature-bits", 1, "bits per packed feature (codes min(round(x), 2^b-1); 1 bit = x != 0)")
 	selfLoops := fs.Bool("self-loops", true, "batch adjacencies include the diagonal")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dataset == "" || fs.NArg() > 0 {
 		return fmt.Errorf("%w: want --dataset D and no other arguments", errUsage)
 	}
-	if *k == 0 && *writeMetis == "" {
+	switch {
+	case *k < 0:
+		return fmt.Errorf("%w: --parts %d must be positive", errUsage, *k)
+	case *k == 0 && *writeMetis == "":
 		return fmt.Errorf("%w: want --parts K (or --write-metis FILE)", errUsage)
-	}
-	if *featBits < 1 || *featBits > bittensor.MaxBits {
+	case *threads < 0:
+		return fmt.Errorf("%w: --threads %d must be 0 (all CPUs) or more", errUsage, *threads)
+	case !(*ub >= 1 && *ub <= 100):
+		return fmt.Errorf("%w: --imbalance %g not in [1, 100]", errUsage, *ub)
+	case *batchParts < 0:
+		return fmt.Errorf("%w: --batch %d must be 0 (no batches) or more", errUsage, *batchParts)
+	case *batchParts > 0 && *k == 0:
+		return fmt.Errorf("%w: --batch needs --parts", errUsage)
+	case *batchParts > *k:
+		return fmt.Errorf("%w: --batch %d is more than --parts %d", errUsage, *batchParts, *k)
+	case *featBits < 1 || *featBits > bittensor.MaxBits:
 		return fmt.Errorf("%w: --feature-bits %d not in 1..%d", errUsage, *featBits, bittensor.MaxBits)
+	case *eval != "" && *cache != "":
+		return fmt.Errorf("%w: --eval and --cache do not go together (--out saves an evaluated partition)", errUsage)
 	}
+	// Every output is checked before the work, which can take minutes.
+	for _, path := range []string{*out, *writeMetis} {
+		if path != "" {
+			if err := atomicfile.Check(path); err != nil {
+				return err
+			}
+		}
+	}
+	if *cache != "" {
+		if _, err := os.Stat(*cache); errors.Is(err, os.ErrNotExist) {
+			if err := atomicfile.Check(*cache); err != nil {
+				return err
+			}
+		}
+	}
+	prog := progress.New(errw, *quiet)
 	t0 := time.Now()
+	prog.Printf("partition: loading %s", *dataset)
 	var d *subgraph.Dataset
 	if *metisGraph {
 		f, err := os.Open(*dataset)
@@ -110,10 +149,11 @@ func runPartition(args []string, w io.Writer) error {
 			return err
 		}
 	}
+	prog.Done()
 	loadSec := time.Since(t0).Seconds()
 	g := d.Graph
 	if *writeMetis != "" {
-		if err := writeMETISFile(*writeMetis, g); err != nil {
+		if err := writeOutput(prog, *writeMetis, func(f io.Writer) error { return subgraph.WriteMETIS(f, g) }); err != nil {
 			return err
 		}
 		if *k == 0 {
@@ -122,6 +162,9 @@ func runPartition(args []string, w io.Writer) error {
 		}
 	}
 	opt := subgraph.PartitionOptions{Imbalance: *ub, Seed: *seed, Threads: *threads}
+	opt.Progress = func(phase string, done, total int) {
+		prog.Printf("partition: %s, %d%% (%d of %d)", phase, int(100*int64(done)/max(1, int64(total))), done, total)
+	}
 	rep := partitionReport{Dataset: d.Name, Nodes: g.N(), Parts: *k, Seed: *seed, LoadSeconds: loadSec, InvK: 1 / float64(*k)}
 	var p *subgraph.Partitioning
 	cpu0, _ := cputime.Process()
@@ -139,12 +182,23 @@ func runPartition(args []string, w io.Writer) error {
 		}
 		rep.Source = *eval
 	case *cache != "":
-		var loaded bool
 		var err error
-		if p, loaded, err = subgraph.LoadOrPartition(*cache, g, *k, opt); err != nil {
+		p, err = subgraph.LoadPartition(*cache, g, *k, opt)
+		switch {
+		case err == nil:
+			rep.Source = "cache"
+		case errors.Is(err, os.ErrNotExist):
+			if p, err = subgraph.Partition(g, *k, opt); err != nil {
+				return err
+			}
+			rep.Source = "computed"
+			prog.Done()
+			if err := savePartitionFile(prog, *cache, g, p, opt); err != nil {
+				return err
+			}
+		default:
 			return err
 		}
-		rep.Source = map[bool]string{false: "computed", true: "cache"}[loaded]
 	default:
 		var err error
 		if p, err = subgraph.Partition(g, *k, opt); err != nil {
@@ -152,6 +206,7 @@ func runPartition(args []string, w io.Writer) error {
 		}
 		rep.Source = "computed"
 	}
+	prog.Done()
 	rep.Seconds = time.Since(t1).Seconds()
 	if cpu1, ok := cputime.Process(); ok {
 		rep.CPUSeconds = (cpu1 - cpu0).Seconds()
@@ -163,13 +218,13 @@ func runPartition(args []string, w io.Writer) error {
 	rep.Edges, rep.EdgeCut, rep.KeptFraction = st.Edges, st.EdgeCut, st.KeptFraction
 	rep.Imbalance, rep.MinPart, rep.MaxPart, rep.EmptyParts = st.Imbalance, st.MinPart, st.MaxPart, st.EmptyParts
 	if *out != "" {
-		if err := subgraph.SavePartition(*out, g, p, opt); err != nil {
+		if err := savePartitionFile(prog, *out, g, p, opt); err != nil {
 			return err
 		}
 		rep.Out = *out
 	}
 	if *batchParts > 0 {
-		br, err := batchAndPack(d, p, *batchParts, *featBits, *selfLoops, *seed)
+		br, err := batchAndPack(prog, d, p, *batchParts, *featBits, *selfLoops, *seed)
 		if err != nil {
 			return err
 		}
@@ -196,16 +251,33 @@ func runPartition(args []string, w io.Writer) error {
 	return nil
 }
 
-func writeMETISFile(path string, g *subgraph.Graph) error {
-	f, err := os.Create(path)
+// writeOutput writes path through a temporary file in its folder, renamed
+// over path only once write succeeds; on an error or a signal the
+// temporary file is removed and path is untouched.
+func writeOutput(prog *progress.Reporter, path string, write func(io.Writer) error) error {
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := subgraph.WriteMETIS(f, g); err != nil {
-		f.Close()
+	defer f.Abort()
+	prog.Printf("partition: writing %s", path)
+	defer prog.Done()
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := write(bw); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return f.Close()
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// savePartitionFile writes p as a partition cache file (see writeOutput).
+func savePartitionFile(prog *progress.Reporter, path string, g *subgraph.Graph, p *subgraph.Partitioning, opt subgraph.PartitionOptions) error {
+	return writeOutput(prog, path, func(w io.Writer) error { return subgraph.WritePartitionFile(w, g, p, opt) })
 }
 
 // featureTensor quantizes a dataset's features to nbits-bit codes packed
@@ -255,7 +327,7 @@ func featureTensor(f *subgraph.Features, nbits int) (*bittensor.Tensor, error) {
 
 // batchAndPack builds every batch, packs it with its feature rows, unpacks
 // the adjacency again and checks it bit for bit, timing each step.
-func batchAndPack(d *subgraph.Dataset, p *subgraph.Partitioning, q, featBits int, selfLoops bool, seed uint64) (*batchReport, error) {
+func batchAndPack(prog *progress.Reporter, d *subgraph.Dataset, p *subgraph.Partitioning, q, featBits int, selfLoops bool, seed uint64) (*batchReport, error) {
 	r := &batchReport{PartsPerBatch: q}
 	var feat *bittensor.Tensor
 	if d.Features != nil {
@@ -273,7 +345,9 @@ func batchAndPack(d *subgraph.Dataset, p *subgraph.Partitioning, q, featBits int
 	}
 	r.Batches = plan.Len()
 	nodes := 0
+	defer prog.Done()
 	for i := 0; i < plan.Len(); i++ {
+		prog.Printf("partition: batching and packing, batch %d of %d", i+1, plan.Len())
 		t := time.Now()
 		b, err := plan.Batch(i)
 		if err != nil {

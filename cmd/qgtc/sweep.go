@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/plot"
 	"github.com/qgtc/qgtc/layers"
 )
@@ -101,6 +102,13 @@ func runSweep(args []string, stdout io.Writer) error {
 	}
 	if *seeds < 1 {
 		return fmt.Errorf("%w: --seeds %d must be positive", errUsage, *seeds)
+	}
+	// Training takes minutes: a folder that cannot take the results is
+	// reported now, not after.
+	if *out != "" {
+		if err := atomicfile.CheckDir(*out); err != nil {
+			return err
+		}
 	}
 	kernel, closer, err := qPickKernel(*device)
 	if err != nil {
@@ -205,8 +213,8 @@ func runSweep(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %d batches, %d seed(s), kernel %s\n",
-		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, rep.Seeds, kernel.Name())
+	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %d batches, %s, kernel %s\n",
+		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, qSeeds(rep.Seeds), kernel.Name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {
@@ -223,7 +231,7 @@ func runSweep(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *out != "" {
-		fmt.Fprintf(stdout, "wrote %s/sweep.{csv,json,svg,png}\n", *out)
+		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*out, "sweep.{csv,json,svg,png}"))
 	}
 	return nil
 }
@@ -240,6 +248,9 @@ func qFP32Bytes(m *layers.QModel) int {
 	return n
 }
 
+// qWriteSweep writes sweep.csv, sweep.json, sweep.svg and sweep.png into
+// dir. Each goes to a temporary file first; all four are renamed into
+// place only once all are written, so a failure leaves no partial set.
 func qWriteSweep(dir string, rep *sweepReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -252,41 +263,70 @@ func qWriteSweep(dir string, rep *sweepReport) error {
 		if r.Bits == 0 {
 			bits = "fp32"
 		}
-		_ = w.Write([]string{rep.Dataset, rep.Model, bits, qf6(r.Accuracy), qf6(r.AccuracyStd), qf6(r.PTQAccuracy), qf6(r.ComputeMS), qf6(r.PackMS),
-			qf6(r.NodesPerSec), strconv.Itoa(r.WeightBytes), strconv.Itoa(r.InterBytes), r.Kernel})
+		_ = w.Write([]string{rep.Dataset, rep.Model, bits, qDecimal(r.Accuracy), qDecimal(r.AccuracyStd), qDecimal(r.PTQAccuracy), qDecimal(r.ComputeMS), qDecimal(r.PackMS),
+			qDecimal(r.NodesPerSec), strconv.Itoa(r.WeightBytes), strconv.Itoa(r.InterBytes), r.Kernel})
 	}
 	w.Flush()
-	if err := os.WriteFile(filepath.Join(dir, "sweep.csv"), []byte(b.String()), 0o644); err != nil {
-		return err
-	}
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
 	fig := qSweepFigure(rep)
+	var files []*atomicfile.File
+	var paths []string
+	defer func() {
+		for _, f := range files {
+			f.Abort()
+		}
+	}()
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer) error
-	}{{"sweep.svg", fig.WriteSVG}, {"sweep.png", fig.WritePNG}} {
-		fh, err := os.Create(filepath.Join(dir, f.name))
+	}{
+		{"sweep.csv", func(w io.Writer) error { _, err := io.WriteString(w, b.String()); return err }},
+		{"sweep.json", func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err }},
+		{"sweep.svg", fig.WriteSVG},
+		{"sweep.png", fig.WritePNG},
+	} {
+		path := filepath.Join(dir, f.name)
+		fh, err := atomicfile.Create(path, 0o644)
 		if err != nil {
 			return err
 		}
+		files, paths = append(files, fh), append(paths, path)
 		if err := f.write(fh); err != nil {
-			fh.Close()
-			return fmt.Errorf("%s: %w", f.name, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		if err := fh.Close(); err != nil {
-			return err
+	}
+	for i, f := range files {
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("%s: %w", paths[i], err)
 		}
 	}
 	return nil
 }
 
-func qf6(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+// qDecimal writes v for the CSV in plain decimal notation (never
+// 2.21061e+06), to six significant digits but keeping every integer digit.
+func qDecimal(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	digits := max(0, 6-int(math.Floor(math.Log10(math.Abs(v))))-1)
+	s := strconv.FormatFloat(v, 'f', digits, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// qSeeds is "1 seed" or "3 seeds".
+func qSeeds(n int) string {
+	if n == 1 {
+		return "1 seed"
+	}
+	return fmt.Sprintf("%d seeds", n)
+}
 
 func qSweepFigure(rep *sweepReport) *plot.Figure {
 	q := rep.Rows[1:]
@@ -302,8 +342,11 @@ func qSweepFigure(rep *sweepReport) *plot.Figure {
 		fp[i] = 100 * rep.Rows[0].Accuracy
 		speed[i] = r.NodesPerSec
 	}
+	if rep.Seeds < 2 {
+		std = nil // no spread to draw from one seed
+	}
 	return &plot.Figure{
-		Title:  fmt.Sprintf("qgtc sweep: %s on %s (%d seed(s))", rep.Model, rep.Dataset, rep.Seeds),
+		Title:  fmt.Sprintf("qgtc sweep: %s on %s (%s)", rep.Model, rep.Dataset, qSeeds(rep.Seeds)),
 		XLabel: "bits (activations = weights)",
 		XTicks: ticks,
 		Panels: []plot.Panel{

@@ -1,8 +1,8 @@
 // Package plot draws small line charts as SVG (written by hand) and PNG
 // (image/png) with no plotting dependency: enough for qgtc sweep's
 // accuracy- and speed-against-bits panels. A Figure is a column of panels
-// that share their x values; each panel has series of points with optional
-// error bars.
+// that share their x values; each panel has series of points, each with an
+// optional shaded band (mean ± std over seeds).
 package plot
 
 import (
@@ -23,7 +23,8 @@ import (
 // ErrEmpty: a figure with nothing to draw.
 var ErrEmpty = errors.New("plot: nothing to draw")
 
-// Series is one line of a panel; Err (same length as Y, or nil) draws ±Err bars.
+// Series is one line of a panel; Err (same length as Y, or nil) shades a
+// band from Y-Err to Y+Err around the line (a lone point gets a bar).
 type Series struct {
 	Name  string
 	Y     []float64
@@ -103,14 +104,15 @@ func (fig *Figure) frames() []frame {
 		f.lo, f.hi = math.Inf(1), math.Inf(-1)
 		for _, s := range p.Series {
 			for j, y := range s.Y {
-				if math.IsNaN(y) || (f.log && y <= 0) {
+				if !f.drawable(s, j) {
 					continue
 				}
-				e := 0.0
-				if s.Err != nil && !math.IsNaN(s.Err[j]) {
-					e = s.Err[j]
+				e := spread(s, j)
+				if f.log && y-e <= 0 {
+					f.lo = math.Min(f.lo, y) // the band runs off the bottom
+				} else {
+					f.lo = math.Min(f.lo, y-e)
 				}
-				f.lo = math.Min(f.lo, y-e)
 				f.hi = math.Max(f.hi, y+e)
 			}
 		}
@@ -163,6 +165,65 @@ func (f *frame) ticks() []float64 {
 	return t
 }
 
+// bandAlpha is the opacity of a band over the background.
+const bandAlpha = 0.2
+
+// drawable reports whether point i of s can be placed on f.
+func (f *frame) drawable(s Series, i int) bool {
+	y := s.Y[i]
+	return !math.IsNaN(y) && !math.IsInf(y, 0) && !(f.log && y <= 0)
+}
+
+// runs splits s's drawable points into runs of consecutive indices; a
+// missing point breaks the line and its band.
+func (f *frame) runs(s Series) [][]int {
+	var out [][]int
+	var cur []int
+	for i := range s.Y {
+		if f.drawable(s, i) {
+			cur = append(cur, i)
+			continue
+		}
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur = nil
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// spread is point i's ±Err, 0 when none; hasSpread says whether the run
+// has any.
+func spread(s Series, i int) float64 {
+	if s.Err == nil || !(s.Err[i] > 0) || math.IsInf(s.Err[i], 0) {
+		return 0
+	}
+	return s.Err[i]
+}
+
+func hasSpread(s Series, run []int) bool {
+	for _, i := range run {
+		if spread(s, i) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// edges are the pixel rows of point i's band: y+Err (top) and y-Err
+// (bottom), the latter held inside the frame on a log axis.
+func (f *frame) edges(s Series, i int) (top, bottom float64) {
+	y, e := s.Y[i], spread(s, i)
+	lo := y - e
+	if f.log && lo <= 0 {
+		lo = f.lo
+	}
+	return f.py(y + e), f.py(lo)
+}
+
 func label(v float64) string {
 	a := math.Abs(v)
 	switch {
@@ -203,17 +264,38 @@ func (fig *Figure) WriteSVG(w io.Writer) error {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%s</text>`+"\n", f.px(i), f.y0+f.h+16, esc(tk))
 		}
 		fmt.Fprintf(&b, `<text transform="translate(%g,%g) rotate(-90)" text-anchor="middle">%s</text>`+"\n", f.x0-55, f.y0+f.h/2, esc(p.YLabel))
+		// Bands under every line, so no band hides another series' line.
+		for _, s := range p.Series {
+			for _, run := range f.runs(s) {
+				if !hasSpread(s, run) {
+					continue
+				}
+				if len(run) == 1 {
+					i := run[0]
+					top, bottom := f.edges(s, i)
+					fmt.Fprintf(&b, `<line class="band" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", f.px(i), bottom, f.px(i), top, hex(s.Color))
+					continue
+				}
+				pts := make([]string, 0, 2*len(run))
+				for _, i := range run {
+					top, _ := f.edges(s, i)
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.px(i), top))
+				}
+				for j := len(run) - 1; j >= 0; j-- {
+					_, bottom := f.edges(s, run[j])
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.px(run[j]), bottom))
+				}
+				fmt.Fprintf(&b, `<polygon class="band" points="%s" fill="%s" fill-opacity="%g" stroke="none"/>`+"\n", strings.Join(pts, " "), hex(s.Color), bandAlpha)
+			}
+		}
 		for si, s := range p.Series {
 			c := hex(s.Color)
 			var pts []string
 			for i, y := range s.Y {
-				if math.IsNaN(y) || (f.log && y <= 0) {
+				if !f.drawable(s, i) {
 					continue
 				}
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.px(i), f.py(y)))
-				if s.Err != nil && s.Err[i] > 0 {
-					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", f.px(i), f.py(y-s.Err[i]), f.px(i), f.py(y+s.Err[i]), c)
-				}
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", f.px(i), f.py(y), c)
 			}
 			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), c)
@@ -229,7 +311,7 @@ func (fig *Figure) WriteSVG(w io.Writer) error {
 }
 
 // WritePNG draws fig as a PNG: the same title, frames, grid, lines, points,
-// error bars, tick values, axis labels and legend as the SVG, in the Go
+// bands, tick values, axis labels and legend as the SVG, in the Go
 // team's 7×13 bitmap font.
 func (fig *Figure) WritePNG(w io.Writer) error {
 	if err := fig.check(); err != nil {
@@ -261,18 +343,30 @@ func (fig *Figure) WritePNG(w io.Writer) error {
 		for i, tk := range fig.XTicks {
 			text(img, int(f.px(i))+len(tk)*2, int(y1)+6, tk, grey, true)
 		}
+		for _, s := range p.Series {
+			for _, run := range f.runs(s) {
+				if !hasSpread(s, run) {
+					continue
+				}
+				if len(run) == 1 {
+					top, bottom := f.edges(s, run[0])
+					line(img, f.px(run[0]), bottom, f.px(run[0]), top, s.Color)
+					continue
+				}
+				for j := 0; j+1 < len(run); j++ {
+					band(img, &f, s, run[j], run[j+1])
+				}
+			}
+		}
 		for si, s := range p.Series {
 			px, py := math.NaN(), math.NaN()
 			for i, y := range s.Y {
-				if math.IsNaN(y) || (f.log && y <= 0) {
+				if !f.drawable(s, i) {
 					continue
 				}
 				x, yy := f.px(i), f.py(y)
 				if !math.IsNaN(px) {
 					thick(img, px, py, x, yy, s.Color)
-				}
-				if s.Err != nil && s.Err[i] > 0 {
-					line(img, x, f.py(y-s.Err[i]), x, f.py(y+s.Err[i]), s.Color)
 				}
 				dot(img, x, yy, s.Color)
 				px, py = x, yy
@@ -291,6 +385,27 @@ func line(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA) {
 	for i := 0; i <= n; i++ {
 		t := float64(i) / float64(n)
 		img.SetRGBA(int(x0+(x1-x0)*t+0.5), int(y0+(y1-y0)*t+0.5), c)
+	}
+}
+
+// band shades the band of s between points i and j, column by column,
+// blending its colour over what is drawn; each pixel is shaded once.
+func band(img *image.RGBA, f *frame, s Series, i, j int) {
+	x0, x1 := f.px(i), f.px(j)
+	t0, b0 := f.edges(s, i)
+	t1, b1 := f.edges(s, j)
+	// Columns [ceil(x0), ceil(x1)): the next segment starts where this ends.
+	for x := int(math.Ceil(x0)); float64(x) < x1; x++ {
+		u := (float64(x) - x0) / (x1 - x0)
+		top, bottom := t0+(t1-t0)*u, b0+(b1-b0)*u
+		for y := int(math.Round(top)); y <= int(math.Round(bottom)); y++ {
+			if !(image.Point{x, y}.In(img.Rect)) {
+				continue
+			}
+			p := img.RGBAAt(x, y)
+			mix := func(a, c uint8) uint8 { return uint8(math.Round(float64(a)*(1-bandAlpha) + float64(c)*bandAlpha)) }
+			img.SetRGBA(x, y, color.RGBA{mix(p.R, s.Color.R), mix(p.G, s.Color.G), mix(p.B, s.Color.B), 255})
+		}
 	}
 }
 
