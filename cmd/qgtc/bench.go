@@ -90,6 +90,10 @@ func parseInts(flag, s string, min, max int) ([]int, error) {
 	return out, nil
 }
 
+// maxBenchProducts bounds the grid (and the list of shapes built before
+// the first product runs); the default grid has 72.
+const maxBenchProducts = 10000
+
 func runBench(args []string, w io.Writer) error {
 	if len(args) == 0 || args[0] != "bmm" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -105,7 +109,7 @@ func runBench(args []string, w io.Writer) error {
 	bs := fs.String("bits", "1-8", "feature bit widths s (list or range, each in 1..16)")
 	shape := fs.String("a", "dense", "adjacency: dense (random, half ones) or blockdiag (batched 1/16-size subgraphs, 2% ones)")
 	impl := fs.String("impl", "", "CPU bit-kernel path (default the best; see 'qgtc info')")
-	minTime := fs.Duration("time", 300*time.Millisecond, "least time spent on each product and on its fp32 GEMM (0: two runs each)")
+	minTime := fs.Duration("time", 300*time.Millisecond, "least time spent on each product and on its fp32 GEMM (0: two runs each; CPU only)")
 	noFP32 := fs.Bool("no-fp32", false, "skip the float32 GEMM baseline")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table (CPU only)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
@@ -127,6 +131,9 @@ func runBench(args []string, w io.Writer) error {
 	}
 	if *shape != "dense" && *shape != "blockdiag" {
 		return fmt.Errorf("%w: --a %q is neither dense nor blockdiag", errUsage, *shape)
+	}
+	if g := len(nList) * len(dList) * len(bList); g > maxBenchProducts {
+		return fmt.Errorf("%w: --n, --d and --bits make a grid of %d products; at most %d", errUsage, g, maxBenchProducts)
 	}
 	if *minTime < 0 {
 		return fmt.Errorf("%w: --time %v is negative", errUsage, *minTime)

@@ -73,7 +73,7 @@ func TestBMMAndBenchBadInput(t *testing.T) {
 		{"bmm"}, {"bmm", "multiply"}, {"bmm", "demo", "--bits", "0"}, {"bmm", "demo", "--n", "-3"},
 		{"bmm", "demo", "--density", "2"}, {"bench"}, {"bench", "bmm", "--n", "x"}, {"bench", "bmm", "--bits", "3-1"},
 		{"bench", "bmm", "--device", "tpu"}, {"bench", "bmm", "--impl", "sse9"}, {"bench", "bmm", "--a", "sparse"},
-		{"info", "extra"}, {"bench", "bmm", "--time", "-1s"}, {"bench", "bmm", "--n", "16-1000000000"},
+		{"info", "extra"}, {"bench", "bmm", "--time", "-1s"}, {"bench", "bmm", "--n", "16-1000000000"}, {"bench", "bmm", "--n", "16-32768", "--d", "1-4096"},
 		{"bench", "bmm", "--n", "8"}, {"bench", "bmm", "--d", "0"}, {"bench", "bmm", "--bits", "17"}, {"bench", "bmm", "--bits", "0-4"},
 		{"bench", "bmm", "--device", "gpu", "--json"}, {"bench", "bmm", "--device", "gpu", "--impl", "generic"},
 		{"bench", "bmm", "--device", "gpu", "--time", "1s"}, {"bmm", "demo", "--bits", "32"}, {"bmm", "demo", "--bits", "21", "--n", "2048"},
@@ -83,6 +83,7 @@ func TestBMMAndBenchBadInput(t *testing.T) {
 		code := run(args, &stdout, &stderr)
 		assert.Equal(t, 2, code, "%q: %s", args, stderr.String())
 		assert.NotContains(t, stderr.String(), "panic", "%q", args)
+		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%q: one line: %s", args, stderr.String())
 	}
 }
 

@@ -29,7 +29,7 @@ func runBMM(args []string, w io.Writer) error {
 		return fmt.Errorf("%w: want 'qgtc bmm demo [flags]', got %q", errUsage, args)
 	}
 	fs := newFlags("bmm demo", w)
-	n := fs.Int("n", 2048, "nodes: A is an n×n 1-bit adjacency (1..8192; by default 2048, or less where --bits needs it)")
+	n := fs.Int("n", 2048, "nodes: A is an n×n 1-bit adjacency (1..8192; lowered below the default when only --bits is given and needs it)")
 	d := fs.Int("d", 64, "feature width: X is n×d (1..4096)")
 	nbits := fs.Int("bits", 4, "bits per feature value (1..31, with n·(2^bits−1) < 2^31 so the int32 sums are exact)")
 	density := fs.Float64("density", 0.01, "fraction of ones in the adjacency")
