@@ -61,9 +61,9 @@ type benchReport struct {
 }
 
 // parseInts reads a list of integers and lo-hi ranges, each value in
-// [min, max]; the bounds are checked before a range is expanded, so
+// [least, most]; the bounds are checked before a range is expanded, so
 // "1-1000000000" is refused at once instead of filling memory.
-func parseInts(flag, s string, min, max int) ([]int, error) {
+func parseInts(flag, s string, least, most int) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
@@ -79,8 +79,8 @@ func parseInts(flag, s string, min, max int) ([]int, error) {
 			}
 		}
 		for _, v := range []int{a, b} {
-			if v < min || v > max {
-				return nil, fmt.Errorf("%w: --%s %d is not in %d..%d", errUsage, flag, v, min, max)
+			if v < least || v > most {
+				return nil, fmt.Errorf("%w: --%s %d is not in %d..%d", errUsage, flag, v, least, most)
 			}
 		}
 		for v := a; v <= b; v++ {
