@@ -17,7 +17,8 @@
 // or sparse CSR, nil values meaning binary), single- (Labels) or
 // multi-label (Multi) targets and the shipped Train/Val/Test node ids.
 // Names resolve in $QGTC_DATA/<name>, ./testdata/<name>, the binary's
-// ../testdata/<name> and the module's testdata/ (see Locate). Formats:
+// ../testdata/<name>, the module's testdata/ and last the copies built
+// into the binary (package datasets: cora; see Locate). Formats:
 // Planetoid pickles, gnn-benchmark .npz (also inside a .zip), QGTC edge
 // .npz, OGB node-property folders, GraphSAGE folders, MATLAB v5 sparse
 // .mat, text edge lists and TU graph-classification text (LoadGraphSet).

@@ -6,9 +6,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/qgtc/qgtc/datasets"
 )
 
 // Bundled describes one dataset shipped in testdata/.
@@ -32,15 +35,27 @@ var BundledDatasets = []Bundled{
 	{"proteins", "TU PROTEINS graph classification: 1,113 graphs, 3 node tags, 2 classes, DGCNN's 10 folds"},
 }
 
+// EmbeddedPrefix starts what Locate returns for a copy built into the
+// binary (package datasets): "embedded:cora". Load accepts such names.
+const EmbeddedPrefix = "embedded:"
+
 // Locate resolves a dataset name to a folder, or returns nameOrPath when
 // it is an existing file or folder. A name (or a relative path such as
 // "cora/cora.npz" that does not exist as given) is looked up, in order, in
 // $QGTC_DATA/<name>, ./testdata/<name>, <executable's dir>/../testdata/<name>
 // and <module root>/testdata/<name> (the module root is the nearest folder
 // above the working directory holding qgtc's go.mod, so tests find the
-// bundled copies from any package).
+// bundled copies from any package), then among the copies built into the
+// binary, returned as EmbeddedPrefix+name: a `go install`ed qgtc finds
+// cora from any folder.
 func Locate(nameOrPath string) (string, error) {
 	if _, err := os.Stat(nameOrPath); err == nil {
+		return nameOrPath, nil
+	}
+	if rel, ok := strings.CutPrefix(nameOrPath, EmbeddedPrefix); ok {
+		if _, err := embeddedStat(rel); err != nil {
+			return "", fmt.Errorf("%w: %q: this qgtc carries no such dataset (it carries %s)", ErrNotFound, nameOrPath, strings.Join(datasets.Names(), ", "))
+		}
 		return nameOrPath, nil
 	}
 	if nameOrPath == "" || filepath.IsAbs(nameOrPath) || strings.HasPrefix(nameOrPath, ".") {
@@ -54,7 +69,21 @@ func Locate(nameOrPath string) (string, error) {
 			return p, nil
 		}
 	}
+	if _, err := embeddedStat(nameOrPath); err == nil {
+		return EmbeddedPrefix + filepath.ToSlash(filepath.Clean(nameOrPath)), nil
+	}
+	looked = append(looked, "the copies built into qgtc ("+strings.Join(datasets.Names(), ", ")+")")
 	return "", &notFoundError{fmt.Sprintf("dataset %q not found; looked in %s (set QGTC_DATA or pass a path)", nameOrPath, strings.Join(looked, ", "))}
+}
+
+// embeddedStat stats rel (a name or name/file, either separator) among
+// the copies built into the binary.
+func embeddedStat(rel string) (fs.FileInfo, error) {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	if !fs.ValidPath(rel) || rel == "." {
+		return nil, fs.ErrNotExist
+	}
+	return fs.Stat(datasets.FS, rel)
 }
 
 // notFoundError reads as its message alone and matches ErrNotFound.
@@ -117,7 +146,12 @@ func Load(nameOrPath string) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := loadPath(p)
+	var d *Dataset
+	if rel, ok := strings.CutPrefix(p, EmbeddedPrefix); ok {
+		d, err = loadEmbedded(rel)
+	} else {
+		d, err = loadPath(p)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +167,9 @@ func LoadGraphSet(nameOrPath string) (*GraphSet, error) {
 	p, err := Locate(nameOrPath)
 	if err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(p, EmbeddedPrefix) {
+		return nil, fmt.Errorf("%w: %s: not a TU graph-classification dataset", ErrFormat, p)
 	}
 	if st, err := os.Stat(p); err == nil && st.IsDir() {
 		f, err := tuFile(p)
@@ -247,7 +284,13 @@ func loadFile(p string) (*Dataset, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
+	return decodeFile(p, b)
+}
+
+// decodeFile parses the bytes of a single-file dataset by p's extension.
+func decodeFile(p string, b []byte) (*Dataset, error) {
 	var d *Dataset
+	var err error
 	switch strings.ToLower(filepath.Ext(p)) {
 	case ".npz", ".zip":
 		d, err = readNPZ(p, b)
@@ -274,6 +317,51 @@ type files interface {
 }
 
 type osFiles struct{}
+
+// embeddedFiles reads the copies built into the binary; paths carry
+// EmbeddedPrefix, so errors name them as "embedded:cora/ind.cora.x".
+type embeddedFiles struct{}
+
+func (embeddedFiles) Open(p string) (io.ReadCloser, error) {
+	return datasets.FS.Open(strings.TrimPrefix(filepath.ToSlash(p), EmbeddedPrefix))
+}
+
+func (embeddedFiles) Glob(pattern string) ([]string, error) {
+	m, err := fs.Glob(datasets.FS, strings.TrimPrefix(filepath.ToSlash(pattern), EmbeddedPrefix))
+	for i := range m {
+		m[i] = EmbeddedPrefix + m[i]
+	}
+	return m, err
+}
+
+// loadEmbedded loads rel ("cora" or "cora/cora.npz") from the copies
+// built into the binary: a Planetoid folder or a single data file.
+func loadEmbedded(rel string) (*Dataset, error) {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	p := EmbeddedPrefix + rel
+	st, err := embeddedStat(rel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotFound, p, err)
+	}
+	if !st.IsDir() {
+		b, err := fs.ReadFile(datasets.FS, rel)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrFormat, p, err)
+		}
+		return decodeFile(p, b)
+	}
+	gs, _ := embeddedFiles{}.Glob(p + "/ind.*.graph")
+	if len(gs) != 1 {
+		return nil, fmt.Errorf("%w: %s: a built-in folder must hold one Planetoid dataset (found %d)", ErrFormat, p, len(gs))
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(path.Base(gs[0]), "ind."), ".graph")
+	d, err := readPlanetoid(embeddedFiles{}, p, name)
+	if err != nil {
+		return nil, err
+	}
+	d.Name = path.Base(rel)
+	return d, nil
+}
 
 func (osFiles) Open(p string) (io.ReadCloser, error)  { return os.Open(p) }
 func (osFiles) Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }

@@ -25,7 +25,7 @@ func openLibrary(kind error, candidates, syms []string) (*library, error) {
 	for _, c := range candidates {
 		h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
-			why = append(why, fmt.Sprintf("%s: %v", c, err))
+			why = append(why, dlopenWhy(c, err))
 			continue
 		}
 		lib := &library{path: c, handle: h, syms: make(map[string]uintptr, len(syms))}
@@ -49,6 +49,15 @@ func openLibrary(kind error, candidates, syms []string) (*library, error) {
 		why = append(why, "no candidate paths")
 	}
 	return nil, fmt.Errorf("%w: %s", kind, strings.Join(why, "; "))
+}
+
+// dlopenWhy names the candidate once: dlerror's message usually starts
+// with the path already ("libcuda.so.1: cannot open shared object file").
+func dlopenWhy(candidate string, err error) string {
+	if msg := err.Error(); strings.Contains(msg, candidate) {
+		return msg
+	}
+	return fmt.Sprintf("%s: %v", candidate, err)
 }
 
 // nvrtcCandidates lists where NVRTC is looked for, in order: the

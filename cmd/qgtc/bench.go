@@ -15,6 +15,7 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/internal/cputime"
+	"github.com/qgtc/qgtc/internal/progress"
 )
 
 // errNoGPU is returned by `bench --device gpu` when no GPU code is compiled in.
@@ -59,7 +60,10 @@ type benchReport struct {
 	Rows       []benchRow `json:"rows"`
 }
 
-func parseInts(flag, s string) ([]int, error) {
+// parseInts reads a list of integers and lo-hi ranges, each value in
+// [least, most]; the bounds are checked before a range is expanded, so
+// "1-1000000000" is refused at once instead of filling memory.
+func parseInts(flag, s string, least, most int) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
@@ -74,6 +78,11 @@ func parseInts(flag, s string) ([]int, error) {
 				return nil, fmt.Errorf("%w: --%s %q: bad range %q", errUsage, flag, s, f)
 			}
 		}
+		for _, v := range []int{a, b} {
+			if v < least || v > most {
+				return nil, fmt.Errorf("%w: --%s %d is not in %d..%d", errUsage, flag, v, least, most)
+			}
+		}
 		for v := a; v <= b; v++ {
 			out = append(out, v)
 		}
@@ -81,56 +90,53 @@ func parseInts(flag, s string) ([]int, error) {
 	return out, nil
 }
 
+// maxBenchProducts bounds the grid (and the list of shapes built before
+// the first product runs); the default grid has 72.
+const maxBenchProducts = 10000
+
 func runBench(args []string, w io.Writer) error {
 	if len(args) == 0 || args[0] != "bmm" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(w, "usage: qgtc bench bmm [--device cpu|gpu] [--n 1024,2048,4096] [--d 16,32,64] [--bits 1-8] [--a dense|blockdiag] [--impl PATH] [--time 300ms] [--no-fp32] [--json]")
+			fmt.Fprintln(w, "usage: qgtc bench bmm [--device cpu|gpu] [--n 1024,2048,4096] [--d 16,32,64] [--bits 1-8] [--a dense|blockdiag] [--impl PATH] [--time 300ms] [--no-fp32] [--json] [--quiet]")
 			return nil
 		}
 		return fmt.Errorf("%w: want 'qgtc bench bmm [flags]', got %q", errUsage, args)
 	}
 	fs := newFlags("bench bmm", w)
 	device := fs.String("device", "cpu", "cpu or gpu")
-	ns := fs.String("n", "1024,2048,4096", "graph sizes N (A is N×N, 1 bit)")
-	ds := fs.String("d", "16,32,64", "feature widths D (X is N×D)")
-	bs := fs.String("bits", "1-8", "feature bit widths s (list or range)")
+	ns := fs.String("n", "1024,2048,4096", "graph sizes N (A is N×N, 1 bit; each in 16..32768)")
+	ds := fs.String("d", "16,32,64", "feature widths D (X is N×D; each in 1..4096)")
+	bs := fs.String("bits", "1-8", "feature bit widths s (list or range, each in 1..16)")
 	shape := fs.String("a", "dense", "adjacency: dense (random, half ones) or blockdiag (batched 1/16-size subgraphs, 2% ones)")
 	impl := fs.String("impl", "", "CPU bit-kernel path (default the best; see 'qgtc info')")
-	minTime := fs.Duration("time", 300*time.Millisecond, "time spent on each product (and on its fp32 GEMM)")
+	minTime := fs.Duration("time", 300*time.Millisecond, "least time spent on each product and on its fp32 GEMM (0: two runs each; CPU only)")
 	noFP32 := fs.Bool("no-fp32", false, "skip the float32 GEMM baseline")
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table (CPU only)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	nList, err := parseInts("n", *ns)
+	// N up to 2^15 and s up to 16 keep every sum under 2^31 (bmm.MaxSum).
+	nList, err := parseInts("n", *ns, 16, 1<<15)
 	if err != nil {
 		return err
 	}
-	dList, err := parseInts("d", *ds)
+	dList, err := parseInts("d", *ds, 1, 4096)
 	if err != nil {
 		return err
 	}
-	bList, err := parseInts("bits", *bs)
+	bList, err := parseInts("bits", *bs, 1, 16)
 	if err != nil {
 		return err
-	}
-	for _, v := range nList {
-		if v < 16 || v > 1<<15 {
-			return fmt.Errorf("%w: --n %d is not in 16..32768", errUsage, v)
-		}
-	}
-	for _, v := range dList {
-		if v < 1 || v > 4096 {
-			return fmt.Errorf("%w: --d %d is not in 1..4096", errUsage, v)
-		}
-	}
-	for _, v := range bList {
-		if v < 1 || v > 16 {
-			return fmt.Errorf("%w: --bits %d is not in 1..16", errUsage, v)
-		}
 	}
 	if *shape != "dense" && *shape != "blockdiag" {
 		return fmt.Errorf("%w: --a %q is neither dense nor blockdiag", errUsage, *shape)
+	}
+	if g := len(nList) * len(dList) * len(bList); g > maxBenchProducts {
+		return fmt.Errorf("%w: --n, --d and --bits make a grid of %d products; at most %d", errUsage, g, maxBenchProducts)
+	}
+	if *minTime < 0 {
+		return fmt.Errorf("%w: --time %v is negative", errUsage, *minTime)
 	}
 	var shapes []benchShape
 	for _, n := range nList {
@@ -148,6 +154,13 @@ func runBench(args []string, w io.Writer) error {
 	}
 	switch *device {
 	case "gpu":
+		// The GPU table times its own kernels and prints no JSON: refuse
+		// the CPU-only flags rather than ignore them.
+		for _, f := range []string{"impl", "json", "time"} {
+			if fs.Changed(f) {
+				return fmt.Errorf("%w: --%s applies to --device cpu only", errUsage, f)
+			}
+		}
 		if gpuBenchBMM == nil {
 			return fmt.Errorf("%w: this qgtc has no GPU backend (gpuBenchBMM is not set)", errNoGPU)
 		}
@@ -168,7 +181,10 @@ func runBench(args []string, w io.Writer) error {
 		fmt.Fprintf(w, rowFmt, "N", "D", "s", "A", "GOPS", "bit-MACs/cyc/core", "best/cyc/core", "fp32 GFLOPS", "x fp32", "x fp32 cpu")
 	}
 	fp32A := map[int][]float32{}
-	for _, sh := range shapes {
+	prog := progress.Stderr(*quiet)
+	defer prog.Done()
+	for i, sh := range shapes {
+		prog.Printf("bench: product %d/%d (%s)", i+1, len(shapes), sh.Name)
 		row, err := benchCPU(k, sh, *minTime, !*noFP32, fp32A)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sh.Name, err)

@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
 )
 
@@ -69,12 +73,17 @@ func TestBMMAndBenchBadInput(t *testing.T) {
 		{"bmm"}, {"bmm", "multiply"}, {"bmm", "demo", "--bits", "0"}, {"bmm", "demo", "--n", "-3"},
 		{"bmm", "demo", "--density", "2"}, {"bench"}, {"bench", "bmm", "--n", "x"}, {"bench", "bmm", "--bits", "3-1"},
 		{"bench", "bmm", "--device", "tpu"}, {"bench", "bmm", "--impl", "sse9"}, {"bench", "bmm", "--a", "sparse"},
-		{"info", "extra"},
+		{"info", "extra"}, {"bench", "bmm", "--time", "-1s"}, {"bench", "bmm", "--n", "16-1000000000"}, {"bench", "bmm", "--n", "16-32768", "--d", "1-4096"},
+		{"bench", "bmm", "--n", "8"}, {"bench", "bmm", "--d", "0"}, {"bench", "bmm", "--bits", "17"}, {"bench", "bmm", "--bits", "0-4"},
+		{"bench", "bmm", "--device", "gpu", "--json"}, {"bench", "bmm", "--device", "gpu", "--impl", "generic"},
+		{"bench", "bmm", "--device", "gpu", "--time", "1s"}, {"bmm", "demo", "--bits", "32"}, {"bmm", "demo", "--bits", "21", "--n", "2048"},
+		{"bmm", "demo", "--n", "8193"}, {"bmm", "demo", "--d", "4097"}, {"bmm", "demo", "--density", "NaN"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(args, &stdout, &stderr)
 		assert.Equal(t, 2, code, "%q: %s", args, stderr.String())
 		assert.NotContains(t, stderr.String(), "panic", "%q", args)
+		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%q: one line: %s", args, stderr.String())
 	}
 }
 
@@ -91,4 +100,68 @@ func TestBenchGPUNeedsHook(t *testing.T) {
 	require.Equal(t, 0, run([]string{"bench", "bmm", "--device", "gpu", "--n", "1024", "--d", "32", "--bits", "2,8"}, &stdout, &stderr), stderr.String())
 	require.Len(t, got, 2)
 	assert.Equal(t, benchShape{Name: "n=1024/d=32/s=8", M: 1024, K: 1024, N: 32, ABits: 1, BBits: 8, Density: 0.5}, got[1])
+}
+
+// Every command refuses a positional argument it does not take, with one
+// line naming it and exit status 2, before doing any work.
+func TestStrayPositionalArgument(t *testing.T) {
+	for _, args := range [][]string{
+		{"info", "extra"}, {"info", "--quiet", "extra"}, {"version", "extra"},
+		{"bench", "bmm", "extra"}, {"bench", "bmm", "--n", "64", "extra", "--d", "8"}, {"bench", "bmm", "--", "extra"},
+		{"bmm", "demo", "extra"}, {"bmm", "demo", "--n", "64", "extra"},
+		{"data", "list", "extra"}, {"data", "synth", "-o", "/nonexistent/x.npz", "extra"},
+		{"infer", "--dataset", "cora", "extra"}, {"sweep", "--dataset", "cora", "extra"},
+		{"train", "--dataset", "cora", "extra"}, {"partition", "--dataset", "cora", "--parts", "4", "extra"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, 2, run(args, &stdout, &stderr), stderr.String())
+			msg := stderr.String()
+			assert.Contains(t, msg, `unexpected argument "extra"`)
+			assert.Equal(t, 1, strings.Count(msg, "\n"), "one line: %q", msg)
+			assert.Empty(t, stdout.String())
+		})
+	}
+	// Commands whose positionals are part of the syntax keep working.
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"data", "info", "cora", "--json"}, &stdout, &stderr), stderr.String())
+}
+
+// Past 20 bits at the default n the int32 sums of bmm demo can overflow:
+// it shrinks n when only --bits is given, and says which sizes work when
+// both are.
+func TestBMMDemoWideBits(t *testing.T) {
+	for _, tc := range []struct {
+		bits, n int
+	}{{21, 1024}, {24, 128}, {31, 1}} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"bmm", "demo", "--bits", strconv.Itoa(tc.bits), "--d", "8", "--quiet"}, &stdout, &stderr)
+		require.Equal(t, 0, code, "--bits %d: %s", tc.bits, stderr.String())
+		assert.Contains(t, stdout.String(), fmt.Sprintf("A (%d×%d, 1 bit", tc.n, tc.n))
+		assert.Contains(t, stdout.String(), "equal bmm.Generic bit for bit")
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 2, run([]string{"bmm", "demo", "--bits", "21", "--n", "2048"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "use --bits ≤ 20 at --n 2048, or --n ≤ 1024 at --bits 21")
+}
+
+func TestDemoLimits(t *testing.T) {
+	for _, tc := range []struct{ n, bits int }{{1, 31}, {2, 30}, {1024, 21}, {2048, 20}, {8192, 18}} {
+		assert.Equal(t, tc.bits, demoMaxBits(tc.n), "n=%d", tc.n)
+		assert.LessOrEqual(t, tc.n, demoMaxN(tc.bits), "bits=%d", tc.bits)
+		assert.Greater(t, 2*tc.n, demoMaxN(tc.bits+1), "bits=%d", tc.bits+1)
+		assert.LessOrEqual(t, bmm.MaxSum(demoMaxN(tc.bits), 1, tc.bits), float64(math.MaxInt32))
+		assert.Greater(t, bmm.MaxSum(demoMaxN(tc.bits)+1, 1, tc.bits), float64(math.MaxInt32))
+	}
+}
+
+// --quiet is accepted by every command this file covers.
+func TestQuietAccepted(t *testing.T) {
+	for _, args := range [][]string{
+		{"info", "--quiet"}, {"version", "--quiet"}, {"bmm", "demo", "--n", "64", "--d", "8", "--quiet"},
+		{"bench", "bmm", "--n", "64", "--d", "8", "--bits", "1", "--time", "0s", "--no-fp32", "--quiet"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, run(args, &stdout, &stderr), "%q: %s", args, stderr.String())
+	}
 }

@@ -33,7 +33,7 @@ func runData(args []string, w io.Writer) error {
 		fmt.Fprintln(w, "  list                      bundled datasets with a one-line description")
 		fmt.Fprintln(w, "  info <name|path> [--json] nodes, edges, features, classes, split, density, degrees")
 		fmt.Fprintln(w, "  synth [flags] -o FILE     write a synthetic graph (R-MAT or planted partition) as .npz or edge list")
-		fmt.Fprintln(w, "\nA name is looked up in $QGTC_DATA/<name>, ./testdata/<name>, <binary>/../testdata/<name>;")
+		fmt.Fprintln(w, "\nA name is looked up in $QGTC_DATA/<name>, ./testdata/<name>, <binary>/../testdata/<name>, then built-in (cora);")
 		fmt.Fprintln(w, "a path may be a dataset folder (Planetoid, OGB, GraphSAGE, TU) or a .npz/.zip/.mat/edge-list file.")
 		if len(args) == 0 {
 			return fmt.Errorf("%w: missing data subcommand", errUsage)
@@ -95,7 +95,7 @@ func dataInfo(args []string, w io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	lcc := fs.Bool("lcc", false, "keep only the largest connected component (Shchur et al.'s standardization)")
 	seed := fs.Uint64("seed", 0, "seed of the RandomSplit(20, 30) shown for datasets that ship no split")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

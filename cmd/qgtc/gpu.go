@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -39,7 +40,9 @@ func gpuInfo(w io.Writer) {
 	fmt.Fprintln(w, "GPU:")
 	devs, err := tcu.Devices()
 	if err != nil {
-		fmt.Fprintf(w, "  unavailable: %v\n  (the CPU kernels are used)\n", err)
+		// "unavailable" is said once: not "unavailable: tcu: GPU path unavailable: ...".
+		why := strings.TrimPrefix(err.Error(), tcu.ErrUnavailable.Error()+": ")
+		fmt.Fprintf(w, "  unavailable: %s\n  (the CPU kernels are used)\n", why)
 		return
 	}
 	for _, d := range devs {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/internal/progress"
 )
 
 func init() {
@@ -16,11 +17,9 @@ func init() {
 
 func runInfo(args []string, w io.Writer) error {
 	fs := newFlags("info", w)
+	quiet := fs.Bool("quiet", false, "no progress line on stderr while the GPU is probed")
 	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: info takes no arguments, got %q", errUsage, fs.Args())
 	}
 	f := cpu.CPUFeatures()
 	model := f.Model
@@ -53,8 +52,12 @@ func runInfo(args []string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "bmm kernels:     %s\n", strings.Join(names, ", "))
 	fmt.Fprintf(w, "GOMAXPROCS:      %d\n", runtime.GOMAXPROCS(0))
+	// Opening the GPU may compile its kernels (seconds, once per driver).
+	prog := progress.Stderr(*quiet)
+	prog.Printf("info: probing the GPU backend")
 	for _, section := range infoSections {
 		section(w)
 	}
+	prog.Done()
 	return nil
 }

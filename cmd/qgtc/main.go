@@ -82,8 +82,22 @@ func newFlags(name string, stdout io.Writer) *pflag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, turning flag errors into usage errors.
+// parseFlags parses args, turning flag errors into usage errors. The
+// command takes no positional arguments: the first one is named in a
+// usage error, so a misspelt flag value or a stray word is never ignored.
 func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (see '%s --help')", errUsage, fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// parseFlagsArgs is parseFlags for a command that takes positional
+// arguments (such as `data info NAME`); the caller checks fs.Args().
+func parseFlagsArgs(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err

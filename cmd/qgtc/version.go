@@ -13,6 +13,7 @@ var version = "dev"
 func init() {
 	register(&command{name: "version", summary: "print the qgtc version", run: func(args []string, w io.Writer) error {
 		fs := newFlags("version", w)
+		fs.Bool("quiet", false, "accepted as by every command (version prints no progress)")
 		if err := parseFlags(fs, args); err != nil {
 			return err
 		}

@@ -58,7 +58,8 @@ func TestDependencyDirection(t *testing.T) {
 		"bmm/bmmtest":         {"bittensor", "bmm", "internal/par", "quantize"},
 		"cpu":                 {"bittensor", "bmm", "internal/par", "quantize"},
 		"tcu":                 {"bittensor", "bmm", "internal/par", "quantize"},
-		"subgraph":            {"bittensor", "internal/par"},
+		"datasets":            {},
+		"subgraph":            {"bittensor", "datasets", "internal/par"},
 		"internal/nn":         {"bittensor", "bmm", "cpu", "internal/par", "quantize"},
 		"internal/plot":       {},
 		"internal/cputime":    {},
@@ -67,7 +68,7 @@ func TestDependencyDirection(t *testing.T) {
 		"internal/progress":   {},
 		// layers computes on whatever kernel bmm.Default() or the caller
 		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
-		"layers": {"bittensor", "bmm", "cpu", "internal/nn", "internal/par", "quantize", "subgraph"},
+		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/nn", "internal/par", "quantize", "subgraph"},
 	}
 	for pkg, ok := range allowed {
 		t.Run(pkg, func(t *testing.T) {
