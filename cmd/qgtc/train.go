@@ -148,8 +148,15 @@ func runTrain(args []string, stdout io.Writer) error {
 	if random {
 		splitName = fmt.Sprintf("random %d/%d per class", *trainPer, *valPer)
 	}
-	if ds.Features == nil || ds.Labels == nil {
-		return fmt.Errorf("dataset %q: %w: training needs node features and single labels", ds.Name, layers.ErrData)
+	switch {
+	case ds.Features == nil:
+		return fmt.Errorf("dataset %q has no node features; train needs features and one class label per node", ds.Name)
+	case ds.Multi != nil:
+		return fmt.Errorf("dataset %q is multi-label; train needs one class label per node", ds.Name)
+	case ds.Labels == nil && ds.NumClasses > 0:
+		return fmt.Errorf("dataset %q has one label per graph, none per node; train needs one class label per node", ds.Name)
+	case ds.Labels == nil:
+		return fmt.Errorf("dataset %q has no node labels; train needs one class label per node", ds.Name)
 	}
 	if *clusters > ds.Graph.N() {
 		return fmt.Errorf("%w: --clusters %d: dataset %q has only %d nodes", errUsage, *clusters, ds.Name, ds.Graph.N())

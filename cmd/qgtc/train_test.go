@@ -165,3 +165,19 @@ func TestTrainProgress(t *testing.T) {
 	require.Equal(t, 0, code, stderr.String())
 	assert.Empty(t, progressOut.String())
 }
+
+// TestTrainUnusableDataset: the reason a dataset cannot be trained on is
+// said in the user's terms, without Go package or type names.
+func TestTrainUnusableDataset(t *testing.T) {
+	for ds, msg := range map[string]string{
+		"blogcatalog": `dataset "blogcatalog" has no node features`,
+		"proteins":    `dataset "proteins" has one label per graph, none per node`,
+	} {
+		t.Run(ds, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, 1, run([]string{"train", "--dataset", ds, "--quiet"}, &stdout, &stderr))
+			assert.Contains(t, stderr.String(), msg)
+			assert.NotContains(t, stderr.String(), "layers:")
+		})
+	}
+}
