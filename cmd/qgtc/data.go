@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -102,6 +103,7 @@ func dataInfo(args []string, w io.Writer) error {
 	fs := newFlags("data info", w)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	lcc := fs.Bool("lcc", false, "keep only the largest connected component (Shchur et al.'s standardization)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	seed := fs.Uint64("seed", 0, "seed of the random split (20 training and 30 validation nodes per class) shown for datasets that ship no split")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -110,7 +112,9 @@ func dataInfo(args []string, w io.Writer) error {
 		return fmt.Errorf("%w: data info wants one dataset name or path, got %d arguments", errUsage, fs.NArg())
 	}
 	t0 := time.Now()
-	d, err := subgraph.Load(fs.Arg(0))
+	var d *subgraph.Dataset
+	var err error
+	during(progress.New(dataStderr, *quiet), "data info: loading "+fs.Arg(0), func() { d, err = subgraph.Load(fs.Arg(0)) })
 	if err != nil {
 		return err
 	}
@@ -224,12 +228,12 @@ func plainPercent(x float64) string {
 	return strconv.FormatFloat(p, 'f', digits, 64)
 }
 
-// Hooks for the tests: synthStderr takes data synth's progress lines, and
+// Hooks for the tests: dataStderr takes data's progress lines, and
 // synthOut wraps the output file while it is written (to inject a failure
 // or slow the write down).
 var (
-	synthStderr io.Writer = os.Stderr
-	synthOut              = func(w io.Writer) io.Writer { return w }
+	dataStderr io.Writer = os.Stderr
+	synthOut             = func(w io.Writer) io.Writer { return w }
 	// machineMemory is the memory a new allocation may take, and where
 	// that figure comes from; 0 when it cannot be read.
 	machineMemory = availableMemory
@@ -289,16 +293,16 @@ func dataSynth(args []string, w io.Writer) error {
 	// collector would otherwise let garbage grow the heap to twice that.
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 
-	r := progress.New(synthStderr, *quiet)
-	r.Printf("data synth: generating %s", what)
+	r := progress.New(dataStderr, *quiet)
 	var g *subgraph.Graph
 	var comm []int32
-	if *model == "rmat" {
-		g, err = subgraph.RMAT(*scale, *edgeFactor, *a, *b, *c, *seed)
-	} else {
-		g, comm, err = subgraph.PlantedPartition(*nodes, *k, *avgDeg, *mixing, *seed)
-	}
-	r.Done()
+	during(r, "data synth: generating "+what, func() {
+		if *model == "rmat" {
+			g, err = subgraph.RMAT(*scale, *edgeFactor, *a, *b, *c, *seed)
+		} else {
+			g, comm, err = subgraph.PlantedPartition(*nodes, *k, *avgDeg, *mixing, *seed)
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -502,4 +506,32 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	c.report(c.n)
 	return n, err
+}
+
+// during runs work, reporting msg at once and then, with the seconds
+// taken, every second (r throttles that off a terminal): work that reports
+// no progress of its own still shows it is alive.
+func during(r *progress.Reporter, msg string, work func()) {
+	r.Printf("%s", msg)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t0 := time.Now()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				r.Printf("%s (%s)", msg, time.Since(t0).Round(time.Second))
+			}
+		}
+	}()
+	work()
+	close(done)
+	wg.Wait()
+	r.Done()
 }

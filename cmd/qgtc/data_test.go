@@ -322,12 +322,12 @@ func TestDataInfoPlainWords(t *testing.T) {
 	assert.NotContains(t, out, "RandomSplit")
 }
 
-// TestDataSynthProgress: plain progress lines on a writer that is not a
-// terminal, none with --quiet.
+// TestDataSynthProgress: data synth and data info print plain progress
+// lines on a writer that is not a terminal, none with --quiet.
 func TestDataSynthProgress(t *testing.T) {
-	defer func(w io.Writer) { synthStderr = w }(synthStderr)
+	defer func(w io.Writer) { dataStderr = w }(dataStderr)
 	var buf bytes.Buffer
-	synthStderr = &buf
+	dataStderr = &buf
 	p := filepath.Join(t.TempDir(), "g.txt")
 	code, _, errs := runCLI("data", "synth", "--scale", "8", "-o", p)
 	require.Equal(t, 0, code, errs)
@@ -336,6 +336,14 @@ func TestDataSynthProgress(t *testing.T) {
 	assert.NotContains(t, buf.String(), "\r")
 	buf.Reset()
 	code, _, errs = runCLI("data", "synth", "--quiet", "--scale", "8", "-o", p)
+	require.Equal(t, 0, code, errs)
+	assert.Empty(t, buf.String())
+
+	code, _, errs = runCLI("data", "info", "cora")
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "data info: loading cora\n", buf.String())
+	buf.Reset()
+	code, _, errs = runCLI("data", "info", "--quiet", "cora")
 	require.Equal(t, 0, code, errs)
 	assert.Empty(t, buf.String())
 }
