@@ -123,10 +123,10 @@ func runTrain(args []string, stdout io.Writer) error {
 		*attnDrop = 0
 	}
 	r := progress.New(trainStderr, *quiet)
-	r.Printf("train: loading %s", *dataset)
 	start := time.Now()
-	ds, err := subgraph.Load(*dataset)
-	r.Done()
+	var ds *subgraph.Dataset
+	var err error
+	during(r, "train: loading "+*dataset, func() { ds, err = subgraph.Load(*dataset) })
 	if err != nil {
 		return err
 	}
