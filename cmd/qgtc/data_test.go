@@ -347,3 +347,31 @@ func TestDataSynthProgress(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	assert.Empty(t, buf.String())
 }
+
+// TestDataSynthPeakWithinEstimate runs data synth in a child process and
+// checks that its peak resident memory stays under the need it refuses by.
+func TestDataSynthPeakWithinEstimate(t *testing.T) {
+	args := []string{"data", "synth", "--quiet", "--scale", "17"}
+	if path := os.Getenv("QGTC_SYNTH_PEAK"); path != "" {
+		os.Exit(run(append(args, "-o", path), io.Discard, os.Stderr))
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("Maxrss is in KiB on linux only")
+	}
+	for _, name := range []string{"g.npz", "g.txt"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestDataSynthPeakWithinEstimate$")
+			cmd.Env = append(os.Environ(), "QGTC_SYNTH_PEAK="+path)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, string(out))
+			rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+			fs := newFlags("data synth", io.Discard)
+			size, _, err := synthPlan(fs, "rmat", 17, 16, 0.57, 0.19, 0.19, 0, 0, 0, 0)
+			require.NoError(t, err)
+			need := synthNeed(size, filepath.Ext(name), false)
+			t.Logf("peak RSS %s, estimate %s", fmtBytes(rss), fmtBytes(need))
+			assert.LessOrEqual(t, rss, need)
+		})
+	}
+}
