@@ -210,3 +210,45 @@ func PlantedPartition(n, k int, avgDeg, mixing float64, seed uint64) (*Graph, []
 	}
 	return g, comm, nil
 }
+
+// SynthMemory is what a generator needs in memory, in bytes: Peak is the
+// most it holds live at once (edge draw, then CSR build), Graph what the
+// returned graph (and planted labels) keeps afterwards.
+type SynthMemory struct {
+	Peak, Graph int64
+}
+
+// csrBuildBytes is the live peak of FromEdges(n, src, dst) with m drawn
+// edges, symmetrized: src and dst (4 bytes each per edge), the int64
+// degree and fill arrays, the int32 index array for both directions (its
+// capacity stays with the graph even after deduplication) and indptr.
+func csrBuildBytes(n, m int64) int64 { return 8*m + 16*(n+1) + 8*m + 4*(n+1) }
+
+// RMATMemory is RMAT's memory need for (scale, edgeFactor), computed
+// without allocating; parameters RMAT refuses give ok = false.
+func RMATMemory(scale, edgeFactor int) (mem SynthMemory, ok bool) {
+	if scale < 1 || scale > 30 || edgeFactor < 1 || int64(edgeFactor)<<scale > 1<<30 {
+		return mem, false
+	}
+	n := int64(1) << scale
+	m := int64(edgeFactor) * n
+	// The id permutation (4n) stays referenced through the CSR build.
+	mem.Peak = csrBuildBytes(n, m) + 4*n
+	mem.Graph = 8*m + 4*(n+1)
+	return mem, true
+}
+
+// PlantedMemory is PlantedPartition's memory need for n nodes at avgDeg,
+// computed without allocating; parameters it refuses give ok = false.
+func PlantedMemory(n int, avgDeg float64) (mem SynthMemory, ok bool) {
+	if n < 2 || n > 1<<30 || !(avgDeg > 0) || avgDeg*float64(n)/2 > 1<<30 {
+		return mem, false
+	}
+	nn := int64(n)
+	m := int64(math.Round(avgDeg * float64(n) / 2))
+	// perm, comm and members are 4n each and live through the CSR build;
+	// comm is returned as the labels.
+	mem.Peak = csrBuildBytes(nn, m) + 12*nn
+	mem.Graph = 8*m + 4*(nn+1) + 4*nn
+	return mem, true
+}

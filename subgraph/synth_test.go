@@ -2,6 +2,7 @@ package subgraph
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -102,4 +103,50 @@ func BenchmarkPlantedPartition(b *testing.B) {
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "nodes/s")
 		})
 	}
+}
+
+// TestSynthMemory checks the estimates against the bytes the generators
+// really allocate: every slice they make is still live at the CSR build's
+// peak, so the total allocated is that peak (plus small change).
+func TestSynthMemory(t *testing.T) {
+	measure := func(gen func()) int64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		gen()
+		runtime.ReadMemStats(&after)
+		return int64(after.TotalAlloc - before.TotalAlloc)
+	}
+	for _, tc := range []struct{ scale, ef int }{{12, 8}, {16, 4}, {14, 16}} {
+		t.Run(fmt.Sprintf("rmat/scale=%d/ef=%d", tc.scale, tc.ef), func(t *testing.T) {
+			mem, ok := RMATMemory(tc.scale, tc.ef)
+			require.True(t, ok)
+			var g *Graph
+			got := measure(func() { g, _ = RMAT(tc.scale, tc.ef, 0.57, 0.19, 0.19, 1) })
+			assert.GreaterOrEqual(t, mem.Peak, got*95/100, "peak estimate covers what RMAT allocates")
+			assert.LessOrEqual(t, mem.Peak, got*11/10, "and is not far above it")
+			assert.GreaterOrEqual(t, mem.Graph, int64(4*cap(g.Indices)+4*len(g.Indptr)))
+		})
+	}
+	for _, tc := range []struct {
+		n   int
+		deg float64
+	}{{5000, 10}, {100000, 16}} {
+		t.Run(fmt.Sprintf("planted/n=%d", tc.n), func(t *testing.T) {
+			mem, ok := PlantedMemory(tc.n, tc.deg)
+			require.True(t, ok)
+			var g *Graph
+			var comm []int32
+			got := measure(func() { g, comm, _ = PlantedPartition(tc.n, 10, tc.deg, 0.2, 1) })
+			assert.GreaterOrEqual(t, mem.Peak, got*95/100)
+			assert.LessOrEqual(t, mem.Peak, got*11/10)
+			assert.GreaterOrEqual(t, mem.Graph, int64(4*cap(g.Indices)+4*len(g.Indptr)+4*len(comm)))
+		})
+	}
+	for _, bad := range [][2]int{{0, 8}, {31, 1}, {26, 32}, {10, 0}} {
+		_, ok := RMATMemory(bad[0], bad[1])
+		assert.False(t, ok, "%v", bad)
+	}
+	_, ok := PlantedMemory(1, 4)
+	assert.False(t, ok)
 }

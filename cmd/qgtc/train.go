@@ -2,13 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/qgtc/qgtc/internal/atomicfile"
+	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -78,29 +85,28 @@ func runTrain(args []string, stdout io.Writer) error {
 	initFile := fs.String("init", "", "load starting weights from a safetensors state dict (PyG names)")
 	out := fs.String("out", "", "write the trained model (best validation seed) as safetensors")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
-	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dataset == "" {
-		return fmt.Errorf("%w: --dataset is required", errUsage)
-	}
-	if *seeds < 1 || *epochs < -1 {
-		return fmt.Errorf("%w: --seeds %d and --epochs %d must be ≥ 1 and ≥ 0", errUsage, *seeds, *epochs)
-	}
-	if *lcc != "auto" && *lcc != "true" && *lcc != "false" {
-		return fmt.Errorf("%w: --lcc %q (want true, false or auto)", errUsage, *lcc)
-	}
-	if *norm != "auto" && *norm != "row" && *norm != "none" {
-		return fmt.Errorf("%w: --normalize %q (want row, none or auto)", errUsage, *norm)
-	}
-	if *split != "auto" && *split != "public" && *split != "random" {
-		return fmt.Errorf("%w: --split %q (want auto, public or random)", errUsage, *split)
+	m := strings.ToLower(*model)
+	if err := checkTrainFlags(fs, m); err != nil {
+		return err
 	}
 	if *epochs == 0 && *initFile == "" {
 		return fmt.Errorf("%w: --epochs 0 evaluates --init weights; give --init", errUsage)
 	}
-	m := strings.ToLower(*model)
+	if *initFile != "" {
+		if _, err := os.Stat(*initFile); err != nil {
+			return fmt.Errorf("--init %s: %w", *initFile, errors.Unwrap(err))
+		}
+	}
+	// A bad --out fails now, not after the training it would have saved.
+	if *out != "" {
+		if err := atomicfile.Check(*out); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
 	if *lr == 0 {
 		*lr = 0.01
 		if m == "gat" {
@@ -116,8 +122,11 @@ func runTrain(args []string, stdout io.Writer) error {
 	if m != "gat" {
 		*attnDrop = 0
 	}
+	r := progress.New(trainStderr, *quiet)
 	start := time.Now()
-	ds, err := subgraph.Load(*dataset)
+	var ds *subgraph.Dataset
+	var err error
+	during(r, "train: loading "+*dataset, func() { ds, err = subgraph.Load(*dataset) })
 	if err != nil {
 		return err
 	}
@@ -139,8 +148,18 @@ func runTrain(args []string, stdout io.Writer) error {
 	if random {
 		splitName = fmt.Sprintf("random %d/%d per class", *trainPer, *valPer)
 	}
-	if ds.Features == nil || ds.Labels == nil {
-		return fmt.Errorf("dataset %q: %w: training needs node features and single labels", ds.Name, layers.ErrData)
+	switch {
+	case ds.Features == nil:
+		return fmt.Errorf("dataset %q has no node features; train needs features and one class label per node", ds.Name)
+	case ds.Multi != nil:
+		return fmt.Errorf("dataset %q is multi-label; train needs one class label per node", ds.Name)
+	case ds.Labels == nil && ds.NumClasses > 0:
+		return fmt.Errorf("dataset %q has one label per graph, none per node; train needs one class label per node", ds.Name)
+	case ds.Labels == nil:
+		return fmt.Errorf("dataset %q has no node labels; train needs one class label per node", ds.Name)
+	}
+	if *clusters > ds.Graph.N() {
+		return fmt.Errorf("%w: --clusters %d: dataset %q has only %d nodes", errUsage, *clusters, ds.Name, ds.Graph.N())
 	}
 	cfg := layers.Config{Model: m, In: ds.Features.Cols, Hidden: *hidden, Out: ds.NumClasses, Layers: *nlayers,
 		Dropout: *dropout, Aggr: *aggr, Norm: ginNormFor(m, *ginNorm), Heads: *heads, OutHeads: *outHeads, AttnDropout: *attnDrop}
@@ -178,13 +197,11 @@ func runTrain(args []string, stdout io.Writer) error {
 		} else {
 			tc := layers.TrainConfig{Epochs: *epochs, LR: *lr, WeightDecay: *wd, Patience: *patience, Seed: sd,
 				Clusters: *clusters, ClustersPerBatch: *perBatch}
-			if !*quiet {
-				tc.Progress = progressBar(os.Stderr, s, *seeds, *epochs)
+			tc.Progress = func(e layers.EpochStats) {
+				r.Printf("train: seed %d/%d, epoch %d/%d, loss %.4f, validation %.2f%%", s+1, *seeds, e.Epoch, *epochs, e.Loss, 100*e.ValAcc)
 			}
 			res, err = layers.Train(mdl, data, tc)
-			if !*quiet && isTerminal(os.Stderr) {
-				fmt.Fprintln(os.Stderr) // end the redrawn line
-			}
+			r.Done()
 			if err != nil {
 				return err
 			}
@@ -251,50 +268,19 @@ func loadInit(m layers.Model, path string) error {
 }
 
 func saveModel(m layers.Model, path string) error {
-	f, err := os.Create(path)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
-		return err
-	}
-	if err := layers.Save(f, m); err != nil {
-		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return f.Close()
-}
-
-// progressBar draws `seed 1/10 [=====>    ] epoch 57/200 loss 0.4321 val 77.80%`
-// on one line of w, redrawn every epoch when w is a terminal; otherwise it
-// writes one such line per tenth of the epochs, so logs stay short.
-func progressBar(w io.Writer, seed, seeds, epochs int) func(layers.EpochStats) {
-	const width = 30
-	tty := isTerminal(w)
-	every := max(1, epochs/10)
-	return func(e layers.EpochStats) {
-		if !tty && e.Epoch%every != 0 && e.Epoch != 1 {
-			return
-		}
-		done := width * e.Epoch / epochs
-		bar := strings.Repeat("=", done) + strings.Repeat(" ", width-done)
-		if done < width {
-			bar = bar[:done] + ">" + bar[done+1:]
-		}
-		line := fmt.Sprintf("seed %d/%d [%s] epoch %d/%d loss %.4f val %.2f%%", seed+1, seeds, bar, e.Epoch, epochs, e.Loss, 100*e.ValAcc)
-		if tty {
-			fmt.Fprint(w, "\r"+line)
-		} else {
-			fmt.Fprintln(w, line)
-		}
+	defer f.Abort()
+	err = layers.Save(f, m)
+	if err == nil {
+		err = f.Commit()
 	}
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return nil
 }
 
 // ginNormFor passes --norm to GIN only (the other models have no such option).
@@ -303,4 +289,95 @@ func ginNormFor(model, norm string) string {
 		return norm
 	}
 	return ""
+}
+
+// trainStderr takes train's progress lines (a test hook).
+var trainStderr io.Writer = os.Stderr
+
+// checkTrainFlags rejects out-of-range values and flags that do not apply
+// to the model, before any data is loaded.
+func checkTrainFlags(fs *pflag.FlagSet, model string) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+	}
+	if fs.NArg() > 0 {
+		if fs.Changed("lcc") {
+			return bad("unexpected argument %q: --lcc takes its value after '=' (--lcc=true, --lcc=false or --lcc=auto)", fs.Arg(0))
+		}
+		return bad("unexpected argument %q (train takes only flags)", fs.Arg(0))
+	}
+	str := func(name string) string { return fs.Lookup(name).Value.String() }
+	num := func(name string) float64 {
+		x, _ := strconv.ParseFloat(str(name), 64)
+		return x
+	}
+	if str("dataset") == "" {
+		return bad("--dataset is required")
+	}
+	switch model {
+	case "gcn", "gin", "sage", "gat":
+	default:
+		return bad("--model %q: want gcn, gin, sage or gat", str("model"))
+	}
+	for _, f := range []struct{ name, model string }{
+		{"heads", "gat"}, {"out-heads", "gat"}, {"attn-dropout", "gat"}, {"aggr", "sage"}, {"norm", "gin"},
+	} {
+		if fs.Changed(f.name) && model != f.model {
+			return bad("--%s applies to --model %s only, not %s", f.name, f.model, model)
+		}
+	}
+	choices := []struct{ name, want string }{
+		{"lcc", "true false auto"}, {"normalize", "auto row none"}, {"split", "auto public random"},
+		{"aggr", "mean max"}, {"norm", "none batch"},
+	}
+	for _, c := range choices {
+		if !slices.Contains(strings.Fields(c.want), str(c.name)) {
+			return bad("--%s %q: want %s", c.name, str(c.name), strings.Join(strings.Fields(c.want), ", "))
+		}
+	}
+	// Integer flags with their least value; -1 marks "default" for --epochs.
+	for _, f := range []struct {
+		name  string
+		least int
+	}{
+		{"hidden", 1}, {"layers", 1}, {"heads", 1}, {"out-heads", 1}, {"patience", 0}, {"seeds", 1},
+		{"train-per-class", 1}, {"val-per-class", 1}, {"clusters", 0}, {"clusters-per-batch", 1}, {"epochs", 0},
+	} {
+		if (f.name != "epochs" || fs.Changed("epochs")) && num(f.name) < float64(f.least) {
+			return bad("--%s %s: want at least %d", f.name, str(f.name), f.least)
+		}
+	}
+	if model == "gat" && int(num("hidden"))%int(num("heads")) != 0 {
+		return bad("--hidden %s is not divisible into --heads %s", str("hidden"), str("heads"))
+	}
+	// Float flags: lr and dropout are 0 and -1 when left to their defaults.
+	for _, f := range []struct {
+		name string
+		ok   func(float64) bool
+		want string
+	}{
+		{"lr", func(x float64) bool { return x > 0 }, "a positive rate"},
+		{"weight-decay", func(x float64) bool { return x >= 0 }, "a value of at least 0"},
+		{"dropout", func(x float64) bool { return x >= 0 && x < 1 }, "a probability in [0, 1)"},
+		{"attn-dropout", func(x float64) bool { return x >= 0 && x < 1 }, "a probability in [0, 1)"},
+	} {
+		x := num(f.name)
+		if (fs.Changed(f.name) || (f.name != "lr" && f.name != "dropout")) && (!f.ok(x) || math.IsInf(x, 0)) {
+			return bad("--%s %s: want %s", f.name, str(f.name), f.want)
+		}
+	}
+	if fs.Changed("clusters-per-batch") && num("clusters") == 0 {
+		return bad("--clusters-per-batch applies to Cluster-GCN training only; give --clusters too")
+	}
+	if c := num("clusters"); c > 0 && num("clusters-per-batch") > c {
+		return bad("--clusters-per-batch %s is more than --clusters %s", str("clusters-per-batch"), str("clusters"))
+	}
+	if str("split") == "public" {
+		for _, name := range []string{"train-per-class", "val-per-class"} {
+			if fs.Changed(name) {
+				return bad("--%s applies to random splits, not --split public", name)
+			}
+		}
+	}
+	return nil
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,6 +61,123 @@ func TestTrainBadInput(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			assert.Equal(t, c.code, run(c.args, &stdout, &stderr), stderr.String())
 			assert.NotEmpty(t, stderr.String())
+		})
+	}
+}
+
+// TestTrainBadFlags: every out-of-range or misplaced flag is one usage line
+// (exit 2) before any data is loaded.
+func TestTrainBadFlags(t *testing.T) {
+	defer func(w io.Writer) { trainStderr = w }(trainStderr)
+	var progressOut bytes.Buffer
+	trainStderr = &progressOut
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--lcc", "maybe"}, `unexpected argument "maybe": --lcc takes its value after '='`},
+		{[]string{"--lcc=maybe"}, `--lcc "maybe": want true, false, auto`},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"--dropout", "-0.5"}, "--dropout -0.5: want a probability in [0, 1)"},
+		{[]string{"--dropout", "1"}, "--dropout 1: want a probability in [0, 1)"},
+		{[]string{"--model", "gat", "--attn-dropout", "NaN"}, "--attn-dropout NaN"},
+		{[]string{"--heads", "0"}, "--heads applies to --model gat only, not gcn"},
+		{[]string{"--model", "gat", "--heads", "0"}, "--heads 0: want at least 1"},
+		{[]string{"--model", "gat", "--out-heads", "-1"}, "--out-heads -1: want at least 1"},
+		{[]string{"--model", "gat", "--heads", "3"}, "--hidden 64 is not divisible into --heads 3"},
+		{[]string{"--clusters", "-1"}, "--clusters -1: want at least 0"},
+		{[]string{"--clusters-per-batch", "0"}, "--clusters-per-batch 0: want at least 1"},
+		{[]string{"--clusters-per-batch", "2"}, "--clusters-per-batch applies to Cluster-GCN training only"},
+		{[]string{"--clusters", "4", "--clusters-per-batch", "5"}, "--clusters-per-batch 5 is more than --clusters 4"},
+		{[]string{"--norm", "batch"}, "--norm applies to --model gin only, not gcn"},
+		{[]string{"--model", "gin", "--norm", "layer"}, `--norm "layer": want none, batch`},
+		{[]string{"--aggr", "max"}, "--aggr applies to --model sage only, not gcn"},
+		{[]string{"--model", "sage", "--aggr", "sum"}, `--aggr "sum": want mean, max`},
+		{[]string{"--model", "mlp"}, `--model "mlp": want gcn, gin, sage or gat`},
+		{[]string{"--hidden", "0"}, "--hidden 0: want at least 1"},
+		{[]string{"--layers", "0"}, "--layers 0: want at least 1"},
+		{[]string{"--epochs", "-5"}, "--epochs -5: want at least 0"},
+		{[]string{"--lr", "0"}, "--lr 0: want a positive rate"},
+		{[]string{"--lr", "-0.01"}, "--lr -0.01: want a positive rate"},
+		{[]string{"--weight-decay", "-1"}, "--weight-decay -1: want a value of at least 0"},
+		{[]string{"--patience", "-1"}, "--patience -1: want at least 0"},
+		{[]string{"--seeds", "0"}, "--seeds 0: want at least 1"},
+		{[]string{"--train-per-class", "0"}, "--train-per-class 0: want at least 1"},
+		{[]string{"--val-per-class", "-2"}, "--val-per-class -2: want at least 1"},
+		{[]string{"--split", "public", "--train-per-class", "5"}, "--train-per-class applies to random splits"},
+		{[]string{"--normalize", "l2"}, `--normalize "l2": want auto, row, none`},
+		{[]string{"--split", "x"}, `--split "x": want auto, public, random`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.msg, func(t *testing.T) {
+			progressOut.Reset()
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"train", "--dataset", "cora"}, tt.args...), &stdout, &stderr)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr.String(), tt.msg)
+			assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+			assert.Empty(t, progressOut.String(), "refused before loading")
+		})
+	}
+}
+
+// TestTrainOutChecked: an --out that cannot be written fails before the
+// dataset is loaded or a model trained.
+func TestTrainOutChecked(t *testing.T) {
+	defer func(w io.Writer) { trainStderr = w }(trainStderr)
+	var progressOut bytes.Buffer
+	trainStderr = &progressOut
+	dir := t.TempDir()
+	for _, out := range []string{filepath.Join(dir, "missing", "m.safetensors"), dir} {
+		t.Run(out, func(t *testing.T) {
+			progressOut.Reset()
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"train", "--dataset", "cora", "--epochs", "300", "--out", out}, &stdout, &stderr)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stderr.String(), "--out: cannot write "+out)
+			assert.Empty(t, progressOut.String(), "nothing loaded or trained")
+			assert.Empty(t, stdout.String())
+		})
+	}
+	assert.Empty(t, entries(t, dir))
+}
+
+// TestTrainProgress: on a writer that is not a terminal, train prints plain
+// lines (no carriage returns) for loading and each seed; --quiet none.
+func TestTrainProgress(t *testing.T) {
+	defer func(w io.Writer) { trainStderr = w }(trainStderr)
+	var progressOut bytes.Buffer
+	trainStderr = &progressOut
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"train", "--dataset", "cora", "--epochs", "3", "--seeds", "2", "--out", out}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	got := progressOut.String()
+	assert.NotContains(t, got, "\r")
+	assert.Contains(t, got, "train: loading cora\n")
+	assert.Contains(t, got, "train: seed 1/2, epoch 1/3, loss ")
+	assert.Contains(t, got, "train: seed 2/2, epoch 1/3, loss ")
+	assert.Contains(t, stdout.String(), "model written to "+out)
+	assert.Equal(t, []string{"m.safetensors"}, entries(t, filepath.Dir(out)), "no temporary file left")
+
+	progressOut.Reset()
+	code = run([]string{"train", "--dataset", "cora", "--epochs", "2", "--quiet"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Empty(t, progressOut.String())
+}
+
+// TestTrainUnusableDataset: the reason a dataset cannot be trained on is
+// said in the user's terms, without Go package or type names.
+func TestTrainUnusableDataset(t *testing.T) {
+	for ds, msg := range map[string]string{
+		"blogcatalog": `dataset "blogcatalog" has no node features`,
+		"proteins":    `dataset "proteins" has one label per graph, none per node`,
+	} {
+		t.Run(ds, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, 1, run([]string{"train", "--dataset", ds, "--quiet"}, &stdout, &stderr))
+			assert.Contains(t, stderr.String(), msg)
+			assert.NotContains(t, stderr.String(), "layers:")
 		})
 	}
 }
