@@ -139,6 +139,7 @@ func TestBMMDemoWideBits(t *testing.T) {
 		require.Equal(t, 0, code, "--bits %d: %s", tc.bits, stderr.String())
 		assert.Contains(t, stdout.String(), fmt.Sprintf("A (%d×%d, 1 bit", tc.n, tc.n))
 		assert.Contains(t, stdout.String(), "equal bmm.Generic bit for bit")
+		assert.Regexp(t, `1 bit, [0-9]+\.[0-9]{2}% ones`, stdout.String(), "percentages print plainly (was 1e+02%)")
 	}
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run([]string{"bmm", "demo", "--bits", "21", "--n", "2048"}, &stdout, &stderr))

@@ -121,7 +121,7 @@ func runBMM(args []string, w io.Writer) error {
 	}
 	prog.Done()
 	ops := 2 * float64(*n) * float64(*n) * float64(*d)
-	fmt.Fprintf(w, "product:  A (%d×%d, 1 bit, %.3g%% ones) × X (%d×%d, %d bits) = C (%d×%d int32)\n",
+	fmt.Fprintf(w, "product:  A (%d×%d, 1 bit, %.2f%% ones) × X (%d×%d, %d bits) = C (%d×%d int32)\n",
 		*n, *n, 100*float64(countOnes(adj))/float64(len(adj)), *n, *d, *nbits, *n, *d)
 	fmt.Fprintf(w, "kernel:   %s\n", k.Name())
 	fmt.Fprintf(w, "time:     %v (best of repeated runs)\n", best.Round(time.Microsecond))
