@@ -159,7 +159,7 @@ func TestDemoLimits(t *testing.T) {
 // --quiet is accepted by every command this file covers.
 func TestQuietAccepted(t *testing.T) {
 	for _, args := range [][]string{
-		{"info", "--quiet"}, {"version", "--quiet"}, {"bmm", "demo", "--n", "64", "--d", "8", "--quiet"},
+		{"info", "--quiet"}, {"version", "--quiet"}, {"data", "list", "--quiet"}, {"bmm", "demo", "--n", "64", "--d", "8", "--quiet"},
 		{"bench", "bmm", "--n", "64", "--d", "8", "--bits", "1", "--time", "0s", "--no-fp32", "--quiet"},
 	} {
 		var stdout, stderr bytes.Buffer

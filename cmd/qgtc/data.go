@@ -58,6 +58,7 @@ func runData(args []string, w io.Writer) error {
 
 func dataList(args []string, w io.Writer) error {
 	fs := newFlags("data list", w)
+	fs.Bool("quiet", false, "accepted for consistency: data list prints no progress")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
