@@ -370,3 +370,17 @@ func TestInferLatencyLine(t *testing.T) {
 	assert.Contains(t, b.String(), "(1.2x more)")
 	assert.NotContains(t, b.String(), "less")
 }
+
+// TestSweepProgressNotTerminal: sweep's progress reaches a log too.
+func TestSweepProgressNotTerminal(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("QGTC_CACHE", dir)
+	stderr := qCapture(t)
+	var out, errb bytes.Buffer
+	args := append([]string{"sweep", "--dataset", "cora", "--bits", "2,4", "--out", filepath.Join(dir, "sw")}, qFast...)
+	require.Equal(t, 0, run(args, &out, &errb), errb.String())
+	for _, w := range []string{"qgtc: training fp32 gcn on cora: epoch 1/5", "qgtc: QAT 2/2-bit gcn: epoch 1/1", "qgtc: QAT 4/4-bit gcn: epoch 1/1",
+		"qgtc: sweep seed 0: 4-bit inference\n"} {
+		assert.Contains(t, stderr.String(), w)
+	}
+}
