@@ -561,12 +561,12 @@ func printInfer(w io.Writer, r *inferReport) {
 	rd := func(v float64) float64 { return math.Round(10*v) / 10 }
 	sum := rd(r.LoadMS) + rd(r.PartitionMS) + rd(r.PrepareMS) + rd(r.PackMS) + rd(r.ComputeMS)
 	total := max(rd(r.TotalMS), sum)
-	pack := fmt.Sprintf("pack %.1f ms", r.PackMS)
+	pack := fmt.Sprintf("pack %.1f ms", rd(r.PackMS))
 	if r.SparseInput {
 		pack = "pack none (sparse codes)"
 	}
 	fmt.Fprintf(w, "  latency      load %.1f ms | partition %.1f ms%s | prepare %.1f ms | %s | compute %.1f ms | other %.1f ms | total %.1f ms\n",
-		r.LoadMS, r.PartitionMS, cached, r.PrepareMS, pack, r.ComputeMS, total-sum, total)
+		rd(r.LoadMS), rd(r.PartitionMS), cached, rd(r.PrepareMS), pack, rd(r.ComputeMS), total-sum, total)
 	if r.TrainMS > 0 {
 		where := "not cached"
 		if r.CachedIn != "" {
