@@ -1,11 +1,14 @@
 package layers
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -37,10 +40,39 @@ type qLayerP struct {
 	Out QParams `json:"out"`
 }
 
+// QOrigin records what a saved model was trained on, so that a model
+// applied to other data or with other settings can say so. Files written
+// before it existed have none (ReadQModelOrigin returns nil).
+type QOrigin struct {
+	Dataset string `json:"dataset"` // name or path as given
+	// Data fingerprints the graph, features, labels and split (hex).
+	Data         string `json:"data"`
+	Kind         string `json:"kind"`
+	ABits        int    `json:"abits"`
+	WBits        int    `json:"wbits"`
+	Norm         string `json:"norm"`
+	FeatureScale string `json:"feature_scale"`
+	// Key is the cache key of the settings the model was trained with.
+	Key string `json:"key,omitempty"`
+}
+
+// Metadata keys added next to qgtc.qmodel; the tensors and qgtc.qmodel are
+// encoded as before, so older readers still load the file.
+const (
+	qMetaOrigin = "qgtc.origin"
+	qMetaSum    = "qgtc.sha256"
+)
+
 // WriteTo saves m as safetensors: the float weights under PyTorch-style
 // names (layers.i.lin1.weight, ...) and the quantization parameters in the
-// metadata, so the file is both a checkpoint and a deployable model.
+// metadata, so the file is both a checkpoint and a deployable model. A
+// SHA-256 of the tensors and parameters lets ReadQModel detect corruption.
 func (m *QModel) WriteTo(w io.Writer) (int64, error) {
+	return WriteQModel(w, m, nil)
+}
+
+// WriteQModel is WriteTo that also records o (when not nil) in the file.
+func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
 	meta := qMeta{Format: qFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
 	ts := map[string]*STensor{}
 	for i, ly := range m.Layers {
@@ -65,10 +97,52 @@ func (m *QModel) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	meta2 := map[string]string{"qgtc.qmodel": string(js), "layers": strconv.Itoa(len(m.Layers)),
+		"saved": time.Now().UTC().Format(time.RFC3339)}
+	if o != nil {
+		ojs, err := json.Marshal(o)
+		if err != nil {
+			return 0, err
+		}
+		meta2[qMetaOrigin] = string(ojs)
+	}
+	meta2[qMetaSum] = qChecksum(ts, meta2)
 	cw := &qCountWriter{w: w}
-	err = WriteSafetensors(cw, ts, map[string]string{"qgtc.qmodel": string(js), "layers": strconv.Itoa(len(m.Layers)),
-		"saved": time.Now().UTC().Format(time.RFC3339)})
+	err = WriteSafetensors(cw, ts, meta2)
 	return cw.n, err
+}
+
+// qChecksum is the hex SHA-256 of what a model file means: the qgtc.qmodel
+// and qgtc.origin metadata, then every tensor (name, dtype, shape, bytes)
+// in name order, each field length-prefixed so no two files collide by
+// shifting bytes between fields.
+func qChecksum(ts map[string]*STensor, meta map[string]string) string {
+	h := sha256.New()
+	var n [8]byte
+	put := func(b []byte) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	put([]byte(meta["qgtc.qmodel"]))
+	put([]byte(meta[qMetaOrigin]))
+	names := make([]string, 0, len(ts))
+	for name := range ts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t := ts[name]
+		put([]byte(name))
+		put([]byte(t.DType))
+		shape := make([]byte, 8*len(t.Shape))
+		for i, d := range t.Shape {
+			binary.LittleEndian.PutUint64(shape[8*i:], uint64(d))
+		}
+		put(shape)
+		put(t.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 type qCountWriter struct {
@@ -90,16 +164,46 @@ func qF32Bytes(v []float32) []byte {
 	return b
 }
 
-// ReadQModel loads a model written by WriteTo.
+// ReadQModel loads a model written by WriteTo or WriteQModel, verifying
+// its checksum when the file has one (files from before checksums load as
+// they did).
 func ReadQModel(r io.Reader) (*QModel, error) {
+	m, _, err := ReadQModelOrigin(r)
+	return m, err
+}
+
+// ReadQModelOrigin is ReadQModel that also returns what the model was
+// trained on: nil when the file does not record it.
+func ReadQModelOrigin(r io.Reader) (*QModel, *QOrigin, error) {
 	ts, meta, err := ReadSafetensors(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	js, ok := meta["qgtc.qmodel"]
 	if !ok {
-		return nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrQModel)
+		return nil, nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrQModel)
 	}
+	if want, ok := meta[qMetaSum]; ok {
+		if got := qChecksum(ts, meta); got != want {
+			return nil, nil, fmt.Errorf("%w: checksum mismatch: the file records SHA-256 %.16s..., its contents hash to %.16s...", ErrQModel, want, got)
+		}
+	}
+	var origin *QOrigin
+	if ojs, ok := meta[qMetaOrigin]; ok {
+		origin = &QOrigin{}
+		if err := json.Unmarshal([]byte(ojs), origin); err != nil {
+			return nil, nil, fmt.Errorf("%w: metadata %s: %v", ErrQModel, qMetaOrigin, err)
+		}
+	}
+	m, err := qModelFrom(ts, js)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, origin, nil
+}
+
+// qModelFrom builds the model of the tensors ts and qgtc.qmodel metadata js.
+func qModelFrom(ts map[string]*STensor, js string) (*QModel, error) {
 	var mt qMeta
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrQModel, err)

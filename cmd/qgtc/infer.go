@@ -1,20 +1,18 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/qgtc/qgtc/bmm"
 	_ "github.com/qgtc/qgtc/cpu" // registers the CPU bit kernels with bmm
+	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
 	"github.com/spf13/pflag"
@@ -39,6 +37,12 @@ type qjob struct {
 	scale        string // feature scale: layers.QScaleMean or QScaleRows
 	norm         string // GIN's MLP normalization: layers.QNormNone or QNormBatch
 	lsq          bool   // QAT learns the activation step sizes
+
+	name       string             // the loaded dataset's name
+	data       string             // qDataFingerprint of the loaded dataset
+	prog       *progress.Reporter // nil: silent
+	cacheErr   error              // caching a trained model failed
+	cacheNoted bool               // the cache's failure was reported
 }
 
 // qtask is a loaded dataset with its batches.
@@ -50,36 +54,6 @@ type qtask struct {
 	partCached bool
 	parts      int
 	keptEdges  float64 // fraction of edges inside the batches
-}
-
-// qTTY says whether stderr is a terminal: progress lines redraw in place
-// there and are left out of logs.
-var qTTY = func() bool {
-	fi, err := os.Stderr.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}()
-
-func qProgress(quiet bool, format string, args ...any) {
-	if !quiet && qTTY {
-		fmt.Fprintf(os.Stderr, "\r\033[K"+format, args...)
-	}
-}
-
-func qProgressDone(quiet bool) {
-	if !quiet && qTTY {
-		fmt.Fprint(os.Stderr, "\r\033[K")
-	}
-}
-
-// qCacheDir is $QGTC_CACHE, else <user cache dir>/qgtc.
-func qCacheDir() string {
-	if d := os.Getenv("QGTC_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "qgtc")
-	}
-	return filepath.Join(os.TempDir(), "qgtc-cache")
 }
 
 // qAutoParts picks a partition count: one batch up to 5,000 nodes, else
@@ -97,17 +71,23 @@ func qAutoParts(n int) int {
 func qLoadTask(j *qjob) (*qtask, error) {
 	t := &qtask{}
 	t0 := time.Now()
+	j.prog.Printf("qgtc: loading %s", j.dataset)
 	ds, err := subgraph.Load(j.dataset)
+	j.prog.Done()
 	if err != nil {
 		return nil, err
 	}
 	if ds.Features == nil {
 		return nil, fmt.Errorf("%w: dataset %s has no node features; quantized inference needs them", errUsage, ds.Name)
 	}
-	if len(ds.Train) == 0 && ds.Labels != nil {
+	if ds.Labels == nil {
+		return nil, fmt.Errorf("%w: dataset %s has no single-label classes", errUsage, ds.Name)
+	}
+	if len(ds.Train) == 0 {
 		ds.RandomSplit(20, 30, j.seed)
 	}
 	t.ds = ds
+	j.name, j.data = ds.Name, qDataFingerprint(ds)
 	t.load = time.Since(t0)
 	n := ds.Graph.N()
 	if j.parts <= 0 {
@@ -120,16 +100,13 @@ func qLoadTask(j *qjob) (*qtask, error) {
 	var p []int32
 	t1 := time.Now()
 	if j.parts > 1 {
-		p, t.partCached, err = qCachedPartition(ds, j.parts, j.seed)
+		p, t.partCached, err = qPartition(j, ds, j.parts)
 		if err != nil {
 			return nil, err
 		}
 	}
 	t.part = time.Since(t1)
 	t2 := time.Now()
-	if ds.Labels == nil {
-		return nil, fmt.Errorf("%w: dataset %s has no single-label classes", errUsage, ds.Name)
-	}
 	t.data, err = layers.NewQDataScaled(ds, p, j.parts, j.batch, j.scale)
 	if err != nil {
 		return nil, err
@@ -145,76 +122,15 @@ func qLoadTask(j *qjob) (*qtask, error) {
 	return t, nil
 }
 
-// qCachedPartition returns the partition of ds into k parts, from the cache
-// when an earlier run computed it.
-func qCachedPartition(ds *subgraph.Dataset, k int, seed uint64) ([]int32, bool, error) {
-	g := ds.Graph
-	name := fmt.Sprintf("%s-n%d-e%d-k%d-s%d.parts", filepath.Base(ds.Name), g.N(), g.NumEdges(), k, seed)
-	path := filepath.Join(qCacheDir(), "partitions", name)
-	if b, err := os.ReadFile(path); err == nil && len(b) == 4*g.N() {
-		p := make([]int32, g.N())
-		ok := true
-		for i := range p {
-			p[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-			ok = ok && p[i] >= 0 && int(p[i]) < k
-		}
-		if ok {
-			return p, true, nil
-		}
-	}
-	part, err := subgraph.Partition(g, k, subgraph.PartitionOptions{Seed: seed}) // METIS-style multilevel k-way
-	if err != nil {
-		return nil, false, err
-	}
-	p := part.Parts
-	b := make([]byte, 4*len(p))
-	for i, v := range p {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		_ = os.WriteFile(path, b, 0o644) // a cache: failing to write it only costs time
-	}
-	return p, false, nil
-}
-
-func (j *qjob) modelPath(bits string) string {
-	name := fmt.Sprintf("%s-%s-n%s-h%d-l%d-p%dx%d-s%d-f%s-%s.safetensors", filepath.Base(j.dataset), j.kind, j.norm, j.hidden, j.layers, j.parts, j.batch, j.seed, j.scale, bits)
-	return filepath.Join(qCacheDir(), "models", name)
-}
-
-func qLoadModel(path string) (*layers.QModel, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return layers.ReadQModel(f)
-}
-
-func qSaveModel(path string, m *layers.QModel) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := m.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // fp32Model returns the trained full-precision model of j (from the cache
 // or trained now) and how long training took (0 when cached).
 func qFP32Model(j *qjob, t *qtask, in *layers.QInput) (*layers.QModel, time.Duration, error) {
-	path := j.modelPath("fp32")
-	if m, err := qLoadModel(path); err == nil && m.Kind == j.kind && m.Classes == t.ds.NumClasses && m.Layers[0].Lin1.In == t.ds.Features.Cols {
+	key := j.modelKey(false)
+	path := j.modelPath("fp32", key)
+	fits := func(m *layers.QModel) bool {
+		return m.Kind == j.kind && m.Classes == t.ds.NumClasses && m.Layers[0].Lin1.In == t.ds.Features.Cols
+	}
+	if m := qCachedModel(path, key, fits); m != nil {
 		return m, 0, nil
 	}
 	t0 := time.Now()
@@ -225,27 +141,26 @@ func qFP32Model(j *qjob, t *qtask, in *layers.QInput) (*layers.QModel, time.Dura
 	if err := m.SetNorm(j.norm); err != nil {
 		return nil, 0, fmt.Errorf("%w: --norm: %v", errUsage, err)
 	}
-	_, err = m.TrainFP32(t.data, in, layers.QTrainConfig{Epochs: j.epochs, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5,
-		Patience: 50, Seed: j.seed, Progress: func(ep int, loss, val float64) {
-			qProgress(j.quiet, "qgtc: training fp32 %s on %s: epoch %d/%d loss %.3f val %.1f%%", j.kind, t.ds.Name, ep, j.epochs, loss, 100*val)
+	_, err = m.TrainFP32(t.data, in, layers.QTrainConfig{Epochs: j.epochs, LR: qFP32LR, WeightDecay: qFP32WD, Dropout: qFP32Dropout,
+		Patience: qFP32Patience, Seed: j.seed, Progress: func(ep int, loss, val float64) {
+			j.prog.Printf("qgtc: training fp32 %s on %s: epoch %d/%d loss %.3f val %.1f%%", j.kind, t.ds.Name, ep, j.epochs, loss, 100*val)
 		}})
-	qProgressDone(j.quiet)
+	j.prog.Done()
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := qSaveModel(path, m); err != nil {
-		fmt.Fprintf(os.Stderr, "qgtc: note: could not cache the model: %v\n", err)
-	}
+	j.saveModel(path, m, key)
 	return m, time.Since(t0), nil
 }
 
 // qCalibrate returns fp at j's bit widths, calibrated (post-training
-// quantization) on up to 8 batches.
+// quantization) on up to qCalibBatches batches.
 func qCalibrate(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*layers.QModel, error) {
 	m := fp.Clone()
 	m.ABits, m.WBits = j.abits, j.wbits
-	qProgress(j.quiet, "qgtc: calibrating %d/%d-bit %s", j.abits, j.wbits, j.kind)
-	if err := m.Calibrate(t.data, in, 8); err != nil {
+	j.prog.Printf("qgtc: calibrating %d/%d-bit %s", j.abits, j.wbits, j.kind)
+	defer j.prog.Done()
+	if err := m.Calibrate(t.data, in, qCalibBatches); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -256,11 +171,12 @@ func qCalibrate(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*layer
 // qCalibrate), then fine-tuned with QAT (cached).
 func qQuantModel(j *qjob, t *qtask, fp, ptq *layers.QModel, in *layers.QInput) (*layers.QModel, time.Duration, error) {
 	bits := fmt.Sprintf("a%dw%d", j.abits, j.wbits)
-	if j.lsq {
-		bits += "-lsq"
+	key := j.modelKey(true)
+	path := j.modelPath(bits, key)
+	fits := func(m *layers.QModel) bool {
+		return m.Calibrated && m.Kind == j.kind && m.ABits == j.abits && m.WBits == j.wbits && m.Input == in.Params
 	}
-	path := j.modelPath(bits)
-	if m, err := qLoadModel(path); err == nil && m.Calibrated && m.ABits == j.abits && m.WBits == j.wbits && m.Input == in.Params {
+	if m := qCachedModel(path, key, fits); m != nil {
 		return m, 0, nil
 	}
 	t0 := time.Now()
@@ -274,25 +190,23 @@ func qQuantModel(j *qjob, t *qtask, fp, ptq *layers.QModel, in *layers.QInput) (
 		}
 	}
 	if j.qatEpochs > 0 {
-		_, err := m.QAT(t.data, in, layers.QTrainConfig{Epochs: j.qatEpochs, LR: 0.003, WeightDecay: 5e-4, Patience: 15, Seed: j.seed, LearnScales: j.lsq,
+		_, err := m.QAT(t.data, in, layers.QTrainConfig{Epochs: j.qatEpochs, LR: qQATLR, WeightDecay: qQATWD, Patience: qQATPatience, Seed: j.seed, LearnScales: j.lsq,
 			Progress: func(ep int, loss, val float64) {
-				qProgress(j.quiet, "qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.abits, j.wbits, j.kind, ep, j.qatEpochs, loss, 100*val)
+				j.prog.Printf("qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.abits, j.wbits, j.kind, ep, j.qatEpochs, loss, 100*val)
 			}})
+		j.prog.Done()
 		if err != nil {
 			return nil, 0, err
 		}
 	}
-	qProgressDone(j.quiet)
-	if err := qSaveModel(path, m); err != nil {
-		fmt.Fprintf(os.Stderr, "qgtc: note: could not cache the model: %v\n", err)
-	}
+	j.saveModel(path, m, key)
 	return m, time.Since(t0), nil
 }
 
 // qPickKernel returns the bit kernel for --device and a closer; when auto
 // falls back to the CPU it says why on stderr.
 func qPickKernel(device string) (bmm.Kernel, io.Closer, error) {
-	note := func(msg string) { fmt.Fprintln(os.Stderr, "qgtc: note:", msg) }
+	note := func(msg string) { qNote("%s", msg) }
 	switch device {
 	case "cpu":
 		return bmm.Default(), nil, nil
@@ -350,6 +264,7 @@ type inferReport struct {
 	PrepareMS       float64  `json:"prepare_ms"`
 	PackMS          float64  `json:"pack_ms"`
 	ComputeMS       float64  `json:"compute_ms"`
+	OtherMS         float64  `json:"other_ms"` // total less the parts above
 	TotalMS         float64  `json:"total_ms"`
 	TrainMS         float64  `json:"train_ms"`
 	NodesPerSec     float64  `json:"nodes_per_sec"`
@@ -358,6 +273,7 @@ type inferReport struct {
 	UnfusedBytes    int      `json:"unfused_inter_layer_bytes"`
 	WeightBytes     int      `json:"weight_bytes"`
 	Weights         string   `json:"weights,omitempty"`
+	CachedIn        string   `json:"cached_in,omitempty"` // where the model trained now was cached
 	SparseInput     bool     `json:"sparse_input"`
 	EdgeListBatches int      `json:"edge_list_batches"` // batches aggregated over the edge list
 }
@@ -381,8 +297,8 @@ func (j *qjob) jobFlags(fs *pflag.FlagSet) {
 }
 
 // check refuses the job flags infer and sweep share: a missing --dataset,
-// an unknown --model or --norm, sizes that are not positive and negative
-// epochs.
+// an unknown --model, --norm or --feature-scale, sizes that are not
+// positive and negative epochs.
 func (j *qjob) check() error {
 	if j.dataset == "" {
 		return fmt.Errorf("%w: --dataset is required", errUsage)
@@ -396,8 +312,63 @@ func (j *qjob) check() error {
 	case j.norm == layers.QNormBatch && j.kind != layers.QGIN:
 		return fmt.Errorf("%w: --norm %s: only gin has a normalization", errUsage, j.norm)
 	}
-	if j.batch < 1 || j.hidden < 1 || j.layers < 1 || j.epochs < 0 || j.qatEpochs < 0 {
-		return fmt.Errorf("%w: --batch, --hidden and --layers must be positive, --epochs and --qat-epochs not negative", errUsage)
+	switch j.scale {
+	case layers.QScaleSqrt, layers.QScaleMean, layers.QScaleRows, layers.QScaleNone:
+	default:
+		return fmt.Errorf("%w: --feature-scale %q (want sqrt, mean, rows or none)", errUsage, j.scale)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"batch", j.batch}, {"hidden", j.hidden}, {"layers", j.layers}} {
+		if f.v < 1 {
+			return fmt.Errorf("%w: --%s %d must be positive", errUsage, f.name, f.v)
+		}
+	}
+	if j.parts < 0 {
+		return fmt.Errorf("%w: --parts %d must be positive (or 0 to choose by size)", errUsage, j.parts)
+	}
+	if j.epochs < 0 || j.qatEpochs < 0 {
+		return fmt.Errorf("%w: --epochs %d and --qat-epochs %d must not be negative", errUsage, j.epochs, j.qatEpochs)
+	}
+	return nil
+}
+
+// qWeightsFlags takes j's model settings from the model file m (with its
+// origin o, nil for older files): a flag given explicitly that disagrees
+// with the file, or one that only applies when training, is a usage error
+// naming both values.
+func qWeightsFlags(fs *pflag.FlagSet, j *qjob, bits int, m *layers.QModel, o *layers.QOrigin, file string) error {
+	conflict := func(flag string, v any, has string) error {
+		return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
+	}
+	widths := fmt.Sprintf("a model of %d-bit activations and %d-bit weights", m.ABits, m.WBits)
+	switch {
+	case fs.Changed("abits") && j.abits != m.ABits:
+		return conflict("abits", j.abits, widths)
+	case fs.Changed("wbits") && j.wbits != m.WBits:
+		return conflict("wbits", j.wbits, widths)
+	case fs.Changed("bits") && ((!fs.Changed("abits") && bits != m.ABits) || (!fs.Changed("wbits") && bits != m.WBits)):
+		return conflict("bits", bits, widths)
+	case fs.Changed("model") && j.kind != m.Kind:
+		return conflict("model", j.kind, "a "+m.Kind+" model")
+	case fs.Changed("norm") && j.norm != m.Norm():
+		return conflict("norm", j.norm, "a model with norm "+m.Norm())
+	case fs.Changed("layers") && j.layers != len(m.Layers):
+		return conflict("layers", j.layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
+	case fs.Changed("hidden") && (m.Kind == layers.QGIN || len(m.Layers) > 1) && j.hidden != m.Layers[0].Lin1.Out:
+		return conflict("hidden", j.hidden, fmt.Sprintf("a model of hidden width %d", m.Layers[0].Lin1.Out))
+	case fs.Changed("feature-scale") && o != nil && j.scale != o.FeatureScale:
+		return conflict("feature-scale", j.scale, "a model trained with feature scale "+o.FeatureScale)
+	}
+	for _, f := range []string{"epochs", "qat-epochs", "lsq"} {
+		if fs.Changed(f) {
+			return fmt.Errorf("%w: --%s only applies when training, and --weights %s is a trained model", errUsage, f, file)
+		}
+	}
+	j.kind, j.norm, j.abits, j.wbits = m.Kind, m.Norm(), m.ABits, m.WBits
+	if o != nil && o.FeatureScale != "" {
+		j.scale = o.FeatureScale
 	}
 	return nil
 }
@@ -443,6 +414,18 @@ func runInfer(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: --%s %d is outside 1..32", errUsage, b.name, b.v)
 		}
 	}
+	j.prog = progress.New(qStderr, j.quiet)
+	start := time.Now()
+	var m, fp *layers.QModel
+	var origin *layers.QOrigin
+	if *weights != "" {
+		if m, origin, err = qLoadModel(*weights); err != nil {
+			return fmt.Errorf("--weights %s: %w", *weights, err)
+		}
+		if err := qWeightsFlags(fs, j, *bits, m, origin, *weights); err != nil {
+			return err
+		}
+	}
 	kernel, closer, err := qPickKernel(*device)
 	if err != nil {
 		return err
@@ -450,23 +433,21 @@ func runInfer(args []string, stdout io.Writer) error {
 	if closer != nil {
 		defer closer.Close()
 	}
-	start := time.Now()
 	t, err := qLoadTask(j)
 	if err != nil {
 		return err
 	}
 	t2 := time.Now()
-	var m, fp *layers.QModel
 	var trainTime time.Duration
 	var in *layers.QInput
-	if *weights != "" {
-		m, err = qLoadModel(*weights)
-		if err != nil {
-			return fmt.Errorf("--weights %s: %w", *weights, err)
-		}
+	if m != nil {
 		if m.Layers[0].Lin1.In != t.ds.Features.Cols || m.Classes != t.ds.NumClasses {
 			return fmt.Errorf("--weights %s: model takes %d features and %d classes, %s has %d and %d: %w",
 				*weights, m.Layers[0].Lin1.In, m.Classes, t.ds.Name, t.ds.Features.Cols, t.ds.NumClasses, layers.ErrQModel)
+		}
+		if origin != nil && origin.Data != "" && origin.Data != j.data {
+			qWarn("--weights %s was trained on %s (data %.16s), applied to %s (data %.16s): other graph, features, labels or split",
+				*weights, origin.Dataset, origin.Data, j.dataset, j.data)
 		}
 		in, err = layers.QuantizeInput(t.ds.Features, m.ABits)
 		if err != nil {
@@ -475,7 +456,6 @@ func runInfer(args []string, stdout io.Writer) error {
 		if in.Params != m.Input {
 			return fmt.Errorf("--weights %s: features of %s quantize to %+v, the model expects %+v: %w", *weights, t.ds.Name, in.Params, m.Input, layers.ErrQModel)
 		}
-		j.abits, j.wbits = m.ABits, m.WBits
 	} else {
 		in, err = layers.QuantizeInput(t.ds.Features, j.abits)
 		if err != nil {
@@ -492,32 +472,37 @@ func runInfer(args []string, stdout io.Writer) error {
 		}
 		trainTime = d1 + d2
 	}
-	quantPrep := time.Since(t2) - trainTime
 	plan, err := m.Compile(kernel)
 	if err != nil {
 		return err
 	}
+	quantPrep := time.Since(t2) - trainTime // quantizing the input, the model and its plan
 	plan.Agg = aggMode
 	sparse := *sparseIn == "on" || (*sparseIn == "auto" && plan.SparseCheaper(in))
 	run, err := plan.Run(t.data, in, sparse, func(done, total int) {
 		if total > 1 {
-			qProgress(j.quiet, "qgtc: inference batch %d/%d", done, total)
+			j.prog.Printf("qgtc: inference batch %d/%d", done, total)
 		}
 	})
-	qProgressDone(j.quiet)
+	j.prog.Done()
 	if err != nil {
 		return err
 	}
-	r := inferReport{Dataset: t.ds.Name, Model: j.kind, Bits: *bits, ABits: j.abits, WBits: j.wbits, FeatureBits: in.Params.Bits,
+	total := time.Since(start) - trainTime
+	r := inferReport{Dataset: t.ds.Name, Model: j.kind, ABits: j.abits, WBits: j.wbits, FeatureBits: in.Params.Bits,
 		Nodes: t.ds.Graph.N(), Edges: t.ds.Graph.NumEdges() / 2, Parts: t.parts, Batches: run.Batches, KeptEdges: t.keptEdges,
 		Kernel: kernel.Name(), LoadMS: qms(t.load), PartitionMS: qms(t.part), PartitionCached: t.partCached,
 		PrepareMS: qms(t.prep + quantPrep), PackMS: qms(run.Pack), ComputeMS: qms(run.Compute), TrainMS: qms(trainTime),
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes, Weights: *weights,
 		SparseInput: sparse, EdgeListBatches: run.EdgeListBatches}
-	if j.abits != j.wbits {
-		r.Bits = 0
+	if j.abits == j.wbits {
+		r.Bits = j.abits
 	}
-	r.TotalMS = qms(time.Since(start) - trainTime)
+	if trainTime > 0 && j.cacheErr == nil {
+		r.CachedIn = qCacheDir()
+	}
+	r.TotalMS = qms(total)
+	r.OtherMS = max(0, r.TotalMS-(r.LoadMS+r.PartitionMS+r.PrepareMS+r.PackMS+r.ComputeMS))
 	if inf := run.Pack + run.Compute; inf > 0 {
 		r.NodesPerSec = float64(run.Nodes) / inf.Seconds()
 	}
@@ -570,18 +555,36 @@ func printInfer(w io.Writer, r *inferReport) {
 	if r.PartitionCached {
 		cached = ", cached"
 	}
-	fmt.Fprintf(w, "  latency      load %.1f ms | partition %.1f ms%s | prepare %.1f ms | pack %.1f ms | compute %.1f ms | total %.1f ms\n",
-		r.LoadMS, r.PartitionMS, cached, r.PrepareMS, r.PackMS, r.ComputeMS, r.TotalMS)
+	// Each figure is rounded as printed and "other" (e.g. reading a
+	// --weights file, collecting predictions) is what is left, so the line
+	// adds up.
+	rd := func(v float64) float64 { return math.Round(10*v) / 10 }
+	sum := rd(r.LoadMS) + rd(r.PartitionMS) + rd(r.PrepareMS) + rd(r.PackMS) + rd(r.ComputeMS)
+	total := max(rd(r.TotalMS), sum)
+	pack := fmt.Sprintf("pack %.1f ms", rd(r.PackMS))
+	if r.SparseInput {
+		pack = "pack none (sparse codes)"
+	}
+	fmt.Fprintf(w, "  latency      load %.1f ms | partition %.1f ms%s | prepare %.1f ms | %s | compute %.1f ms | other %.1f ms | total %.1f ms\n",
+		rd(r.LoadMS), rd(r.PartitionMS), cached, rd(r.PrepareMS), pack, rd(r.ComputeMS), total-sum, total)
 	if r.TrainMS > 0 {
-		fmt.Fprintf(w, "  training     %.1f s (fp32 + QAT, now cached under %s)\n", r.TrainMS/1000, qCacheDir())
+		where := "not cached"
+		if r.CachedIn != "" {
+			where = "now cached under " + r.CachedIn
+		}
+		fmt.Fprintf(w, "  training     %.1f s (fp32 + QAT, %s)\n", r.TrainMS/1000, where)
 	}
 	fmt.Fprintf(w, "  throughput   %s nodes/s (pack + compute)\n", qGroupDigits(r.NodesPerSec))
 	held := "packed bit planes"
 	if r.EdgeListBatches > 0 {
 		held = "bit planes and byte codes"
 	}
-	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%.1fx less); weights %s\n",
-		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), float64(r.UnfusedBytes)/math.Max(1, float64(r.InterBytes)), qByteSize(int64(r.WeightBytes)))
+	ratio := fmt.Sprintf("%.1fx less", float64(r.UnfusedBytes)/math.Max(1, float64(r.InterBytes)))
+	if r.InterBytes > r.UnfusedBytes {
+		ratio = fmt.Sprintf("%.1fx more", float64(r.InterBytes)/math.Max(1, float64(r.UnfusedBytes)))
+	}
+	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%s); weights %s\n",
+		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), ratio, qByteSize(int64(r.WeightBytes)))
 	fmt.Fprintf(w, "  peak memory  %s\n", qByteSize(r.PeakBytes))
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,6 +75,37 @@ func TestInferErrors(t *testing.T) {
 			assert.Equal(t, tc.code, run(tc.args, &out, &errb))
 			assert.NotEmpty(t, errb.String())
 			assert.NotContains(t, errb.String(), "panic")
+		})
+	}
+}
+
+// TestInferBadSizes: a negative or zero size, or an unknown feature scale,
+// is one usage line naming the flag (the old code ran --parts -5 as
+// automatic and called --feature-scale foo a bad quantized model).
+func TestInferBadSizes(t *testing.T) {
+	t.Setenv("QGTC_CACHE", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"infer", "--parts", "-5"}, "--parts -5"},
+		{[]string{"infer", "--batch", "0"}, "--batch 0"},
+		{[]string{"infer", "--hidden", "-1"}, "--hidden -1"},
+		{[]string{"infer", "--layers", "0"}, "--layers 0"},
+		{[]string{"infer", "--epochs", "-2"}, "--epochs -2"},
+		{[]string{"infer", "--feature-scale", "foo"}, `--feature-scale "foo" (want sqrt, mean, rows or none)`},
+		{[]string{"sweep", "--parts", "-1", "--bits", "4"}, "--parts -1"},
+		{[]string{"sweep", "--feature-scale", "foo", "--bits", "4"}, "--feature-scale"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append(tc.args, "--dataset", "cora", "--epochs", "1", "--qat-epochs", "0", "--quiet")
+			if tc.args[1] == "--epochs" {
+				args = append(tc.args, "--dataset", "cora", "--quiet")
+			}
+			assert.Equal(t, 2, run(args, &out, &errb))
+			assert.Contains(t, errb.String(), tc.want)
+			assert.Equal(t, 1, strings.Count(errb.String(), "\n"), errb.String())
 		})
 	}
 }

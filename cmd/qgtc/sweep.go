@@ -15,6 +15,7 @@ import (
 
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/plot"
+	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/layers"
 )
 
@@ -96,6 +97,7 @@ func runSweep(args []string, stdout io.Writer) error {
 	if err := j.check(); err != nil {
 		return err
 	}
+	j.prog = progress.New(qStderr, j.quiet)
 	bits, err := qParseBits(*bitList)
 	if err != nil {
 		return err
@@ -178,7 +180,7 @@ func runSweep(args []string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
-			qProgress(j.quiet, "qgtc: sweep seed %d: %d-bit inference", sj.seed, b)
+			sj.prog.Printf("qgtc: sweep seed %d: %d-bit inference", sj.seed, b)
 			run, err := plan.Run(t.data, in, plan.SparseCheaper(in), nil)
 			if err != nil {
 				return err
@@ -191,7 +193,7 @@ func runSweep(args []string, stdout io.Writer) error {
 			r.TrainSeconds += dt.Seconds()
 			acc[bi+1] = append(acc[bi+1], layers.QAccuracy(run.Pred, t.ds.Labels, t.ds.Test))
 		}
-		qProgressDone(j.quiet)
+		sj.prog.Done()
 	}
 	for i := range rows {
 		rows[i].Accuracies = acc[i]
