@@ -1,0 +1,161 @@
+package bmm
+
+import (
+	"errors"
+
+	"github.com/qgtc/qgtc/bittensor"
+)
+
+// A Backend runs a quantized model's ops on operands it holds: on the CPU
+// they are host slices (zero copy), on a GPU they are device memory. A
+// compiled model uploads its weights once; a batch uploads its inputs (the
+// packed features or their sparse codes, the 1-bit adjacency, its edge
+// list, its per-node vectors) once; every op then reads and writes backend
+// operands, so intermediates never leave the backend, and only the
+// predictions (and the logits on request) come back.
+//
+// Every op computes exactly what Generic computes, bit for bit: the
+// integer product or sum, then the Epilogue in its fixed float32 order
+// (Epilogue.ApplyFloat of the float32 of the sum), then Requant.
+// Products that can pass int32 (MaxSum > 2^31−1) are summed as WideProduct
+// does, from int32 products of plane groups. bmmtest checks every backend
+// against Generic, aggregations included.
+//
+// Ops may run asynchronously: an op's inputs must stay untouched and alive
+// until a later Argmax or Read (which wait for every op before them), and
+// operands are released with Free once no op will read them. A Backend is
+// used by one goroutine at a time.
+type Backend interface {
+	// Name identifies the backend, e.g. "generic", "cpu/avx2", "tcu/wgmma".
+	Name() string
+
+	// UploadBits makes t a backend operand. The backend may keep a
+	// reference to t's words (the CPU backend does): the caller must not
+	// change them while the operand lives.
+	UploadBits(t *bittensor.Tensor) (Bits, error)
+	// UploadVector makes v (float32) a backend operand, with the same
+	// reference rule as UploadBits.
+	UploadVector(v []float32) (Vector, error)
+	// UploadCodes makes a rows×cols matrix of bits-bit codes (bits 1..8,
+	// row-major, each value below 2^bits) a backend operand.
+	UploadCodes(vals []uint8, rows, cols, bits int) (Codes, error)
+	// UploadGraph makes g an aggregation's left operand over srcRows rows.
+	UploadGraph(g *Graph, srcRows int) (GraphOperand, error)
+
+	// NewBits, NewCodes and NewVector allocate outputs on the backend.
+	NewBits(rows, cols, bits int, packing bittensor.Packing) (Bits, error)
+	NewCodes(rows, cols, bits int) (Codes, error)
+	NewVector(n int) (Vector, error)
+
+	// MulBit writes rq(ep(A·B)) into dst (M×N, any packing): the fused
+	// inter-layer step. A is packed by rows, B by columns.
+	MulBit(dst Bits, a, b Bits, ep *Epi, rq Requant) error
+	// MulCodes is MulBit into byte codes (dst.Bits() ≤ 8): the operand of
+	// a following edge-list aggregation.
+	MulCodes(dst Codes, a, b Bits, ep *Epi, rq Requant) error
+	// MulFloat writes ep(A·B) into dst (M·N, row-major): the logits.
+	MulFloat(dst Vector, a, b Bits, ep *Epi) error
+	// AggBit, AggCodes and AggFloat are the same three outputs of G·X,
+	// where row v of G·X sums the rows of x that row v of g lists, each
+	// times its weight (1 without weights).
+	AggBit(dst Bits, g GraphOperand, x Codes, ep *Epi, rq Requant) error
+	AggCodes(dst Codes, g GraphOperand, x Codes, ep *Epi, rq Requant) error
+	AggFloat(dst Vector, g GraphOperand, x Codes, ep *Epi) error
+	// RowSums writes the sum of each row's codes of a (packed by rows)
+	// into dst as float32: the zero-point term of the next epilogue.
+	RowSums(dst Vector, a Bits) error
+
+	// Argmax writes, for each row r of the rows×cols logits, the column of
+	// its largest value (the first on ties; NaN never wins) into dst[r] on
+	// the host. It waits for every op before it.
+	Argmax(dst []int32, logits Vector, cols int) error
+	// ReadVector copies v to the host (logits on request) after every op
+	// before it.
+	ReadVector(dst []float32, v Vector) error
+
+	// PreferEdges is the backend's cost model: whether aggregating over
+	// an edge list is cheaper than the dense product with the packed 1-bit
+	// adjacency for these sizes.
+	PreferEdges(c AggCost) bool
+	// Traffic reports the bytes moved between host and backend and the
+	// ops (launches) run since the backend opened.
+	Traffic() Traffic
+	// Close releases everything the backend holds.
+	Close() error
+}
+
+// An Operand is a value held by a backend.
+type Operand interface {
+	// Free releases the operand; a second Free does nothing.
+	Free()
+}
+
+// Bits is a packed bit tensor on a backend.
+type Bits interface {
+	Operand
+	Rows() int
+	Cols() int
+	Bits() int
+	Packing() bittensor.Packing
+}
+
+// Codes is a row-major matrix of codes of at most 8 bits, one byte each,
+// on a backend: what an edge-list aggregation sums.
+type Codes interface {
+	Operand
+	Rows() int
+	Cols() int
+	Bits() int
+}
+
+// Vector is float32 values on a backend.
+type Vector interface {
+	Operand
+	Len() int
+}
+
+// GraphOperand is an uploaded Graph.
+type GraphOperand interface {
+	Operand
+	Rows() int
+}
+
+// Graph is a sparse left operand in CSR: row v lists in
+// Indices[Indptr[v]:Indptr[v+1]] the source rows it sums, each times
+// Weights[p] (nil: every weight is 1; else codes of WeightBits ≤ 8 bits, as
+// in the sparse features of a first layer).
+type Graph struct {
+	Indptr, Indices []int32
+	Weights         []uint8
+	WeightBits      int
+}
+
+// Epi is an Epilogue whose vectors are backend operands; nil vectors skip
+// their step, exactly as in Epilogue.
+type Epi struct {
+	ColScale, RowTerm, ColTerm, ColConst, RowScale, ColBias Vector
+	ReLU                                                    bool
+}
+
+// AggCost describes an aggregation for PreferEdges.
+type AggCost struct {
+	Rows, Cols int // the output's shape
+	Edges      int // entries of the edge list
+	DenseTiles int // non-zero 64×256 tiles of the packed adjacency
+	Bits       int // width of the aggregated codes
+}
+
+// Traffic counts what a backend moved and ran.
+type Traffic struct {
+	HostToDevice int64 // bytes uploaded
+	DeviceToHost int64 // bytes downloaded
+	Ops          int64 // ops run (kernel launches on a GPU)
+}
+
+// Sub is t − u: the traffic between two readings.
+func (t Traffic) Sub(u Traffic) Traffic {
+	return Traffic{t.HostToDevice - u.HostToDevice, t.DeviceToHost - u.DeviceToHost, t.Ops - u.Ops}
+}
+
+// ErrForeign: an operand made by another backend (or already freed).
+var ErrForeign = errors.New("bmm: operand of another backend or freed")
