@@ -73,7 +73,7 @@ func parseNPY(name string, b []byte) (*npyArray, error) {
 		return nil, bad("descr", "missing or not a string")
 	}
 	if err := a.setDescr(descr); err != nil {
-		return nil, bad("descr", "%q: %v", descr, err)
+		return nil, bad("descr", "%s: %v", excerpt(descr), err)
 	}
 	if f, ok := hdr["fortran_order"].(bool); ok {
 		a.fortran = f
@@ -240,12 +240,12 @@ func parsePyDict(s string) (map[string]any, error) {
 		}
 		p.space()
 		if !p.eat(':') {
-			return nil, fmt.Errorf("missing ':' after key %q", k)
+			return nil, fmt.Errorf("missing ':' after key %s", excerpt(k))
 		}
 		p.space()
 		v, err := p.value()
 		if err != nil {
-			return nil, fmt.Errorf("key %q: %w", k, err)
+			return nil, fmt.Errorf("key %s: %w", excerpt(k), err)
 		}
 		out[k] = v
 		p.space()
@@ -321,7 +321,7 @@ func (p *pyLit) value() (any, error) {
 			}
 			d, err := strconv.Atoi(strings.TrimRight(p.s[j:p.i], "L"))
 			if err != nil {
-				return nil, fmt.Errorf("bad dimension %q", p.s[j:p.i])
+				return nil, fmt.Errorf("bad dimension %s", excerpt(p.s[j:p.i]))
 			}
 			dims = append(dims, d)
 			p.space()
@@ -334,5 +334,5 @@ func (p *pyLit) value() (any, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("unsupported value at %q", p.s[p.i:min(len(p.s), p.i+10)])
+	return nil, fmt.Errorf("unsupported value at %s", excerpt(p.s[p.i:min(len(p.s), p.i+10)]))
 }
