@@ -292,7 +292,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 	}
 	binary := true
 	var sample []float32
-	neg := false
+	nonZero, negative := 0, 0
 	stride := 1
 	if nnz := qFeatureNNZ(f); nnz > 1<<20 {
 		stride = nnz >> 20
@@ -304,7 +304,10 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 				binary = false
 			}
 			if v < 0 {
-				neg = true
+				negative++
+			}
+			if v != 0 {
+				nonZero++
 			}
 			if v != 0 && i%stride == 0 {
 				sample = append(sample, v)
@@ -312,10 +315,17 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 			i++
 		})
 	}
+	// A signed range gives 0 a non-zero code, so every absent entry of
+	// sparse features must then be stored: one -1 in Cora's binary
+	// features stored 3.9M codes instead of 49k (80x the memory, 170x the
+	// time). Sparse features with rare negatives (at most 1 in 100 of the
+	// non-zeros) keep an unsigned range instead: their codes clamp the
+	// negatives to 0 and the float values stay exact.
 	if binary {
 		in.Params = qParamsFor(1, 0, 1) // codes equal the values: exact
 	} else {
-		in.Params = qBestRange(sample, bits, !neg)
+		unsigned := negative == 0 || (f.Dense == nil && negative*100 <= nonZero)
+		in.Params = qBestRange(sample, bits, unsigned)
 	}
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
