@@ -29,7 +29,7 @@ const (
 	// deflate alone reaches 1,032x, which is how a 1.5 MB file asked for
 	// gigabytes.
 	inflateRatio = 100
-	inflateFloor = 64 << 20
+	inflateFloor = 16 << 20
 
 	// Feature values beyond extremeAbs, or extremeRatio times the 99th
 	// percentile of |x|, earn a warning: one such value sets the
