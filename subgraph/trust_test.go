@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,11 +30,22 @@ func TestFeatureValues(t *testing.T) {
 		_, err := Load(dir)
 		return err
 	}
+	sage := func(feats []byte) error {
+		dir := writeTemp(t, map[string][]byte{
+			"p-G.json":         []byte(`{"nodes":[{"id":0},{"id":1}],"links":[{"source":0,"target":1}]}`),
+			"p-id_map.json":    []byte(`{"0":0,"1":1}`),
+			"p-class_map.json": []byte(`{"0":1,"1":0}`),
+			"p-feats.npy":      feats,
+		})
+		_, err := Load(dir)
+		return err
+	}
 	for _, tt := range []struct {
 		name string
 		err  error
 		want string
 	}{
+		{"graphsage nan", sage(npyBytes("<f4", []int{2, 2}, leF32(0, 1, float32(math.NaN()), 0))), "row 1, column 0 is NaN"},
 		{"ogb nan", ogb("1,0\n0,nan\n1,1\n"), "row 1, column 1 is NaN"},
 		{"ogb inf", ogb("1,0\n0,1\n1,-inf\n"), "row 2, column 1 is -Inf"},
 	} {
@@ -94,6 +106,7 @@ func TestPlanetoidMissingAllx(t *testing.T) {
 	d = loadCached(t, "pubmed_partial")
 	require.Len(t, d.Warnings, 1)
 	assert.Contains(t, d.Warnings[0], "18657 of 19717 nodes")
+	assert.Equal(t, d.Warnings, d.LargestComponent().Warnings, "a subset keeps the warnings")
 
 	assert.Empty(t, loadCached(t, "cora").Warnings)
 }
