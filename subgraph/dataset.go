@@ -3,6 +3,7 @@ package subgraph
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Errors returned by the dataset loaders. Each is wrapped with %w by a
@@ -72,7 +73,11 @@ func (d *Dataset) Validate() error {
 		return bad("graph is not undirected and loop-free")
 	}
 	n := d.Graph.N()
-	if err := checkClasses(d.Name, d.NumClasses, n); err != nil {
+	perNode := n
+	if d.Labels == nil && d.Multi == nil {
+		perNode = math.MaxInt // graph-level classes (GraphSet.Dataset)
+	}
+	if err := checkClasses(d.Name, d.NumClasses, perNode); err != nil {
 		return err
 	}
 	for name, f := range map[string]*Features{"features": d.Features, "multi-labels": d.Multi} {

@@ -83,6 +83,9 @@ func (d *Dataset) checkValues(name string) error {
 	if d.Graph != nil {
 		n = d.Graph.N()
 	}
+	if d.Labels == nil && d.Multi == nil {
+		n = math.MaxInt // graph-level classes, or none
+	}
 	if err := checkClasses(name, d.NumClasses, n); err != nil {
 		return err
 	}

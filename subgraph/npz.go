@@ -45,7 +45,7 @@ func openNPZ(name string, b []byte, size int, budget *int64) (*npzFile, error) {
 // and the bytes read are capped by it whatever the header claims.
 func (z *npzFile) readMember(f *zip.File) ([]byte, error) {
 	if f.UncompressedSize64 > uint64(*z.budget) {
-		return nil, fmt.Errorf("%w: %s: member %s declares %d bytes from %d compressed, more than this %d-byte file may inflate to (%dx plus %d MiB)",
+		return nil, fmt.Errorf("%w: %s: member %s declares %d bytes from %d compressed, more than this %d-byte file may inflate to (%dx plus %d MiB in all)",
 			ErrFormat, z.name, excerpt(f.Name), f.UncompressedSize64, f.CompressedSize64, z.size, inflateRatio, inflateFloor>>20)
 	}
 	rc, err := f.Open()

@@ -201,24 +201,29 @@ func TestInflateBudget(t *testing.T) {
 		assert.Contains(t, err.Error(), "edge.csv.gz inflates past")
 	})
 	t.Run("nested npz", func(t *testing.T) {
-		// The inner npz holds a member that is fine for the inner file's
-		// size but not for the outer file's: the budget is the outer one's.
+		// The inner npz is 10 MB (a stored member of zeros), so its own
+		// budget would allow its 12 MB deflated member; the outer zip
+		// deflates it to ~25 KB, and the budget is the outer file's.
 		var inner bytes.Buffer
 		zw := zip.NewWriter(&inner)
-		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "adj_indptr.npy", Method: zip.Store})
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "pad.npy", Method: zip.Store})
+		w.Write(make([]byte, 10<<20))
+		w, _ = zw.CreateHeader(&zip.FileHeader{Name: "adj_indptr.npy", Method: zip.Store})
 		w.Write(npyBytes("<i4", []int{1}, le32(0)))
 		w, _ = zw.CreateHeader(&zip.FileHeader{Name: "adj_shape.npy", Method: zip.Deflate})
-		w.Write(npyBytes("<i4", []int{5 << 20}, make([]byte, 20<<20)))
+		w.Write(npyBytes("<i4", []int{3 << 20}, make([]byte, 12<<20)))
 		zw.Close()
+		require.Less(t, int64(12<<20), inflateBudget(inner.Len()))
 		var outer bytes.Buffer
 		zw = zip.NewWriter(&outer)
 		w, _ = zw.CreateHeader(&zip.FileHeader{Name: "x.npz", Method: zip.Deflate})
 		w.Write(inner.Bytes())
 		zw.Close()
-		require.Less(t, outer.Len(), 40<<10)
+		require.Less(t, outer.Len(), 64<<10)
 		_, err := readNPZ("o.zip", outer.Bytes())
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ErrFormat)
+		assert.Contains(t, err.Error(), `member "adj_shape.npy" declares`)
 		assert.Contains(t, err.Error(), "may inflate to")
 	})
 }
