@@ -53,6 +53,15 @@ type budgetReader struct {
 
 func (b *budgetReader) Read(p []byte) (int, error) {
 	if *b.left <= 0 {
+		// Out of budget: fine if the stream ends here, an error if not.
+		var one [1]byte
+		n, err := b.r.Read(one[:])
+		for n == 0 && err == nil {
+			n, err = b.r.Read(one[:])
+		}
+		if n == 0 {
+			return 0, err
+		}
 		return 0, fmt.Errorf("%w: %s inflates past %d bytes from %d compressed bytes (at most %dx plus %d MiB is accepted)",
 			ErrFormat, b.what, inflateBudget(b.size)-*b.left, b.size, inflateRatio, inflateFloor>>20)
 	}
@@ -67,11 +76,11 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 // excerpt quotes at most the first 32 bytes of s (Go-escaped, with "..."
 // when cut) so that errors never echo long or binary file content.
 func excerpt(s string) string {
-	const max = 32
-	if len(s) <= max {
+	const limit = 32
+	if len(s) <= limit {
 		return strconv.Quote(s)
 	}
-	return strconv.Quote(s[:max]) + "..."
+	return strconv.Quote(s[:limit]) + "..."
 }
 
 // checkValues is the last step of every loader: it rejects non-finite

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -199,6 +200,16 @@ func TestInflateBudget(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ErrFormat)
 		assert.Contains(t, err.Error(), "edge.csv.gz inflates past")
+	})
+	t.Run("exact fit", func(t *testing.T) {
+		for _, tt := range []struct {
+			size, budget int64
+			ok           bool
+		}{{100, 100, true}, {100, 99, false}, {0, 0, true}} {
+			left := tt.budget
+			_, err := io.ReadAll(&budgetReader{r: bytes.NewReader(make([]byte, tt.size)), left: &left, what: "s"})
+			assert.Equal(t, tt.ok, err == nil, "%d bytes, budget %d: %v", tt.size, tt.budget, err)
+		}
 	})
 	t.Run("nested npz", func(t *testing.T) {
 		// The inner npz is 10 MB (a stored member of zeros), so its own
