@@ -33,6 +33,10 @@ type npyArray struct {
 	data    []byte
 }
 
+// maxDims is numpy's limit on dimensions (NPY_MAXDIMS, 64 since 2.0); it
+// also keeps a shape short enough to print in an error.
+const maxDims = 64
+
 // len is the number of elements.
 func (a *npyArray) len() int { return len(a.data) / a.size }
 
@@ -83,6 +87,9 @@ func parseNPY(name string, b []byte) (*npyArray, error) {
 	shape, ok := hdr["shape"].([]int)
 	if !ok {
 		return nil, bad("shape", "missing or not a tuple of integers")
+	}
+	if len(shape) > maxDims {
+		return nil, bad("shape", "%d dimensions (numpy allows %d)", len(shape), maxDims)
 	}
 	count := 1
 	for _, d := range shape {

@@ -328,6 +328,9 @@ func pyNDArray(v any) (*npyArray, error) {
 	if !ok {
 		return nil, errors.New("numpy array shape is not a tuple")
 	}
+	if len(shapeT) > maxDims {
+		return nil, fmt.Errorf("numpy array has %d dimensions (numpy allows %d)", len(shapeT), maxDims)
+	}
 	shape := make([]int, len(shapeT))
 	count := 1
 	for i, x := range shapeT {

@@ -252,6 +252,11 @@ func TestErrorExcerpts(t *testing.T) {
 			_, err := parseNPY("a.npy", append([]byte("\x93NUMPY\x01\x00\x10\x27"), []byte("{'"+strings.Repeat("k", 9990)+"' 1}")...))
 			return err
 		}()},
+		{"npy many dimensions", func() error {
+			hdr := "{'descr': '<i4', 'fortran_order': False, 'shape': (" + strings.Repeat("1,", 5000) + "), }"
+			_, err := readNPZ("x.npz", tinyGNN(shape64(3, 3), append([]byte("\x93NUMPY\x02\x00"), append(le32(int32(len(hdr))), hdr...)...), labels64(0, 1, 0)))
+			return err
+		}()},
 		{"tu token", func() error { _, err := parseTU("T.txt", []byte("1\n2 x"+long+"\n")); return err }()},
 		{"index lines", func() error { _, err := parseIndexLines("t.index", []byte("1\n"+long+"\n")); return err }()},
 	} {
