@@ -266,6 +266,9 @@ func (in *QInput) prepare() {
 
 // QuantizeInput quantizes features f to bits (ignored for binary features,
 // which take 1 bit) with a per-tensor range calibrated on the values.
+// Sparse features whose negatives are rare (at most 1% of the non-zeros)
+// get an unsigned range, their negatives' codes clamped to 0 (the float
+// values stay exact), so that they stay sparse.
 func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: dataset has no node features", ErrQModel)
@@ -315,12 +318,8 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 			i++
 		})
 	}
-	// A signed range gives 0 a non-zero code, so every absent entry of
-	// sparse features must then be stored: one -1 in Cora's binary
-	// features stored 3.9M codes instead of 49k (80x the memory, 170x the
-	// time). Sparse features with rare negatives (at most 1 in 100 of the
-	// non-zeros) keep an unsigned range instead: their codes clamp the
-	// negatives to 0 and the float values stay exact.
+	// A signed range gives 0 a non-zero code, which makes every absent
+	// entry of sparse features a stored one (rows×cols codes).
 	if binary {
 		in.Params = qParamsFor(1, 0, 1) // codes equal the values: exact
 	} else {
