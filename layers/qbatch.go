@@ -266,6 +266,9 @@ func (in *QInput) prepare() {
 
 // QuantizeInput quantizes features f to bits (ignored for binary features,
 // which take 1 bit) with a per-tensor range calibrated on the values.
+// Sparse features whose negatives are rare (at most 1% of the non-zeros)
+// get an unsigned range, their negatives' codes clamped to 0 (the float
+// values stay exact), so that they stay sparse.
 func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: dataset has no node features", ErrQModel)
@@ -292,7 +295,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 	}
 	binary := true
 	var sample []float32
-	neg := false
+	nonZero, negative := 0, 0
 	stride := 1
 	if nnz := qFeatureNNZ(f); nnz > 1<<20 {
 		stride = nnz >> 20
@@ -304,7 +307,10 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 				binary = false
 			}
 			if v < 0 {
-				neg = true
+				negative++
+			}
+			if v != 0 {
+				nonZero++
 			}
 			if v != 0 && i%stride == 0 {
 				sample = append(sample, v)
@@ -312,10 +318,13 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 			i++
 		})
 	}
+	// A signed range gives 0 a non-zero code, which makes every absent
+	// entry of sparse features a stored one (rows×cols codes).
 	if binary {
 		in.Params = qParamsFor(1, 0, 1) // codes equal the values: exact
 	} else {
-		in.Params = qBestRange(sample, bits, !neg)
+		unsigned := negative == 0 || (f.Dense == nil && negative*100 <= nonZero)
+		in.Params = qBestRange(sample, bits, unsigned)
 	}
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)

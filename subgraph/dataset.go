@@ -3,6 +3,7 @@ package subgraph
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Errors returned by the dataset loaders. Each is wrapped with %w by a
@@ -15,6 +16,8 @@ var (
 	ErrFormat = errors.New("subgraph: bad dataset file")
 	// ErrInconsistent: files or fields disagree (sizes, counts, ranges).
 	ErrInconsistent = errors.New("subgraph: inconsistent dataset")
+	// ErrValue: a feature value is NaN or infinite.
+	ErrValue = errors.New("subgraph: bad feature value")
 )
 
 // Features is an N×F node-feature (or label-indicator) matrix, stored
@@ -47,11 +50,15 @@ type Dataset struct {
 	// Train, Val and Test are node ids, sorted ascending; empty when no
 	// split is shipped (see RandomSplit).
 	Train, Val, Test []int32
+	// Warnings are problems the loader let through but a user should see:
+	// extreme feature ranges, a dataset known to be partial. One line each.
+	Warnings []string
 }
 
 // Validate checks a dataset's invariants: a valid, symmetric, loop-free
 // graph; feature and label matrices with one row per node and in-range
-// columns; labels in [-1, NumClasses); split ids in range.
+// columns and finite values; labels in [-1, NumClasses); at most
+// max(nodes, 2) and MaxClasses classes; split ids in range.
 func (d *Dataset) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: dataset %q: %s", ErrInconsistent, d.Name, fmt.Sprintf(format, args...))
@@ -66,6 +73,13 @@ func (d *Dataset) Validate() error {
 		return bad("graph is not undirected and loop-free")
 	}
 	n := d.Graph.N()
+	perNode := n
+	if d.Labels == nil && d.Multi == nil {
+		perNode = math.MaxInt // graph-level classes (GraphSet.Dataset)
+	}
+	if err := checkClasses(d.Name, d.NumClasses, perNode); err != nil {
+		return err
+	}
 	for name, f := range map[string]*Features{"features": d.Features, "multi-labels": d.Multi} {
 		if f == nil {
 			continue
@@ -75,6 +89,14 @@ func (d *Dataset) Validate() error {
 		}
 		if f.Rows != n {
 			return bad("%s have %d rows for %d nodes", name, f.Rows, n)
+		}
+		if err := f.checkSize(d.Name, name); err != nil {
+			return err
+		}
+	}
+	if d.Features != nil {
+		if r, c, v, ok := d.Features.nonFinite(); ok {
+			return fmt.Errorf("%w: dataset %q: feature at row %d, column %d is %v", ErrValue, d.Name, r, c, v)
 		}
 	}
 	if d.Labels != nil {

@@ -84,7 +84,7 @@ func assembleGraphSAGE(in files, file func(string) string, g *sageGraph, idMap m
 	seen := make([]bool, n)
 	for k, v := range idMap {
 		if v < 0 || v >= int64(n) || seen[v] {
-			return nil, fmt.Errorf("%w: %s: node %q maps to %d; indices must be 0..%d, each once", ErrInconsistent, file("-id_map.json"), k, v, n-1)
+			return nil, fmt.Errorf("%w: %s: node %s maps to %d; indices must be 0..%d, each once", ErrInconsistent, file("-id_map.json"), excerpt(k), v, n-1)
 		}
 		seen[v] = true
 	}
@@ -97,7 +97,7 @@ func assembleGraphSAGE(in files, file func(string) string, g *sageGraph, idMap m
 				return int32(i), nil
 			}
 		}
-		return 0, fmt.Errorf("%w: %s: %s %s is not a node in id_map.json", ErrInconsistent, file("-G.json"), field, string(r))
+		return 0, fmt.Errorf("%w: %s: %s %s is not a node in id_map.json", ErrInconsistent, file("-G.json"), field, excerpt(string(r)))
 	}
 	d := &Dataset{}
 	inG := make([]bool, n)
@@ -150,19 +150,19 @@ func assembleGraphSAGE(in files, file func(string) string, g *sageGraph, idMap m
 	for k, raw := range classMap {
 		v, ok := idMap[k]
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: node %q is not in id_map.json", ErrInconsistent, file("-class_map.json"), k)
+			return nil, fmt.Errorf("%w: %s: node %s is not in id_map.json", ErrInconsistent, file("-class_map.json"), excerpt(k))
 		}
 		var c int32
 		var vec []float64
 		switch {
 		case json.Unmarshal(raw, &c) == nil && c >= 0:
 			if isMulti == 1 {
-				return nil, fmt.Errorf("%w: %s: node %q mixes single- and multi-label entries", ErrInconsistent, file("-class_map.json"), k)
+				return nil, fmt.Errorf("%w: %s: node %s mixes single- and multi-label entries", ErrInconsistent, file("-class_map.json"), excerpt(k))
 			}
 			isMulti, labels[v], classes = 0, c, max(classes, int(c)+1)
 		case json.Unmarshal(raw, &vec) == nil:
 			if isMulti == 0 || (isMulti == 1 && len(vec) != classes) {
-				return nil, fmt.Errorf("%w: %s: node %q has %d label columns, others %d", ErrInconsistent, file("-class_map.json"), k, len(vec), classes)
+				return nil, fmt.Errorf("%w: %s: node %s has %d label columns, others %d", ErrInconsistent, file("-class_map.json"), excerpt(k), len(vec), classes)
 			}
 			isMulti, classes = 1, len(vec)
 			for j, x := range vec {
@@ -171,7 +171,7 @@ func assembleGraphSAGE(in files, file func(string) string, g *sageGraph, idMap m
 				}
 			}
 		default:
-			return nil, fmt.Errorf("%w: %s: node %q label %s is neither a class nor a 0/1 list", ErrFormat, file("-class_map.json"), k, string(raw))
+			return nil, fmt.Errorf("%w: %s: node %s label %s is neither a class nor a 0/1 list", ErrFormat, file("-class_map.json"), excerpt(k), excerpt(string(raw)))
 		}
 	}
 	d.NumClasses = classes
@@ -201,6 +201,9 @@ func assembleGraphSAGE(in files, file func(string) string, g *sageGraph, idMap m
 			return nil, fmt.Errorf("%w: %s: shape %v, want (%d, F) in C order", ErrInconsistent, file("-feats.npy"), a.shape, n)
 		}
 		d.Features = &Features{Rows: n, Cols: a.shape[1], Dense: a.float32s()}
+	}
+	if err := d.checkValues(file("-G.json")); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -36,7 +37,7 @@ const (
 type matSparse struct {
 	rows, cols int
 	jc, ir     []int32 // column pointers (cols+1), row indices
-	pr         []float64
+	nz         []bool  // whether each stored value is non-zero (pr != 0)
 }
 
 type matReader struct {
@@ -62,6 +63,7 @@ func readMATSparse(name string, b []byte) (map[string]*matSparse, error) {
 		return nil, fmt.Errorf("%w: %s: MAT header: version 0x%04x, want 0x0100", ErrFormat, name, v)
 	}
 	out := map[string]*matSparse{}
+	budget := inflateBudget(len(b))
 	rest := b[128:]
 	for len(rest) > 0 {
 		typ, data, next, err := m.element(rest)
@@ -74,12 +76,12 @@ func readMATSparse(name string, b []byte) (map[string]*matSparse, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s: miCOMPRESSED element: %v", ErrFormat, name, err)
 			}
-			inner, err := io.ReadAll(io.LimitReader(zr, maxMember+1))
+			inner, err := io.ReadAll(&budgetReader{r: zr, left: &budget, what: name + ": miCOMPRESSED element", size: len(b)})
 			if err != nil {
+				if errors.Is(err, ErrFormat) {
+					return nil, err
+				}
 				return nil, fmt.Errorf("%w: %s: miCOMPRESSED element: %v", ErrFormat, name, err)
-			}
-			if len(inner) > maxMember {
-				return nil, fmt.Errorf("%w: %s: miCOMPRESSED element inflates past %d bytes", ErrFormat, name, maxMember)
 			}
 			if typ, data, _, err = m.element(inner); err != nil {
 				return nil, err
@@ -94,7 +96,7 @@ func readMATSparse(name string, b []byte) (map[string]*matSparse, error) {
 		}
 		if s != nil {
 			if _, dup := out[v]; dup {
-				return nil, fmt.Errorf("%w: %s: variable %q appears twice", ErrFormat, name, v)
+				return nil, fmt.Errorf("%w: %s: variable %s appears twice", ErrFormat, name, excerpt(v))
 			}
 			out[v] = s
 		}
@@ -163,7 +165,7 @@ func (m *matReader) matrix(b []byte) (string, *matSparse, error) {
 		return v, nil, nil
 	}
 	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: variable %q: %s: %s", ErrInconsistent, m.name, v, field, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s: variable %s: %s: %s", ErrInconsistent, m.name, excerpt(v), field, fmt.Sprintf(format, args...))
 	}
 	if len(dv) != 2 || dv[0] < 0 || dv[1] < 0 {
 		return "", nil, bad("dimensions", "%v, want two non-negative sizes", dv)
@@ -191,7 +193,7 @@ func (m *matReader) matrix(b []byte) (string, *matSparse, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	pr, err := m.floats(pt, prd, v+" pr")
+	pr, err := m.nonZero(pt, prd, v+" pr")
 	if err != nil {
 		return "", nil, err
 	}
@@ -213,17 +215,19 @@ func (m *matReader) matrix(b []byte) (string, *matSparse, error) {
 			return "", nil, bad("ir", "entry %d = %d outside [0, %d)", i, r, rows)
 		}
 	}
-	return v, &matSparse{rows: rows, cols: cols, jc: jc, ir: ir[:nnz], pr: pr[:nnz]}, nil
+	return v, &matSparse{rows: rows, cols: cols, jc: jc, ir: ir[:nnz], nz: pr[:nnz]}, nil
 }
 
-// ints decodes an integer-typed payload to int32.
+// ints decodes a numeric payload to int32 without a float64 copy (a
+// payload of int8 would otherwise take 8x its bytes).
 func (m *matReader) ints(t uint32, d []byte, what string) ([]int32, error) {
-	f, err := m.floats(t, d, what)
+	size, err := m.itemSize(t, d, what)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int32, len(f))
-	for i, x := range f {
+	out := make([]int32, len(d)/size)
+	for i := range out {
+		x := m.at(t, d[i*size:])
 		if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
 			return nil, fmt.Errorf("%w: %s: %s: entry %d = %v is not an int32", ErrFormat, m.name, what, i, x)
 		}
@@ -232,44 +236,57 @@ func (m *matReader) ints(t uint32, d []byte, what string) ([]int32, error) {
 	return out, nil
 }
 
-// floats decodes a numeric payload of any MAT type to float64.
-func (m *matReader) floats(t uint32, d []byte, what string) ([]float64, error) {
+// itemSize is the byte size of MAT type t, checking that d holds whole items.
+func (m *matReader) itemSize(t uint32, d []byte, what string) (int, error) {
 	size := map[uint32]int{miINT8: 1, miUINT8: 1, miINT16: 2, miUINT16: 2, miINT32: 4, miUINT32: 4,
 		miSINGLE: 4, miDOUBLE: 8, miINT64: 8, miUINT64: 8}[t]
 	if size == 0 {
-		return nil, fmt.Errorf("%w: %s: %s: data type %d is not numeric", ErrFormat, m.name, what, t)
+		return 0, fmt.Errorf("%w: %s: %s: data type %d is not numeric", ErrFormat, m.name, what, t)
 	}
 	if len(d)%size != 0 {
-		return nil, fmt.Errorf("%w: %s: %s: %d bytes is not a whole number of %d-byte values", ErrFormat, m.name, what, len(d), size)
+		return 0, fmt.Errorf("%w: %s: %s: %d bytes is not a whole number of %d-byte values", ErrFormat, m.name, what, len(d), size)
 	}
-	o := m.order
-	out := make([]float64, len(d)/size)
+	return size, nil
+}
+
+// nonZero decodes a numeric payload to whether each value is non-zero:
+// all the loaders need of a sparse matrix's values, in one byte each.
+func (m *matReader) nonZero(t uint32, d []byte, what string) ([]bool, error) {
+	size, err := m.itemSize(t, d, what)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(d)/size)
 	for i := range out {
-		p := d[i*size:]
-		switch t {
-		case miINT8:
-			out[i] = float64(int8(p[0]))
-		case miUINT8:
-			out[i] = float64(p[0])
-		case miINT16:
-			out[i] = float64(int16(o.Uint16(p)))
-		case miUINT16:
-			out[i] = float64(o.Uint16(p))
-		case miINT32:
-			out[i] = float64(int32(o.Uint32(p)))
-		case miUINT32:
-			out[i] = float64(o.Uint32(p))
-		case miSINGLE:
-			out[i] = float64(math.Float32frombits(o.Uint32(p)))
-		case miDOUBLE:
-			out[i] = math.Float64frombits(o.Uint64(p))
-		case miINT64:
-			out[i] = float64(int64(o.Uint64(p)))
-		case miUINT64:
-			out[i] = float64(o.Uint64(p))
-		}
+		out[i] = m.at(t, d[i*size:]) != 0
 	}
 	return out, nil
+}
+
+// at decodes the value of type t at the start of p.
+func (m *matReader) at(t uint32, p []byte) float64 {
+	o := m.order
+	switch t {
+	case miINT8:
+		return float64(int8(p[0]))
+	case miUINT8:
+		return float64(p[0])
+	case miINT16:
+		return float64(int16(o.Uint16(p)))
+	case miUINT16:
+		return float64(o.Uint16(p))
+	case miINT32:
+		return float64(int32(o.Uint32(p)))
+	case miUINT32:
+		return float64(o.Uint32(p))
+	case miSINGLE:
+		return float64(math.Float32frombits(o.Uint32(p)))
+	case miDOUBLE:
+		return math.Float64frombits(o.Uint64(p))
+	case miINT64:
+		return float64(int64(o.Uint64(p)))
+	}
+	return float64(o.Uint64(p)) // miUINT64
 }
 
 // readMAT loads a node2vec/DeepWalk style MAT file: `network` (N×N) and,
@@ -291,7 +308,7 @@ func readMAT(name string, b []byte) (*Dataset, error) {
 	dst := make([]int32, 0, len(nw.ir))
 	for c := 0; c < n; c++ {
 		for i := nw.jc[c]; i < nw.jc[c+1]; i++ {
-			if nw.pr[i] != 0 {
+			if nw.nz[i] {
 				src = append(src, nw.ir[i])
 				dst = append(dst, int32(c))
 			}
@@ -309,6 +326,9 @@ func readMAT(name string, b []byte) (*Dataset, error) {
 		d.Multi = cscToBinaryCSR(gr)
 		d.NumClasses = gr.cols
 	}
+	if err := d.checkValues(name); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -316,7 +336,7 @@ func readMAT(name string, b []byte) (*Dataset, error) {
 func cscToBinaryCSR(s *matSparse) *Features {
 	ip := make([]int32, s.rows+1)
 	for i, r := range s.ir {
-		if s.pr[i] != 0 {
+		if s.nz[i] {
 			ip[r+1]++
 		}
 	}
@@ -327,7 +347,7 @@ func cscToBinaryCSR(s *matSparse) *Features {
 	ix := make([]int32, ip[s.rows])
 	for c := 0; c < s.cols; c++ { // columns in order keep rows sorted
 		for i := s.jc[c]; i < s.jc[c+1]; i++ {
-			if s.pr[i] != 0 {
+			if s.nz[i] {
 				r := s.ir[i]
 				ix[fill[r]] = int32(c)
 				fill[r]++

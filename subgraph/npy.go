@@ -33,6 +33,10 @@ type npyArray struct {
 	data    []byte
 }
 
+// maxDims is numpy's limit on dimensions (NPY_MAXDIMS, 64 since 2.0); it
+// also keeps a shape short enough to print in an error.
+const maxDims = 64
+
 // len is the number of elements.
 func (a *npyArray) len() int { return len(a.data) / a.size }
 
@@ -73,7 +77,7 @@ func parseNPY(name string, b []byte) (*npyArray, error) {
 		return nil, bad("descr", "missing or not a string")
 	}
 	if err := a.setDescr(descr); err != nil {
-		return nil, bad("descr", "%q: %v", descr, err)
+		return nil, bad("descr", "%s: %v", excerpt(descr), err)
 	}
 	if f, ok := hdr["fortran_order"].(bool); ok {
 		a.fortran = f
@@ -83,6 +87,9 @@ func parseNPY(name string, b []byte) (*npyArray, error) {
 	shape, ok := hdr["shape"].([]int)
 	if !ok {
 		return nil, bad("shape", "missing or not a tuple of integers")
+	}
+	if len(shape) > maxDims {
+		return nil, bad("shape", "%d dimensions (numpy allows %d)", len(shape), maxDims)
 	}
 	count := 1
 	for _, d := range shape {
@@ -240,12 +247,12 @@ func parsePyDict(s string) (map[string]any, error) {
 		}
 		p.space()
 		if !p.eat(':') {
-			return nil, fmt.Errorf("missing ':' after key %q", k)
+			return nil, fmt.Errorf("missing ':' after key %s", excerpt(k))
 		}
 		p.space()
 		v, err := p.value()
 		if err != nil {
-			return nil, fmt.Errorf("key %q: %w", k, err)
+			return nil, fmt.Errorf("key %s: %w", excerpt(k), err)
 		}
 		out[k] = v
 		p.space()
@@ -321,7 +328,7 @@ func (p *pyLit) value() (any, error) {
 			}
 			d, err := strconv.Atoi(strings.TrimRight(p.s[j:p.i], "L"))
 			if err != nil {
-				return nil, fmt.Errorf("bad dimension %q", p.s[j:p.i])
+				return nil, fmt.Errorf("bad dimension %s", excerpt(p.s[j:p.i]))
 			}
 			dims = append(dims, d)
 			p.space()
@@ -334,5 +341,5 @@ func (p *pyLit) value() (any, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("unsupported value at %q", p.s[p.i:min(len(p.s), p.i+10)])
+	return nil, fmt.Errorf("unsupported value at %s", excerpt(p.s[p.i:min(len(p.s), p.i+10)]))
 }

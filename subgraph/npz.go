@@ -14,44 +14,55 @@ import (
 	"strings"
 )
 
-// maxMember caps how many bytes one zip member may inflate to, so that a
-// crafted archive cannot exhaust memory (the largest real member, in
-// amazon_electronics_computers.npz, is 15 MB).
-const maxMember = 1 << 30
-
 // npzFile is an open NumPy .npz (a zip of .npy members), read lazily.
 type npzFile struct {
 	name    string // file name for errors, e.g. "x.zip:inner.npz"
 	members map[string]*zip.File
+	size    int    // compressed size of the outermost file
+	budget  *int64 // bytes its members may still inflate to (shared when nested)
 }
 
-func openNPZ(name string, b []byte) (*npzFile, error) {
+// openNPZ opens the zip b; budget is nil for a file read from disk (it
+// then gets inflateBudget(len(b))) or the outer archive's for a nested one.
+func openNPZ(name string, b []byte, size int, budget *int64) (*npzFile, error) {
 	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: not a zip archive: %v", ErrFormat, name, err)
 	}
-	z := &npzFile{name: name, members: map[string]*zip.File{}}
+	if budget == nil {
+		left := inflateBudget(len(b))
+		budget, size = &left, len(b)
+	}
+	z := &npzFile{name: name, members: map[string]*zip.File{}, size: size, budget: budget}
 	for _, f := range zr.File {
 		z.members[strings.TrimSuffix(f.Name, ".npy")] = f
 	}
 	return z, nil
 }
 
-// readZipMember reads one member, refusing more than maxMember bytes.
-func readZipMember(archive string, f *zip.File) ([]byte, error) {
+// readMember reads one member, charging it to the archive's inflation
+// budget: a declared size beyond what is left is refused before reading,
+// and the bytes read are capped by it whatever the header claims.
+func (z *npzFile) readMember(f *zip.File) ([]byte, error) {
+	if f.UncompressedSize64 > uint64(*z.budget) {
+		return nil, fmt.Errorf("%w: %s: member %s declares %d bytes from %d compressed, more than this %d-byte file may inflate to (%dx plus %d MiB in all)",
+			ErrFormat, z.name, excerpt(f.Name), f.UncompressedSize64, f.CompressedSize64, z.size, inflateRatio, inflateFloor>>20)
+	}
 	rc, err := f.Open()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: member %s: %v", ErrFormat, archive, f.Name, err)
+		return nil, fmt.Errorf("%w: %s: member %s: %v", ErrFormat, z.name, excerpt(f.Name), err)
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxMember+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: member %s: %v", ErrFormat, archive, f.Name, err)
+	// Start the buffer at the declared size only as far as the compressed
+	// bytes can back it (a header may lie); it grows as data really comes.
+	buf := bytes.NewBuffer(make([]byte, 0, min(f.UncompressedSize64, 4*f.CompressedSize64+64<<10)+bytes.MinRead))
+	if _, err := buf.ReadFrom(&budgetReader{r: rc, left: z.budget, what: z.name + ": member " + excerpt(f.Name), size: z.size}); err != nil {
+		if errors.Is(err, ErrFormat) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s: member %s: %v", ErrFormat, z.name, excerpt(f.Name), err)
 	}
-	if len(b) > maxMember {
-		return nil, fmt.Errorf("%w: %s: member %s inflates past %d bytes", ErrFormat, archive, f.Name, maxMember)
-	}
-	return b, nil
+	return buf.Bytes(), nil
 }
 
 func (z *npzFile) has(member string) bool { _, ok := z.members[member]; return ok }
@@ -62,7 +73,7 @@ func (z *npzFile) array(member string) (*npyArray, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: missing array %q", ErrFormat, z.name, member)
 	}
-	b, err := readZipMember(z.name, f)
+	b, err := z.readMember(f)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +303,7 @@ func graphFromCSR(n int, indptr, indices []int32) (*Graph, error) {
 // readNPZ loads a .npz file, or a .zip archive holding one .npz (as the
 // amazon/coauthor downloads are), from the bytes b of file name.
 func readNPZ(name string, b []byte) (*Dataset, error) {
-	z, err := openNPZ(name, b)
+	z, err := openNPZ(name, b, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -306,21 +317,30 @@ func readNPZ(name string, b []byte) (*Dataset, error) {
 		return nil, fmt.Errorf("%w: %s: archive holds %d .npz files, want one", ErrFormat, name, len(inner))
 	}
 	if len(inner) == 1 {
-		ib, err := readZipMember(name, inner[0])
+		ib, err := z.readMember(inner[0])
 		if err != nil {
 			return nil, err
 		}
-		if z, err = openNPZ(name+":"+inner[0].Name, ib); err != nil {
+		if z, err = openNPZ(name+":"+excerpt(inner[0].Name), ib, z.size, z.budget); err != nil {
 			return nil, err
 		}
 	}
+	var d *Dataset
 	switch {
 	case z.has("adj_indptr") || z.has("adj_data"):
-		return gnnBenchmark(z)
+		d, err = gnnBenchmark(z)
 	case z.has("src_li") && z.has("dst_li"):
-		return edgeNPZ(z)
+		d, err = edgeNPZ(z)
+	default:
+		return nil, fmt.Errorf("%w: %s: neither a gnn-benchmark npz (adj_*) nor an edge npz (src_li, dst_li)", ErrFormat, z.name)
 	}
-	return nil, fmt.Errorf("%w: %s: neither a gnn-benchmark npz (adj_*) nor an edge npz (src_li, dst_li)", ErrFormat, z.name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkValues(z.name); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // gnnBenchmark reads Shchur et al.'s gnn-benchmark layout: adj_* and

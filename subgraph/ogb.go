@@ -39,11 +39,12 @@ func gzLines(in files, path string, optional bool, fn func(line int, f []string)
 		return false, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
+	cin := &countReader{r: fh}
+	zr, err := gzip.NewReader(cin)
 	if err != nil {
 		return false, fmt.Errorf("%w: %s: %v", ErrFormat, path, err)
 	}
-	sc := bufio.NewScanner(io.LimitReader(zr, 64<<30))
+	sc := bufio.NewScanner(&ratioReader{r: zr, in: cin, what: path})
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	line := 0
 	for sc.Scan() {
@@ -57,9 +58,42 @@ func gzLines(in files, path string, optional bool, fn func(line int, f []string)
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, ErrFormat) {
+			return false, err
+		}
 		return false, fmt.Errorf("%w: %s: line %d: %v", ErrFormat, path, line+1, err)
 	}
 	return true, nil
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ratioReader fails once a stream of unknown compressed size has yielded
+// more than inflateBudget of the compressed bytes read so far.
+type ratioReader struct {
+	r    io.Reader
+	in   *countReader
+	out  int64
+	what string
+}
+
+func (z *ratioReader) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	z.out += int64(n)
+	if z.out > inflateBudget(int(z.in.n)) {
+		return n, fmt.Errorf("%w: %s inflates past %d bytes from %d compressed bytes (at most %dx plus %d MiB is accepted)", ErrFormat, z.what, z.out, z.in.n, inflateRatio, inflateFloor>>20)
+	}
+	return n, err
 }
 
 func readOGB(in files, dir string) (*Dataset, error) {
@@ -74,7 +108,7 @@ func readOGB(in files, dir string) (*Dataset, error) {
 		for i, p := range f[:2] {
 			v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
 			if err != nil || v < 0 || v > math.MaxInt32-1 {
-				return fmt.Errorf("%w: %s: line %d: node id %q is not a non-negative int32", ErrFormat, edgeFile, line, p)
+				return fmt.Errorf("%w: %s: line %d: node id %s is not a non-negative int32", ErrFormat, edgeFile, line, excerpt(p))
 			}
 			maxID = max(maxID, v)
 			if i == 0 {
@@ -92,7 +126,7 @@ func readOGB(in files, dir string) (*Dataset, error) {
 	if _, err := gzLines(in, numFile, true, func(line int, f []string) error {
 		v, err := strconv.ParseInt(strings.TrimSpace(f[0]), 10, 64)
 		if err != nil || v < maxID+1 || v > math.MaxInt32-1 {
-			return fmt.Errorf("%w: %s: line %d: node count %q, want an int32 of at least %d (largest edge endpoint + 1)", ErrInconsistent, numFile, line, f[0], maxID+1)
+			return fmt.Errorf("%w: %s: line %d: node count %s, want an int32 of at least %d (largest edge endpoint + 1)", ErrInconsistent, numFile, line, excerpt(f[0]), maxID+1)
 		}
 		n = int(v)
 		return nil
@@ -124,7 +158,7 @@ func readOGB(in files, dir string) (*Dataset, error) {
 		for _, p := range f {
 			x, err := strconv.ParseFloat(strings.TrimSpace(p), 32)
 			if err != nil {
-				return fmt.Errorf("%w: %s: line %d: feature %q is not a number", ErrFormat, featFile, line, p)
+				return fmt.Errorf("%w: %s: line %d: feature %s is not a number", ErrFormat, featFile, line, excerpt(p))
 			}
 			dense = append(dense, float32(x))
 		}
@@ -166,7 +200,7 @@ func readOGB(in files, dir string) (*Dataset, error) {
 			}
 			x, err := strconv.ParseFloat(p, 64)
 			if err != nil || x != math.Trunc(x) || x < 0 || x > math.MaxInt32-1 {
-				return fmt.Errorf("%w: %s: line %d: label %q is not a non-negative integer", ErrFormat, labFile, line, p)
+				return fmt.Errorf("%w: %s: line %d: label %s is not a non-negative integer", ErrFormat, labFile, line, excerpt(p))
 			}
 			if tasks == 1 {
 				labels = append(labels, int32(x))
@@ -210,7 +244,7 @@ func readOGB(in files, dir string) (*Dataset, error) {
 			if _, err := gzLines(in, p, false, func(line int, f []string) error {
 				v, err := strconv.ParseInt(strings.TrimSpace(f[0]), 10, 64)
 				if err != nil || v < 0 || v >= int64(n) {
-					return fmt.Errorf("%w: %s: line %d: node id %q outside [0, %d)", ErrInconsistent, p, line, f[0], n)
+					return fmt.Errorf("%w: %s: line %d: node id %s outside [0, %d)", ErrInconsistent, p, line, excerpt(f[0]), n)
 				}
 				*part.dst = append(*part.dst, int32(v))
 				return nil
@@ -219,6 +253,9 @@ func readOGB(in files, dir string) (*Dataset, error) {
 			}
 			slices.Sort(*part.dst)
 		}
+	}
+	if err := d.checkValues(dir); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -132,7 +132,7 @@ func (u *unpickler) memoIndex(op byte, name string) (int64, error) {
 	}
 	k, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("bad %s index %q", name, s)
+		return 0, fmt.Errorf("bad %s index %s", name, excerpt(s))
 	}
 	return k, nil
 }
@@ -341,7 +341,7 @@ func (u *unpickler) run() (any, error) {
 			default:
 				v, err := strconv.ParseInt(s, 10, 64)
 				if err != nil {
-					return nil, fmt.Errorf("bad integer %q", s)
+					return nil, fmt.Errorf("bad integer %s", excerpt(s))
 				}
 				u.push(v)
 			}
@@ -358,7 +358,7 @@ func (u *unpickler) run() (any, error) {
 			}
 			v, err := strconv.ParseFloat(s, 64)
 			if err != nil {
-				return nil, fmt.Errorf("bad float %q", s)
+				return nil, fmt.Errorf("bad float %s", excerpt(s))
 			}
 			u.push(v)
 		case 'U', 'C': // SHORT_BINSTRING, SHORT_BINBYTES
@@ -391,7 +391,7 @@ func (u *unpickler) run() (any, error) {
 				v, err = strconv.Unquote(`"` + strings.ReplaceAll(s[1:len(s)-1], `"`, `\"`) + `"`)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("bad STRING %q", s)
+				return nil, fmt.Errorf("bad STRING %s", excerpt(s))
 			}
 			u.push(v)
 		case 'V': // UNICODE (text, raw-unicode-escape: taken as is)

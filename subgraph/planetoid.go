@@ -24,11 +24,14 @@ import (
 //     test = test.index;
 //   - the graph is symmetrized, deduplicated and loses its self-loops.
 //
-// When ind.<name>.allx is missing (our pubmed_partial copy) the loader
-// still returns the full graph and every label, with feature rows only for
-// the nodes that x (the training nodes) and tx (the test nodes) cover; the
-// other rows are empty (all zero). Such a dataset is fine for structure
-// and kernel work, not for accuracy with real features.
+// When ind.<name>.allx is missing the nodes between the training and test
+// blocks have no features. That is refused, since the rest would load as
+// all-zero rows and quietly cost accuracy, unless the folder's name ends
+// in "_partial" (our pubmed_partial copy): then the loader returns the
+// full graph and every label, with feature rows only for the nodes that x
+// (the training nodes) and tx (the test nodes) cover, and says so in
+// Dataset.Warnings. Such a dataset is fine for structure and kernel work,
+// not for accuracy with real features.
 
 // readPlanetoid loads ind.<name>.* from dir.
 func readPlanetoid(in files, dir, name string) (*Dataset, error) {
@@ -41,10 +44,14 @@ func readPlanetoid(in files, dir, name string) (*Dataset, error) {
 		return unpickle(file(ext), b)
 	}
 	obj := map[string]any{}
+	partial := strings.HasSuffix(filepath.Base(filepath.Clean(dir)), "_partial")
 	for _, ext := range []string{"x", "y", "tx", "ty", "allx", "ally", "graph"} {
 		if ext == "allx" {
 			if _, err := readFile(in, file(ext)); errors.Is(err, fs.ErrNotExist) {
-				continue // pubmed_partial
+				if !partial {
+					return nil, fmt.Errorf("%w: %s is missing: the nodes between the training and test blocks would have no features (name the folder <name>_partial to load it anyway, without them)", ErrFormat, file(ext))
+				}
+				continue
 			}
 		}
 		v, err := load(ext)
@@ -84,7 +91,18 @@ func readPlanetoid(in files, dir, name string) (*Dataset, error) {
 		}
 		labels[ext] = a
 	}
-	return assemblePlanetoid(name, file, mats, labels, testIdx, obj["graph"])
+	d, err := assemblePlanetoid(name, file, mats, labels, testIdx, obj["graph"])
+	if err != nil {
+		return nil, err
+	}
+	if mats["allx"] == nil {
+		covered := len(d.Train) + len(d.Test) // the rows x and tx give
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%s: partial dataset: %s is missing, so %d of %d nodes have all-zero features; use it for structure and kernels, not for accuracy", dir, filepath.Base(file("allx")), d.Graph.N()-covered, d.Graph.N()))
+	}
+	if err := d.checkValues(dir); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 func assemblePlanetoid(name string, file func(string) string, mats map[string]*Features, labels map[string]*npyArray, testIdx []int32, graph any) (*Dataset, error) {
@@ -241,7 +259,7 @@ func parseIndexLines(name string, b []byte) ([]int32, error) {
 		}
 		v, err := strconv.ParseInt(ln, 10, 32)
 		if err != nil || v < 0 || v > math.MaxInt32-1 {
-			return nil, fmt.Errorf("%w: %s: line %d: node id %q is not a non-negative int32", ErrFormat, name, i+1, ln)
+			return nil, fmt.Errorf("%w: %s: line %d: node id %s is not a non-negative int32", ErrFormat, name, i+1, excerpt(ln))
 		}
 		out = append(out, int32(v))
 	}
@@ -310,6 +328,9 @@ func pyNDArray(v any) (*npyArray, error) {
 	if !ok {
 		return nil, errors.New("numpy array shape is not a tuple")
 	}
+	if len(shapeT) > maxDims {
+		return nil, fmt.Errorf("numpy array has %d dimensions (numpy allows %d)", len(shapeT), maxDims)
+	}
 	shape := make([]int, len(shapeT))
 	count := 1
 	for i, x := range shapeT {
@@ -336,7 +357,7 @@ func pyNDArray(v any) (*npyArray, error) {
 		a.fortran = fo
 	}
 	if err := a.setDescr(order + code); err != nil {
-		return nil, fmt.Errorf("numpy dtype %q: %v", code, err)
+		return nil, fmt.Errorf("numpy dtype %s: %v", excerpt(code), err)
 	}
 	raw, ok := st[4].(string)
 	if !ok {

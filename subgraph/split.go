@@ -54,7 +54,7 @@ func (d *Dataset) Induced(nodes []int32) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Dataset{Name: d.Name, Graph: g, NumClasses: d.NumClasses}
+	out := &Dataset{Name: d.Name, Graph: g, NumClasses: d.NumClasses, Warnings: slices.Clone(d.Warnings)}
 	if d.Features != nil {
 		out.Features = d.Features.SelectRows(nodes)
 	}

@@ -68,7 +68,7 @@ func parseTU(name string, b []byte) (*GraphSet, error) {
 	num := func(s, field string) (int, error) {
 		v, err := strconv.ParseInt(s, 10, 32)
 		if err != nil || v < 0 {
-			return 0, fmt.Errorf("%w: %s: line %d: %s %q is not a non-negative integer", ErrFormat, name, line, field, s)
+			return 0, fmt.Errorf("%w: %s: line %d: %s %s is not a non-negative integer", ErrFormat, name, line, field, excerpt(s))
 		}
 		return int(v), nil
 	}
@@ -88,7 +88,7 @@ func parseTU(name string, b []byte) (*GraphSet, error) {
 			return nil, err
 		}
 		if len(f) < 2 {
-			return nil, fmt.Errorf("%w: %s: line %d: graph %d header %q, want \"nodes label\"", ErrFormat, name, line, gi, strings.Join(f, " "))
+			return nil, fmt.Errorf("%w: %s: line %d: graph %d header %s, want \"nodes label\"", ErrFormat, name, line, gi, excerpt(strings.Join(f, " ")))
 		}
 		n, err := num(f[0], "node count")
 		if err != nil {
@@ -96,7 +96,7 @@ func parseTU(name string, b []byte) (*GraphSet, error) {
 		}
 		lab, err := strconv.ParseInt(f[1], 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: line %d: graph %d label %q is not an integer", ErrFormat, name, line, gi, f[1])
+			return nil, fmt.Errorf("%w: %s: line %d: graph %d label %s is not an integer", ErrFormat, name, line, gi, excerpt(f[1]))
 		}
 		rawLabels = append(rawLabels, int32(lab))
 		base := int(s.Offsets[gi])
