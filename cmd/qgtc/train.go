@@ -86,7 +86,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the trained model (best validation seed) as safetensors")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsArgs(fs, args); err != nil { // checkTrainFlags explains a stray argument
 		return err
 	}
 	m := strings.ToLower(*model)
