@@ -15,7 +15,7 @@ import (
 )
 
 // ErrData: a dataset a quantized job cannot use (no node features, no
-// single-label classes, fewer nodes than parts).
+// single-label classes).
 var ErrData = errors.New("pipeline: unusable dataset")
 
 // Job is a quantized job: its Config, where it computes and caches, and
@@ -115,7 +115,7 @@ func (j *Job) Partition(d *Data) error {
 		d.Parts = AutoParts(n)
 	}
 	if d.Parts > n {
-		return fmt.Errorf("%w: %d parts is more than the %d nodes", ErrData, d.Parts, n)
+		return &ConfigError{"Parts", d.Parts, fmt.Sprintf("is more than the %d nodes of %s", n, ds.Name)}
 	}
 	var p []int32
 	var err error
@@ -274,8 +274,8 @@ func peakRSS() int64 {
 	return int64(ru.Maxrss) * 1024
 }
 
-// FP32Bytes is the size of m's weights and biases as float32.
-func FP32Bytes(m *layers.QModel) int {
+// fp32Bytes is the size of m's weights and biases as float32.
+func fp32Bytes(m *layers.QModel) int {
 	n := 0
 	for _, ly := range m.Layers {
 		n += 4 * (len(ly.Lin1.W) + len(ly.Lin1.B))

@@ -432,10 +432,22 @@ func TestConfigCheck(t *testing.T) {
 	assert.Error(t, err, "Infer checks its Config")
 }
 
-// TestTooManyParts: more parts than nodes is a data error, not a panic.
-func TestTooManyParts(t *testing.T) {
+// TestDataErrors: more parts than nodes is a Config error naming the
+// graph's size; a dataset without features or labels is ErrData.
+func TestDataErrors(t *testing.T) {
 	j, _ := fastJob("cora", "")
 	j.Parts = 3000
 	_, err := j.Infer()
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Parts", ce.Field)
+	assert.Contains(t, err.Error(), "3000 is more than the 2708 nodes of cora")
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "edges.txt")
+	require.NoError(t, os.WriteFile(path, []byte("0 1\n1 2\n"), 0o644))
+	j.Dataset, j.Parts = path, 0
+	_, err = j.Infer()
 	assert.ErrorIs(t, err, ErrData)
+	assert.Contains(t, err.Error(), "no node features")
 }

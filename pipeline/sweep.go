@@ -103,7 +103,7 @@ func (j *Job) Sweep(bits []int, seeds int) (*SweepReport, error) {
 			return nil, err
 		}
 		acc[0] = append(acc[0], fa)
-		rows[0].WeightBytes = FP32Bytes(fp)
+		rows[0].WeightBytes = fp32Bytes(fp)
 		rows[0].TrainSeconds += dt.Seconds()
 		for bi, b := range bits {
 			sj.ABits, sj.WBits = b, b
