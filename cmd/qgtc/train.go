@@ -130,6 +130,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	printWarnings(trainStderr, ds)
 	shipped := len(ds.Train) > 0
 	if *split == "public" && !shipped {
 		return fmt.Errorf("%w: dataset %q ships no split; use --split random", errUsage, ds.Name)

@@ -69,6 +69,11 @@ func TestDependencyDirection(t *testing.T) {
 		// layers computes on whatever kernel bmm.Default() or the caller
 		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
 		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/nn", "internal/par", "quantize", "subgraph"},
+		// pipeline runs on the kernel its caller passes in: it never reaches
+		// tcu, and reaches cpu only through layers until layers drops it
+		// (TestPipelineBackendFree forbids importing cpu directly).
+		"pipeline": {"bittensor", "bmm", "cpu", "datasets", "internal/atomicfile", "internal/nn", "internal/par",
+			"internal/progress", "layers", "quantize", "subgraph"},
 	}
 	for pkg, ok := range allowed {
 		t.Run(pkg, func(t *testing.T) {
@@ -80,5 +85,16 @@ func TestDependencyDirection(t *testing.T) {
 				assert.True(t, okSet[d], "%s must not depend on %s", pkg, d)
 			}
 		})
+	}
+}
+
+// TestPipelineBackendFree: the pipeline imports neither backend itself;
+// the CLI (or any caller) picks the device and passes its kernel in.
+func TestPipelineBackendFree(t *testing.T) {
+	ctx := build.Default
+	bp, err := ctx.ImportDir(filepath.Join(moduleRoot(t), "pipeline"), 0)
+	require.NoError(t, err)
+	for _, imp := range bp.Imports {
+		assert.NotContains(t, []string{module + "cpu", module + "tcu"}, imp, "pipeline must not import %s", imp)
 	}
 }
