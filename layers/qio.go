@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/qgtc/qgtc/internal/safetensors"
 )
 
 // qMeta is the metadata of a saved QModel (safetensors __metadata__).
@@ -74,13 +75,13 @@ func (m *QModel) WriteTo(w io.Writer) (int64, error) {
 // WriteQModel is WriteTo that also records o (when not nil) in the file.
 func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
 	meta := qMeta{Format: qFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
-	ts := map[string]*STensor{}
+	ts := map[string]*safetensors.Tensor{}
 	for i, ly := range m.Layers {
 		meta.Params = append(meta.Params, qLayerP{ly.Z, ly.U, ly.Out})
 		put := func(name string, l *QLinear) {
-			ts[fmt.Sprintf("layers.%d.%s.weight", i, name)] = &STensor{DType: "F32", Shape: []int{l.Out, l.In}, Data: qF32Bytes(l.W)}
+			ts[fmt.Sprintf("layers.%d.%s.weight", i, name)] = safetensors.F32(l.W, l.Out, l.In)
 			if l.B != nil {
-				ts[fmt.Sprintf("layers.%d.%s.bias", i, name)] = &STensor{DType: "F32", Shape: []int{l.Out}, Data: qF32Bytes(l.B)}
+				ts[fmt.Sprintf("layers.%d.%s.bias", i, name)] = safetensors.F32(l.B)
 			}
 		}
 		put("lin1", &ly.Lin1)
@@ -89,7 +90,7 @@ func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
 		}
 		if bn := ly.BN; bn != nil {
 			for _, t := range qBNTensors(bn) {
-				ts[fmt.Sprintf("layers.%d.bn.%s", i, t.name)] = &STensor{DType: "F32", Shape: []int{len(*t.v)}, Data: qF32Bytes(*t.v)}
+				ts[fmt.Sprintf("layers.%d.bn.%s", i, t.name)] = safetensors.F32(*t.v)
 			}
 		}
 	}
@@ -108,7 +109,7 @@ func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
 	}
 	meta2[qMetaSum] = qChecksum(ts, meta2)
 	cw := &qCountWriter{w: w}
-	err = WriteSafetensors(cw, ts, meta2)
+	err = safetensors.Write(cw, ts, meta2)
 	return cw.n, err
 }
 
@@ -116,7 +117,7 @@ func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
 // and qgtc.origin metadata, then every tensor (name, dtype, shape, bytes)
 // in name order, each field length-prefixed so no two files collide by
 // shifting bytes between fields.
-func qChecksum(ts map[string]*STensor, meta map[string]string) string {
+func qChecksum(ts map[string]*safetensors.Tensor, meta map[string]string) string {
 	h := sha256.New()
 	var n [8]byte
 	put := func(b []byte) {
@@ -156,14 +157,6 @@ func (c *qCountWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func qF32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
 // ReadQModel loads a model written by WriteTo or WriteQModel, verifying
 // its checksum when the file has one (files from before checksums load as
 // they did).
@@ -175,7 +168,7 @@ func ReadQModel(r io.Reader) (*QModel, error) {
 // ReadQModelOrigin is ReadQModel that also returns what the model was
 // trained on: nil when the file does not record it.
 func ReadQModelOrigin(r io.Reader) (*QModel, *QOrigin, error) {
-	ts, meta, err := ReadSafetensors(r)
+	ts, meta, err := safetensors.Read(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,7 +196,7 @@ func ReadQModelOrigin(r io.Reader) (*QModel, *QOrigin, error) {
 }
 
 // qModelFrom builds the model of the tensors ts and qgtc.qmodel metadata js.
-func qModelFrom(ts map[string]*STensor, js string) (*QModel, error) {
+func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*QModel, error) {
 	var mt qMeta
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrQModel, err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,7 +35,7 @@ func TestQModelOrigin(t *testing.T) {
 // safetensors file (a bit flip on disk, the file still parses).
 func qFlipWeight(t *testing.T, file []byte, name string) []byte {
 	t.Helper()
-	ts, _, err := ReadSafetensors(bytes.NewReader(file))
+	ts, _, err := safetensors.Read(bytes.NewReader(file))
 	require.NoError(t, err)
 	tn := ts[name]
 	require.NotNil(t, tn, "tensor %s", name)
@@ -82,13 +83,13 @@ func TestQModelOldFile(t *testing.T) {
 			var buf bytes.Buffer
 			_, err := WriteQModel(&buf, m, &QOrigin{Dataset: "x"})
 			require.NoError(t, err)
-			ts, meta, err := ReadSafetensors(bytes.NewReader(buf.Bytes()))
+			ts, meta, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
 			require.NoError(t, err)
 			require.Contains(t, meta, qMetaSum)
 			delete(meta, qMetaSum)
 			delete(meta, qMetaOrigin)
 			var old bytes.Buffer
-			require.NoError(t, WriteSafetensors(&old, ts, meta))
+			require.NoError(t, safetensors.Write(&old, ts, meta))
 
 			got, o, err := ReadQModelOrigin(bytes.NewReader(old.Bytes()))
 			require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	_ "github.com/qgtc/qgtc/cpu" // the CPU bit kernels
 	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/nn"
+	"github.com/qgtc/qgtc/layers/fp"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -233,11 +234,11 @@ func qReportPass(b *testing.B, cpu0 time.Duration, ok0 bool) {
 	}
 }
 
-// qFP32Path builds package layers' full-precision GCN with t's weights and
+// qFP32Path builds package fp's full-precision GCN with t's weights and
 // one Input per batch (the batch's induced subgraph and feature rows), and
 // checks on the first batch that it computes the simulation's fp32 logits.
-func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
-	m, err := New(Config{Model: "gcn", In: t.ds.Features.Cols, Hidden: 64, Out: t.classes, Layers: 2}, 1)
+func qFP32Path(b *testing.B, t *qSpeedTask) (fp.Model, []*fp.Input) {
+	m, err := fp.New(fp.Config{Model: "gcn", In: t.ds.Features.Cols, Hidden: 64, Out: t.classes, Layers: 2}, 1)
 	require.NoError(b, err)
 	for _, p := range m.Params() {
 		var i int
@@ -254,7 +255,7 @@ func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
 			b.Fatalf("unexpected GCN parameter %s", p.Name)
 		}
 	}
-	var inputs []*Input
+	var inputs []*fp.Input
 	for _, bt := range t.d.Eval {
 		g, err := t.ds.Graph.InducedSubgraph(bt.Nodes)
 		require.NoError(b, err)
@@ -262,7 +263,7 @@ func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
 		if t.fp.NormRows {
 			f = qScaleFeatureRows(f, bt.FeatScale) // the input scale the other paths fold into the epilogue
 		}
-		in, err := NewInput(g, f)
+		in, err := fp.NewInput(g, f)
 		require.NoError(b, err)
 		inputs = append(inputs, in)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/qgtc/qgtc/layers"
+	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -267,7 +267,7 @@ func TestInferWeights(t *testing.T) {
 		// As the code before model origins wrote it: no qgtc.origin, no checksum.
 		f, err := os.Open(file)
 		require.NoError(t, err)
-		ts, meta, err := layers.ReadSafetensors(f)
+		ts, meta, err := safetensors.Read(f)
 		f.Close()
 		require.NoError(t, err)
 		require.Contains(t, meta, "qgtc.origin")
@@ -275,7 +275,7 @@ func TestInferWeights(t *testing.T) {
 		delete(meta, "qgtc.sha256")
 		old := filepath.Join(t.TempDir(), "old.safetensors")
 		var buf bytes.Buffer
-		require.NoError(t, layers.WriteSafetensors(&buf, ts, meta))
+		require.NoError(t, safetensors.Write(&buf, ts, meta))
 		require.NoError(t, os.WriteFile(old, buf.Bytes(), 0o644))
 		stderr.Reset()
 		r := qInferJSON(t, "--dataset", "cora", "--weights", old, "--quiet")
