@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestQArgmaxFirstLargest checks QArgmax against the running-best scan it
+// TestQArgmaxFirstLargest checks Argmax against the running-best scan it
 // replaced: ties go to the first, NaNs are never taken, a NaN first is kept.
 func TestQArgmaxFirstLargest(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
@@ -29,7 +29,7 @@ func TestQArgmaxFirstLargest(t *testing.T) {
 			}
 		}
 		pred := make([]int32, 1)
-		QArgmax(pred, row, c, []int32{0})
+		Argmax(pred, row, c, []int32{0})
 		require.Equal(t, int32(want), pred[0], "%v", row)
 	}
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/qgtc/qgtc/cpu"
 )
 
-// QPlan is a calibrated QModel compiled for the bit kernels: each linear's
+// Plan is a calibrated Model compiled for the bit kernels: each linear's
 // weights quantized per output channel and packed by columns once, with
 // their column sums for the zero-point corrections.
-type QPlan struct {
-	Model   *QModel
+type Plan struct {
+	Model   *Model
 	Kernel  bmm.Kernel
 	ops     []qOp
 	weights []*qWeights         // per op; nil for aggregations
@@ -32,40 +32,40 @@ type QPlan struct {
 	// Agg picks how aggregations run: dense bit products on the packed
 	// adjacency, or sums over its edge list (cpu.Agg*), with the same
 	// results bit for bit.
-	Agg QAggMode
+	Agg AggMode
 }
 
-// QAggMode is how a plan runs its aggregations.
-type QAggMode int
+// AggMode is how a plan runs its aggregations.
+type AggMode int
 
 const (
-	// QAggAuto runs a batch's aggregations from its edge list when the plan
+	// AggAuto runs a batch's aggregations from its edge list when the plan
 	// runs on the CPU and the cost model says the edge list is cheaper.
-	QAggAuto QAggMode = iota
-	// QAggDense always multiplies by the packed 1-bit adjacency (zero
+	AggAuto AggMode = iota
+	// AggDense always multiplies by the packed 1-bit adjacency (zero
 	// chunks skipped): the tensor-core formulation.
-	QAggDense
-	// QAggSparse always sums codes over the edge list (inputs of more than
+	AggDense
+	// AggSparse always sums codes over the edge list (inputs of more than
 	// 8 bits still go dense).
-	QAggSparse
+	AggSparse
 )
 
 // String is the mode's flag value.
-func (a QAggMode) String() string {
+func (a AggMode) String() string {
 	return [...]string{"auto", "dense", "sparse"}[a]
 }
 
-// ParseQAggMode reads a mode's flag value.
-func ParseQAggMode(s string) (QAggMode, error) {
-	for m := QAggAuto; m <= QAggSparse; m++ {
+// ParseAggMode reads a mode's flag value.
+func ParseAggMode(s string) (AggMode, error) {
+	for m := AggAuto; m <= AggSparse; m++ {
 		if m.String() == s {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: aggregation mode %q (want auto, dense or sparse)", ErrQModel, s)
+	return 0, fmt.Errorf("%w: aggregation mode %q (want auto, dense or sparse)", ErrModel, s)
 }
 
-// qAggBitMACsPerEdgeCol and qDenseBitMACs are the cost model of QAggAuto,
+// qAggBitMACsPerEdgeCol and qDenseBitMACs are the cost model of AggAuto,
 // in CPU cycles: an edge list costs about 1/16 cycle per edge and column
 // with the vector kernel (1 cycle without), a dense bit product about
 // 1/200 cycle per bit-MAC (bench/cpu: 190-280 bit-MACs/cycle/core on
@@ -77,11 +77,11 @@ const (
 )
 
 // sparseAgg reports whether b's aggregations run from its edge list.
-func (p *QPlan) sparseAgg(b *QBatch) bool {
+func (p *Plan) sparseAgg(b *Batch) bool {
 	switch p.Agg {
-	case QAggDense:
+	case AggDense:
 		return false
-	case QAggSparse:
+	case AggSparse:
 		return true
 	}
 	if !strings.HasPrefix(p.Kernel.Name(), "cpu/") && p.Kernel.Name() != (bmm.Generic{}).Name() {
@@ -98,14 +98,14 @@ func (p *QPlan) sparseAgg(b *QBatch) bool {
 
 // Compile quantizes and packs m's weights for kernel k (bmm.Default() when
 // nil). m must be calibrated.
-func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
+func (m *Model) Compile(k bmm.Kernel) (*Plan, error) {
 	if !m.Calibrated {
-		return nil, fmt.Errorf("%w: model is not calibrated (run Calibrate or QAT first)", ErrQModel)
+		return nil, fmt.Errorf("%w: model is not calibrated (run Calibrate or QAT first)", ErrModel)
 	}
 	if k == nil {
 		k = bmm.Default()
 	}
-	p := &QPlan{Model: m, Kernel: k, ops: m.ops()}
+	p := &Plan{Model: m, Kernel: k, ops: m.ops()}
 	for i := range p.ops {
 		op := &p.ops[i]
 		if op.kind != qLin {
@@ -140,12 +140,12 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 	return p, nil
 }
 
-// QTrace receives, for tests and the fusion benchmark, each op's output
+// Trace receives, for tests and the fusion benchmark, each op's output
 // before the next op consumes it: the packed codes (nil for the logits).
-type QTrace func(op int, codes *bittensor.Tensor)
+type Trace func(op int, codes *bittensor.Tensor)
 
-// QStats counts what a forward pass moved between layers.
-type QStats struct {
+// Stats counts what a forward pass moved between layers.
+type Stats struct {
 	// InterBytes is the size of every inter-layer tensor as it is stored:
 	// packed bit planes here.
 	InterBytes int
@@ -155,9 +155,9 @@ type QStats struct {
 }
 
 // Forward runs the plan on batch b whose features x are packed by rows
-// (QInput.Pack of b.Nodes) and returns the float32 logits, b.N()×Classes.
+// (Input.Pack of b.Nodes) and returns the float32 logits, b.N()×Classes.
 // Every product is a bit product; between ops only packed codes exist.
-func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32, QStats, error) {
+func (p *Plan) Forward(b *Batch, x *bittensor.Tensor, trace Trace) ([]float32, Stats, error) {
 	return p.forward(b, x, nil, trace, nil)
 }
 
@@ -166,10 +166,10 @@ func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32
 // the same integer product (exact, int64), so the same codes and logits,
 // at a cost in stored codes rather than in K·bits². The rest of the pass
 // is bit products as in Forward.
-func (p *QPlan) ForwardSparse(b *QBatch, in *QInput, trace QTrace) ([]float32, QStats, error) {
+func (p *Plan) ForwardSparse(b *Batch, in *Input, trace Trace) ([]float32, Stats, error) {
 	if in.Params != p.Model.Input || in.Cols != p.Model.Layers[0].Lin1.In {
-		return nil, QStats{}, fmt.Errorf("%w: features quantized with %+v (%d columns), the model expects %+v (%d)",
-			ErrQModel, in.Params, in.Cols, p.Model.Input, p.Model.Layers[0].Lin1.In)
+		return nil, Stats{}, fmt.Errorf("%w: features quantized with %+v (%d columns), the model expects %+v (%d)",
+			ErrModel, in.Params, in.Cols, p.Model.Input, p.Model.Layers[0].Lin1.In)
 	}
 	return p.forward(b, nil, in, trace, nil)
 }
@@ -178,7 +178,7 @@ func (p *QPlan) ForwardSparse(b *QBatch, in *QInput, trace QTrace) ([]float32, Q
 // int64, then the epilogue and the quantizer exactly as a kernel applies
 // them, packed for the next op (or as byte codes with toCodes, or as the
 // logits when op 0 is the last), in ob's storage.
-func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing, toCodes bool, ob *qOpBufs) (*bittensor.Tensor, cpu.Codes, []float32, error) {
+func (p *Plan) qSparseFirst(b *Batch, in *Input, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing, toCodes bool, ob *qOpBufs) (*bittensor.Tensor, cpu.Codes, []float32, error) {
 	nOut := op.lin.Out
 	n := b.N()
 	var logits []float32
@@ -216,7 +216,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		// lists, weighted unless every code is 1 (binary features).
 		g, err := b.featRows(in)
 		if err != nil {
-			return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrQModel, err)
+			return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrModel, err)
 		}
 		switch {
 		case logits != nil:
@@ -268,23 +268,23 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 
 // With bufs (one per op, only where no trace keeps the outputs), each op's
 // output is made in its qOpBufs' storage.
-func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace, bufs []qOpBufs) ([]float32, QStats, error) {
-	var st QStats
+func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bufs []qOpBufs) ([]float32, Stats, error) {
+	var st Stats
 	m := p.Model
 	sparseAgg := p.sparseAgg(b)
 	if b.Adj == nil {
-		return nil, st, fmt.Errorf("%w: batch has no packed adjacency (built without bits)", ErrQModel)
+		return nil, st, fmt.Errorf("%w: batch has no packed adjacency (built without bits)", ErrModel)
 	}
 	if m.NormRows && b.FeatScale == nil {
-		return nil, st, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
+		return nil, st, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrModel)
 	}
 	if sx == nil { // packed features; the sparse path reads in's codes
 		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
 			return nil, st, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
-				ErrQModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
+				ErrModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
 		}
 		if x.Bits() != m.Input.Bits {
-			return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrQModel, x.Bits(), m.Input.Bits)
+			return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrModel, x.Bits(), m.Input.Bits)
 		}
 	}
 	// The value between ops is either packed bit planes (cur) or, before a
@@ -389,7 +389,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 		}
 		ph = *op.out
 	}
-	return nil, st, fmt.Errorf("%w: model ends without logits", ErrQModel)
+	return nil, st, fmt.Errorf("%w: model ends without logits", ErrModel)
 }
 
 // qCodesTensor packs codes by rows, for a trace.
@@ -402,21 +402,21 @@ func qCodesTensor(c cpu.Codes) *bittensor.Tensor {
 }
 
 // qRQ is p's quantizer as a fused-epilogue re-quantization.
-func qRQ(p QParams) bmm.Requant {
+func qRQ(p Params) bmm.Requant {
 	inv, off := p.Requant()
 	return bmm.Requant{Scale: inv, Offset: off}
 }
 
-// QRun is the outcome of running a plan over every batch of a task.
-type QRun struct {
+// Result is the outcome of running a plan over every batch of a task.
+type Result struct {
 	Pred    []int32       // predicted class per node (−1: in no batch)
 	Pack    time.Duration // packing each batch's feature codes into bit planes
 	Compute time.Duration // the bit products with their fused epilogues
-	Stats   QStats        // summed over batches
+	Stats   Stats         // summed over batches
 	Batches int
 	Nodes   int
 	// EdgeListBatches counts the batches whose aggregations summed codes
-	// over the edge list instead of the packed adjacency (see QPlan.Agg).
+	// over the edge list instead of the packed adjacency (see Plan.Agg).
 	EdgeListBatches int
 }
 
@@ -424,11 +424,11 @@ type QRun struct {
 // plan's input params). With sparse, the first product reads the sparse
 // codes (ForwardSparse) instead of packing bit planes. progress, when set,
 // is called after each batch.
-func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total int)) (*QRun, error) {
+func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total int)) (*Result, error) {
 	if in.Params != p.Model.Input {
-		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, p.Model.Input)
+		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, p.Model.Input)
 	}
-	r := &QRun{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
+	r := &Result{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
 	bufs := make([]qOpBufs, len(p.ops)) // each op's output storage, reused batch after batch
 	for i := range r.Pred {
 		r.Pred[i] = -1
@@ -443,7 +443,7 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 			}
 		}
 		t1 := time.Now()
-		var sx *QInput
+		var sx *Input
 		if sparse {
 			sx = in
 		}
@@ -460,7 +460,7 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 		if p.sparseAgg(b) {
 			r.EdgeListBatches++
 		}
-		QArgmax(r.Pred, logits, p.Model.Classes, b.Nodes)
+		Argmax(r.Pred, logits, p.Model.Classes, b.Nodes)
 		if progress != nil {
 			progress(i+1, len(d.Eval))
 		}
@@ -471,15 +471,15 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 // byteFirst reports whether op 0 runs as a code aggregation over in's
 // feature lists: weights and feature codes of at most 8 bits (wCodes is
 // made only then; its zero value has no bits).
-func (p *QPlan) byteFirst(in *QInput) bool { return p.wCodes.Bits > 0 && in.Params.Bits <= 8 }
+func (p *Plan) byteFirst(in *Input) bool { return p.wCodes.Bits > 0 && in.Params.Bits <= 8 }
 
 // SparseCheaper reports whether ForwardSparse's first product is expected
 // to cost less than packing the features and multiplying their bit planes,
-// with the cost model of QAggAuto (CPU cycles): the stored codes times the
+// with the cost model of AggAuto (CPU cycles): the stored codes times the
 // output columns, a vector add (and multiply, unless every code is 1) per
 // 16 columns, against the padded bit-MACs of the dense product plus about
 // a cycle per packed byte.
-func (p *QPlan) SparseCheaper(in *QInput) bool {
+func (p *Plan) SparseCheaper(in *Input) bool {
 	in.prepare()
 	nOut := float64(p.Model.Layers[0].Lin1.Out)
 	perCol := 1.0
@@ -498,7 +498,7 @@ func (p *QPlan) SparseCheaper(in *QInput) bool {
 }
 
 // qOpBufs is the storage of one op's output kept from one batch to the
-// next by QPlan.Run: batches run one after another and an op's output is
+// next by Plan.Run: batches run one after another and an op's output is
 // dead once the next op (or the argmax) has read it, so each batch reuses
 // the last one's memory, still warm in cache, instead of allocating and
 // zeroing fresh memory (on the 1M-node graph that zeroing was about a fifth

@@ -14,7 +14,7 @@ import (
 	"github.com/qgtc/qgtc/internal/safetensors"
 )
 
-// qMeta is the metadata of a saved QModel (safetensors __metadata__).
+// qMeta is the metadata of a saved Model (safetensors __metadata__).
 type qMeta struct {
 	// Format is qFormat; files without it (0) predate the GIN batch norm.
 	Format     int       `json:"format"`
@@ -24,7 +24,7 @@ type qMeta struct {
 	WBits      int       `json:"wbits"`
 	Calibrated bool      `json:"calibrated"`
 	NormRows   bool      `json:"norm_rows"`
-	Input      QParams   `json:"input"`
+	Input      Params    `json:"input"`
 	Params     []qLayerP `json:"params"`
 }
 
@@ -36,15 +36,15 @@ type qMeta struct {
 const qFormat = 3
 
 type qLayerP struct {
-	Z   QParams `json:"z"`
-	U   QParams `json:"u"`
-	Out QParams `json:"out"`
+	Z   Params `json:"z"`
+	U   Params `json:"u"`
+	Out Params `json:"out"`
 }
 
-// QOrigin records what a saved model was trained on, so that a model
+// Origin records what a saved model was trained on, so that a model
 // applied to other data or with other settings can say so. Files written
-// before it existed have none (ReadQModelOrigin returns nil).
-type QOrigin struct {
+// before it existed have none (ReadModelOrigin returns nil).
+type Origin struct {
 	Dataset string `json:"dataset"` // name or path as given
 	// Data fingerprints the graph, features, labels and split (hex).
 	Data         string `json:"data"`
@@ -67,18 +67,18 @@ const (
 // WriteTo saves m as safetensors: the float weights under PyTorch-style
 // names (layers.i.lin1.weight, ...) and the quantization parameters in the
 // metadata, so the file is both a checkpoint and a deployable model. A
-// SHA-256 of the tensors and parameters lets ReadQModel detect corruption.
-func (m *QModel) WriteTo(w io.Writer) (int64, error) {
-	return WriteQModel(w, m, nil)
+// SHA-256 of the tensors and parameters lets ReadModel detect corruption.
+func (m *Model) WriteTo(w io.Writer) (int64, error) {
+	return WriteModel(w, m, nil)
 }
 
-// WriteQModel is WriteTo that also records o (when not nil) in the file.
-func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
+// WriteModel is WriteTo that also records o (when not nil) in the file.
+func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
 	meta := qMeta{Format: qFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
 	ts := map[string]*safetensors.Tensor{}
 	for i, ly := range m.Layers {
 		meta.Params = append(meta.Params, qLayerP{ly.Z, ly.U, ly.Out})
-		put := func(name string, l *QLinear) {
+		put := func(name string, l *Linear) {
 			ts[fmt.Sprintf("layers.%d.%s.weight", i, name)] = safetensors.F32(l.W, l.Out, l.In)
 			if l.B != nil {
 				ts[fmt.Sprintf("layers.%d.%s.bias", i, name)] = safetensors.F32(l.B)
@@ -157,35 +157,35 @@ func (c *qCountWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadQModel loads a model written by WriteTo or WriteQModel, verifying
+// ReadModel loads a model written by WriteTo or WriteModel, verifying
 // its checksum when the file has one (files from before checksums load as
 // they did).
-func ReadQModel(r io.Reader) (*QModel, error) {
-	m, _, err := ReadQModelOrigin(r)
+func ReadModel(r io.Reader) (*Model, error) {
+	m, _, err := ReadModelOrigin(r)
 	return m, err
 }
 
-// ReadQModelOrigin is ReadQModel that also returns what the model was
+// ReadModelOrigin is ReadModel that also returns what the model was
 // trained on: nil when the file does not record it.
-func ReadQModelOrigin(r io.Reader) (*QModel, *QOrigin, error) {
+func ReadModelOrigin(r io.Reader) (*Model, *Origin, error) {
 	ts, meta, err := safetensors.Read(r)
 	if err != nil {
 		return nil, nil, err
 	}
 	js, ok := meta["qgtc.qmodel"]
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrQModel)
+		return nil, nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrModel)
 	}
 	if want, ok := meta[qMetaSum]; ok {
 		if got := qChecksum(ts, meta); got != want {
-			return nil, nil, fmt.Errorf("%w: checksum mismatch: the file records SHA-256 %.16s..., its contents hash to %.16s...", ErrQModel, want, got)
+			return nil, nil, fmt.Errorf("%w: checksum mismatch: the file records SHA-256 %.16s..., its contents hash to %.16s...", ErrModel, want, got)
 		}
 	}
-	var origin *QOrigin
+	var origin *Origin
 	if ojs, ok := meta[qMetaOrigin]; ok {
-		origin = &QOrigin{}
+		origin = &Origin{}
 		if err := json.Unmarshal([]byte(ojs), origin); err != nil {
-			return nil, nil, fmt.Errorf("%w: metadata %s: %v", ErrQModel, qMetaOrigin, err)
+			return nil, nil, fmt.Errorf("%w: metadata %s: %v", ErrModel, qMetaOrigin, err)
 		}
 	}
 	m, err := qModelFrom(ts, js)
@@ -196,29 +196,29 @@ func ReadQModelOrigin(r io.Reader) (*QModel, *QOrigin, error) {
 }
 
 // qModelFrom builds the model of the tensors ts and qgtc.qmodel metadata js.
-func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*QModel, error) {
+func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 	var mt qMeta
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
-		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrQModel, err)
+		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrModel, err)
 	}
 	if mt.Format != qFormat {
-		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrQModel, mt.Format, qFormat)
+		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrModel, mt.Format, qFormat)
 	}
-	m := &QModel{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
-	get := func(i int, name string) (*QLinear, error) {
+	m := &Model{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
+	get := func(i int, name string) (*Linear, error) {
 		key := fmt.Sprintf("layers.%d.%s.weight", i, name)
 		t, ok := ts[key]
 		if !ok {
 			return nil, nil
 		}
 		if len(t.Shape) != 2 {
-			return nil, fmt.Errorf("%w: tensor %s has shape %v, want [out, in]", ErrQModel, key, t.Shape)
+			return nil, fmt.Errorf("%w: tensor %s has shape %v, want [out, in]", ErrModel, key, t.Shape)
 		}
 		w, err := t.Float32s()
 		if err != nil {
 			return nil, err
 		}
-		l := &QLinear{In: t.Shape[1], Out: t.Shape[0], W: w}
+		l := &Linear{In: t.Shape[1], Out: t.Shape[0], W: w}
 		if b, ok := ts[fmt.Sprintf("layers.%d.%s.bias", i, name)]; ok {
 			if l.B, err = b.Float32s(); err != nil {
 				return nil, err
@@ -232,20 +232,20 @@ func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*QModel, error) {
 			return nil, err
 		}
 		if l1 == nil {
-			return nil, fmt.Errorf("%w: layer %d has no tensor layers.%d.lin1.weight", ErrQModel, i, i)
+			return nil, fmt.Errorf("%w: layer %d has no tensor layers.%d.lin1.weight", ErrModel, i, i)
 		}
 		l2, err := get(i, "lin2")
 		if err != nil {
 			return nil, err
 		}
-		ly := QLayer{Lin1: *l1, Lin2: l2, Z: p.Z, U: p.U, Out: p.Out}
+		ly := Layer{Lin1: *l1, Lin2: l2, Z: p.Z, U: p.U, Out: p.Out}
 		if _, ok := ts[fmt.Sprintf("layers.%d.bn.weight", i)]; ok {
-			ly.BN = &QBatchNorm{}
+			ly.BN = &BatchNorm{}
 			for _, bt := range qBNTensors(ly.BN) {
 				key := fmt.Sprintf("layers.%d.bn.%s", i, bt.name)
 				t, ok := ts[key]
 				if !ok {
-					return nil, fmt.Errorf("%w: layer %d has a batch norm but no tensor %s", ErrQModel, i, key)
+					return nil, fmt.Errorf("%w: layer %d has a batch norm but no tensor %s", ErrModel, i, key)
 				}
 				if *bt.v, err = t.Float32s(); err != nil {
 					return nil, err
@@ -255,7 +255,7 @@ func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*QModel, error) {
 		m.Layers = append(m.Layers, ly)
 	}
 	if len(m.Layers) == 0 {
-		return nil, fmt.Errorf("%w: no layers", ErrQModel)
+		return nil, fmt.Errorf("%w: no layers", ErrModel)
 	}
 	if err := m.Validate(m.Layers[0].Lin1.In); err != nil {
 		return nil, err
@@ -264,7 +264,7 @@ func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*QModel, error) {
 }
 
 // qBNTensors names bn's vectors as PyTorch's BatchNorm1d state dict does.
-func qBNTensors(bn *QBatchNorm) []struct {
+func qBNTensors(bn *BatchNorm) []struct {
 	name string
 	v    *[]float32
 } {

@@ -13,12 +13,12 @@ import (
 
 // TestQModelOrigin round-trips what a model was trained on.
 func TestQModelOrigin(t *testing.T) {
-	m, _, _ := qPrepared(t, QGCN, 4, 4, 1, false)
-	o := &QOrigin{Dataset: "cora", Data: "0123abcd", Kind: QGCN, ABits: 4, WBits: 4, Norm: QNormNone, FeatureScale: QScaleSqrt, Key: "k1"}
+	m, _, _ := qPrepared(t, GCN, 4, 4, 1, false)
+	o := &Origin{Dataset: "cora", Data: "0123abcd", Kind: GCN, ABits: 4, WBits: 4, Norm: NormNone, FeatureScale: ScaleSqrt, Key: "k1"}
 	var buf bytes.Buffer
-	_, err := WriteQModel(&buf, m, o)
+	_, err := WriteModel(&buf, m, o)
 	require.NoError(t, err)
-	got, gotO, err := ReadQModelOrigin(bytes.NewReader(buf.Bytes()))
+	got, gotO, err := ReadModelOrigin(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	assert.Equal(t, m, got)
 	assert.Equal(t, o, gotO)
@@ -26,7 +26,7 @@ func TestQModelOrigin(t *testing.T) {
 	buf.Reset()
 	_, err = m.WriteTo(&buf)
 	require.NoError(t, err)
-	_, gotO, err = ReadQModelOrigin(bytes.NewReader(buf.Bytes()))
+	_, gotO, err = ReadModelOrigin(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	assert.Nil(t, gotO, "WriteTo records no origin")
 }
@@ -59,15 +59,15 @@ func TestQModelChecksum(t *testing.T) {
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
 			bad := qFlipWeight(t, buf.Bytes(), "layers.0.lin1.weight")
-			_, err = ReadQModel(bytes.NewReader(bad))
-			require.ErrorIs(t, err, ErrQModel)
+			_, err = ReadModel(bytes.NewReader(bad))
+			require.ErrorIs(t, err, ErrModel)
 			assert.Contains(t, err.Error(), "checksum")
 
 			// The quantization parameters are covered too.
 			old := bytes.Replace(buf.Bytes(), []byte(`\"abits\":4`), []byte(`\"abits\":8`), 1)
 			require.False(t, bytes.Equal(buf.Bytes(), old), "abits field not found")
-			_, err = ReadQModel(bytes.NewReader(old))
-			require.ErrorIs(t, err, ErrQModel)
+			_, err = ReadModel(bytes.NewReader(old))
+			require.ErrorIs(t, err, ErrModel)
 			assert.Contains(t, err.Error(), "checksum")
 		})
 	}
@@ -81,7 +81,7 @@ func TestQModelOldFile(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m, d, in := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
-			_, err := WriteQModel(&buf, m, &QOrigin{Dataset: "x"})
+			_, err := WriteModel(&buf, m, &Origin{Dataset: "x"})
 			require.NoError(t, err)
 			ts, meta, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
 			require.NoError(t, err)
@@ -91,7 +91,7 @@ func TestQModelOldFile(t *testing.T) {
 			var old bytes.Buffer
 			require.NoError(t, safetensors.Write(&old, ts, meta))
 
-			got, o, err := ReadQModelOrigin(bytes.NewReader(old.Bytes()))
+			got, o, err := ReadModelOrigin(bytes.NewReader(old.Bytes()))
 			require.NoError(t, err)
 			assert.Nil(t, o)
 			require.Equal(t, m, got)
@@ -100,7 +100,7 @@ func TestQModelOldFile(t *testing.T) {
 			pred, err := got.Predict(d, in, true)
 			require.NoError(t, err)
 			assert.Equal(t, want, pred)
-			assert.False(t, math.IsNaN(float64(QAccuracy(pred, d.Labels, d.Test))))
+			assert.False(t, math.IsNaN(float64(Accuracy(pred, d.Labels, d.Test))))
 		})
 	}
 }

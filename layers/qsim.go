@@ -11,7 +11,7 @@ import (
 	"github.com/qgtc/qgtc/internal/par"
 )
 
-// The float simulation of a QModel. With quant set it computes every
+// The float simulation of a Model. With quant set it computes every
 // product from the integer codes (exactly: float64 sums of integers below
 // 2^53), then applies the very epilogues and quantizer the bit kernels use,
 // so its codes and logits equal Infer's bit for bit; this is the forward
@@ -23,7 +23,7 @@ import (
 
 // qWeights holds one linear's weights as the product's B operand (K×N).
 type qWeights struct {
-	params []QParams // per output channel (quant only)
+	params []Params  // per output channel (quant only)
 	codes  []float64 // K×N codes (quant only)
 	colSum []float64 // Σ_k codes[k][n] (quant only)
 	deq    []float64 // K×N values the product sees: dequantized or W itself
@@ -37,12 +37,12 @@ type qWeights struct {
 type qWeightCache map[qWeightKey]*qWeights
 
 type qWeightKey struct {
-	l     *QLinear
+	l     *Linear
 	quant bool
 }
 
 // get returns l's weights prepared for bits (quant) or full precision.
-func (c qWeightCache) get(l *QLinear, bits int, quant bool) *qWeights {
+func (c qWeightCache) get(l *Linear, bits int, quant bool) *qWeights {
 	if c == nil {
 		return qPrepareWeights(l, bits, quant)
 	}
@@ -55,7 +55,7 @@ func (c qWeightCache) get(l *QLinear, bits int, quant bool) *qWeights {
 	return w
 }
 
-func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
+func qPrepareWeights(l *Linear, bits int, quant bool) *qWeights {
 	w := &qWeights{deq: make([]float64, l.In*l.Out)}
 	if !quant {
 		for j := 0; j < l.Out; j++ {
@@ -82,7 +82,7 @@ func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
 // values, then D^-1/2, bias and ReLU as op says.
 //
 //	Σ_k s_h(q_h+z_h)·s_j(q_w+z_j) = s_h s_j·[C + z_j·R_h + z_h·(Σ_k q_w + K·z_j)]
-func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b *QBatch, quant bool) *bmm.Epilogue {
+func qLinEpilogue(op *qOp, ph Params, w *qWeights, k int, rowSums []float32, b *Batch, quant bool) *bmm.Epilogue {
 	ep := &bmm.Epilogue{ColBias: op.colBias(), ReLU: op.relu}
 	ep.RowScale = op.scale(b)
 	if !quant {
@@ -109,7 +109,7 @@ func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b 
 
 // qAggEpilogue is the epilogue of A·Z with a 1-bit adjacency A and Z's
 // per-tensor params: Σ_u A[v][u]·s_z(q+z_z) = s_z·C + s_z z_z·deg(v).
-func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilogue {
+func qAggEpilogue(op *qOp, pz Params, n int, b *Batch, quant bool) *bmm.Epilogue {
 	ep := &bmm.Epilogue{ColBias: op.colBias(), ReLU: op.relu}
 	ep.RowScale = op.scale(b)
 	if quant {
@@ -130,7 +130,7 @@ func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilog
 // qBNFold folds bn's running statistics into ep, whose output t (before
 // ReLU) becomes scale·t + shift: the scale multiplies ColScale, ColTerm and
 // ColConst (RowScale commutes with it), the bias becomes scale·bias + shift.
-func qBNFold(ep *bmm.Epilogue, bn *QBatchNorm, n int) {
+func qBNFold(ep *bmm.Epilogue, bn *BatchNorm, n int) {
 	scale, shift := bn.fold()
 	mul := func(v []float32) []float32 {
 		if v == nil {
@@ -165,7 +165,7 @@ type qSimInput struct {
 	vals            []float64 // codes (quant) or values
 }
 
-func qGatherInput(in *QInput, nodes []int32, quant bool) *qSimInput {
+func qGatherInput(in *Input, nodes []int32, quant bool) *qSimInput {
 	s := &qSimInput{indptr: make([]int32, len(nodes)+1)}
 	for i, v := range nodes {
 		for p := in.Indptr[v]; p < in.Indptr[v+1]; p++ {
@@ -192,9 +192,9 @@ type qSimState struct {
 	drops   [][]bool    // dropout masks of dense inputs
 	outs    [][]float32 // each op's epilogue output (before quantization)
 	widths  []int       // output width of each op
-	inP     []QParams
+	inP     []Params
 	n       int
-	batch   *QBatch
+	batch   *Batch
 	codes   [][]int32 // output codes of each quantized op (LSQ's step gradient, tests)
 	dropout float32
 	// bnXhat and bnInvStd (per op; nil unless the op normalized with its
@@ -223,7 +223,7 @@ func qParFor(n int, f func(lo, hi int)) {
 // batch norm, full batch, 85.3% fp32 without that dropout (300 epochs) vs
 // 82.5% with it (200 epochs); Cora GIN without norm 78.9% with it vs 77.2%
 // without (3 seeds).
-func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+func (m *Model) simForward(b *Batch, in *Input, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
 	return m.simRun(b, in, qUpTo(quant), stopAt, dropout, rng, nil, nil)
 }
 
@@ -240,7 +240,7 @@ func qUpTo(quant bool) int {
 // values at the boundary: calibration measures one quantizer's effect on
 // the logits this way. upTo 0 is the full-precision model, len(ops) or more
 // the quantized one.
-func (m *QModel) simForwardUpTo(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+func (m *Model) simForwardUpTo(b *Batch, in *Input, upTo, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
 	return m.simRun(b, in, upTo, stopAt, dropout, rng, nil, nil)
 }
 
@@ -250,7 +250,7 @@ type qResume struct {
 	from  int
 	cur   []float64
 	width int
-	ph    QParams
+	ph    Params
 }
 
 // simRun is simForwardUpTo, started at res when res is non-nil
@@ -258,20 +258,20 @@ type qResume struct {
 // while it weighs one tensor's candidate ranges); the state it returns
 // then covers only the ops it ran and serves no backward pass. The
 // weights come from wc (nil: prepared now).
-func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand, res *qResume, wc qWeightCache) (*qSimState, []float32, error) {
+func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, rng *rand.Rand, res *qResume, wc qWeightCache) (*qSimState, []float32, error) {
 	quant := upTo > 0
 	if in.Cols != m.Layers[0].Lin1.In {
-		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrQModel, in.Cols, m.Layers[0].Lin1.In)
+		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrModel, in.Cols, m.Layers[0].Lin1.In)
 	}
 	if quant && in.Params != m.Input {
-		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, m.Input)
+		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, m.Input)
 	}
 	st := &qSimState{quant: quant, ops: m.ops(), n: b.N(), batch: b, dropout: dropout}
 	if upTo < len(st.ops) && upTo > 0 {
 		st.quant = false // mixed: no backward pass
 	}
 	if m.NormRows && b.FeatScale == nil {
-		return nil, nil, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
+		return nil, nil, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrModel)
 	}
 	if rng == nil || quant {
 		st.dropout = 0
@@ -411,7 +411,7 @@ func qDropOut(vals []float64, p float32, rng *rand.Rand) []bool {
 // relu, and updates bn's running statistics (unbiased variance, momentum
 // qBNMomentum, as PyTorch). It returns the normalized values and
 // 1/√(σ² + ε) per channel for the backward pass.
-func qBNTrain(bn *QBatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
+func qBNTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
 	xhat, invStd = make([]float64, n*w), make([]float64, w)
 	for j := 0; j < w; j++ {
 		var mean, v float64
@@ -489,7 +489,7 @@ func qMatMul(a, bm []float64, n, k, w int) []float64 {
 }
 
 // qAggregate returns A·Z with the batch's adjacency (self-loops included).
-func qAggregate(b *QBatch, z []float64, w int) []float64 {
+func qAggregate(b *Batch, z []float64, w int) []float64 {
 	n := b.N()
 	out := make([]float64, n*w)
 	qParFor(n, func(lo, hi int) {
@@ -530,12 +530,12 @@ func qDenseRowSums(a []float64, n, k int) []float32 {
 }
 
 // qGrads are the gradients of every linear's weights and biases, in the
-// QLinear layout, of the batch norms' Gamma and Beta, and of the
+// Linear layout, of the batch norms' Gamma and Beta, and of the
 // activation quantizers' step sizes.
 type qGrads struct {
-	w, b        map[*QLinear][]float32
-	gamma, beta map[*QBatchNorm][]float32 // nil maps: not accumulated
-	scale       map[*QParams][]float32    // LSQ (one value each); nil: not learned
+	w, b        map[*Linear][]float32
+	gamma, beta map[*BatchNorm][]float32 // nil maps: not accumulated
+	scale       map[*Params][]float32    // LSQ (one value each); nil: not learned
 }
 
 // qScaleGrad is the LSQ gradient (Esser et al., 2020) of the step size of
@@ -545,7 +545,7 @@ type qGrads struct {
 // (q + Lower/s + 1/2) − y/s where y is inside the range and the clamped
 // code's (q + Lower/s + 1/2) where it is clipped; the sum is scaled by
 // 1/√(N·Qmax), LSQ's gradient scale.
-func qScaleGrad(p QParams, y []float32, q []int32, dOut []float64) float64 {
+func qScaleGrad(p Params, y []float32, q []int32, dOut []float64) float64 {
 	s := float64(p.Scale)
 	c := float64(p.Lower)/s + 0.5
 	inv, off := p.Requant()
@@ -569,7 +569,7 @@ func qScaleGrad(p QParams, y []float32, q []int32, dOut []float64) float64 {
 // straight-through estimator: a quantizer passes the gradient where its
 // input lies inside its range and stops it where it clipped; weights pass
 // it unchanged. Gradients accumulate into g.
-func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
+func (m *Model) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 	n := st.n
 	for i := len(st.ops) - 1; i >= 0; i-- {
 		op := &st.ops[i]
@@ -678,7 +678,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 // qBNBackward turns dt, the gradient at bn's output, into the gradient at
 // its input, and accumulates Gamma's and Beta's gradients into g. With
 // xhat nil the pass was an evaluation one: bn was the folded affine map.
-func qBNBackward(bn *QBatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads) {
+func qBNBackward(bn *BatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads) {
 	if xhat == nil {
 		scale, _ := bn.fold()
 		for k := range dt {
@@ -709,7 +709,7 @@ func qBNBackward(bn *QBatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads
 // qWeightGrad accumulates dW[j][k] += Σ_r dT[r][j]·Ĥ[r][k] into gw (l's
 // Out×In layout) for dT (n×width) and the op's input Ĥ: dense h (n×In) or,
 // when sparse, the values h of the features s.
-func qWeightGrad(gw []float32, dt []float64, n, width int, l *QLinear, h []float64, sparse bool, s *qSimInput) {
+func qWeightGrad(gw []float32, dt []float64, n, width int, l *Linear, h []float64, sparse bool, s *qSimInput) {
 	qParFor(l.Out, func(jlo, jhi int) {
 		for r := 0; r < n; r++ {
 			drow := dt[r*width : (r+1)*width]

@@ -32,8 +32,8 @@ import (
 type qSpeedTask struct {
 	name    string
 	ds      *subgraph.Dataset
-	d       *QData
-	fp      *QModel // float weights
+	d       *Data
+	fp      *Model // float weights
 	classes int
 }
 
@@ -87,9 +87,9 @@ func qSpeedData(b *testing.B, name string) *qSpeedTask {
 		ds = &subgraph.Dataset{Name: name, Graph: g, Features: feat, Labels: labels, NumClasses: 10}
 		parts = comm
 	}
-	d, err := NewQData(ds, parts, k, 1)
+	d, err := NewData(ds, parts, k, 1)
 	require.NoError(b, err)
-	fp, err := NewQModel(QGCN, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
+	fp, err := NewModel(GCN, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
 	require.NoError(b, err)
 	t := &qSpeedTask{name: name, ds: ds, d: d, fp: fp, classes: ds.NumClasses}
 	qSpeedTasks[name] = t
@@ -114,19 +114,19 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 			type variant struct {
 				name string
 				bits int
-				agg  QAggMode
+				agg  AggMode
 			}
 			var variants []variant
 			for _, bits := range []int{1, 2, 4, 8} {
-				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, QAggAuto})
+				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, AggAuto})
 			}
-			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, QAggDense})
+			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, AggDense})
 			for _, v := range variants {
 				b.Run(v.name, func(b *testing.B) {
 					plan, in, sparse := qSpeedPlan(b, t, v.bits, v.agg)
 					b.ResetTimer()
 					cpu0, ok0 := cputime.Process()
-					var run *QRun
+					var run *Result
 					for i := 0; i < b.N; i++ {
 						var err error
 						run, err = plan.Run(t.d, in, sparse, nil)
@@ -172,7 +172,7 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 // speed for seconds at a time; passes taken in turn see the same machine,
 // so the ratio holds where sequential sub-benchmarks drift.
 func qPairedPasses(b *testing.B, t *qSpeedTask, bits int) {
-	plan, in, sparse := qSpeedPlan(b, t, bits, QAggAuto)
+	plan, in, sparse := qSpeedPlan(b, t, bits, AggAuto)
 	model, inputs := qFP32Path(b, t)
 	tp := nn.NewTape(false, nil)
 	var q, f []float64
@@ -200,7 +200,7 @@ func qPairedPasses(b *testing.B, t *qSpeedTask, bits int) {
 // calibration), compiles the plan with aggregation mode agg on the default
 // kernel, and runs it once to fill the per-batch caches. It returns the
 // plan, the features and whether the first product reads sparse codes.
-func qSpeedPlan(b *testing.B, t *qSpeedTask, bits int, agg QAggMode) (*QPlan, *QInput, bool) {
+func qSpeedPlan(b *testing.B, t *qSpeedTask, bits int, agg AggMode) (*Plan, *Input, bool) {
 	in, err := QuantizeInput(t.ds.Features, bits)
 	require.NoError(b, err)
 	m := t.fp.Clone()
@@ -439,12 +439,12 @@ func qTorchPass(b *testing.B, t *qSpeedTask, reps int) float64 {
 func BenchmarkQFusion(b *testing.B) {
 	ds, err := subgraph.Load("cora")
 	require.NoError(b, err)
-	d, err := NewQData(ds, nil, 1, 1)
+	d, err := NewData(ds, nil, 1, 1)
 	require.NoError(b, err)
 	in, err := QuantizeInput(ds.Features, 4)
 	require.NoError(b, err)
-	for _, kind := range []string{QGCN, QGIN} {
-		m, err := NewQModel(kind, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
+	for _, kind := range []string{GCN, GIN} {
+		m, err := NewModel(kind, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
 		require.NoError(b, err)
 		require.NoError(b, m.Calibrate(d, in, 1))
 		plan, err := m.Compile(nil)
@@ -455,7 +455,7 @@ func BenchmarkQFusion(b *testing.B) {
 		want, _, err := plan.Forward(bt, x, nil)
 		require.NoError(b, err)
 		b.Run("model="+kind+"/impl=fused", func(b *testing.B) {
-			var st QStats
+			var st Stats
 			for i := 0; i < b.N; i++ {
 				_, st, err = plan.Forward(bt, x, nil)
 				require.NoError(b, err)
@@ -463,7 +463,7 @@ func BenchmarkQFusion(b *testing.B) {
 			b.ReportMetric(float64(st.InterBytes), "interlayer-B")
 		})
 		b.Run("model="+kind+"/impl=fused-tiles", func(b *testing.B) {
-			var st QStats
+			var st Stats
 			var got []float32
 			tp := *plan
 			tp.Tiles = true
@@ -488,7 +488,7 @@ func BenchmarkQFusion(b *testing.B) {
 
 // qUnfusedForward is Forward without fusion: MulInt into an int32 matrix,
 // the epilogue into a float32 matrix, then quantize and pack.
-func qUnfusedForward(b *testing.B, p *QPlan, bt *QBatch, x *bittensor.Tensor) ([]float32, int) {
+func qUnfusedForward(b *testing.B, p *Plan, bt *Batch, x *bittensor.Tensor) ([]float32, int) {
 	cur, ph := x, p.Model.Input
 	bytes := 0
 	for i := range p.ops {

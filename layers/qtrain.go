@@ -8,11 +8,11 @@ import (
 	"github.com/qgtc/qgtc/subgraph"
 )
 
-// QData is a node-classification task prepared for QModel: the graph, the
+// Data is a node-classification task prepared for Model: the graph, the
 // labels and split, and the batches. Inference (and evaluation) runs on the
 // fixed Eval batches; training draws Cluster-GCN batches of PerBatch random
 // parts of Parts each epoch, or uses Eval when there is a single part.
-type QData struct {
+type Data struct {
 	Graph            *subgraph.Graph
 	Labels           []int32
 	Classes          int
@@ -20,29 +20,29 @@ type QData struct {
 	Parts            []int32 // node → part; nil: the whole graph is one batch
 	K                int     // number of parts
 	PerBatch         int
-	Eval             []*QBatch
-	NodeScale        []float32 // input scale per node (QFeatureScale)
+	Eval             []*Batch
+	NodeScale        []float32 // input scale per node (FeatureScale)
 }
 
-// NewQData prepares d with the partition parts into k parts (nil for one
+// NewData prepares d with the partition parts into k parts (nil for one
 // batch) grouped perBatch parts to a batch, and the feature scale
-// QScaleSqrt. The Eval batches carry their packed adjacency.
-func NewQData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*QData, error) {
-	return NewQDataScaled(d, parts, k, perBatch, QScaleSqrt)
+// ScaleSqrt. The Eval batches carry their packed adjacency.
+func NewData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*Data, error) {
+	return NewDataScaled(d, parts, k, perBatch, ScaleSqrt)
 }
 
-// NewQDataScaled is NewQData with the feature scale mode (QScaleSqrt,
-// QScaleMean, QScaleRows or QScaleNone).
-func NewQDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale string) (*QData, error) {
+// NewDataScaled is NewData with the feature scale mode (ScaleSqrt,
+// ScaleMean, ScaleRows or ScaleNone).
+func NewDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale string) (*Data, error) {
 	switch scale {
-	case QScaleMean, QScaleRows, QScaleSqrt, QScaleNone:
+	case ScaleMean, ScaleRows, ScaleSqrt, ScaleNone:
 	default:
-		return nil, fmt.Errorf("%w: feature scale %q (want mean, sqrt, rows or none)", ErrQModel, scale)
+		return nil, fmt.Errorf("%w: feature scale %q (want mean, sqrt, rows or none)", ErrModel, scale)
 	}
 	if d.Labels == nil || d.NumClasses < 1 {
-		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrQModel, d.Name)
+		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrModel, d.Name)
 	}
-	q := &QData{Graph: d.Graph, Labels: d.Labels, Classes: d.NumClasses,
+	q := &Data{Graph: d.Graph, Labels: d.Labels, Classes: d.NumClasses,
 		Train: d.Train, Val: d.Val, Test: d.Test, Parts: parts, K: k, PerBatch: max(1, perBatch)}
 	var groups [][]int32
 	if parts == nil || k <= 1 {
@@ -54,25 +54,25 @@ func NewQDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale s
 		q.Parts = nil
 	} else {
 		if len(parts) != d.Graph.N() {
-			return nil, fmt.Errorf("%w: %d part assignments for %d nodes", ErrQModel, len(parts), d.Graph.N())
+			return nil, fmt.Errorf("%w: %d part assignments for %d nodes", ErrModel, len(parts), d.Graph.N())
 		}
 		for v, p := range parts {
 			if p < 0 || int(p) >= k {
-				return nil, fmt.Errorf("%w: node %d in part %d, outside [0, %d)", ErrQModel, v, p, k)
+				return nil, fmt.Errorf("%w: node %d in part %d, outside [0, %d)", ErrModel, v, p, k)
 			}
 		}
-		groups = QGroups(parts, k, q.PerBatch, nil)
+		groups = Groups(parts, k, q.PerBatch, nil)
 	}
 	var err error
 	if d.Features != nil {
-		q.NodeScale = QFeatureScale(d.Features, scale)
+		q.NodeScale = FeatureScale(d.Features, scale)
 	}
-	q.Eval, err = NewQBatches(d.Graph, groups, true, q.NodeScale)
+	q.Eval, err = NewBatches(d.Graph, groups, true, q.NodeScale)
 	return q, err
 }
 
-// QTrainConfig controls TrainFP32 and QAT.
-type QTrainConfig struct {
+// TrainConfig controls TrainFP32 and QAT.
+type TrainConfig struct {
 	Epochs      int
 	LR          float32
 	WeightDecay float32
@@ -121,8 +121,8 @@ func (o *qAdam) step(params [][]float32, grads [][]float32, decay []bool) {
 	}
 }
 
-func (m *QModel) linears() []*QLinear {
-	var ls []*QLinear
+func (m *Model) linears() []*Linear {
+	var ls []*Linear
 	for i := range m.Layers {
 		ls = append(ls, &m.Layers[i].Lin1)
 		if m.Layers[i].Lin2 != nil {
@@ -134,7 +134,7 @@ func (m *QModel) linears() []*QLinear {
 
 // TrainFP32 trains m's float weights in full precision on d's batches and
 // keeps the weights of the best validation epoch. It returns that accuracy.
-func (m *QModel) TrainFP32(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
+func (m *Model) TrainFP32(d *Data, in *Input, cfg TrainConfig) (float64, error) {
 	return m.train(d, in, cfg, false)
 }
 
@@ -149,19 +149,19 @@ func (m *QModel) TrainFP32(d *QData, in *QInput, cfg QTrainConfig) (float64, err
 // Photo GIN 4-bit 82.98% vs 84.40% frozen, 2-bit 79.31% vs 85.09%, fp32
 // 85.30%). The weights of the best validation epoch (epoch 0 being the
 // calibrated starting point) are kept; it returns that accuracy.
-func (m *QModel) QAT(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
+func (m *Model) QAT(d *Data, in *Input, cfg TrainConfig) (float64, error) {
 	if !m.Calibrated {
-		return 0, fmt.Errorf("%w: QAT needs a calibrated model", ErrQModel)
+		return 0, fmt.Errorf("%w: QAT needs a calibrated model", ErrModel)
 	}
 	return m.train(d, in, cfg, true)
 }
 
-func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (float64, error) {
+func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64, error) {
 	if err := m.Validate(in.Cols); err != nil {
 		return 0, err
 	}
 	if m.Classes != d.Classes {
-		return 0, fmt.Errorf("%w: model has %d classes, data %d", ErrQModel, m.Classes, d.Classes)
+		return 0, fmt.Errorf("%w: model has %d classes, data %d", ErrModel, m.Classes, d.Classes)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51ed270b27b6d4a3))
 	isTrain := make([]bool, d.Graph.N())
@@ -171,7 +171,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 	lins := m.linears()
 	var params, grads [][]float32
 	var decay []bool
-	g := &qGrads{w: map[*QLinear][]float32{}, b: map[*QLinear][]float32{}}
+	g := &qGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
 	for _, l := range lins {
 		g.w[l] = make([]float32, len(l.W))
 		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
@@ -180,7 +180,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 			params, grads, decay = append(params, l.B), append(grads, g.b[l]), append(decay, false)
 		}
 	}
-	g.gamma, g.beta = map[*QBatchNorm][]float32{}, map[*QBatchNorm][]float32{}
+	g.gamma, g.beta = map[*BatchNorm][]float32{}, map[*BatchNorm][]float32{}
 	for i := range m.Layers {
 		if bn := m.Layers[i].BN; bn != nil {
 			g.gamma[bn], g.beta[bn] = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Beta))
@@ -190,17 +190,17 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 	// LSQ: each activation quantizer's step size s as a parameter, held
 	// as log s (Adam moves a parameter by about lr a step whatever its
 	// size: in log space that is a relative change of the step, what LSQ's
-	// gradient scale aims at), written back into its QParams (Lower = s·c,
+	// gradient scale aims at), written back into its Params (Lower = s·c,
 	// c = Lower/Scale fixed) after every step.
 	type lsq struct {
-		p    *QParams
+		p    *Params
 		logS []float32
 		grad []float32
 		c    float64
 	}
 	var steps []lsq
 	if quant && cfg.LearnScales {
-		g.scale = map[*QParams][]float32{}
+		g.scale = map[*Params][]float32{}
 		for _, op := range m.ops() {
 			if op.out == nil {
 				continue
@@ -214,7 +214,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 	}
 	opt := &qAdam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
 	best := -1.0
-	var bestModel *QModel
+	var bestModel *Model
 	if quant {
 		acc, err := m.Accuracy(d, in, true, d.Val)
 		if err != nil {
@@ -232,7 +232,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 		batches := d.Eval
 		if d.Parts != nil {
 			var err error
-			batches, err = NewQBatches(d.Graph, QGroups(d.Parts, d.K, d.PerBatch, rng), false, d.NodeScale)
+			batches, err = NewBatches(d.Graph, Groups(d.Parts, d.K, d.PerBatch, rng), false, d.NodeScale)
 			if err != nil {
 				return 0, err
 			}
@@ -320,7 +320,7 @@ func qCrossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (f
 // Accuracy is the fraction of nodes whose label the model predicts, run
 // over d's Eval batches: quantized (the exact simulation of Infer) or in
 // full precision.
-func (m *QModel) Accuracy(d *QData, in *QInput, quant bool, nodes []int32) (float64, error) {
+func (m *Model) Accuracy(d *Data, in *Input, quant bool, nodes []int32) (float64, error) {
 	if len(nodes) == 0 {
 		return math.NaN(), nil
 	}
@@ -328,11 +328,11 @@ func (m *QModel) Accuracy(d *QData, in *QInput, quant bool, nodes []int32) (floa
 	if err != nil {
 		return 0, err
 	}
-	return QAccuracy(pred, d.Labels, nodes), nil
+	return Accuracy(pred, d.Labels, nodes), nil
 }
 
-// QAccuracy is the fraction of nodes with pred equal to the label.
-func QAccuracy(pred, labels, nodes []int32) float64 {
+// Accuracy is the fraction of nodes with pred equal to the label.
+func Accuracy(pred, labels, nodes []int32) float64 {
 	if len(nodes) == 0 {
 		return math.NaN()
 	}
@@ -347,7 +347,7 @@ func QAccuracy(pred, labels, nodes []int32) float64 {
 
 // Predict returns the predicted class of every node (−1 for nodes in no
 // batch) with the simulation.
-func (m *QModel) Predict(d *QData, in *QInput, quant bool) ([]int32, error) {
+func (m *Model) Predict(d *Data, in *Input, quant bool) ([]int32, error) {
 	pred := make([]int32, d.Graph.N())
 	for i := range pred {
 		pred[i] = -1
@@ -358,13 +358,13 @@ func (m *QModel) Predict(d *QData, in *QInput, quant bool) ([]int32, error) {
 		if err != nil {
 			return nil, err
 		}
-		QArgmax(pred, logits, m.Classes, b.Nodes)
+		Argmax(pred, logits, m.Classes, b.Nodes)
 	}
 	return pred, nil
 }
 
-// QArgmax writes the arg max of each logits row to pred[nodes[row]].
-func QArgmax(pred []int32, logits []float32, c int, nodes []int32) {
+// Argmax writes the arg max of each logits row to pred[nodes[row]].
+func Argmax(pred []int32, logits []float32, c int, nodes []int32) {
 	if c == 0 {
 		return
 	}
@@ -407,7 +407,7 @@ func QArgmax(pred []int32, logits []float32, c int, nodes []int32) {
 // (no labels are used). The range of least squared error, which this
 // replaced, clips the sums of GIN's high-degree nodes or wastes levels on
 // them: on Cora, 4-bit GIN PTQ went from 66.7% to 78.7% (fp32 79.0%).
-func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
+func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	if err := m.Validate(in.Cols); err != nil {
 		return err
 	}
@@ -486,7 +486,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 // the rest of the model in full precision on the dequantized values, the
 // same values klTo's pass computes (tested), without rerunning ops 0..i.
 // The weights come from wc (nil: prepared now).
-func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, outs [][]float32, wc qWeightCache) (float64, error) {
+func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, wc qWeightCache) (float64, error) {
 	p := *m.ops()[i].out
 	inv, off := p.Requant()
 	var kl float64

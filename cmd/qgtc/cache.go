@@ -203,31 +203,31 @@ func (j *qjob) modelPath(stage, key string) string {
 }
 
 // origin is what a model of j records about its training.
-func (j *qjob) origin(key string) *layers.QOrigin {
-	return &layers.QOrigin{Dataset: j.dataset, Data: j.data, Kind: j.kind, ABits: j.abits, WBits: j.wbits,
+func (j *qjob) origin(key string) *layers.Origin {
+	return &layers.Origin{Dataset: j.dataset, Data: j.data, Kind: j.kind, ABits: j.abits, WBits: j.wbits,
 		Norm: j.norm, FeatureScale: j.scale, Key: key}
 }
 
 // qLoadModel reads the model file at path and what it records about its
 // training.
-func qLoadModel(path string) (*layers.QModel, *layers.QOrigin, error) {
+func qLoadModel(path string) (*layers.Model, *layers.Origin, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	return layers.ReadQModelOrigin(f)
+	return layers.ReadModelOrigin(f)
 }
 
 // qCachedModel returns the model cached at path for key, or nil when there
 // is none or it cannot be opened. A file that does not load or holds
 // another key is reported and removed, so the caller rebuilds it.
-func qCachedModel(path, key string, ok func(*layers.QModel) bool) *layers.QModel {
+func qCachedModel(path, key string, ok func(*layers.Model) bool) *layers.Model {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil // missing, or an unusable cache folder that saving will report
 	}
-	m, o, err := layers.ReadQModelOrigin(f)
+	m, o, err := layers.ReadModelOrigin(f)
 	f.Close()
 	if err == nil {
 		switch {
@@ -249,12 +249,12 @@ func qCachedModel(path, key string, ok func(*layers.QModel) bool) *layers.QModel
 
 // saveModel caches m at path; a failure costs only time, so it is a note,
 // and j remembers it so the summary does not claim the model is cached.
-func (j *qjob) saveModel(path string, m *layers.QModel, key string) {
+func (j *qjob) saveModel(path string, m *layers.Model, key string) {
 	err := os.MkdirAll(filepath.Dir(path), 0o755)
 	if err == nil {
 		var f *atomicfile.File
 		if f, err = atomicfile.Create(path, 0o644); err == nil {
-			if _, err = layers.WriteQModel(f, m, j.origin(key)); err == nil {
+			if _, err = layers.WriteModel(f, m, j.origin(key)); err == nil {
 				err = f.Commit()
 			}
 			f.Abort()

@@ -34,8 +34,8 @@ type qjob struct {
 	epochs       int
 	qatEpochs    int
 	quiet        bool
-	scale        string // feature scale: layers.QScaleMean or QScaleRows
-	norm         string // GIN's MLP normalization: layers.QNormNone or QNormBatch
+	scale        string // feature scale: layers.ScaleMean or ScaleRows
+	norm         string // GIN's MLP normalization: layers.NormNone or NormBatch
 	lsq          bool   // QAT learns the activation step sizes
 
 	name       string             // the loaded dataset's name
@@ -48,7 +48,7 @@ type qjob struct {
 // qtask is a loaded dataset with its batches.
 type qtask struct {
 	ds         *subgraph.Dataset
-	data       *layers.QData
+	data       *layers.Data
 	load, part time.Duration
 	prep       time.Duration
 	partCached bool
@@ -107,7 +107,7 @@ func qLoadTask(j *qjob) (*qtask, error) {
 	}
 	t.part = time.Since(t1)
 	t2 := time.Now()
-	t.data, err = layers.NewQDataScaled(ds, p, j.parts, j.batch, j.scale)
+	t.data, err = layers.NewDataScaled(ds, p, j.parts, j.batch, j.scale)
 	if err != nil {
 		return nil, err
 	}
@@ -124,24 +124,24 @@ func qLoadTask(j *qjob) (*qtask, error) {
 
 // fp32Model returns the trained full-precision model of j (from the cache
 // or trained now) and how long training took (0 when cached).
-func qFP32Model(j *qjob, t *qtask, in *layers.QInput) (*layers.QModel, time.Duration, error) {
+func qFP32Model(j *qjob, t *qtask, in *layers.Input) (*layers.Model, time.Duration, error) {
 	key := j.modelKey(false)
 	path := j.modelPath("fp32", key)
-	fits := func(m *layers.QModel) bool {
+	fits := func(m *layers.Model) bool {
 		return m.Kind == j.kind && m.Classes == t.ds.NumClasses && m.Layers[0].Lin1.In == t.ds.Features.Cols
 	}
 	if m := qCachedModel(path, key, fits); m != nil {
 		return m, 0, nil
 	}
 	t0 := time.Now()
-	m, err := layers.NewQModel(j.kind, t.ds.Features.Cols, j.hidden, t.ds.NumClasses, j.layers, 8, 8, j.seed)
+	m, err := layers.NewModel(j.kind, t.ds.Features.Cols, j.hidden, t.ds.NumClasses, j.layers, 8, 8, j.seed)
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := m.SetNorm(j.norm); err != nil {
 		return nil, 0, fmt.Errorf("%w: --norm: %v", errUsage, err)
 	}
-	_, err = m.TrainFP32(t.data, in, layers.QTrainConfig{Epochs: j.epochs, LR: qFP32LR, WeightDecay: qFP32WD, Dropout: qFP32Dropout,
+	_, err = m.TrainFP32(t.data, in, layers.TrainConfig{Epochs: j.epochs, LR: qFP32LR, WeightDecay: qFP32WD, Dropout: qFP32Dropout,
 		Patience: qFP32Patience, Seed: j.seed, Progress: func(ep int, loss, val float64) {
 			j.prog.Printf("qgtc: training fp32 %s on %s: epoch %d/%d loss %.3f val %.1f%%", j.kind, t.ds.Name, ep, j.epochs, loss, 100*val)
 		}})
@@ -155,7 +155,7 @@ func qFP32Model(j *qjob, t *qtask, in *layers.QInput) (*layers.QModel, time.Dura
 
 // qCalibrate returns fp at j's bit widths, calibrated (post-training
 // quantization) on up to qCalibBatches batches.
-func qCalibrate(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*layers.QModel, error) {
+func qCalibrate(j *qjob, t *qtask, fp *layers.Model, in *layers.Input) (*layers.Model, error) {
 	m := fp.Clone()
 	m.ABits, m.WBits = j.abits, j.wbits
 	j.prog.Printf("qgtc: calibrating %d/%d-bit %s", j.abits, j.wbits, j.kind)
@@ -169,18 +169,18 @@ func qCalibrate(j *qjob, t *qtask, fp *layers.QModel, in *layers.QInput) (*layer
 // quantModel returns the model of j at its bit widths: calibrated from the
 // fp32 model (or ptq, when the caller has already calibrated it with
 // qCalibrate), then fine-tuned with QAT (cached).
-func qQuantModel(j *qjob, t *qtask, fp, ptq *layers.QModel, in *layers.QInput) (*layers.QModel, time.Duration, error) {
+func qQuantModel(j *qjob, t *qtask, fp, ptq *layers.Model, in *layers.Input) (*layers.Model, time.Duration, error) {
 	bits := fmt.Sprintf("a%dw%d", j.abits, j.wbits)
 	key := j.modelKey(true)
 	path := j.modelPath(bits, key)
-	fits := func(m *layers.QModel) bool {
+	fits := func(m *layers.Model) bool {
 		return m.Calibrated && m.Kind == j.kind && m.ABits == j.abits && m.WBits == j.wbits && m.Input == in.Params
 	}
 	if m := qCachedModel(path, key, fits); m != nil {
 		return m, 0, nil
 	}
 	t0 := time.Now()
-	var m *layers.QModel
+	var m *layers.Model
 	if ptq != nil {
 		m = ptq.Clone()
 	} else {
@@ -190,7 +190,7 @@ func qQuantModel(j *qjob, t *qtask, fp, ptq *layers.QModel, in *layers.QInput) (
 		}
 	}
 	if j.qatEpochs > 0 {
-		_, err := m.QAT(t.data, in, layers.QTrainConfig{Epochs: j.qatEpochs, LR: qQATLR, WeightDecay: qQATWD, Patience: qQATPatience, Seed: j.seed, LearnScales: j.lsq,
+		_, err := m.QAT(t.data, in, layers.TrainConfig{Epochs: j.qatEpochs, LR: qQATLR, WeightDecay: qQATWD, Patience: qQATPatience, Seed: j.seed, LearnScales: j.lsq,
 			Progress: func(ep int, loss, val float64) {
 				j.prog.Printf("qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.abits, j.wbits, j.kind, ep, j.qatEpochs, loss, 100*val)
 			}})
@@ -291,8 +291,8 @@ func (j *qjob) jobFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&j.epochs, "epochs", 200, "full-precision training epochs (when training)")
 	fs.IntVar(&j.qatEpochs, "qat-epochs", 40, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)")
 	fs.BoolVar(&j.lsq, "lsq", false, "QAT learns each activation quantizer's step size (LSQ)")
-	fs.StringVar(&j.norm, "norm", layers.QNormNone, "gin: normalization inside each MLP, none or batch (when training)")
-	fs.StringVar(&j.scale, "feature-scale", layers.QScaleSqrt, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
+	fs.StringVar(&j.norm, "norm", layers.NormNone, "gin: normalization inside each MLP, none or batch (when training)")
+	fs.StringVar(&j.scale, "feature-scale", layers.ScaleSqrt, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
 	fs.BoolVar(&j.quiet, "quiet", false, "no progress on stderr")
 }
 
@@ -303,17 +303,17 @@ func (j *qjob) check() error {
 	if j.dataset == "" {
 		return fmt.Errorf("%w: --dataset is required", errUsage)
 	}
-	if j.kind != layers.QGCN && j.kind != layers.QGIN {
+	if j.kind != layers.GCN && j.kind != layers.GIN {
 		return fmt.Errorf("%w: --model %q (want gcn or gin)", errUsage, j.kind)
 	}
 	switch {
-	case j.norm != layers.QNormNone && j.norm != layers.QNormBatch:
+	case j.norm != layers.NormNone && j.norm != layers.NormBatch:
 		return fmt.Errorf("%w: --norm %q (want none or batch)", errUsage, j.norm)
-	case j.norm == layers.QNormBatch && j.kind != layers.QGIN:
+	case j.norm == layers.NormBatch && j.kind != layers.GIN:
 		return fmt.Errorf("%w: --norm %s: only gin has a normalization", errUsage, j.norm)
 	}
 	switch j.scale {
-	case layers.QScaleSqrt, layers.QScaleMean, layers.QScaleRows, layers.QScaleNone:
+	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:
 	default:
 		return fmt.Errorf("%w: --feature-scale %q (want sqrt, mean, rows or none)", errUsage, j.scale)
 	}
@@ -338,7 +338,7 @@ func (j *qjob) check() error {
 // origin o, nil for older files): a flag given explicitly that disagrees
 // with the file, or one that only applies when training, is a usage error
 // naming both values.
-func qWeightsFlags(fs *pflag.FlagSet, j *qjob, bits int, m *layers.QModel, o *layers.QOrigin, file string) error {
+func qWeightsFlags(fs *pflag.FlagSet, j *qjob, bits int, m *layers.Model, o *layers.Origin, file string) error {
 	conflict := func(flag string, v any, has string) error {
 		return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
 	}
@@ -356,7 +356,7 @@ func qWeightsFlags(fs *pflag.FlagSet, j *qjob, bits int, m *layers.QModel, o *la
 		return conflict("norm", j.norm, "a model with norm "+m.Norm())
 	case fs.Changed("layers") && j.layers != len(m.Layers):
 		return conflict("layers", j.layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
-	case fs.Changed("hidden") && (m.Kind == layers.QGIN || len(m.Layers) > 1) && j.hidden != m.Layers[0].Lin1.Out:
+	case fs.Changed("hidden") && (m.Kind == layers.GIN || len(m.Layers) > 1) && j.hidden != m.Layers[0].Lin1.Out:
 		return conflict("hidden", j.hidden, fmt.Sprintf("a model of hidden width %d", m.Layers[0].Lin1.Out))
 	case fs.Changed("feature-scale") && o != nil && j.scale != o.FeatureScale:
 		return conflict("feature-scale", j.scale, "a model trained with feature scale "+o.FeatureScale)
@@ -389,7 +389,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	aggMode, err := layers.ParseQAggMode(*aggFlag)
+	aggMode, err := layers.ParseAggMode(*aggFlag)
 	if err != nil {
 		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
 	}
@@ -416,8 +416,8 @@ func runInfer(args []string, stdout io.Writer) error {
 	}
 	j.prog = progress.New(qStderr, j.quiet)
 	start := time.Now()
-	var m, fp *layers.QModel
-	var origin *layers.QOrigin
+	var m, fp *layers.Model
+	var origin *layers.Origin
 	if *weights != "" {
 		if m, origin, err = qLoadModel(*weights); err != nil {
 			return fmt.Errorf("--weights %s: %w", *weights, err)
@@ -439,11 +439,11 @@ func runInfer(args []string, stdout io.Writer) error {
 	}
 	t2 := time.Now()
 	var trainTime time.Duration
-	var in *layers.QInput
+	var in *layers.Input
 	if m != nil {
 		if m.Layers[0].Lin1.In != t.ds.Features.Cols || m.Classes != t.ds.NumClasses {
 			return fmt.Errorf("--weights %s: model takes %d features and %d classes, %s has %d and %d: %w",
-				*weights, m.Layers[0].Lin1.In, m.Classes, t.ds.Name, t.ds.Features.Cols, t.ds.NumClasses, layers.ErrQModel)
+				*weights, m.Layers[0].Lin1.In, m.Classes, t.ds.Name, t.ds.Features.Cols, t.ds.NumClasses, layers.ErrModel)
 		}
 		if origin != nil && origin.Data != "" && origin.Data != j.data {
 			qWarn("--weights %s was trained on %s (data %.16s), applied to %s (data %.16s): other graph, features, labels or split",
@@ -454,7 +454,7 @@ func runInfer(args []string, stdout io.Writer) error {
 			return err
 		}
 		if in.Params != m.Input {
-			return fmt.Errorf("--weights %s: features of %s quantize to %+v, the model expects %+v: %w", *weights, t.ds.Name, in.Params, m.Input, layers.ErrQModel)
+			return fmt.Errorf("--weights %s: features of %s quantize to %+v, the model expects %+v: %w", *weights, t.ds.Name, in.Params, m.Input, layers.ErrModel)
 		}
 	} else {
 		in, err = layers.QuantizeInput(t.ds.Features, j.abits)
@@ -507,7 +507,7 @@ func runInfer(args []string, stdout io.Writer) error {
 		r.NodesPerSec = float64(run.Nodes) / inf.Seconds()
 	}
 	if len(t.ds.Test) > 0 {
-		a := layers.QAccuracy(run.Pred, t.ds.Labels, t.ds.Test)
+		a := layers.Accuracy(run.Pred, t.ds.Labels, t.ds.Test)
 		r.Accuracy = &a
 		if fp != nil {
 			fa, err := fp.Accuracy(t.data, in, false, t.ds.Test)

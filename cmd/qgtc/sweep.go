@@ -191,7 +191,7 @@ func runSweep(args []string, stdout io.Writer) error {
 			r.ComputeMS += qms(run.Compute) / float64(*seeds)
 			r.PackMS += qms(run.Pack) / float64(*seeds)
 			r.TrainSeconds += dt.Seconds()
-			acc[bi+1] = append(acc[bi+1], layers.QAccuracy(run.Pred, t.ds.Labels, t.ds.Test))
+			acc[bi+1] = append(acc[bi+1], layers.Accuracy(run.Pred, t.ds.Labels, t.ds.Test))
 		}
 		sj.prog.Done()
 	}
@@ -239,7 +239,7 @@ func runSweep(args []string, stdout io.Writer) error {
 }
 
 // fp32Bytes is the size of m's weights and biases as float32.
-func qFP32Bytes(m *layers.QModel) int {
+func qFP32Bytes(m *layers.Model) int {
 	n := 0
 	for _, ly := range m.Layers {
 		n += 4 * (len(ly.Lin1.W) + len(ly.Lin1.B))
