@@ -127,7 +127,7 @@ func goldenRecordCase(t *testing.T, c goldenCase) {
 	}
 	task := goldenBatches(t, rec, parts)
 
-	// As qFP32Model, qCalibrate and qQuantModel of cmd/qgtc/infer.go do.
+	// As fp32Model, calibrate and quantModel of cmd/qgtc/infer.go do.
 	in, err := layers.QuantizeInput(ds.Features, c.abits)
 	require.NoError(t, err)
 	fp, err := layers.NewModel(c.kind, ds.Features.Cols, c.hidden, ds.NumClasses, c.layers, 8, 8, c.seed)

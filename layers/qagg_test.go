@@ -71,7 +71,7 @@ func TestQAggAuto(t *testing.T) {
 	b := d.Eval[0]
 	assert.True(t, plan.sparseAgg(b), "%d edges in %d chunks", len(b.Indices), b.chunks)
 	other := *plan
-	other.Kernel = qNamedKernel{bmm.Generic{}, "tcu/wgmma"}
+	other.Kernel = namedKernel{bmm.Generic{}, "tcu/wgmma"}
 	assert.False(t, other.sparseAgg(b))
 	other.Agg = AggSparse
 	assert.True(t, other.sparseAgg(b))
@@ -87,9 +87,9 @@ func TestQAggAuto(t *testing.T) {
 	assert.ErrorIs(t, err, ErrModel)
 }
 
-type qNamedKernel struct {
+type namedKernel struct {
 	bmm.Kernel
 	name string
 }
 
-func (k qNamedKernel) Name() string { return k.name }
+func (k namedKernel) Name() string { return k.name }

@@ -127,12 +127,12 @@ func NewBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale []
 			// Breadth-first order inside the batch: neighbours get nearby
 			// rows, so the 1-bit adjacency is banded and its rows have
 			// long runs of zero words, which bit kernels skip.
-			nodes = qBandOrder(g, nodes, local)
+			nodes = bandOrder(g, nodes, local)
 			for i, v := range nodes {
 				local[v] = int32(i)
 			}
 		}
-		b, err := qBuildBatch(g, nodes, local, withBits)
+		b, err := buildBatch(g, nodes, local, withBits)
 		if err == nil && nodeScale != nil {
 			b.FeatScale = make([]float32, len(nodes))
 			for i, v := range nodes {
@@ -150,7 +150,7 @@ func NewBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale []
 	return out, nil
 }
 
-func qBuildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*Batch, error) {
+func buildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*Batch, error) {
 	n := len(nodes)
 	b := &Batch{Nodes: slices.Clone(nodes), Indptr: make([]int32, n+1)}
 	if withBits {
@@ -193,7 +193,7 @@ func qBuildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*Batch
 		if b.Edges, err = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, n); err != nil {
 			return nil, err
 		}
-		b.chunks = qAdjChunks(b.Indptr, b.Indices)
+		b.chunks = adjChunks(b.Indptr, b.Indices)
 	}
 	return b, nil
 }
@@ -297,7 +297,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	var sample []float32
 	nonZero, negative := 0, 0
 	stride := 1
-	if nnz := qFeatureNNZ(f); nnz > 1<<20 {
+	if nnz := featureNNZ(f); nnz > 1<<20 {
 		stride = nnz >> 20
 	}
 	i := 0
@@ -321,10 +321,10 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	// A signed range gives 0 a non-zero code, which makes every absent
 	// entry of sparse features a stored one (rows×cols codes).
 	if binary {
-		in.Params = qParamsFor(1, 0, 1) // codes equal the values: exact
+		in.Params = paramsFor(1, 0, 1) // codes equal the values: exact
 	} else {
 		unsigned := negative == 0 || (f.Dense == nil && negative*100 <= nonZero)
-		in.Params = qBestRange(sample, bits, unsigned)
+		in.Params = bestRange(sample, bits, unsigned)
 	}
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
@@ -354,7 +354,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	return in, nil
 }
 
-func qFeatureNNZ(f *subgraph.Features) int {
+func featureNNZ(f *subgraph.Features) int {
 	if f.Dense != nil {
 		return len(f.Dense)
 	}
@@ -403,7 +403,7 @@ const (
 // scaled to sum 1 make them so small that training crawls (Amazon Photo);
 // sqrt, between the two, trains on every dataset we have.
 func FeatureScale(f *subgraph.Features, mode string) []float32 {
-	inv := qRowInverse(f)
+	inv := rowInverse(f)
 	if mode == ScaleRows {
 		return inv
 	}
@@ -428,8 +428,8 @@ func FeatureScale(f *subgraph.Features, mode string) []float32 {
 	return inv
 }
 
-// qRowInverse returns 1/(row sum) of f per row (1 for rows summing to 0).
-func qRowInverse(f *subgraph.Features) []float32 {
+// rowInverse returns 1/(row sum) of f per row (1 for rows summing to 0).
+func rowInverse(f *subgraph.Features) []float32 {
 	out := make([]float32, f.Rows)
 	for r := range out {
 		var s float64
@@ -452,10 +452,10 @@ func qRowInverse(f *subgraph.Features) []float32 {
 	return out
 }
 
-// qBandOrder returns nodes (whose positions local holds) in breadth-first
+// bandOrder returns nodes (whose positions local holds) in breadth-first
 // order over the subgraph they induce, each component started from its
 // first node in the given order (Cuthill–McKee without the degree sort).
-func qBandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
+func bandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
 	seen := make([]bool, len(nodes))
 	order := make([]int32, 0, len(nodes))
 	for s, v := range nodes {
@@ -476,9 +476,9 @@ func qBandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
 	return order
 }
 
-// qAdjChunks counts the 64-row × 256-column chunks of an n-row CSR
+// adjChunks counts the 64-row × 256-column chunks of an n-row CSR
 // adjacency that hold an edge.
-func qAdjChunks(indptr, indices []int32) int {
+func adjChunks(indptr, indices []int32) int {
 	n := len(indptr) - 1
 	chunks := 0
 	// One bit per 256-column chunk, reset after each 64-row block.

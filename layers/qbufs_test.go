@@ -12,7 +12,7 @@ import (
 )
 
 // TestQRunReusesOutputStorage: Plan.Run keeps each op's output storage
-// from one batch to the next (qOpBufs). Over batches of unequal sizes (a
+// from one batch to the next (opBufs). Over batches of unequal sizes (a
 // smaller batch after a larger one reuses storage that still holds the
 // larger one's values), every logit equals the one a forward with fresh
 // storage computes, bit for bit, and Run's predictions are their argmax.
@@ -50,7 +50,7 @@ func TestQRunReusesOutputStorage(t *testing.T) {
 						plan, err := m.Compile(bmm.Default())
 						require.NoError(t, err)
 						plan.Agg = mode
-						bufs := make([]qOpBufs, len(plan.ops))
+						bufs := make([]opBufs, len(plan.ops))
 						want := make([]int32, ds.Graph.N())
 						for i := range want {
 							want[i] = -1

@@ -16,13 +16,13 @@ import (
 type Plan struct {
 	Model   *Model
 	Kernel  bmm.Kernel
-	ops     []qOp
-	weights []*qWeights         // per op; nil for aggregations
+	ops     []planOp
+	weights []*simWeights       // per op; nil for aggregations
 	packed  []*bittensor.Tensor // per op: weight codes, K×N packed by columns
 	// WeightBytes is the packed size of every weight tensor.
 	WeightBytes int
 	// Tiles fuses each re-quantization by row tiles around the kernel's
-	// MulInt instead of calling its MulBit (same codes; see qMulBitTiles).
+	// MulInt instead of calling its MulBit (same codes; see mulBitTiles).
 	Tiles bool
 	wInt  []int64 // op 0's weight codes, K×N, for ForwardSparse past 8 bits
 	// wCodes holds the same codes one byte each (weights of at most 8
@@ -65,15 +65,15 @@ func ParseAggMode(s string) (AggMode, error) {
 	return 0, fmt.Errorf("%w: aggregation mode %q (want auto, dense or sparse)", ErrModel, s)
 }
 
-// qAggBitMACsPerEdgeCol and qDenseBitMACs are the cost model of AggAuto,
+// aggBitMACsPerEdgeCol and denseBitMACs are the cost model of AggAuto,
 // in CPU cycles: an edge list costs about 1/16 cycle per edge and column
 // with the vector kernel (1 cycle without), a dense bit product about
 // 1/200 cycle per bit-MAC (bench/cpu: 190-280 bit-MACs/cycle/core on
 // AVX-512, 75-107 on AVX2) over every non-zero 64×256 chunk of the
 // adjacency.
 const (
-	qSparseColsPerCycle = 16
-	qDenseMACsPerCycle  = 200
+	sparseColsPerCycle = 16
+	denseMACsPerCycle  = 200
 )
 
 // sparseAgg reports whether b's aggregations run from its edge list.
@@ -89,10 +89,10 @@ func (p *Plan) sparseAgg(b *Batch) bool {
 	}
 	perEdge := 1.0
 	if cpu.AggVectorized() {
-		perEdge = 1.0 / qSparseColsPerCycle
+		perEdge = 1.0 / sparseColsPerCycle
 	}
 	sparse := float64(len(b.Indices)) * perEdge
-	dense := float64(b.chunks) * 64 * 256 * float64(p.Model.ABits) / qDenseMACsPerCycle
+	dense := float64(b.chunks) * 64 * 256 * float64(p.Model.ABits) / denseMACsPerCycle
 	return sparse < dense
 }
 
@@ -113,7 +113,7 @@ func (m *Model) Compile(k bmm.Kernel) (*Plan, error) {
 			p.packed = append(p.packed, nil)
 			continue
 		}
-		w := qPrepareWeights(op.lin, m.WBits, true)
+		w := prepareWeights(op.lin, m.WBits, true)
 		codes := make([]int32, len(w.codes))
 		for j, c := range w.codes {
 			codes[j] = int32(uint32(c)) // 32-bit codes wrap; Pack stores the bit pattern
@@ -174,11 +174,11 @@ func (p *Plan) ForwardSparse(b *Batch, in *Input, trace Trace) ([]float32, Stats
 	return p.forward(b, nil, in, trace, nil)
 }
 
-// qSparseFirst computes op 0 from the sparse codes of b's rows: C = X·W in
+// sparseFirst computes op 0 from the sparse codes of b's rows: C = X·W in
 // int64, then the epilogue and the quantizer exactly as a kernel applies
 // them, packed for the next op (or as byte codes with toCodes, or as the
 // logits when op 0 is the last), in ob's storage.
-func (p *Plan) qSparseFirst(b *Batch, in *Input, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing, toCodes bool, ob *qOpBufs) (*bittensor.Tensor, cpu.Codes, []float32, error) {
+func (p *Plan) sparseFirst(b *Batch, in *Input, ep *bmm.Epilogue, op *planOp, packing bittensor.Packing, toCodes bool, ob *opBufs) (*bittensor.Tensor, cpu.Codes, []float32, error) {
 	nOut := op.lin.Out
 	n := b.N()
 	var logits []float32
@@ -193,10 +193,10 @@ func (p *Plan) qSparseFirst(b *Batch, in *Input, ep *bmm.Epilogue, op *qOp, pack
 		if outC, err = ob.newCodes(n, nOut, op.out.Bits); err != nil {
 			return nil, outC, nil, err
 		}
-		rq = qRQ(*op.out)
+		rq = requantOf(*op.out)
 	default:
 		codes = make([]uint32, n*nOut)
-		rq = qRQ(*op.out)
+		rq = requantOf(*op.out)
 	}
 	// emitRow takes row r's epilogue output y (len nOut) to its place.
 	emitRow := func(r int, y []float32) {
@@ -236,7 +236,7 @@ func (p *Plan) qSparseFirst(b *Batch, in *Input, ep *bmm.Epilogue, op *qOp, pack
 	// Codes or weights of more than 8 bits: int64 sums over the feature
 	// lists (the codes' products can pass what float32 or int32 hold).
 	wc := p.wInt
-	qParFor(n, func(lo, hi int) {
+	parFor(n, func(lo, hi int) {
 		acc := make([]int64, nOut)
 		y := make([]float32, nOut)
 		for r := lo; r < hi; r++ {
@@ -262,13 +262,13 @@ func (p *Plan) qSparseFirst(b *Batch, in *Input, ep *bmm.Epilogue, op *qOp, pack
 	if err != nil {
 		return nil, outC, nil, err
 	}
-	qPackTile(t, codes, 0, n, nOut)
+	packTile(t, codes, 0, n, nOut)
 	return t, outC, nil, nil
 }
 
 // With bufs (one per op, only where no trace keeps the outputs), each op's
-// output is made in its qOpBufs' storage.
-func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bufs []qOpBufs) ([]float32, Stats, error) {
+// output is made in its opBufs' storage.
+func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bufs []opBufs) ([]float32, Stats, error) {
 	var st Stats
 	m := p.Model
 	sparseAgg := p.sparseAgg(b)
@@ -297,7 +297,7 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 	for i := range p.ops {
 		op := &p.ops[i]
 		last := op.out == nil
-		var ob *qOpBufs
+		var ob *opBufs
 		if bufs != nil {
 			ob = &bufs[i]
 		}
@@ -315,9 +315,9 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 			width = op.lin.Out
 			switch {
 			case i == 0 && sx != nil:
-				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, b.featSums(sx), b, true)
+				ep = linEpilogue(op, ph, p.weights[i], op.lin.In, b.featSums(sx), b, true)
 			default:
-				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
+				ep = linEpilogue(op, ph, p.weights[i], op.lin.In, bitRowSums(cur), b, true)
 			}
 		case qAgg:
 			if codes {
@@ -325,7 +325,7 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 			} else {
 				width = cur.Cols()
 			}
-			ep = qAggEpilogue(op, ph, width, b, true)
+			ep = aggEpilogue(op, ph, width, b, true)
 		}
 		st.UnfusedBytes += 8 * n * width
 		var (
@@ -336,7 +336,7 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 		)
 		switch {
 		case op.kind == qLin && i == 0 && sx != nil:
-			out, outC, logits, err = p.qSparseFirst(b, sx, ep, op, packing, toCodes, ob)
+			out, outC, logits, err = p.sparseFirst(b, sx, ep, op, packing, toCodes, ob)
 		case op.kind == qAgg && codes:
 			switch {
 			case last:
@@ -344,11 +344,11 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 				err = cpu.AggFloat(logits, b.Edges, curCodes, ep)
 			case toCodes:
 				if outC, err = ob.newCodes(n, width, op.out.Bits); err == nil {
-					err = cpu.AggCodes(outC, b.Edges, curCodes, ep, qRQ(*op.out))
+					err = cpu.AggCodes(outC, b.Edges, curCodes, ep, requantOf(*op.out))
 				}
 			default:
 				if out, err = ob.newTensor(n, width, op.out.Bits, packing); err == nil {
-					err = cpu.AggBit(out, b.Edges, curCodes, ep, qRQ(*op.out))
+					err = cpu.AggBit(out, b.Edges, curCodes, ep, requantOf(*op.out))
 				}
 			}
 		default:
@@ -358,11 +358,11 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 			}
 			switch {
 			case last:
-				logits, err = qMulFloat(p.Kernel, a, bt, ep, ob)
+				logits, err = mulFloat(p.Kernel, a, bt, ep, ob)
 			case toCodes:
-				outC, err = qMulCodes(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, ob)
+				outC, err = mulCodes(p.Kernel, a, bt, ep, requantOf(*op.out), op.out.Bits, ob)
 			default:
-				out, err = qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing, p.Tiles, ob)
+				out, err = mulBit(p.Kernel, a, bt, ep, requantOf(*op.out), op.out.Bits, packing, p.Tiles, ob)
 			}
 		}
 		if err != nil {
@@ -377,7 +377,7 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 		if toCodes {
 			st.InterBytes += outC.Bytes()
 			if trace != nil {
-				trace(i, qCodesTensor(outC))
+				trace(i, codesTensor(outC))
 			}
 			curCodes, codes, cur = outC, true, nil
 		} else {
@@ -392,8 +392,8 @@ func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bu
 	return nil, st, fmt.Errorf("%w: model ends without logits", ErrModel)
 }
 
-// qCodesTensor packs codes by rows, for a trace.
-func qCodesTensor(c cpu.Codes) *bittensor.Tensor {
+// codesTensor packs codes by rows, for a trace.
+func codesTensor(c cpu.Codes) *bittensor.Tensor {
 	t, err := bittensor.PackRows(c.Ints(), c.Rows, c.Cols, c.Bits)
 	if err != nil {
 		panic(err) // Codes hold codes below 2^Bits by construction: they always pack
@@ -401,8 +401,8 @@ func qCodesTensor(c cpu.Codes) *bittensor.Tensor {
 	return t
 }
 
-// qRQ is p's quantizer as a fused-epilogue re-quantization.
-func qRQ(p Params) bmm.Requant {
+// requantOf is p's quantizer as a fused-epilogue re-quantization.
+func requantOf(p Params) bmm.Requant {
 	inv, off := p.Requant()
 	return bmm.Requant{Scale: inv, Offset: off}
 }
@@ -429,7 +429,7 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, p.Model.Input)
 	}
 	r := &Result{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
-	bufs := make([]qOpBufs, len(p.ops)) // each op's output storage, reused batch after batch
+	bufs := make([]opBufs, len(p.ops)) // each op's output storage, reused batch after batch
 	for i := range r.Pred {
 		r.Pred[i] = -1
 	}
@@ -484,7 +484,7 @@ func (p *Plan) SparseCheaper(in *Input) bool {
 	nOut := float64(p.Model.Layers[0].Lin1.Out)
 	perCol := 1.0
 	if p.byteFirst(in) {
-		perCol = 1.0 / qSparseColsPerCycle
+		perCol = 1.0 / sparseColsPerCycle
 		if !in.allOnes {
 			perCol *= 1.5
 		}
@@ -493,24 +493,24 @@ func (p *Plan) SparseCheaper(in *Input) bool {
 	pad := bittensor.DefaultPadding.Bits
 	k := float64((in.Cols + pad - 1) / pad * pad)
 	a, w := float64(in.Params.Bits), float64(p.Model.WBits)
-	dense := float64(in.Rows) * k * (nOut*a*w/qDenseMACsPerCycle + a/8)
+	dense := float64(in.Rows) * k * (nOut*a*w/denseMACsPerCycle + a/8)
 	return sparse < dense
 }
 
-// qOpBufs is the storage of one op's output kept from one batch to the
+// opBufs is the storage of one op's output kept from one batch to the
 // next by Plan.Run: batches run one after another and an op's output is
 // dead once the next op (or the argmax) has read it, so each batch reuses
 // the last one's memory, still warm in cache, instead of allocating and
 // zeroing fresh memory (on the 1M-node graph that zeroing was about a fifth
-// of the pass). A nil *qOpBufs allocates, as a single forward call does.
-type qOpBufs struct {
+// of the pass). A nil *opBufs allocates, as a single forward call does.
+type opBufs struct {
 	f32   []float32
 	codes cpu.Codes
 	words []uint64
 }
 
 // floats returns n zeroed float32s.
-func (o *qOpBufs) floats(n int) []float32 {
+func (o *opBufs) floats(n int) []float32 {
 	if o == nil {
 		return make([]float32, n)
 	}
@@ -523,7 +523,7 @@ func (o *qOpBufs) floats(n int) []float32 {
 }
 
 // newCodes returns zeroed rows×cols codes of the given width.
-func (o *qOpBufs) newCodes(rows, cols, bits int) (cpu.Codes, error) {
+func (o *opBufs) newCodes(rows, cols, bits int) (cpu.Codes, error) {
 	if o == nil {
 		return cpu.NewCodes(rows, cols, bits)
 	}
@@ -536,7 +536,7 @@ func (o *qOpBufs) newCodes(rows, cols, bits int) (cpu.Codes, error) {
 
 // newTensor returns a zeroed tensor (bittensor.New's arguments, default
 // padding).
-func (o *qOpBufs) newTensor(rows, cols, bits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
+func (o *opBufs) newTensor(rows, cols, bits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
 	if o == nil {
 		return bittensor.New(rows, cols, bits, packing, bittensor.DefaultPadding)
 	}

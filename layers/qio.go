@@ -14,28 +14,28 @@ import (
 	"github.com/qgtc/qgtc/internal/safetensors"
 )
 
-// qMeta is the metadata of a saved Model (safetensors __metadata__).
-type qMeta struct {
-	// Format is qFormat; files without it (0) predate the GIN batch norm.
-	Format     int       `json:"format"`
-	Kind       string    `json:"kind"`
-	Classes    int       `json:"classes"`
-	ABits      int       `json:"abits"`
-	WBits      int       `json:"wbits"`
-	Calibrated bool      `json:"calibrated"`
-	NormRows   bool      `json:"norm_rows"`
-	Input      Params    `json:"input"`
-	Params     []qLayerP `json:"params"`
+// fileMeta is the metadata of a saved Model (safetensors __metadata__).
+type fileMeta struct {
+	// Format is fileFormat; files without it (0) predate the GIN batch norm.
+	Format     int      `json:"format"`
+	Kind       string   `json:"kind"`
+	Classes    int      `json:"classes"`
+	ABits      int      `json:"abits"`
+	WBits      int      `json:"wbits"`
+	Calibrated bool     `json:"calibrated"`
+	NormRows   bool     `json:"norm_rows"`
+	Input      Params   `json:"input"`
+	Params     []layerP `json:"params"`
 }
 
-// qFormat is the current version of the saved model layout: 2 adds the GIN
+// fileFormat is the current version of the saved model layout: 2 adds the GIN
 // batch norm (layers.i.bn.*), so an older cached GIN is not misread; 3
 // makes it optional (a GIN with no layers.i.bn.* tensors has none) and
 // marks models calibrated on the output (KL) rather than the squared
 // error, so cached models of either older kind are retrained.
-const qFormat = 3
+const fileFormat = 3
 
-type qLayerP struct {
+type layerP struct {
 	Z   Params `json:"z"`
 	U   Params `json:"u"`
 	Out Params `json:"out"`
@@ -60,8 +60,8 @@ type Origin struct {
 // Metadata keys added next to qgtc.qmodel; the tensors and qgtc.qmodel are
 // encoded as before, so older readers still load the file.
 const (
-	qMetaOrigin = "qgtc.origin"
-	qMetaSum    = "qgtc.sha256"
+	metaOrigin = "qgtc.origin"
+	metaSum    = "qgtc.sha256"
 )
 
 // WriteTo saves m as safetensors: the float weights under PyTorch-style
@@ -74,10 +74,10 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 
 // WriteModel is WriteTo that also records o (when not nil) in the file.
 func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
-	meta := qMeta{Format: qFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
+	meta := fileMeta{Format: fileFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
 	ts := map[string]*safetensors.Tensor{}
 	for i, ly := range m.Layers {
-		meta.Params = append(meta.Params, qLayerP{ly.Z, ly.U, ly.Out})
+		meta.Params = append(meta.Params, layerP{ly.Z, ly.U, ly.Out})
 		put := func(name string, l *Linear) {
 			ts[fmt.Sprintf("layers.%d.%s.weight", i, name)] = safetensors.F32(l.W, l.Out, l.In)
 			if l.B != nil {
@@ -89,7 +89,7 @@ func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
 			put("lin2", ly.Lin2)
 		}
 		if bn := ly.BN; bn != nil {
-			for _, t := range qBNTensors(bn) {
+			for _, t := range bnTensors(bn) {
 				ts[fmt.Sprintf("layers.%d.bn.%s", i, t.name)] = safetensors.F32(*t.v)
 			}
 		}
@@ -105,19 +105,19 @@ func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		meta2[qMetaOrigin] = string(ojs)
+		meta2[metaOrigin] = string(ojs)
 	}
-	meta2[qMetaSum] = qChecksum(ts, meta2)
-	cw := &qCountWriter{w: w}
+	meta2[metaSum] = fileChecksum(ts, meta2)
+	cw := &countWriter{w: w}
 	err = safetensors.Write(cw, ts, meta2)
 	return cw.n, err
 }
 
-// qChecksum is the hex SHA-256 of what a model file means: the qgtc.qmodel
+// fileChecksum is the hex SHA-256 of what a model file means: the qgtc.qmodel
 // and qgtc.origin metadata, then every tensor (name, dtype, shape, bytes)
 // in name order, each field length-prefixed so no two files collide by
 // shifting bytes between fields.
-func qChecksum(ts map[string]*safetensors.Tensor, meta map[string]string) string {
+func fileChecksum(ts map[string]*safetensors.Tensor, meta map[string]string) string {
 	h := sha256.New()
 	var n [8]byte
 	put := func(b []byte) {
@@ -126,7 +126,7 @@ func qChecksum(ts map[string]*safetensors.Tensor, meta map[string]string) string
 		h.Write(b)
 	}
 	put([]byte(meta["qgtc.qmodel"]))
-	put([]byte(meta[qMetaOrigin]))
+	put([]byte(meta[metaOrigin]))
 	names := make([]string, 0, len(ts))
 	for name := range ts {
 		names = append(names, name)
@@ -146,12 +146,12 @@ func qChecksum(ts map[string]*safetensors.Tensor, meta map[string]string) string
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-type qCountWriter struct {
+type countWriter struct {
 	w io.Writer
 	n int64
 }
 
-func (c *qCountWriter) Write(p []byte) (int, error) {
+func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
@@ -176,33 +176,33 @@ func ReadModelOrigin(r io.Reader) (*Model, *Origin, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrModel)
 	}
-	if want, ok := meta[qMetaSum]; ok {
-		if got := qChecksum(ts, meta); got != want {
+	if want, ok := meta[metaSum]; ok {
+		if got := fileChecksum(ts, meta); got != want {
 			return nil, nil, fmt.Errorf("%w: checksum mismatch: the file records SHA-256 %.16s..., its contents hash to %.16s...", ErrModel, want, got)
 		}
 	}
 	var origin *Origin
-	if ojs, ok := meta[qMetaOrigin]; ok {
+	if ojs, ok := meta[metaOrigin]; ok {
 		origin = &Origin{}
 		if err := json.Unmarshal([]byte(ojs), origin); err != nil {
-			return nil, nil, fmt.Errorf("%w: metadata %s: %v", ErrModel, qMetaOrigin, err)
+			return nil, nil, fmt.Errorf("%w: metadata %s: %v", ErrModel, metaOrigin, err)
 		}
 	}
-	m, err := qModelFrom(ts, js)
+	m, err := modelFrom(ts, js)
 	if err != nil {
 		return nil, nil, err
 	}
 	return m, origin, nil
 }
 
-// qModelFrom builds the model of the tensors ts and qgtc.qmodel metadata js.
-func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
-	var mt qMeta
+// modelFrom builds the model of the tensors ts and qgtc.qmodel metadata js.
+func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
+	var mt fileMeta
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrModel, err)
 	}
-	if mt.Format != qFormat {
-		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrModel, mt.Format, qFormat)
+	if mt.Format != fileFormat {
+		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat)
 	}
 	m := &Model{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
 	get := func(i int, name string) (*Linear, error) {
@@ -241,7 +241,7 @@ func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 		ly := Layer{Lin1: *l1, Lin2: l2, Z: p.Z, U: p.U, Out: p.Out}
 		if _, ok := ts[fmt.Sprintf("layers.%d.bn.weight", i)]; ok {
 			ly.BN = &BatchNorm{}
-			for _, bt := range qBNTensors(ly.BN) {
+			for _, bt := range bnTensors(ly.BN) {
 				key := fmt.Sprintf("layers.%d.bn.%s", i, bt.name)
 				t, ok := ts[key]
 				if !ok {
@@ -263,8 +263,8 @@ func qModelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 	return m, nil
 }
 
-// qBNTensors names bn's vectors as PyTorch's BatchNorm1d state dict does.
-func qBNTensors(bn *BatchNorm) []struct {
+// bnTensors names bn's vectors as PyTorch's BatchNorm1d state dict does.
+func bnTensors(bn *BatchNorm) []struct {
 	name string
 	v    *[]float32
 } {

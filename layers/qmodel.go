@@ -67,7 +67,7 @@ type Model struct {
 // the first linear, before the ReLU, as torch_geometric's GIN MLP): y =
 // Gamma·(x − μ)/√(σ² + ε) + Beta, with the batch's statistics in fp32
 // training and the running ones (Mean, Var) in QAT and at evaluation, where
-// it is folded into the aggregation's epilogue (qBNFold).
+// it is folded into the aggregation's epilogue (bnFold).
 type BatchNorm struct {
 	Gamma, Beta []float32
 	Mean, Var   []float32 // running statistics
@@ -75,8 +75,8 @@ type BatchNorm struct {
 
 // Batch norm constants (PyTorch's defaults).
 const (
-	qBNEps      = 1e-5
-	qBNMomentum = 0.1
+	bnEps      = 1e-5
+	bnMomentum = 0.1
 )
 
 func newQBatchNorm(n int) *BatchNorm {
@@ -97,7 +97,7 @@ func (bn *BatchNorm) clone() *BatchNorm {
 func (bn *BatchNorm) fold() (scale, shift []float32) {
 	scale, shift = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Gamma))
 	for j := range scale {
-		scale[j] = float32(float64(bn.Gamma[j]) / math.Sqrt(float64(bn.Var[j])+qBNEps))
+		scale[j] = float32(float64(bn.Gamma[j]) / math.Sqrt(float64(bn.Var[j])+bnEps))
 		shift[j] = float32(float64(bn.Beta[j]) - float64(bn.Mean[j])*float64(scale[j]))
 	}
 	return scale, shift
@@ -132,7 +132,7 @@ func NewModel(kind string, in, hidden, classes, layers, abits, wbits int, seed u
 	if layers < 1 || in < 1 || hidden < 1 || classes < 1 {
 		return nil, fmt.Errorf("%w: %d layers, %d inputs, %d hidden, %d classes", ErrModel, layers, in, hidden, classes)
 	}
-	if err := qCheckBits(abits, wbits); err != nil {
+	if err := checkBits(abits, wbits); err != nil {
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
@@ -147,10 +147,10 @@ func NewModel(kind string, in, hidden, classes, layers, abits, wbits int, seed u
 		}
 		var ly Layer
 		if kind == GCN {
-			ly.Lin1 = qGlorot(r, fi, fo)
+			ly.Lin1 = glorot(r, fi, fo)
 		} else {
-			ly.Lin1 = qGlorot(r, fi, hidden)
-			l2 := qGlorot(r, hidden, fo)
+			ly.Lin1 = glorot(r, fi, hidden)
+			l2 := glorot(r, hidden, fo)
 			ly.Lin2 = &l2
 		}
 		m.Layers = append(m.Layers, ly)
@@ -158,7 +158,7 @@ func NewModel(kind string, in, hidden, classes, layers, abits, wbits int, seed u
 	return m, nil
 }
 
-func qGlorot(r *rand.Rand, in, out int) Linear {
+func glorot(r *rand.Rand, in, out int) Linear {
 	a := math.Sqrt(6 / float64(in+out))
 	l := Linear{In: in, Out: out, W: make([]float32, in*out), B: make([]float32, out)}
 	for i := range l.W {
@@ -167,7 +167,7 @@ func qGlorot(r *rand.Rand, in, out int) Linear {
 	return l
 }
 
-func qCheckBits(abits, wbits int) error {
+func checkBits(abits, wbits int) error {
 	if abits < 1 || abits > 32 {
 		return fmt.Errorf("%w: activation bits %d", ErrBits, abits)
 	}
@@ -244,7 +244,7 @@ func (m *Model) Validate(in int) error {
 	if len(m.Layers) == 0 {
 		return fmt.Errorf("%w: no layers", ErrModel)
 	}
-	if err := qCheckBits(m.ABits, m.WBits); err != nil {
+	if err := checkBits(m.ABits, m.WBits); err != nil {
 		return err
 	}
 	prev := in
@@ -276,18 +276,18 @@ func (m *Model) Validate(in int) error {
 	return nil
 }
 
-// qOpKind is one step of the flattened model.
-type qOpKind uint8
+// opKind is one step of the flattened model.
+type opKind uint8
 
 const (
-	qLin qOpKind = iota // H·Wᵀ: activation codes times weight codes
-	qAgg                // A·Z: 1-bit adjacency times the update codes
+	qLin opKind = iota // H·Wᵀ: activation codes times weight codes
+	qAgg               // A·Z: 1-bit adjacency times the update codes
 )
 
-// qOp is one product of the flattened model with its epilogue settings and
+// planOp is one product of the flattened model with its epilogue settings and
 // the quantizer of its output (nil for the logits).
-type qOp struct {
-	kind qOpKind
+type planOp struct {
+	kind opKind
 	lin  *Linear // qLin
 	// biasOf is the linear whose bias the epilogue adds (GCN's and GIN's
 	// Lin1 after the aggregation), nil for none.
@@ -308,8 +308,8 @@ type qOp struct {
 // ops flattens m into the product sequence that both the bit-kernel
 // inference and the simulation walk. A qLin's output feeds a qAgg (packed by
 // columns), a qAgg's output feeds a qLin (packed by rows).
-func (m *Model) ops() []qOp {
-	var ops []qOp
+func (m *Model) ops() []planOp {
+	var ops []planOp
 	last := len(m.Layers) - 1
 	for i := range m.Layers {
 		ly := &m.Layers[i]
@@ -320,13 +320,13 @@ func (m *Model) ops() []qOp {
 		switch m.Kind {
 		case GCN:
 			ops = append(ops,
-				qOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
-				qOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out})
+				planOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
+				planOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out})
 		case GIN:
 			ops = append(ops,
-				qOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
-				qOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
-				qOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
+				planOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
+				planOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
+				planOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
 		}
 	}
 	if len(ops) > 0 {
@@ -335,11 +335,11 @@ func (m *Model) ops() []qOp {
 	return ops
 }
 
-// qParamsFor returns params of the given width whose levels span [lo, hi]
+// paramsFor returns params of the given width whose levels span [lo, hi]
 // (quantize.FromRange: Lower half a step below lo, so the floor rounds to
 // the nearest level). For lo = 0 the zero point is exactly 0, so 0 stays 0
 // and non-negative activations need no zero-point correction.
-func qParamsFor(bits int, lo, hi float64) Params {
+func paramsFor(bits int, lo, hi float64) Params {
 	p, err := quantize.FromRange(lo, max(lo, hi), bits)
 	if err != nil { // NaN or infinite data: a unit range keeps going
 		p, _ = quantize.FromRange(0, 1, bits)
@@ -347,16 +347,16 @@ func qParamsFor(bits int, lo, hi float64) Params {
 	return p
 }
 
-// qWeightParams returns per-output-channel params for l's weights (one per
+// weightParams returns per-output-channel params for l's weights (one per
 // row of W, the columns of the product's B operand) and the codes, laid out
 // In×Out (K×N row-major), as float64. Each channel's range is the min/max
 // shrunk by the factor that minimises the squared quantization error.
-func qWeightParams(l *Linear, bits int) ([]Params, []float64) {
+func weightParams(l *Linear, bits int) ([]Params, []float64) {
 	ps := make([]Params, l.Out)
 	codes := make([]float64, l.In*l.Out)
 	for j := 0; j < l.Out; j++ {
 		row := l.W[j*l.In : (j+1)*l.In]
-		ps[j] = qBestRange(row, bits, false)
+		ps[j] = bestRange(row, bits, false)
 		inv, off := ps[j].Requant()
 		for k, w := range row {
 			codes[k*l.Out+j] = float64(qQuant(w, inv, off, bits))
@@ -371,25 +371,25 @@ func qQuant(x, inv, off float32, bits int) uint32 {
 	return bmm.Requant{Scale: inv, Offset: off}.Quantize(x, bits)
 }
 
-// qDequant is Scale·(q + Zero()).
-func qDequant(q float64, p Params) float64 {
+// dequant is Scale·(q + Zero()).
+func dequant(q float64, p Params) float64 {
 	return float64(p.Scale) * (q + float64(p.Zero()))
 }
 
-// qBestRange picks the range of vals for bits: among the min/max (or
+// bestRange picks the range of vals for bits: among the min/max (or
 // [0, max] when unsigned), a few tail quantiles and shrunk ranges, the one
 // that minimises the squared error of quantize-then-dequantize. vals may be
 // a sample; it is not modified.
-func qBestRange(vals []float32, bits int, unsigned bool) Params {
+func bestRange(vals []float32, bits int, unsigned bool) Params {
 	p, _ := qRanges(vals, bits, unsigned)
 	return p
 }
 
-// qRanges returns qBestRange's choice and every distinct candidate it
+// qRanges returns bestRange's choice and every distinct candidate it
 // weighed.
 func qRanges(vals []float32, bits int, unsigned bool) (best Params, ps []Params) {
 	if len(vals) == 0 {
-		p := qParamsFor(bits, 0, 1)
+		p := paramsFor(bits, 0, 1)
 		return p, []Params{p}
 	}
 	s := slices.Clone(vals)
@@ -399,7 +399,7 @@ func qRanges(vals []float32, bits int, unsigned bool) (best Params, ps []Params)
 		lo = 0
 	}
 	if bits >= 12 {
-		p := qParamsFor(bits, lo, hi)
+		p := paramsFor(bits, lo, hi)
 		return p, []Params{p}
 	}
 	type cand struct{ lo, hi float64 }
@@ -418,9 +418,9 @@ func qRanges(vals []float32, bits int, unsigned bool) (best Params, ps []Params)
 		}
 		cands = append(cands, c)
 	}
-	best, bestErr := qParamsFor(bits, lo, hi), math.Inf(1)
+	best, bestErr := paramsFor(bits, lo, hi), math.Inf(1)
 	for _, c := range cands {
-		p := qParamsFor(bits, c.lo, c.hi)
+		p := paramsFor(bits, c.lo, c.hi)
 		if slices.Contains(ps, p) {
 			continue
 		}
@@ -428,7 +428,7 @@ func qRanges(vals []float32, bits int, unsigned bool) (best Params, ps []Params)
 		inv, off := p.Requant()
 		var e float64
 		for _, v := range s {
-			d := qDequant(float64(qQuant(v, inv, off, bits)), p) - float64(v)
+			d := dequant(float64(qQuant(v, inv, off, bits)), p) - float64(v)
 			e += d * d
 		}
 		if e < bestErr {
@@ -439,7 +439,7 @@ func qRanges(vals []float32, bits int, unsigned bool) (best Params, ps []Params)
 }
 
 // colBias is the bias op's epilogue adds, or nil.
-func (op *qOp) colBias() []float32 {
+func (op *planOp) colBias() []float32 {
 	if op.biasOf == nil {
 		return nil
 	}
@@ -449,7 +449,7 @@ func (op *qOp) colBias() []float32 {
 // scale is op's epilogue RowScale on batch b: D^-1/2, the feature row
 // normalization, their product, or nil. b must carry FeatScale when the op
 // wants it.
-func (op *qOp) scale(b *Batch) []float32 {
+func (op *planOp) scale(b *Batch) []float32 {
 	switch {
 	case op.rowScale && op.featScale:
 		s := make([]float32, b.N())

@@ -64,19 +64,19 @@ var qCases = []struct{ name, kind, norm string }{
 	{"gin-nonorm", GIN, NormNone},
 }
 
-// qPrepared is qPreparedNorm with GIN's batch norm.
+// qPrepared is preparedNorm with GIN's batch norm.
 func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) (*Model, *Data, *Input) {
 	t.Helper()
 	norm := NormNone
 	if kind == GIN {
 		norm = NormBatch
 	}
-	return qPreparedNorm(t, kind, norm, abits, wbits, parts, binary)
+	return preparedNorm(t, kind, norm, abits, wbits, parts, binary)
 }
 
-// qPreparedNorm returns a model of kind with the norm, trained a few epochs
+// preparedNorm returns a model of kind with the norm, trained a few epochs
 // in full precision and calibrated, with its data and quantized input.
-func qPreparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, binary bool) (*Model, *Data, *Input) {
+func preparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, binary bool) (*Model, *Data, *Input) {
 	t.Helper()
 	ds := qSynth(t, 300, 4, 40, binary, 3)
 	// Contiguous id ranges as parts: the planted communities are shuffled,
@@ -128,7 +128,7 @@ func TestQWideProduct(t *testing.T) {
 			require.NoError(t, err)
 			b, err := bittensor.PackCols(bv, tc.k, tc.n, tc.b)
 			require.NoError(t, err)
-			got, err := qWideProduct(bmm.Generic{}, a, b)
+			got, err := wideProduct(bmm.Generic{}, a, b)
 			require.NoError(t, err)
 			for i := 0; i < tc.m; i++ {
 				for j := 0; j < tc.n; j++ {
@@ -156,7 +156,7 @@ func TestQInferMatchesSimulation(t *testing.T) {
 			for _, binary := range []bool{true, false} {
 				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", c.name, bits[0], bits[1], binary)
 				t.Run(name, func(t *testing.T) {
-					m, d, in := qPreparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
+					m, d, in := preparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
 					plan, err := m.Compile(bmm.Generic{})
 					require.NoError(t, err)
 					for _, b := range d.Eval {
@@ -219,7 +219,7 @@ func TestQZeroPointExact(t *testing.T) {
 				for j := 0; j < l.Out; j++ {
 					var want, mag float64
 					for p := st.input.indptr[r]; p < st.input.indptr[r+1]; p++ {
-						h := qDequant(st.input.vals[p], m.Input)
+						h := dequant(st.input.vals[p], m.Input)
 						v := h * w.deq[int(st.input.indices[p])*l.Out+j]
 						want += v
 						mag += math.Abs(v)
@@ -235,9 +235,9 @@ func TestQZeroPointExact(t *testing.T) {
 	}
 }
 
-// qPlanLogits compiles m for kern (nil: the default kernel) and returns
+// planLogits compiles m for kern (nil: the default kernel) and returns
 // the logits the plan computes on batch b.
-func qPlanLogits(t *testing.T, m *Model, kern bmm.Kernel, in *Input, b *Batch) []float32 {
+func planLogits(t *testing.T, m *Model, kern bmm.Kernel, in *Input, b *Batch) []float32 {
 	t.Helper()
 	plan, err := m.Compile(kern)
 	require.NoError(t, err)
@@ -260,7 +260,7 @@ func TestQInfer32Bits(t *testing.T) {
 			require.NoError(t, err)
 			_, fp, err := m.simForward(b, in, false, -1, 0, nil)
 			require.NoError(t, err)
-			got := qPlanLogits(t, m, bmm.Generic{}, in, b)
+			got := planLogits(t, m, bmm.Generic{}, in, b)
 			for i := range want {
 				assert.InDelta(t, want[i], got[i], 1e-2*(1+math.Abs(float64(want[i]))), "logit %d", i)
 				assert.InDelta(t, fp[i], got[i], 1e-2*(1+math.Abs(float64(fp[i]))), "logit %d vs fp32", i)
@@ -275,7 +275,7 @@ func TestQATForwardIsInference(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
 			kind := c.kind
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
 			before := m.Clone()
 			// QAT's training pass is the evaluation pass: weights move, a
 			// batch norm stays frozen.
@@ -299,7 +299,7 @@ func TestQATForwardIsInference(t *testing.T) {
 					idx = append(idx, i)
 				}
 			}
-			want, _ := qCrossEntropy(logits0, m.Classes, d.Labels, d.Eval[0].Nodes, idx)
+			want, _ := crossEntropy(logits0, m.Classes, d.Labels, d.Eval[0].Nodes, idx)
 			assert.InDelta(t, want, losses[0], 1e-12) // train scales by the count and back
 			for i := range m.Layers {
 				assert.Equal(t, before.Layers[i].BN, m.Layers[i].BN, "layer %d batch norm", i)
@@ -319,7 +319,7 @@ func TestQATForwardIsInference(t *testing.T) {
 					require.Equal(t, math.Float32bits(fq[j]), math.Float32bits(op.out.Value(uint32(q))), "op %d value %d", i, j)
 				}
 			}
-			inf := qPlanLogits(t, m, nil, in, b)
+			inf := planLogits(t, m, nil, in, b)
 			// GIN's batch norm normalizes with the batch's statistics in
 			// training; the evaluation pass (running statistics, folded
 			// into the epilogue) is inference. GCN has no batch norm: its
@@ -409,13 +409,13 @@ func TestQGradients(t *testing.T) {
 				loss := func() float64 {
 					_, logits, err := m.simForward(b, in, false, -1, 0, rng)
 					require.NoError(t, err)
-					l, _ := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
+					l, _ := crossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
 					return l
 				}
 				st, logits, err := m.simForward(b, in, false, -1, 0, rng)
 				require.NoError(t, err)
-				_, dl := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
-				g := &qGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{},
+				_, dl := crossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
+				g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{},
 					gamma: map[*BatchNorm][]float32{}, beta: map[*BatchNorm][]float32{}}
 				type param struct {
 					name string
@@ -457,7 +457,7 @@ func TestQGradients(t *testing.T) {
 func TestQModelSaveLoad(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, _, _ := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, _, _ := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
@@ -515,7 +515,7 @@ func TestQSetNorm(t *testing.T) {
 func TestQSimForwardUpTo(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 4, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 4, 1, false)
 			b := d.Eval[0]
 			qs, q, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
@@ -533,7 +533,7 @@ func TestQSimForwardUpTo(t *testing.T) {
 				}
 				p := *qs.ops[upTo-1].out
 				for k, code := range qs.codes[upTo-1] {
-					require.Equal(t, qDequant(float64(code), p), st.acts[upTo][k], "upTo %d: input %d of op %d", upTo, k, upTo)
+					require.Equal(t, dequant(float64(code), p), st.acts[upTo][k], "upTo %d: input %d of op %d", upTo, k, upTo)
 				}
 			}
 			_, none, err := m.simForwardUpTo(b, in, 0, -1, 0, nil)
@@ -545,11 +545,11 @@ func TestQSimForwardUpTo(t *testing.T) {
 
 // TestQKL checks the divergence against values worked out by hand.
 func TestQKL(t *testing.T) {
-	assert.InDelta(t, 0, qKL([]float32{1, 2, 3}, []float32{1, 2, 3}), 1e-12)
-	assert.InDelta(t, 0, qKL([]float32{1, 2, 3}, []float32{11, 12, 13}), 1e-12, "softmax ignores a shift")
+	assert.InDelta(t, 0, klDivergence([]float32{1, 2, 3}, []float32{1, 2, 3}), 1e-12)
+	assert.InDelta(t, 0, klDivergence([]float32{1, 2, 3}, []float32{11, 12, 13}), 1e-12, "softmax ignores a shift")
 	// p = (1/2, 1/2), q = softmax(0, ln 3) = (1/4, 3/4).
 	want := 0.5*math.Log(0.5/0.25) + 0.5*math.Log(0.5/0.75)
-	assert.InDelta(t, want, qKL([]float32{0, 0}, []float32{0, float32(math.Log(3))}), 1e-7)
+	assert.InDelta(t, want, klDivergence([]float32{0, 0}, []float32{0, float32(math.Log(3))}), 1e-7)
 }
 
 // TestQCalibrateOutputAware checks that each activation range Calibrate
@@ -558,7 +558,7 @@ func TestQKL(t *testing.T) {
 func TestQCalibrateOutputAware(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 2, 3, 3, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 2, 3, 3, false)
 			batches := d.Eval
 			ref := make([][]float32, len(batches))
 			for bi, b := range batches {
@@ -622,7 +622,7 @@ func (m *Model) klTo(ref [][]float32, batches []*Batch, in *Input, upTo int) (fl
 			return 0, err
 		}
 		for r := 0; r < b.N(); r++ {
-			kl += qKL(ref[bi][r*c:(r+1)*c], y[r*c:(r+1)*c])
+			kl += klDivergence(ref[bi][r*c:(r+1)*c], y[r*c:(r+1)*c])
 			n++
 		}
 	}
@@ -634,7 +634,7 @@ func (m *Model) klTo(ref [][]float32, batches []*Batch, in *Input, upTo int) (fl
 func TestQDropoutPlaces(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 8, 8, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 8, 8, 1, false)
 			st, _, err := m.simForward(d.Eval[0], in, false, -1, 0.5, rand.New(rand.NewPCG(1, 2)))
 			require.NoError(t, err)
 			assert.NotNil(t, st.dropIn, "the features")
@@ -670,7 +670,7 @@ func TestQScaleGrad(t *testing.T) {
 		want += dOut[k] * d[k]
 	}
 	want /= math.Sqrt(4 * 3)
-	assert.InDelta(t, want, qScaleGrad(p, y, q, dOut), 1e-6)
+	assert.InDelta(t, want, scaleGrad(p, y, q, dOut), 1e-6)
 }
 
 // TestQATLearnScales checks that QAT with learned step sizes moves the
@@ -679,7 +679,7 @@ func TestQScaleGrad(t *testing.T) {
 func TestQATLearnScales(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
 			before := m.Clone()
 			_, err := m.QAT(d, in, TrainConfig{Epochs: 3, LR: 0.01, Seed: 1, LearnScales: true})
 			require.NoError(t, err)
@@ -698,7 +698,7 @@ func TestQATLearnScales(t *testing.T) {
 			b := d.Eval[0]
 			_, want, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
-			got := qPlanLogits(t, m, bmm.Generic{}, in, b)
+			got := planLogits(t, m, bmm.Generic{}, in, b)
 			for i := range want {
 				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
 			}
@@ -708,7 +708,7 @@ func TestQATLearnScales(t *testing.T) {
 
 // BenchmarkQPredictWeightCache compares a quantized evaluation pass over 8
 // batches with each linear's weights prepared once for the pass
-// (qWeightCache, as Predict and Calibrate do) against prepared again for
+// (weightCache, as Predict and Calibrate do) against prepared again for
 // every batch (a nil cache, as training does).
 func BenchmarkQPredictWeightCache(b *testing.B) {
 	ds := qSynth(b, 4000, 8, 2000, true, 3)
@@ -726,9 +726,9 @@ func BenchmarkQPredictWeightCache(b *testing.B) {
 	for _, cached := range []bool{true, false} {
 		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
 			for b.Loop() {
-				var wc qWeightCache
+				var wc weightCache
 				if cached {
-					wc = qWeightCache{}
+					wc = weightCache{}
 				}
 				for _, bt := range d.Eval {
 					_, _, err := m.simRun(bt, in, qUpTo(true), -1, 0, nil, nil, wc)

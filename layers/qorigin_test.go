@@ -31,9 +31,9 @@ func TestQModelOrigin(t *testing.T) {
 	assert.Nil(t, gotO, "WriteTo records no origin")
 }
 
-// qFlipWeight flips the high byte of the first float32 of tensor name in a
+// flipWeight flips the high byte of the first float32 of tensor name in a
 // safetensors file (a bit flip on disk, the file still parses).
-func qFlipWeight(t *testing.T, file []byte, name string) []byte {
+func flipWeight(t *testing.T, file []byte, name string) []byte {
 	t.Helper()
 	ts, _, err := safetensors.Read(bytes.NewReader(file))
 	require.NoError(t, err)
@@ -54,11 +54,11 @@ func qFlipWeight(t *testing.T, file []byte, name string) []byte {
 func TestQModelChecksum(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, _, _ := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, _, _ := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
-			bad := qFlipWeight(t, buf.Bytes(), "layers.0.lin1.weight")
+			bad := flipWeight(t, buf.Bytes(), "layers.0.lin1.weight")
 			_, err = ReadModel(bytes.NewReader(bad))
 			require.ErrorIs(t, err, ErrModel)
 			assert.Contains(t, err.Error(), "checksum")
@@ -79,15 +79,15 @@ func TestQModelChecksum(t *testing.T) {
 func TestQModelOldFile(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := WriteModel(&buf, m, &Origin{Dataset: "x"})
 			require.NoError(t, err)
 			ts, meta, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
 			require.NoError(t, err)
-			require.Contains(t, meta, qMetaSum)
-			delete(meta, qMetaSum)
-			delete(meta, qMetaOrigin)
+			require.Contains(t, meta, metaSum)
+			delete(meta, metaSum)
+			delete(meta, metaOrigin)
 			var old bytes.Buffer
 			require.NoError(t, safetensors.Write(&old, ts, meta))
 

@@ -87,14 +87,14 @@ type TrainConfig struct {
 	Progress func(epoch int, loss, valAcc float64)
 }
 
-// qAdam is Adam with L2 weight decay on the weights (not the biases).
-type qAdam struct {
+// adam is Adam with L2 weight decay on the weights (not the biases).
+type adam struct {
 	lr, wd float64
 	t      int
 	m, v   map[*float32][]float64
 }
 
-func (o *qAdam) step(params [][]float32, grads [][]float32, decay []bool) {
+func (o *adam) step(params [][]float32, grads [][]float32, decay []bool) {
 	o.t++
 	bc1 := 1 - math.Pow(0.9, float64(o.t))
 	bc2 := 1 - math.Pow(0.999, float64(o.t))
@@ -171,7 +171,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 	lins := m.linears()
 	var params, grads [][]float32
 	var decay []bool
-	g := &qGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
+	g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
 	for _, l := range lins {
 		g.w[l] = make([]float32, len(l.W))
 		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
@@ -212,7 +212,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 			steps = append(steps, l)
 		}
 	}
-	opt := &qAdam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
+	opt := &adam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
 	best := -1.0
 	var bestModel *Model
 	if quant {
@@ -253,7 +253,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 			if len(idx) == 0 {
 				continue
 			}
-			l, dl := qCrossEntropy(logits, m.Classes, d.Labels, b.Nodes, idx)
+			l, dl := crossEntropy(logits, m.Classes, d.Labels, b.Nodes, idx)
 			loss += l * float64(len(idx))
 			count += len(idx)
 			for _, gr := range grads {
@@ -291,16 +291,16 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 	return best, nil
 }
 
-// qCrossEntropy is the mean softmax cross-entropy over rows idx of logits
+// crossEntropy is the mean softmax cross-entropy over rows idx of logits
 // (n×c) and its gradient, n×c.
-func qCrossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (float64, []float64) {
+func crossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (float64, []float64) {
 	n := len(logits) / c
 	d := make([]float64, n*c)
 	var loss float64
 	inv := 1 / float64(len(idx))
 	for _, i := range idx {
 		row := logits[i*c : (i+1)*c]
-		mx, s := qSumExp(row)
+		mx, s := sumExp(row)
 		y := int(labels[nodes[i]])
 		if y < 0 || y >= c {
 			continue
@@ -352,7 +352,7 @@ func (m *Model) Predict(d *Data, in *Input, quant bool) ([]int32, error) {
 	for i := range pred {
 		pred[i] = -1
 	}
-	wc := qWeightCache{}
+	wc := weightCache{}
 	for _, b := range d.Eval {
 		_, logits, err := m.simRun(b, in, qUpTo(quant), -1, 0, nil, nil, wc)
 		if err != nil {
@@ -368,7 +368,7 @@ func Argmax(pred []int32, logits []float32, c int, nodes []int32) {
 	if c == 0 {
 		return
 	}
-	qParFor(len(nodes), func(lo, hi int) {
+	parFor(len(nodes), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := logits[i*c : (i+1)*c]
 			// The largest value first (the max builtin has no data-dependent
@@ -418,7 +418,7 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	}
 	ops := m.ops()
 	m.Calibrated = true
-	wc := qWeightCache{} // the weights do not change while calibrating
+	wc := weightCache{} // the weights do not change while calibrating
 	ref := make([][]float32, len(batches))
 	for bi, b := range batches {
 		_, y, err := m.simRun(b, in, 0, -1, 0, nil, nil, wc)
@@ -430,7 +430,7 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	// res[bi] resumes batch bi's quantized pass after the last calibrated
 	// op, from that op's codes: each op runs once per batch, not once per
 	// later tensor.
-	res := make([]*qResume, len(batches))
+	res := make([]*resume, len(batches))
 	for i := range ops {
 		if ops[i].out == nil {
 			continue
@@ -469,13 +469,13 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 			}
 		}
 		*ops[i].out = best
-		rq := qRQ(best)
+		rq := requantOf(best)
 		for bi, y := range outs {
 			codes := make([]float64, len(y))
 			for j, v := range y {
 				codes[j] = float64(rq.Quantize(v, best.Bits))
 			}
-			res[bi] = &qResume{from: i + 1, cur: codes, width: len(y) / batches[bi].N(), ph: best}
+			res[bi] = &resume{from: i + 1, cur: codes, width: len(y) / batches[bi].N(), ph: best}
 		}
 	}
 	return nil
@@ -486,7 +486,7 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 // the rest of the model in full precision on the dequantized values, the
 // same values klTo's pass computes (tested), without rerunning ops 0..i.
 // The weights come from wc (nil: prepared now).
-func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, wc qWeightCache) (float64, error) {
+func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, wc weightCache) (float64, error) {
 	p := *m.ops()[i].out
 	inv, off := p.Requant()
 	var kl float64
@@ -496,23 +496,23 @@ func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs
 		y := outs[bi]
 		cur := make([]float64, len(y))
 		for j, v := range y {
-			cur[j] = qDequant(float64(qQuant(v, inv, off, p.Bits)), p)
+			cur[j] = dequant(float64(qQuant(v, inv, off, p.Bits)), p)
 		}
-		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &qResume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p}, wc)
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p}, wc)
 		if err != nil {
 			return 0, err
 		}
 		for r := 0; r < b.N(); r++ {
-			kl += qKL(ref[bi][r*c:(r+1)*c], lg[r*c:(r+1)*c])
+			kl += klDivergence(ref[bi][r*c:(r+1)*c], lg[r*c:(r+1)*c])
 			n++
 		}
 	}
 	return kl / float64(max(1, n)), nil
 }
 
-// qSumExp returns the largest of v and Σ exp(v − max): the stable pieces
+// sumExp returns the largest of v and Σ exp(v − max): the stable pieces
 // of a softmax and of its log-sum-exp, max + log(sum).
-func qSumExp(v []float32) (mx, sum float64) {
+func sumExp(v []float32) (mx, sum float64) {
 	mx = math.Inf(-1)
 	for _, x := range v {
 		mx = max(mx, float64(x))
@@ -523,10 +523,10 @@ func qSumExp(v []float32) (mx, sum float64) {
 	return mx, sum
 }
 
-// qKL is KL(softmax(p) ‖ softmax(q)).
-func qKL(p, q []float32) float64 {
+// klDivergence is KL(softmax(p) ‖ softmax(q)).
+func klDivergence(p, q []float32) float64 {
 	lse := func(v []float32) float64 {
-		mx, s := qSumExp(v)
+		mx, s := sumExp(v)
 		return mx + math.Log(s)
 	}
 	lp, lq := lse(p), lse(q)
