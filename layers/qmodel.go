@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/quantize"
 )
 
@@ -73,13 +74,7 @@ type BatchNorm struct {
 	Mean, Var   []float32 // running statistics
 }
 
-// Batch norm constants (PyTorch's defaults).
-const (
-	bnEps      = 1e-5
-	bnMomentum = 0.1
-)
-
-func newQBatchNorm(n int) *BatchNorm {
+func newBatchNorm(n int) *BatchNorm {
 	bn := &BatchNorm{Gamma: make([]float32, n), Beta: make([]float32, n), Mean: make([]float32, n), Var: make([]float32, n)}
 	for i := range bn.Gamma {
 		bn.Gamma[i], bn.Var[i] = 1, 1
@@ -91,16 +86,10 @@ func (bn *BatchNorm) clone() *BatchNorm {
 	return &BatchNorm{Gamma: slices.Clone(bn.Gamma), Beta: slices.Clone(bn.Beta), Mean: slices.Clone(bn.Mean), Var: slices.Clone(bn.Var)}
 }
 
-// fold returns the per-channel scale Gamma/√(Var + ε) and shift
-// Beta − Mean·scale of the running statistics, in float32: the one
+// fold returns evaluation's affine map of bn (learn.FoldBN): the one
 // definition both the simulation and the bit kernels use.
 func (bn *BatchNorm) fold() (scale, shift []float32) {
-	scale, shift = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Gamma))
-	for j := range scale {
-		scale[j] = float32(float64(bn.Gamma[j]) / math.Sqrt(float64(bn.Var[j])+bnEps))
-		shift[j] = float32(float64(bn.Beta[j]) - float64(bn.Mean[j])*float64(scale[j]))
-	}
-	return scale, shift
+	return learn.FoldBN(bn.Gamma, bn.Beta, bn.Mean, bn.Var)
 }
 
 // Layer is one graph layer. GCN uses Lin1 (bias applied after the
@@ -204,7 +193,7 @@ func (m *Model) SetNorm(norm string) error {
 		case norm == NormNone:
 			ly.BN = nil
 		case ly.BN == nil:
-			ly.BN = newQBatchNorm(ly.Lin1.Out)
+			ly.BN = newBatchNorm(ly.Lin1.Out)
 		}
 	}
 	return nil

@@ -505,7 +505,7 @@ func TestQSetNorm(t *testing.T) {
 	require.NoError(t, g.SetNorm(NormNone))
 	// A batch norm of the wrong width is refused.
 	require.NoError(t, m.SetNorm(NormBatch))
-	m.Layers[1].BN = newQBatchNorm(5)
+	m.Layers[1].BN = newBatchNorm(5)
 	assert.ErrorIs(t, m.Validate(10), ErrModel)
 }
 

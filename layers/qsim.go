@@ -8,6 +8,7 @@ import (
 
 	"github.com/qgtc/qgtc/bmm"
 
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/internal/par"
 )
 
@@ -409,7 +410,7 @@ func dropOut(vals []float64, p float32, rng *rand.Rand) []bool {
 // bnTrain normalizes y (n×w, the values before the batch norm) in place
 // with the batch's statistics, applies bn's affine map and the ReLU when
 // relu, and updates bn's running statistics (unbiased variance, momentum
-// bnMomentum, as PyTorch). It returns the normalized values and
+// learn.BNMomentum, as PyTorch). It returns the normalized values and
 // 1/√(σ² + ε) per channel for the backward pass.
 func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
 	xhat, invStd = make([]float64, n*w), make([]float64, w)
@@ -424,7 +425,7 @@ func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []fl
 			v += d * d
 		}
 		v /= float64(n)
-		is := 1 / math.Sqrt(v+bnEps)
+		is := 1 / math.Sqrt(v+learn.BNEps)
 		invStd[j] = is
 		g, be := float64(bn.Gamma[j]), float64(bn.Beta[j])
 		for r := 0; r < n; r++ {
@@ -441,8 +442,8 @@ func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []fl
 		if n > 1 {
 			unbiased = v * float64(n) / float64(n-1)
 		}
-		bn.Mean[j] = float32((1-bnMomentum)*float64(bn.Mean[j]) + bnMomentum*mean)
-		bn.Var[j] = float32((1-bnMomentum)*float64(bn.Var[j]) + bnMomentum*unbiased)
+		bn.Mean[j] = float32((1-learn.BNMomentum)*float64(bn.Mean[j]) + learn.BNMomentum*mean)
+		bn.Var[j] = float32((1-learn.BNMomentum)*float64(bn.Var[j]) + learn.BNMomentum*unbiased)
 	}
 	return xhat, invStd
 }

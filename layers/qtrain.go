@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -85,40 +86,6 @@ type TrainConfig struct {
 	LearnScales bool
 	// Progress, when set, is called after every epoch.
 	Progress func(epoch int, loss, valAcc float64)
-}
-
-// adam is Adam with L2 weight decay on the weights (not the biases).
-type adam struct {
-	lr, wd float64
-	t      int
-	m, v   map[*float32][]float64
-}
-
-func (o *adam) step(params [][]float32, grads [][]float32, decay []bool) {
-	o.t++
-	bc1 := 1 - math.Pow(0.9, float64(o.t))
-	bc2 := 1 - math.Pow(0.999, float64(o.t))
-	for i, p := range params {
-		if len(p) == 0 {
-			continue
-		}
-		m, ok := o.m[&p[0]]
-		if !ok {
-			m = make([]float64, len(p))
-			o.m[&p[0]] = m
-			o.v[&p[0]] = make([]float64, len(p))
-		}
-		v := o.v[&p[0]]
-		for k, g32 := range grads[i] {
-			g := float64(g32)
-			if decay[i] {
-				g += o.wd * float64(p[k])
-			}
-			m[k] = 0.9*m[k] + 0.1*g
-			v[k] = 0.999*v[k] + 0.001*g*g
-			p[k] -= float32(o.lr * (m[k] / bc1) / (math.Sqrt(v[k]/bc2) + 1e-8))
-		}
-	}
 }
 
 func (m *Model) linears() []*Linear {
@@ -212,7 +179,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 			steps = append(steps, l)
 		}
 	}
-	opt := &adam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
+	opt := learn.NewAdam(float64(cfg.LR), float64(cfg.WeightDecay))
 	best := -1.0
 	var bestModel *Model
 	if quant {
@@ -263,7 +230,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 			for _, l := range steps {
 				l.grad[0] *= l.p.Scale // d/d log s = s·d/ds
 			}
-			opt.step(params, grads, decay)
+			opt.Step(params, grads, decay)
 			for _, l := range steps {
 				sc := float32(math.Exp(float64(l.logS[0])))
 				l.p.Scale, l.p.Lower = sc, float32(l.c*float64(sc))
@@ -332,18 +299,7 @@ func (m *Model) Accuracy(d *Data, in *Input, quant bool, nodes []int32) (float64
 }
 
 // Accuracy is the fraction of nodes with pred equal to the label.
-func Accuracy(pred, labels, nodes []int32) float64 {
-	if len(nodes) == 0 {
-		return math.NaN()
-	}
-	ok := 0
-	for _, v := range nodes {
-		if pred[v] == labels[v] {
-			ok++
-		}
-	}
-	return float64(ok) / float64(len(nodes))
-}
+func Accuracy(pred, labels, nodes []int32) float64 { return learn.Accuracy(pred, labels, nodes) }
 
 // Predict returns the predicted class of every node (−1 for nodes in no
 // batch) with the simulation.
@@ -370,28 +326,7 @@ func Argmax(pred []int32, logits []float32, c int, nodes []int32) {
 	}
 	parFor(len(nodes), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			row := logits[i*c : (i+1)*c]
-			// The largest value first (the max builtin has no data-dependent
-			// branch), then its first position: about one mispredicted
-			// branch per row instead of one per new running best.
-			bv := row[0]
-			for _, x := range row[1:] {
-				bv = max(bv, x)
-			}
-			best := 0
-			if bv == bv {
-				for row[best] != bv {
-					best++
-				}
-			} else { // a NaN: the running-best scan, whose > never takes one
-				run := row[0]
-				for j, x := range row {
-					if x > run {
-						run, best = x, j
-					}
-				}
-			}
-			pred[nodes[i]] = int32(best)
+			pred[nodes[i]] = int32(learn.Argmax(logits[i*c : (i+1)*c]))
 		}
 	})
 }

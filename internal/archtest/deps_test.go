@@ -67,10 +67,11 @@ func TestDependencyDirection(t *testing.T) {
 		"internal/atomicfile":  {},
 		"internal/progress":    {},
 		"internal/safetensors": {},
-		"layers/fp":            {"bittensor", "bmm", "cpu", "datasets", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph"},
+		"internal/learn":       {},
+		"layers/fp":            {"bittensor", "bmm", "cpu", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph"},
 		// layers computes on whatever kernel bmm.Default() or the caller
 		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
-		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/nn", "internal/par", "internal/safetensors", "layers/fp", "quantize", "subgraph"},
+		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph"},
 	}
 	for pkg, ok := range allowed {
 		t.Run(pkg, func(t *testing.T) {
