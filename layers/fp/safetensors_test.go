@@ -2,7 +2,6 @@ package fp
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 
 	"github.com/qgtc/qgtc/internal/nn"
@@ -11,26 +10,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stFile assembles a safetensors file by hand from a header and data.
-func stFile(header string, data []byte) []byte {
+// stFile writes tensors and metadata as a safetensors file (the codec's
+// byte layout is internal/safetensors' to test).
+func stFile(t *testing.T, ts map[string]*safetensors.Tensor, meta map[string]string) []byte {
 	var b bytes.Buffer
-	binary.Write(&b, binary.LittleEndian, uint64(len(header)))
-	b.WriteString(header)
-	b.Write(data)
+	require.NoError(t, safetensors.Write(&b, ts, meta))
 	return b.Bytes()
 }
 
-func f32le(v ...float32) []byte { return safetensors.F32(v).Data }
-
-// TestLoadParamsPyG loads a hand-written file laid out the way
-// safetensors.torch.save_file writes torch_geometric.nn.models.GCN(3, 2,
-// num_layers=1, out_channels=2)'s state dict, and checks the values land
-// in the right places, in PyTorch's [out, in] order.
+// TestLoadParamsPyG loads the state dict of
+// torch_geometric.nn.models.GCN(3, 2, num_layers=1, out_channels=2) as
+// safetensors.torch.save_file writes it (names, shapes, "format": "pt"),
+// and checks the values land in the right places, in PyTorch's [out, in]
+// order.
 func TestLoadParamsPyG(t *testing.T) {
 	w := []float32{1, 2, 3, 4, 5, 6} // [[1,2,3],[4,5,6]]
-	hdr := `{"__metadata__":{"format":"pt"},"convs.0.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},` +
-		`"convs.0.lin.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[8,32]}}`
-	file := stFile(hdr, append(f32le(0.5, -0.5), f32le(w...)...))
+	file := stFile(t, map[string]*safetensors.Tensor{
+		"convs.0.bias": safetensors.F32([]float32{0.5, -0.5}), "convs.0.lin.weight": safetensors.F32(w, 2, 3),
+	}, map[string]string{"format": "pt"})
 	m, err := New(Config{Model: "gcn", In: 3, Out: 2, Layers: 1}, 1)
 	require.NoError(t, err)
 	require.NoError(t, LoadParams(m, bytes.NewReader(file)))
@@ -43,10 +40,11 @@ func TestLoadParamsPyG(t *testing.T) {
 	y := nn.NewTape(false, nil).MatMulT(x, ps[0].Tensor)
 	assert.Equal(t, []float32{1, 4}, y.Data)
 
-	bad := stFile(`{"convs.0.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, f32le(1, 2))
+	bad := stFile(t, map[string]*safetensors.Tensor{"convs.0.bias": safetensors.F32([]float32{1, 2})}, nil)
 	assert.ErrorIs(t, LoadParams(m, bytes.NewReader(bad)), ErrSafetensors, "missing weight")
-	wrong := stFile(`{"convs.0.bias":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},`+
-		`"convs.0.lin.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[12,36]}}`, append(f32le(1, 2, 3), f32le(w...)...))
+	wrong := stFile(t, map[string]*safetensors.Tensor{
+		"convs.0.bias": safetensors.F32([]float32{1, 2, 3}), "convs.0.lin.weight": safetensors.F32(w, 2, 3),
+	}, nil)
 	assert.ErrorIs(t, LoadParams(m, bytes.NewReader(wrong)), ErrSafetensors, "wrong shape")
 }
 
@@ -75,12 +73,12 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 }
 
 func TestLoadMetadataErrors(t *testing.T) {
-	ok := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
-	_, err := Load(bytes.NewReader(stFile(ok, f32le(1, 2))))
+	a := map[string]*safetensors.Tensor{"a": safetensors.F32([]float32{1, 2})}
+	_, err := Load(bytes.NewReader(stFile(t, a, nil)))
 	assert.ErrorIs(t, err, ErrSafetensors, "no model metadata")
-	_, err = Load(bytes.NewReader(stFile(`{"__metadata__":{"qgtc.model":"gcn","qgtc.in":"x"}}`, nil)))
+	_, err = Load(bytes.NewReader(stFile(t, nil, map[string]string{"qgtc.model": "gcn", "qgtc.in": "x"})))
 	assert.ErrorIs(t, err, ErrSafetensors, "bad metadata value")
-	_, err = Load(bytes.NewReader(stFile(`{"__metadata__":{"qgtc.model":"gcn","qgtc.in":"0"}}`, nil)))
+	_, err = Load(bytes.NewReader(stFile(t, nil, map[string]string{"qgtc.model": "gcn", "qgtc.in": "0"})))
 	assert.ErrorIs(t, err, ErrSafetensors, "metadata of an impossible model")
 }
 
