@@ -88,7 +88,7 @@ func (q *hasher) f32s(name string, v []float32) {
 
 // Fingerprint identifies the data a model learns from: the graph's CSR,
 // the feature values, the labels and the train/val/test split (hex
-// SHA-256, 128 bits). Saved models record it (layers.QOrigin.Data).
+// SHA-256, 128 bits). Saved models record it (layers.Origin.Data).
 func Fingerprint(ds *subgraph.Dataset) string {
 	q := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
 	g := subgraph.GraphFingerprint(ds.Graph)
@@ -182,15 +182,15 @@ func (j *Job) modelPath(d *Data, stage, key string) string {
 }
 
 // origin is what a model of j trained on d records.
-func (j *Job) origin(d *Data, key string) *layers.QOrigin {
-	return &layers.QOrigin{Dataset: j.Dataset, Data: d.Fingerprint, Kind: j.Model, ABits: j.ABits, WBits: j.WBits,
+func (j *Job) origin(d *Data, key string) *layers.Origin {
+	return &layers.Origin{Dataset: j.Dataset, Data: d.Fingerprint, Kind: j.Model, ABits: j.ABits, WBits: j.WBits,
 		Norm: j.Norm, FeatureScale: j.FeatureScale, Key: key}
 }
 
 // cachedModel returns the model cached at path for key, or nil when there
 // is none or it cannot be opened. A file that does not load or holds
 // another key is reported and removed, so the caller rebuilds it.
-func (j *Job) cachedModel(path, key string, ok func(*layers.QModel) bool) *layers.QModel {
+func (j *Job) cachedModel(path, key string, ok func(*layers.Model) bool) *layers.Model {
 	if path == "" {
 		return nil
 	}
@@ -198,7 +198,7 @@ func (j *Job) cachedModel(path, key string, ok func(*layers.QModel) bool) *layer
 	if err != nil {
 		return nil // missing, or an unusable cache folder that saving will report
 	}
-	m, o, err := layers.ReadQModelOrigin(f)
+	m, o, err := layers.ReadModelOrigin(f)
 	f.Close()
 	if err == nil {
 		switch {
@@ -220,7 +220,7 @@ func (j *Job) cachedModel(path, key string, ok func(*layers.QModel) bool) *layer
 
 // saveModel caches m at path; a failure costs only time, so it is a note,
 // and j remembers it so that reports do not claim the model is cached.
-func (j *Job) saveModel(d *Data, path string, m *layers.QModel, key string) {
+func (j *Job) saveModel(d *Data, path string, m *layers.Model, key string) {
 	if path == "" {
 		return
 	}
@@ -228,7 +228,7 @@ func (j *Job) saveModel(d *Data, path string, m *layers.QModel, key string) {
 	if err == nil {
 		var f *atomicfile.File
 		if f, err = atomicfile.Create(path, 0o644); err == nil {
-			if _, err = layers.WriteQModel(f, m, j.origin(d, key)); err == nil {
+			if _, err = layers.WriteModel(f, m, j.origin(d, key)); err == nil {
 				err = f.Commit()
 			}
 			f.Abort()

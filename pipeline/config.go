@@ -11,7 +11,7 @@ import (
 // when no trained one is given.
 type Config struct {
 	Dataset string // a bundled dataset's name or a path (subgraph.Load)
-	Model   string // layers.QGCN or layers.QGIN
+	Model   string // layers.GCN or layers.GIN
 	// ABits is the width of the features and activations, WBits of the
 	// weights (1..32).
 	ABits, WBits int
@@ -26,13 +26,13 @@ type Config struct {
 
 	// Training, used when no trained model is given.
 	Hidden, Layers int    // hidden width and graph layers
-	Norm           string // GIN's MLP normalization: layers.QNormNone or QNormBatch
+	Norm           string // GIN's MLP normalization: layers.NormNone or QNormBatch
 	Epochs         int    // full-precision epochs
 	QATEpochs      int    // quantization-aware fine-tuning epochs (0: post-training quantization only)
 	LSQ            bool   // QAT learns the activation step sizes
 
 	// Running.
-	Agg layers.QAggMode // dense or edge-list aggregations
+	Agg layers.AggMode // dense or edge-list aggregations
 	// SparseInput is whether the first product reads the sparse feature
 	// codes (same results): SparseAuto (when cheaper, also ""), SparseOn or
 	// SparseOff.
@@ -50,8 +50,8 @@ const (
 // 4-bit two-layer GCN of width 64, trained 200 fp32 epochs and 40 QAT
 // epochs.
 func DefaultConfig(dataset string) Config {
-	return Config{Dataset: dataset, Model: layers.QGCN, ABits: 4, WBits: 4, Batch: 1, FeatureScale: layers.QScaleSqrt,
-		Hidden: 64, Layers: 2, Norm: layers.QNormNone, Epochs: 200, QATEpochs: 40, SparseInput: SparseAuto}
+	return Config{Dataset: dataset, Model: layers.GCN, ABits: 4, WBits: 4, Batch: 1, FeatureScale: layers.ScaleSqrt,
+		Hidden: 64, Layers: 2, Norm: layers.NormNone, Epochs: 200, QATEpochs: 40, SparseInput: SparseAuto}
 }
 
 // AutoParts is the partition count of Parts 0 for n nodes: one batch up to
@@ -90,15 +90,15 @@ func (c *Config) Check() error {
 	switch {
 	case c.Dataset == "":
 		return bad("Dataset", c.Dataset, "is required")
-	case c.Model != layers.QGCN && c.Model != layers.QGIN:
+	case c.Model != layers.GCN && c.Model != layers.GIN:
 		return bad("Model", c.Model, "(want gcn or gin)")
-	case c.Norm != layers.QNormNone && c.Norm != layers.QNormBatch:
+	case c.Norm != layers.NormNone && c.Norm != layers.NormBatch:
 		return bad("Norm", c.Norm, "(want none or batch)")
-	case c.Norm == layers.QNormBatch && c.Model != layers.QGIN:
+	case c.Norm == layers.NormBatch && c.Model != layers.GIN:
 		return bad("Norm", c.Norm, "applies to gin only (gcn has no normalization)")
 	}
 	switch c.FeatureScale {
-	case layers.QScaleSqrt, layers.QScaleMean, layers.QScaleRows, layers.QScaleNone:
+	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:
 	default:
 		return bad("FeatureScale", c.FeatureScale, "(want sqrt, mean, rows or none)")
 	}
@@ -107,8 +107,8 @@ func (c *Config) Check() error {
 	default:
 		return bad("SparseInput", c.SparseInput, "(want on, off or auto)")
 	}
-	if c.Agg < layers.QAggAuto || c.Agg > layers.QAggSparse {
-		return bad("Agg", int(c.Agg), "is not a layers.QAggMode")
+	if c.Agg < layers.AggAuto || c.Agg > layers.AggSparse {
+		return bad("Agg", int(c.Agg), "is not a layers.AggMode")
 	}
 	for _, f := range []struct {
 		name string

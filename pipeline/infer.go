@@ -10,8 +10,8 @@ import (
 // Weights is a trained quantized model read from a file.
 type Weights struct {
 	Path   string
-	Model  *layers.QModel
-	Origin *layers.QOrigin // what it was trained on; nil in files written before origins
+	Model  *layers.Model
+	Origin *layers.Origin // what it was trained on; nil in files written before origins
 	// ReadTime is how long reading the file took (part of Report.TotalMS).
 	ReadTime time.Duration
 }
@@ -97,8 +97,8 @@ func (j *Job) Infer() (*Report, error) {
 	ds := d.Dataset
 	t2 := time.Now()
 	var trainTime time.Duration
-	var in *layers.QInput
-	var m, fp *layers.QModel
+	var in *layers.Input
+	var m, fp *layers.Model
 	if w := j.Weights; w != nil {
 		if m, in, err = j.weightsInput(d, w); err != nil {
 			return nil, err
@@ -148,7 +148,7 @@ func (j *Job) Infer() (*Report, error) {
 		r.NodesPerSec = float64(run.Nodes) / inf.Seconds()
 	}
 	if len(ds.Test) > 0 {
-		a := layers.QAccuracy(run.Pred, ds.Labels, ds.Test)
+		a := layers.Accuracy(run.Pred, ds.Labels, ds.Test)
 		r.Accuracy = &a
 		if fp != nil {
 			fa, err := fp.Accuracy(d.Batches, in, false, ds.Test)
@@ -165,11 +165,11 @@ func (j *Job) Infer() (*Report, error) {
 // weightsInput checks that w's model fits d (features, classes and the
 // quantization of d's features), warns when w was trained on other data,
 // and returns the model with d's features quantized for it.
-func (j *Job) weightsInput(d *Data, w *Weights) (*layers.QModel, *layers.QInput, error) {
+func (j *Job) weightsInput(d *Data, w *Weights) (*layers.Model, *layers.Input, error) {
 	m, ds := w.Model, d.Dataset
 	if m.Layers[0].Lin1.In != ds.Features.Cols || m.Classes != ds.NumClasses {
 		return nil, nil, fmt.Errorf("weights %s: model takes %d features and %d classes, %s has %d and %d: %w",
-			w.Path, m.Layers[0].Lin1.In, m.Classes, ds.Name, ds.Features.Cols, ds.NumClasses, layers.ErrQModel)
+			w.Path, m.Layers[0].Lin1.In, m.Classes, ds.Name, ds.Features.Cols, ds.NumClasses, layers.ErrModel)
 	}
 	if o := w.Origin; o != nil && o.Data != "" && o.Data != d.Fingerprint {
 		j.warn("weights %s were trained on %s (data %.16s), applied to %s (data %.16s): other graph, features, labels or split",
@@ -180,7 +180,7 @@ func (j *Job) weightsInput(d *Data, w *Weights) (*layers.QModel, *layers.QInput,
 		return nil, nil, err
 	}
 	if in.Params != m.Input {
-		return nil, nil, fmt.Errorf("weights %s: features of %s quantize to %+v, the model expects %+v: %w", w.Path, ds.Name, in.Params, m.Input, layers.ErrQModel)
+		return nil, nil, fmt.Errorf("weights %s: features of %s quantize to %+v, the model expects %+v: %w", w.Path, ds.Name, in.Params, m.Input, layers.ErrModel)
 	}
 	return m, in, nil
 }

@@ -70,10 +70,10 @@ type Data struct {
 	Dataset     *subgraph.Dataset
 	Fingerprint string // of the graph, features, labels and split (see Fingerprint)
 
-	Batches         *layers.QData // nil until Partition
-	Parts           int           // partitions (Config.Parts, or AutoParts when 0)
-	PartitionCached bool          // the partition came from the cache
-	KeptEdges       float64       // fraction of the graph's edges inside the batches
+	Batches         *layers.Data // nil until Partition
+	Parts           int          // partitions (Config.Parts, or AutoParts when 0)
+	PartitionCached bool         // the partition came from the cache
+	KeptEdges       float64      // fraction of the graph's edges inside the batches
 
 	LoadTime, PartitionTime, BatchTime time.Duration
 }
@@ -127,7 +127,7 @@ func (j *Job) Partition(d *Data) error {
 	}
 	d.PartitionTime = time.Since(t1)
 	t2 := time.Now()
-	if d.Batches, err = layers.NewQDataScaled(ds, p, d.Parts, j.Batch, j.FeatureScale); err != nil {
+	if d.Batches, err = layers.NewDataScaled(ds, p, d.Parts, j.Batch, j.FeatureScale); err != nil {
 		return err
 	}
 	d.BatchTime = time.Since(t2)
@@ -142,32 +142,32 @@ func (j *Job) Partition(d *Data) error {
 }
 
 // Input quantizes d's features at bits (the model's activation width).
-func (j *Job) Input(d *Data, bits int) (*layers.QInput, error) {
+func (j *Job) Input(d *Data, bits int) (*layers.Input, error) {
 	return layers.QuantizeInput(d.Dataset.Features, bits)
 }
 
 // TrainFP32 returns the job's full-precision model on d (from the cache, or
 // trained now) and how long training took (0 when cached). in is any
 // quantization of d's features: the fp32 model reads their float values.
-func (j *Job) TrainFP32(d *Data, in *layers.QInput) (*layers.QModel, time.Duration, error) {
+func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration, error) {
 	ds := d.Dataset
 	key := j.modelKey(d, false)
 	path := j.modelPath(d, "fp32", key)
-	fits := func(m *layers.QModel) bool {
+	fits := func(m *layers.Model) bool {
 		return m.Kind == j.Model && m.Classes == ds.NumClasses && m.Layers[0].Lin1.In == ds.Features.Cols
 	}
 	if m := j.cachedModel(path, key, fits); m != nil {
 		return m, 0, nil
 	}
 	t0 := time.Now()
-	m, err := layers.NewQModel(j.Model, ds.Features.Cols, j.Hidden, ds.NumClasses, j.Layers, 8, 8, j.Seed)
+	m, err := layers.NewModel(j.Model, ds.Features.Cols, j.Hidden, ds.NumClasses, j.Layers, 8, 8, j.Seed)
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := m.SetNorm(j.Norm); err != nil {
 		return nil, 0, err
 	}
-	_, err = m.TrainFP32(d.Batches, in, layers.QTrainConfig{Epochs: j.Epochs, LR: fp32LR, WeightDecay: fp32WD, Dropout: fp32Dropout,
+	_, err = m.TrainFP32(d.Batches, in, layers.TrainConfig{Epochs: j.Epochs, LR: fp32LR, WeightDecay: fp32WD, Dropout: fp32Dropout,
 		Patience: fp32Patience, Seed: j.Seed, Progress: func(ep int, loss, val float64) {
 			j.Progress.Printf("qgtc: training fp32 %s on %s: epoch %d/%d loss %.3f val %.1f%%", j.Model, ds.Name, ep, j.Epochs, loss, 100*val)
 		}})
@@ -181,7 +181,7 @@ func (j *Job) TrainFP32(d *Data, in *layers.QInput) (*layers.QModel, time.Durati
 
 // Calibrate returns fp at the job's bit widths, calibrated (post-training
 // quantization) on up to 8 batches of d.
-func (j *Job) Calibrate(d *Data, fp *layers.QModel, in *layers.QInput) (*layers.QModel, error) {
+func (j *Job) Calibrate(d *Data, fp *layers.Model, in *layers.Input) (*layers.Model, error) {
 	m := fp.Clone()
 	m.ABits, m.WBits = j.ABits, j.WBits
 	j.Progress.Printf("qgtc: calibrating %d/%d-bit %s", j.ABits, j.WBits, j.Model)
@@ -196,17 +196,17 @@ func (j *Job) Calibrate(d *Data, fp *layers.QModel, in *layers.QInput) (*layers.
 // made now) and how long making it took (0 when cached): fp calibrated
 // (or ptq, when the caller has calibrated it already with Calibrate), then
 // fine-tuned for QATEpochs.
-func (j *Job) Quantized(d *Data, fp, ptq *layers.QModel, in *layers.QInput) (*layers.QModel, time.Duration, error) {
+func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*layers.Model, time.Duration, error) {
 	key := j.modelKey(d, true)
 	path := j.modelPath(d, fmt.Sprintf("a%dw%d", j.ABits, j.WBits), key)
-	fits := func(m *layers.QModel) bool {
+	fits := func(m *layers.Model) bool {
 		return m.Calibrated && m.Kind == j.Model && m.ABits == j.ABits && m.WBits == j.WBits && m.Input == in.Params
 	}
 	if m := j.cachedModel(path, key, fits); m != nil {
 		return m, 0, nil
 	}
 	t0 := time.Now()
-	var m *layers.QModel
+	var m *layers.Model
 	if ptq != nil {
 		m = ptq.Clone()
 	} else {
@@ -216,7 +216,7 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.QModel, in *layers.QInput) (*la
 		}
 	}
 	if j.QATEpochs > 0 {
-		_, err := m.QAT(d.Batches, in, layers.QTrainConfig{Epochs: j.QATEpochs, LR: qatLR, WeightDecay: qatWD, Patience: qatPatience, Seed: j.Seed, LearnScales: j.LSQ,
+		_, err := m.QAT(d.Batches, in, layers.TrainConfig{Epochs: j.QATEpochs, LR: qatLR, WeightDecay: qatWD, Patience: qatPatience, Seed: j.Seed, LearnScales: j.LSQ,
 			Progress: func(ep int, loss, val float64) {
 				j.Progress.Printf("qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.ABits, j.WBits, j.Model, ep, j.QATEpochs, loss, 100*val)
 			}})
@@ -233,7 +233,7 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.QModel, in *layers.QInput) (*la
 func (j *Job) Cached() bool { return j.CacheDir != "" && j.cacheErr == nil }
 
 // Compile turns m into a plan on the job's kernel with its aggregation mode.
-func (j *Job) Compile(m *layers.QModel) (*layers.QPlan, error) {
+func (j *Job) Compile(m *layers.Model) (*layers.Plan, error) {
 	plan, err := m.Compile(j.kernel())
 	if err != nil {
 		return nil, err
@@ -244,7 +244,7 @@ func (j *Job) Compile(m *layers.QModel) (*layers.QPlan, error) {
 
 // Sparse says whether plan's first product reads in's sparse codes under
 // the job's SparseInput.
-func (j *Job) Sparse(plan *layers.QPlan, in *layers.QInput) bool {
+func (j *Job) Sparse(plan *layers.Plan, in *layers.Input) bool {
 	switch j.SparseInput {
 	case SparseOn:
 		return true
@@ -255,7 +255,7 @@ func (j *Job) Sparse(plan *layers.QPlan, in *layers.QInput) bool {
 }
 
 // Run runs plan over d's batches with input in, reporting batch progress.
-func (j *Job) Run(plan *layers.QPlan, d *Data, in *layers.QInput) (*layers.QRun, error) {
+func (j *Job) Run(plan *layers.Plan, d *Data, in *layers.Input) (*layers.Result, error) {
 	run, err := plan.Run(d.Batches, in, j.Sparse(plan, in), func(done, total int) {
 		if total > 1 {
 			j.Progress.Printf("qgtc: inference batch %d/%d", done, total)
@@ -275,7 +275,7 @@ func peakRSS() int64 {
 }
 
 // fp32Bytes is the size of m's weights and biases as float32.
-func fp32Bytes(m *layers.QModel) int {
+func fp32Bytes(m *layers.Model) int {
 	n := 0
 	for _, ly := range m.Layers {
 		n += 4 * (len(ly.Lin1.W) + len(ly.Lin1.B))
@@ -288,11 +288,11 @@ func fp32Bytes(m *layers.QModel) int {
 
 // fileOrigin reads the model file at path and what it records about its
 // training.
-func fileOrigin(path string) (*layers.QModel, *layers.QOrigin, error) {
+func fileOrigin(path string) (*layers.Model, *layers.Origin, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	return layers.ReadQModelOrigin(f)
+	return layers.ReadModelOrigin(f)
 }

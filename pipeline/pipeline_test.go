@@ -16,6 +16,7 @@ import (
 
 	"github.com/qgtc/qgtc/bmm"
 	_ "github.com/qgtc/qgtc/cpu" // the CPU bit kernels, as a caller would pass
+	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -150,7 +151,7 @@ func TestCacheSettings(t *testing.T) {
 		{"seed", func(c *Config) { c.Seed = 1 }},
 		{"hidden", func(c *Config) { c.Hidden = 32 }},
 		{"lsq", func(c *Config) { c.LSQ = true }},
-		{"feature-scale", func(c *Config) { c.FeatureScale = layers.QScaleRows }},
+		{"feature-scale", func(c *Config) { c.FeatureScale = layers.ScaleRows }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := *base
@@ -266,9 +267,9 @@ func TestWeights(t *testing.T) {
 
 	run := func(dataset string, w *Weights) (*Report, string) {
 		c := DefaultConfig(dataset)
-		c.ABits, c.WBits, c.Model = 8, 8, layers.QGIN // overridden by Adopt
+		c.ABits, c.WBits, c.Model = 8, 8, layers.GIN // overridden by Adopt
 		if w.Origin != nil {
-			c.FeatureScale = layers.QScaleNone // and so is this, from the file's origin
+			c.FeatureScale = layers.ScaleNone // and so is this, from the file's origin
 		}
 		var warn bytes.Buffer
 		r, err := (&Job{Config: c, Weights: w, Warnings: &warn}).Infer()
@@ -279,7 +280,7 @@ func TestWeights(t *testing.T) {
 		r, warn := run("cora", w)
 		assert.Equal(t, *want.Accuracy, *r.Accuracy)
 		assert.Equal(t, 4, r.Bits)
-		assert.Equal(t, layers.QGCN, r.Model)
+		assert.Equal(t, layers.GCN, r.Model)
 		assert.Equal(t, file, r.Weights)
 		assert.False(t, trained(r))
 		assert.Empty(t, warn)
@@ -295,7 +296,7 @@ func TestWeights(t *testing.T) {
 		// As the code before model origins wrote it: no qgtc.origin, no checksum.
 		f, err := os.Open(file)
 		require.NoError(t, err)
-		ts, meta, err := layers.ReadSafetensors(f)
+		ts, meta, err := safetensors.Read(f)
 		f.Close()
 		require.NoError(t, err)
 		require.Contains(t, meta, "qgtc.origin")
@@ -303,7 +304,7 @@ func TestWeights(t *testing.T) {
 		delete(meta, "qgtc.sha256")
 		old := filepath.Join(t.TempDir(), "old.safetensors")
 		var buf bytes.Buffer
-		require.NoError(t, layers.WriteSafetensors(&buf, ts, meta))
+		require.NoError(t, safetensors.Write(&buf, ts, meta))
 		require.NoError(t, os.WriteFile(old, buf.Bytes(), 0o644))
 		ow, err := ReadWeights(old)
 		require.NoError(t, err)
@@ -326,7 +327,7 @@ func TestWeights(t *testing.T) {
 		c := DefaultConfig("citeseer")
 		_, err := (&Job{Config: c, Weights: w}).Infer()
 		require.Error(t, err)
-		assert.ErrorIs(t, err, layers.ErrQModel)
+		assert.ErrorIs(t, err, layers.ErrModel)
 		assert.Contains(t, err.Error(), "model takes 1433 features")
 	})
 }
@@ -368,7 +369,7 @@ func TestSteps(t *testing.T) {
 	require.NoError(t, err)
 	run, err := j.Run(plan, d, in)
 	require.NoError(t, err)
-	assert.Equal(t, *want.Accuracy, layers.QAccuracy(run.Pred, d.Dataset.Labels, d.Dataset.Test))
+	assert.Equal(t, *want.Accuracy, layers.Accuracy(run.Pred, d.Dataset.Labels, d.Dataset.Test))
 	for mode, want := range map[string]bool{SparseOn: true, SparseOff: false, SparseAuto: plan.SparseCheaper(in)} {
 		j.SparseInput = mode
 		assert.Equal(t, want, j.Sparse(plan, in), mode)
@@ -402,7 +403,7 @@ func TestConfigCheck(t *testing.T) {
 		{"Dataset", func(c *Config) { c.Dataset = "" }},
 		{"Model", func(c *Config) { c.Model = "gat" }},
 		{"Norm", func(c *Config) { c.Norm = "layer" }},
-		{"Norm", func(c *Config) { c.Norm = layers.QNormBatch }},
+		{"Norm", func(c *Config) { c.Norm = layers.NormBatch }},
 		{"FeatureScale", func(c *Config) { c.FeatureScale = "foo" }},
 		{"SparseInput", func(c *Config) { c.SparseInput = "maybe" }},
 		{"Agg", func(c *Config) { c.Agg = 7 }},
@@ -426,7 +427,7 @@ func TestConfigCheck(t *testing.T) {
 		})
 	}
 	gin := ok
-	gin.Model, gin.Norm = layers.QGIN, layers.QNormBatch
+	gin.Model, gin.Norm = layers.GIN, layers.NormBatch
 	assert.NoError(t, gin.Check())
 	_, err := (&Job{Config: Config{}}).Infer()
 	assert.Error(t, err, "Infer checks its Config")

@@ -146,7 +146,7 @@ func (j *Job) Sweep(bits []int, seeds int) (*SweepReport, error) {
 			r.ComputeMS += ms(run.Compute) / float64(seeds)
 			r.PackMS += ms(run.Pack) / float64(seeds)
 			r.TrainSeconds += dt.Seconds()
-			acc[bi+1] = append(acc[bi+1], layers.QAccuracy(run.Pred, ds.Labels, ds.Test))
+			acc[bi+1] = append(acc[bi+1], layers.Accuracy(run.Pred, ds.Labels, ds.Test))
 		}
 		sj.Progress.Done()
 		j.cacheErr, j.cacheNoted = sj.cacheErr, sj.cacheNoted

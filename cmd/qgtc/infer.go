@@ -111,7 +111,7 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 		return conflict("norm", c.Norm, "a model with norm "+m.Norm())
 	case fs.Changed("layers") && c.Layers != len(m.Layers):
 		return conflict("layers", c.Layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
-	case fs.Changed("hidden") && (m.Kind == layers.QGIN || len(m.Layers) > 1) && c.Hidden != m.Layers[0].Lin1.Out:
+	case fs.Changed("hidden") && (m.Kind == layers.GIN || len(m.Layers) > 1) && c.Hidden != m.Layers[0].Lin1.Out:
 		return conflict("hidden", c.Hidden, fmt.Sprintf("a model of hidden width %d", m.Layers[0].Lin1.Out))
 	case fs.Changed("feature-scale") && o != nil && c.FeatureScale != o.FeatureScale:
 		return conflict("feature-scale", c.FeatureScale, "a model trained with feature scale "+o.FeatureScale)
@@ -143,7 +143,7 @@ func runInfer(args []string, stdout io.Writer) error {
 		return err
 	}
 	var err error
-	if c.Agg, err = layers.ParseQAggMode(*aggFlag); err != nil {
+	if c.Agg, err = layers.ParseAggMode(*aggFlag); err != nil {
 		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
 	}
 	if *bits < 1 || *bits > 32 {

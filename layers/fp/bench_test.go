@@ -1,4 +1,4 @@
-package layers
+package fp
 
 import (
 	"math/rand/v2"
@@ -48,7 +48,7 @@ func BenchmarkEpoch(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				opt := nn.NewAdam(0.01, 5e-4)
+				opt := newAdam(0.01, 5e-4)
 				rng := rand.New(rand.NewPCG(1, 1))
 				step := func() {
 					tp := nn.NewTape(true, rng)

@@ -1,4 +1,4 @@
-package layers
+package fp
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/internal/nn"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -118,7 +119,7 @@ func Train(m Model, d *Data, cfg TrainConfig) (*Result, error) {
 	}
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7261696e))
-	opt := nn.NewAdam(cfg.LR, cfg.WeightDecay)
+	opt := newAdam(cfg.LR, cfg.WeightDecay)
 	params := m.Params()
 	res := &Result{BestEpoch: -1, ValAcc: -1, EpochSecondsMin: math.Inf(1)}
 	best := snapshot(params)
@@ -212,18 +213,41 @@ func Accuracy(logits *nn.Tensor, labels, idx []int32) float64 {
 	}
 	c, hit := logits.Cols, 0
 	for _, v := range idx {
-		row := logits.Data[int(v)*c : (int(v)+1)*c]
-		arg := 0
-		for j, x := range row {
-			if x > row[arg] {
-				arg = j
-			}
-		}
-		if int32(arg) == labels[v] {
+		if int32(learn.Argmax(logits.Data[int(v)*c:(int(v)+1)*c])) == labels[v] {
 			hit++
 		}
 	}
 	return float64(hit) / float64(len(idx))
+}
+
+// adam is learn.Adam over a model's parameters: buffers and parameters
+// without a gradient are left alone, and gradients are cleared after a step.
+type adam struct {
+	opt           *learn.Adam
+	params, grads [][]float32
+	decay         []bool
+}
+
+func newAdam(lr, weightDecay float32) *adam {
+	return &adam{opt: learn.NewAdam(float64(lr), float64(weightDecay))}
+}
+
+// Step updates every trainable parameter of ps from its gradient, then
+// clears the gradients.
+func (a *adam) Step(ps []*nn.Param) {
+	a.params, a.grads, a.decay = a.params[:0], a.grads[:0], a.decay[:0]
+	for _, p := range ps {
+		if p.Buffer || p.Grad == nil {
+			continue
+		}
+		a.params, a.grads, a.decay = append(a.params, p.Data), append(a.grads, p.Grad), append(a.decay, p.Decay)
+	}
+	a.opt.Step(a.params, a.grads, a.decay)
+	for _, p := range ps {
+		if !p.Buffer && p.Grad != nil {
+			p.ZeroGrad()
+		}
+	}
 }
 
 type paramSnapshot [][]float32

@@ -1,9 +1,10 @@
-package layers
+package fp
 
 import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/internal/nn"
 )
 
@@ -42,8 +43,6 @@ type batchNorm struct {
 	tracked               int64
 }
 
-const bnMomentum, bnEps = 0.1, 1e-5
-
 func (m *fpModel) newBatchNorm(prefix string, n int) batchNorm {
 	bn := batchNorm{
 		gamma: m.add(nn.NewParam(prefix+".weight", 1, n, n)),
@@ -61,7 +60,7 @@ func (bn *batchNorm) forward(tp *nn.Tape, x *nn.Tensor) *nn.Tensor {
 	if tp.Train {
 		bn.tracked++
 	}
-	return tp.BatchNorm(x, bn.gamma.Tensor, bn.beta.Tensor, bn.mean.Tensor, bn.vr.Tensor, bnMomentum, bnEps)
+	return tp.BatchNorm(x, bn.gamma.Tensor, bn.beta.Tensor, bn.mean.Tensor, bn.vr.Tensor, learn.BNMomentum, learn.BNEps)
 }
 
 func newGIN(cfg Config, r *rand.Rand) *GIN {

@@ -1,4 +1,4 @@
-package layers
+package fp
 
 import (
 	"errors"
@@ -14,10 +14,10 @@ import (
 // Errors of the full-precision models; wrapped with the value at fault.
 var (
 	// ErrConfig: a model configuration that cannot be built.
-	ErrConfig = errors.New("layers: bad model configuration")
+	ErrConfig = errors.New("fp: bad model configuration")
 	// ErrData: a dataset the models cannot train on (no features, no
 	// labels, no split, mismatched sizes).
-	ErrData = errors.New("layers: unusable dataset")
+	ErrData = errors.New("fp: unusable dataset")
 )
 
 // Config describes a full-precision model. Names of parameters follow
