@@ -73,6 +73,12 @@ type Backend interface {
 	// ReadVector copies v to the host (logits on request) after every op
 	// before it.
 	ReadVector(dst []float32, v Vector) error
+	// ReadBits returns a host copy of b (default padding) and ReadCodes
+	// copies c's codes row-major into dst (len rows·cols), after every op
+	// before them: for traces of intermediates and for bmmtest, which
+	// checks every output bit for bit.
+	ReadBits(b Bits) (*bittensor.Tensor, error)
+	ReadCodes(dst []uint8, c Codes) error
 
 	// PreferEdges is the backend's cost model: whether aggregating over
 	// an edge list is cheaper than the dense product with the packed 1-bit

@@ -75,7 +75,9 @@ func (g *genericBackend) UploadBits(t *bittensor.Tensor) (Bits, error) {
 }
 
 func (g *genericBackend) UploadVector(v []float32) (Vector, error) {
-	return &genVector{genOperand{owner: g}, append([]float32(nil), v...)}, nil
+	c := make([]float32, len(v)) // never nil, even empty: a nil epilogue vector skips its step
+	copy(c, v)
+	return &genVector{genOperand{owner: g}, c}, nil
 }
 
 func (g *genericBackend) UploadCodes(vals []uint8, rows, cols, bits int) (Codes, error) {
@@ -545,5 +547,43 @@ func CheckArgmax(rows, n, cols int) error {
 	if cols < 1 || n != rows*cols {
 		return fmt.Errorf("%w: argmax of %d logits as %d rows of %d columns", ErrShape, n, rows, cols)
 	}
+	return nil
+}
+
+func (g *genericBackend) ReadBits(b Bits) (*bittensor.Tensor, error) {
+	t, err := g.bits(b, "bits")
+	if err != nil {
+		return nil, err
+	}
+	return CopyBits(t)
+}
+
+// CopyBits returns t's values in a new tensor of t's shape, width and
+// packing with the default padding.
+func CopyBits(t *bittensor.Tensor) (*bittensor.Tensor, error) {
+	if t.Padding() == bittensor.DefaultPadding {
+		return t.Clone(), nil
+	}
+	u, err := bittensor.New(t.Rows(), t.Cols(), t.Bits(), t.Packing(), bittensor.DefaultPadding)
+	if err != nil {
+		return nil, err
+	}
+	for r := 0; r < t.Rows(); r++ {
+		for c := 0; c < t.Cols(); c++ {
+			u.Set(r, c, t.At(r, c))
+		}
+	}
+	return u, nil
+}
+
+func (g *genericBackend) ReadCodes(dst []uint8, c Codes) error {
+	s, err := g.codes(c, "codes")
+	if err != nil {
+		return err
+	}
+	if len(dst) != len(s.v) {
+		return fmt.Errorf("%w: reading %d×%d codes into %d bytes", ErrShape, s.rows, s.cols, len(dst))
+	}
+	copy(dst, s.v)
 	return nil
 }
