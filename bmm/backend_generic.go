@@ -60,7 +60,7 @@ type genGraph struct {
 	genOperand
 	g       Graph
 	srcRows int
-	maxSum  int64 // bound of a row's sum per unit of code: longest row × largest weight
+	maxSum  int64 // CheckGraph's weight bound
 }
 
 func (g *genGraph) Rows() int { return len(g.g.Indptr) - 1 }
@@ -482,8 +482,10 @@ func CheckCodes(vals []uint8, rows, cols, bits int) error {
 	return nil
 }
 
-// CheckGraph validates g over srcRows source rows and returns the largest
-// factor a row applies to a code: its entry count times its largest weight.
+// CheckGraph validates g over srcRows source rows and returns its weight
+// bound: the longest row's entry count times the largest weight (1 without
+// weights). CheckAgg refuses, for every backend alike, an aggregation whose
+// bound times the top code passes 2^31−1.
 func CheckGraph(g *Graph, srcRows int) (int64, error) {
 	if g == nil || len(g.Indptr) == 0 {
 		return 0, fmt.Errorf("%w: graph without indptr (want rows+1 entries)", ErrShape)
@@ -491,35 +493,37 @@ func CheckGraph(g *Graph, srcRows int) (int64, error) {
 	if g.Indptr[0] != 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) {
 		return 0, fmt.Errorf("%w: indptr runs from %d to %d over %d indices", ErrShape, g.Indptr[0], g.Indptr[len(g.Indptr)-1], len(g.Indices))
 	}
-	if g.Weights != nil && (g.WeightBits < 1 || g.WeightBits > 8 || len(g.Weights) != len(g.Indices)) {
-		return 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
+	wmax := int64(1)
+	if g.Weights != nil {
+		if g.WeightBits < 1 || g.WeightBits > 8 || len(g.Weights) != len(g.Indices) {
+			return 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
+		}
+		wmax = 0
+		for p, w := range g.Weights {
+			if int(w) >= 1<<g.WeightBits {
+				return 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrRange, w, p, g.WeightBits)
+			}
+			wmax = max(wmax, int64(w))
+		}
 	}
-	var maxSum int64
+	var maxDeg int64
 	for v := 0; v+1 < len(g.Indptr); v++ {
 		if g.Indptr[v+1] < g.Indptr[v] {
 			return 0, fmt.Errorf("%w: indptr decreases at row %d", ErrShape, v)
 		}
-		var s int64
+		maxDeg = max(maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
 		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
 			if i := g.Indices[p]; i < 0 || int(i) >= srcRows {
 				return 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v, i, srcRows)
 			}
-			w := int64(1)
-			if g.Weights != nil {
-				if w = int64(g.Weights[p]); w >= 1<<g.WeightBits {
-					return 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrRange, w, p, g.WeightBits)
-				}
-			}
-			s += w
 		}
-		maxSum = max(maxSum, s)
 	}
-	return maxSum, nil
+	return maxDeg * wmax, nil
 }
 
 // CheckAgg validates an aggregation of an xRows×xCols matrix of bits-bit
-// codes over a graph of rows rows and srcRows sources whose rows weigh at
-// most maxSum in all (CheckGraph), so that every sum fits int32.
+// codes over a graph of rows rows, srcRows sources and weight bound maxSum
+// (CheckGraph), so that every sum fits int32.
 func CheckAgg(rows, srcRows int, maxSum int64, xRows, xCols, bits int) error {
 	if xRows != srcRows {
 		return fmt.Errorf("%w: X is %d×%d, the graph sums %d source rows", ErrShape, xRows, xCols, srcRows)
