@@ -108,7 +108,7 @@ func (b *Backend) UploadCodes(vals []uint8, rows, cols, nbits int) (bmm.Codes, e
 	}
 	c.Rows = rows
 	if c.Stride == cols {
-		c.data = vals[:rows*cols:rows*cols]
+		c.data = vals[: rows*cols : rows*cols]
 	} else {
 		c.data = make([]uint8, rows*c.Stride)
 		for r := 0; r < rows; r++ {
