@@ -36,7 +36,7 @@ func configFields(c config, mode int) string {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"wm", c.wm}, {"wn", c.wn}, {"wgs", c.wgs}, {"ks", c.ks}, {"s", c.stages}, {"epi", c.epi}, {"bitepi", c.bitepi}, {"bitreg", c.bitreg},
+	}{{"wm", c.wm}, {"wn", c.wn}, {"wgs", c.wgs}, {"ks", c.ks}, {"s", c.stages}, {"epi", c.epi}, {"bitreg", c.bitreg},
 		{"ws", c.ws}, {"oneprob", c.oneprob}, {"l2", c.l2}, {"tail", c.tail}, {"te", c.tailepi}, {"o16", c.out16}, {"timing", c.timing},
 		{"lbo", c.lbo}, {"sbo", c.sbo}, {"threads", c.threads()}, {"smem", c.smem(mode)}} {
 		if f.v != 0 { // zero fields are left out: the file stays short
@@ -114,7 +114,7 @@ func configGrid(t testing.TB) []configCase {
 		{"bitreg1", tuning{bitreg: 1}}, {"bitreg2", tuning{bitreg: 2}}, {"oneprob1", tuning{oneprob: 1}}, {"oneprob-1", tuning{oneprob: -1}},
 		{"bn256", tuning{bn: 256, wgs: 2}}, {"mt-1", tuning{minTiles: -1}}, {"ks2s3", tuning{ks: 2, stages: 3}},
 		{"tail3te", tuning{tail: 3, tailepi: 1, ws: 1, wgs: 2, bn: 256}}, {"tail1", tuning{tail: 1, ws: 1, wgs: 2}}, {"epi-1", tuning{epi: -1}},
-		{"epi1", tuning{epi: 1}}, {"l2-1", tuning{l2: -1}}, {"ws2", tuning{ws: 2, wgs: 2}}, {"bitepi-1", tuning{bitepi: -1}},
+		{"epi1", tuning{epi: 1}}, {"l2-1", tuning{l2: -1}}, {"ws2", tuning{ws: 2, wgs: 2}},
 		{"timing", tuning{timing: 1}}, {"bn16", tuning{bn: 16, minBN: 16}}, {"wg1ks3", tuning{wgs: 1, ks: 3}}, {"tailepi-1", tuning{tailepi: -1}}}
 	var cases []configCase
 	for _, s := range shapes {
@@ -214,67 +214,11 @@ func TestConfigChoice(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(wl, func(l string) bool { return strings.Contains(l, "te1") }), "the grid reaches TAILEPI")
 }
 
-// chooseConfigForTest is the configuration choice of Kernel.prepare as of
-// the tree before the tidy (f7ab59f), its lines copied verbatim with the
-// zero-tile lists computed as prepare computes them.
+// chooseConfigForTest is Kernel.prepare's choice (Kernel.choose) on a
+// device of cc.sms multiprocessors that is not there.
 func chooseConfigForTest(t testing.TB, cc configCase) config {
 	k := &Kernel{d: &Device{info: DeviceInfo{Major: 9, SMs: cc.sms}}, wgmmaOK: cc.wgmma, force: cc.force, lbo: 128, sbo: 256, tune: cc.tune}
-	jobs := cc.jobs
-	// ---- copied from prepare
-	maxM, maxN, maxK := 0, 0, 0
-	for _, j := range jobs {
-		maxM, maxN, maxK = max(maxM, j.m), max(maxN, j.n), max(maxK, layoutOf(j.a).lw/stepWords)
-	}
-	a0, b0 := jobs[0].a.Bits(), jobs[0].b.Bits()
-	kc := k
-	if k.tune.minBN == 0 && slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit }) {
-		c := *k
-		c.tune.minBN = 32
-		kc = &c
-	}
-	cfg := kc.config(a0, b0, maxM, maxN, maxK, len(jobs))
-	splits := max(k.splits, 1)
-	allDense := true
-	for _, j := range jobs {
-		if j.noZTJ {
-			continue
-		}
-		la := layoutOf(j.a)
-		_, ki := newTileMask(deviceWords(j.a), j.a.Bits(), la).list(cfg.bm)
-		if len(ki) < ((j.m+cfg.bm-1)/cfg.bm)*(la.lw/stepWords) {
-			allDense = false
-		}
-	}
-	cfg.cluster = 1
-	if cfg.path == PathWGMMA && splits == 1 && cfg.bn >= 16 && allDense && k.tune.cluster == 2 {
-		cfg.cluster = 2
-	}
-	if cfg.cluster > 1 || splits > 1 {
-		cfg.ws, cfg.wsf = 0, 0
-	}
-	byRows := slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit && j.bits.Packing() == bittensor.ByRows })
-	if byRows && cfg.bn >= 256 && k.tune.ws == 0 {
-		cfg.ws = 0
-	}
-	allInt := !slices.ContainsFunc(jobs, func(j job) bool { return j.mode != modeInt })
-	if allInt && k.tune.out16 >= 0 && !slices.ContainsFunc(jobs, func(j job) bool { return !fitsOut16(a0, b0, j.a.K()) }) {
-		cfg.out16 = 1
-	}
-	cfg.setTail(allInt, allDense, maxK, k.tune)
-	if cfg.path == PathWGMMA && cfg.bitepi == 1 && byRows && cfg.bn%64 == 0 && k.tune.bitreg >= 0 {
-		cfg.bitreg = 1
-		if k.tune.bitreg > 0 {
-			cfg.bitreg = k.tune.bitreg
-		} else if cfg.bn >= 256 {
-			cfg.bitreg = 2
-		}
-	}
-	if cfg.path == PathWGMMA && len(jobs) == 1 &&
-		(k.tune.oneprob > 0 || (k.tune.oneprob == 0 && cfg.ws > 0 && (jobs[0].mode == modeInt || (jobs[0].mode == modeBit && cfg.bn < 256)))) {
-		cfg.oneprob = 1
-	}
-	// ---- end of the copy
-	require.Equal(t, 1, cfg.cluster)
-	require.Zero(t, cfg.wsf)
+	cfg, lists := k.choose(cc.jobs)
+	require.Len(t, lists, len(cc.jobs))
 	return cfg
 }
