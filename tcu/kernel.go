@@ -584,9 +584,8 @@ func (p *plan) fetch() error {
 }
 
 // widen16 copies the uint16 outputs src (config.out16) into dst as int32:
-// large outputs in chunks of widenChunk on every processor (the Go
-// compiler does not vectorize the loop, about one cycle an output, three
-// times the cost of copying int32 outputs on one core; BenchmarkFetch).
+// large outputs in chunks of widenChunk on every processor, since the Go
+// compiler does not vectorize the loop (BenchmarkFetch).
 func widen16(dst []int32, src []uint16) {
 	src = src[:len(dst)]
 	chunks := (len(dst) + widenChunk - 1) / widenChunk

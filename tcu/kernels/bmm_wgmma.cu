@@ -510,9 +510,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Pr
   // made the compiler read the descriptor through a generic pointer.)
 #if ONEPROB
   // Field by field through empty asm statements: each a register value,
-  // as the copy from global memory is. (With a plain copy or this one the
-  // MulBit launch at N=16384, D=256, s=1 was 0.9-1.7 us slower than with
-  // the global copy: the host passes it for int32 launches only.)
+  // as the copy from global memory is. (MulBit of 256-column tiles still
+  // ran slower with it than with the global copy, so the host does not
+  // choose it there: bench/gpu/RESULTS.md, session 5.)
   Prob P;
 #define OPQ(f, c) \
   P.f = p1.f;     \
@@ -767,11 +767,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Pr
       if (wg == 1) {
         // Slot f+1+w/2 held stage nst-TAIL+w/2: its "empty" barrier says
         // the first warpgroup's wgmmas are done with it too. Barrier 3
-        // should order this already, but the per-block timer reads
-        // (TIMING) put the second warpgroup past it 1.1-2.6 us before the
-        // first one's loop-end read, in every block, unexplained (ptxas
-        // may move a timer read): the wait makes the rows' place safe by
-        // the mbarrier alone.
+        // should order this already; the timer reads put the second
+        // warpgroup past it early (session 7), so the wait makes the rows'
+        // place safe by the mbarrier alone.
         const int js = nst - TAIL + (warp >> 1);
         mbarWait(empty0 + 8 * (js % STAGES), (js / STAGES) & 1);
         rbase = sbase + ((f + 1 + (warp >> 1)) % STAGES) * STAGE_BYTES + (warp & 1) * 16 * ld;
