@@ -225,7 +225,10 @@ func mmaTiles(a, b, m, n, sms int) config {
 const maxSmem = 160 << 10
 
 // wgmmaNs are the wgmma N extents the kernels are generated for
-// (gen_wgmma.py): every one PTX allows for .b1.
+// (kernels/gen_wgmma.py writes kernels/wgmma_ops.cuh): every one PTX
+// allows for .b1.
+//
+//go:generate sh -c "cd kernels && python3 gen_wgmma.py"
 var wgmmaNs = func() map[int]bool {
 	m := map[int]bool{8: true, 16: true, 24: true}
 	for n := 32; n <= 256; n += 16 {
