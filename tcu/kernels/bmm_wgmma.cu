@@ -225,7 +225,7 @@ __device__ __forceinline__ u64 gtime() {
 // overlaps the second one's last stages; the second then stores its int32
 // rows through shared memory with no block barrier. Every one of those n
 // stages is in shared memory by then (n <= STAGES), so neither waits for
-// a copy. The host builds it for int32 launches only (tcu config.setTail:
+// a copy. The host builds it for int32 launches only (tcu chooseTail:
 // under it racecheck reported hazards in the MulBit packing paths).
 #ifndef TAIL
 #define TAIL 0
