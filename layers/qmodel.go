@@ -274,9 +274,12 @@ const (
 )
 
 // planOp is one product of the flattened model with its epilogue settings and
-// the quantizer of its output (nil for the logits).
+// the quantizer of its output (nil for the logits). The ops form a small
+// DAG: value 0 is the batch's input features, value i+1 the output of op
+// i, and in names the values an op reads (a chain reads the one before).
 type planOp struct {
 	kind opKind
+	in   []int
 	lin  *Linear // qLin
 	// biasOf is the linear whose bias the epilogue adds (GCN's and GIN's
 	// Lin1 after the aggregation), nil for none.
@@ -317,6 +320,9 @@ func (m *Model) ops() []planOp {
 				planOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
 				planOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
 		}
+	}
+	for i := range ops {
+		ops[i].in = []int{i}
 	}
 	if len(ops) > 0 {
 		ops[0].featScale = m.NormRows
