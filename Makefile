@@ -1,7 +1,7 @@
 # qgtc build targets. `make test` is what CI runs (.ci/run).
 GO      ?= go
 PKGS    := ./...
-CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/...
+CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
@@ -56,7 +56,8 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest $(PKGS)
 
-# generate rebuilds the avo assembly and its Go stubs (cpu/_asm has its own go.mod).
+# generate rebuilds the avo assembly and its Go stubs (cpu/_asm and
+# templates/_asm each have their own go.mod, which ./... skips).
 generate:
 	$(GO) generate ./...
 

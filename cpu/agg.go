@@ -13,6 +13,7 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 
 	"github.com/qgtc/qgtc/internal/par"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // Sparse aggregation of quantized codes.
@@ -135,6 +136,14 @@ func (c Codes) valid() bool {
 	return c.Rows >= 0 && c.Cols >= 0 && c.Bits >= 1 && c.Bits <= 8 && c.Stride >= c.Cols &&
 		c.Stride%CodesAlign == 0 && len(c.data) == c.Rows*c.Stride
 }
+
+// CSR is the graph type of the fp32 templates, shared so that one graph
+// feeds both paths; NewAdj reads its Indptr and Indices (checked with
+// CSR.Validate) and ignores EdgeIDs.
+type CSR = templates.CSR
+
+// ErrCSR is the error NewAdj wraps for a malformed graph: templates.ErrCSR.
+var ErrCSR = templates.ErrCSR
 
 // Adj is the left operand of an aggregation, checked once by NewAdj: a
 // sparse matrix whose row v lists, in CSR, the rows of X it sums. Its

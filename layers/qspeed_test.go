@@ -98,7 +98,7 @@ func qSpeedData(b *testing.B, name string) *qSpeedTask {
 // BenchmarkQGCNSpeed compares, on the same batches and weights, one full
 // inference pass of a 2-layer GCN (hidden 64): quantized on bit tensors at
 // several widths (pack + compute), our full-precision path (package
-// layers' GCN on cpu.Sgemm and the sparse templates) and PyTorch fp32 on
+// layers' GCN on templates.Sgemm and the sparse templates) and PyTorch fp32 on
 // the CPU (sparse features and adjacency; run when /usr/bin/python3 has
 // torch). Compare the ms/pass metric; nodes/s is over the same pass.
 //

@@ -1,4 +1,4 @@
-package cpu
+package templates
 
 // The reference loops of the sparse templates' inner kernels. The assembly
 // versions (spmm_amd64.s) implement the same sums; tests compare them on

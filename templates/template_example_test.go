@@ -1,14 +1,14 @@
-package cpu_test
+package templates_test
 
 import (
 	"fmt"
 
-	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // A 3-node graph with edges 0→1, 2→1, 1→2 and 1→0, in pull form: row v
 // lists the sources of its in-edges.
-var exampleGraph = cpu.CSR{
+var exampleGraph = templates.CSR{
 	Indptr:  []int32{0, 1, 3, 4},
 	Indices: []int32{1, 0, 2, 1},
 }
@@ -20,19 +20,19 @@ func ExampleSpMM() {
 		3, 30,
 	}
 	out := make([]float32, 6)
-	if err := cpu.SpMM(out, exampleGraph, cpu.CopyU, cpu.Sum, x, nil, nil, 2, nil, nil); err != nil {
+	if err := templates.SpMM(out, exampleGraph, templates.CopyU, templates.Sum, x, nil, nil, 2, nil, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println("sum:", out)
 
 	arg := make([]int32, 6) // the winning edge per element, for backward
-	if err := cpu.SpMM(out, exampleGraph, cpu.CopyU, cpu.Max, x, nil, nil, 2, arg, nil); err != nil {
+	if err := templates.SpMM(out, exampleGraph, templates.CopyU, templates.Max, x, nil, nil, 2, arg, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println("max:", out, "arg:", arg)
 
 	w := []float32{0.5, 1, 2, 3} // one weight per edge (u_mul_e, as GCN's normalisation)
-	if err := cpu.SpMM(out, exampleGraph, cpu.UMulE, cpu.Sum, x, w, nil, 2, nil, nil); err != nil {
+	if err := templates.SpMM(out, exampleGraph, templates.UMulE, templates.Sum, x, w, nil, 2, nil, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println("weighted:", out)
@@ -45,11 +45,11 @@ func ExampleSpMM() {
 func ExampleSDDMM() {
 	x := []float32{1, 2, 3, 4, 5, 6} // 3 nodes × 2 features
 	scores := make([]float32, 4)     // one per edge
-	if err := cpu.SDDMM(scores, exampleGraph, cpu.UDotV, x, x, 2, 1, nil); err != nil {
+	if err := templates.SDDMM(scores, exampleGraph, templates.UDotV, x, x, 2, 1, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println("u·v:", scores)
-	if err := cpu.EdgeSoftmax(scores, exampleGraph, scores, 1, nil); err != nil {
+	if err := templates.EdgeSoftmax(scores, exampleGraph, scores, 1, nil); err != nil {
 		panic(err)
 	}
 	fmt.Printf("softmax: %.3f\n", scores)

@@ -1,8 +1,8 @@
 //go:build !amd64 || purego
 
-package cpu
+package templates
 
-var spmmUseAVX2, spmmUseAVX512 = false, false
+var useSpmmAVX2, useSpmmAVX512 = false, false
 
 func gatherSum(acc, x []float32, idx []int32, ldx int) { gatherSumGeneric(acc, x, idx, ldx) }
 

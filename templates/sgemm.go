@@ -1,4 +1,4 @@
-package cpu
+package templates
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"github.com/qgtc/qgtc/internal/par"
 )
 
-//go:generate sh -c "cd _asm && go run ./sgemm -out ../sgemm_amd64.s -stubs ../sgemm_amd64.go -pkg cpu"
+//go:generate sh -c "cd _asm && go run ./sgemm -out ../sgemm_gen_amd64.s -stubs ../sgemm_gen_amd64.go -pkg templates"
 
 // ErrSgemmArg is the value Sgemm panics with (wrapped) when its arguments do
 // not describe valid matrices: a programmer error, as in BLAS.
-var ErrSgemmArg = errors.New("cpu: bad Sgemm argument")
+var ErrSgemmArg = errors.New("templates: bad Sgemm argument")
 
 // Blocking of the float32 GEMM (BLIS style). The microkernel computes a
 // sgMR×sgNR tile of C from a packed sgMR-row panel of A and a packed
@@ -133,10 +133,10 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		nTasks := (nc + sgTaskN - 1) / sgTaskN
 		for pc := 0; pc < k; pc += kcMax {
 			kc := min(kcMax, k-pc)
-			forEachTask(nPanels, workers, func(jp int) {
+			par.For(nPanels, workers, func(jp int) {
 				sgemmPackB(bp[jp*kc*sgNR:(jp+1)*kc*sgNR], transB, b, ldb, pc, jc+jp*sgNR, kc, min(sgNR, nc-jp*sgNR))
 			})
-			forEachTask(mBlocks*nTasks, workers, func(t int) {
+			par.For(mBlocks*nTasks, workers, func(t int) {
 				ib, jt := t/nTasks, t%nTasks
 				ic := ib * sgMC
 				mc := min(sgMC, m-ic)
@@ -276,19 +276,18 @@ func sgemmPackB(dst []float32, trans bool, b []float32, ldb, pc, j0, kc, cols in
 	}
 }
 
-// forEachTask calls fn(i) for i in [0, n) on up to workers goroutines,
-// handing out indices dynamically so uneven tasks balance.
-func forEachTask(n, workers int, fn func(i int)) {
-	if workers > n {
-		workers = n
+func sgRoundUp(x, m int) int { return (x + m - 1) / m * m }
+
+// sgemmKernel is the microkernel in use; sgemmImpl names it.
+var sgemmKernel, sgemmDirect, sgemmImpl = pickSgemmKernel()
+
+func pickSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32),
+	func(k int, a []float32, lda int, b, c []float32, ldc int, alpha float32), string) {
+	if f, d, name := asmSgemmKernel(); f != nil {
+		return f, d, name
 	}
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			fn(i)
-		}
-		return
-	}
-	par.For(n, workers, fn)
+	return sgemmKernelGeneric, sgemmKernelGenericDirect, "generic"
 }
 
-func sgRoundUp(x, m int) int { return (x + m - 1) / m * m }
+// SgemmImpl names the float32 GEMM microkernel in use ("avx2+fma" or "generic").
+func SgemmImpl() string { return sgemmImpl }

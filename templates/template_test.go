@@ -1,4 +1,4 @@
-package cpu
+package templates
 
 import (
 	"fmt"
@@ -45,11 +45,11 @@ func tplSchedules() []int {
 }
 
 func tplWithGeneric(generic bool, fn func()) {
-	old := spmmUseAVX2
+	old := useSpmmAVX2
 	if generic {
-		spmmUseAVX2 = false
+		useSpmmAVX2 = false
 	}
-	defer func() { spmmUseAVX2 = old }()
+	defer func() { useSpmmAVX2 = old }()
 	fn()
 }
 
@@ -523,16 +523,16 @@ func TestOperandErrors(t *testing.T) {
 // TestGatherKernels compares the assembly inner loops with the generic ones
 // on widths around every vector width and unaligned starts.
 func TestGatherKernels(t *testing.T) {
-	if !spmmUseAVX2 {
+	if !useSpmmAVX2 {
 		t.Skip("no AVX2+FMA on this CPU (or purego build): only the generic loops run")
 	}
 	rng := rand.New(rand.NewPCG(19, 20))
 	const ldx = 600
 	x := tplRandVec(rng, 40*ldx)
-	old512 := spmmUseAVX512
-	defer func() { spmmUseAVX512 = old512 }()
+	old512 := useSpmmAVX512
+	defer func() { useSpmmAVX512 = old512 }()
 	for _, use512 := range []bool{false, old512} {
-		spmmUseAVX512 = use512
+		useSpmmAVX512 = use512
 		tplCheckGatherKernels(t, rng, x, ldx)
 	}
 	assert.Panics(t, func() { gatherSum(make([]float32, 8), x, []int32{40}, ldx) }, "row past x")
@@ -548,7 +548,7 @@ func tplCheckGatherKernels(t *testing.T, rng *rand.Rand, x []float32, ldx int) {
 				}
 				wt := tplRandVec(rng, n)
 				base := tplRandVec(rng, w)
-				name := fmt.Sprintf("w=%d/off=%d/n=%d/avx512=%v", w, off, n, spmmUseAVX512)
+				name := fmt.Sprintf("w=%d/off=%d/n=%d/avx512=%v", w, off, n, useSpmmAVX512)
 				got, want := slices.Clone(base), slices.Clone(base)
 				gatherSum(got, x[off:], idx, ldx)
 				gatherSumGeneric(want, x[off:], idx, ldx)

@@ -1,16 +1,16 @@
 //go:build !purego
 
-package cpu
+package templates
 
 import "github.com/klauspost/cpuid/v2"
 
-// spmmUseAVX2 switches the templates' AVX2+FMA inner loops on; tests turn it
+// useSpmmAVX2 switches the templates' AVX2+FMA inner loops on; tests turn it
 // off to compare them with the generic ones.
-var spmmUseAVX2 = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
+var useSpmmAVX2 = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
 
-// spmmUseAVX512 switches on the AVX-512 gather-sum, which holds a
+// useSpmmAVX512 switches on the AVX-512 gather-sum, which holds a
 // 256-column chunk of a row in registers.
-var spmmUseAVX512 = spmmUseAVX2 && cpuid.CPU.Supports(cpuid.AVX512F)
+var useSpmmAVX512 = useSpmmAVX2 && cpuid.CPU.Supports(cpuid.AVX512F)
 
 // spmmGatherSumAVX2 is gatherSumGeneric over w columns, w a multiple of 8.
 //
@@ -81,14 +81,14 @@ func checkGather(x []float32, idx []int32, ldx, w int) {
 
 func gatherSum(acc, x []float32, idx []int32, ldx int) {
 	w := len(acc)
-	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+	if !useSpmmAVX2 || w < 8 || len(idx) == 0 {
 		gatherSumGeneric(acc, x, idx, ldx)
 		return
 	}
 	checkGather(x, idx, ldx, w)
 	w8 := w &^ 7
 	switch w16 := w &^ 15; {
-	case spmmUseAVX512 && w16 > 0:
+	case useSpmmAVX512 && w16 > 0:
 		spmmGatherSumAVX512(&acc[0], &x[0], &idx[0], len(idx), ldx, w16)
 		if w16 < w8 {
 			spmmGatherSumAVX2(&acc[w16], &x[w16], &idx[0], len(idx), ldx, 8)
@@ -103,7 +103,7 @@ func gatherSum(acc, x []float32, idx []int32, ldx int) {
 
 func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 	w := len(acc)
-	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+	if !useSpmmAVX2 || w < 8 || len(idx) == 0 {
 		gatherAxpyGeneric(acc, x, idx, wt, ldx)
 		return
 	}
@@ -111,7 +111,7 @@ func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 	wt = wt[:len(idx)]
 	w8 := w &^ 7
 	switch w16 := w &^ 15; {
-	case spmmUseAVX512 && w16 > 0:
+	case useSpmmAVX512 && w16 > 0:
 		spmmGatherAxpyAVX512(&acc[0], &x[0], &idx[0], &wt[0], len(idx), ldx, w16)
 		if w16 < w8 {
 			spmmGatherAxpyAVX2(&acc[w16], &x[w16], &idx[0], &wt[0], len(idx), ldx, 8)
@@ -126,7 +126,7 @@ func gatherAxpy(acc, x []float32, idx []int32, wt []float32, ldx int) {
 
 func sdot(a, b []float32) float32 {
 	n := len(a)
-	if !spmmUseAVX2 || n < 8 {
+	if !useSpmmAVX2 || n < 8 {
 		return dotGeneric(a, b)
 	}
 	b = b[:n]
@@ -140,7 +140,7 @@ func sdot(a, b []float32) float32 {
 
 func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
 	w := len(y)
-	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+	if !useSpmmAVX2 || w < 8 || len(idx) == 0 {
 		dotRowsGeneric(dst, x, idx, ldx, y)
 		return
 	}
@@ -157,7 +157,7 @@ func dotRows(dst, x []float32, idx []int32, ldx int, y []float32) {
 
 func gatherArgMax(acc []float32, arg []int32, x []float32, idx, eids []int32, eid0, ldx int, isMin bool) {
 	w := len(acc)
-	if !spmmUseAVX2 || w < 8 || len(idx) == 0 {
+	if !useSpmmAVX2 || w < 8 || len(idx) == 0 {
 		gatherArgMaxGeneric(acc, arg, x, idx, eids, eid0, ldx, isMin)
 		return
 	}
@@ -168,7 +168,7 @@ func gatherArgMax(acc []float32, arg []int32, x []float32, idx, eids []int32, ei
 		ep = &eids[:len(idx)][0]
 	}
 	w8, done := w&^7, 0
-	if w16 := w &^ 15; spmmUseAVX512 && w16 > 0 {
+	if w16 := w &^ 15; useSpmmAVX512 && w16 > 0 {
 		if isMin {
 			spmmGatherMinAVX512(&acc[0], &arg[0], &x[0], &idx[0], ep, eid0, len(idx), ldx, w16)
 		} else {
@@ -198,7 +198,7 @@ func expInPlace(xs []float32) {
 		return
 	}
 	n8 := 0
-	if spmmUseAVX2 {
+	if useSpmmAVX2 {
 		if up := (n + 7) &^ 7; cap(xs) >= up {
 			spmmExpAVX2(&xs[:up][0], up)
 			return

@@ -1,4 +1,4 @@
-package cpu
+package templates
 
 // sgemmKernelGeneric is the reference microkernel: c[i*ldc+j] +=
 // alpha·Σ_p a[p*sgMR+i]·b[p*sgNR+j] over a full sgMR×sgNR tile, from packed
@@ -25,20 +25,6 @@ func sgemmKernelGeneric(k int, a, b, c []float32, ldc int, alpha float32) {
 		}
 	}
 }
-
-// sgemmKernel is the microkernel in use; sgemmImpl names it.
-var sgemmKernel, sgemmDirect, sgemmImpl = pickSgemmKernel()
-
-func pickSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32),
-	func(k int, a []float32, lda int, b, c []float32, ldc int, alpha float32), string) {
-	if f, d, name := asmSgemmKernel(); f != nil {
-		return f, d, name
-	}
-	return sgemmKernelGeneric, sgemmKernelGenericDirect, "generic"
-}
-
-// SgemmImpl names the float32 GEMM microkernel in use ("avx2+fma" or "generic").
-func SgemmImpl() string { return sgemmImpl }
 
 // sgemmKernelGenericDirect is sgemmKernelGeneric with A read in place:
 // c[i*ldc+j] += alpha·Σ_p a[i*lda+p]·b[p*sgNR+j] for a full tile.

@@ -1,4 +1,4 @@
-package cpu
+package templates
 
 // The sparse templates (this file, spmm_*.go, sddmm.go, sched*.go,
 // edgesoftmax.go) are the float32 graph kernels of the full-precision path,
@@ -19,8 +19,8 @@ import (
 
 // Errors of the sparse templates; wrapped with the value at fault.
 var (
-	ErrCSR     = errors.New("cpu: bad CSR graph")
-	ErrOperand = errors.New("cpu: bad sparse template operand")
+	ErrCSR     = errors.New("templates: bad CSR graph")
+	ErrOperand = errors.New("templates: bad sparse template operand")
 
 	// errGatherRange is the panic value of a kernel handed a CSR whose
 	// indices reach past its operand (see CSR).

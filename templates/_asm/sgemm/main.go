@@ -1,5 +1,5 @@
-// Command sgemm generates the AVX2+FMA microkernel of cpu.Sgemm:
-// go run ./sgemm -out ../sgemm_amd64.s -stubs ../sgemm_amd64.go -pkg cpu
+// Command sgemm generates the AVX2+FMA microkernel of templates.Sgemm:
+// go run ./sgemm -out ../sgemm_gen_amd64.s -stubs ../sgemm_gen_amd64.go -pkg templates
 package main
 
 import (
