@@ -1,6 +1,6 @@
 package cpu
 
-//go:generate sh -c "cd _asm && go run ./agg -out ../agg_amd64.s -stubs ../agg_amd64.go -pkg cpu"
+//go:generate sh -c "cd _asm && go run ./agg -out ../agg_gen_amd64.s -stubs ../agg_gen_amd64.go -pkg cpu"
 
 import (
 	"errors"
@@ -312,7 +312,7 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 			v0 := i * aggBlock
 			rows := min(aggBlock, m-v0)
 			clear(s.acc[:rows*x.Stride])
-			if useAggAsm {
+			if useAggAVX2 {
 				aggRowsAsm(s.acc, x, a, v0, rows)
 			} else {
 				aggRowsGeneric(s.acc, x, a, v0, rows)
@@ -327,7 +327,7 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 func QuantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) { quantizeRow(q, y, rq, bits) }
 
 // AggVectorized reports whether the aggregation runs on its vector kernel.
-func AggVectorized() bool { return useAggAsm }
+func AggVectorized() bool { return useAggAVX2 }
 
 // MulCodes computes ep(A·B) re-quantized with rq into dst's byte codes
 // (dst.Bits bits): MulBit's fused product for a result that feeds a code
