@@ -1,10 +1,10 @@
 //go:build !purego
 
-// Hand-written AVX2+FMA loops of the sparse templates (the avo generators
-// in cpu/_asm belong to the bit kernels; these three loops are short enough
-// to read directly). Each keeps a tile of the destination row in registers
-// while it gathers source rows, so the output is loaded and stored once per
-// row instead of once per edge.
+// Hand-written AVX2+FMA and AVX-512 loops of the sparse templates, not
+// generated (templates/_asm generates only Sgemm's microkernel): hence
+// spmm_amd64.s, not spmm_gen_amd64.s. Each keeps a tile of the destination
+// row in registers while it gathers source rows, so the output is loaded
+// and stored once per row instead of once per edge.
 
 #include "textflag.h"
 
