@@ -11,6 +11,7 @@
 // x_generic.go (the reference loop), x_amd64.go (the assembly's callers),
 // x_gen_amd64.{go,s} (generated from cpu/_asm by go generate) and
 // x_noasm.go (other platforms and -tags purego). CPU features are read
-// once (cpuinfo.go) into use* switches that tests flip to compare every
-// path with the generic one.
+// once (cpuinfo.go): the bit kernels turn them into paths (Impls;
+// NewKernel forces one), the other families into use* switches; tests
+// run every path and flip every switch to compare with the generic loops.
 package cpu

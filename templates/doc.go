@@ -26,4 +26,8 @@
 // microkernel generated with avo from _asm), and the hashed dropout masks
 // (Splitmix64, DropKeep) that let a backward regenerate a forward's mask.
 // The package runs on the CPU; a GPU twin of the templates will live in tcu.
+//
+// Files follow cpu's layout (x.go, x_generic.go, x_amd64.go, x_noasm.go,
+// generated x_gen_amd64.{go,s}); spmm_amd64.s is the exception, written by
+// hand. useSpmmAVX2/useSpmmAVX512 and useSgemmFMA hold what cpuid allows.
 package templates
