@@ -56,8 +56,7 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest $(PKGS)
 
-# generate rebuilds the avo assembly and its Go stubs (cpu/_asm and
-# templates/_asm each have their own go.mod, which ./... skips).
+# generate rebuilds the avo assembly and its Go stubs (cpu/_asm has its own go.mod).
 generate:
 	$(GO) generate ./...
 
