@@ -99,7 +99,7 @@ func speedData(b *testing.B, name string) *speedTask {
 // BenchmarkQGCNSpeed compares, on the same batches and weights, one full
 // inference pass of a 2-layer GCN (hidden 64): quantized on bit tensors at
 // several widths (pack + compute), our full-precision path (package
-// fp's GCN on cpu.Sgemm and the sparse templates) and PyTorch fp32 on
+// fp's GCN on templates.Sgemm and the sparse templates) and PyTorch fp32 on
 // the CPU (sparse features and adjacency; run when /usr/bin/python3 has
 // torch). Compare the ms/pass metric; nodes/s is over the same pass.
 //

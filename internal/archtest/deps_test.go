@@ -52,15 +52,17 @@ func deps(t *testing.T, root, pkg string) []string {
 func TestDependencyDirection(t *testing.T) {
 	root := moduleRoot(t)
 	allowed := map[string][]string{
-		"bittensor":            {"internal/par"},
-		"quantize":             {"bittensor", "internal/par"},
-		"bmm":                  {"bittensor", "internal/par", "quantize"},
-		"bmm/bmmtest":          {"bittensor", "bmm", "internal/par", "quantize"},
-		"cpu":                  {"bittensor", "bmm", "internal/par", "quantize"},
+		"bittensor":   {"internal/par"},
+		"quantize":    {"bittensor", "internal/par"},
+		"bmm":         {"bittensor", "internal/par", "quantize"},
+		"bmm/bmmtest": {"bittensor", "bmm", "internal/par", "quantize"},
+		// cpu shares the templates' CSR type so one graph feeds both paths.
+		"cpu":                  {"bittensor", "bmm", "internal/par", "quantize", "templates"},
+		"templates":            {"internal/par"},
 		"tcu":                  {"bittensor", "bmm", "internal/par", "quantize"},
 		"datasets":             {},
 		"subgraph":             {"bittensor", "datasets", "internal/par"},
-		"internal/nn":          {"bittensor", "bmm", "cpu", "internal/par", "quantize"},
+		"internal/nn":          {"internal/par", "templates"},
 		"internal/plot":        {},
 		"internal/cputime":     {},
 		"internal/par":         {},
@@ -68,15 +70,15 @@ func TestDependencyDirection(t *testing.T) {
 		"internal/progress":    {},
 		"internal/safetensors": {},
 		"internal/learn":       {},
-		"layers/fp":            {"bittensor", "bmm", "cpu", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph"},
+		"layers/fp":            {"bittensor", "bmm", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
 		// layers computes on whatever kernel bmm.Default() or the caller
 		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
-		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph"},
+		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
 		// pipeline runs on the kernel its caller passes in: it never reaches
 		// tcu, and reaches cpu only through layers until layers drops it
 		// (TestPipelineBackendFree forbids importing cpu directly).
 		"pipeline": {"bittensor", "bmm", "cpu", "datasets", "internal/atomicfile", "internal/learn", "internal/par",
-			"internal/progress", "internal/safetensors", "layers", "quantize", "subgraph"},
+			"internal/progress", "internal/safetensors", "layers", "quantize", "subgraph", "templates"},
 	}
 	for pkg, ok := range allowed {
 		t.Run(pkg, func(t *testing.T) {

@@ -9,7 +9,7 @@
 // subgraph.Dataset with its split) with Adam, L2 weight decay and early
 // stopping on the validation set, full-batch or in Cluster-GCN mini-batches,
 // deterministically for given seeds. The ops and their gradients live in
-// internal/nn on top of cpu.Sgemm and the cpu sparse templates; GAT uses
+// internal/nn on top of templates.Sgemm and the sparse templates (package templates); GAT uses
 // the fused attention aggregation whose backward recomputes the edge
 // values instead of storing them.
 //

@@ -21,8 +21,8 @@ import (
 // The attention projections run per vertex (O(N·H)) before the scatter
 // (propagation-postponed reorganization), and the scatter, edge softmax
 // and aggregation are one fused op that keeps no O(E) values for the
-// backward pass (cpu.GATAggregate). Attention dropout runs inside it too
-// (cpu.GATAggregateDropout): its mask is hashed from a seed and each
+// backward pass (templates.GATAggregate). Attention dropout runs inside it too
+// (templates.GATAggregateDropout): its mask is hashed from a seed and each
 // edge's id and head, and the backward pass hashes it again rather than
 // storing it, so training with AttnDropout > 0 stays O(N·H) as well.
 type GAT struct {

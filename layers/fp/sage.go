@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/templates"
 
 	"github.com/qgtc/qgtc/internal/nn"
 )
@@ -50,9 +50,9 @@ func (m *SAGE) Forward(tp *nn.Tape, in *Input) *nn.Tensor {
 		x = tp.Dropout(x, m.cfg.Dropout)
 		var nb *nn.Tensor
 		if m.cfg.Aggr == "max" {
-			nb = m.hooks.linear(tp, i, tp.Aggregate(in.Graph, x.Dense(), cpu.Max), m.wl[i], m.bl[i])
+			nb = m.hooks.linear(tp, i, tp.Aggregate(in.Graph, x.Dense(), templates.Max), m.wl[i], m.bl[i])
 		} else {
-			nb = tp.AddBias(tp.Aggregate(in.Graph, m.hooks.linear(tp, i, x, m.wl[i], nil), cpu.Mean), m.bl[i].Tensor)
+			nb = tp.AddBias(tp.Aggregate(in.Graph, m.hooks.linear(tp, i, x, m.wl[i], nil), templates.Mean), m.bl[i].Tensor)
 		}
 		x = tp.Add(nb, m.hooks.linear(tp, i, x, m.wr[i], nil))
 	}
