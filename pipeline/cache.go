@@ -135,6 +135,7 @@ type modelKey struct {
 	Hidden      int     `json:"hidden"`
 	Layers      int     `json:"layers"`
 	Parts       int     `json:"parts"`
+	Partition   string  `json:"partition,omitempty"` // Data.PartitionSum
 	Batch       int     `json:"batch"`
 	Seed        uint64  `json:"seed"`
 	Epochs      int     `json:"epochs"`
@@ -156,7 +157,7 @@ type modelKey struct {
 // model at j's bit widths; the fp32 model does not depend on the widths.
 func (j *Job) modelKey(d *Data, quant bool) string {
 	k := modelKey{Version: cacheVersion, Format: "qgtc.qmodel/3", Data: d.Fingerprint, Kind: j.Model, Norm: j.Norm, Scale: j.FeatureScale,
-		Hidden: j.Hidden, Layers: j.Layers, Parts: d.Parts, Batch: j.Batch, Seed: j.Seed, Epochs: j.Epochs,
+		Hidden: j.Hidden, Layers: j.Layers, Parts: d.Parts, Partition: d.PartitionSum, Batch: j.Batch, Seed: j.Seed, Epochs: j.Epochs,
 		LR: fp32LR, WD: fp32WD, Dropout: fp32Dropout, Patience: fp32Patience}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
@@ -285,4 +286,34 @@ func (j *Job) partition(ds *subgraph.Dataset, k int) ([]int32, bool, error) {
 		}
 	}
 	return p.Parts, false, nil
+}
+
+// readPartitionFile reads a partition file given by the user: sound
+// (ErrCacheCorrupt otherwise) and made for ds's graph, a mismatch naming
+// both fingerprints. Its K and seed are taken as they are.
+func readPartitionFile(path string, ds *subgraph.Dataset) (*subgraph.PartitionFile, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	pf, err := subgraph.ReadPartitionFile(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if fp := subgraph.GraphFingerprint(ds.Graph); pf.Graph != fp {
+		return nil, fmt.Errorf("%s: %w: made for a graph of %v, dataset %s has %v", path, subgraph.ErrCacheMismatch, pf.Graph, ds.Name, fp)
+	}
+	return pf, nil
+}
+
+// partsSum is a SHA-256 prefix of parts as little-endian int32.
+func partsSum(parts []int32) string {
+	h := sha256.New()
+	b := make([]byte, 4*len(parts))
+	for i, p := range parts {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(p))
+	}
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -19,7 +19,11 @@ type Config struct {
 	// nodes, else parts of about 2,000 nodes, see AutoParts); Batch
 	// partitions form one batch.
 	Parts, Batch int
-	Seed         uint64 // the split (when the data ships none), the partition and training
+	// PartitionFile is a subgraph partition file (qgtc partition --out) to
+	// batch by instead of partitioning; it must be made for this graph, and
+	// its K is the job's (Parts 0 or equal to it).
+	PartitionFile string
+	Seed          uint64 // the split (when the data ships none), the partition and training
 	// FeatureScale scales the input rows (layers.QScale*), folded into the
 	// first epilogue.
 	FeatureScale string

@@ -72,8 +72,11 @@ type Data struct {
 
 	Batches         *layers.Data // nil until Partition
 	Parts           int          // partitions (Config.Parts, or AutoParts when 0)
-	PartitionCached bool         // the partition came from the cache
-	KeptEdges       float64      // fraction of the graph's edges inside the batches
+	PartitionCached bool         // the partition came from the cache or Config.PartitionFile
+	// PartitionSum identifies a partition read from Config.PartitionFile
+	// (its parts' hash), so models trained on it are cached apart.
+	PartitionSum string
+	KeptEdges    float64 // fraction of the graph's edges inside the batches
 
 	LoadTime, PartitionTime, BatchTime time.Duration
 }
@@ -105,8 +108,8 @@ func (j *Job) Load() (*Data, error) {
 	return &Data{Dataset: ds, Fingerprint: Fingerprint(ds), LoadTime: time.Since(t0)}, nil
 }
 
-// Partition partitions d's graph (cached under CacheDir) and builds its
-// batches of Batch partitions each.
+// Partition partitions d's graph (cached under CacheDir), or reads
+// Config.PartitionFile, and builds its batches of Batch partitions each.
 func (j *Job) Partition(d *Data) error {
 	ds := d.Dataset
 	n := ds.Graph.N()
@@ -120,7 +123,17 @@ func (j *Job) Partition(d *Data) error {
 	var p []int32
 	var err error
 	t1 := time.Now()
-	if d.Parts > 1 {
+	switch {
+	case j.PartitionFile != "":
+		pf, err := readPartitionFile(j.PartitionFile, ds)
+		if err != nil {
+			return err
+		}
+		if j.Parts != 0 && j.Parts != pf.K {
+			return &ConfigError{"Parts", j.Parts, fmt.Sprintf("disagrees with the %d parts of partition file %s", pf.K, j.PartitionFile)}
+		}
+		d.Parts, p, d.PartitionCached, d.PartitionSum = pf.K, pf.Parts, true, partsSum(pf.Parts)
+	case d.Parts > 1:
 		if p, d.PartitionCached, err = j.partition(ds, d.Parts); err != nil {
 			return err
 		}

@@ -59,6 +59,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.StringVar(&c.Model, "model", def.Model, "model: gcn or gin")
 	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes)")
 	fs.IntVar(&c.Batch, "batch", def.Batch, "partitions per batch")
+	fs.StringVar(&c.PartitionFile, "partition", "", "batch by this partition file (qgtc partition --out) instead of partitioning; --parts defaults to its K")
 	fs.IntVar(&c.Hidden, "hidden", def.Hidden, "hidden width (when training)")
 	fs.IntVar(&c.Layers, "layers", def.Layers, "graph layers (when training)")
 	fs.IntVar(&c.Epochs, "epochs", def.Epochs, "full-precision training epochs (when training)")
@@ -70,7 +71,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 }
 
 // qConfigFlags names the flag of each pipeline.Config field.
-var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts",
+var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
 	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input"}
 

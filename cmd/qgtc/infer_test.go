@@ -143,3 +143,35 @@ func TestDatasetWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestInferPartitionFile: `partition --out` writes the file `infer
+// --partition` batches by: the same predictions (accuracy, parts, kept
+// edges) as infer partitioning through its cache; a file made for another
+// graph is an error naming both graphs.
+func TestInferPartitionFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cora-k3.part")
+	code, _, errs := runCLI("partition", "--quiet", "--dataset", "cora", "--parts", "3", "--out", file)
+	require.Equal(t, 0, code, errs)
+	infer := func(cache string, args ...string) map[string]any {
+		t.Setenv("QGTC_CACHE", cache)
+		code, out, errs := runCLI(append([]string{"infer", "--dataset", "cora", "--epochs", "5", "--qat-epochs", "1", "--json", "--quiet"}, args...)...)
+		require.Equal(t, 0, code, errs)
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		return r
+	}
+	want := infer(filepath.Join(dir, "a"), "--parts", "3")
+	got := infer(filepath.Join(dir, "b"), "--partition", file)
+	assert.Equal(t, true, got["partition_cached"])
+	for _, k := range []string{"parts", "batches", "kept_edges", "accuracy"} {
+		assert.Equal(t, want[k], got[k], k)
+	}
+	code, _, errs = runCLI("infer", "--dataset", "cora", "--partition", file, "--parts", "4", "--quiet")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--parts 4 disagrees with the 3 parts of partition file")
+	code, _, errs = runCLI("infer", "--dataset", "citeseer", "--partition", file, "--quiet")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "does not match: made for a graph of 2708 nodes")
+	assert.Contains(t, errs, "dataset citeseer has 3327 nodes")
+}
