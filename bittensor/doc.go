@@ -35,4 +35,9 @@
 // (header, words little-endian, CRC-32C checksums; see serial.go). Read
 // checks everything it is given and never trusts a size it has not
 // verified: corrupt or truncated input is an error wrapping ErrFormat.
+//
+// TileMask is the one zero-tile mask of the project: which tiles of a
+// packed matrix hold a one (MaskOf computes it once per packed batch
+// adjacency), read by the batcher's users, the cost model and the kernels
+// that skip empty tiles.
 package bittensor
