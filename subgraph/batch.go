@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math/bits"
+	"math/rand/v2"
 	"slices"
 	"sync"
 
@@ -35,40 +35,39 @@ func (o BatchOrder) String() string {
 	return fmt.Sprintf("BatchOrder(%d)", uint8(o))
 }
 
+// RowOrder says in which order a batch's nodes become its rows.
+type RowOrder uint8
+
+const (
+	// PartRows: each part's nodes ascending, parts in batch order (the
+	// batch's Blocks say where each part starts).
+	PartRows RowOrder = iota
+	// SortedRows: all nodes by ascending global id.
+	SortedRows
+	// BandRows: breadth-first over the batch's subgraph, each component
+	// started from its smallest node (Cuthill–McKee without the degree
+	// sort). Neighbours get nearby rows, so the packed adjacency is banded
+	// and its rows have long runs of zero words, which bit kernels skip.
+	BandRows
+)
+
 // BatchOptions controls Batches.
 type BatchOptions struct {
 	PartsPerBatch int        // q: parts per batch (the last batch may have fewer); 0 means 1
 	Order         BatchOrder // Sequential or Shuffled
 	Seed          uint64     // the shuffle's seed
+	Rows          RowOrder   // the row order inside a batch
 	SelfLoops     bool       // set the diagonal of each batch adjacency (Â = A + I)
+	// LoopsInCSR (with SelfLoops) also puts the diagonal in the local CSR,
+	// sorted into each row: the CSR is then Â itself, as the float
+	// simulation and the edge-list aggregations read it.
+	LoopsInCSR bool
+	// CSROnly leaves out the packed adjacency and its tile mask (training
+	// in float needs only the CSR).
+	CSROnly bool
 	// Padding of the adjacency tensors; the zero value means
 	// bittensor.DefaultPadding. It is also the tile of the zero-tile mask.
 	Padding bittensor.Padding
-}
-
-// TileMask marks which tiles of a batch adjacency hold a one. A tile is
-// Rows×Cols entries (the adjacency's padding: 16 rows × 256 columns by
-// default, the GPU's b1 mma tile), so a kernel can skip the tiles of the
-// block-diagonal adjacency that are all zero.
-type TileMask struct {
-	Rows, Cols         int      // tile extent in entries
-	RowTiles, ColTiles int      // tiles down and across
-	Bits               []uint64 // bit rt·ColTiles+ct is set when tile (rt, ct) is non-zero
-}
-
-// NonZero reports whether tile (rt, ct) holds a one.
-func (m *TileMask) NonZero(rt, ct int) bool {
-	i := rt*m.ColTiles + ct
-	return m.Bits[i/64]>>(i%64)&1 != 0
-}
-
-// Count is the number of non-zero tiles.
-func (m *TileMask) Count() int {
-	c := 0
-	for _, w := range m.Bits {
-		c += bits.OnesCount64(w)
-	}
-	return c
 }
 
 // Batch is one Cluster-GCN mini-batch: the union of a few parts with every
@@ -77,20 +76,27 @@ func (m *TileMask) Count() int {
 type Batch struct {
 	Index int
 	Parts []int32 // the parts, in batch order
-	// Nodes are the global node ids: local node i is Nodes[i]. Each part's
-	// nodes are contiguous and ascending, Blocks[j]..Blocks[j+1] for Parts[j];
-	// callers slice feature rows and labels with Nodes.
+	// Nodes are the global node ids: local node i is Nodes[i]; callers
+	// slice feature rows and labels with Nodes. With PartRows each part's
+	// nodes are contiguous and ascending, Blocks[j]..Blocks[j+1] for
+	// Parts[j]; other row orders mix the parts and Blocks is nil.
 	Nodes  []int32
 	Blocks []int32
-	// Indptr/Indices is the batch's local CSR, rows sorted, without the
-	// diagonal (SelfLoops adds it to Adj, not here).
+	// Indptr/Indices is the batch's local CSR, each row sorted; it holds
+	// the diagonal only with LoopsInCSR.
 	Indptr, Indices []int32
 	// Adj is the Nodes×Nodes 1-bit adjacency packed ByRows: Adj.At(i, j) = 1
-	// iff g stores the edge Nodes[i]→Nodes[j] (or i = j with SelfLoops).
-	Adj       *bittensor.Tensor
-	Mask      TileMask
+	// iff the CSR holds (i, j), or i = j with SelfLoops; nil with CSROnly.
+	// Mask marks its non-zero tiles (tiles of the padding's extent).
+	Adj  *bittensor.Tensor
+	Mask bittensor.TileMask
+	// SelfLoops: Adj is the CSR plus the diagonal (false when the CSR
+	// already holds it: LoopsInCSR).
 	SelfLoops bool
 }
+
+// CSR is the batch's local graph (a view of Indptr and Indices).
+func (b *Batch) CSR() *Graph { return &Graph{Indptr: b.Indptr, Indices: b.Indices} }
 
 // Ones is the number of ones in Adj.
 func (b *Batch) Ones() int {
@@ -103,17 +109,29 @@ func (b *Batch) Ones() int {
 
 // BatchPlan groups the parts of a partitioning into batches; Batch(i)
 // builds batch i on demand, so a plan over a large graph holds no
-// adjacency until asked. A plan is safe for concurrent use.
+// adjacency until asked. It is the one batcher: inference (BandRows, Â in
+// the CSR, packed), quantization-aware and fp32 training (Shuffle per
+// epoch, CSR only) and qgtc partition --batch all read it. A plan is safe
+// for concurrent use.
 type BatchPlan struct {
+	*partIndex
+	opt    BatchOptions
+	groups [][]int32
+}
+
+// partIndex is what every grouping of one partitioning shares: the nodes
+// of each part and the global → local scratch.
+type partIndex struct {
 	g         *Graph
-	opt       BatchOptions
+	k         int
 	partStart []int32 // nodes of part p: partNodes[partStart[p]:partStart[p+1]]
 	partNodes []int32
-	groups    [][]int32
 	scratch   sync.Pool // *[]int32 of length N, all -1: global → local ids
 }
 
-// Batches plans Cluster-GCN batches of opt.PartsPerBatch parts each.
+// Batches plans Cluster-GCN batches of opt.PartsPerBatch parts each. Parts
+// with no node are left out of the grouping's batches; a group of empty
+// parts only is no batch.
 func Batches(g *Graph, p *Partitioning, opt BatchOptions) (*BatchPlan, error) {
 	if err := p.Check(g); err != nil {
 		return nil, err
@@ -125,8 +143,15 @@ func Batches(g *Graph, p *Partitioning, opt BatchOptions) (*BatchPlan, error) {
 	if q < 1 || q > p.K {
 		return nil, fmt.Errorf("%w: %d parts per batch with %d parts", ErrBatch, opt.PartsPerBatch, p.K)
 	}
+	opt.PartsPerBatch = q
 	if opt.Order != Sequential && opt.Order != Shuffled {
 		return nil, fmt.Errorf("%w: order %v", ErrBatch, opt.Order)
+	}
+	if opt.Rows > BandRows {
+		return nil, fmt.Errorf("%w: row order %d", ErrBatch, opt.Rows)
+	}
+	if opt.LoopsInCSR && !opt.SelfLoops {
+		return nil, fmt.Errorf("%w: LoopsInCSR without SelfLoops", ErrBatch)
 	}
 	if opt.Padding == (bittensor.Padding{}) {
 		opt.Padding = bittensor.DefaultPadding
@@ -134,17 +159,25 @@ func Batches(g *Graph, p *Partitioning, opt BatchOptions) (*BatchPlan, error) {
 	if _, err := bittensor.New(0, 0, 1, bittensor.ByRows, opt.Padding); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBatch, err)
 	}
-	bp := &BatchPlan{g: g, opt: opt, partStart: make([]int32, p.K+1), partNodes: make([]int32, g.N())}
+	ix := &partIndex{g: g, k: p.K, partStart: make([]int32, p.K+1), partNodes: make([]int32, g.N())}
 	for _, part := range p.Parts {
-		bp.partStart[part+1]++
+		ix.partStart[part+1]++
 	}
 	for i := 0; i < p.K; i++ {
-		bp.partStart[i+1] += bp.partStart[i]
+		ix.partStart[i+1] += ix.partStart[i]
 	}
-	fill := slices.Clone(bp.partStart[:p.K])
+	fill := slices.Clone(ix.partStart[:p.K])
 	for v, part := range p.Parts {
-		bp.partNodes[fill[part]] = int32(v)
+		ix.partNodes[fill[part]] = int32(v)
 		fill[part]++
+	}
+	n := g.N()
+	ix.scratch.New = func() any {
+		s := make([]int32, n)
+		for i := range s {
+			s[i] = -1
+		}
+		return &s
 	}
 	order := make([]int32, p.K)
 	for i := range order {
@@ -157,18 +190,38 @@ func Batches(g *Graph, p *Partitioning, opt BatchOptions) (*BatchPlan, error) {
 			order[i], order[j] = order[j], order[i]
 		}
 	}
-	for i := 0; i < p.K; i += q {
-		bp.groups = append(bp.groups, order[i:min(p.K, i+q)])
+	return ix.plan(opt, order), nil
+}
+
+// Shuffle returns the plan of the same partitioning and options whose
+// parts are grouped in the order r.Shuffle gives 0..K-1 (what r.Perm(K)
+// returns): a Cluster-GCN training epoch, drawn from the caller's
+// generator so that its other draws stay in step.
+func (bp *BatchPlan) Shuffle(r *rand.Rand) *BatchPlan {
+	order := make([]int32, bp.k)
+	for i := range order {
+		order[i] = int32(i)
 	}
-	n := g.N()
-	bp.scratch.New = func() any {
-		s := make([]int32, n)
-		for i := range s {
-			s[i] = -1
+	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return bp.plan(bp.opt, order)
+}
+
+// plan groups the parts in order q at a time, leaving out empty parts and
+// empty groups.
+func (ix *partIndex) plan(opt BatchOptions, order []int32) *BatchPlan {
+	bp := &BatchPlan{partIndex: ix, opt: opt}
+	for i := 0; i < len(order); i += opt.PartsPerBatch {
+		var group []int32
+		for _, p := range order[i:min(len(order), i+opt.PartsPerBatch)] {
+			if ix.partStart[p+1] > ix.partStart[p] {
+				group = append(group, p)
+			}
 		}
-		return &s
+		if len(group) > 0 {
+			bp.groups = append(bp.groups, group)
+		}
 	}
-	return bp, nil
+	return bp
 }
 
 // Len is the number of batches.
@@ -189,22 +242,38 @@ func (bp *BatchPlan) All() iter.Seq2[*Batch, error] {
 	}
 }
 
-// Batch builds batch i: its nodes, local CSR, bit adjacency and tile mask.
+// Batch builds batch i: its nodes, local CSR and, unless CSROnly, its bit
+// adjacency and tile mask.
 func (bp *BatchPlan) Batch(i int) (*Batch, error) {
 	if i < 0 || i >= len(bp.groups) {
 		return nil, fmt.Errorf("%w: batch %d of %d", ErrBatch, i, len(bp.groups))
 	}
 	parts := bp.groups[i]
-	b := &Batch{Index: i, Parts: slices.Clone(parts), Blocks: make([]int32, 1, len(parts)+1), SelfLoops: bp.opt.SelfLoops}
+	b := &Batch{Index: i, Parts: slices.Clone(parts), SelfLoops: bp.opt.SelfLoops && !bp.opt.LoopsInCSR}
+	if bp.opt.Rows == PartRows {
+		b.Blocks = make([]int32, 1, len(parts)+1)
+	}
 	for _, p := range parts {
 		b.Nodes = append(b.Nodes, bp.partNodes[bp.partStart[p]:bp.partStart[p+1]]...)
-		b.Blocks = append(b.Blocks, int32(len(b.Nodes)))
+		if b.Blocks != nil {
+			b.Blocks = append(b.Blocks, int32(len(b.Nodes)))
+		}
+	}
+	if bp.opt.Rows != PartRows && len(parts) > 1 {
+		slices.Sort(b.Nodes)
 	}
 	sp := bp.scratch.Get().(*[]int32)
 	local := *sp
 	for j, v := range b.Nodes {
 		local[v] = int32(j)
 	}
+	if bp.opt.Rows == BandRows {
+		b.Nodes = bandOrder(bp.g, b.Nodes, local)
+		for j, v := range b.Nodes {
+			local[v] = int32(j)
+		}
+	}
+	loops := bp.opt.LoopsInCSR
 	b.Indptr = make([]int32, len(b.Nodes)+1)
 	for j, v := range b.Nodes {
 		start := len(b.Indices)
@@ -213,6 +282,9 @@ func (bp *BatchPlan) Batch(i int) (*Batch, error) {
 				b.Indices = append(b.Indices, l)
 			}
 		}
+		if loops {
+			b.Indices = append(b.Indices, int32(j))
+		}
 		slices.Sort(b.Indices[start:])
 		b.Indptr[j+1] = int32(len(b.Indices))
 	}
@@ -220,13 +292,40 @@ func (bp *BatchPlan) Batch(i int) (*Batch, error) {
 		local[v] = -1
 	}
 	bp.scratch.Put(sp)
+	if bp.opt.CSROnly {
+		return b, nil
+	}
 	adj, err := adjacency(len(b.Nodes), b.Indptr, b.Indices, b.SelfLoops, bp.opt.Padding)
 	if err != nil {
 		return nil, fmt.Errorf("%w: batch %d: %w", ErrBatch, i, err)
 	}
 	b.Adj = adj
-	b.Mask = tileMask(len(b.Nodes), b.Indptr, b.Indices, b.SelfLoops, bp.opt.Padding)
+	b.Mask = bittensor.MaskOf(adj, bp.opt.Padding.Lines, bp.opt.Padding.Bits)
 	return b, nil
+}
+
+// bandOrder returns nodes (whose positions local holds) in breadth-first
+// order over the subgraph they induce, each component started from its
+// first node in the given order.
+func bandOrder(g *Graph, nodes, local []int32) []int32 {
+	seen := make([]bool, len(nodes))
+	order := make([]int32, 0, len(nodes))
+	for s, v := range nodes {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		order = append(order, v)
+		for i := len(order) - 1; i < len(order); i++ {
+			for _, u := range g.Neighbors(int(order[i])) {
+				if lu := local[u]; lu >= 0 && !seen[lu] {
+					seen[lu] = true
+					order = append(order, u)
+				}
+			}
+		}
+	}
+	return order
 }
 
 // adjacency sets one bit per CSR entry (and the diagonal with selfLoops)
@@ -248,25 +347,4 @@ func adjacency(n int, indptr, indices []int32, selfLoops bool, pad bittensor.Pad
 		}
 	}
 	return t, nil
-}
-
-// tileMask marks the tiles of an n×n adjacency that hold a one.
-func tileMask(n int, indptr, indices []int32, selfLoops bool, pad bittensor.Padding) TileMask {
-	m := TileMask{Rows: pad.Lines, Cols: pad.Bits}
-	m.RowTiles = (n + m.Rows - 1) / m.Rows
-	m.ColTiles = (n + m.Cols - 1) / m.Cols
-	m.Bits = make([]uint64, (m.RowTiles*m.ColTiles+63)/64)
-	set := func(r, c int) {
-		i := (r/m.Rows)*m.ColTiles + c/m.Cols
-		m.Bits[i/64] |= 1 << (i % 64)
-	}
-	for r := 0; r < n; r++ {
-		for _, c := range indices[indptr[r]:indptr[r+1]] {
-			set(r, int(c))
-		}
-		if selfLoops {
-			set(r, r)
-		}
-	}
-	return m
 }
