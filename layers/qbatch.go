@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"slices"
 	"sync"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -100,135 +99,94 @@ func (b *Batch) featFor(in *Input) {
 // N is the number of nodes in the batch.
 func (b *Batch) N() int { return len(b.Nodes) }
 
-// NewBatches builds one batch per group of global node ids: the subgraph
-// of g induced by the group, plus a self-loop on every node. The node ids
-// of a group must be distinct.
-//
-// withBits also packs the 1-bit adjacency (needed by the bit kernels, not
-// by the float simulation that trains).
-// nodeScale, when not nil, gives each node's FeatScale.
-func NewBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale []float32) ([]*Batch, error) {
-	local := make([]int32, g.N())
-	for i := range local {
-		local[i] = -1
+// Batches come from subgraph's batcher: a partition's parts grouped
+// perBatch at a time, the adjacency with a self-loop on every node (Â in
+// the CSR too).
+
+// batchPartitioning is parts as a subgraph partitioning; nil parts or
+// k ≤ 1 is one part of every node.
+func batchPartitioning(g *subgraph.Graph, parts []int32, k int) *subgraph.Partitioning {
+	if parts == nil || k <= 1 {
+		return &subgraph.Partitioning{K: 1, Parts: make([]int32, g.N())}
 	}
-	out := make([]*Batch, 0, len(groups))
-	for gi, nodes := range groups {
-		for i, v := range nodes {
-			if v < 0 || int(v) >= g.N() {
-				return nil, fmt.Errorf("%w: batch %d holds node %d of a %d-node graph", ErrModel, gi, v, g.N())
-			}
-			if local[v] >= 0 {
-				return nil, fmt.Errorf("%w: batch %d holds node %d twice", ErrModel, gi, v)
-			}
-			local[v] = int32(i)
+	return &subgraph.Partitioning{K: k, Parts: parts}
+}
+
+// evalBatches builds the inference batches: consecutive parts, rows in
+// breadth-first order (a banded 1-bit adjacency whose zero words the bit
+// kernels skip), packed with their tile masks; nodeScale, when not nil,
+// gives each node's FeatScale.
+func evalBatches(g *subgraph.Graph, parts []int32, k, perBatch int, nodeScale []float32) ([]*Batch, error) {
+	p := batchPartitioning(g, parts, k)
+	plan, err := subgraph.Batches(g, p, subgraph.BatchOptions{PartsPerBatch: min(max(1, perBatch), p.K),
+		Rows: subgraph.BandRows, SelfLoops: true, LoopsInCSR: true})
+	if err != nil {
+		return nil, err
+	}
+	return NewBatches(plan, nodeScale)
+}
+
+// trainBatches builds one training epoch's batches: the parts grouped in
+// the order rng shuffles them (Cluster-GCN's stochastic multiple
+// partitions), CSR only (the float simulation needs no bits).
+func trainBatches(g *subgraph.Graph, parts []int32, k, perBatch int, rng *rand.Rand, nodeScale []float32) ([]*Batch, error) {
+	p := batchPartitioning(g, parts, k)
+	plan, err := subgraph.Batches(g, p, subgraph.BatchOptions{PartsPerBatch: min(max(1, perBatch), p.K),
+		SelfLoops: true, LoopsInCSR: true, CSROnly: true})
+	if err != nil {
+		return nil, err
+	}
+	return NewBatches(plan.Shuffle(rng), nodeScale)
+}
+
+// NewBatches builds every batch of plan, which must put the self-loops in
+// the CSR (LoopsInCSR): the degrees and GCN's D^-1/2 from its rows, and,
+// when packed, the edge-list operand and the 64×256 chunks that hold an
+// edge. nodeScale, when not nil, gives each node's FeatScale.
+func NewBatches(plan *subgraph.BatchPlan, nodeScale []float32) ([]*Batch, error) {
+	out := make([]*Batch, 0, plan.Len())
+	for sb, err := range plan.All() {
+		if err != nil {
+			return nil, err
 		}
-		if withBits {
-			// Breadth-first order inside the batch: neighbours get nearby
-			// rows, so the 1-bit adjacency is banded and its rows have
-			// long runs of zero words, which bit kernels skip.
-			nodes = bandOrder(g, nodes, local)
-			for i, v := range nodes {
-				local[v] = int32(i)
-			}
+		if sb.SelfLoops {
+			return nil, fmt.Errorf("%w: batch plan keeps the self-loops out of the CSR", ErrModel)
 		}
-		b, err := buildBatch(g, nodes, local, withBits)
-		if err == nil && nodeScale != nil {
-			b.FeatScale = make([]float32, len(nodes))
-			for i, v := range nodes {
+		n := len(sb.Nodes)
+		b := &Batch{Nodes: sb.Nodes, Indptr: sb.Indptr, Indices: sb.Indices, Adj: sb.Adj,
+			Deg: make([]float32, n), DInv: make([]float32, n)}
+		for i := range n {
+			d := sb.Indptr[i+1] - sb.Indptr[i]
+			b.Deg[i] = float32(d)
+			b.DInv[i] = float32(1 / math.Sqrt(float64(d)))
+		}
+		if nodeScale != nil {
+			b.FeatScale = make([]float32, n)
+			for i, v := range sb.Nodes {
 				b.FeatScale[i] = nodeScale[v]
 			}
 		}
-		for _, v := range nodes {
-			local[v] = -1
-		}
-		if err != nil {
-			return nil, err
+		if sb.Adj != nil {
+			if b.Edges, err = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, n); err != nil {
+				return nil, err
+			}
+			b.chunks = denseChunks(sb.Mask)
 		}
 		out = append(out, b)
 	}
 	return out, nil
 }
 
-func buildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*Batch, error) {
-	n := len(nodes)
-	b := &Batch{Nodes: slices.Clone(nodes), Indptr: make([]int32, n+1)}
-	if withBits {
-		adj, err := bittensor.New(n, n, 1, bittensor.ByRows, bittensor.DefaultPadding)
-		if err != nil {
-			return nil, err
-		}
-		b.Adj = adj
+// denseChunks is the number of 64-row × 256-column chunks of a batch
+// adjacency that hold an edge (the work a dense bit product cannot skip),
+// from its tile mask.
+func denseChunks(m bittensor.TileMask) int {
+	const chunkRows, chunkCols = 64, 256
+	if m.Cols != chunkCols || chunkRows%m.Rows != 0 {
+		panic(fmt.Sprintf("layers: %d×%d tile mask, want tiles dividing %d×%d", m.Rows, m.Cols, chunkRows, chunkCols))
 	}
-	b.Deg = make([]float32, n)
-	b.DInv = make([]float32, n)
-	for i, v := range nodes {
-		row := len(b.Indices)
-		self := false
-		for _, u := range g.Neighbors(int(v)) {
-			if lu := local[u]; lu >= 0 {
-				if u == v {
-					self = true
-				}
-				b.Indices = append(b.Indices, lu)
-			}
-		}
-		if !self {
-			b.Indices = append(b.Indices, int32(i))
-		}
-		r := b.Indices[row:]
-		slices.Sort(r)
-		if b.Adj != nil {
-			line := b.Adj.Line(0, i)
-			for _, k := range r {
-				line[k/64] |= 1 << (k % 64)
-			}
-		}
-		b.Indptr[i+1] = int32(len(b.Indices))
-		b.Deg[i] = float32(len(r))
-		b.DInv[i] = float32(1 / math.Sqrt(float64(len(r))))
-	}
-	if withBits {
-		var err error
-		if b.Edges, err = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, n); err != nil {
-			return nil, err
-		}
-		b.chunks = adjChunks(b.Indptr, b.Indices)
-	}
-	return b, nil
-}
-
-// Groups groups the k parts of a partition (parts[v] is node v's part)
-// into batches of q parts each: consecutive parts when rng is nil
-// (inference), a random grouping otherwise (a Cluster-GCN training epoch).
-// Empty groups are dropped.
-func Groups(parts []int32, k, q int, rng *rand.Rand) [][]int32 {
-	byPart := make([][]int32, k)
-	for v, p := range parts {
-		byPart[p] = append(byPart[p], int32(v))
-	}
-	order := make([]int, k)
-	for i := range order {
-		order[i] = i
-	}
-	if rng != nil {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	}
-	q = max(1, q)
-	var groups [][]int32
-	for i := 0; i < len(order); i += q {
-		var nodes []int32
-		for _, k := range order[i:min(len(order), i+q)] {
-			nodes = append(nodes, byPart[k]...)
-		}
-		if len(nodes) > 0 {
-			if rng == nil {
-				slices.Sort(nodes)
-			}
-			groups = append(groups, nodes)
-		}
-	}
-	return groups
+	c := m.Coarsen(chunkRows / m.Rows)
+	return c.Count()
 }
 
 // Input is a dataset's node features quantized once: the float values
@@ -450,50 +408,4 @@ func rowInverse(f *subgraph.Features) []float32 {
 		}
 	}
 	return out
-}
-
-// bandOrder returns nodes (whose positions local holds) in breadth-first
-// order over the subgraph they induce, each component started from its
-// first node in the given order (Cuthill–McKee without the degree sort).
-func bandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
-	seen := make([]bool, len(nodes))
-	order := make([]int32, 0, len(nodes))
-	for s, v := range nodes {
-		if seen[s] {
-			continue
-		}
-		seen[s] = true
-		order = append(order, v)
-		for i := len(order) - 1; i < len(order); i++ {
-			for _, u := range g.Neighbors(int(order[i])) {
-				if lu := local[u]; lu >= 0 && !seen[lu] {
-					seen[lu] = true
-					order = append(order, u)
-				}
-			}
-		}
-	}
-	return order
-}
-
-// adjChunks counts the 64-row × 256-column chunks of an n-row CSR
-// adjacency that hold an edge.
-func adjChunks(indptr, indices []int32) int {
-	n := len(indptr) - 1
-	chunks := 0
-	// One bit per 256-column chunk, reset after each 64-row block.
-	seen := make([]uint64, (n/256+64)/64)
-	for v0 := 0; v0 < n; v0 += 64 {
-		clear(seen)
-		for v := v0; v < min(n, v0+64); v++ {
-			for _, u := range indices[indptr[v]:indptr[v+1]] {
-				c := u / 256
-				if seen[c/64]&(1<<(c%64)) == 0 {
-					seen[c/64] |= 1 << (c % 64)
-					chunks++
-				}
-			}
-		}
-	}
-	return chunks
 }

@@ -45,13 +45,7 @@ func NewDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale st
 	}
 	q := &Data{Graph: d.Graph, Labels: d.Labels, Classes: d.NumClasses,
 		Train: d.Train, Val: d.Val, Test: d.Test, Parts: parts, K: k, PerBatch: max(1, perBatch)}
-	var groups [][]int32
 	if parts == nil || k <= 1 {
-		all := make([]int32, d.Graph.N())
-		for i := range all {
-			all[i] = int32(i)
-		}
-		groups = [][]int32{all}
 		q.Parts = nil
 	} else {
 		if len(parts) != d.Graph.N() {
@@ -62,13 +56,12 @@ func NewDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale st
 				return nil, fmt.Errorf("%w: node %d in part %d, outside [0, %d)", ErrModel, v, p, k)
 			}
 		}
-		groups = Groups(parts, k, q.PerBatch, nil)
 	}
 	var err error
 	if d.Features != nil {
 		q.NodeScale = FeatureScale(d.Features, scale)
 	}
-	q.Eval, err = NewBatches(d.Graph, groups, true, q.NodeScale)
+	q.Eval, err = evalBatches(d.Graph, q.Parts, k, q.PerBatch, q.NodeScale)
 	return q, err
 }
 
@@ -199,7 +192,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		batches := d.Eval
 		if d.Parts != nil {
 			var err error
-			batches, err = NewBatches(d.Graph, Groups(d.Parts, d.K, d.PerBatch, rng), false, d.NodeScale)
+			batches, err = trainBatches(d.Graph, d.Parts, d.K, d.PerBatch, rng, d.NodeScale)
 			if err != nil {
 				return 0, err
 			}

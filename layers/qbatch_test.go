@@ -1,0 +1,79 @@
+package layers
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// TestBatchesFromBatcher checks what layers adds to subgraph's batches:
+// every node once, Â in the CSR (each row holds its diagonal), the degrees
+// and D^-1/2 from its rows, the dense-chunk count against the packed
+// adjacency scanned chunk by chunk, and training epochs that regroup the
+// parts without packing.
+func TestBatchesFromBatcher(t *testing.T) {
+	g, _, err := subgraph.PlantedPartition(2000, 8, 8, 0.3, 3)
+	require.NoError(t, err)
+	p, err := subgraph.Partition(g, 8, subgraph.PartitionOptions{Seed: 2})
+	require.NoError(t, err)
+	scale := make([]float32, g.N())
+	for i := range scale {
+		scale[i] = float32(i)
+	}
+	check := func(bs []*Batch, packed bool) {
+		seen := make([]int, g.N())
+		for _, b := range bs {
+			for i, v := range b.Nodes {
+				seen[v]++
+				row := b.Indices[b.Indptr[i]:b.Indptr[i+1]]
+				assert.Contains(t, row, int32(i), "row %d lacks its self-loop", i)
+				assert.Equal(t, float32(len(row)), b.Deg[i])
+				assert.Equal(t, float32(1/math.Sqrt(float64(len(row)))), b.DInv[i])
+				assert.Equal(t, float32(v), b.FeatScale[i])
+			}
+			if !packed {
+				assert.Nil(t, b.Adj)
+				continue
+			}
+			require.NotNil(t, b.Adj)
+			n, chunks := b.N(), 0
+			for r0 := 0; r0 < n; r0 += 64 {
+				for c0 := 0; c0 < n; c0 += 256 {
+					hit := false
+					for r := r0; r < min(n, r0+64) && !hit; r++ {
+						for c := c0; c < min(n, c0+256) && !hit; c++ {
+							hit = b.Adj.At(r, c) != 0
+						}
+					}
+					if hit {
+						chunks++
+					}
+				}
+			}
+			assert.Equal(t, chunks, b.chunks)
+		}
+		for v, c := range seen {
+			require.Equal(t, 1, c, "node %d in %d batches", v, c)
+		}
+	}
+	eval, err := evalBatches(g, p.Parts, 8, 3, scale)
+	require.NoError(t, err)
+	require.Len(t, eval, 3)
+	check(eval, true)
+	rng := rand.New(rand.NewPCG(1, 1))
+	ep1, err := trainBatches(g, p.Parts, 8, 3, rng, scale)
+	require.NoError(t, err)
+	check(ep1, false)
+	ep2, err := trainBatches(g, p.Parts, 8, 3, rng, scale)
+	require.NoError(t, err)
+	assert.NotEqual(t, ep1[0].Nodes, ep2[0].Nodes, "each epoch draws a new grouping")
+	one, err := evalBatches(g, nil, 1, 1, scale)
+	require.NoError(t, err)
+	require.Len(t, one, 1)
+	check(one, true)
+}
