@@ -3,7 +3,6 @@ package fp
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/qgtc/qgtc/internal/nn"
 	"github.com/qgtc/qgtc/subgraph"
@@ -16,6 +15,12 @@ func (in *Input) Induced(nodes []int32) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
+	return in.withGraph(nodes, g), nil
+}
+
+// withGraph returns the input restricted to nodes whose graph among them
+// is g (node nodes[i] is g's node i): g with their feature rows.
+func (in *Input) withGraph(nodes []int32, g *subgraph.Graph) *Input {
 	x := in.X
 	var sx *nn.Tensor
 	if x.Sparse != nil {
@@ -38,18 +43,18 @@ func (in *Input) Induced(nodes []int32) (*Input, error) {
 			copy(sx.Data[i*x.Cols:(i+1)*x.Cols], x.Data[int(v)*x.Cols:(int(v)+1)*x.Cols])
 		}
 	}
-	return &Input{Graph: nn.NewGraph(g.Indptr, g.Indices), X: sx, pull: g}, nil
+	return &Input{Graph: nn.NewGraph(g.Indptr, g.Indices), X: sx, pull: g}
 }
 
-// clusterBatches partitions the graph into parts clusters once; batches
+// clusterBatches partitions the graph into parts clusters once; epoch
 // then draws, every epoch, a random grouping of perBatch clusters each
-// (Chiang et al.'s stochastic multiple partitions), returning each
-// batch's induced input and its training nodes in local ids.
+// (Chiang et al.'s stochastic multiple partitions) from subgraph's
+// batcher, returning each batch's induced input and its training nodes in
+// local ids.
 type clusterBatches struct {
-	d        *Data
-	parts    [][]int32 // nodes of each cluster, ascending
-	perBatch int
-	isTrain  []bool
+	d       *Data
+	plan    *subgraph.BatchPlan // nodes ascending, CSR only (the pull graph has no self-loops)
+	isTrain []bool
 }
 
 func newClusterBatches(d *Data, parts, perBatch int, seed uint64) (*clusterBatches, error) {
@@ -60,10 +65,11 @@ func newClusterBatches(d *Data, parts, perBatch int, seed uint64) (*clusterBatch
 	if err != nil {
 		return nil, fmt.Errorf("cluster-gcn partition of %q: %w", d.Name, err)
 	}
-	cb := &clusterBatches{d: d, parts: make([][]int32, parts), perBatch: perBatch, isTrain: make([]bool, len(d.Labels))}
-	for v, c := range p.Parts {
-		cb.parts[c] = append(cb.parts[c], int32(v))
+	plan, err := subgraph.Batches(d.Input.pull, p, subgraph.BatchOptions{PartsPerBatch: min(perBatch, parts), Rows: subgraph.SortedRows, CSROnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("cluster-gcn batches of %q: %w", d.Name, err)
 	}
+	cb := &clusterBatches{d: d, plan: plan, isTrain: make([]bool, len(d.Labels))}
 	for _, v := range d.Train {
 		cb.isTrain[v] = true
 	}
@@ -76,19 +82,17 @@ type clusterBatch struct {
 	lab   []int32
 }
 
-// epoch returns this epoch's batches in a random order.
+// epoch returns this epoch's batches, the clusters grouped in the order r
+// shuffles them; batches without a training node are left out.
 func (cb *clusterBatches) epoch(r *rand.Rand) ([]clusterBatch, error) {
-	order := r.Perm(len(cb.parts))
 	var out []clusterBatch
-	for i := 0; i < len(order); i += cb.perBatch {
-		var nodes []int32
-		for _, c := range order[i:min(i+cb.perBatch, len(order))] {
-			nodes = append(nodes, cb.parts[c]...)
+	for b, err := range cb.plan.Shuffle(r).All() {
+		if err != nil {
+			return nil, err
 		}
-		slices.Sort(nodes)
 		var train []int32
-		lab := make([]int32, len(nodes))
-		for j, v := range nodes {
+		lab := make([]int32, len(b.Nodes))
+		for j, v := range b.Nodes {
 			lab[j] = cb.d.Labels[v]
 			if cb.isTrain[v] {
 				train = append(train, int32(j))
@@ -97,11 +101,7 @@ func (cb *clusterBatches) epoch(r *rand.Rand) ([]clusterBatch, error) {
 		if len(train) == 0 {
 			continue
 		}
-		in, err := cb.d.Input.Induced(nodes)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, clusterBatch{in: in, train: train, lab: lab})
+		out = append(out, clusterBatch{in: cb.d.Input.withGraph(b.Nodes, b.CSR()), train: train, lab: lab})
 	}
 	return out, nil
 }
