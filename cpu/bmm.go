@@ -159,8 +159,10 @@ var planSeq atomic.Uint64
 
 // bitTask is a goroutine's scratch space, reused across tasks.
 type bitTask struct {
-	tile  []int32  // bitRowBlock×n, the int32 products of the rows
-	mask  []uint64 // per row, bitset of 256-bit chunks non-zero in any plane of A
+	tile []int32 // bitRowBlock×n, the int32 products of the rows
+	// mask marks the 1×256 tiles (chunks) of the block's rows non-zero in
+	// any plane of A: each row's bit set is Row(r).
+	mask  bittensor.TileMask
 	probe []uint64 // one row's mask, for probeDense
 	vtail []int32  // bitRowBlock×vc, the vertical kernel's padded group
 	// The vertical kernel's B for plan number vseq (prepareVert): the
@@ -383,15 +385,16 @@ func (p *bitPlan) block(t *bitTask, tile []int32, m0, m1 int) {
 	mw := (nchunks + 63) / 64
 	dense := p.probeDense(t, m0, rows, mw, nchunks)
 	if !dense {
-		t.mask = growSlice(t.mask, rows*mw)
-		clear(t.mask)
-		p.markRows(t.mask, mw, m0, rows, nchunks)
+		t.mask = bittensor.TileMask{Rows: 1, Cols: bitChunkWords * 64, RowTiles: rows, ColTiles: nchunks, Stride: mw,
+			Bits: growSlice(t.mask.Bits, rows*mw)}
+		clear(t.mask.Bits)
+		p.markRows(t.mask.Bits, mw, m0, rows, nchunks)
 		t.dense = growSlice(t.dense, rows)
 	}
 	for kb := 0; kb < p.kw; kb += p.kc {
 		ke := min(p.kw, kb+p.kc)
 		cb, ce := kb/bitChunkWords, (ke+bitChunkWords-1)/bitChunkWords
-		allDense := dense || denseRows(t.dense, t.mask, mw, cb, ce)
+		allDense := dense || denseRows(t.dense, t.mask.Bits, mw, cb, ce)
 		// When every row is dense and the vertical kernel covers every
 		// column, its first write replaces the tile: no clearing pass.
 		set := kb == 0 && allDense && p.vc > 0 && p.vcols == p.n
@@ -423,8 +426,8 @@ func (p *bitPlan) mixed(t *bitTask, out []int32, m0, rows, mw, kb, ke, c0, ncols
 			}
 			p.mul(t, out[r*p.n:], m0+r, r1-r, kb, ke, c0, ncols, false)
 		} else {
-			mask := t.mask[r*mw : (r+1)*mw]
-			for r1 < rows && !t.dense[r1] && slices.Equal(mask, t.mask[r1*mw:(r1+1)*mw]) {
+			mask := t.mask.Row(r)
+			for r1 < rows && !t.dense[r1] && slices.Equal(mask, t.mask.Row(r1)) {
 				r1++
 			}
 			p.runs(t, out[r*p.n:], mask, m0+r, r1-r, kb, ke, c0, ncols)
