@@ -238,19 +238,19 @@ func TestTileMaskAndList(t *testing.T) {
 			}
 			return false
 		}
-		for g := 0; g < mask.groups; g++ {
-			for s := 0; s < mask.steps; s++ {
-				require.Equal(t, nz(g, s), mask.nonZero(g, s), "%+v group %d step %d", tc, g, s)
+		for g := 0; g < mask.RowTiles; g++ {
+			for s := 0; s < mask.ColTiles; s++ {
+				require.Equal(t, nz(g, s), mask.NonZero(g, s), "%+v group %d step %d", tc, g, s)
 			}
 		}
 		for _, bm := range []int{16, 32, 64, 128} {
-			kptr, kidx := mask.list(bm)
+			kptr, kidx := tileList(mask, bm)
 			tiles := (a.PaddedLines() + bm - 1) / bm
 			require.Len(t, kptr, tiles+1)
 			for tm := 0; tm < tiles; tm++ {
 				var want []int32
-				for s := 0; s < mask.steps; s++ {
-					for g := tm * bm / 16; g < min(mask.groups, (tm+1)*bm/16); g++ {
+				for s := 0; s < mask.ColTiles; s++ {
+					for g := tm * bm / 16; g < min(mask.RowTiles, (tm+1)*bm/16); g++ {
 						if nz(g, s) {
 							want = append(want, int32(s))
 							break

@@ -198,7 +198,7 @@ func (k *Kernel) choose(jobs []job) (config, []ztj) {
 					continue
 				}
 				la := layoutOf(j.a)
-				kp, ki := newTileMask(deviceWords(j.a), j.a.Bits(), la).list(bm)
+				kp, ki := tileList(newTileMask(deviceWords(j.a), j.a.Bits(), la), bm)
 				if len(ki) < ((j.m+bm-1)/bm)*(la.lw/stepWords) {
 					lists[i] = ztj{kp, ki}
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	mbits "math/bits"
 
 	"github.com/qgtc/qgtc/bittensor"
 )
@@ -88,32 +89,26 @@ func tiledWords(t *bittensor.Tensor, tile, padLines, ks int) (words []uint64, li
 	return words, lines, steps, tileWords
 }
 
-// tileMask records which 256-bit k-steps of each group of 16 rows of an A
-// operand hold a one in any plane. It is computed once per operand; row
-// tiles of any multiple of 16 rows derive their zero-tile lists from it.
-type tileMask struct {
-	groups, steps int
-	bits          []uint64 // groups×steps bits, row-major
-}
-
-// maskGroup is the row granularity of a tileMask.
+// maskGroup is the row granularity of an operand's tile mask: the b1 mma
+// tile is maskGroup rows by one 256-bit k-step.
 const maskGroup = 16
 
-func newTileMask(words []uint64, bits int, l operandLayout) *tileMask {
+// newTileMask records which 256-bit k-steps of each group of 16 rows of an
+// A operand (its device words) hold a one in any plane. It is computed
+// once per operand; row tiles of any multiple of 16 rows derive their
+// zero-tile lists from it (tileList).
+func newTileMask(words []uint64, bits int, l operandLayout) bittensor.TileMask {
 	steps := l.lw / stepWords
-	groups := (l.lines + maskGroup - 1) / maskGroup
-	m := &tileMask{groups: groups, steps: steps, bits: make([]uint64, (groups*steps+63)/64)}
+	m := bittensor.NewTileMask(l.lines, steps*stepWords*64, maskGroup, stepWords*64)
 	pw := l.planeWords()
 	for p := 0; p < bits; p++ {
 		plane := words[p*pw : (p+1)*pw]
 		for line := 0; line < l.lines; line++ {
 			row := plane[line*l.lw : (line+1)*l.lw]
-			g := line / maskGroup
 			for s := 0; s < steps; s++ {
 				w := row[s*stepWords : (s+1)*stepWords]
 				if w[0]|w[1]|w[2]|w[3] != 0 {
-					i := g*steps + s
-					m.bits[i/64] |= 1 << (i % 64)
+					m.Set(line, s*stepWords*64)
 				}
 			}
 		}
@@ -121,24 +116,15 @@ func newTileMask(words []uint64, bits int, l operandLayout) *tileMask {
 	return m
 }
 
-func (m *tileMask) nonZero(g, s int) bool {
-	i := g*m.steps + s
-	return m.bits[i/64]>>(i%64)&1 != 0
-}
-
-// list returns, for row tiles of bm rows (a multiple of 16), the CSR list
-// of their non-zero k-steps: tile t visits kidx[kptr[t]:kptr[t+1]].
-func (m *tileMask) list(bm int) (kptr, kidx []int32) {
-	per := bm / maskGroup
-	tiles := (m.groups + per - 1) / per
-	kptr = make([]int32, tiles+1)
-	for t := 0; t < tiles; t++ {
-		for s := 0; s < m.steps; s++ {
-			for g := t * per; g < min((t+1)*per, m.groups); g++ {
-				if m.nonZero(g, s) {
-					kidx = append(kidx, int32(s))
-					break
-				}
+// tileList returns, for row tiles of bm rows (a multiple of 16), the CSR
+// list of their non-zero k-steps: tile t visits kidx[kptr[t]:kptr[t+1]].
+func tileList(m bittensor.TileMask, bm int) (kptr, kidx []int32) {
+	c := m.Coarsen(bm / maskGroup)
+	kptr = make([]int32, c.RowTiles+1)
+	for t := 0; t < c.RowTiles; t++ {
+		for i, w := range c.Row(t) {
+			for ; w != 0; w &= w - 1 {
+				kidx = append(kidx, int32(64*i+mbits.TrailingZeros64(w)))
 			}
 		}
 		kptr[t+1] = int32(len(kidx))
