@@ -42,10 +42,14 @@
 //
 // # Batching and packing
 //
-// Batches groups the parts Cluster-GCN style (q per batch, sequential or
-// shuffled); each Batch holds its global node ids, its local CSR, the 1-bit
-// adjacency as a bittensor packed ByRows (optionally with self-loops) and
-// a mask of its non-zero tiles. Batch.Pack writes one aligned buffer with
+// Batches is the one batcher (quantized inference and QAT in layers, fp32
+// Cluster-GCN training in layers/fp, qgtc partition --batch): it groups
+// the parts q per batch (sequential, seeded shuffle, or Shuffle(r) per
+// training epoch) and builds each Batch on demand: its global node ids in
+// a chosen row order (by part, sorted, or breadth-first for a banded
+// adjacency), its local CSR (self-loops in the CSR or only in the bits),
+// and unless CSROnly the 1-bit adjacency packed ByRows with its
+// bittensor.TileMask. Batch.Pack writes one aligned buffer with
 // the local edge list (16-bit indices when they fit) and the batch's
 // feature bit planes; ReadPacked validates it and Packed.Adjacency rebuilds
 // the bit adjacency in one pass.
