@@ -452,3 +452,51 @@ func TestDataErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrData)
 	assert.Contains(t, err.Error(), "no node features")
 }
+
+// TestPartitionFile: Config.PartitionFile batches by a saved partition
+// (its K becomes Parts, the batches are those of the same partition
+// computed here), for infer and sweep; a file for another graph, a corrupt
+// one or a Parts that disagrees with it is an error.
+func TestPartitionFile(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := fastJob("cora", filepath.Join(dir, "a"))
+	j.Parts = 3
+	d, err := j.Load()
+	require.NoError(t, err)
+	p, err := subgraph.Partition(d.Dataset.Graph, 3, subgraph.PartitionOptions{Seed: j.Seed})
+	require.NoError(t, err)
+	file := filepath.Join(dir, "cora.part")
+	require.NoError(t, subgraph.SavePartition(file, d.Dataset.Graph, p, subgraph.PartitionOptions{Seed: j.Seed}))
+
+	want := infer(t, j)
+	k, _ := fastJob("cora", filepath.Join(dir, "b"))
+	k.PartitionFile = file
+	got := infer(t, k)
+	assert.True(t, got.PartitionCached)
+	assert.Equal(t, 3, got.Parts)
+	assert.Equal(t, want.KeptEdges, got.KeptEdges)
+	assert.Equal(t, *want.Accuracy, *got.Accuracy)
+	rep, err := k.Sweep([]int{4}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Parts)
+	assert.Equal(t, *got.Accuracy, rep.Rows[1].Accuracy, "the sweep batches by the file too")
+
+	k.Parts = 4
+	_, err = k.Infer()
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Parts", ce.Field)
+	k.Parts = 0
+	k.Dataset = "citeseer"
+	_, err = k.Infer()
+	assert.ErrorIs(t, err, subgraph.ErrCacheMismatch)
+	assert.ErrorContains(t, err, "made for a graph of 2708 nodes")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	b[60] ^= 1
+	bad := filepath.Join(dir, "bad.part")
+	require.NoError(t, os.WriteFile(bad, b, 0o644))
+	k.Dataset, k.PartitionFile = "cora", bad
+	_, err = k.Infer()
+	assert.ErrorIs(t, err, subgraph.ErrCacheCorrupt)
+}
