@@ -288,25 +288,6 @@ func (j *Job) partition(ds *subgraph.Dataset, k int) ([]int32, bool, error) {
 	return p.Parts, false, nil
 }
 
-// readPartitionFile reads a partition file given by the user: sound
-// (ErrCacheCorrupt otherwise) and made for ds's graph, a mismatch naming
-// both fingerprints. Its K and seed are taken as they are.
-func readPartitionFile(path string, ds *subgraph.Dataset) (*subgraph.PartitionFile, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	pf, err := subgraph.ReadPartitionFile(fh)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if fp := subgraph.GraphFingerprint(ds.Graph); pf.Graph != fp {
-		return nil, fmt.Errorf("%s: %w: made for a graph of %v, dataset %s has %v", path, subgraph.ErrCacheMismatch, pf.Graph, ds.Name, fp)
-	}
-	return pf, nil
-}
-
 // partsSum is a SHA-256 prefix of parts as little-endian int32.
 func partsSum(parts []int32) string {
 	h := sha256.New()

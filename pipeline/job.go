@@ -125,9 +125,9 @@ func (j *Job) Partition(d *Data) error {
 	t1 := time.Now()
 	switch {
 	case j.PartitionFile != "":
-		pf, err := readPartitionFile(j.PartitionFile, ds)
+		pf, err := subgraph.OpenPartition(j.PartitionFile, ds.Graph)
 		if err != nil {
-			return err
+			return fmt.Errorf("dataset %s: %w", ds.Name, err)
 		}
 		if j.Parts != 0 && j.Parts != pf.K {
 			return &ConfigError{"Parts", j.Parts, fmt.Sprintf("disagrees with the %d parts of partition file %s", pf.K, j.PartitionFile)}

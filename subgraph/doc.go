@@ -37,8 +37,10 @@
 // the seed, not on opt.Threads. Stats gives the edge cut, kept fraction
 // and balance. WriteMETIS/ReadMETIS/ReadMETISPartition exchange files with
 // gpmetis; PartitionMETIS calls the real library in builds with -tags metis.
-// SavePartition/LoadPartition/LoadOrPartition keep a checksummed partition
-// file bound to the graph's fingerprint, K, seed and imbalance.
+// SavePartition/LoadPartition keep a checksummed partition file bound to
+// the graph's fingerprint, K, seed and imbalance (the cache); OpenPartition
+// reads one for a graph whatever its K (qgtc partition --out → qgtc infer
+// --partition).
 //
 // # Batching and packing
 //

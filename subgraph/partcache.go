@@ -234,8 +234,29 @@ func SavePartition(path string, g *Graph, p *Partitioning, opt PartitionOptions)
 	return os.Rename(tmp.Name(), path)
 }
 
+// OpenPartition reads the partition file at path (qgtc partition --out, or
+// a cache entry) for g, whatever K, seed and imbalance it was made with: it
+// must be sound (ErrCacheCorrupt) and made for g (ErrCacheMismatch, naming
+// both graphs' fingerprints). Errors name path.
+func OpenPartition(path string, g *Graph) (*PartitionFile, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	f, err := ReadPartitionFile(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if fp := GraphFingerprint(g); f.Graph != fp {
+		return nil, fmt.Errorf("%s: %w: made for a graph of %v, this graph has %v", path, ErrCacheMismatch, f.Graph, fp)
+	}
+	return f, nil
+}
+
 // LoadPartition reads the partition file at path and checks it was made for
-// g with k parts and opt's seed and imbalance.
+// g with k parts and opt's seed and imbalance (a cache entry: any
+// difference is ErrCacheMismatch, naming every field that differs).
 func LoadPartition(path string, g *Graph, k int, opt PartitionOptions) (*Partitioning, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -250,30 +271,6 @@ func LoadPartition(path string, g *Graph, k int, opt PartitionOptions) (*Partiti
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Partitioning(), nil
-}
-
-// LoadOrPartition is what inference calls: it returns the partition cached
-// at path when the file exists (loaded = true), or computes one with
-// Partition and saves it there. A corrupt file or one made for another
-// graph, K, seed or imbalance is an error (ErrCacheCorrupt or
-// ErrCacheMismatch, naming the file and the difference), never silently
-// replaced.
-func LoadOrPartition(path string, g *Graph, k int, opt PartitionOptions) (p *Partitioning, loaded bool, err error) {
-	p, err = LoadPartition(path, g, k, opt)
-	if err == nil {
-		return p, true, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, err
-	}
-	p, err = Partition(g, k, opt)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := SavePartition(path, g, p, opt); err != nil {
-		return nil, false, err
-	}
-	return p, false, nil
 }
 
 func effectiveImbalance(opt PartitionOptions) float64 {

@@ -52,32 +52,46 @@ func TestPartitionFileRoundTrip(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCacheCorrupt, "trailing byte")
 }
 
-func TestLoadOrPartition(t *testing.T) {
+// TestLoadPartition: a saved partition loads back for its graph, K, seed
+// and imbalance; OpenPartition takes it for its graph whatever K; another
+// K, another graph or a flipped byte is an error naming the file.
+func TestLoadPartition(t *testing.T) {
 	g, _ := batchFixture(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "g.part")
 	opt := PartitionOptions{Seed: 4}
-	p1, loaded, err := LoadOrPartition(path, g, 6, opt)
+	p1, err := Partition(g, 6, opt)
 	require.NoError(t, err)
-	assert.False(t, loaded)
-	p2, loaded, err := LoadOrPartition(path, g, 6, opt)
+	require.NoError(t, SavePartition(path, g, p1, opt))
+	p2, err := LoadPartition(path, g, 6, opt)
 	require.NoError(t, err)
-	assert.True(t, loaded)
 	assert.Equal(t, p1.Parts, p2.Parts)
+	f, err := OpenPartition(path, g)
+	require.NoError(t, err)
+	assert.Equal(t, 6, f.K)
+	assert.Equal(t, uint64(4), f.Seed)
+	assert.Equal(t, p1.Parts, f.Parts)
 
-	_, _, err = LoadOrPartition(path, g, 7, opt)
+	_, err = LoadPartition(path, g, 7, opt)
 	assert.ErrorIs(t, err, ErrCacheMismatch)
 	assert.Contains(t, err.Error(), path)
+	other, _, err := PlantedPartition(500, 4, 6, 0.2, 1)
+	require.NoError(t, err)
+	_, err = OpenPartition(path, other)
+	assert.ErrorIs(t, err, ErrCacheMismatch)
+	assert.ErrorContains(t, err, "made for a graph of 3000 nodes")
+	assert.ErrorContains(t, err, "this graph has 500 nodes")
 
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	raw[len(raw)/2] ^= 1
 	require.NoError(t, os.WriteFile(path, raw, 0o644))
-	_, _, err = LoadOrPartition(path, g, 6, opt)
+	_, err = LoadPartition(path, g, 6, opt)
 	assert.ErrorIs(t, err, ErrCacheCorrupt)
-
-	_, _, err = LoadOrPartition(filepath.Join(dir, "missing", "x.part"), g, 6, opt)
-	assert.Error(t, err, "unwritable path")
+	_, err = OpenPartition(path, g)
+	assert.ErrorIs(t, err, ErrCacheCorrupt)
+	_, err = OpenPartition(filepath.Join(dir, "missing.part"), g)
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
 func FuzzReadPartitionFile(f *testing.F) {

@@ -173,5 +173,6 @@ func TestInferPartitionFile(t *testing.T) {
 	code, _, errs = runCLI("infer", "--dataset", "citeseer", "--partition", file, "--quiet")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "does not match: made for a graph of 2708 nodes")
-	assert.Contains(t, errs, "dataset citeseer has 3327 nodes")
+	assert.Contains(t, errs, "dataset citeseer: ")
+	assert.Contains(t, errs, "this graph has 3327 nodes")
 }
