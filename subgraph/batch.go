@@ -300,7 +300,17 @@ func (bp *BatchPlan) Batch(i int) (*Batch, error) {
 		return nil, fmt.Errorf("%w: batch %d: %w", ErrBatch, i, err)
 	}
 	b.Adj = adj
-	b.Mask = bittensor.MaskOf(adj, bp.opt.Padding.Lines, bp.opt.Padding.Bits)
+	// From the CSR rather than the words (bittensor.MaskOf): one visit per
+	// edge instead of one per word of the n×n adjacency.
+	b.Mask = bittensor.NewTileMask(len(b.Nodes), len(b.Nodes), bp.opt.Padding.Lines, bp.opt.Padding.Bits)
+	for r := range b.Nodes {
+		for _, c := range b.Indices[b.Indptr[r]:b.Indptr[r+1]] {
+			b.Mask.Set(r, int(c))
+		}
+		if b.SelfLoops {
+			b.Mask.Set(r, r)
+		}
+	}
 	return b, nil
 }
 
