@@ -37,7 +37,7 @@
 // verified: corrupt or truncated input is an error wrapping ErrFormat.
 //
 // TileMask is the one zero-tile mask of the project: which tiles of a
-// packed matrix hold a one (MaskOf computes it once per packed batch
-// adjacency), read by the batcher's users, the cost model and the kernels
-// that skip empty tiles.
+// packed matrix hold a one, made once per packed batch adjacency and read
+// by the batcher's users, the cost model and the kernels that skip empty
+// tiles.
 package bittensor

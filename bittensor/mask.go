@@ -8,8 +8,10 @@ import (
 // TileMask marks which tiles of a 1-bit (or any-bit) matrix hold a non-zero
 // entry, so kernels and cost models skip or count the zero tiles of a
 // block-diagonal batch adjacency. A tile is Rows×Cols entries: the GPU's
-// b1 mma tile is 16×256 (DefaultPadding), the CPU bit kernels mark 1×256
-// chunks of a row and layers' cost model counts 64×256 blocks (Coarsen).
+// b1 mma tile is 16×256 (DefaultPadding: subgraph's batches and tcu's
+// zero-tile lists), the CPU bit kernels mark 1×256 chunks of a row and
+// layers' cost model counts 64×256 blocks (Coarsen). Whoever builds the
+// operand marks it once: from its edge list (Set) or its words.
 //
 // Each row of tiles takes Stride words, bit ct%64 of Bits[rt*Stride+ct/64]
 // standing for tile (rt, ct): a row of tiles is a bit set on its own, which
@@ -31,33 +33,6 @@ func NewTileMask(nrows, ncols, rows, cols int) TileMask {
 	m := TileMask{Rows: rows, Cols: cols, RowTiles: (nrows + rows - 1) / rows, ColTiles: (ncols + cols - 1) / cols}
 	m.Stride = (m.ColTiles + 63) / 64
 	m.Bits = make([]uint64, m.RowTiles*m.Stride)
-	return m
-}
-
-// MaskOf computes the mask of t (packed ByRows) in tiles of rows×cols
-// entries, any plane's bit counting: one pass over t's words, done once
-// per packed adjacency. cols must be a multiple of 64; it panics otherwise
-// or when t is packed by columns.
-func MaskOf(t *Tensor, rows, cols int) TileMask {
-	if t.Packing() != ByRows || cols%64 != 0 {
-		panic(fmt.Sprintf("bittensor: MaskOf a %v tensor in %d-column tiles (want rows, a multiple of 64)", t.Packing(), cols))
-	}
-	m := NewTileMask(t.Rows(), t.Cols(), rows, cols)
-	wpt := cols / 64 // words per tile across
-	lw := t.LineWords()
-	for p := 0; p < t.Bits(); p++ {
-		plane := t.Plane(p)
-		for r := 0; r < t.Rows(); r++ {
-			line := plane[r*lw : (r+1)*lw]
-			row := m.Bits[(r/rows)*m.Stride:]
-			for w, x := range line {
-				if x != 0 {
-					ct := w / wpt
-					row[ct/64] |= 1 << (ct % 64)
-				}
-			}
-		}
-	}
 	return m
 }
 

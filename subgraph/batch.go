@@ -300,8 +300,8 @@ func (bp *BatchPlan) Batch(i int) (*Batch, error) {
 		return nil, fmt.Errorf("%w: batch %d: %w", ErrBatch, i, err)
 	}
 	b.Adj = adj
-	// From the CSR rather than the words (bittensor.MaskOf): one visit per
-	// edge instead of one per word of the n×n adjacency.
+	// From the CSR, not the words: one visit per edge instead of one per
+	// word of the n×n adjacency.
 	b.Mask = bittensor.NewTileMask(len(b.Nodes), len(b.Nodes), bp.opt.Padding.Lines, bp.opt.Padding.Bits)
 	for r := range b.Nodes {
 		for _, c := range b.Indices[b.Indptr[r]:b.Indptr[r+1]] {
