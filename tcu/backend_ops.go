@@ -1,0 +1,326 @@
+package tcu
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// epiAddrs resolves an epilogue's vectors for an m×n output: device
+// addresses in Prob's order (ColScale, RowTerm, ColTerm, ColConst,
+// RowScale, ColBias; 0 skips a step) and ReLU.
+func (be *Backend) epiAddrs(ep *bmm.Epi, m, n int) (addrs [6]uint64, relu bool, err error) {
+	if ep == nil {
+		return addrs, false, nil
+	}
+	if (ep.RowTerm == nil) != (ep.ColTerm == nil) {
+		return addrs, false, fmt.Errorf("%w: epilogue RowTerm and ColTerm must be set together", bmm.ErrShape)
+	}
+	names := [6]string{"ColScale", "RowTerm", "ColTerm", "ColConst", "RowScale", "ColBias"}
+	for i, v := range [6]bmm.Vector{ep.ColScale, ep.RowTerm, ep.ColTerm, ep.ColConst, ep.RowScale, ep.ColBias} {
+		if v == nil {
+			continue
+		}
+		dv, err := be.vector(v)
+		if err != nil {
+			return addrs, false, fmt.Errorf("epilogue %s: %w", names[i], err)
+		}
+		want := n
+		if i == 1 || i == 4 {
+			want = m
+		}
+		if dv.n != want {
+			return addrs, false, fmt.Errorf("%w: epilogue %s has %d entries, want %d", bmm.ErrShape, names[i], dv.n, want)
+		}
+		addrs[i] = dv.ptr()
+	}
+	return addrs, ep.ReLU, nil
+}
+
+// product checks the operands of A·B and returns M, N.
+func (be *Backend) product(a, b bmm.Bits) (da, db *devBits, m, n int, err error) {
+	if da, err = be.bitsOf(a); err != nil {
+		return
+	}
+	if db, err = be.bitsOf(b); err != nil {
+		return
+	}
+	if da.packing != bittensor.ByRows || db.packing != bittensor.ByCols {
+		err = fmt.Errorf("%w: A must be packed by rows and B by columns, got %v and %v", bmm.ErrPacking, da.packing, db.packing)
+		return
+	}
+	if da.cols != db.rows || da.lay.lw != db.lay.lw {
+		err = fmt.Errorf("%w: A is %d×%d, B is %d×%d", bmm.ErrShape, da.rows, da.cols, db.rows, db.cols)
+		return
+	}
+	if s := bmm.MaxSum(da.cols, da.bits, db.bits); s > math.MaxInt32 {
+		err = fmt.Errorf("%w: K=%d with %d-bit A and %d-bit B reaches %.4g", ErrWide, da.cols, da.bits, db.bits, s)
+		return
+	}
+	return da, db, da.rows, db.cols, nil
+}
+
+// mulLaunch queues the mma.sync product of resident operands into out
+// (mode modeFloat: float32 row-major; modeBit: dst's planes, zeroed
+// first): the launch Kernel.prepare makes for one job, with device
+// addresses for every operand and no copy but the descriptor. Device
+// thread only.
+func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b *devBits, ep [6]uint64, relu bool, rq bmm.Requant) error {
+	m, n := a.rows, b.cols
+	if mode == modeBit {
+		if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
+			return err
+		}
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	cfg := be.k.config(a.bits, b.bits, m, n, a.lay.lw/stepWords, 1)
+	src, hdrs := kernelSource("bmm_mma.cu")
+	fn, err := be.d.function("bmm_mma.cu", src, hdrs, cfg.opts(), "bmm_mma")
+	if err != nil {
+		return err
+	}
+	p := prob{
+		A: a.ptr(), B: b.ptr(), Out: out,
+		ColScale: ep[0], RowTerm: ep[1], ColTerm: ep[2], ColConst: ep[3], RowScale: ep[4], ColBias: ep[5],
+		APlane: int64(2 * a.lay.planeWords()), BPlane: int64(2 * b.lay.planeWords()),
+		M: int32(m), N: int32(n), Lw32: int32(2 * a.lay.lw), ALines: int32(a.lay.lines), BLines: int32(b.lay.lines),
+		Mode: int32(mode), ReLU: b2i(relu),
+	}
+	if l, ok := a.lists[cfg.bm]; ok {
+		p.Kptr, p.Kidx = l[0], l[1]
+	}
+	if mode == modeBit {
+		p.OutBits, p.OutByCols = int32(dst.bits), b2i(dst.packing == bittensor.ByCols)
+		p.OutLw32, p.OutPlane = int32(2*dst.lay.lw), int64(2*dst.lay.planeWords())
+		p.RqScale, p.RqOffset = rq.Scale, rq.Offset
+	}
+	desc, blocks, err := packLaunch([]prob{p}, cfg.bm, cfg.bn, 1, 1)
+	if err != nil {
+		return err
+	}
+	dbuf, err := be.d.alloc(len(desc))
+	if err != nil {
+		return err
+	}
+	// Back to the pool at once: whatever reuses the block is queued on
+	// the same stream, after this launch.
+	defer be.d.pool.put(dbuf.ptr)
+	// From Go memory: the driver has copied it when the call returns.
+	if err := be.d.drv.do("cuMemcpyHtoDAsync_v2", dbuf.ptr, uintptr(unsafe.Pointer(&desc[0])), uintptr(len(desc)), be.d.stream.h); err != nil {
+		return err
+	}
+	be.tr.HostToDevice += int64(len(desc))
+	if err := be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, uint64(dbuf.ptr), 1); err != nil {
+		return err
+	}
+	be.tr.Ops++
+	return nil
+}
+
+// MulBit implements bmm.Backend.
+func (be *Backend) MulBit(dst bmm.Bits, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	da, db, m, n, err := be.product(a, b)
+	if err != nil {
+		return err
+	}
+	dd, err := be.bitsOf(dst)
+	if err != nil {
+		return err
+	}
+	if dd.rows != m || dd.cols != n {
+		return fmt.Errorf("%w: destination is %d×%d, product is %d×%d", bmm.ErrShape, dd.rows, dd.cols, m, n)
+	}
+	eps, relu, err := be.epiAddrs(ep, m, n)
+	if err != nil {
+		return err
+	}
+	return be.d.run(func() error { return be.mulLaunch(modeBit, dd.ptr(), dd, da, db, eps, relu, rq) })
+}
+
+// MulFloat implements bmm.Backend.
+func (be *Backend) MulFloat(dst bmm.Vector, a, b bmm.Bits, ep *bmm.Epi) error {
+	da, db, m, n, err := be.product(a, b)
+	if err != nil {
+		return err
+	}
+	dv, err := be.vector(dst)
+	if err != nil {
+		return err
+	}
+	if dv.n != m*n {
+		return fmt.Errorf("%w: destination has %d values, product is %d×%d", bmm.ErrShape, dv.n, m, n)
+	}
+	eps, relu, err := be.epiAddrs(ep, m, n)
+	if err != nil {
+		return err
+	}
+	return be.d.run(func() error { return be.mulLaunch(modeFloat, dv.ptr(), nil, da, db, eps, relu, bmm.Requant{}) })
+}
+
+// MulCodes implements bmm.Backend: the float product into a scratch
+// buffer, then requant (agg.cu) into the byte codes; the codes are those
+// MulBit packs (the same epilogue value, the same quantizer).
+func (be *Backend) MulCodes(dst bmm.Codes, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	da, db, m, n, err := be.product(a, b)
+	if err != nil {
+		return err
+	}
+	dc, err := be.codes(dst)
+	if err != nil {
+		return err
+	}
+	if dc.rows != m || dc.cols != n {
+		return fmt.Errorf("%w: destination is %d×%d, product is %d×%d", bmm.ErrShape, dc.rows, dc.cols, m, n)
+	}
+	eps, relu, err := be.epiAddrs(ep, m, n)
+	if err != nil {
+		return err
+	}
+	return be.d.run(func() error {
+		if m*n == 0 {
+			return nil
+		}
+		tmp, err := be.d.alloc(4 * m * n)
+		if err != nil {
+			return err
+		}
+		defer be.d.pool.put(tmp.ptr) // reused only by work queued after requant
+		if err := be.mulLaunch(modeFloat, uint64(tmp.ptr), nil, da, db, eps, relu, bmm.Requant{}); err != nil {
+			return err
+		}
+		blocks := min((m*n+255)/256, 4*be.d.info.SMs*8)
+		return be.launch("requant", blocks, 256, uint64(tmp.ptr), dc.ptr(), uint64(m*n), f32bits(rq.Scale), f32bits(rq.Offset), uint64(dc.bits))
+	})
+}
+
+// Output modes of agg.cu's agg.
+const (
+	aggFloat = 0
+	aggCodes = 1
+	aggBits  = 2
+)
+
+// aggregate checks G·X into an m×cols output and queues agg.cu's kernel.
+// dst is set for aggBits.
+func (be *Backend) aggregate(mode int, o uint64, rows, cols int, dst *devBits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	dg, err := be.graph(g)
+	if err != nil {
+		return err
+	}
+	dx, err := be.codes(x)
+	if err != nil {
+		return err
+	}
+	if dx.rows != dg.src || rows != dg.rows || cols != dx.cols {
+		return fmt.Errorf("%w: graph of %d rows over %d sources, X is %d×%d, destination %d×%d", bmm.ErrShape, dg.rows, dg.src, dx.rows, dx.cols, rows, cols)
+	}
+	if dg.maxDeg*dg.maxWeight*(1<<dx.bits-1) > math.MaxInt32 {
+		return fmt.Errorf("%w: a row of %d entries of weight up to %d over %d-bit codes", bmm.ErrOverflow, dg.maxDeg, dg.maxWeight, dx.bits)
+	}
+	eps, relu, err := be.epiAddrs(ep, rows, cols)
+	if err != nil {
+		return err
+	}
+	var outBits, byCols, lw32, plane32 int
+	if dst != nil {
+		outBits, byCols = dst.bits, int(b2i(dst.packing == bittensor.ByCols))
+		lw32, plane32 = 2*dst.lay.lw, 2*dst.lay.planeWords()
+	}
+	return be.d.run(func() error {
+		if dst != nil {
+			if err := be.d.memset32(dst.buf.ptr, 0, dst.bits*plane32); err != nil {
+				return err
+			}
+		}
+		if cols == 0 {
+			return nil
+		}
+		const warps = 8
+		return be.launch("agg", (rows+warps-1)/warps, 32*warps, dg.indptr, dg.indices, dg.weights, dx.ptr(),
+			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
+			f32bits(rq.Scale), f32bits(rq.Offset), uint64(outBits), uint64(byCols), uint64(lw32), uint64(plane32))
+	})
+}
+
+// AggBit implements bmm.Backend.
+func (be *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	dd, err := be.bitsOf(dst)
+	if err != nil {
+		return err
+	}
+	return be.aggregate(aggBits, dd.ptr(), dd.rows, dd.cols, dd, g, x, ep, rq)
+}
+
+// AggCodes implements bmm.Backend.
+func (be *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	dc, err := be.codes(dst)
+	if err != nil {
+		return err
+	}
+	return be.aggregate(aggCodes, dc.ptr(), dc.rows, dc.cols, nil, g, x, ep, rq)
+}
+
+// AggFloat implements bmm.Backend: dst holds rows·cols values, rows those
+// of g.
+func (be *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi) error {
+	dv, err := be.vector(dst)
+	if err != nil {
+		return err
+	}
+	dg, err := be.graph(g)
+	if err != nil {
+		return err
+	}
+	dx, err := be.codes(x)
+	if err != nil {
+		return err
+	}
+	if dv.n != dg.rows*dx.cols {
+		return fmt.Errorf("%w: destination has %d values, G·X is %d×%d", bmm.ErrShape, dv.n, dg.rows, dx.cols)
+	}
+	return be.aggregate(aggFloat, dv.ptr(), dg.rows, dx.cols, nil, g, x, ep, bmm.Requant{})
+}
+
+// RowSums implements bmm.Backend: a warp per row of a (packed by rows).
+func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
+	dv, err := be.vector(dst)
+	if err != nil {
+		return err
+	}
+	da, err := be.bitsOf(a)
+	if err != nil {
+		return err
+	}
+	if da.packing != bittensor.ByRows || dv.n != da.rows {
+		return fmt.Errorf("%w: row sums of a %d×%d tensor packed by %v into %d values", bmm.ErrShape, da.rows, da.cols, da.packing, dv.n)
+	}
+	return be.d.run(func() error {
+		const warps = 8
+		return be.launch("rowsums", (da.rows+warps-1)/warps, 32*warps, da.ptr(), dv.ptr(), uint64(da.rows), uint64(da.bits),
+			uint64(da.lay.lw), uint64(da.lay.planeWords()))
+	})
+}
+
+// The GPU cost model of PreferEdges, from the rates in GPU.md: the
+// mma.sync product visits each non-zero 64×256 adjacency tile once per
+// plane of X and 8 columns of output at a time, at about 4 P bit-ops/s
+// (10.4 P peak for mma.sync b1, the staging and the epilogue taking the
+// rest); the edge list reads a byte per edge and column, gathered rows
+// that come mostly from L2, at about 1 TB/s. Neither figure is measured
+// on these kernels yet (bench/gpu/RESULTS.md has no aggregation row).
+const (
+	gpuDenseBitOpsPerSec = 4e15
+	gpuEdgeBytesPerSec   = 1e12
+)
+
+// PreferEdges implements bmm.Backend with the model above.
+func (be *Backend) PreferEdges(c bmm.AggCost) bool {
+	dense := float64(c.DenseTiles) * 64 * 256 * float64(max(c.Bits, 1)) * float64(c.Cols) / gpuDenseBitOpsPerSec
+	edges := float64(c.Edges) * float64(c.Cols) / gpuEdgeBytesPerSec
+	return edges <= dense
+}
