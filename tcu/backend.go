@@ -4,16 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 )
-
-// ErrWide: a product whose sums can pass int32 (bmm.MaxSum > 2^31−1). The
-// resident backend does not split such products into plane groups yet; the
-// host backends (bmm.WideProduct) take them.
-var ErrWide = fmt.Errorf("%w: the tcu backend takes products with K·(2^a−1)·(2^b−1) ≤ 2^31−1 only", bmm.ErrOverflow)
 
 // Backend implements bmm.Backend on one GPU: operands live in device
 // memory (the device's pool), ops are kernel launches on the device's
@@ -21,8 +15,10 @@ var ErrWide = fmt.Errorf("%w: the tcu backend takes products with K·(2^a−1)·
 // the mma.sync kernel (bmm_mma.cu), which reads operands in the bittensor
 // layout itself, so an op's packed output is the next op's operand as it
 // lies; the wgmma kernel's tiled layout depends on each launch's tile and
-// is left to a later change. Aggregations, re-quantization into byte
-// codes, row sums and argmax are kernels/agg.cu.
+// is left to a later change. Products past int32 are summed from plane
+// groups on the device (mul). Aggregations, re-quantization into byte
+// codes, the wide products' sums and epilogue, row sums and argmax are
+// kernels/agg.cu.
 //
 // Traffic counts every byte copied between host and device: the uploads,
 // the 192-byte descriptor each product launch copies (the mma kernel reads
@@ -39,7 +35,7 @@ type Backend struct {
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg", "requant", "rowsums", "argmax"}
+var aggKernels = []string{"agg", "requant", "widen", "wideout", "rowsums", "argmax"}
 
 // NewBackend returns the resident backend on k's device. It compiles (or
 // loads from the kernel cache) kernels/agg.cu up front, so that a broken
@@ -565,6 +561,3 @@ func (be *Backend) graph(g bmm.GraphOperand) (*devGraph, error) {
 
 // f32bits passes a float32 as a 64-bit kernel parameter (agg.cu bitsFloat).
 func f32bits(f float32) uint64 { return uint64(math.Float32bits(f)) }
-
-// sizeofProb is the descriptor a product launch copies.
-const sizeofProb = int(unsafe.Sizeof(prob{}))

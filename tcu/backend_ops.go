@@ -56,20 +56,28 @@ func (be *Backend) product(a, b bmm.Bits) (da, db *devBits, m, n int, err error)
 		err = fmt.Errorf("%w: A is %d×%d, B is %d×%d", bmm.ErrShape, da.rows, da.cols, db.rows, db.cols)
 		return
 	}
-	if s := bmm.MaxSum(da.cols, da.bits, db.bits); s > math.MaxInt32 {
-		err = fmt.Errorf("%w: K=%d with %d-bit A and %d-bit B reaches %.4g", ErrWide, da.cols, da.bits, db.bits, s)
-		return
-	}
 	return da, db, da.rows, db.cols, nil
 }
+
+// planes is planes [p0, p0+bits) of a resident tensor: the operand of one
+// plane-group product (planes lie one after the other, so a group is an
+// address and a width).
+type planes struct {
+	t        *devBits
+	p0, bits int
+}
+
+func whole(t *devBits) planes { return planes{t, 0, t.bits} }
+
+func (p planes) ptr() uint64 { return p.t.ptr() + uint64(8*p.p0*p.t.lay.planeWords()) }
 
 // mulLaunch queues the mma.sync product of resident operands into out
 // (mode modeFloat: float32 row-major; modeBit: dst's planes, zeroed
 // first): the launch Kernel.prepare makes for one job, with device
 // addresses for every operand and no copy but the descriptor. Device
 // thread only.
-func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b *devBits, ep [6]uint64, relu bool, rq bmm.Requant) error {
-	m, n := a.rows, b.cols
+func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
+	m, n := a.t.rows, b.t.cols
 	if mode == modeBit {
 		if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
 			return err
@@ -78,7 +86,7 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b *devBits, 
 	if m == 0 || n == 0 {
 		return nil
 	}
-	cfg := be.k.config(a.bits, b.bits, m, n, a.lay.lw/stepWords, 1)
+	cfg := be.k.config(a.bits, b.bits, m, n, a.t.lay.lw/stepWords, 1)
 	src, hdrs := kernelSource("bmm_mma.cu")
 	fn, err := be.d.function("bmm_mma.cu", src, hdrs, cfg.opts(), "bmm_mma")
 	if err != nil {
@@ -87,11 +95,12 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b *devBits, 
 	p := prob{
 		A: a.ptr(), B: b.ptr(), Out: out,
 		ColScale: ep[0], RowTerm: ep[1], ColTerm: ep[2], ColConst: ep[3], RowScale: ep[4], ColBias: ep[5],
-		APlane: int64(2 * a.lay.planeWords()), BPlane: int64(2 * b.lay.planeWords()),
-		M: int32(m), N: int32(n), Lw32: int32(2 * a.lay.lw), ALines: int32(a.lay.lines), BLines: int32(b.lay.lines),
+		APlane: int64(2 * a.t.lay.planeWords()), BPlane: int64(2 * b.t.lay.planeWords()),
+		M: int32(m), N: int32(n), Lw32: int32(2 * a.t.lay.lw), ALines: int32(a.t.lay.lines), BLines: int32(b.t.lay.lines),
 		Mode: int32(mode), ReLU: b2i(relu),
 	}
-	if l, ok := a.lists[cfg.bm]; ok {
+	// A list of every plane's non-zero steps covers any group of planes.
+	if l, ok := a.t.lists[cfg.bm]; ok {
 		p.Kptr, p.Kidx = l[0], l[1]
 	}
 	if mode == modeBit {
@@ -139,7 +148,7 @@ func (be *Backend) MulBit(dst bmm.Bits, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requa
 	if err != nil {
 		return err
 	}
-	return be.d.run(func() error { return be.mulLaunch(modeBit, dd.ptr(), dd, da, db, eps, relu, rq) })
+	return be.d.run(func() error { return be.mul(outBits, dd.ptr(), dd, dd.bits, da, db, eps, relu, rq) })
 }
 
 // MulFloat implements bmm.Backend.
@@ -159,12 +168,11 @@ func (be *Backend) MulFloat(dst bmm.Vector, a, b bmm.Bits, ep *bmm.Epi) error {
 	if err != nil {
 		return err
 	}
-	return be.d.run(func() error { return be.mulLaunch(modeFloat, dv.ptr(), nil, da, db, eps, relu, bmm.Requant{}) })
+	return be.d.run(func() error { return be.mul(outFloat, dv.ptr(), nil, 0, da, db, eps, relu, bmm.Requant{}) })
 }
 
-// MulCodes implements bmm.Backend: the float product into a scratch
-// buffer, then requant (agg.cu) into the byte codes; the codes are those
-// MulBit packs (the same epilogue value, the same quantizer).
+// MulCodes implements bmm.Backend (see mul): the codes are those MulBit
+// packs, the same epilogue value through the same quantizer.
 func (be *Backend) MulCodes(dst bmm.Codes, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
 	da, db, m, n, err := be.product(a, b)
 	if err != nil {
@@ -181,7 +189,32 @@ func (be *Backend) MulCodes(dst bmm.Codes, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Re
 	if err != nil {
 		return err
 	}
-	return be.d.run(func() error {
+	return be.d.run(func() error { return be.mul(outCodes, dc.ptr(), nil, dc.bits, da, db, eps, relu, rq) })
+}
+
+// Output modes of agg.cu's agg and wideout.
+const (
+	outFloat = 0
+	outCodes = 1
+	outBits  = 2
+)
+
+// mul queues ep(A·B) into out as float32 (outFloat), byte codes of
+// qbits (outCodes) or dst's planes (outBits). A product that fits int32
+// is one mma.sync launch (codes: into float32 scratch, then requant); a
+// wider one is summed from int32 products of plane groups on the device,
+// exactly as bmm's WideProduct (layers' qWideProduct): in int64 while
+// K·(2^a−1)·(2^b−1) < 2^62, else in float64, then wideout. Device thread
+// only.
+func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devBits, ep [6]uint64, relu bool, rq bmm.Requant) error {
+	m, n, k := a.rows, b.cols, a.cols
+	if bmm.MaxSum(k, a.bits, b.bits) <= math.MaxInt32 {
+		switch mode {
+		case outFloat:
+			return be.mulLaunch(modeFloat, out, nil, whole(a), whole(b), ep, relu, rq)
+		case outBits:
+			return be.mulLaunch(modeBit, out, dst, whole(a), whole(b), ep, relu, rq)
+		}
 		if m*n == 0 {
 			return nil
 		}
@@ -190,24 +223,75 @@ func (be *Backend) MulCodes(dst bmm.Codes, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Re
 			return err
 		}
 		defer be.d.pool.put(tmp.ptr) // reused only by work queued after requant
-		if err := be.mulLaunch(modeFloat, uint64(tmp.ptr), nil, da, db, eps, relu, bmm.Requant{}); err != nil {
+		if err := be.mulLaunch(modeFloat, uint64(tmp.ptr), nil, whole(a), whole(b), ep, relu, rq); err != nil {
 			return err
 		}
-		blocks := min((m*n+255)/256, 4*be.d.info.SMs*8)
-		return be.launch("requant", blocks, 256, uint64(tmp.ptr), dc.ptr(), uint64(m*n), f32bits(rq.Scale), f32bits(rq.Offset), uint64(dc.bits))
-	})
+		return be.launch("requant", be.gridFor(m*n), 256, uint64(tmp.ptr), out, uint64(m*n), f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits))
+	}
+	if dst != nil {
+		if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
+			return err
+		}
+	}
+	if m*n == 0 {
+		return nil
+	}
+	ga, gb := planeGroups(k, a.bits, b.bits)
+	exact := bmm.MaxSum(k, a.bits, b.bits) < math.Exp2(62)
+	bufs, err := be.d.alloc(12 * m * n) // the sums (8 bytes each), then one group's products
+	if err != nil {
+		return err
+	}
+	defer be.d.pool.put(bufs.ptr) // reused only by work queued after wideout
+	acc, part := uint64(bufs.ptr), uint64(bufs.ptr)+uint64(8*m*n)
+	if err := be.d.memset32(bufs.ptr, 0, 2*m*n); err != nil {
+		return err
+	}
+	for i0 := 0; i0 < a.bits; i0 += ga {
+		for j0 := 0; j0 < b.bits; j0 += gb {
+			pa, pb := planes{a, i0, min(ga, a.bits-i0)}, planes{b, j0, min(gb, b.bits-j0)}
+			if err := be.mulLaunch(modeInt, part, nil, pa, pb, [6]uint64{}, false, rq); err != nil {
+				return err
+			}
+			if err := be.launch("widen", be.gridFor(m*n), 256, part, acc, uint64(m*n), uint64(b2i(exact)), uint64(i0+j0)); err != nil {
+				return err
+			}
+		}
+	}
+	var byCols, lw32, plane32 int
+	if dst != nil {
+		byCols, lw32, plane32 = int(b2i(dst.packing == bittensor.ByCols)), 2*dst.lay.lw, 2*dst.lay.planeWords()
+	}
+	return be.launch("wideout", be.gridFor(m*n), 256, acc, uint64(b2i(exact)), uint64(m), uint64(n), uint64(mode), out,
+		ep[0], ep[1], ep[2], ep[3], ep[4], ep[5], uint64(b2i(relu)), f32bits(rq.Scale), f32bits(rq.Offset),
+		uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
 }
 
-// Output modes of agg.cu's agg.
-const (
-	aggFloat = 0
-	aggCodes = 1
-	aggBits  = 2
-)
+// gridFor is the blocks of 256 threads of an element-wise kernel over n
+// values (grid-stride loops past a few waves).
+func (be *Backend) gridFor(n int) int { return min((n+255)/256, 32*be.d.info.SMs) }
 
-// aggregate checks G·X into an m×cols output and queues agg.cu's kernel.
-// dst is set for aggBits.
-func (be *Backend) aggregate(mode int, o uint64, rows, cols int, dst *devBits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+// planeGroups returns plane-group widths ga, gb whose products fit int32
+// for reduction length k: layers' qPlaneGroups (bmm.PlaneGroups once it
+// lands there), so that the sums are the same.
+func planeGroups(k, abits, bbits int) (ga, gb int) {
+	ga, gb = abits, bbits
+	for bmm.MaxSum(k, ga, gb) > math.MaxInt32 {
+		switch {
+		case ga >= gb && ga > 1:
+			ga = (ga + 1) / 2
+		case gb > 1:
+			gb = (gb + 1) / 2
+		default:
+			return 1, 1
+		}
+	}
+	return ga, gb
+}
+
+// aggregate checks G·X into a rows×cols output and queues agg.cu's kernel:
+// codes of qbits for outCodes, dst's planes (qbits of them) for outBits.
+func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *devBits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
 	dg, err := be.graph(g)
 	if err != nil {
 		return err
@@ -226,9 +310,9 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols int, dst *devBits, g
 	if err != nil {
 		return err
 	}
-	var outBits, byCols, lw32, plane32 int
+	var byCols, lw32, plane32 int
 	if dst != nil {
-		outBits, byCols = dst.bits, int(b2i(dst.packing == bittensor.ByCols))
+		byCols = int(b2i(dst.packing == bittensor.ByCols))
 		lw32, plane32 = 2*dst.lay.lw, 2*dst.lay.planeWords()
 	}
 	return be.d.run(func() error {
@@ -243,7 +327,7 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols int, dst *devBits, g
 		const warps = 8
 		return be.launch("agg", (rows+warps-1)/warps, 32*warps, dg.indptr, dg.indices, dg.weights, dx.ptr(),
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
-			f32bits(rq.Scale), f32bits(rq.Offset), uint64(outBits), uint64(byCols), uint64(lw32), uint64(plane32))
+			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
 	})
 }
 
@@ -253,7 +337,7 @@ func (be *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm
 	if err != nil {
 		return err
 	}
-	return be.aggregate(aggBits, dd.ptr(), dd.rows, dd.cols, dd, g, x, ep, rq)
+	return be.aggregate(outBits, dd.ptr(), dd.rows, dd.cols, dd.bits, dd, g, x, ep, rq)
 }
 
 // AggCodes implements bmm.Backend.
@@ -262,7 +346,7 @@ func (be *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *
 	if err != nil {
 		return err
 	}
-	return be.aggregate(aggCodes, dc.ptr(), dc.rows, dc.cols, nil, g, x, ep, rq)
+	return be.aggregate(outCodes, dc.ptr(), dc.rows, dc.cols, dc.bits, nil, g, x, ep, rq)
 }
 
 // AggFloat implements bmm.Backend: dst holds rows·cols values, rows those
@@ -283,7 +367,7 @@ func (be *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep 
 	if dv.n != dg.rows*dx.cols {
 		return fmt.Errorf("%w: destination has %d values, G·X is %d×%d", bmm.ErrShape, dv.n, dg.rows, dx.cols)
 	}
-	return be.aggregate(aggFloat, dv.ptr(), dg.rows, dx.cols, nil, g, x, ep, bmm.Requant{})
+	return be.aggregate(outFloat, dv.ptr(), dg.rows, dx.cols, 0, nil, g, x, ep, bmm.Requant{})
 }
 
 // RowSums implements bmm.Backend: a warp per row of a (packed by rows).

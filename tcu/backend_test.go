@@ -54,12 +54,6 @@ func TestBackendHost(t *testing.T) {
 			return be.MulBit(dst, a, fakeBits(other, 300, 20, 4, bittensor.ByCols), nil, bmm.Requant{})
 		}},
 		"freed B": {bmm.ErrForeign, func() error { return be.MulBit(dst, a, freed, nil, bmm.Requant{}) }},
-		"wide": {ErrWide, func() error {
-			return be.MulBit(dst, fakeBits(be, 70, 300000, 8, bittensor.ByRows), fakeBits(be, 300000, 20, 8, bittensor.ByCols), nil, bmm.Requant{})
-		}},
-		"wide overflows": {bmm.ErrOverflow, func() error {
-			return be.MulBit(dst, fakeBits(be, 70, 300, 16, bittensor.ByRows), fakeBits(be, 300, 20, 16, bittensor.ByCols), nil, bmm.Requant{})
-		}},
 		"half term": {bmm.ErrShape, func() error {
 			return be.MulBit(dst, a, b, &bmm.Epi{RowTerm: &devVector{devMem{be, &Buffer{}}, 70}}, bmm.Requant{})
 		}},
@@ -80,6 +74,12 @@ func TestBackendHost(t *testing.T) {
 	} {
 		err := c.call()
 		assert.ErrorIs(t, err, c.err, name)
+	}
+
+	// Plane groups as layers' qPlaneGroups: the widest halvings that fit int32.
+	for _, c := range [][5]int{{300, 32, 32, 8, 8}, {300, 16, 16, 8, 8}, {1000, 1, 32, 1, 16}, {40000, 12, 8, 6, 8}, {100, 4, 4, 4, 4}} {
+		ga, gb := planeGroups(c[0], c[1], c[2])
+		assert.Equal(t, [2]int{c[3], c[4]}, [2]int{ga, gb}, "K=%d, %d×%d bits", c[0], c[1], c[2])
 	}
 
 	// The cost model: a sparse batch (few edges per non-zero tile) takes
@@ -536,4 +536,113 @@ func TestBackendChain(t *testing.T) {
 	d1.Free()
 	d1.Free()
 	assert.True(t, errors.Is(be.MulFloat(logits, d1, dw[2], nil), bmm.ErrForeign))
+}
+
+// wideRef is A·B for products past int32, by the algorithm of layers'
+// qWideProduct written over values: int32 products of plane groups,
+// summed exactly in int64 below 2^62, else in float64 group by group, in
+// the same order.
+func wideRef(av, bv []int32, m, k, n, abits, bbits int) []float64 {
+	ga, gb := planeGroups(k, abits, bbits)
+	exact := bmm.MaxSum(k, abits, bbits) < math.Exp2(62)
+	acc := make([]int64, m*n)
+	out := make([]float64, m*n)
+	field := func(v int32, p0, w int) int64 { return int64(uint32(v)>>p0) & (1<<w - 1) }
+	for i0 := 0; i0 < abits; i0 += ga {
+		wa := min(ga, abits-i0)
+		for j0 := 0; j0 < bbits; j0 += gb {
+			wb := min(gb, bbits-j0)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					var c int64
+					for x := 0; x < k; x++ {
+						c += field(av[i*k+x], i0, wa) * field(bv[x*n+j], j0, wb)
+					}
+					if c > math.MaxInt32 {
+						panic("plane group product past int32")
+					}
+					if exact {
+						acc[i*n+j] += c << (i0 + j0)
+					} else {
+						out[i*n+j] += float64(c) * math.Ldexp(1, i0+j0)
+					}
+				}
+			}
+		}
+	}
+	if exact {
+		for i, c := range acc {
+			out[i] = float64(c)
+		}
+	}
+	return out
+}
+
+// TestBackendWide: products past int32 (16, 32 and mixed widths, sums
+// exact in int64 and past 2^62 in float64) against wideRef, into every
+// output, and row sums of wide codes.
+func TestBackendWide(t *testing.T) {
+	be, err := NewBackend(gpuKernel(t))
+	require.NoError(t, err)
+	defer be.Close()
+	r := rand.New(rand.NewPCG(15, 7))
+	for i, c := range []struct{ m, k, n, a, b int }{
+		{37, 300, 19, 16, 16}, {20, 300, 9, 32, 32}, {5, 1000, 70, 1, 32}, {20, 40000, 9, 12, 8}, {65, 257, 33, 8, 16},
+	} {
+		outBits, mask := 1+(i*3)%8, (i*19+5)%64
+		t.Run(fmt.Sprintf("a%d_b%d_%dx%dx%d_out%d_ep%02x", c.a, c.b, c.m, c.k, c.n, outBits, mask), func(t *testing.T) {
+			a := randomTensor(t, r, c.m, c.k, c.a, bittensor.ByRows, i == 3)
+			b := randomTensor(t, r, c.k, c.n, c.b, bittensor.ByCols, false)
+			wide := wideRef(a.Ints(), b.Ints(), c.m, c.k, c.n, c.a, c.b)
+			hep, dep := randomEpi(t, be, r, c.m, c.n, mask)
+			var top float64
+			for _, v := range wide {
+				top = max(top, float64(hep.ApplyFloat(float32(v), 0, 0)))
+			}
+			rq := bmm.Requant{Scale: float32(math.Exp2(float64(outBits)) / max(top, 1)), Offset: -0.5}
+			want := make([]float32, len(wide))
+			codes := make([]int32, len(wide))
+			codes8 := make([]uint8, len(wide))
+			for x, v := range wide {
+				want[x] = hep.ApplyFloat(float32(v), x/c.n, x%c.n)
+				codes[x] = int32(rq.Quantize(want[x], outBits))
+				codes8[x] = uint8(codes[x])
+			}
+			da, err := be.UploadBits(a)
+			require.NoError(t, err)
+			db, err := be.UploadBits(b)
+			require.NoError(t, err)
+
+			gotF, err := be.NewVector(c.m * c.n)
+			require.NoError(t, err)
+			require.NoError(t, be.MulFloat(gotF, da, db, dep))
+			assert.Equal(t, -1, firstDiff(floatBits(peekFloats(t, be, gotF)), floatBits(want)), "MulFloat")
+			gotC, err := be.NewCodes(c.m, c.n, outBits)
+			require.NoError(t, err)
+			require.NoError(t, be.MulCodes(gotC, da, db, dep, rq))
+			assert.Equal(t, -1, firstDiff(peek(t, be, &gotC.(*devCodes).devMem, c.m*c.n), codes8), "MulCodes")
+			for _, p := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+				wantB, err := bittensor.Pack(codes, c.m, c.n, outBits, p, bittensor.DefaultPadding)
+				require.NoError(t, err)
+				gotB, err := be.NewBits(c.m, c.n, outBits, p)
+				require.NoError(t, err)
+				require.NoError(t, be.MulBit(gotB, da, db, dep, rq))
+				assert.Equal(t, -1, firstDiff(peekBits(t, be, gotB).Words(), wantB.Words()), "MulBit by %v", p)
+			}
+
+			sums, err := be.NewVector(c.m)
+			require.NoError(t, err)
+			require.NoError(t, be.RowSums(sums, da))
+			wantS := make([]float32, c.m)
+			av := a.Ints()
+			for row := range wantS {
+				var s int64
+				for _, v := range av[row*c.k : (row+1)*c.k] {
+					s += int64(uint32(v))
+				}
+				wantS[row] = float32(s)
+			}
+			assert.Equal(t, -1, firstDiff(peekFloats(t, be, sums), wantS), "RowSums")
+		})
+	}
 }

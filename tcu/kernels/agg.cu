@@ -1,13 +1,15 @@
 // The resident backend's kernels beside the bit products (tcu/backend.go):
 // edge-list aggregation of byte codes with the fused epilogue into float,
-// byte-code or packed-bit outputs; float to byte-code re-quantization; row
-// sums of packed codes; argmax per row. Every parameter is 64 bits wide
+// byte-code or packed-bit outputs; float to byte-code re-quantization; the
+// sums and epilogue of products past int32; row sums of packed codes;
+// argmax per row. Every parameter is 64 bits wide
 // (Device.launch); floats arrive as their bit patterns. The epilogue and the
 // re-quantization are common.cuh's, bit for bit bmm's.
 #include "common.cuh"
 
 typedef unsigned char u8;
 
+// Output modes (backend_ops.go outFloat, outCodes, outBits).
 enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
 
 __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
@@ -71,6 +73,55 @@ extern "C" __global__ void requant(const float* __restrict__ y, u8* __restrict__
   const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     out[i] = (u8)quantize(y[i], scale, offset, (int)bits);
+  }
+}
+
+// widen adds one plane group's int32 products, times 2^shift, into the
+// sums: exactly in int64 (exact set), else in float64, as bmm's
+// WideProduct (layers' qWideProduct) does on the host.
+extern "C" __global__ void widen(const int* __restrict__ part, u64 acc, long long n, long long exact, long long shift) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    if (exact) {
+      ((long long*)acc)[i] += (long long)part[i] << shift;
+    } else {
+      double* d = (double*)acc + i;
+      *d = __dadd_rn(*d, __dmul_rn((double)part[i], ldexp(1.0, (int)shift)));
+    }
+  }
+}
+
+// wideout finishes a wide product: float32 of the float64 of each sum (the
+// host's two conversions), then Epilogue.ApplyFloat, into float32, byte
+// codes or planes OR-ed into the zeroed output (either packing).
+extern "C" __global__ void wideout(u64 acc, long long exact, long long m, long long n, long long mode, u64 out,
+                                   u64 colScale, u64 rowTerm, u64 colTerm, u64 colConst, u64 rowScale, u64 colBias,
+                                   long long relu, long long rqScale, long long rqOffset, long long outBits,
+                                   long long outByCols, long long outLw32, long long outPlane32) {
+  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m * n; i += (long long)gridDim.x * blockDim.x) {
+    const int r = (int)(i / n), c = (int)(i - (i / n) * n);
+    const double s = exact ? __ll2double_rn(((const long long*)acc)[i]) : ((const double*)acc)[i];
+    float t = __double2float_rn(s);
+    if (colScale) t = __fmul_rn(t, ((const float*)colScale)[c]);
+    if (rowTerm) t = __fadd_rn(t, __fmul_rn(((const float*)rowTerm)[r], ((const float*)colTerm)[c]));
+    if (colConst) t = __fadd_rn(t, ((const float*)colConst)[c]);
+    if (rowScale) t = __fmul_rn(t, ((const float*)rowScale)[r]);
+    if (colBias) t = __fadd_rn(t, ((const float*)colBias)[c]);
+    if (relu && !(t > 0.f)) t = 0.f;
+    if (mode == AGG_FLOAT) {
+      ((float*)out)[i] = t;
+      continue;
+    }
+    const u32 q = quantize(t, scale, offset, (int)outBits);
+    if (mode == AGG_CODES) {
+      ((u8*)out)[i] = (u8)q;
+      continue;
+    }
+    const long long line = outByCols ? c : r, pos = outByCols ? r : c;
+    u32* word = (u32*)out + line * outLw32 + (pos >> 5);
+    for (int p = 0; p < outBits; p++) {
+      if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (pos & 31));
+    }
   }
 }
 
