@@ -65,13 +65,20 @@ type Backend interface {
 	// into dst as float32: the zero-point term of the next epilogue.
 	RowSums(dst Vector, a Bits) error
 
-	// Argmax writes, for each row r of the rows×cols logits, the column of
-	// its largest value (the first on ties; NaN never wins) into dst[r] on
-	// the host. It waits for every op before it.
+	// Argmax writes, for each row r of the rows×cols logits (rows =
+	// len(dst), cols ≥ 1), ArgmaxRow of the row into dst[r] on the host:
+	// the first largest value, a NaN never replacing the best. It waits
+	// for every op before it.
 	Argmax(dst []int32, logits Vector, cols int) error
 	// ReadVector copies v to the host (logits on request) after every op
 	// before it.
 	ReadVector(dst []float32, v Vector) error
+	// ReadBits returns a host copy of b (default padding) and ReadCodes
+	// copies c's codes row-major into dst (len rows·cols), after every op
+	// before them: for traces of intermediates and for bmmtest, which
+	// checks every output bit for bit.
+	ReadBits(b Bits) (*bittensor.Tensor, error)
+	ReadCodes(dst []uint8, c Codes) error
 
 	// PreferEdges is the backend's cost model: whether aggregating over
 	// an edge list is cheaper than the dense product with the packed 1-bit
@@ -157,5 +164,12 @@ func (t Traffic) Sub(u Traffic) Traffic {
 	return Traffic{t.HostToDevice - u.HostToDevice, t.DeviceToHost - u.DeviceToHost, t.Ops - u.Ops}
 }
 
-// ErrForeign: an operand made by another backend (or already freed).
-var ErrForeign = errors.New("bmm: operand of another backend or freed")
+// Errors of backends, wrapped with what is at fault (besides ErrShape,
+// ErrPacking, ErrOverflow and ErrBits).
+var (
+	// ErrForeign: an operand made by another backend, already freed, or of
+	// a closed backend.
+	ErrForeign = errors.New("bmm: operand of another backend or freed")
+	// ErrRange: an uploaded code or weight does not fit its bit width.
+	ErrRange = errors.New("bmm: value does not fit its bit width")
+)

@@ -20,3 +20,7 @@ func CheckDst(dst *bittensor.Tensor, m, n int) error {
 	}
 	return nil
 }
+
+func shapeLenErr(got, m, n int) error {
+	return fmt.Errorf("%w: destination has %d values, product is %d×%d", ErrShape, got, m, n)
+}

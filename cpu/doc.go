@@ -4,5 +4,6 @@
 // a sparse 0/1 or small-integer left operand, visited from its CSR lists
 // over byte codes, with the same fused epilogue), and the float32 sparse
 // templates of the full-precision path. Importing the package registers
-// its bit kernel with bmm.
+// its bit kernel with bmm. Backend (backend.go) is the bmm.Backend on
+// these kernels, its operands the caller's host memory.
 package cpu

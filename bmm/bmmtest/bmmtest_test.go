@@ -113,3 +113,7 @@ func TestPaddingClear(t *testing.T) {
 	x.Line(0, 3)[0] = 1 // a padding line
 	assert.ErrorContains(t, bmmtest.PaddingClear(x), "plane 0, line 3")
 }
+
+func TestBackendGeneric(t *testing.T) {
+	bmmtest.TestBackend(t, func(*testing.T) bmm.Backend { return bmm.NewGenericBackend() })
+}

@@ -19,6 +19,16 @@
 // reported failure, or to "random" to draw a fresh seed (printed on
 // failure). testing.Short() shrinks the suite.
 //
+// TestBackend is the suite for a bmm.Backend: every op (products into bits,
+// codes and floats, aggregations with and without weights, row sums,
+// argmax, reads, errors) and whole layer chains, compared bit for bit with
+// bmm.NewGenericBackend on the same uploaded values:
+//
+//	bmmtest.TestBackend(t, func(*testing.T) bmm.Backend { return cpu.NewBackend(nil) })
+//
+// The generic backend itself is checked against the Generic kernel in this
+// package's tests.
+//
 // Benchmark times a kernel's MulInt and MulBit on BenchShapes (a GNN layer's
 // aggregation and update, and a square product), reporting ops/s, so every
 // kernel's numbers come from the same cases: bmmtest.Benchmark(b, kernel).
