@@ -179,6 +179,24 @@ func (g *devGraph) Rows() int { return g.rows }
 // to 1024), for which UploadBits makes zero-tile lists.
 var listHeights = []int{16, 32, 64, 128, 256, 512, 1024}
 
+// residentWords returns t's words in the resident layout: t's padded
+// lines, each line ceil(K/256) k-steps long (the default padding's), so
+// that operands of any padding with the same K multiply together.
+func residentWords(t *bittensor.Tensor) ([]uint64, operandLayout) {
+	lay := operandLayout{lines: t.PaddedLines(), lw: roundUp((t.K()+63)/64, stepWords)}
+	if lay.lw == t.LineWords() {
+		return t.Words(), lay
+	}
+	out := make([]uint64, t.Bits()*lay.planeWords())
+	for p := 0; p < t.Bits(); p++ {
+		for l := 0; l < lay.lines; l++ {
+			src := t.Line(p, l)
+			copy(out[p*lay.planeWords()+l*lay.lw:], src[:min(len(src), lay.lw)]) // words past K are zero
+		}
+	}
+	return out, lay
+}
+
 // bitsLayout is the device layout of a rows×cols tensor with the default
 // padding.
 func bitsLayout(rows, cols int, packing bittensor.Packing) operandLayout {
@@ -229,7 +247,7 @@ func (be *Backend) upload(r *region) (*Buffer, error) {
 
 func (be *Backend) open() error {
 	if be.closed {
-		return ErrClosed
+		return fmt.Errorf("%w (%w)", bmm.ErrForeign, ErrClosed)
 	}
 	return nil
 }
@@ -243,8 +261,7 @@ func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: nil tensor", bmm.ErrShape)
 	}
-	words := deviceWords(t)
-	lay := layoutOf(t)
+	words, lay := residentWords(t)
 	var r region
 	r.add(asBytes(words), 8*len(words))
 	type list struct {
@@ -287,13 +304,13 @@ func (be *Backend) UploadVector(v []float32) (bmm.Vector, error) {
 	var r region
 	r.add(asBytes(v), 4*len(v))
 	out := &devVector{n: len(v)}
-	return out, be.d.run(func() error {
+	return orNil(out, be.d.run(func() error {
 		buf, err := be.upload(&r)
 		if err == nil {
 			be.track(&out.devMem, buf)
 		}
 		return err
-	})
+	}))
 }
 
 // UploadCodes implements bmm.Backend; a value at or past 2^bits is an
@@ -302,25 +319,28 @@ func (be *Backend) UploadCodes(vals []uint8, rows, cols, bits int) (bmm.Codes, e
 	if err := be.open(); err != nil {
 		return nil, err
 	}
-	if rows < 0 || cols < 0 || bits < 1 || bits > 8 || len(vals) != rows*cols {
-		return nil, fmt.Errorf("%w: %d codes for %d×%d of %d bits (1..8)", bmm.ErrShape, len(vals), rows, cols, bits)
+	if bits < 1 || bits > 8 {
+		return nil, fmt.Errorf("%w: %d-bit codes (1..8)", bmm.ErrBits, bits)
+	}
+	if rows < 0 || cols < 0 || len(vals) != rows*cols {
+		return nil, fmt.Errorf("%w: %d codes for %d×%d", bmm.ErrShape, len(vals), rows, cols)
 	}
 	top := uint8(1<<bits - 1)
 	for i, v := range vals {
 		if v > top {
-			return nil, fmt.Errorf("%w: code %d at row %d, column %d does not fit %d bits", bmm.ErrShape, v, i/cols, i%cols, bits)
+			return nil, fmt.Errorf("%w: code %d at row %d, column %d does not fit %d bits", bmm.ErrRange, v, i/cols, i%cols, bits)
 		}
 	}
 	var r region
 	r.add(vals, len(vals))
 	out := &devCodes{rows: rows, cols: cols, bits: bits}
-	return out, be.d.run(func() error {
+	return orNil(out, be.d.run(func() error {
 		buf, err := be.upload(&r)
 		if err == nil {
 			be.track(&out.devMem, buf)
 		}
 		return err
-	})
+	}))
 }
 
 // UploadGraph implements bmm.Backend: g is checked (indptr from 0, non
@@ -357,7 +377,7 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 		out.maxWeight = 0
 		for p, w := range g.Weights {
 			if w > top {
-				return nil, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", bmm.ErrShape, w, p, g.WeightBits)
+				return nil, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", bmm.ErrRange, w, p, g.WeightBits)
 			}
 			out.maxWeight = max(out.maxWeight, int64(w))
 		}
@@ -369,7 +389,7 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 	if g.Weights != nil {
 		iw = r.add(g.Weights, max(len(g.Weights), 1))
 	}
-	return out, be.d.run(func() error {
+	return orNil(out, be.d.run(func() error {
 		buf, err := be.upload(&r)
 		if err != nil {
 			return err
@@ -381,7 +401,16 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 			out.weights = base + uint64(iw)
 		}
 		return nil
-	})
+	}))
+}
+
+// orNil returns (v, nil), or (nil, err): no half-made operand with an
+// error.
+func orNil[T any](v *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 func lenIndices(g *bmm.Graph) int {
@@ -410,12 +439,18 @@ func (be *Backend) NewBits(rows, cols, bits int, packing bittensor.Packing) (bmm
 	if err := be.open(); err != nil {
 		return nil, err
 	}
-	if rows < 0 || cols < 0 || bits < 1 || bits > bittensor.MaxBits || (packing != bittensor.ByRows && packing != bittensor.ByCols) {
-		return nil, fmt.Errorf("%w: %d×%d of %d bits packed by %v", bmm.ErrShape, rows, cols, bits, packing)
+	if bits < 1 || bits > bittensor.MaxBits {
+		return nil, fmt.Errorf("%w: %d bits", bmm.ErrBits, bits)
+	}
+	if rows < 0 || cols < 0 || (packing != bittensor.ByRows && packing != bittensor.ByCols) {
+		return nil, fmt.Errorf("%w: %d×%d packed by %v", bmm.ErrShape, rows, cols, packing)
 	}
 	lay := bitsLayout(rows, cols, packing)
 	b := &devBits{rows: rows, cols: cols, bits: bits, packing: packing, lay: lay}
-	return b, be.d.run(func() error { return be.newMem(&b.devMem, 8*bits*lay.planeWords()) })
+	if err := be.d.run(func() error { return be.newMem(&b.devMem, 8*bits*lay.planeWords()) }); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // NewCodes implements bmm.Backend.
@@ -423,11 +458,17 @@ func (be *Backend) NewCodes(rows, cols, bits int) (bmm.Codes, error) {
 	if err := be.open(); err != nil {
 		return nil, err
 	}
-	if rows < 0 || cols < 0 || bits < 1 || bits > 8 {
-		return nil, fmt.Errorf("%w: %d×%d codes of %d bits (1..8)", bmm.ErrShape, rows, cols, bits)
+	if bits < 1 || bits > 8 {
+		return nil, fmt.Errorf("%w: %d-bit codes (1..8)", bmm.ErrBits, bits)
+	}
+	if rows < 0 || cols < 0 {
+		return nil, fmt.Errorf("%w: %d×%d codes", bmm.ErrShape, rows, cols)
 	}
 	c := &devCodes{rows: rows, cols: cols, bits: bits}
-	return c, be.d.run(func() error { return be.newMem(&c.devMem, rows*cols) })
+	if err := be.d.run(func() error { return be.newMem(&c.devMem, rows*cols) }); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // NewVector implements bmm.Backend.
@@ -439,7 +480,10 @@ func (be *Backend) NewVector(n int) (bmm.Vector, error) {
 		return nil, fmt.Errorf("%w: vector of %d", bmm.ErrShape, n)
 	}
 	v := &devVector{n: n}
-	return v, be.d.run(func() error { return be.newMem(&v.devMem, 4*n) })
+	if err := be.d.run(func() error { return be.newMem(&v.devMem, 4*n) }); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // ReadVector implements bmm.Backend.
@@ -452,6 +496,41 @@ func (be *Backend) ReadVector(dst []float32, v bmm.Vector) error {
 		return fmt.Errorf("%w: reading a vector of %d into %d values", bmm.ErrShape, dv.n, len(dst))
 	}
 	return be.d.run(func() error { return be.download(asBytes(dst), dv.buf.ptr) })
+}
+
+// ReadBits implements bmm.Backend: b as a host tensor with the default
+// padding (lines past b's own padded ones are zero).
+func (be *Backend) ReadBits(b bmm.Bits) (*bittensor.Tensor, error) {
+	db, err := be.bitsOf(b)
+	if err != nil {
+		return nil, err
+	}
+	out, err := bittensor.New(db.rows, db.cols, db.bits, db.packing, bittensor.DefaultPadding)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]uint64, db.bits*db.lay.planeWords())
+	if err := be.d.run(func() error { return be.download(asBytes(raw), db.buf.ptr) }); err != nil {
+		return nil, err
+	}
+	for p := 0; p < db.bits; p++ {
+		for l := 0; l < min(out.PaddedLines(), db.lay.lines); l++ {
+			copy(out.Line(p, l), raw[p*db.lay.planeWords()+l*db.lay.lw:][:db.lay.lw])
+		}
+	}
+	return out, nil
+}
+
+// ReadCodes implements bmm.Backend.
+func (be *Backend) ReadCodes(dst []uint8, c bmm.Codes) error {
+	dc, err := be.codes(c)
+	if err != nil {
+		return err
+	}
+	if len(dst) != dc.rows*dc.cols {
+		return fmt.Errorf("%w: reading %d×%d codes into %d", bmm.ErrShape, dc.rows, dc.cols, len(dst))
+	}
+	return be.d.run(func() error { return be.download(dst, dc.buf.ptr) })
 }
 
 // download copies len(dst) bytes from src after every queued op. Device

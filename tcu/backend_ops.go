@@ -52,7 +52,7 @@ func (be *Backend) product(a, b bmm.Bits) (da, db *devBits, m, n int, err error)
 		err = fmt.Errorf("%w: A must be packed by rows and B by columns, got %v and %v", bmm.ErrPacking, da.packing, db.packing)
 		return
 	}
-	if da.cols != db.rows || da.lay.lw != db.lay.lw {
+	if da.cols != db.rows {
 		err = fmt.Errorf("%w: A is %d×%d, B is %d×%d", bmm.ErrShape, da.rows, da.cols, db.rows, db.cols)
 		return
 	}
@@ -203,7 +203,7 @@ const (
 // qbits (outCodes) or dst's planes (outBits). A product that fits int32
 // is one mma.sync launch (codes: into float32 scratch, then requant); a
 // wider one is summed from int32 products of plane groups on the device,
-// exactly as bmm's WideProduct (layers' qWideProduct): in int64 while
+// exactly as bmm.WideProduct: in int64 while
 // K·(2^a−1)·(2^b−1) < 2^62, else in float64, then wideout. Device thread
 // only.
 func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devBits, ep [6]uint64, relu bool, rq bmm.Requant) error {
@@ -236,7 +236,7 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 	if m*n == 0 {
 		return nil
 	}
-	ga, gb := planeGroups(k, a.bits, b.bits)
+	ga, gb := bmm.PlaneGroups(k, a.bits, b.bits)
 	exact := bmm.MaxSum(k, a.bits, b.bits) < math.Exp2(62)
 	bufs, err := be.d.alloc(12 * m * n) // the sums (8 bytes each), then one group's products
 	if err != nil {
@@ -270,24 +270,6 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 // gridFor is the blocks of 256 threads of an element-wise kernel over n
 // values (grid-stride loops past a few waves).
 func (be *Backend) gridFor(n int) int { return min((n+255)/256, 32*be.d.info.SMs) }
-
-// planeGroups returns plane-group widths ga, gb whose products fit int32
-// for reduction length k: layers' qPlaneGroups (bmm.PlaneGroups once it
-// lands there), so that the sums are the same.
-func planeGroups(k, abits, bbits int) (ga, gb int) {
-	ga, gb = abits, bbits
-	for bmm.MaxSum(k, ga, gb) > math.MaxInt32 {
-		switch {
-		case ga >= gb && ga > 1:
-			ga = (ga + 1) / 2
-		case gb > 1:
-			gb = (gb + 1) / 2
-		default:
-			return 1, 1
-		}
-	}
-	return ga, gb
-}
 
 // aggregate checks G·X into a rows×cols output and queues agg.cu's kernel:
 // codes of qbits for outCodes, dst's planes (qbits of them) for outBits.
@@ -380,8 +362,11 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	if err != nil {
 		return err
 	}
-	if da.packing != bittensor.ByRows || dv.n != da.rows {
-		return fmt.Errorf("%w: row sums of a %d×%d tensor packed by %v into %d values", bmm.ErrShape, da.rows, da.cols, da.packing, dv.n)
+	if da.packing != bittensor.ByRows {
+		return fmt.Errorf("%w: row sums of a tensor packed by %v", bmm.ErrPacking, da.packing)
+	}
+	if dv.n != da.rows {
+		return fmt.Errorf("%w: row sums of a %d×%d tensor into %d values", bmm.ErrShape, da.rows, da.cols, dv.n)
 	}
 	return be.d.run(func() error {
 		const warps = 8

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/bmm/bmmtest"
 )
 
 // fakeBits is a resident operand of be that no op may reach the device
@@ -60,9 +61,9 @@ func TestBackendHost(t *testing.T) {
 		"epilogue length": {bmm.ErrShape, func() error {
 			return be.MulBit(dst, a, b, &bmm.Epi{ColScale: &devVector{devMem{be, &Buffer{}}, 70}}, bmm.Requant{})
 		}},
-		"row sums by columns": {bmm.ErrShape, func() error { return be.RowSums(&devVector{devMem{be, &Buffer{}}, 300}, b) }},
+		"row sums by columns": {bmm.ErrPacking, func() error { return be.RowSums(&devVector{devMem{be, &Buffer{}}, 300}, b) }},
 		"argmax shape":        {bmm.ErrShape, func() error { return be.Argmax(make([]int32, 3), &devVector{devMem{be, &Buffer{}}, 10}, 3) }},
-		"codes too wide":      {bmm.ErrShape, func() error { _, err := be.UploadCodes([]uint8{1, 9}, 1, 2, 3); return err }},
+		"codes too wide":      {bmm.ErrRange, func() error { _, err := be.UploadCodes([]uint8{1, 9}, 1, 2, 3); return err }},
 		"graph index": {bmm.ErrShape, func() error {
 			_, err := be.UploadGraph(&bmm.Graph{Indptr: []int32{0, 1}, Indices: []int32{5}}, 5)
 			return err
@@ -74,12 +75,6 @@ func TestBackendHost(t *testing.T) {
 	} {
 		err := c.call()
 		assert.ErrorIs(t, err, c.err, name)
-	}
-
-	// Plane groups as layers' qPlaneGroups: the widest halvings that fit int32.
-	for _, c := range [][5]int{{300, 32, 32, 8, 8}, {300, 16, 16, 8, 8}, {1000, 1, 32, 1, 16}, {40000, 12, 8, 6, 8}, {100, 4, 4, 4, 4}} {
-		ga, gb := planeGroups(c[0], c[1], c[2])
-		assert.Equal(t, [2]int{c[3], c[4]}, [2]int{ga, gb}, "K=%d, %d×%d bits", c[0], c[1], c[2])
 	}
 
 	// The cost model: a sparse batch (few edges per non-zero tile) takes
@@ -538,12 +533,12 @@ func TestBackendChain(t *testing.T) {
 	assert.True(t, errors.Is(be.MulFloat(logits, d1, dw[2], nil), bmm.ErrForeign))
 }
 
-// wideRef is A·B for products past int32, by the algorithm of layers'
-// qWideProduct written over values: int32 products of plane groups,
+// wideRef is A·B for products past int32, by the algorithm of
+// bmm.WideProduct written over values: int32 products of plane groups,
 // summed exactly in int64 below 2^62, else in float64 group by group, in
 // the same order.
 func wideRef(av, bv []int32, m, k, n, abits, bbits int) []float64 {
-	ga, gb := planeGroups(k, abits, bbits)
+	ga, gb := bmm.PlaneGroups(k, abits, bbits)
 	exact := bmm.MaxSum(k, abits, bbits) < math.Exp2(62)
 	acc := make([]int64, m*n)
 	out := make([]float64, m*n)
@@ -645,4 +640,15 @@ func TestBackendWide(t *testing.T) {
 			assert.Equal(t, -1, firstDiff(peekFloats(t, be, sums), wantS), "RowSums")
 		})
 	}
+}
+
+// TestBackendSuite runs the shared conformance suite on the resident
+// backend: every op against bmm's generic backend, bit for bit.
+func TestBackendSuite(t *testing.T) {
+	k := gpuKernel(t)
+	bmmtest.TestBackend(t, func(t *testing.T) bmm.Backend {
+		be, err := NewBackend(k)
+		require.NoError(t, err)
+		return be
+	})
 }
