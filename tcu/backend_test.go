@@ -652,3 +652,67 @@ func TestBackendSuite(t *testing.T) {
 		return be
 	})
 }
+
+// BenchmarkBackendMulBit times one fused MulBit of a block-sparse 1-bit
+// adjacency by 4-bit features into 4-bit codes: resident (operands and
+// output on the device, one launch) against Kernel.MulBit (upload, launch,
+// download per call) on the automatic path and on mma.sync.
+func BenchmarkBackendMulBit(b *testing.B) {
+	k := gpuKernel(b)
+	r := rand.New(rand.NewPCG(15, 8))
+	const n, d = 4096, 64
+	av := make([]int32, n*n)
+	for i := range av {
+		if (i/n)/256 == (i%n)/256 && r.IntN(20) == 0 { // diagonal 256×256 blocks, 5% dense
+			av[i] = 1
+		}
+	}
+	a, err := bittensor.PackRows(av, n, n, 1)
+	require.NoError(b, err)
+	x := randomTensorB(b, r, n, d, 4)
+	rq := bmm.Requant{Scale: 0.25}
+	kmma, err := k.WithPath(PathMMA)
+	require.NoError(b, err)
+	for _, impl := range []string{"resident", "kernel", "kernel-mma"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			switch impl {
+			case "resident":
+				be, err := NewBackend(k)
+				require.NoError(b, err)
+				defer be.Close()
+				da, err := be.UploadBits(a)
+				require.NoError(b, err)
+				dx, err := be.UploadBits(x)
+				require.NoError(b, err)
+				dst, err := be.NewBits(n, d, 4, bittensor.ByRows)
+				require.NoError(b, err)
+				b.ResetTimer()
+				for range b.N {
+					require.NoError(b, be.MulBit(dst, da, dx, nil, rq))
+				}
+				require.NoError(b, be.d.stream.Sync())
+			default:
+				kk := k
+				if impl == "kernel-mma" {
+					kk = kmma
+				}
+				dst, err := bittensor.New(n, d, 4, bittensor.ByRows, bittensor.DefaultPadding)
+				require.NoError(b, err)
+				b.ResetTimer()
+				for range b.N {
+					require.NoError(b, kk.MulBit(dst, a, x, nil, rq))
+				}
+			}
+		})
+	}
+}
+
+func randomTensorB(b *testing.B, r *rand.Rand, rows, cols, bits int) *bittensor.Tensor {
+	vals := make([]int32, rows*cols)
+	for i := range vals {
+		vals[i] = int32(r.IntN(1 << bits))
+	}
+	x, err := bittensor.PackCols(vals, rows, cols, bits)
+	require.NoError(b, err)
+	return x
+}
