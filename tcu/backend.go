@@ -11,7 +11,7 @@ import (
 
 // Backend implements bmm.Backend on one GPU: operands live in device
 // memory (the device's pool), ops are kernel launches on the device's
-// stream, and only Argmax and ReadVector copy results back. Products run on
+// stream, and only Argmax and the Read methods copy results back. Products run on
 // the mma.sync kernel (bmm_mma.cu), which reads operands in the bittensor
 // layout itself, so an op's packed output is the next op's operand as it
 // lies; the wgmma kernel's tiled layout depends on each launch's tile and
@@ -22,7 +22,9 @@ import (
 //
 // Traffic counts every byte copied between host and device: the uploads,
 // the 192-byte descriptor each product launch copies (the mma kernel reads
-// it from device memory), and the downloads of Argmax and ReadVector.
+// it from device memory), and the downloads of Argmax and the Read
+// methods; Ops counts kernel launches (the clearing of packed outputs,
+// a memset, is not one).
 type Backend struct {
 	k      *Kernel // mma.sync on every shape
 	d      *Device
