@@ -1,7 +1,7 @@
 # qgtc build targets. `make test` is what CI runs (.ci/run).
 GO      ?= go
 PKGS    := ./...
-CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/...
+CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
@@ -56,14 +56,19 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest $(PKGS)
 
-# generate rebuilds the avo assembly and its Go stubs (cpu/_asm has its own go.mod).
+# generate rebuilds the avo assembly and its Go stubs (cpu/_asm has its own
+# go.mod; the module proxy fetches avo) and tcu's wgmma wrappers
+# (tcu/kernels/gen_wgmma.py, python3).
 generate:
 	$(GO) generate ./...
 
-# check-generate fails when go generate changes or adds any file.
+# GENERATED are the committed outputs of go generate.
+GENERATED := '*.s' '*_amd64.go' tcu/kernels/wgmma_ops.cuh
+
+# check-generate fails when go generate changes or adds any of them.
 check-generate: generate
-	@git diff --exit-code -- '*.s' '*_amd64.go' || { echo "go generate changed committed files"; exit 1; }
-	@new=$$(git status --porcelain --untracked-files=all -- '*.s' '*_amd64.go' | grep '^??' || true); \
+	@git diff --exit-code -- $(GENERATED) || { echo "go generate changed committed files"; exit 1; }
+	@new=$$(git status --porcelain --untracked-files=all -- $(GENERATED) | grep '^??' || true); \
 		if [ -n "$$new" ]; then echo "go generate added files:"; echo "$$new"; exit 1; fi
 
 # gpu-test builds, with no CUDA toolkit, the static binaries a GPU host runs.

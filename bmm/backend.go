@@ -57,7 +57,9 @@ type Backend interface {
 	MulFloat(dst Vector, a, b Bits, ep *Epi) error
 	// AggBit, AggCodes and AggFloat are the same three outputs of G·X,
 	// where row v of G·X sums the rows of x that row v of g lists, each
-	// times its weight (1 without weights).
+	// times its weight (1 without weights). Sums are int32: a graph whose
+	// longest row × largest weight × top code of x passes 2^31−1 is
+	// refused with ErrOverflow (CheckAgg), on every backend alike.
 	AggBit(dst Bits, g GraphOperand, x Codes, ep *Epi, rq Requant) error
 	AggCodes(dst Codes, g GraphOperand, x Codes, ep *Epi, rq Requant) error
 	AggFloat(dst Vector, g GraphOperand, x Codes, ep *Epi) error

@@ -2,45 +2,21 @@ package bmm
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/qgtc/qgtc/bittensor"
 )
 
 // NewGenericBackend returns the reference Backend: pure Go, one output
-// element at a time on the Generic kernel (WideProduct past int32), its
-// operands private copies of what is uploaded. bmmtest checks every other
-// backend against it.
+// element at a time on the Generic kernel (WideProduct past int32), sums of
+// aggregations straight from the definition. Bits and vectors are the
+// caller's memory (Host); codes and graphs are copied. bmmtest checks
+// every other backend against it.
 func NewGenericBackend() Backend { return &genericBackend{} }
 
-type genericBackend struct {
-	ops    int64
-	closed bool
-}
-
-// genOperand is what every generic operand embeds: its owner, and whether
-// it was freed.
-type genOperand struct {
-	owner *genericBackend
-	freed bool
-}
-
-func (o *genOperand) Free() { o.freed = true }
-
-func (o *genOperand) alive(g *genericBackend) bool { return o.owner == g && !o.freed && !g.closed }
-
-type genBits struct {
-	genOperand
-	t *bittensor.Tensor
-}
-
-func (b *genBits) Rows() int                  { return b.t.Rows() }
-func (b *genBits) Cols() int                  { return b.t.Cols() }
-func (b *genBits) Bits() int                  { return b.t.Bits() }
-func (b *genBits) Packing() bittensor.Packing { return b.t.Packing() }
+type genericBackend struct{ Host }
 
 type genCodes struct {
-	genOperand
+	HostOperand
 	rows, cols, bits int
 	v                []uint8 // row-major, rows·cols
 }
@@ -49,15 +25,8 @@ func (c *genCodes) Rows() int { return c.rows }
 func (c *genCodes) Cols() int { return c.cols }
 func (c *genCodes) Bits() int { return c.bits }
 
-type genVector struct {
-	genOperand
-	v []float32
-}
-
-func (v *genVector) Len() int { return len(v.v) }
-
 type genGraph struct {
-	genOperand
+	HostOperand
 	g       Graph
 	srcRows int
 	maxSum  int64 // CheckGraph's weight bound
@@ -67,24 +36,11 @@ func (g *genGraph) Rows() int { return len(g.g.Indptr) - 1 }
 
 func (g *genericBackend) Name() string { return "generic" }
 
-func (g *genericBackend) UploadBits(t *bittensor.Tensor) (Bits, error) {
-	if t == nil {
-		return nil, fmt.Errorf("%w: nil tensor", ErrShape)
-	}
-	return &genBits{genOperand{owner: g}, t.Clone()}, nil
-}
-
-func (g *genericBackend) UploadVector(v []float32) (Vector, error) {
-	c := make([]float32, len(v)) // never nil, even empty: a nil epilogue vector skips its step
-	copy(c, v)
-	return &genVector{genOperand{owner: g}, c}, nil
-}
-
 func (g *genericBackend) UploadCodes(vals []uint8, rows, cols, bits int) (Codes, error) {
 	if err := CheckCodes(vals, rows, cols, bits); err != nil {
 		return nil, err
 	}
-	return &genCodes{genOperand{owner: g}, rows, cols, bits, append([]uint8(nil), vals...)}, nil
+	return &genCodes{g.Operand(), rows, cols, bits, append([]uint8(nil), vals...)}, nil
 }
 
 func (g *genericBackend) UploadGraph(gr *Graph, srcRows int) (GraphOperand, error) {
@@ -100,104 +56,29 @@ func (g *genericBackend) UploadGraph(gr *Graph, srcRows int) (GraphOperand, erro
 	if gr.Weights != nil {
 		c.Weights = append([]uint8(nil), gr.Weights...)
 	}
-	return &genGraph{genOperand{owner: g}, c, srcRows, maxSum}, nil
-}
-
-func (g *genericBackend) NewBits(rows, cols, bits int, packing bittensor.Packing) (Bits, error) {
-	if bits < 1 || bits > bittensor.MaxBits {
-		return nil, fmt.Errorf("%w: %d bits", ErrBits, bits)
-	}
-	t, err := bittensor.New(rows, cols, bits, packing, bittensor.DefaultPadding)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrShape, err)
-	}
-	return &genBits{genOperand{owner: g}, t}, nil
+	return &genGraph{g.Operand(), c, srcRows, maxSum}, nil
 }
 
 func (g *genericBackend) NewCodes(rows, cols, bits int) (Codes, error) {
 	if err := CheckCodes(nil, rows, cols, bits); err != nil {
 		return nil, err
 	}
-	return &genCodes{genOperand{owner: g}, rows, cols, bits, make([]uint8, rows*cols)}, nil
+	return &genCodes{g.Operand(), rows, cols, bits, make([]uint8, rows*cols)}, nil
 }
 
-func (g *genericBackend) NewVector(n int) (Vector, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("%w: vector of %d values", ErrShape, n)
-	}
-	return &genVector{genOperand{owner: g}, make([]float32, n)}, nil
-}
-
-// bits, codes, vector and graph return g's live operand behind o, or
-// ErrForeign.
-func (g *genericBackend) bits(o Bits, what string) (*bittensor.Tensor, error) {
-	if b, ok := o.(*genBits); ok && b.alive(g) {
-		return b.t, nil
-	}
-	return nil, foreign(what)
-}
-
+// codes and graph return g's live operand behind o, or ErrForeign.
 func (g *genericBackend) codes(o Codes, what string) (*genCodes, error) {
-	if c, ok := o.(*genCodes); ok && c.alive(g) {
+	if c, ok := o.(*genCodes); ok && c.Alive(&g.Host) {
 		return c, nil
 	}
-	return nil, foreign(what)
-}
-
-func (g *genericBackend) vector(o Vector, what string) ([]float32, error) {
-	if v, ok := o.(*genVector); ok && v.alive(g) {
-		return v.v, nil
-	}
-	return nil, foreign(what)
+	return nil, Foreign(what)
 }
 
 func (g *genericBackend) graph(o GraphOperand) (*genGraph, error) {
-	if gr, ok := o.(*genGraph); ok && gr.alive(g) {
+	if gr, ok := o.(*genGraph); ok && gr.Alive(&g.Host) {
 		return gr, nil
 	}
-	return nil, foreign("graph")
-}
-
-// epilogue resolves ep's vectors and checks them against an m×n output.
-func (g *genericBackend) epilogue(ep *Epi, m, n int) (*Epilogue, error) {
-	if ep == nil {
-		return nil, nil
-	}
-	out := &Epilogue{ReLU: ep.ReLU}
-	for _, f := range []struct {
-		name string
-		v    Vector
-		dst  *[]float32
-	}{
-		{"ColScale", ep.ColScale, &out.ColScale}, {"RowTerm", ep.RowTerm, &out.RowTerm},
-		{"ColTerm", ep.ColTerm, &out.ColTerm}, {"ColConst", ep.ColConst, &out.ColConst},
-		{"RowScale", ep.RowScale, &out.RowScale}, {"ColBias", ep.ColBias, &out.ColBias},
-	} {
-		if f.v == nil {
-			continue
-		}
-		s, err := g.vector(f.v, "epilogue "+f.name)
-		if err != nil {
-			return nil, err
-		}
-		*f.dst = s
-	}
-	return out, out.Validate(m, n)
-}
-
-// product resolves and checks the operands of a product into an m×n output.
-func (g *genericBackend) product(a, b Bits, ep *Epi) (at, bt *bittensor.Tensor, e *Epilogue, err error) {
-	if at, err = g.bits(a, "A"); err != nil {
-		return
-	}
-	if bt, err = g.bits(b, "B"); err != nil {
-		return
-	}
-	if err = CheckProduct(at, bt); err != nil {
-		return
-	}
-	e, err = g.epilogue(ep, at.Rows(), bt.Cols())
-	return
+	return nil, Foreign("graph")
 }
 
 // mulFloat is ep(A·B), row-major: the Generic kernel when the product fits
@@ -211,18 +92,18 @@ func mulFloat(a, b *bittensor.Tensor, ep *Epilogue) ([]float32, error) {
 }
 
 func (g *genericBackend) MulBit(dst Bits, a, b Bits, ep *Epi, rq Requant) error {
-	at, bt, e, err := g.product(a, b, ep)
+	at, bt, e, err := g.Product(a, b, ep)
 	if err != nil {
 		return err
 	}
-	d, err := g.bits(dst, "destination")
+	d, err := g.Tensor(dst, "destination")
 	if err != nil {
 		return err
 	}
 	if err := CheckDst(d, at.Rows(), bt.Cols()); err != nil {
 		return err
 	}
-	g.ops++
+	g.CountOp()
 	if Fits(at.Cols(), at.Bits(), bt.Bits()) {
 		return Generic{}.MulBit(d, at, bt, e, rq)
 	}
@@ -230,7 +111,7 @@ func (g *genericBackend) MulBit(dst Bits, a, b Bits, ep *Epi, rq Requant) error 
 }
 
 func (g *genericBackend) MulCodes(dst Codes, a, b Bits, ep *Epi, rq Requant) error {
-	at, bt, e, err := g.product(a, b, ep)
+	at, bt, e, err := g.Product(a, b, ep)
 	if err != nil {
 		return err
 	}
@@ -241,7 +122,7 @@ func (g *genericBackend) MulCodes(dst Codes, a, b Bits, ep *Epi, rq Requant) err
 	if d.rows != at.Rows() || d.cols != bt.Cols() {
 		return fmt.Errorf("%w: destination is %d×%d, product is %d×%d", ErrShape, d.rows, d.cols, at.Rows(), bt.Cols())
 	}
-	g.ops++
+	g.CountOp()
 	y, err := mulFloat(at, bt, e)
 	if err != nil {
 		return err
@@ -253,18 +134,18 @@ func (g *genericBackend) MulCodes(dst Codes, a, b Bits, ep *Epi, rq Requant) err
 }
 
 func (g *genericBackend) MulFloat(dst Vector, a, b Bits, ep *Epi) error {
-	at, bt, e, err := g.product(a, b, ep)
+	at, bt, e, err := g.Product(a, b, ep)
 	if err != nil {
 		return err
 	}
-	d, err := g.vector(dst, "destination")
+	d, err := g.Floats(dst, "destination")
 	if err != nil {
 		return err
 	}
 	if len(d) != at.Rows()*bt.Cols() {
 		return shapeLenErr(len(d), at.Rows(), bt.Cols())
 	}
-	g.ops++
+	g.CountOp()
 	y, err := mulFloat(at, bt, e)
 	copy(d, y)
 	return err
@@ -284,7 +165,7 @@ func (g *genericBackend) agg(gr GraphOperand, x Codes, ep *Epi) (y []float32, m,
 		return nil, 0, 0, err
 	}
 	m, n = gg.Rows(), xc.cols
-	e, err := g.epilogue(ep, m, n)
+	e, err := g.Epilogue(ep, m, n)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -306,7 +187,7 @@ func (g *genericBackend) agg(gr GraphOperand, x Codes, ep *Epi) (y []float32, m,
 }
 
 func (g *genericBackend) AggBit(dst Bits, gr GraphOperand, x Codes, ep *Epi, rq Requant) error {
-	d, err := g.bits(dst, "destination")
+	d, err := g.Tensor(dst, "destination")
 	if err != nil {
 		return err
 	}
@@ -317,7 +198,7 @@ func (g *genericBackend) AggBit(dst Bits, gr GraphOperand, x Codes, ep *Epi, rq 
 	if err := CheckDst(d, m, n); err != nil {
 		return err
 	}
-	g.ops++
+	g.CountOp()
 	clear(d.Words())
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
@@ -339,7 +220,7 @@ func (g *genericBackend) AggCodes(dst Codes, gr GraphOperand, x Codes, ep *Epi, 
 	if d.rows != m || d.cols != n {
 		return fmt.Errorf("%w: destination is %d×%d, aggregation is %d×%d", ErrShape, d.rows, d.cols, m, n)
 	}
-	g.ops++
+	g.CountOp()
 	for i, v := range y {
 		d.v[i] = uint8(rq.Quantize(v, d.bits))
 	}
@@ -347,7 +228,7 @@ func (g *genericBackend) AggCodes(dst Codes, gr GraphOperand, x Codes, ep *Epi, 
 }
 
 func (g *genericBackend) AggFloat(dst Vector, gr GraphOperand, x Codes, ep *Epi) error {
-	d, err := g.vector(dst, "destination")
+	d, err := g.Floats(dst, "destination")
 	if err != nil {
 		return err
 	}
@@ -358,24 +239,24 @@ func (g *genericBackend) AggFloat(dst Vector, gr GraphOperand, x Codes, ep *Epi)
 	if len(d) != m*n {
 		return fmt.Errorf("%w: destination has %d values, aggregation is %d×%d", ErrShape, len(d), m, n)
 	}
-	g.ops++
+	g.CountOp()
 	copy(d, y)
 	return nil
 }
 
 func (g *genericBackend) RowSums(dst Vector, a Bits) error {
-	at, err := g.bits(a, "A")
+	at, err := g.Tensor(a, "A")
 	if err != nil {
 		return err
 	}
-	d, err := g.vector(dst, "destination")
+	d, err := g.Floats(dst, "destination")
 	if err != nil {
 		return err
 	}
 	if err := CheckRowSums(len(d), at); err != nil {
 		return err
 	}
-	g.ops++
+	g.CountOp()
 	for r := range d {
 		var s int64
 		for c := 0; c < at.Cols(); c++ {
@@ -387,42 +268,17 @@ func (g *genericBackend) RowSums(dst Vector, a Bits) error {
 }
 
 func (g *genericBackend) Argmax(dst []int32, logits Vector, cols int) error {
-	l, err := g.vector(logits, "logits")
+	l, err := g.Floats(logits, "logits")
 	if err != nil {
 		return err
 	}
 	if err := CheckArgmax(len(dst), len(l), cols); err != nil {
 		return err
 	}
-	g.ops++
+	g.CountOp()
 	for r := range dst {
 		dst[r] = ArgmaxRow(l[r*cols : (r+1)*cols])
 	}
-	return nil
-}
-
-// ArgmaxRow is the column of row's largest value by the running-best scan
-// of layers.QArgmax: the first on ties, a NaN never replaces the best (so
-// it wins only from column 0, where the scan starts); −0 and +0 tie.
-func ArgmaxRow(row []float32) int32 {
-	best, run := 0, row[0]
-	for j, x := range row {
-		if x > run {
-			run, best = x, j
-		}
-	}
-	return int32(best)
-}
-
-func (g *genericBackend) ReadVector(dst []float32, v Vector) error {
-	s, err := g.vector(v, "vector")
-	if err != nil {
-		return err
-	}
-	if len(dst) != len(s) {
-		return fmt.Errorf("%w: reading %d values into %d", ErrShape, len(s), len(dst))
-	}
-	copy(dst, s)
 	return nil
 }
 
@@ -432,152 +288,6 @@ func (g *genericBackend) ReadVector(dst []float32, v Vector) error {
 // work an adjacency holds); the edge list adds one code per edge and column.
 func (g *genericBackend) PreferEdges(c AggCost) bool {
 	return float64(c.Edges) < float64(c.DenseTiles)*256*float64(c.Bits)
-}
-
-func (g *genericBackend) Traffic() Traffic { return Traffic{Ops: g.ops} }
-
-func (g *genericBackend) Close() error {
-	g.closed = true
-	return nil
-}
-
-func foreign(what string) error { return fmt.Errorf("%w: %s", ErrForeign, what) }
-
-// CheckProduct validates A (packed by rows) and B (by columns) for a
-// backend product: Check's rules without its int32 limit, which backends
-// lift with WideProduct.
-func CheckProduct(a, b *bittensor.Tensor) error {
-	if a.Packing() != bittensor.ByRows || b.Packing() != bittensor.ByCols {
-		_, _, err := Check(a, b)
-		return err
-	}
-	if a.Cols() != b.Rows() || a.LineWords() != b.LineWords() {
-		_, _, err := Check(a, b)
-		return err
-	}
-	return nil
-}
-
-// CheckCodes validates a rows×cols matrix of bits-bit codes (vals nil: no
-// values yet).
-func CheckCodes(vals []uint8, rows, cols, bits int) error {
-	if bits < 1 || bits > 8 {
-		return fmt.Errorf("%w: codes of %d bits (1..8 fit a byte)", ErrBits, bits)
-	}
-	if rows < 0 || cols < 0 {
-		return fmt.Errorf("%w: codes of shape %d×%d", ErrShape, rows, cols)
-	}
-	if vals == nil {
-		return nil
-	}
-	if len(vals) != rows*cols {
-		return fmt.Errorf("%w: %d codes for %d×%d", ErrShape, len(vals), rows, cols)
-	}
-	top := uint8(1<<bits - 1)
-	for i, v := range vals {
-		if v > top {
-			return fmt.Errorf("%w: code %d at row %d, column %d does not fit %d bits", ErrRange, v, i/cols, i%cols, bits)
-		}
-	}
-	return nil
-}
-
-// CheckGraph validates g over srcRows source rows and returns its weight
-// bound: the longest row's entry count times the largest weight (1 without
-// weights). CheckAgg refuses, for every backend alike, an aggregation whose
-// bound times the top code passes 2^31−1.
-func CheckGraph(g *Graph, srcRows int) (int64, error) {
-	if g == nil || len(g.Indptr) == 0 {
-		return 0, fmt.Errorf("%w: graph without indptr (want rows+1 entries)", ErrShape)
-	}
-	if g.Indptr[0] != 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) {
-		return 0, fmt.Errorf("%w: indptr runs from %d to %d over %d indices", ErrShape, g.Indptr[0], g.Indptr[len(g.Indptr)-1], len(g.Indices))
-	}
-	wmax := int64(1)
-	if g.Weights != nil {
-		if g.WeightBits < 1 || g.WeightBits > 8 || len(g.Weights) != len(g.Indices) {
-			return 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
-		}
-		wmax = 0
-		for p, w := range g.Weights {
-			if int(w) >= 1<<g.WeightBits {
-				return 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrRange, w, p, g.WeightBits)
-			}
-			wmax = max(wmax, int64(w))
-		}
-	}
-	var maxDeg int64
-	for v := 0; v+1 < len(g.Indptr); v++ {
-		if g.Indptr[v+1] < g.Indptr[v] {
-			return 0, fmt.Errorf("%w: indptr decreases at row %d", ErrShape, v)
-		}
-		maxDeg = max(maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
-		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
-			if i := g.Indices[p]; i < 0 || int(i) >= srcRows {
-				return 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v, i, srcRows)
-			}
-		}
-	}
-	return maxDeg * wmax, nil
-}
-
-// CheckAgg validates an aggregation of an xRows×xCols matrix of bits-bit
-// codes over a graph of rows rows, srcRows sources and weight bound maxSum
-// (CheckGraph), so that every sum fits int32.
-func CheckAgg(rows, srcRows int, maxSum int64, xRows, xCols, bits int) error {
-	if xRows != srcRows {
-		return fmt.Errorf("%w: X is %d×%d, the graph sums %d source rows", ErrShape, xRows, xCols, srcRows)
-	}
-	if float64(maxSum)*(math.Exp2(float64(bits))-1) > math.MaxInt32 {
-		return fmt.Errorf("%w: a row of weight %d over %d-bit codes can pass 2^31−1", ErrOverflow, maxSum, bits)
-	}
-	return nil
-}
-
-// CheckRowSums validates RowSums of a into n values.
-func CheckRowSums(n int, a *bittensor.Tensor) error {
-	if a.Packing() != bittensor.ByRows {
-		return fmt.Errorf("%w: row sums need A packed by rows, got %v", ErrPacking, a.Packing())
-	}
-	if n != a.Rows() {
-		return fmt.Errorf("%w: %d row sums for A of %d×%d", ErrShape, n, a.Rows(), a.Cols())
-	}
-	return nil
-}
-
-// CheckArgmax validates Argmax of rows×cols logits (n values) into rows
-// predictions.
-func CheckArgmax(rows, n, cols int) error {
-	if cols < 1 || n != rows*cols {
-		return fmt.Errorf("%w: argmax of %d logits as %d rows of %d columns", ErrShape, n, rows, cols)
-	}
-	return nil
-}
-
-func (g *genericBackend) ReadBits(b Bits) (*bittensor.Tensor, error) {
-	t, err := g.bits(b, "bits")
-	if err != nil {
-		return nil, err
-	}
-	return CopyBits(t)
-}
-
-// CopyBits returns t's values in a new tensor of t's shape, width and
-// packing with the default padding.
-func CopyBits(t *bittensor.Tensor) (*bittensor.Tensor, error) {
-	if t.Padding() == bittensor.DefaultPadding {
-		return t.Clone(), nil
-	}
-	u, err := bittensor.New(t.Rows(), t.Cols(), t.Bits(), t.Packing(), bittensor.DefaultPadding)
-	if err != nil {
-		return nil, err
-	}
-	for r := 0; r < t.Rows(); r++ {
-		for c := 0; c < t.Cols(); c++ {
-			u.Set(r, c, t.At(r, c))
-		}
-	}
-	return u, nil
 }
 
 func (g *genericBackend) ReadCodes(dst []uint8, c Codes) error {

@@ -1,6 +1,6 @@
 package cpu
 
-//go:generate sh -c "cd _asm && go run ./agg -out ../agg_amd64.s -stubs ../agg_amd64.go -pkg cpu"
+//go:generate sh -c "cd _asm && go run ./agg -out ../agg_gen_amd64.s -stubs ../agg_gen_amd64.go -pkg cpu"
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 
 	"github.com/qgtc/qgtc/internal/par"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // Sparse aggregation of quantized codes.
@@ -135,6 +136,14 @@ func (c Codes) valid() bool {
 	return c.Rows >= 0 && c.Cols >= 0 && c.Bits >= 1 && c.Bits <= 8 && c.Stride >= c.Cols &&
 		c.Stride%CodesAlign == 0 && len(c.data) == c.Rows*c.Stride
 }
+
+// CSR is the graph type of the fp32 templates, shared so that one graph
+// feeds both paths; NewAdj reads its Indptr and Indices (checked with
+// CSR.Validate) and ignores EdgeIDs.
+type CSR = templates.CSR
+
+// ErrCSR is the error NewAdj wraps for a malformed graph: templates.ErrCSR.
+var ErrCSR = templates.ErrCSR
 
 // Adj is the left operand of an aggregation, checked once by NewAdj: a
 // sparse matrix whose row v lists, in CSR, the rows of X it sums. Its
@@ -303,7 +312,7 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 			v0 := i * aggBlock
 			rows := min(aggBlock, m-v0)
 			clear(s.acc[:rows*x.Stride])
-			if useAggAsm {
+			if useAggAVX2 {
 				aggRowsAsm(s.acc, x, a, v0, rows)
 			} else {
 				aggRowsGeneric(s.acc, x, a, v0, rows)
@@ -318,7 +327,7 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 func QuantizeRow(q []uint32, y []float32, rq bmm.Requant, bits int) { quantizeRow(q, y, rq, bits) }
 
 // AggVectorized reports whether the aggregation runs on its vector kernel.
-func AggVectorized() bool { return useAggAsm }
+func AggVectorized() bool { return useAggAVX2 }
 
 // MulCodes computes ep(A·B) re-quantized with rq into dst's byte codes
 // (dst.Bits bits): MulBit's fused product for a result that feeds a code

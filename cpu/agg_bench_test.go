@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/qgtc/qgtc/templates"
 )
 
 // BenchmarkAgg compares, on one random graph (2,000 rows of degree ~10,
@@ -61,7 +63,7 @@ func BenchmarkAgg(b *testing.B) {
 		}{
 			{"codes-u8", func() error { return AggInt(dst, ones, x) }},
 			{"codes-u8-weighted", func() error { return AggInt(dst, weighted, x) }},
-			{"fp32-spmm", func() error { return SpMM(out, g, CopyU, Sum, xf, nil, nil, d, nil, nil) }},
+			{"fp32-spmm", func() error { return templates.SpMM(out, g, templates.CopyU, templates.Sum, xf, nil, nil, d, nil, nil) }},
 		} {
 			b.Run(fmt.Sprintf("d=%d/impl=%s", d, c.name), func(b *testing.B) {
 				cpu0, ok0 := processCPU()

@@ -2,7 +2,7 @@
 
 package cpu
 
-var useAggAsm = false
+var useAggAVX2 = false
 
 func aggRowsAsm(acc []int32, x Codes, a Adj, v0, rows int) {
 	panic("cpu: no aggregation assembly in this build")

@@ -92,14 +92,14 @@ func naiveAgg(c aggCase) []int32 {
 
 // withAggAsm runs fn with the assembly kernel on or off.
 func withAggAsm(t *testing.T, on bool, fn func()) {
-	old := useAggAsm
-	useAggAsm = on && old
-	defer func() { useAggAsm = old }()
+	old := useAggAVX2
+	useAggAVX2 = on && old
+	defer func() { useAggAVX2 = old }()
 	fn()
 }
 
 func aggPaths() []bool {
-	if useAggAsm {
+	if useAggAVX2 {
 		return []bool{false, true}
 	}
 	return []bool{false}

@@ -16,9 +16,8 @@ import (
 // number of CodesAlign groups), and ops run synchronously on a Kernel's
 // products (bmm.WideProduct past int32) and the Agg* functions.
 type Backend struct {
-	k      *Kernel
-	ops    int64
-	closed bool
+	bmm.Host
+	k *Kernel
 }
 
 // NewBackend returns a backend on kernel k (nil: the best path this CPU has).
@@ -32,29 +31,10 @@ func NewBackend(k *Kernel) *Backend {
 // Kernel is the bit kernel the backend's products run on.
 func (b *Backend) Kernel() *Kernel { return b.k }
 
-// operand is what every operand embeds: its backend, and whether it was
-// freed.
-type operand struct {
-	owner *Backend
-	freed bool
-}
-
-func (o *operand) Free() { o.freed = true }
-
-func (o *operand) alive(b *Backend) bool { return o.owner == b && !o.freed && !b.closed }
-
-type bitsOperand struct {
-	operand
-	t *bittensor.Tensor
-}
-
-func (x *bitsOperand) Rows() int                  { return x.t.Rows() }
-func (x *bitsOperand) Cols() int                  { return x.t.Cols() }
-func (x *bitsOperand) Bits() int                  { return x.t.Bits() }
-func (x *bitsOperand) Packing() bittensor.Packing { return x.t.Packing() }
-
+// codesOperand and graphOperand are the operands only the CPU has: Codes
+// with their row stride, and an Adj checked once.
 type codesOperand struct {
-	operand
+	bmm.HostOperand
 	c Codes
 }
 
@@ -62,15 +42,8 @@ func (x *codesOperand) Rows() int { return x.c.Rows }
 func (x *codesOperand) Cols() int { return x.c.Cols }
 func (x *codesOperand) Bits() int { return x.c.Bits }
 
-type vectorOperand struct {
-	operand
-	v []float32
-}
-
-func (x *vectorOperand) Len() int { return len(x.v) }
-
 type graphOperand struct {
-	operand
+	bmm.HostOperand
 	a      Adj
 	maxSum int64 // bmm.CheckGraph's weight bound
 }
@@ -79,22 +52,6 @@ func (x *graphOperand) Rows() int { return x.a.Rows() }
 
 // Name implements bmm.Backend: the kernel's name, e.g. "cpu/avx2".
 func (b *Backend) Name() string { return b.k.Name() }
-
-// UploadBits implements bmm.Backend; the operand is t itself.
-func (b *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
-	if t == nil {
-		return nil, fmt.Errorf("%w: nil tensor", bmm.ErrShape)
-	}
-	return &bitsOperand{operand{owner: b}, t}, nil
-}
-
-// UploadVector implements bmm.Backend; the operand is v itself.
-func (b *Backend) UploadVector(v []float32) (bmm.Vector, error) {
-	if v == nil {
-		v = []float32{} // an epilogue's nil vector skips its step; an empty one does not
-	}
-	return &vectorOperand{operand{owner: b}, v}, nil
-}
 
 // UploadCodes implements bmm.Backend. Rows of a multiple of CodesAlign
 // codes are wrapped as they are; others are copied to padded rows.
@@ -115,7 +72,7 @@ func (b *Backend) UploadCodes(vals []uint8, rows, cols, nbits int) (bmm.Codes, e
 			copy(c.data[r*c.Stride:], vals[r*cols:(r+1)*cols])
 		}
 	}
-	return &codesOperand{operand{owner: b}, c}, nil
+	return &codesOperand{b.Operand(), c}, nil
 }
 
 // WrapCodes makes c an operand without copying (codes a caller already
@@ -124,7 +81,7 @@ func (b *Backend) WrapCodes(c Codes) (bmm.Codes, error) {
 	if !c.valid() {
 		return nil, fmt.Errorf("%w: codes %d×%d of %d bits not made by NewCodes", bmm.ErrShape, c.Rows, c.Cols, c.Bits)
 	}
-	return &codesOperand{operand{owner: b}, c}, nil
+	return &codesOperand{b.Operand(), c}, nil
 }
 
 // UploadGraph implements bmm.Backend: an Adj over g's slices (not copied).
@@ -138,19 +95,7 @@ func (b *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", bmm.ErrShape, err) // CheckGraph passed: not expected
 	}
-	return &graphOperand{operand{owner: b}, a, maxSum}, nil
-}
-
-// NewBits implements bmm.Backend.
-func (b *Backend) NewBits(rows, cols, nbits int, packing bittensor.Packing) (bmm.Bits, error) {
-	if nbits < 1 || nbits > bittensor.MaxBits {
-		return nil, fmt.Errorf("%w: %d bits", bmm.ErrBits, nbits)
-	}
-	t, err := bittensor.New(rows, cols, nbits, packing, bittensor.DefaultPadding)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", bmm.ErrShape, err)
-	}
-	return &bitsOperand{operand{owner: b}, t}, nil
+	return &graphOperand{b.Operand(), a, maxSum}, nil
 }
 
 // NewCodes implements bmm.Backend.
@@ -162,105 +107,39 @@ func (b *Backend) NewCodes(rows, cols, nbits int) (bmm.Codes, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &codesOperand{operand{owner: b}, c}, nil
-}
-
-// NewVector implements bmm.Backend.
-func (b *Backend) NewVector(n int) (bmm.Vector, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("%w: vector of %d values", bmm.ErrShape, n)
-	}
-	return &vectorOperand{operand{owner: b}, make([]float32, n)}, nil
-}
-
-func foreign(what string) error { return fmt.Errorf("%w: %s", bmm.ErrForeign, what) }
-
-func (b *Backend) tensor(o bmm.Bits, what string) (*bittensor.Tensor, error) {
-	if x, ok := o.(*bitsOperand); ok && x.alive(b) {
-		return x.t, nil
-	}
-	return nil, foreign(what)
+	return &codesOperand{b.Operand(), c}, nil
 }
 
 func (b *Backend) codes(o bmm.Codes, what string) (Codes, error) {
-	if x, ok := o.(*codesOperand); ok && x.alive(b) {
+	if x, ok := o.(*codesOperand); ok && x.Alive(&b.Host) {
 		return x.c, nil
 	}
-	return Codes{}, foreign(what)
-}
-
-func (b *Backend) vector(o bmm.Vector, what string) ([]float32, error) {
-	if x, ok := o.(*vectorOperand); ok && x.alive(b) {
-		return x.v, nil
-	}
-	return nil, foreign(what)
+	return Codes{}, bmm.Foreign(what)
 }
 
 func (b *Backend) graph(o bmm.GraphOperand) (*graphOperand, error) {
-	if x, ok := o.(*graphOperand); ok && x.alive(b) {
+	if x, ok := o.(*graphOperand); ok && x.Alive(&b.Host) {
 		return x, nil
 	}
-	return nil, foreign("graph")
-}
-
-// epilogue resolves ep's vectors and checks them against an m×n output.
-func (b *Backend) epilogue(ep *bmm.Epi, m, n int) (*bmm.Epilogue, error) {
-	if ep == nil {
-		return nil, nil
-	}
-	out := &bmm.Epilogue{ReLU: ep.ReLU}
-	for _, f := range []struct {
-		name string
-		v    bmm.Vector
-		dst  *[]float32
-	}{
-		{"ColScale", ep.ColScale, &out.ColScale}, {"RowTerm", ep.RowTerm, &out.RowTerm},
-		{"ColTerm", ep.ColTerm, &out.ColTerm}, {"ColConst", ep.ColConst, &out.ColConst},
-		{"RowScale", ep.RowScale, &out.RowScale}, {"ColBias", ep.ColBias, &out.ColBias},
-	} {
-		if f.v == nil {
-			continue
-		}
-		s, err := b.vector(f.v, "epilogue "+f.name)
-		if err != nil {
-			return nil, err
-		}
-		*f.dst = s
-	}
-	return out, out.Validate(m, n)
-}
-
-// product resolves and checks a product's operands.
-func (b *Backend) product(a, w bmm.Bits, ep *bmm.Epi) (at, wt *bittensor.Tensor, e *bmm.Epilogue, err error) {
-	if at, err = b.tensor(a, "A"); err != nil {
-		return
-	}
-	if wt, err = b.tensor(w, "B"); err != nil {
-		return
-	}
-	if err = bmm.CheckProduct(at, wt); err != nil {
-		return
-	}
-	e, err = b.epilogue(ep, at.Rows(), wt.Cols())
-	return
+	return nil, bmm.Foreign("graph")
 }
 
 func fits(a, w *bittensor.Tensor) bool { return bmm.Fits(a.Cols(), a.Bits(), w.Bits()) }
 
 // MulBit implements bmm.Backend with the kernel's fused MulBit.
 func (b *Backend) MulBit(dst bmm.Bits, a, w bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
-	at, wt, e, err := b.product(a, w, ep)
+	at, wt, e, err := b.Product(a, w, ep)
 	if err != nil {
 		return err
 	}
-	d, err := b.tensor(dst, "destination")
+	d, err := b.Tensor(dst, "destination")
 	if err != nil {
 		return err
 	}
 	if err := bmm.CheckDst(d, at.Rows(), wt.Cols()); err != nil {
 		return err
 	}
-	b.ops++
+	b.CountOp()
 	if fits(at, wt) {
 		return b.k.MulBit(d, at, wt, e, rq)
 	}
@@ -269,7 +148,7 @@ func (b *Backend) MulBit(dst bmm.Bits, a, w bmm.Bits, ep *bmm.Epi, rq bmm.Requan
 
 // MulCodes implements bmm.Backend with Kernel.MulCodes.
 func (b *Backend) MulCodes(dst bmm.Codes, a, w bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
-	at, wt, e, err := b.product(a, w, ep)
+	at, wt, e, err := b.Product(a, w, ep)
 	if err != nil {
 		return err
 	}
@@ -281,7 +160,7 @@ func (b *Backend) MulCodes(dst bmm.Codes, a, w bmm.Bits, ep *bmm.Epi, rq bmm.Req
 	if d.Rows != m || d.Cols != n {
 		return fmt.Errorf("%w: destination is %d×%d, product is %d×%d", bmm.ErrShape, d.Rows, d.Cols, m, n)
 	}
-	b.ops++
+	b.CountOp()
 	if fits(at, wt) {
 		return b.k.MulCodes(d, at, wt, e, rq)
 	}
@@ -297,18 +176,18 @@ func (b *Backend) MulCodes(dst bmm.Codes, a, w bmm.Bits, ep *bmm.Epi, rq bmm.Req
 
 // MulFloat implements bmm.Backend with the kernel's MulFloat.
 func (b *Backend) MulFloat(dst bmm.Vector, a, w bmm.Bits, ep *bmm.Epi) error {
-	at, wt, e, err := b.product(a, w, ep)
+	at, wt, e, err := b.Product(a, w, ep)
 	if err != nil {
 		return err
 	}
-	d, err := b.vector(dst, "destination")
+	d, err := b.Floats(dst, "destination")
 	if err != nil {
 		return err
 	}
 	if len(d) != at.Rows()*wt.Cols() {
 		return fmt.Errorf("%w: destination has %d values, product is %d×%d", bmm.ErrShape, len(d), at.Rows(), wt.Cols())
 	}
-	b.ops++
+	b.CountOp()
 	if fits(at, wt) {
 		return b.k.MulFloat(d, at, wt, e)
 	}
@@ -328,13 +207,13 @@ func (b *Backend) agg(g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi) (Adj, Codes,
 	if err := bmm.CheckAgg(gg.Rows(), gg.a.nsrc, gg.maxSum, xc.Rows, xc.Cols, xc.Bits); err != nil {
 		return Adj{}, Codes{}, nil, err
 	}
-	e, err := b.epilogue(ep, gg.Rows(), xc.Cols)
+	e, err := b.Epilogue(ep, gg.Rows(), xc.Cols)
 	return gg.a, xc, e, err
 }
 
 // AggBit implements bmm.Backend with AggBit.
 func (b *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
-	d, err := b.tensor(dst, "destination")
+	d, err := b.Tensor(dst, "destination")
 	if err != nil {
 		return err
 	}
@@ -345,7 +224,7 @@ func (b *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.
 	if err := bmm.CheckDst(d, a.Rows(), xc.Cols); err != nil {
 		return err
 	}
-	b.ops++
+	b.CountOp()
 	if xc.Cols == 0 { // cpu.Agg* panic on a 0-column X with edges (aggRowsAsm's bound hint)
 		clear(d.Words())
 		return nil
@@ -366,7 +245,7 @@ func (b *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *b
 	if d.Rows != a.Rows() || d.Cols != xc.Cols {
 		return fmt.Errorf("%w: destination is %d×%d, aggregation is %d×%d", bmm.ErrShape, d.Rows, d.Cols, a.Rows(), xc.Cols)
 	}
-	b.ops++
+	b.CountOp()
 	if xc.Cols == 0 {
 		return nil // nothing to write (see AggBit)
 	}
@@ -375,7 +254,7 @@ func (b *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *b
 
 // AggFloat implements bmm.Backend with AggFloat.
 func (b *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi) error {
-	d, err := b.vector(dst, "destination")
+	d, err := b.Floats(dst, "destination")
 	if err != nil {
 		return err
 	}
@@ -386,7 +265,7 @@ func (b *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *
 	if len(d) != a.Rows()*xc.Cols {
 		return fmt.Errorf("%w: destination has %d values, aggregation is %d×%d", bmm.ErrShape, len(d), a.Rows(), xc.Cols)
 	}
-	b.ops++
+	b.CountOp()
 	if xc.Cols == 0 {
 		return nil // nothing to write (see AggBit)
 	}
@@ -407,18 +286,18 @@ func parRows(n int, f func(lo, hi int)) {
 // RowSums implements bmm.Backend: Σ_p 2^p popcount(line p) of each row,
 // plane by plane over the packed words, rows in parallel.
 func (b *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
-	t, err := b.tensor(a, "A")
+	t, err := b.Tensor(a, "A")
 	if err != nil {
 		return err
 	}
-	d, err := b.vector(dst, "destination")
+	d, err := b.Floats(dst, "destination")
 	if err != nil {
 		return err
 	}
 	if err := bmm.CheckRowSums(len(d), t); err != nil {
 		return err
 	}
-	b.ops++
+	b.CountOp()
 	lw := t.LineWords()
 	used := (t.K() + 63) / 64 // the words past K are padding, always zero
 	parRows(t.Rows(), func(lo, hi int) {
@@ -443,14 +322,14 @@ func (b *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 // Argmax implements bmm.Backend: bmm.ArgmaxRow of each row, rows in
 // parallel, found as layers.QArgmax finds it.
 func (b *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
-	l, err := b.vector(logits, "logits")
+	l, err := b.Floats(logits, "logits")
 	if err != nil {
 		return err
 	}
 	if err := bmm.CheckArgmax(len(dst), len(l), cols); err != nil {
 		return err
 	}
-	b.ops++
+	b.CountOp()
 	parRows(len(dst), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := l[r*cols : (r+1)*cols]
@@ -473,28 +352,6 @@ func (b *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 		}
 	})
 	return nil
-}
-
-// ReadVector implements bmm.Backend.
-func (b *Backend) ReadVector(dst []float32, v bmm.Vector) error {
-	s, err := b.vector(v, "vector")
-	if err != nil {
-		return err
-	}
-	if len(dst) != len(s) {
-		return fmt.Errorf("%w: reading %d values into %d", bmm.ErrShape, len(s), len(dst))
-	}
-	copy(dst, s)
-	return nil
-}
-
-// ReadBits implements bmm.Backend: a copy of the operand's tensor.
-func (b *Backend) ReadBits(x bmm.Bits) (*bittensor.Tensor, error) {
-	t, err := b.tensor(x, "bits")
-	if err != nil {
-		return nil, err
-	}
-	return bmm.CopyBits(t)
 }
 
 // ReadCodes implements bmm.Backend.
@@ -532,16 +389,6 @@ func (b *Backend) PreferEdges(c bmm.AggCost) bool {
 	edges := float64(c.Edges) * perEdge
 	dense := float64(c.DenseTiles) * 64 * 256 * float64(c.Bits) / denseBitMACsPerCycle
 	return edges < dense
-}
-
-// Traffic implements bmm.Backend: host operands move no bytes.
-func (b *Backend) Traffic() bmm.Traffic { return bmm.Traffic{Ops: b.ops} }
-
-// Close implements bmm.Backend; the operands' memory is the caller's or
-// the garbage collector's.
-func (b *Backend) Close() error {
-	b.closed = true
-	return nil
 }
 
 var _ bmm.Backend = (*Backend)(nil)

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,80 @@ func TestBackendPreferEdges(t *testing.T) {
 	assert.True(t, b.PreferEdges(bmm.AggCost{Rows: 640, Cols: 64, Edges: even - 8, DenseTiles: tiles, Bits: bits}))
 	assert.False(t, b.PreferEdges(bmm.AggCost{Rows: 640, Cols: 64, Edges: even + 8, DenseTiles: tiles, Bits: bits}))
 	assert.False(t, b.PreferEdges(bmm.AggCost{Rows: 640, Cols: 64, Edges: 1, DenseTiles: 0, Bits: bits}), "no tile: nothing to multiply")
+}
+
+// BenchmarkBackend times backend ops against the direct calls layers made
+// before the backend (the kernel's MulBit, AggBit): the backend's overhead
+// is resolving its operands, so the pairs should match.
+func BenchmarkBackend(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const m, k, n = 4096, 1024, 64
+	vals := func(c, bits int) []int32 {
+		v := make([]int32, c)
+		for i := range v {
+			v[i] = int32(r.IntN(1 << bits))
+		}
+		return v
+	}
+	x, err := bittensor.PackRows(vals(m*k, 4), m, k, 4)
+	require.NoError(b, err)
+	w, err := bittensor.PackCols(vals(k*n, 4), k, n, 4)
+	require.NoError(b, err)
+	d, err := bittensor.New(m, n, 4, bittensor.ByCols, bittensor.DefaultPadding)
+	require.NoError(b, err)
+	be := NewBackend(nil)
+	xo, _ := be.UploadBits(x)
+	wo, _ := be.UploadBits(w)
+	do, _ := be.UploadBits(d)
+	rq := bmm.Requant{Scale: 0.01}
+	b.Run("MulBit/kernel", func(b *testing.B) {
+		for range b.N {
+			require.NoError(b, be.Kernel().MulBit(d, x, w, nil, rq))
+		}
+	})
+	b.Run("MulBit/backend", func(b *testing.B) {
+		for range b.N {
+			require.NoError(b, be.MulBit(do, xo, wo, nil, rq))
+		}
+	})
+	g := &bmm.Graph{Indptr: make([]int32, m+1)}
+	for v := range m {
+		for range 16 {
+			g.Indices = append(g.Indices, int32(r.IntN(m)))
+		}
+		g.Indptr[v+1] = int32(len(g.Indices))
+	}
+	codes, err := CodesFromInts(vals(m*n, 4), m, n, 4)
+	require.NoError(b, err)
+	adj, err := NewAdj(CSR{Indptr: g.Indptr, Indices: g.Indices}, nil, 0, m)
+	require.NoError(b, err)
+	go_, _ := be.UploadGraph(g, m)
+	co, _ := be.WrapCodes(codes)
+	b.Run("AggBit/direct", func(b *testing.B) {
+		for range b.N {
+			require.NoError(b, AggBit(d, adj, codes, nil, rq))
+		}
+	})
+	b.Run("AggBit/backend", func(b *testing.B) {
+		for range b.N {
+			require.NoError(b, be.AggBit(do, go_, co, nil, rq))
+		}
+	})
+	sums, _ := be.NewVector(m)
+	b.Run("RowSums", func(b *testing.B) {
+		for range b.N {
+			require.NoError(b, be.RowSums(sums, xo))
+		}
+	})
+	logits := make([]float32, m*40)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64())
+	}
+	lo, _ := be.UploadVector(logits)
+	pred := make([]int32, m)
+	b.Run("Argmax", func(b *testing.B) {
+		for range b.N {
+			require.NoError(b, be.Argmax(pred, lo, 40))
+		}
+	})
 }

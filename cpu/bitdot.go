@@ -2,7 +2,7 @@ package cpu
 
 import "math/bits"
 
-//go:generate sh -c "cd _asm && go run ./bitdot -out ../bitdot_amd64.s -stubs ../bitdot_amd64.go -pkg cpu"
+//go:generate sh -c "cd _asm && go run ./bitdot -out ../bitdot_gen_amd64.s -stubs ../bitdot_gen_amd64.go -pkg cpu"
 
 // bitImpl is one implementation of the inner AND+popcount kernel: for
 // nrows rows of A with abits planes and ncols columns of B with bbits

@@ -11,6 +11,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // ErrImpl is returned by NewKernel for a path this CPU or build lacks.
@@ -325,7 +326,7 @@ func (p *bitPlan) run(into []int32, finish func(t *bitTask, m0, m1 int)) {
 		workers = 1
 	}
 	p.into, p.finish = into, finish
-	forEachTask(blocks, workers, p.taskFn)
+	par.For(blocks, workers, p.taskFn)
 	p.into, p.finish = nil, nil
 }
 

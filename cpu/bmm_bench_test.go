@@ -11,6 +11,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // Benchmarks report, besides ns/op:
@@ -133,7 +134,7 @@ func fp32Seconds(o *benchOperands, m, k, n int) (wall, cpu float64) {
 	reps := 0
 	for ; reps < 3 || time.Now().Before(deadline); reps++ {
 		start := time.Now()
-		Sgemm(false, false, m, n, k, 1, o.af, k, o.bf, n, 0, c, n)
+		templates.Sgemm(false, false, m, n, k, 1, o.af, k, o.bf, n, 0, c, n)
 		if s := time.Since(start).Seconds(); best == 0 || s < best {
 			best = s
 		}
@@ -187,7 +188,7 @@ func benchMM2Int(b *testing.B, o *benchOperands, m, k, n int, withFP32 bool) {
 			c := make([]float32, m*n)
 			meter := startCPU()
 			for b.Loop() {
-				Sgemm(false, false, m, n, k, 1, o.af, k, o.bf, n, 0, c, n)
+				templates.Sgemm(false, false, m, n, k, 1, o.af, k, o.bf, n, 0, c, n)
 			}
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(2*float64(m)*float64(k)*float64(n)/sec/1e9, "GFLOPS")
@@ -288,32 +289,6 @@ func BenchmarkMulBit(b *testing.B) {
 			}
 			reportBit(b, nn, nn, d, 1, s, meter.perOp(b))
 		})
-	}
-}
-
-// BenchmarkSgemm reports GFLOP/s of the float32 GEMM.
-func BenchmarkSgemm(b *testing.B) {
-	for _, sh := range [][3]int{{512, 512, 512}, {1024, 1024, 1024}, {4096, 64, 4096}, {4096, 64, 256}} {
-		m, n, k := sh[0], sh[1], sh[2]
-		r := rand.New(rand.NewPCG(2, 2))
-		a, bb, c := randF32(r, m*k), randF32(r, k*n), make([]float32, m*n)
-		for name, kern := range sgemmImpls() {
-			if name == "generic" && m*n*k > 1<<27 {
-				continue // seconds per run
-			}
-			b.Run(fmt.Sprintf("m=%d/n=%d/k=%d/impl=%s", m, n, k, name), func(b *testing.B) {
-				withSgemmKernel(b, kern)
-				meter := startCPU()
-				for b.Loop() {
-					Sgemm(false, false, m, n, k, 1, a, k, bb, n, 0, c, n)
-				}
-				sec := b.Elapsed().Seconds() / float64(b.N)
-				b.ReportMetric(2*float64(m)*float64(n)*float64(k)/sec/1e9, "GFLOPS")
-				if cpuSec := meter.perOp(b); cpuSec > 0 {
-					b.ReportMetric(2*float64(m)*float64(n)*float64(k)/cpuSec/1e9, "GFLOPS/cpu")
-				}
-			})
-		}
 	}
 }
 

@@ -16,6 +16,7 @@ var (
 	hasFMA       = cpuid.CPU.Supports(cpuid.AVX, cpuid.FMA3)
 	hasAVX512    = cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512VL, cpuid.AVX512BW)
 	hasVPOPCNTDQ = hasAVX512 && cpuid.CPU.Supports(cpuid.AVX512VPOPCNTDQ)
+	hasGFNI      = hasAVX512 && cpuid.CPU.Supports(cpuid.GFNI, cpuid.AVX512VBMI)
 )
 
 // Features describes the CPU as the kernels see it.

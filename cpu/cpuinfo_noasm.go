@@ -21,10 +21,3 @@ func addChain(n int) int {
 }
 
 var chainSink int
-
-func asmBitImpls() []*bitImpl { return nil }
-
-func asmSgemmKernel() (func(k int, a, b, c []float32, ldc int, alpha float32),
-	func(k int, a []float32, lda int, b, c []float32, ldc int, alpha float32), string) {
-	return nil, nil, ""
-}

@@ -8,12 +8,12 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 )
 
-//go:generate sh -c "cd _asm && go run ./epilogue -out ../epilogue_amd64.s -stubs ../epilogue_amd64.go -pkg cpu"
+//go:generate sh -c "cd _asm && go run ./epilogue -out ../epilogue_gen_amd64.s -stubs ../epilogue_gen_amd64.go -pkg cpu"
 
 // The fused epilogue of the bit kernels: the float32 epilogue, the
 // re-quantizer and the bit-plane packing of each block of output rows.
 // Each function runs the assembly path cpuid allows (AVX-512 or AVX2; see
-// epilogue_asm_amd64.go) on as much of the row as it takes and the generic
+// epilogue_amd64.go) on as much of the row as it takes and the generic
 // loop of epilogue_generic.go on the rest; every path gives the same bits.
 
 // applyRow is bmm.Epilogue.Apply over row m: out[j] = ep.Apply(c[j], m, j).
@@ -122,7 +122,7 @@ func checkRows(nd, ldd, nc, ldc, rows, n int) bool {
 // column-packed one through the row planes of each 64×64 tile and a bit
 // transpose (GFNI with AVX-512); wider codes take the generic loop.
 func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
-	if dst.Bits() > 8 || !epUseAVX2 {
+	if dst.Bits() > 8 || !useEpilogueAVX2 {
 		packBitBlockGeneric(dst, q, m0, rows, n)
 		return
 	}
@@ -131,10 +131,10 @@ func packBitBlock(dst *bittensor.Tensor, q []uint32, m0, rows, n int) {
 
 // packBitBlockBytes is packBitBlock for byte codes: a quarter of the
 // memory, and one load a chunk of 64 codes in the plane gather. It needs
-// the vector gather (epUseAVX2) and codes of at most 8 bits, and panics
+// the vector gather (useEpilogueAVX2) and codes of at most 8 bits, and panics
 // without them: callers choose it only then.
 func packBitBlockBytes(dst *bittensor.Tensor, q []uint8, m0, rows, n int) {
-	if dst.Bits() > 8 || !epUseAVX2 {
+	if dst.Bits() > 8 || !useEpilogueAVX2 {
 		panic("cpu: packBitBlockBytes needs AVX2 and codes of at most 8 bits")
 	}
 	packBitBlockOf(dst, q, m0, rows, n)
@@ -194,7 +194,7 @@ func packBitBlockOf[T codes](dst *bittensor.Tensor, q []T, m0, rows, n int) {
 // bits go through bytes when the vector plane gather runs.
 func applyQuantizePackRows(dst *bittensor.Tensor, buf *[]uint32, c []int32, ldc, m0, rows, n int, ep *bmm.Epilogue, rq bmm.Requant) {
 	bits := dst.Bits()
-	if bits <= 8 && epUseAVX2 {
+	if bits <= 8 && useEpilogueAVX2 {
 		*buf = growSlice(*buf, (rows*n+3)/4)
 		qb := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(*buf))), rows*n)
 		applyQuantizeRows(qb, n, c, ldc, m0, rows, n, ep, rq, bits)

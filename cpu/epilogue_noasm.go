@@ -4,7 +4,7 @@ package cpu
 
 import "github.com/qgtc/qgtc/bmm"
 
-var epUseAVX2, epUseAVX512, epHasGFNI, epUseGFNI = false, false, false, false
+var useEpilogueAVX2, useEpilogueAVX512, useEpilogueGFNI = false, false, false
 
 var epRowsNarrow = 8 // unused without assembly; tests set it
 

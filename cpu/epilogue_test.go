@@ -28,15 +28,15 @@ func epImpls() []string {
 
 func useEpImpl(tb testing.TB, impl string) {
 	tb.Helper()
-	a2, a512, gfni := epUseAVX2, epUseAVX512, epUseGFNI
-	tb.Cleanup(func() { epUseAVX2, epUseAVX512, epUseGFNI = a2, a512, gfni })
+	a2, a512, gfni := useEpilogueAVX2, useEpilogueAVX512, useEpilogueGFNI
+	tb.Cleanup(func() { useEpilogueAVX2, useEpilogueAVX512, useEpilogueGFNI = a2, a512, gfni })
 	switch impl {
 	case "generic":
-		epUseAVX2, epUseAVX512, epUseGFNI = false, false, false
+		useEpilogueAVX2, useEpilogueAVX512, useEpilogueGFNI = false, false, false
 	case "avx2":
-		epUseAVX2, epUseAVX512, epUseGFNI = true, false, false
+		useEpilogueAVX2, useEpilogueAVX512, useEpilogueGFNI = true, false, false
 	case "avx512":
-		epUseAVX2, epUseAVX512, epUseGFNI = true, true, epHasGFNI
+		useEpilogueAVX2, useEpilogueAVX512, useEpilogueGFNI = true, true, hasGFNI
 	default:
 		tb.Fatalf("unknown epilogue impl %q", impl)
 	}

@@ -45,18 +45,18 @@ type goldenCase struct {
 }
 
 var goldenCases = []goldenCase{
-	{name: "cora-gcn-a1w1", dataset: "cora", kind: layers.QGCN, abits: 1, wbits: 1},
-	{name: "cora-gcn-a2w2-lsq", dataset: "cora", kind: layers.QGCN, abits: 2, wbits: 2, lsq: true},
-	{name: "cora-gcn-a4w4", dataset: "cora", kind: layers.QGCN, abits: 4, wbits: 4},
-	{name: "cora-gcn-a4w8", dataset: "cora", kind: layers.QGCN, abits: 4, wbits: 8},
-	{name: "cora-gcn-a8w8-l3", dataset: "cora", kind: layers.QGCN, abits: 8, wbits: 8, layers: 3},
-	{name: "cora-gin-a4w4", dataset: "cora", kind: layers.QGIN, abits: 4, wbits: 4},
-	{name: "cora-gin-a8w8-bn", dataset: "cora", kind: layers.QGIN, norm: layers.QNormBatch, abits: 8, wbits: 8},
-	{name: "citeseer-gcn-a4w4-rows", dataset: "citeseer", kind: layers.QGCN, abits: 4, wbits: 4, scale: layers.QScaleRows},
-	{name: "citeseer-gin-a1w1", dataset: "citeseer", kind: layers.QGIN, abits: 1, wbits: 1},
-	{name: "citeseer-gin-a2w2-mean", dataset: "citeseer", kind: layers.QGIN, abits: 2, wbits: 2, scale: layers.QScaleMean},
-	{name: "amazon_photo-gcn-a4w4-p4", dataset: "amazon_photo", kind: layers.QGCN, abits: 4, wbits: 4, hidden: 32, parts: 4},
-	{name: "amazon_photo-gin-a8w4-bn-p6x2", dataset: "amazon_photo", kind: layers.QGIN, norm: layers.QNormBatch, abits: 8, wbits: 4, hidden: 32, parts: 6, batch: 2, seed: 7},
+	{name: "cora-gcn-a1w1", dataset: "cora", kind: layers.GCN, abits: 1, wbits: 1},
+	{name: "cora-gcn-a2w2-lsq", dataset: "cora", kind: layers.GCN, abits: 2, wbits: 2, lsq: true},
+	{name: "cora-gcn-a4w4", dataset: "cora", kind: layers.GCN, abits: 4, wbits: 4},
+	{name: "cora-gcn-a4w8", dataset: "cora", kind: layers.GCN, abits: 4, wbits: 8},
+	{name: "cora-gcn-a8w8-l3", dataset: "cora", kind: layers.GCN, abits: 8, wbits: 8, layers: 3},
+	{name: "cora-gin-a4w4", dataset: "cora", kind: layers.GIN, abits: 4, wbits: 4},
+	{name: "cora-gin-a8w8-bn", dataset: "cora", kind: layers.GIN, norm: layers.NormBatch, abits: 8, wbits: 8},
+	{name: "citeseer-gcn-a4w4-rows", dataset: "citeseer", kind: layers.GCN, abits: 4, wbits: 4, scale: layers.ScaleRows},
+	{name: "citeseer-gin-a1w1", dataset: "citeseer", kind: layers.GIN, abits: 1, wbits: 1},
+	{name: "citeseer-gin-a2w2-mean", dataset: "citeseer", kind: layers.GIN, abits: 2, wbits: 2, scale: layers.ScaleMean},
+	{name: "amazon_photo-gcn-a4w4-p4", dataset: "amazon_photo", kind: layers.GCN, abits: 4, wbits: 4, hidden: 32, parts: 4},
+	{name: "amazon_photo-gin-a8w4-bn-p6x2", dataset: "amazon_photo", kind: layers.GIN, norm: layers.NormBatch, abits: 8, wbits: 4, hidden: 32, parts: 6, batch: 2, seed: 7},
 }
 
 // TestGoldenGenerate trains and records the missing golden cases (only
@@ -79,7 +79,7 @@ func TestGoldenGenerate(t *testing.T) {
 
 func goldenDefaults(c goldenCase) goldenCase {
 	if c.norm == "" {
-		c.norm = layers.QNormNone
+		c.norm = layers.NormNone
 	}
 	if c.hidden == 0 {
 		c.hidden = 16
@@ -94,7 +94,7 @@ func goldenDefaults(c goldenCase) goldenCase {
 		c.batch = 1
 	}
 	if c.scale == "" {
-		c.scale = layers.QScaleSqrt
+		c.scale = layers.ScaleSqrt
 	}
 	if c.epochs == 0 {
 		c.epochs = 60
@@ -127,18 +127,18 @@ func goldenRecordCase(t *testing.T, c goldenCase) {
 	}
 	task := goldenBatches(t, rec, parts)
 
-	// As qFP32Model, qCalibrate and qQuantModel of cmd/qgtc/infer.go do.
+	// As fp32Model, calibrate and quantModel of cmd/qgtc/infer.go do.
 	in, err := layers.QuantizeInput(ds.Features, c.abits)
 	require.NoError(t, err)
-	fp, err := layers.NewQModel(c.kind, ds.Features.Cols, c.hidden, ds.NumClasses, c.layers, 8, 8, c.seed)
+	fp, err := layers.NewModel(c.kind, ds.Features.Cols, c.hidden, ds.NumClasses, c.layers, 8, 8, c.seed)
 	require.NoError(t, err)
 	require.NoError(t, fp.SetNorm(c.norm))
-	_, err = fp.TrainFP32(task.data, in, layers.QTrainConfig{Epochs: c.epochs, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5, Patience: 50, Seed: c.seed})
+	_, err = fp.TrainFP32(task.data, in, layers.TrainConfig{Epochs: c.epochs, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5, Patience: 50, Seed: c.seed})
 	require.NoError(t, err)
 	m := fp.Clone()
 	m.ABits, m.WBits = c.abits, c.wbits
 	require.NoError(t, m.Calibrate(task.data, in, 8))
-	_, err = m.QAT(task.data, in, layers.QTrainConfig{Epochs: c.qat, LR: 0.003, WeightDecay: 5e-4, Patience: 15, Seed: c.seed, LearnScales: c.lsq})
+	_, err = m.QAT(task.data, in, layers.TrainConfig{Epochs: c.qat, LR: 0.003, WeightDecay: 5e-4, Patience: 15, Seed: c.seed, LearnScales: c.lsq})
 	require.NoError(t, err)
 	var file bytes.Buffer
 	_, err = m.WriteTo(&file)

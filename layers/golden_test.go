@@ -35,14 +35,14 @@ const goldenDir = "testdata/golden"
 type goldenRecord struct {
 	Case    string `json:"case"`
 	Dataset string `json:"dataset"` // folder under the module's testdata/
-	Model   string `json:"model"`   // layers.QGCN or layers.QGIN
+	Model   string `json:"model"`   // layers.GCN or layers.GIN
 	Norm    string `json:"norm"`
 	ABits   int    `json:"abits"`
 	WBits   int    `json:"wbits"`
 	Hidden  int    `json:"hidden"`
 	Layers  int    `json:"layers"`
 	// Parts, Batch, Seed and FeatureScale are the CLI's --parts, --batch,
-	// --seed and --feature-scale: the batches are NewQDataScaled(dataset,
+	// --seed and --feature-scale: the batches are NewDataScaled(dataset,
 	// partition, Parts, Batch, FeatureScale) with the split of
 	// RandomSplit(20, 30, Seed) where the dataset ships none.
 	Parts        int    `json:"parts"`
@@ -80,7 +80,7 @@ type goldenRecord struct {
 // goldenTask is a dataset with the batches of a record.
 type goldenTask struct {
 	ds   *subgraph.Dataset
-	data *layers.QData
+	data *layers.Data
 }
 
 // goldenDatasets caches loaded datasets across cases (they are only read).
@@ -107,7 +107,7 @@ func goldenDataset(t testing.TB, name string, seed uint64) *subgraph.Dataset {
 func goldenBatches(t testing.TB, rec *goldenRecord, parts []int32) *goldenTask {
 	t.Helper()
 	ds := goldenDataset(t, rec.Dataset, rec.Seed)
-	d, err := layers.NewQDataScaled(ds, parts, rec.Parts, rec.Batch, rec.FeatureScale)
+	d, err := layers.NewDataScaled(ds, parts, rec.Parts, rec.Batch, rec.FeatureScale)
 	require.NoError(t, err)
 	return &goldenTask{ds: ds, data: d}
 }
@@ -151,33 +151,33 @@ func goldenReadParts(t testing.TB, path string, n int) []int32 {
 // them all.
 type goldenMode struct {
 	name   string
-	agg    layers.QAggMode
+	agg    layers.AggMode
 	sparse bool // first product from the sparse feature codes
 	tiles  bool
 	auto   bool // sparse input chosen as qgtc infer does (SparseCheaper)
 }
 
 var goldenModes = []goldenMode{
-	{name: "dense", agg: layers.QAggDense},
-	{name: "dense-tiles", agg: layers.QAggDense, tiles: true},
-	{name: "dense-sparse-input", agg: layers.QAggDense, sparse: true},
-	{name: "edge-list", agg: layers.QAggSparse},
-	{name: "edge-list-sparse-input", agg: layers.QAggSparse, sparse: true},
-	{name: "auto", agg: layers.QAggAuto, auto: true},
+	{name: "dense", agg: layers.AggDense},
+	{name: "dense-tiles", agg: layers.AggDense, tiles: true},
+	{name: "dense-sparse-input", agg: layers.AggDense, sparse: true},
+	{name: "edge-list", agg: layers.AggSparse},
+	{name: "edge-list-sparse-input", agg: layers.AggSparse, sparse: true},
+	{name: "auto", agg: layers.AggAuto, auto: true},
 }
 
 // goldenOutcome is what one mode gave.
 type goldenOutcome struct {
 	pred, logits string // hashes
-	runPred      string // the hash of QPlan.Run's predictions
+	runPred      string // the hash of Plan.Run's predictions
 	correct      int
 }
 
 // goldenModel reads a model file and quantizes the task's features for
 // it, as `qgtc infer --weights` does.
-func goldenModel(t testing.TB, rec *goldenRecord, task *goldenTask, file []byte) (*layers.QModel, *layers.QInput) {
+func goldenModel(t testing.TB, rec *goldenRecord, task *goldenTask, file []byte) (*layers.Model, *layers.Input) {
 	t.Helper()
-	m, err := layers.ReadQModel(bytes.NewReader(file))
+	m, err := layers.ReadModel(bytes.NewReader(file))
 	require.NoError(t, err, "reading %s", rec.ModelFile)
 	require.Equal(t, rec.Model, m.Kind, "model kind")
 	require.Equal(t, []int{rec.ABits, rec.WBits}, []int{m.ABits, m.WBits}, "bit widths")
@@ -189,8 +189,8 @@ func goldenModel(t testing.TB, rec *goldenRecord, task *goldenTask, file []byte)
 }
 
 // goldenInfer runs plan over task in mode: the logits batch by batch
-// (Forward or ForwardSparse) and the predictions of QPlan.Run.
-func goldenInfer(t testing.TB, task *goldenTask, plan *layers.QPlan, in *layers.QInput, mode goldenMode) goldenOutcome {
+// (Forward or ForwardSparse) and the predictions of Plan.Run.
+func goldenInfer(t testing.TB, task *goldenTask, plan *layers.Plan, in *layers.Input, mode goldenMode) goldenOutcome {
 	t.Helper()
 	plan.Agg, plan.Tiles = mode.agg, mode.tiles
 	sparse := mode.sparse || (mode.auto && plan.SparseCheaper(in))
@@ -218,7 +218,7 @@ func goldenInfer(t testing.TB, task *goldenTask, plan *layers.QPlan, in *layers.
 		for r, v := range b.Nodes {
 			copy(logits[int(v)*c:int(v+1)*c], out[r*c:(r+1)*c])
 		}
-		layers.QArgmax(pred, out, c, b.Nodes)
+		layers.Argmax(pred, out, c, b.Nodes)
 	}
 	run, err := plan.Run(task.data, in, sparse, nil)
 	require.NoError(t, err)
@@ -262,7 +262,7 @@ func goldenMismatches(rec *goldenRecord, out goldenOutcome) []string {
 		bad = append(bad, fmt.Sprintf("predictions sha256 %s, recorded %s", out.pred, rec.PredSHA256))
 	}
 	if out.runPred != rec.PredSHA256 {
-		bad = append(bad, fmt.Sprintf("QPlan.Run predictions sha256 %s, recorded %s", out.runPred, rec.PredSHA256))
+		bad = append(bad, fmt.Sprintf("Plan.Run predictions sha256 %s, recorded %s", out.runPred, rec.PredSHA256))
 	}
 	if out.correct != rec.TestCorrect {
 		bad = append(bad, fmt.Sprintf("%d of %d test nodes right, recorded %d", out.correct, rec.TestNodes, rec.TestCorrect))

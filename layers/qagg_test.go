@@ -18,7 +18,7 @@ import (
 // each against the float64 simulation: the codes between ops and every
 // logit bit. Inputs of more than 8 bits fall back to the dense product.
 func TestQAggModesMatchSimulation(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
+	for _, kind := range []string{GCN, GIN} {
 		for _, tc := range []struct {
 			bits   [2]int
 			binary bool
@@ -26,7 +26,7 @@ func TestQAggModesMatchSimulation(t *testing.T) {
 			bits := tc.bits
 			m, d, in := qPrepared(t, kind, bits[0], bits[1], 3, tc.binary)
 			for _, k := range []bmm.Kernel{bmm.Generic{}, bmm.Default()} {
-				for _, mode := range []QAggMode{QAggDense, QAggSparse} {
+				for _, mode := range []AggMode{AggDense, AggSparse} {
 					name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v/%s/%s", kind, bits[0], bits[1], tc.binary, k.Name(), mode)
 					t.Run(name, func(t *testing.T) {
 						plan, err := m.Compile(k)
@@ -35,7 +35,7 @@ func TestQAggModesMatchSimulation(t *testing.T) {
 						for _, b := range d.Eval {
 							st, want, err := m.simForward(b, in, true, -1, 0, nil)
 							require.NoError(t, err)
-							check := func(what string) QTrace {
+							check := func(what string) Trace {
 								return func(op int, codes *bittensor.Tensor) {
 									if codes != nil {
 										require.Equal(t, st.codes[op], codes.Ints(), "%s: codes of op %d", what, op)
@@ -65,31 +65,31 @@ func TestQAggModesMatchSimulation(t *testing.T) {
 // TestQAggAuto checks the automatic choice: a GPU-like kernel stays dense,
 // and on the CPU a sparse batch runs from its edge list.
 func TestQAggAuto(t *testing.T) {
-	m, d, _ := qPrepared(t, QGCN, 4, 4, 3, false)
+	m, d, _ := qPrepared(t, GCN, 4, 4, 3, false)
 	plan, err := m.Compile(bmm.Default())
 	require.NoError(t, err)
 	b := d.Eval[0]
 	assert.True(t, plan.sparseAgg(b), "%d edges in %d chunks", len(b.Indices), b.chunks)
 	other := *plan
-	other.Kernel = qNamedKernel{bmm.Generic{}, "tcu/wgmma"}
+	other.Kernel = namedKernel{bmm.Generic{}, "tcu/wgmma"}
 	assert.False(t, other.sparseAgg(b))
-	other.Agg = QAggSparse
+	other.Agg = AggSparse
 	assert.True(t, other.sparseAgg(b))
-	plan.Agg = QAggDense
+	plan.Agg = AggDense
 	assert.False(t, plan.sparseAgg(b))
 
 	for _, s := range []string{"auto", "dense", "sparse"} {
-		mode, err := ParseQAggMode(s)
+		mode, err := ParseAggMode(s)
 		require.NoError(t, err)
 		assert.Equal(t, s, mode.String())
 	}
-	_, err = ParseQAggMode("edges")
-	assert.ErrorIs(t, err, ErrQModel)
+	_, err = ParseAggMode("edges")
+	assert.ErrorIs(t, err, ErrModel)
 }
 
-type qNamedKernel struct {
+type namedKernel struct {
 	bmm.Kernel
 	name string
 }
 
-func (k qNamedKernel) Name() string { return k.name }
+func (k namedKernel) Name() string { return k.name }

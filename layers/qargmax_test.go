@@ -1,35 +1,35 @@
 package layers
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/qgtc/qgtc/internal/learn"
 )
 
-// TestQArgmaxFirstLargest checks QArgmax against the running-best scan it
-// replaced: ties go to the first, NaNs are never taken, a NaN first is kept.
+// TestQArgmaxFirstLargest: Argmax writes learn.Argmax of logits row i (the
+// first largest, NaNs never taken) to pred[nodes[i]] and leaves the other
+// nodes alone, over enough rows to split across goroutines.
 func TestQArgmaxFirstLargest(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	nan := float32(math.NaN())
-	for it := 0; it < 20000; it++ {
-		c := 1 + r.IntN(12)
-		row := make([]float32, c)
-		for j := range row {
-			row[j] = float32(r.IntN(5))
-			if r.IntN(8) == 0 {
-				row[j] = nan
-			}
-		}
-		bv, want := row[0], 0
-		for j, x := range row {
-			if x > bv {
-				bv, want = x, j
-			}
-		}
-		pred := make([]int32, 1)
-		QArgmax(pred, row, c, []int32{0})
-		require.Equal(t, int32(want), pred[0], "%v", row)
+	const c, n = 7, 5000
+	logits := make([]float32, n*c)
+	for i := range logits {
+		logits[i] = float32(r.IntN(5))
+	}
+	nodes := make([]int32, n)
+	for i := range nodes {
+		nodes[i] = int32(2*i + 1)
+	}
+	pred := make([]int32, 2*n+1)
+	for i := range pred {
+		pred[i] = -1
+	}
+	Argmax(pred, logits, c, nodes)
+	for i, v := range nodes {
+		assert.Equal(t, int32(learn.Argmax(logits[i*c:(i+1)*c])), pred[v], "row %d", i)
+		assert.Equal(t, int32(-1), pred[v-1], "node %d is in no row", v-1)
 	}
 }

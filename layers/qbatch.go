@@ -13,12 +13,12 @@ import (
 	"github.com/qgtc/qgtc/subgraph"
 )
 
-// QBatch is one batch of nodes (one or more partitions, Cluster-GCN style)
+// Batch is one batch of nodes (one or more partitions, Cluster-GCN style)
 // with its adjacency among them, self-loops included, in two forms: CSR for
 // the float simulation and a 1-bit tensor packed by rows for the bit
 // kernels. Deg and DInv are the row sums of that adjacency and their
 // inverse square roots (GCN's D^-1/2), as float32.
-type QBatch struct {
+type Batch struct {
 	Nodes           []int32 // global ids, in the batch's row order
 	Indptr, Indices []int32 // local CSR adjacency with self-loops, sorted
 	Adj             *bittensor.Tensor
@@ -37,7 +37,7 @@ type QBatch struct {
 	// aggregation operand.
 	feat struct {
 		sync.Mutex
-		in      *QInput
+		in      *Input
 		sums    []float32
 		adj     cpu.Adj
 		adjErr  error
@@ -47,7 +47,7 @@ type QBatch struct {
 
 // featSums is the row sums of the codes of b's nodes in in: the first
 // product's RowTerm.
-func (b *QBatch) featSums(in *QInput) []float32 {
+func (b *Batch) featSums(in *Input) []float32 {
 	b.feat.Lock()
 	defer b.feat.Unlock()
 	b.featFor(in)
@@ -57,7 +57,7 @@ func (b *QBatch) featSums(in *QInput) []float32 {
 // featRows is the stored feature codes of b's nodes as the left operand of
 // an aggregation over W's code rows, in b's row order, weighted by the
 // codes unless all are 1. in's codes must fit 8 bits.
-func (b *QBatch) featRows(in *QInput) (cpu.Adj, error) {
+func (b *Batch) featRows(in *Input) (cpu.Adj, error) {
 	b.feat.Lock()
 	defer b.feat.Unlock()
 	b.featFor(in)
@@ -84,7 +84,7 @@ func (b *QBatch) featRows(in *QInput) (cpu.Adj, error) {
 }
 
 // featFor makes b.feat the view of in (b.feat is locked).
-func (b *QBatch) featFor(in *QInput) {
+func (b *Batch) featFor(in *Input) {
 	if b.feat.in == in {
 		return
 	}
@@ -98,28 +98,28 @@ func (b *QBatch) featFor(in *QInput) {
 }
 
 // N is the number of nodes in the batch.
-func (b *QBatch) N() int { return len(b.Nodes) }
+func (b *Batch) N() int { return len(b.Nodes) }
 
-// NewQBatches builds one batch per group of global node ids: the subgraph
+// NewBatches builds one batch per group of global node ids: the subgraph
 // of g induced by the group, plus a self-loop on every node. The node ids
 // of a group must be distinct.
 //
 // withBits also packs the 1-bit adjacency (needed by the bit kernels, not
 // by the float simulation that trains).
 // nodeScale, when not nil, gives each node's FeatScale.
-func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale []float32) ([]*QBatch, error) {
+func NewBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale []float32) ([]*Batch, error) {
 	local := make([]int32, g.N())
 	for i := range local {
 		local[i] = -1
 	}
-	out := make([]*QBatch, 0, len(groups))
+	out := make([]*Batch, 0, len(groups))
 	for gi, nodes := range groups {
 		for i, v := range nodes {
 			if v < 0 || int(v) >= g.N() {
-				return nil, fmt.Errorf("%w: batch %d holds node %d of a %d-node graph", ErrQModel, gi, v, g.N())
+				return nil, fmt.Errorf("%w: batch %d holds node %d of a %d-node graph", ErrModel, gi, v, g.N())
 			}
 			if local[v] >= 0 {
-				return nil, fmt.Errorf("%w: batch %d holds node %d twice", ErrQModel, gi, v)
+				return nil, fmt.Errorf("%w: batch %d holds node %d twice", ErrModel, gi, v)
 			}
 			local[v] = int32(i)
 		}
@@ -127,12 +127,12 @@ func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale [
 			// Breadth-first order inside the batch: neighbours get nearby
 			// rows, so the 1-bit adjacency is banded and its rows have
 			// long runs of zero words, which bit kernels skip.
-			nodes = qBandOrder(g, nodes, local)
+			nodes = bandOrder(g, nodes, local)
 			for i, v := range nodes {
 				local[v] = int32(i)
 			}
 		}
-		b, err := qBuildBatch(g, nodes, local, withBits)
+		b, err := buildBatch(g, nodes, local, withBits)
 		if err == nil && nodeScale != nil {
 			b.FeatScale = make([]float32, len(nodes))
 			for i, v := range nodes {
@@ -150,9 +150,9 @@ func NewQBatches(g *subgraph.Graph, groups [][]int32, withBits bool, nodeScale [
 	return out, nil
 }
 
-func qBuildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*QBatch, error) {
+func buildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*Batch, error) {
 	n := len(nodes)
-	b := &QBatch{Nodes: slices.Clone(nodes), Indptr: make([]int32, n+1)}
+	b := &Batch{Nodes: slices.Clone(nodes), Indptr: make([]int32, n+1)}
 	if withBits {
 		adj, err := bittensor.New(n, n, 1, bittensor.ByRows, bittensor.DefaultPadding)
 		if err != nil {
@@ -193,16 +193,16 @@ func qBuildBatch(g *subgraph.Graph, nodes, local []int32, withBits bool) (*QBatc
 		if b.Edges, err = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, n); err != nil {
 			return nil, err
 		}
-		b.chunks = qAdjChunks(b.Indptr, b.Indices)
+		b.chunks = adjChunks(b.Indptr, b.Indices)
 	}
 	return b, nil
 }
 
-// QGroups groups the k parts of a partition (parts[v] is node v's part)
+// Groups groups the k parts of a partition (parts[v] is node v's part)
 // into batches of q parts each: consecutive parts when rng is nil
 // (inference), a random grouping otherwise (a Cluster-GCN training epoch).
 // Empty groups are dropped.
-func QGroups(parts []int32, k, q int, rng *rand.Rand) [][]int32 {
+func Groups(parts []int32, k, q int, rng *rand.Rand) [][]int32 {
 	byPart := make([][]int32, k)
 	for v, p := range parts {
 		byPart[p] = append(byPart[p], int32(v))
@@ -231,12 +231,12 @@ func QGroups(parts []int32, k, q int, rng *rand.Rand) [][]int32 {
 	return groups
 }
 
-// QInput is a dataset's node features quantized once: the float values
+// Input is a dataset's node features quantized once: the float values
 // (for the full-precision path) and the codes, both CSR over the non-zero
 // codes' positions. Binary features get 1-bit codes, which are exact.
-type QInput struct {
+type Input struct {
 	Rows, Cols      int
-	Params          QParams
+	Params          Params
 	Indptr, Indices []int32
 	Vals            []float32 // float value of each stored entry
 	Codes           []uint32  // its code
@@ -249,7 +249,7 @@ type QInput struct {
 }
 
 // prepare fills the sparse first product's view of the codes.
-func (in *QInput) prepare() {
+func (in *Input) prepare() {
 	in.prepOnce.Do(func() {
 		in.rowSums = make([]float32, in.Rows)
 		in.allOnes = true
@@ -269,14 +269,14 @@ func (in *QInput) prepare() {
 // Sparse features whose negatives are rare (at most 1% of the non-zeros)
 // get an unsigned range, their negatives' codes clamped to 0 (the float
 // values stay exact), so that they stay sparse.
-func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
+func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	if f == nil {
-		return nil, fmt.Errorf("%w: dataset has no node features", ErrQModel)
+		return nil, fmt.Errorf("%w: dataset has no node features", ErrModel)
 	}
 	if bits < 1 || bits > 32 {
-		return nil, fmt.Errorf("%w: feature bits %d", ErrQBits, bits)
+		return nil, fmt.Errorf("%w: feature bits %d", ErrBits, bits)
 	}
-	in := &QInput{Rows: f.Rows, Cols: f.Cols, Indptr: make([]int32, f.Rows+1)}
+	in := &Input{Rows: f.Rows, Cols: f.Cols, Indptr: make([]int32, f.Rows+1)}
 	// Collect (col, value) per row from either layout.
 	row := func(r int, visit func(c int32, v float32)) {
 		if f.Dense != nil {
@@ -297,7 +297,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 	var sample []float32
 	nonZero, negative := 0, 0
 	stride := 1
-	if nnz := qFeatureNNZ(f); nnz > 1<<20 {
+	if nnz := featureNNZ(f); nnz > 1<<20 {
 		stride = nnz >> 20
 	}
 	i := 0
@@ -321,10 +321,10 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 	// A signed range gives 0 a non-zero code, which makes every absent
 	// entry of sparse features a stored one (rows×cols codes).
 	if binary {
-		in.Params = qParamsFor(1, 0, 1) // codes equal the values: exact
+		in.Params = paramsFor(1, 0, 1) // codes equal the values: exact
 	} else {
 		unsigned := negative == 0 || (f.Dense == nil && negative*100 <= nonZero)
-		in.Params = qBestRange(sample, bits, unsigned)
+		in.Params = bestRange(sample, bits, unsigned)
 	}
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
@@ -354,7 +354,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*QInput, error) {
 	return in, nil
 }
 
-func qFeatureNNZ(f *subgraph.Features) int {
+func featureNNZ(f *subgraph.Features) int {
 	if f.Dense != nil {
 		return len(f.Dense)
 	}
@@ -363,7 +363,7 @@ func qFeatureNNZ(f *subgraph.Features) int {
 
 // Pack packs the codes of rows nodes as a ByRows tensor: a batch's first
 // operand. Only the stored codes are visited.
-func (in *QInput) Pack(nodes []int32) (*bittensor.Tensor, error) {
+func (in *Input) Pack(nodes []int32) (*bittensor.Tensor, error) {
 	t, err := bittensor.New(len(nodes), in.Cols, in.Params.Bits, bittensor.ByRows, bittensor.DefaultPadding)
 	if err != nil {
 		return nil, err
@@ -373,7 +373,7 @@ func (in *QInput) Pack(nodes []int32) (*bittensor.Tensor, error) {
 	words := t.Words()
 	for i, v := range nodes {
 		if v < 0 || int(v) >= in.Rows {
-			return nil, fmt.Errorf("%w: node %d outside the %d feature rows", ErrQModel, v, in.Rows)
+			return nil, fmt.Errorf("%w: node %d outside the %d feature rows", ErrModel, v, in.Rows)
 		}
 		base := i * lw
 		for p := in.Indptr[v]; p < in.Indptr[v+1]; p++ {
@@ -389,22 +389,22 @@ func (in *QInput) Pack(nodes []int32) (*bittensor.Tensor, error) {
 	return t, nil
 }
 
-// Feature scalings for QModel.NormRows (QData.NodeScale).
+// Feature scalings for Model.NormRows (Data.NodeScale).
 const (
-	QScaleMean = "mean" // every row by 1/(mean row sum): features of order 1, relative row sizes kept
-	QScaleRows = "rows" // each row by 1/(its sum): rows sum to 1 (Kipf & Welling's preprocessing)
-	QScaleSqrt = "sqrt" // every row by 1/sqrt(mean row sum)
-	QScaleNone = "none" // raw features
+	ScaleMean = "mean" // every row by 1/(mean row sum): features of order 1, relative row sizes kept
+	ScaleRows = "rows" // each row by 1/(its sum): rows sum to 1 (Kipf & Welling's preprocessing)
+	ScaleSqrt = "sqrt" // every row by 1/sqrt(mean row sum)
+	ScaleNone = "none" // raw features
 )
 
-// QFeatureScale returns the per-node input scale of mode for features f.
+// FeatureScale returns the per-node input scale of mode for features f.
 // Raw bag-of-words rows of hundreds of ones make the first products large
 // enough to kill the ReLUs early in training (Amazon Computers), while rows
 // scaled to sum 1 make them so small that training crawls (Amazon Photo);
 // sqrt, between the two, trains on every dataset we have.
-func QFeatureScale(f *subgraph.Features, mode string) []float32 {
-	inv := qRowInverse(f)
-	if mode == QScaleRows {
+func FeatureScale(f *subgraph.Features, mode string) []float32 {
+	inv := rowInverse(f)
+	if mode == ScaleRows {
 		return inv
 	}
 	var sum float64
@@ -416,9 +416,9 @@ func QFeatureScale(f *subgraph.Features, mode string) []float32 {
 	c := float32(1)
 	if sum > 0 {
 		switch mode {
-		case QScaleMean:
+		case ScaleMean:
 			c = float32(float64(n) / sum)
-		case QScaleSqrt:
+		case ScaleSqrt:
 			c = float32(math.Sqrt(float64(n) / sum))
 		}
 	}
@@ -428,8 +428,8 @@ func QFeatureScale(f *subgraph.Features, mode string) []float32 {
 	return inv
 }
 
-// qRowInverse returns 1/(row sum) of f per row (1 for rows summing to 0).
-func qRowInverse(f *subgraph.Features) []float32 {
+// rowInverse returns 1/(row sum) of f per row (1 for rows summing to 0).
+func rowInverse(f *subgraph.Features) []float32 {
 	out := make([]float32, f.Rows)
 	for r := range out {
 		var s float64
@@ -452,10 +452,10 @@ func qRowInverse(f *subgraph.Features) []float32 {
 	return out
 }
 
-// qBandOrder returns nodes (whose positions local holds) in breadth-first
+// bandOrder returns nodes (whose positions local holds) in breadth-first
 // order over the subgraph they induce, each component started from its
 // first node in the given order (Cuthill–McKee without the degree sort).
-func qBandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
+func bandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
 	seen := make([]bool, len(nodes))
 	order := make([]int32, 0, len(nodes))
 	for s, v := range nodes {
@@ -476,9 +476,9 @@ func qBandOrder(g *subgraph.Graph, nodes, local []int32) []int32 {
 	return order
 }
 
-// qAdjChunks counts the 64-row × 256-column chunks of an n-row CSR
+// adjChunks counts the 64-row × 256-column chunks of an n-row CSR
 // adjacency that hold an edge.
-func qAdjChunks(indptr, indices []int32) int {
+func adjChunks(indptr, indices []int32) int {
 	n := len(indptr) - 1
 	chunks := 0
 	// One bit per 256-column chunk, reset after each 64-row block.

@@ -10,19 +10,19 @@ import (
 	"github.com/qgtc/qgtc/cpu"
 )
 
-// QPlan is a calibrated QModel compiled for the bit kernels: each linear's
+// Plan is a calibrated Model compiled for the bit kernels: each linear's
 // weights quantized per output channel and packed by columns once, with
 // their column sums for the zero-point corrections.
-type QPlan struct {
-	Model   *QModel
+type Plan struct {
+	Model   *Model
 	Kernel  bmm.Kernel
-	ops     []qOp
-	weights []*qWeights         // per op; nil for aggregations
+	ops     []planOp
+	weights []*simWeights       // per op; nil for aggregations
 	packed  []*bittensor.Tensor // per op: weight codes, K×N packed by columns
 	// WeightBytes is the packed size of every weight tensor.
 	WeightBytes int
 	// Tiles fuses each re-quantization by row tiles around the kernel's
-	// MulInt instead of calling its MulBit (same codes; see qMulBitTiles).
+	// MulInt instead of calling its MulBit (same codes; see mulBitTiles).
 	Tiles bool
 	wInt  []int64 // op 0's weight codes, K×N, for ForwardSparse past 8 bits
 	// wCodes holds the same codes one byte each (weights of at most 8
@@ -32,56 +32,56 @@ type QPlan struct {
 	// Agg picks how aggregations run: dense bit products on the packed
 	// adjacency, or sums over its edge list (cpu.Agg*), with the same
 	// results bit for bit.
-	Agg QAggMode
+	Agg AggMode
 }
 
-// QAggMode is how a plan runs its aggregations.
-type QAggMode int
+// AggMode is how a plan runs its aggregations.
+type AggMode int
 
 const (
-	// QAggAuto runs a batch's aggregations from its edge list when the plan
+	// AggAuto runs a batch's aggregations from its edge list when the plan
 	// runs on the CPU and the cost model says the edge list is cheaper.
-	QAggAuto QAggMode = iota
-	// QAggDense always multiplies by the packed 1-bit adjacency (zero
+	AggAuto AggMode = iota
+	// AggDense always multiplies by the packed 1-bit adjacency (zero
 	// chunks skipped): the tensor-core formulation.
-	QAggDense
-	// QAggSparse always sums codes over the edge list (inputs of more than
+	AggDense
+	// AggSparse always sums codes over the edge list (inputs of more than
 	// 8 bits still go dense).
-	QAggSparse
+	AggSparse
 )
 
 // String is the mode's flag value.
-func (a QAggMode) String() string {
+func (a AggMode) String() string {
 	return [...]string{"auto", "dense", "sparse"}[a]
 }
 
-// ParseQAggMode reads a mode's flag value.
-func ParseQAggMode(s string) (QAggMode, error) {
-	for m := QAggAuto; m <= QAggSparse; m++ {
+// ParseAggMode reads a mode's flag value.
+func ParseAggMode(s string) (AggMode, error) {
+	for m := AggAuto; m <= AggSparse; m++ {
 		if m.String() == s {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: aggregation mode %q (want auto, dense or sparse)", ErrQModel, s)
+	return 0, fmt.Errorf("%w: aggregation mode %q (want auto, dense or sparse)", ErrModel, s)
 }
 
-// qAggBitMACsPerEdgeCol and qDenseBitMACs are the cost model of QAggAuto,
+// aggBitMACsPerEdgeCol and denseBitMACs are the cost model of AggAuto,
 // in CPU cycles: an edge list costs about 1/16 cycle per edge and column
 // with the vector kernel (1 cycle without), a dense bit product about
 // 1/200 cycle per bit-MAC (bench/cpu: 190-280 bit-MACs/cycle/core on
 // AVX-512, 75-107 on AVX2) over every non-zero 64×256 chunk of the
 // adjacency.
 const (
-	qSparseColsPerCycle = 16
-	qDenseMACsPerCycle  = 200
+	sparseColsPerCycle = 16
+	denseMACsPerCycle  = 200
 )
 
 // sparseAgg reports whether b's aggregations run from its edge list.
-func (p *QPlan) sparseAgg(b *QBatch) bool {
+func (p *Plan) sparseAgg(b *Batch) bool {
 	switch p.Agg {
-	case QAggDense:
+	case AggDense:
 		return false
-	case QAggSparse:
+	case AggSparse:
 		return true
 	}
 	if !strings.HasPrefix(p.Kernel.Name(), "cpu/") && p.Kernel.Name() != (bmm.Generic{}).Name() {
@@ -89,23 +89,23 @@ func (p *QPlan) sparseAgg(b *QBatch) bool {
 	}
 	perEdge := 1.0
 	if cpu.AggVectorized() {
-		perEdge = 1.0 / qSparseColsPerCycle
+		perEdge = 1.0 / sparseColsPerCycle
 	}
 	sparse := float64(len(b.Indices)) * perEdge
-	dense := float64(b.chunks) * 64 * 256 * float64(p.Model.ABits) / qDenseMACsPerCycle
+	dense := float64(b.chunks) * 64 * 256 * float64(p.Model.ABits) / denseMACsPerCycle
 	return sparse < dense
 }
 
 // Compile quantizes and packs m's weights for kernel k (bmm.Default() when
 // nil). m must be calibrated.
-func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
+func (m *Model) Compile(k bmm.Kernel) (*Plan, error) {
 	if !m.Calibrated {
-		return nil, fmt.Errorf("%w: model is not calibrated (run Calibrate or QAT first)", ErrQModel)
+		return nil, fmt.Errorf("%w: model is not calibrated (run Calibrate or QAT first)", ErrModel)
 	}
 	if k == nil {
 		k = bmm.Default()
 	}
-	p := &QPlan{Model: m, Kernel: k, ops: m.ops()}
+	p := &Plan{Model: m, Kernel: k, ops: m.ops()}
 	for i := range p.ops {
 		op := &p.ops[i]
 		if op.kind != qLin {
@@ -113,7 +113,7 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 			p.packed = append(p.packed, nil)
 			continue
 		}
-		w := qPrepareWeights(op.lin, m.WBits, true)
+		w := prepareWeights(op.lin, m.WBits, true)
 		codes := make([]int32, len(w.codes))
 		for j, c := range w.codes {
 			codes[j] = int32(uint32(c)) // 32-bit codes wrap; Pack stores the bit pattern
@@ -140,12 +140,12 @@ func (m *QModel) Compile(k bmm.Kernel) (*QPlan, error) {
 	return p, nil
 }
 
-// QTrace receives, for tests and the fusion benchmark, each op's output
+// Trace receives, for tests and the fusion benchmark, each op's output
 // before the next op consumes it: the packed codes (nil for the logits).
-type QTrace func(op int, codes *bittensor.Tensor)
+type Trace func(op int, codes *bittensor.Tensor)
 
-// QStats counts what a forward pass moved between layers.
-type QStats struct {
+// Stats counts what a forward pass moved between layers.
+type Stats struct {
 	// InterBytes is the size of every inter-layer tensor as it is stored:
 	// packed bit planes here.
 	InterBytes int
@@ -155,9 +155,9 @@ type QStats struct {
 }
 
 // Forward runs the plan on batch b whose features x are packed by rows
-// (QInput.Pack of b.Nodes) and returns the float32 logits, b.N()×Classes.
+// (Input.Pack of b.Nodes) and returns the float32 logits, b.N()×Classes.
 // Every product is a bit product; between ops only packed codes exist.
-func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32, QStats, error) {
+func (p *Plan) Forward(b *Batch, x *bittensor.Tensor, trace Trace) ([]float32, Stats, error) {
 	return p.forward(b, x, nil, trace, nil)
 }
 
@@ -166,19 +166,19 @@ func (p *QPlan) Forward(b *QBatch, x *bittensor.Tensor, trace QTrace) ([]float32
 // the same integer product (exact, int64), so the same codes and logits,
 // at a cost in stored codes rather than in K·bits². The rest of the pass
 // is bit products as in Forward.
-func (p *QPlan) ForwardSparse(b *QBatch, in *QInput, trace QTrace) ([]float32, QStats, error) {
+func (p *Plan) ForwardSparse(b *Batch, in *Input, trace Trace) ([]float32, Stats, error) {
 	if in.Params != p.Model.Input || in.Cols != p.Model.Layers[0].Lin1.In {
-		return nil, QStats{}, fmt.Errorf("%w: features quantized with %+v (%d columns), the model expects %+v (%d)",
-			ErrQModel, in.Params, in.Cols, p.Model.Input, p.Model.Layers[0].Lin1.In)
+		return nil, Stats{}, fmt.Errorf("%w: features quantized with %+v (%d columns), the model expects %+v (%d)",
+			ErrModel, in.Params, in.Cols, p.Model.Input, p.Model.Layers[0].Lin1.In)
 	}
 	return p.forward(b, nil, in, trace, nil)
 }
 
-// qSparseFirst computes op 0 from the sparse codes of b's rows: C = X·W in
+// sparseFirst computes op 0 from the sparse codes of b's rows: C = X·W in
 // int64, then the epilogue and the quantizer exactly as a kernel applies
 // them, packed for the next op (or as byte codes with toCodes, or as the
 // logits when op 0 is the last), in ob's storage.
-func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, packing bittensor.Packing, toCodes bool, ob *qOpBufs) (*bittensor.Tensor, cpu.Codes, []float32, error) {
+func (p *Plan) sparseFirst(b *Batch, in *Input, ep *bmm.Epilogue, op *planOp, packing bittensor.Packing, toCodes bool, ob *opBufs) (*bittensor.Tensor, cpu.Codes, []float32, error) {
 	nOut := op.lin.Out
 	n := b.N()
 	var logits []float32
@@ -193,10 +193,10 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		if outC, err = ob.newCodes(n, nOut, op.out.Bits); err != nil {
 			return nil, outC, nil, err
 		}
-		rq = qRQ(*op.out)
+		rq = requantOf(*op.out)
 	default:
 		codes = make([]uint32, n*nOut)
-		rq = qRQ(*op.out)
+		rq = requantOf(*op.out)
 	}
 	// emitRow takes row r's epilogue output y (len nOut) to its place.
 	emitRow := func(r int, y []float32) {
@@ -216,7 +216,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 		// lists, weighted unless every code is 1 (binary features).
 		g, err := b.featRows(in)
 		if err != nil {
-			return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrQModel, err)
+			return nil, outC, nil, fmt.Errorf("%w: feature codes: %w", ErrModel, err)
 		}
 		switch {
 		case logits != nil:
@@ -236,7 +236,7 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	// Codes or weights of more than 8 bits: int64 sums over the feature
 	// lists (the codes' products can pass what float32 or int32 hold).
 	wc := p.wInt
-	qParFor(n, func(lo, hi int) {
+	parFor(n, func(lo, hi int) {
 		acc := make([]int64, nOut)
 		y := make([]float32, nOut)
 		for r := lo; r < hi; r++ {
@@ -262,29 +262,29 @@ func (p *QPlan) qSparseFirst(b *QBatch, in *QInput, ep *bmm.Epilogue, op *qOp, p
 	if err != nil {
 		return nil, outC, nil, err
 	}
-	qPackTile(t, codes, 0, n, nOut)
+	packTile(t, codes, 0, n, nOut)
 	return t, outC, nil, nil
 }
 
 // With bufs (one per op, only where no trace keeps the outputs), each op's
-// output is made in its qOpBufs' storage.
-func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace, bufs []qOpBufs) ([]float32, QStats, error) {
-	var st QStats
+// output is made in its opBufs' storage.
+func (p *Plan) forward(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, bufs []opBufs) ([]float32, Stats, error) {
+	var st Stats
 	m := p.Model
 	sparseAgg := p.sparseAgg(b)
 	if b.Adj == nil {
-		return nil, st, fmt.Errorf("%w: batch has no packed adjacency (built without bits)", ErrQModel)
+		return nil, st, fmt.Errorf("%w: batch has no packed adjacency (built without bits)", ErrModel)
 	}
 	if m.NormRows && b.FeatScale == nil {
-		return nil, st, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
+		return nil, st, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrModel)
 	}
 	if sx == nil { // packed features; the sparse path reads in's codes
 		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
 			return nil, st, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
-				ErrQModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
+				ErrModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
 		}
 		if x.Bits() != m.Input.Bits {
-			return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrQModel, x.Bits(), m.Input.Bits)
+			return nil, st, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrModel, x.Bits(), m.Input.Bits)
 		}
 	}
 	// The value between ops is either packed bit planes (cur) or, before a
@@ -297,7 +297,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 	for i := range p.ops {
 		op := &p.ops[i]
 		last := op.out == nil
-		var ob *qOpBufs
+		var ob *opBufs
 		if bufs != nil {
 			ob = &bufs[i]
 		}
@@ -315,9 +315,9 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			width = op.lin.Out
 			switch {
 			case i == 0 && sx != nil:
-				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, b.featSums(sx), b, true)
+				ep = linEpilogue(op, ph, p.weights[i], op.lin.In, b.featSums(sx), b, true)
 			default:
-				ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), b, true)
+				ep = linEpilogue(op, ph, p.weights[i], op.lin.In, bitRowSums(cur), b, true)
 			}
 		case qAgg:
 			if codes {
@@ -325,7 +325,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			} else {
 				width = cur.Cols()
 			}
-			ep = qAggEpilogue(op, ph, width, b, true)
+			ep = aggEpilogue(op, ph, width, b, true)
 		}
 		st.UnfusedBytes += 8 * n * width
 		var (
@@ -336,7 +336,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 		)
 		switch {
 		case op.kind == qLin && i == 0 && sx != nil:
-			out, outC, logits, err = p.qSparseFirst(b, sx, ep, op, packing, toCodes, ob)
+			out, outC, logits, err = p.sparseFirst(b, sx, ep, op, packing, toCodes, ob)
 		case op.kind == qAgg && codes:
 			switch {
 			case last:
@@ -344,11 +344,11 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 				err = cpu.AggFloat(logits, b.Edges, curCodes, ep)
 			case toCodes:
 				if outC, err = ob.newCodes(n, width, op.out.Bits); err == nil {
-					err = cpu.AggCodes(outC, b.Edges, curCodes, ep, qRQ(*op.out))
+					err = cpu.AggCodes(outC, b.Edges, curCodes, ep, requantOf(*op.out))
 				}
 			default:
 				if out, err = ob.newTensor(n, width, op.out.Bits, packing); err == nil {
-					err = cpu.AggBit(out, b.Edges, curCodes, ep, qRQ(*op.out))
+					err = cpu.AggBit(out, b.Edges, curCodes, ep, requantOf(*op.out))
 				}
 			}
 		default:
@@ -358,11 +358,11 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 			}
 			switch {
 			case last:
-				logits, err = qMulFloat(p.Kernel, a, bt, ep, ob)
+				logits, err = mulFloat(p.Kernel, a, bt, ep, ob)
 			case toCodes:
-				outC, err = qMulCodes(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, ob)
+				outC, err = mulCodes(p.Kernel, a, bt, ep, requantOf(*op.out), op.out.Bits, ob)
 			default:
-				out, err = qMulBit(p.Kernel, a, bt, ep, qRQ(*op.out), op.out.Bits, packing, p.Tiles, ob)
+				out, err = mulBit(p.Kernel, a, bt, ep, requantOf(*op.out), op.out.Bits, packing, p.Tiles, ob)
 			}
 		}
 		if err != nil {
@@ -377,7 +377,7 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 		if toCodes {
 			st.InterBytes += outC.Bytes()
 			if trace != nil {
-				trace(i, qCodesTensor(outC))
+				trace(i, codesTensor(outC))
 			}
 			curCodes, codes, cur = outC, true, nil
 		} else {
@@ -389,11 +389,11 @@ func (p *QPlan) forward(b *QBatch, x *bittensor.Tensor, sx *QInput, trace QTrace
 		}
 		ph = *op.out
 	}
-	return nil, st, fmt.Errorf("%w: model ends without logits", ErrQModel)
+	return nil, st, fmt.Errorf("%w: model ends without logits", ErrModel)
 }
 
-// qCodesTensor packs codes by rows, for a trace.
-func qCodesTensor(c cpu.Codes) *bittensor.Tensor {
+// codesTensor packs codes by rows, for a trace.
+func codesTensor(c cpu.Codes) *bittensor.Tensor {
 	t, err := bittensor.PackRows(c.Ints(), c.Rows, c.Cols, c.Bits)
 	if err != nil {
 		panic(err) // Codes hold codes below 2^Bits by construction: they always pack
@@ -401,22 +401,22 @@ func qCodesTensor(c cpu.Codes) *bittensor.Tensor {
 	return t
 }
 
-// qRQ is p's quantizer as a fused-epilogue re-quantization.
-func qRQ(p QParams) bmm.Requant {
+// requantOf is p's quantizer as a fused-epilogue re-quantization.
+func requantOf(p Params) bmm.Requant {
 	inv, off := p.Requant()
 	return bmm.Requant{Scale: inv, Offset: off}
 }
 
-// QRun is the outcome of running a plan over every batch of a task.
-type QRun struct {
+// Result is the outcome of running a plan over every batch of a task.
+type Result struct {
 	Pred    []int32       // predicted class per node (−1: in no batch)
 	Pack    time.Duration // packing each batch's feature codes into bit planes
 	Compute time.Duration // the bit products with their fused epilogues
-	Stats   QStats        // summed over batches
+	Stats   Stats         // summed over batches
 	Batches int
 	Nodes   int
 	// EdgeListBatches counts the batches whose aggregations summed codes
-	// over the edge list instead of the packed adjacency (see QPlan.Agg).
+	// over the edge list instead of the packed adjacency (see Plan.Agg).
 	EdgeListBatches int
 }
 
@@ -424,12 +424,12 @@ type QRun struct {
 // plan's input params). With sparse, the first product reads the sparse
 // codes (ForwardSparse) instead of packing bit planes. progress, when set,
 // is called after each batch.
-func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total int)) (*QRun, error) {
+func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total int)) (*Result, error) {
 	if in.Params != p.Model.Input {
-		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, p.Model.Input)
+		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, p.Model.Input)
 	}
-	r := &QRun{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
-	bufs := make([]qOpBufs, len(p.ops)) // each op's output storage, reused batch after batch
+	r := &Result{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
+	bufs := make([]opBufs, len(p.ops)) // each op's output storage, reused batch after batch
 	for i := range r.Pred {
 		r.Pred[i] = -1
 	}
@@ -443,7 +443,7 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 			}
 		}
 		t1 := time.Now()
-		var sx *QInput
+		var sx *Input
 		if sparse {
 			sx = in
 		}
@@ -460,7 +460,7 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 		if p.sparseAgg(b) {
 			r.EdgeListBatches++
 		}
-		QArgmax(r.Pred, logits, p.Model.Classes, b.Nodes)
+		Argmax(r.Pred, logits, p.Model.Classes, b.Nodes)
 		if progress != nil {
 			progress(i+1, len(d.Eval))
 		}
@@ -471,20 +471,20 @@ func (p *QPlan) Run(d *QData, in *QInput, sparse bool, progress func(done, total
 // byteFirst reports whether op 0 runs as a code aggregation over in's
 // feature lists: weights and feature codes of at most 8 bits (wCodes is
 // made only then; its zero value has no bits).
-func (p *QPlan) byteFirst(in *QInput) bool { return p.wCodes.Bits > 0 && in.Params.Bits <= 8 }
+func (p *Plan) byteFirst(in *Input) bool { return p.wCodes.Bits > 0 && in.Params.Bits <= 8 }
 
 // SparseCheaper reports whether ForwardSparse's first product is expected
 // to cost less than packing the features and multiplying their bit planes,
-// with the cost model of QAggAuto (CPU cycles): the stored codes times the
+// with the cost model of AggAuto (CPU cycles): the stored codes times the
 // output columns, a vector add (and multiply, unless every code is 1) per
 // 16 columns, against the padded bit-MACs of the dense product plus about
 // a cycle per packed byte.
-func (p *QPlan) SparseCheaper(in *QInput) bool {
+func (p *Plan) SparseCheaper(in *Input) bool {
 	in.prepare()
 	nOut := float64(p.Model.Layers[0].Lin1.Out)
 	perCol := 1.0
 	if p.byteFirst(in) {
-		perCol = 1.0 / qSparseColsPerCycle
+		perCol = 1.0 / sparseColsPerCycle
 		if !in.allOnes {
 			perCol *= 1.5
 		}
@@ -493,24 +493,24 @@ func (p *QPlan) SparseCheaper(in *QInput) bool {
 	pad := bittensor.DefaultPadding.Bits
 	k := float64((in.Cols + pad - 1) / pad * pad)
 	a, w := float64(in.Params.Bits), float64(p.Model.WBits)
-	dense := float64(in.Rows) * k * (nOut*a*w/qDenseMACsPerCycle + a/8)
+	dense := float64(in.Rows) * k * (nOut*a*w/denseMACsPerCycle + a/8)
 	return sparse < dense
 }
 
-// qOpBufs is the storage of one op's output kept from one batch to the
-// next by QPlan.Run: batches run one after another and an op's output is
+// opBufs is the storage of one op's output kept from one batch to the
+// next by Plan.Run: batches run one after another and an op's output is
 // dead once the next op (or the argmax) has read it, so each batch reuses
 // the last one's memory, still warm in cache, instead of allocating and
 // zeroing fresh memory (on the 1M-node graph that zeroing was about a fifth
-// of the pass). A nil *qOpBufs allocates, as a single forward call does.
-type qOpBufs struct {
+// of the pass). A nil *opBufs allocates, as a single forward call does.
+type opBufs struct {
 	f32   []float32
 	codes cpu.Codes
 	words []uint64
 }
 
 // floats returns n zeroed float32s.
-func (o *qOpBufs) floats(n int) []float32 {
+func (o *opBufs) floats(n int) []float32 {
 	if o == nil {
 		return make([]float32, n)
 	}
@@ -523,7 +523,7 @@ func (o *qOpBufs) floats(n int) []float32 {
 }
 
 // newCodes returns zeroed rows×cols codes of the given width.
-func (o *qOpBufs) newCodes(rows, cols, bits int) (cpu.Codes, error) {
+func (o *opBufs) newCodes(rows, cols, bits int) (cpu.Codes, error) {
 	if o == nil {
 		return cpu.NewCodes(rows, cols, bits)
 	}
@@ -536,7 +536,7 @@ func (o *qOpBufs) newCodes(rows, cols, bits int) (cpu.Codes, error) {
 
 // newTensor returns a zeroed tensor (bittensor.New's arguments, default
 // padding).
-func (o *qOpBufs) newTensor(rows, cols, bits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
+func (o *opBufs) newTensor(rows, cols, bits int, packing bittensor.Packing) (*bittensor.Tensor, error) {
 	if o == nil {
 		return bittensor.New(rows, cols, bits, packing, bittensor.DefaultPadding)
 	}

@@ -7,43 +7,44 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/qgtc/qgtc/internal/safetensors"
 )
 
-// qMeta is the metadata of a saved QModel (safetensors __metadata__).
-type qMeta struct {
-	// Format is qFormat; files without it (0) predate the GIN batch norm.
-	Format     int       `json:"format"`
-	Kind       string    `json:"kind"`
-	Classes    int       `json:"classes"`
-	ABits      int       `json:"abits"`
-	WBits      int       `json:"wbits"`
-	Calibrated bool      `json:"calibrated"`
-	NormRows   bool      `json:"norm_rows"`
-	Input      QParams   `json:"input"`
-	Params     []qLayerP `json:"params"`
+// fileMeta is the metadata of a saved Model (safetensors __metadata__).
+type fileMeta struct {
+	// Format is fileFormat; files without it (0) predate the GIN batch norm.
+	Format     int      `json:"format"`
+	Kind       string   `json:"kind"`
+	Classes    int      `json:"classes"`
+	ABits      int      `json:"abits"`
+	WBits      int      `json:"wbits"`
+	Calibrated bool     `json:"calibrated"`
+	NormRows   bool     `json:"norm_rows"`
+	Input      Params   `json:"input"`
+	Params     []layerP `json:"params"`
 }
 
-// qFormat is the current version of the saved model layout: 2 adds the GIN
+// fileFormat is the current version of the saved model layout: 2 adds the GIN
 // batch norm (layers.i.bn.*), so an older cached GIN is not misread; 3
 // makes it optional (a GIN with no layers.i.bn.* tensors has none) and
 // marks models calibrated on the output (KL) rather than the squared
 // error, so cached models of either older kind are retrained.
-const qFormat = 3
+const fileFormat = 3
 
-type qLayerP struct {
-	Z   QParams `json:"z"`
-	U   QParams `json:"u"`
-	Out QParams `json:"out"`
+type layerP struct {
+	Z   Params `json:"z"`
+	U   Params `json:"u"`
+	Out Params `json:"out"`
 }
 
-// QOrigin records what a saved model was trained on, so that a model
+// Origin records what a saved model was trained on, so that a model
 // applied to other data or with other settings can say so. Files written
-// before it existed have none (ReadQModelOrigin returns nil).
-type QOrigin struct {
+// before it existed have none (ReadModelOrigin returns nil).
+type Origin struct {
 	Dataset string `json:"dataset"` // name or path as given
 	// Data fingerprints the graph, features, labels and split (hex).
 	Data         string `json:"data"`
@@ -59,28 +60,28 @@ type QOrigin struct {
 // Metadata keys added next to qgtc.qmodel; the tensors and qgtc.qmodel are
 // encoded as before, so older readers still load the file.
 const (
-	qMetaOrigin = "qgtc.origin"
-	qMetaSum    = "qgtc.sha256"
+	metaOrigin = "qgtc.origin"
+	metaSum    = "qgtc.sha256"
 )
 
 // WriteTo saves m as safetensors: the float weights under PyTorch-style
 // names (layers.i.lin1.weight, ...) and the quantization parameters in the
 // metadata, so the file is both a checkpoint and a deployable model. A
-// SHA-256 of the tensors and parameters lets ReadQModel detect corruption.
-func (m *QModel) WriteTo(w io.Writer) (int64, error) {
-	return WriteQModel(w, m, nil)
+// SHA-256 of the tensors and parameters lets ReadModel detect corruption.
+func (m *Model) WriteTo(w io.Writer) (int64, error) {
+	return WriteModel(w, m, nil)
 }
 
-// WriteQModel is WriteTo that also records o (when not nil) in the file.
-func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
-	meta := qMeta{Format: qFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
-	ts := map[string]*STensor{}
+// WriteModel is WriteTo that also records o (when not nil) in the file.
+func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
+	meta := fileMeta{Format: fileFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
+	ts := map[string]*safetensors.Tensor{}
 	for i, ly := range m.Layers {
-		meta.Params = append(meta.Params, qLayerP{ly.Z, ly.U, ly.Out})
-		put := func(name string, l *QLinear) {
-			ts[fmt.Sprintf("layers.%d.%s.weight", i, name)] = &STensor{DType: "F32", Shape: []int{l.Out, l.In}, Data: qF32Bytes(l.W)}
+		meta.Params = append(meta.Params, layerP{ly.Z, ly.U, ly.Out})
+		put := func(name string, l *Linear) {
+			ts[fmt.Sprintf("layers.%d.%s.weight", i, name)] = safetensors.F32(l.W, l.Out, l.In)
 			if l.B != nil {
-				ts[fmt.Sprintf("layers.%d.%s.bias", i, name)] = &STensor{DType: "F32", Shape: []int{l.Out}, Data: qF32Bytes(l.B)}
+				ts[fmt.Sprintf("layers.%d.%s.bias", i, name)] = safetensors.F32(l.B)
 			}
 		}
 		put("lin1", &ly.Lin1)
@@ -88,8 +89,8 @@ func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
 			put("lin2", ly.Lin2)
 		}
 		if bn := ly.BN; bn != nil {
-			for _, t := range qBNTensors(bn) {
-				ts[fmt.Sprintf("layers.%d.bn.%s", i, t.name)] = &STensor{DType: "F32", Shape: []int{len(*t.v)}, Data: qF32Bytes(*t.v)}
+			for _, t := range bnTensors(bn) {
+				ts[fmt.Sprintf("layers.%d.bn.%s", i, t.name)] = safetensors.F32(*t.v)
 			}
 		}
 	}
@@ -104,19 +105,19 @@ func WriteQModel(w io.Writer, m *QModel, o *QOrigin) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		meta2[qMetaOrigin] = string(ojs)
+		meta2[metaOrigin] = string(ojs)
 	}
-	meta2[qMetaSum] = qChecksum(ts, meta2)
-	cw := &qCountWriter{w: w}
-	err = WriteSafetensors(cw, ts, meta2)
+	meta2[metaSum] = fileChecksum(ts, meta2)
+	cw := &countWriter{w: w}
+	err = safetensors.Write(cw, ts, meta2)
 	return cw.n, err
 }
 
-// qChecksum is the hex SHA-256 of what a model file means: the qgtc.qmodel
+// fileChecksum is the hex SHA-256 of what a model file means: the qgtc.qmodel
 // and qgtc.origin metadata, then every tensor (name, dtype, shape, bytes)
 // in name order, each field length-prefixed so no two files collide by
 // shifting bytes between fields.
-func qChecksum(ts map[string]*STensor, meta map[string]string) string {
+func fileChecksum(ts map[string]*safetensors.Tensor, meta map[string]string) string {
 	h := sha256.New()
 	var n [8]byte
 	put := func(b []byte) {
@@ -125,7 +126,7 @@ func qChecksum(ts map[string]*STensor, meta map[string]string) string {
 		h.Write(b)
 	}
 	put([]byte(meta["qgtc.qmodel"]))
-	put([]byte(meta[qMetaOrigin]))
+	put([]byte(meta[metaOrigin]))
 	names := make([]string, 0, len(ts))
 	for name := range ts {
 		names = append(names, name)
@@ -145,87 +146,79 @@ func qChecksum(ts map[string]*STensor, meta map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-type qCountWriter struct {
+type countWriter struct {
 	w io.Writer
 	n int64
 }
 
-func (c *qCountWriter) Write(p []byte) (int, error) {
+func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
 }
 
-func qF32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-// ReadQModel loads a model written by WriteTo or WriteQModel, verifying
+// ReadModel loads a model written by WriteTo or WriteModel, verifying
 // its checksum when the file has one (files from before checksums load as
 // they did).
-func ReadQModel(r io.Reader) (*QModel, error) {
-	m, _, err := ReadQModelOrigin(r)
+func ReadModel(r io.Reader) (*Model, error) {
+	m, _, err := ReadModelOrigin(r)
 	return m, err
 }
 
-// ReadQModelOrigin is ReadQModel that also returns what the model was
+// ReadModelOrigin is ReadModel that also returns what the model was
 // trained on: nil when the file does not record it.
-func ReadQModelOrigin(r io.Reader) (*QModel, *QOrigin, error) {
-	ts, meta, err := ReadSafetensors(r)
+func ReadModelOrigin(r io.Reader) (*Model, *Origin, error) {
+	ts, meta, err := safetensors.Read(r)
 	if err != nil {
 		return nil, nil, err
 	}
 	js, ok := meta["qgtc.qmodel"]
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrQModel)
+		return nil, nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrModel)
 	}
-	if want, ok := meta[qMetaSum]; ok {
-		if got := qChecksum(ts, meta); got != want {
-			return nil, nil, fmt.Errorf("%w: checksum mismatch: the file records SHA-256 %.16s..., its contents hash to %.16s...", ErrQModel, want, got)
+	if want, ok := meta[metaSum]; ok {
+		if got := fileChecksum(ts, meta); got != want {
+			return nil, nil, fmt.Errorf("%w: checksum mismatch: the file records SHA-256 %.16s..., its contents hash to %.16s...", ErrModel, want, got)
 		}
 	}
-	var origin *QOrigin
-	if ojs, ok := meta[qMetaOrigin]; ok {
-		origin = &QOrigin{}
+	var origin *Origin
+	if ojs, ok := meta[metaOrigin]; ok {
+		origin = &Origin{}
 		if err := json.Unmarshal([]byte(ojs), origin); err != nil {
-			return nil, nil, fmt.Errorf("%w: metadata %s: %v", ErrQModel, qMetaOrigin, err)
+			return nil, nil, fmt.Errorf("%w: metadata %s: %v", ErrModel, metaOrigin, err)
 		}
 	}
-	m, err := qModelFrom(ts, js)
+	m, err := modelFrom(ts, js)
 	if err != nil {
 		return nil, nil, err
 	}
 	return m, origin, nil
 }
 
-// qModelFrom builds the model of the tensors ts and qgtc.qmodel metadata js.
-func qModelFrom(ts map[string]*STensor, js string) (*QModel, error) {
-	var mt qMeta
+// modelFrom builds the model of the tensors ts and qgtc.qmodel metadata js.
+func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
+	var mt fileMeta
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
-		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrQModel, err)
+		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrModel, err)
 	}
-	if mt.Format != qFormat {
-		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrQModel, mt.Format, qFormat)
+	if mt.Format != fileFormat {
+		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat)
 	}
-	m := &QModel{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
-	get := func(i int, name string) (*QLinear, error) {
+	m := &Model{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
+	get := func(i int, name string) (*Linear, error) {
 		key := fmt.Sprintf("layers.%d.%s.weight", i, name)
 		t, ok := ts[key]
 		if !ok {
 			return nil, nil
 		}
 		if len(t.Shape) != 2 {
-			return nil, fmt.Errorf("%w: tensor %s has shape %v, want [out, in]", ErrQModel, key, t.Shape)
+			return nil, fmt.Errorf("%w: tensor %s has shape %v, want [out, in]", ErrModel, key, t.Shape)
 		}
 		w, err := t.Float32s()
 		if err != nil {
 			return nil, err
 		}
-		l := &QLinear{In: t.Shape[1], Out: t.Shape[0], W: w}
+		l := &Linear{In: t.Shape[1], Out: t.Shape[0], W: w}
 		if b, ok := ts[fmt.Sprintf("layers.%d.%s.bias", i, name)]; ok {
 			if l.B, err = b.Float32s(); err != nil {
 				return nil, err
@@ -239,20 +232,20 @@ func qModelFrom(ts map[string]*STensor, js string) (*QModel, error) {
 			return nil, err
 		}
 		if l1 == nil {
-			return nil, fmt.Errorf("%w: layer %d has no tensor layers.%d.lin1.weight", ErrQModel, i, i)
+			return nil, fmt.Errorf("%w: layer %d has no tensor layers.%d.lin1.weight", ErrModel, i, i)
 		}
 		l2, err := get(i, "lin2")
 		if err != nil {
 			return nil, err
 		}
-		ly := QLayer{Lin1: *l1, Lin2: l2, Z: p.Z, U: p.U, Out: p.Out}
+		ly := Layer{Lin1: *l1, Lin2: l2, Z: p.Z, U: p.U, Out: p.Out}
 		if _, ok := ts[fmt.Sprintf("layers.%d.bn.weight", i)]; ok {
-			ly.BN = &QBatchNorm{}
-			for _, bt := range qBNTensors(ly.BN) {
+			ly.BN = &BatchNorm{}
+			for _, bt := range bnTensors(ly.BN) {
 				key := fmt.Sprintf("layers.%d.bn.%s", i, bt.name)
 				t, ok := ts[key]
 				if !ok {
-					return nil, fmt.Errorf("%w: layer %d has a batch norm but no tensor %s", ErrQModel, i, key)
+					return nil, fmt.Errorf("%w: layer %d has a batch norm but no tensor %s", ErrModel, i, key)
 				}
 				if *bt.v, err = t.Float32s(); err != nil {
 					return nil, err
@@ -262,7 +255,7 @@ func qModelFrom(ts map[string]*STensor, js string) (*QModel, error) {
 		m.Layers = append(m.Layers, ly)
 	}
 	if len(m.Layers) == 0 {
-		return nil, fmt.Errorf("%w: no layers", ErrQModel)
+		return nil, fmt.Errorf("%w: no layers", ErrModel)
 	}
 	if err := m.Validate(m.Layers[0].Lin1.In); err != nil {
 		return nil, err
@@ -270,8 +263,8 @@ func qModelFrom(ts map[string]*STensor, js string) (*QModel, error) {
 	return m, nil
 }
 
-// qBNTensors names bn's vectors as PyTorch's BatchNorm1d state dict does.
-func qBNTensors(bn *QBatchNorm) []struct {
+// bnTensors names bn's vectors as PyTorch's BatchNorm1d state dict does.
+func bnTensors(bn *BatchNorm) []struct {
 	name string
 	v    *[]float32
 } {

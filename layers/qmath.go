@@ -9,10 +9,10 @@ import (
 	"github.com/qgtc/qgtc/cpu"
 )
 
-// qPlaneGroups returns plane-group sizes ga, gb such that every product of a
+// planeGroups returns plane-group sizes ga, gb such that every product of a
 // ga-plane slice of A and a gb-plane slice of B fits int32 for reduction
 // length k. When the whole product fits, they are the full widths.
-func qPlaneGroups(k, abits, bbits int) (ga, gb int) {
+func planeGroups(k, abits, bbits int) (ga, gb int) {
 	ga, gb = abits, bbits
 	for bmm.MaxSum(k, ga, gb) > math.MaxInt32 {
 		switch {
@@ -43,18 +43,18 @@ func qPlanes(t *bittensor.Tensor, p0, p1 int) (*bittensor.Tensor, error) {
 	return s, nil
 }
 
-// qWideProduct computes C = A·B for operands whose product may overflow
+// wideProduct computes C = A·B for operands whose product may overflow
 // int32, from int32 products of plane groups: C = Σ 2^(i0+j0) C_(i0,j0).
 // The sum is exact in int64 when K·(2^a−1)·(2^b−1) < 2^62; beyond that (a
 // and b both near 32 bits) it is accumulated in float64 and rounds.
 // The result is returned as float64 (exact integers whenever below 2^53).
-func qWideProduct(k bmm.Kernel, a, b *bittensor.Tensor) ([]float64, error) {
+func wideProduct(k bmm.Kernel, a, b *bittensor.Tensor) ([]float64, error) {
 	if a.Packing() != bittensor.ByRows || b.Packing() != bittensor.ByCols || a.Cols() != b.Rows() {
 		_, _, err := bmm.Check(a, b)
 		return nil, err
 	}
 	m, n, kk := a.Rows(), b.Cols(), a.Cols()
-	ga, gb := qPlaneGroups(kk, a.Bits(), b.Bits())
+	ga, gb := planeGroups(kk, a.Bits(), b.Bits())
 	exactInt := bmm.MaxSum(kk, a.Bits(), b.Bits()) < math.Exp2(62)
 	acc := make([]int64, 0)
 	if exactInt {
@@ -104,16 +104,16 @@ func qFits(a, b *bittensor.Tensor) bool {
 	return bmm.MaxSum(a.Cols(), a.Bits(), b.Bits()) <= math.MaxInt32
 }
 
-// qMulBit computes ep(A·B), re-quantizes it with rq to outBits and packs it
+// mulBit computes ep(A·B), re-quantizes it with rq to outBits and packs it
 // with the given packing: the fused inter-layer step. When the product fits
 // int32 the kernel's MulBit does it in one pass, or with tiles
-// qMulBitTiles does it a row tile at a time around MulInt (either way no
+// mulBitTiles does it a row tile at a time around MulInt (either way no
 // whole int32 or float32 matrix is materialized); otherwise the plane-split
 // product is used.
-func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, tiles bool, ob *qOpBufs) (*bittensor.Tensor, error) {
+func mulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, tiles bool, ob *opBufs) (*bittensor.Tensor, error) {
 	if qFits(a, b) {
 		if tiles {
-			return qMulBitTiles(k, a, b, ep, rq, outBits, packing, ob)
+			return mulBitTiles(k, a, b, ep, rq, outBits, packing, ob)
 		}
 		dst, err := ob.newTensor(a.Rows(), b.Cols(), outBits, packing)
 		if err != nil {
@@ -124,7 +124,7 @@ func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requ
 		}
 		return dst, nil
 	}
-	c, err := qWideProduct(k, a, b)
+	c, err := wideProduct(k, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +141,8 @@ func qMulBit(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requ
 	return bittensor.Pack(codes, m, n, outBits, packing, bittensor.DefaultPadding)
 }
 
-// qMulFloat computes ep(A·B) as float32, row-major.
-func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, ob *qOpBufs) ([]float32, error) {
+// mulFloat computes ep(A·B) as float32, row-major.
+func mulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, ob *opBufs) ([]float32, error) {
 	if qFits(a, b) {
 		dst := ob.floats(a.Rows() * b.Cols())
 		if err := bmm.MM2FloatInto(k, dst, a, b, ep); err != nil {
@@ -150,7 +150,7 @@ func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, ob *qOpBu
 		}
 		return dst, nil
 	}
-	c, err := qWideProduct(k, a, b)
+	c, err := wideProduct(k, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -167,14 +167,14 @@ func qMulFloat(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, ob *qOpBu
 	return out, nil
 }
 
-// qRowSums returns the row sums of the codes of a ByRows tensor, as float32
+// bitRowSums returns the row sums of the codes of a ByRows tensor, as float32
 // (the RowTerm of a zero-point correction): Σ_p 2^p popcount(line p),
 // plane by plane over the packed words, rows in parallel.
-func qRowSums(t *bittensor.Tensor) []float32 {
+func bitRowSums(t *bittensor.Tensor) []float32 {
 	rows, lw := t.Rows(), t.LineWords()
 	used := (t.K() + 63) / 64 // the words past K are padding, always zero
 	sums := make([]int64, rows)
-	qParFor(rows, func(lo, hi int) {
+	parFor(rows, func(lo, hi int) {
 		for p := 0; p < t.Bits(); p++ {
 			plane := t.Plane(p)
 			for l := lo; l < hi; l++ {
@@ -193,17 +193,17 @@ func qRowSums(t *bittensor.Tensor) []float32 {
 	return out
 }
 
-// qTileRows is the row tile of qMulBitTiles: a multiple of 64, so that a
+// tileRows is the row tile of mulBitTiles: a multiple of 64, so that a
 // tile of a column-packed destination is whole words.
-const qTileRows = 512
+const tileRows = 512
 
-// qMulBitTiles is qMulBit fused by row tiles around the kernel's MulInt:
-// each tile of at most qTileRows rows of A·B goes through the epilogue and
+// mulBitTiles is mulBit fused by row tiles around the kernel's MulInt:
+// each tile of at most tileRows rows of A·B goes through the epilogue and
 // the quantizer into its place in the packed destination, so only one
 // tile's int32 products exist at a time (never the whole matrix). Same
 // codes as the kernel's MulBit; it exists because a kernel's MulInt may be
 // better tuned than its MulBit.
-func qMulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, ob *qOpBufs) (*bittensor.Tensor, error) {
+func mulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, packing bittensor.Packing, ob *opBufs) (*bittensor.Tensor, error) {
 	m, n, err := bmm.Check(a, b)
 	if err != nil {
 		return nil, err
@@ -215,10 +215,10 @@ func qMulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]int32, min(m, qTileRows)*n)
+	buf := make([]int32, min(m, tileRows)*n)
 	codes := make([]uint32, len(buf))
-	for r0 := 0; r0 < m; r0 += qTileRows {
-		r1 := min(m, r0+qTileRows)
+	for r0 := 0; r0 < m; r0 += tileRows {
+		r1 := min(m, r0+tileRows)
 		as, err := a.SliceRows(r0, r1)
 		if err != nil {
 			return nil, err
@@ -227,24 +227,24 @@ func qMulBitTiles(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm
 		if err := k.MulInt(buf[:rows*n], as, b); err != nil {
 			return nil, err
 		}
-		qParFor(rows, func(lo, hi int) {
+		parFor(rows, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				for j := 0; j < n; j++ {
 					codes[r*n+j] = rq.Quantize(ep.Apply(buf[r*n+j], r0+r, j), outBits)
 				}
 			}
 		})
-		qPackTile(dst, codes[:rows*n], r0, rows, n)
+		packTile(dst, codes[:rows*n], r0, rows, n)
 	}
 	return dst, nil
 }
 
-// qPackTile writes rows [r0, r0+rows) of an m×n code matrix (row-major
+// packTile writes rows [r0, r0+rows) of an m×n code matrix (row-major
 // codes of those rows) into dst's planes; r0 is a multiple of 64.
-func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
+func packTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
 	nb := dst.Bits()
 	if dst.Packing() == bittensor.ByRows {
-		qParFor(rows, func(lo, hi int) {
+		parFor(rows, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				vals := codes[r*n : (r+1)*n]
 				for w := 0; w*64 < n; w++ {
@@ -261,7 +261,7 @@ func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
 		})
 		return
 	}
-	qParFor(n, func(lo, hi int) {
+	parFor(n, func(lo, hi int) {
 		for c := lo; c < hi; c++ {
 			for w := 0; w*64 < rows; w++ {
 				cnt := min(64, rows-w*64)
@@ -277,10 +277,10 @@ func qPackTile(dst *bittensor.Tensor, codes []uint32, r0, rows, n int) {
 	})
 }
 
-// qMulCodes computes ep(A·B) re-quantized with rq to outBits (<= 8) as byte
+// mulCodes computes ep(A·B) re-quantized with rq to outBits (<= 8) as byte
 // codes: the input of a sparse aggregation. The CPU kernel fuses it
-// (MulCodes); other kernels go through qMulBit's row-packed codes.
-func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, ob *qOpBufs) (cpu.Codes, error) {
+// (MulCodes); other kernels go through mulBit's row-packed codes.
+func mulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Requant, outBits int, ob *opBufs) (cpu.Codes, error) {
 	if ck, ok := k.(*cpu.Kernel); ok && qFits(a, b) {
 		dst, err := ob.newCodes(a.Rows(), b.Cols(), outBits)
 		if err != nil {
@@ -288,7 +288,7 @@ func qMulCodes(k bmm.Kernel, a, b *bittensor.Tensor, ep *bmm.Epilogue, rq bmm.Re
 		}
 		return dst, ck.MulCodes(dst, a, b, ep, rq)
 	}
-	t, err := qMulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false, nil)
+	t, err := mulBit(k, a, b, ep, rq, outBits, bittensor.ByRows, false, nil)
 	if err != nil {
 		return cpu.Codes{}, err
 	}

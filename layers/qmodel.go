@@ -8,52 +8,53 @@ import (
 	"slices"
 
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/quantize"
 )
 
 // Errors of the quantized models; wrapped with the value at fault.
 var (
-	// ErrQModel: a quantized model is malformed or does not fit its input.
-	ErrQModel = errors.New("layers: bad quantized model")
-	// ErrQBits: a bit width outside 1..32.
-	ErrQBits = errors.New("layers: bit width out of range 1..32")
+	// ErrModel: a quantized model is malformed or does not fit its input.
+	ErrModel = errors.New("layers: bad quantized model")
+	// ErrBits: a bit width outside 1..32.
+	ErrBits = errors.New("layers: bit width out of range 1..32")
 )
 
-// Model kinds of QModel.
+// Model kinds of Model.
 const (
-	QGCN = "gcn" // Cluster-GCN order: Â·(H·W) + b
-	QGIN = "gin" // GIN-0: MLP(h + Σ neighbours), first linear applied before the sum
+	GCN = "gcn" // Cluster-GCN order: Â·(H·W) + b
+	GIN = "gin" // GIN-0: MLP(h + Σ neighbours), first linear applied before the sum
 )
 
-// Normalizations of the quantized GIN's MLP (QModel.SetNorm).
+// Normalizations of the quantized GIN's MLP (Model.SetNorm).
 const (
-	QNormNone  = "none"  // Linear, ReLU, Linear
-	QNormBatch = "batch" // Linear, BatchNorm, ReLU, Linear
+	NormNone  = "none"  // Linear, ReLU, Linear
+	NormBatch = "batch" // Linear, BatchNorm, ReLU, Linear
 )
 
-// QLinear is a dense layer y = x·Wᵀ + b with W stored Out×In row-major (the
+// Linear is a dense layer y = x·Wᵀ + b with W stored Out×In row-major (the
 // PyTorch layout, so state dicts map one to one).
-type QLinear struct {
+type Linear struct {
 	In, Out int
 	W       []float32 // Out×In
 	B       []float32 // Out, or nil
 }
 
-// QModel is a GCN or GIN whose every product runs on bit tensors: the float
+// Model is a GCN or GIN whose every product runs on bit tensors: the float
 // master weights plus the quantization parameters of each tensor that is
 // quantized on the way (see the package comment). The same model runs three
 // ways that agree: Infer (bit kernels), the integer simulation used by
 // quantization-aware training, and, with Quantized false, full precision.
-type QModel struct {
-	Kind    string // QGCN or QGIN
+type Model struct {
+	Kind    string // GCN or GIN
 	Classes int
-	Layers  []QLayer
+	Layers  []Layer
 
 	// ABits is the width of every activation (features, hidden layers and
 	// the re-quantized update products), WBits of the weights.
 	ABits, WBits int
 	// Input quantizes the node features (1 bit, exact, for binary features).
-	Input QParams
+	Input Params
 	// Calibrated says the activation parameters are set (PTQ or QAT).
 	Calibrated bool
 	// NormRows normalizes each node's feature row to sum 1 (as GCN's and
@@ -63,80 +64,68 @@ type QModel struct {
 	NormRows bool
 }
 
-// QBatchNorm is the batch normalization of a GIN MLP's hidden layer (after
+// BatchNorm is the batch normalization of a GIN MLP's hidden layer (after
 // the first linear, before the ReLU, as torch_geometric's GIN MLP): y =
 // Gamma·(x − μ)/√(σ² + ε) + Beta, with the batch's statistics in fp32
 // training and the running ones (Mean, Var) in QAT and at evaluation, where
-// it is folded into the aggregation's epilogue (qBNFold).
-type QBatchNorm struct {
+// it is folded into the aggregation's epilogue (bnFold).
+type BatchNorm struct {
 	Gamma, Beta []float32
 	Mean, Var   []float32 // running statistics
 }
 
-// Batch norm constants (PyTorch's defaults).
-const (
-	qBNEps      = 1e-5
-	qBNMomentum = 0.1
-)
-
-func newQBatchNorm(n int) *QBatchNorm {
-	bn := &QBatchNorm{Gamma: make([]float32, n), Beta: make([]float32, n), Mean: make([]float32, n), Var: make([]float32, n)}
+func newBatchNorm(n int) *BatchNorm {
+	bn := &BatchNorm{Gamma: make([]float32, n), Beta: make([]float32, n), Mean: make([]float32, n), Var: make([]float32, n)}
 	for i := range bn.Gamma {
 		bn.Gamma[i], bn.Var[i] = 1, 1
 	}
 	return bn
 }
 
-func (bn *QBatchNorm) clone() *QBatchNorm {
-	return &QBatchNorm{Gamma: slices.Clone(bn.Gamma), Beta: slices.Clone(bn.Beta), Mean: slices.Clone(bn.Mean), Var: slices.Clone(bn.Var)}
+func (bn *BatchNorm) clone() *BatchNorm {
+	return &BatchNorm{Gamma: slices.Clone(bn.Gamma), Beta: slices.Clone(bn.Beta), Mean: slices.Clone(bn.Mean), Var: slices.Clone(bn.Var)}
 }
 
-// fold returns the per-channel scale Gamma/√(Var + ε) and shift
-// Beta − Mean·scale of the running statistics, in float32: the one
+// fold returns evaluation's affine map of bn (learn.FoldBN): the one
 // definition both the simulation and the bit kernels use.
-func (bn *QBatchNorm) fold() (scale, shift []float32) {
-	scale, shift = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Gamma))
-	for j := range scale {
-		scale[j] = float32(float64(bn.Gamma[j]) / math.Sqrt(float64(bn.Var[j])+qBNEps))
-		shift[j] = float32(float64(bn.Beta[j]) - float64(bn.Mean[j])*float64(scale[j]))
-	}
-	return scale, shift
+func (bn *BatchNorm) fold() (scale, shift []float32) {
+	return learn.FoldBN(bn.Gamma, bn.Beta, bn.Mean, bn.Var)
 }
 
-// QLayer is one graph layer. GCN uses Lin1 (bias applied after the
+// Layer is one graph layer. GCN uses Lin1 (bias applied after the
 // aggregation); GIN uses Lin1 (bias after the aggregation, then batch norm
 // BN and ReLU) and Lin2 (the MLP's second linear).
-type QLayer struct {
-	Lin1 QLinear
-	Lin2 *QLinear
-	BN   *QBatchNorm // GIN only
+type Layer struct {
+	Lin1 Linear
+	Lin2 *Linear
+	BN   *BatchNorm // GIN only
 
 	// Z quantizes the update product H·W (GCN: D^-1/2·H·W), signed; it is
 	// the right operand of the aggregation.
-	Z QParams
+	Z Params
 	// U (GIN only) quantizes ReLU(BN(A·Z + b1)), the MLP's hidden activation.
-	U QParams
+	U Params
 	// Out quantizes the layer's output, the next layer's input; unused on
 	// the last layer, which emits float32 logits.
-	Out QParams
+	Out Params
 }
 
-// NewQModel returns a randomly initialised (Glorot) kind model: in → hidden
+// NewModel returns a randomly initialised (Glorot) kind model: in → hidden
 // (× layers−1) → classes, with activation and weight widths abits, wbits.
-// A GIN has no batch norm (QNormNone, the better choice measured on
+// A GIN has no batch norm (NormNone, the better choice measured on
 // Cora, 79.1% vs 73.4% fp32, and CiteSeer, 65.3% vs 55.1%); SetNorm adds it.
-func NewQModel(kind string, in, hidden, classes, layers, abits, wbits int, seed uint64) (*QModel, error) {
-	if kind != QGCN && kind != QGIN {
-		return nil, fmt.Errorf("%w: model %q (want gcn or gin)", ErrQModel, kind)
+func NewModel(kind string, in, hidden, classes, layers, abits, wbits int, seed uint64) (*Model, error) {
+	if kind != GCN && kind != GIN {
+		return nil, fmt.Errorf("%w: model %q (want gcn or gin)", ErrModel, kind)
 	}
 	if layers < 1 || in < 1 || hidden < 1 || classes < 1 {
-		return nil, fmt.Errorf("%w: %d layers, %d inputs, %d hidden, %d classes", ErrQModel, layers, in, hidden, classes)
+		return nil, fmt.Errorf("%w: %d layers, %d inputs, %d hidden, %d classes", ErrModel, layers, in, hidden, classes)
 	}
-	if err := qCheckBits(abits, wbits); err != nil {
+	if err := checkBits(abits, wbits); err != nil {
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	m := &QModel{Kind: kind, Classes: classes, ABits: abits, WBits: wbits, NormRows: true}
+	m := &Model{Kind: kind, Classes: classes, ABits: abits, WBits: wbits, NormRows: true}
 	for l := 0; l < layers; l++ {
 		fi, fo := hidden, hidden
 		if l == 0 {
@@ -145,12 +134,12 @@ func NewQModel(kind string, in, hidden, classes, layers, abits, wbits int, seed 
 		if l == layers-1 {
 			fo = classes
 		}
-		var ly QLayer
-		if kind == QGCN {
-			ly.Lin1 = qGlorot(r, fi, fo)
+		var ly Layer
+		if kind == GCN {
+			ly.Lin1 = glorot(r, fi, fo)
 		} else {
-			ly.Lin1 = qGlorot(r, fi, hidden)
-			l2 := qGlorot(r, hidden, fo)
+			ly.Lin1 = glorot(r, fi, hidden)
+			l2 := glorot(r, hidden, fo)
 			ly.Lin2 = &l2
 		}
 		m.Layers = append(m.Layers, ly)
@@ -158,62 +147,62 @@ func NewQModel(kind string, in, hidden, classes, layers, abits, wbits int, seed 
 	return m, nil
 }
 
-func qGlorot(r *rand.Rand, in, out int) QLinear {
+func glorot(r *rand.Rand, in, out int) Linear {
 	a := math.Sqrt(6 / float64(in+out))
-	l := QLinear{In: in, Out: out, W: make([]float32, in*out), B: make([]float32, out)}
+	l := Linear{In: in, Out: out, W: make([]float32, in*out), B: make([]float32, out)}
 	for i := range l.W {
 		l.W[i] = float32((2*r.Float64() - 1) * a)
 	}
 	return l
 }
 
-func qCheckBits(abits, wbits int) error {
+func checkBits(abits, wbits int) error {
 	if abits < 1 || abits > 32 {
-		return fmt.Errorf("%w: activation bits %d", ErrQBits, abits)
+		return fmt.Errorf("%w: activation bits %d", ErrBits, abits)
 	}
 	if wbits < 1 || wbits > 32 {
-		return fmt.Errorf("%w: weight bits %d", ErrQBits, wbits)
+		return fmt.Errorf("%w: weight bits %d", ErrBits, wbits)
 	}
 	return nil
 }
 
-// Norm is the normalization of m's GIN MLPs: QNormBatch when its layers
-// have a batch norm, else QNormNone (always for GCN).
-func (m *QModel) Norm() string {
+// Norm is the normalization of m's GIN MLPs: NormBatch when its layers
+// have a batch norm, else NormNone (always for GCN).
+func (m *Model) Norm() string {
 	for _, ly := range m.Layers {
 		if ly.BN != nil {
-			return QNormBatch
+			return NormBatch
 		}
 	}
-	return QNormNone
+	return NormNone
 }
 
-// SetNorm gives every layer of a GIN a fresh batch norm (QNormBatch) or
-// removes them (QNormNone); call it before training. GCN takes only
-// QNormNone.
-func (m *QModel) SetNorm(norm string) error {
+// SetNorm gives every layer of a GIN a fresh batch norm (NormBatch) or
+// removes them (NormNone); call it before training. GCN takes only
+// NormNone.
+func (m *Model) SetNorm(norm string) error {
 	switch {
-	case norm != QNormNone && norm != QNormBatch:
-		return fmt.Errorf("%w: norm %q (want none or batch)", ErrQModel, norm)
-	case norm == QNormBatch && m.Kind != QGIN:
-		return fmt.Errorf("%w: norm %q: only GIN has a batch norm", ErrQModel, norm)
+	case norm != NormNone && norm != NormBatch:
+		return fmt.Errorf("%w: norm %q (want none or batch)", ErrModel, norm)
+	case norm == NormBatch && m.Kind != GIN:
+		return fmt.Errorf("%w: norm %q: only GIN has a batch norm", ErrModel, norm)
 	}
 	for i := range m.Layers {
 		ly := &m.Layers[i]
 		switch {
-		case norm == QNormNone:
+		case norm == NormNone:
 			ly.BN = nil
 		case ly.BN == nil:
-			ly.BN = newQBatchNorm(ly.Lin1.Out)
+			ly.BN = newBatchNorm(ly.Lin1.Out)
 		}
 	}
 	return nil
 }
 
 // Clone returns a deep copy of m.
-func (m *QModel) Clone() *QModel {
+func (m *Model) Clone() *Model {
 	c := *m
-	c.Layers = make([]QLayer, len(m.Layers))
+	c.Layers = make([]Layer, len(m.Layers))
 	for i, ly := range m.Layers {
 		c.Layers[i] = ly
 		c.Layers[i].Lin1 = ly.Lin1.clone()
@@ -228,7 +217,7 @@ func (m *QModel) Clone() *QModel {
 	return &c
 }
 
-func (l QLinear) clone() QLinear {
+func (l Linear) clone() Linear {
 	l.W = append([]float32(nil), l.W...)
 	if l.B != nil {
 		l.B = append([]float32(nil), l.B...)
@@ -237,79 +226,82 @@ func (l QLinear) clone() QLinear {
 }
 
 // Validate checks the shapes chain from in features to Classes.
-func (m *QModel) Validate(in int) error {
-	if m.Kind != QGCN && m.Kind != QGIN {
-		return fmt.Errorf("%w: kind %q", ErrQModel, m.Kind)
+func (m *Model) Validate(in int) error {
+	if m.Kind != GCN && m.Kind != GIN {
+		return fmt.Errorf("%w: kind %q", ErrModel, m.Kind)
 	}
 	if len(m.Layers) == 0 {
-		return fmt.Errorf("%w: no layers", ErrQModel)
+		return fmt.Errorf("%w: no layers", ErrModel)
 	}
-	if err := qCheckBits(m.ABits, m.WBits); err != nil {
+	if err := checkBits(m.ABits, m.WBits); err != nil {
 		return err
 	}
 	prev := in
 	for i, ly := range m.Layers {
-		lins := []*QLinear{&ly.Lin1}
-		if m.Kind == QGIN {
+		lins := []*Linear{&ly.Lin1}
+		if m.Kind == GIN {
 			if ly.Lin2 == nil {
-				return fmt.Errorf("%w: GIN layer %d has no second linear", ErrQModel, i)
+				return fmt.Errorf("%w: GIN layer %d has no second linear", ErrModel, i)
 			}
 			lins = append(lins, ly.Lin2)
 			bn, n := ly.BN, ly.Lin1.Out
 			if bn != nil && (len(bn.Gamma) != n || len(bn.Beta) != n || len(bn.Mean) != n || len(bn.Var) != n) {
-				return fmt.Errorf("%w: GIN layer %d has a batch norm of width %d, its hidden width is %d", ErrQModel, i, len(bn.Gamma), n)
+				return fmt.Errorf("%w: GIN layer %d has a batch norm of width %d, its hidden width is %d", ErrModel, i, len(bn.Gamma), n)
 			}
 		} else if ly.BN != nil {
-			return fmt.Errorf("%w: GCN layer %d has a batch norm", ErrQModel, i)
+			return fmt.Errorf("%w: GCN layer %d has a batch norm", ErrModel, i)
 		}
 		for j, l := range lins {
 			if l.In != prev || len(l.W) != l.In*l.Out || (l.B != nil && len(l.B) != l.Out) {
 				return fmt.Errorf("%w: layer %d linear %d is %d→%d with %d weights and %d biases, input width %d",
-					ErrQModel, i, j+1, l.In, l.Out, len(l.W), len(l.B), prev)
+					ErrModel, i, j+1, l.In, l.Out, len(l.W), len(l.B), prev)
 			}
 			prev = l.Out
 		}
 	}
 	if prev != m.Classes {
-		return fmt.Errorf("%w: last layer has %d outputs for %d classes", ErrQModel, prev, m.Classes)
+		return fmt.Errorf("%w: last layer has %d outputs for %d classes", ErrModel, prev, m.Classes)
 	}
 	return nil
 }
 
-// qOpKind is one step of the flattened model.
-type qOpKind uint8
+// opKind is one step of the flattened model.
+type opKind uint8
 
 const (
-	qLin qOpKind = iota // H·Wᵀ: activation codes times weight codes
-	qAgg                // A·Z: 1-bit adjacency times the update codes
+	qLin opKind = iota // H·Wᵀ: activation codes times weight codes
+	qAgg               // A·Z: 1-bit adjacency times the update codes
 )
 
-// qOp is one product of the flattened model with its epilogue settings and
-// the quantizer of its output (nil for the logits).
-type qOp struct {
-	kind qOpKind
-	lin  *QLinear // qLin
+// planOp is one product of the flattened model with its epilogue settings and
+// the quantizer of its output (nil for the logits). The ops form a small
+// DAG: value 0 is the batch's input features, value i+1 the output of op
+// i, and in names the values an op reads (a chain reads the one before).
+type planOp struct {
+	kind opKind
+	in   []int
+	lin  *Linear // qLin
 	// biasOf is the linear whose bias the epilogue adds (GCN's and GIN's
 	// Lin1 after the aggregation), nil for none.
-	biasOf   *QLinear
+	biasOf   *Linear
 	rowScale bool // multiply by D^-1/2 (GCN)
 	// featScale: multiply by the batch's FeatScale (the model normalizes
 	// its input rows; first op only).
 	featScale bool
 	relu      bool
 	// bn (GIN aggregations) normalizes after the bias, before the ReLU.
-	bn *QBatchNorm
+	bn *BatchNorm
 	// keep: training does not drop this op's input out: GIN's second
 	// linear when the MLP has a batch norm (see simForward).
 	keep bool
-	out  *QParams
+	out  *Params
 }
 
 // ops flattens m into the product sequence that both the bit-kernel
 // inference and the simulation walk. A qLin's output feeds a qAgg (packed by
 // columns), a qAgg's output feeds a qLin (packed by rows).
-func (m *QModel) ops() []qOp {
-	var ops []qOp
+func (m *Model) ops() []planOp {
+	var ops []planOp
 	last := len(m.Layers) - 1
 	for i := range m.Layers {
 		ly := &m.Layers[i]
@@ -318,16 +310,19 @@ func (m *QModel) ops() []qOp {
 			out = nil
 		}
 		switch m.Kind {
-		case QGCN:
+		case GCN:
 			ops = append(ops,
-				qOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
-				qOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out})
-		case QGIN:
+				planOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
+				planOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out})
+		case GIN:
 			ops = append(ops,
-				qOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
-				qOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
-				qOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
+				planOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
+				planOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
+				planOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
 		}
+	}
+	for i := range ops {
+		ops[i].in = []int{i}
 	}
 	if len(ops) > 0 {
 		ops[0].featScale = m.NormRows
@@ -335,11 +330,11 @@ func (m *QModel) ops() []qOp {
 	return ops
 }
 
-// qParamsFor returns params of the given width whose levels span [lo, hi]
+// paramsFor returns params of the given width whose levels span [lo, hi]
 // (quantize.FromRange: Lower half a step below lo, so the floor rounds to
 // the nearest level). For lo = 0 the zero point is exactly 0, so 0 stays 0
 // and non-negative activations need no zero-point correction.
-func qParamsFor(bits int, lo, hi float64) QParams {
+func paramsFor(bits int, lo, hi float64) Params {
 	p, err := quantize.FromRange(lo, max(lo, hi), bits)
 	if err != nil { // NaN or infinite data: a unit range keeps going
 		p, _ = quantize.FromRange(0, 1, bits)
@@ -347,16 +342,16 @@ func qParamsFor(bits int, lo, hi float64) QParams {
 	return p
 }
 
-// qWeightParams returns per-output-channel params for l's weights (one per
+// weightParams returns per-output-channel params for l's weights (one per
 // row of W, the columns of the product's B operand) and the codes, laid out
 // In×Out (K×N row-major), as float64. Each channel's range is the min/max
 // shrunk by the factor that minimises the squared quantization error.
-func qWeightParams(l *QLinear, bits int) ([]QParams, []float64) {
-	ps := make([]QParams, l.Out)
+func weightParams(l *Linear, bits int) ([]Params, []float64) {
+	ps := make([]Params, l.Out)
 	codes := make([]float64, l.In*l.Out)
 	for j := 0; j < l.Out; j++ {
 		row := l.W[j*l.In : (j+1)*l.In]
-		ps[j] = qBestRange(row, bits, false)
+		ps[j] = bestRange(row, bits, false)
 		inv, off := ps[j].Requant()
 		for k, w := range row {
 			codes[k*l.Out+j] = float64(qQuant(w, inv, off, bits))
@@ -371,26 +366,26 @@ func qQuant(x, inv, off float32, bits int) uint32 {
 	return bmm.Requant{Scale: inv, Offset: off}.Quantize(x, bits)
 }
 
-// qDequant is Scale·(q + Zero()).
-func qDequant(q float64, p QParams) float64 {
+// dequant is Scale·(q + Zero()).
+func dequant(q float64, p Params) float64 {
 	return float64(p.Scale) * (q + float64(p.Zero()))
 }
 
-// qBestRange picks the range of vals for bits: among the min/max (or
+// bestRange picks the range of vals for bits: among the min/max (or
 // [0, max] when unsigned), a few tail quantiles and shrunk ranges, the one
 // that minimises the squared error of quantize-then-dequantize. vals may be
 // a sample; it is not modified.
-func qBestRange(vals []float32, bits int, unsigned bool) QParams {
+func bestRange(vals []float32, bits int, unsigned bool) Params {
 	p, _ := qRanges(vals, bits, unsigned)
 	return p
 }
 
-// qRanges returns qBestRange's choice and every distinct candidate it
+// qRanges returns bestRange's choice and every distinct candidate it
 // weighed.
-func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParams) {
+func qRanges(vals []float32, bits int, unsigned bool) (best Params, ps []Params) {
 	if len(vals) == 0 {
-		p := qParamsFor(bits, 0, 1)
-		return p, []QParams{p}
+		p := paramsFor(bits, 0, 1)
+		return p, []Params{p}
 	}
 	s := slices.Clone(vals)
 	slices.Sort(s)
@@ -399,8 +394,8 @@ func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParam
 		lo = 0
 	}
 	if bits >= 12 {
-		p := qParamsFor(bits, lo, hi)
-		return p, []QParams{p}
+		p := paramsFor(bits, lo, hi)
+		return p, []Params{p}
 	}
 	type cand struct{ lo, hi float64 }
 	var cands []cand
@@ -418,9 +413,9 @@ func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParam
 		}
 		cands = append(cands, c)
 	}
-	best, bestErr := qParamsFor(bits, lo, hi), math.Inf(1)
+	best, bestErr := paramsFor(bits, lo, hi), math.Inf(1)
 	for _, c := range cands {
-		p := qParamsFor(bits, c.lo, c.hi)
+		p := paramsFor(bits, c.lo, c.hi)
 		if slices.Contains(ps, p) {
 			continue
 		}
@@ -428,7 +423,7 @@ func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParam
 		inv, off := p.Requant()
 		var e float64
 		for _, v := range s {
-			d := qDequant(float64(qQuant(v, inv, off, bits)), p) - float64(v)
+			d := dequant(float64(qQuant(v, inv, off, bits)), p) - float64(v)
 			e += d * d
 		}
 		if e < bestErr {
@@ -439,7 +434,7 @@ func qRanges(vals []float32, bits int, unsigned bool) (best QParams, ps []QParam
 }
 
 // colBias is the bias op's epilogue adds, or nil.
-func (op *qOp) colBias() []float32 {
+func (op *planOp) colBias() []float32 {
 	if op.biasOf == nil {
 		return nil
 	}
@@ -449,7 +444,7 @@ func (op *qOp) colBias() []float32 {
 // scale is op's epilogue RowScale on batch b: D^-1/2, the feature row
 // normalization, their product, or nil. b must carry FeatScale when the op
 // wants it.
-func (op *qOp) scale(b *QBatch) []float32 {
+func (op *planOp) scale(b *Batch) []float32 {
 	switch {
 	case op.rowScale && op.featScale:
 		s := make([]float32, b.N())

@@ -59,24 +59,24 @@ func qSynth(t testing.TB, n, k, f int, binary bool, seed uint64) *subgraph.Datas
 // qCases are the model variants every exactness test covers: GCN, GIN with
 // its batch norm (folded into an epilogue at inference) and GIN without.
 var qCases = []struct{ name, kind, norm string }{
-	{"gcn", QGCN, QNormNone},
-	{"gin", QGIN, QNormBatch},
-	{"gin-nonorm", QGIN, QNormNone},
+	{"gcn", GCN, NormNone},
+	{"gin", GIN, NormBatch},
+	{"gin-nonorm", GIN, NormNone},
 }
 
-// qPrepared is qPreparedNorm with GIN's batch norm.
-func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) (*QModel, *QData, *QInput) {
+// qPrepared is preparedNorm with GIN's batch norm.
+func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) (*Model, *Data, *Input) {
 	t.Helper()
-	norm := QNormNone
-	if kind == QGIN {
-		norm = QNormBatch
+	norm := NormNone
+	if kind == GIN {
+		norm = NormBatch
 	}
-	return qPreparedNorm(t, kind, norm, abits, wbits, parts, binary)
+	return preparedNorm(t, kind, norm, abits, wbits, parts, binary)
 }
 
-// qPreparedNorm returns a model of kind with the norm, trained a few epochs
+// preparedNorm returns a model of kind with the norm, trained a few epochs
 // in full precision and calibrated, with its data and quantized input.
-func qPreparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, binary bool) (*QModel, *QData, *QInput) {
+func preparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, binary bool) (*Model, *Data, *Input) {
 	t.Helper()
 	ds := qSynth(t, 300, 4, 40, binary, 3)
 	// Contiguous id ranges as parts: the planted communities are shuffled,
@@ -88,17 +88,17 @@ func qPreparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, bin
 			p[v] = int32(v * parts / len(p))
 		}
 	}
-	d, err := NewQData(ds, p, parts, 1)
+	d, err := NewData(ds, p, parts, 1)
 	require.NoError(t, err)
 	in, err := QuantizeInput(ds.Features, abits)
 	require.NoError(t, err)
-	m, err := NewQModel(kind, 40, 16, 4, 2, abits, wbits, 5)
+	m, err := NewModel(kind, 40, 16, 4, 2, abits, wbits, 5)
 	require.NoError(t, err)
 	require.NoError(t, m.SetNorm(norm))
-	_, err = m.TrainFP32(d, in, QTrainConfig{Epochs: 5, LR: 0.01, Seed: 1})
+	_, err = m.TrainFP32(d, in, TrainConfig{Epochs: 5, LR: 0.01, Seed: 1})
 	require.NoError(t, err)
 	for i, ly := range m.Layers {
-		if norm == QNormBatch { // the exactness tests must cover a batch norm that is not the identity
+		if norm == NormBatch { // the exactness tests must cover a batch norm that is not the identity
 			scale, shift := ly.BN.fold()
 			require.NotEqual(t, float32(1), scale[0], "layer %d", i)
 			require.NotEqual(t, float32(0), shift[0], "layer %d", i)
@@ -128,7 +128,7 @@ func TestQWideProduct(t *testing.T) {
 			require.NoError(t, err)
 			b, err := bittensor.PackCols(bv, tc.k, tc.n, tc.b)
 			require.NoError(t, err)
-			got, err := qWideProduct(bmm.Generic{}, a, b)
+			got, err := wideProduct(bmm.Generic{}, a, b)
 			require.NoError(t, err)
 			for i := 0; i < tc.m; i++ {
 				for j := 0; j < tc.n; j++ {
@@ -156,7 +156,7 @@ func TestQInferMatchesSimulation(t *testing.T) {
 			for _, binary := range []bool{true, false} {
 				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", c.name, bits[0], bits[1], binary)
 				t.Run(name, func(t *testing.T) {
-					m, d, in := qPreparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
+					m, d, in := preparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
 					plan, err := m.Compile(bmm.Generic{})
 					require.NoError(t, err)
 					for _, b := range d.Eval {
@@ -206,7 +206,7 @@ func TestQInferMatchesSimulation(t *testing.T) {
 // the product of the dequantized features and weights (signed weights with
 // per-channel zero points, features with a zero point when they need one).
 func TestQZeroPointExact(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
+	for _, kind := range []string{GCN, GIN} {
 		t.Run(kind, func(t *testing.T) {
 			m, d, in := qPrepared(t, kind, 4, 3, 1, false)
 			b := d.Eval[0]
@@ -219,7 +219,7 @@ func TestQZeroPointExact(t *testing.T) {
 				for j := 0; j < l.Out; j++ {
 					var want, mag float64
 					for p := st.input.indptr[r]; p < st.input.indptr[r+1]; p++ {
-						h := qDequant(st.input.vals[p], m.Input)
+						h := dequant(st.input.vals[p], m.Input)
 						v := h * w.deq[int(st.input.indices[p])*l.Out+j]
 						want += v
 						mag += math.Abs(v)
@@ -235,9 +235,9 @@ func TestQZeroPointExact(t *testing.T) {
 	}
 }
 
-// qPlanLogits compiles m for kern (nil: the default kernel) and returns
+// planLogits compiles m for kern (nil: the default kernel) and returns
 // the logits the plan computes on batch b.
-func qPlanLogits(t *testing.T, m *QModel, kern bmm.Kernel, in *QInput, b *QBatch) []float32 {
+func planLogits(t *testing.T, m *Model, kern bmm.Kernel, in *Input, b *Batch) []float32 {
 	t.Helper()
 	plan, err := m.Compile(kern)
 	require.NoError(t, err)
@@ -252,7 +252,7 @@ func qPlanLogits(t *testing.T, m *QModel, kern bmm.Kernel, in *QInput, b *QBatch
 // are summed in float64, so codes may differ in their last bits from the
 // simulation, but the logits agree to float32 precision.
 func TestQInfer32Bits(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
+	for _, kind := range []string{GCN, GIN} {
 		t.Run(kind, func(t *testing.T) {
 			m, d, in := qPrepared(t, kind, 32, 32, 1, false)
 			b := d.Eval[0]
@@ -260,7 +260,7 @@ func TestQInfer32Bits(t *testing.T) {
 			require.NoError(t, err)
 			_, fp, err := m.simForward(b, in, false, -1, 0, nil)
 			require.NoError(t, err)
-			got := qPlanLogits(t, m, bmm.Generic{}, in, b)
+			got := planLogits(t, m, bmm.Generic{}, in, b)
 			for i := range want {
 				assert.InDelta(t, want[i], got[i], 1e-2*(1+math.Abs(float64(want[i]))), "logit %d", i)
 				assert.InDelta(t, fp[i], got[i], 1e-2*(1+math.Abs(float64(fp[i]))), "logit %d vs fp32", i)
@@ -275,12 +275,12 @@ func TestQATForwardIsInference(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
 			kind := c.kind
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
 			before := m.Clone()
 			// QAT's training pass is the evaluation pass: weights move, a
 			// batch norm stays frozen.
 			var losses []float64
-			_, err := m.QAT(d, in, QTrainConfig{Epochs: 3, LR: 0.005, Seed: 1, Progress: func(_ int, loss, _ float64) {
+			_, err := m.QAT(d, in, TrainConfig{Epochs: 3, LR: 0.005, Seed: 1, Progress: func(_ int, loss, _ float64) {
 				losses = append(losses, loss)
 			}})
 			require.NoError(t, err)
@@ -299,7 +299,7 @@ func TestQATForwardIsInference(t *testing.T) {
 					idx = append(idx, i)
 				}
 			}
-			want, _ := qCrossEntropy(logits0, m.Classes, d.Labels, d.Eval[0].Nodes, idx)
+			want, _ := crossEntropy(logits0, m.Classes, d.Labels, d.Eval[0].Nodes, idx)
 			assert.InDelta(t, want, losses[0], 1e-12) // train scales by the count and back
 			for i := range m.Layers {
 				assert.Equal(t, before.Layers[i].BN, m.Layers[i].BN, "layer %d batch norm", i)
@@ -319,7 +319,7 @@ func TestQATForwardIsInference(t *testing.T) {
 					require.Equal(t, math.Float32bits(fq[j]), math.Float32bits(op.out.Value(uint32(q))), "op %d value %d", i, j)
 				}
 			}
-			inf := qPlanLogits(t, m, nil, in, b)
+			inf := planLogits(t, m, nil, in, b)
 			// GIN's batch norm normalizes with the batch's statistics in
 			// training; the evaluation pass (running statistics, folded
 			// into the epilogue) is inference. GCN has no batch norm: its
@@ -328,13 +328,13 @@ func TestQATForwardIsInference(t *testing.T) {
 			require.NoError(t, err)
 			for i := range inf {
 				require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(eval[i]), "logit %d", i)
-				if m.Norm() == QNormNone {
+				if m.Norm() == NormNone {
 					require.Equal(t, math.Float32bits(inf[i]), math.Float32bits(train[i]), "logit %d", i)
 				}
 			}
-			if m.Norm() == QNormBatch {
+			if m.Norm() == NormBatch {
 				require.NotEqual(t, eval, train, "the training pass should use the batch's statistics")
-			} else if kind == QGIN {
+			} else if kind == GIN {
 				require.Equal(t, eval, train, "without batch norm the training pass is inference")
 			}
 		})
@@ -344,21 +344,21 @@ func TestQATForwardIsInference(t *testing.T) {
 // TestQTrainLearns checks full-precision training, calibration and QAT reach
 // a useful accuracy on the planted partition, quantized at 4 bits.
 func TestQTrainLearns(t *testing.T) {
-	for _, kind := range []string{QGCN, QGIN} {
+	for _, kind := range []string{GCN, GIN} {
 		t.Run(kind, func(t *testing.T) {
 			ds := qSynth(t, 400, 4, 40, true, 9)
-			d, err := NewQData(ds, nil, 1, 1)
+			d, err := NewData(ds, nil, 1, 1)
 			require.NoError(t, err)
 			in, err := QuantizeInput(ds.Features, 4)
 			require.NoError(t, err)
-			m, err := NewQModel(kind, 40, 16, 4, 2, 4, 4, 1)
+			m, err := NewModel(kind, 40, 16, 4, 2, 4, 4, 1)
 			require.NoError(t, err)
-			_, err = m.TrainFP32(d, in, QTrainConfig{Epochs: 100, LR: 0.005, WeightDecay: 5e-4, Dropout: 0.3, Seed: 1})
+			_, err = m.TrainFP32(d, in, TrainConfig{Epochs: 100, LR: 0.005, WeightDecay: 5e-4, Dropout: 0.3, Seed: 1})
 			require.NoError(t, err)
 			fp, err := m.Accuracy(d, in, false, d.Test)
 			require.NoError(t, err)
 			require.NoError(t, m.Calibrate(d, in, 0))
-			_, err = m.QAT(d, in, QTrainConfig{Epochs: 10, LR: 0.003, Seed: 1})
+			_, err = m.QAT(d, in, TrainConfig{Epochs: 10, LR: 0.003, Seed: 1})
 			require.NoError(t, err)
 			q, err := m.Accuracy(d, in, true, d.Test)
 			require.NoError(t, err)
@@ -374,11 +374,11 @@ func TestQGradients(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
 			ds := qSynth(t, 60, 3, 12, false, 4)
-			d, err := NewQData(ds, nil, 1, 1)
+			d, err := NewData(ds, nil, 1, 1)
 			require.NoError(t, err)
 			in, err := QuantizeInput(ds.Features, 8)
 			require.NoError(t, err)
-			m, err := NewQModel(c.kind, 12, 8, 3, 2, 8, 8, 2)
+			m, err := NewModel(c.kind, 12, 8, 3, 2, 8, 8, 2)
 			require.NoError(t, err)
 			require.NoError(t, m.SetNorm(c.norm))
 			for _, l := range m.linears() {
@@ -386,7 +386,7 @@ func TestQGradients(t *testing.T) {
 					l.B[i] = 0.1 * float32(i%3)
 				}
 			}
-			if c.norm == QNormBatch { // a batch norm that is not the identity at evaluation
+			if c.norm == NormBatch { // a batch norm that is not the identity at evaluation
 				for _, ly := range m.Layers {
 					for j := range ly.BN.Gamma {
 						ly.BN.Gamma[j], ly.BN.Beta[j] = 1+0.1*float32(j%4), 0.05*float32(j%3)
@@ -409,14 +409,14 @@ func TestQGradients(t *testing.T) {
 				loss := func() float64 {
 					_, logits, err := m.simForward(b, in, false, -1, 0, rng)
 					require.NoError(t, err)
-					l, _ := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
+					l, _ := crossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
 					return l
 				}
 				st, logits, err := m.simForward(b, in, false, -1, 0, rng)
 				require.NoError(t, err)
-				_, dl := qCrossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
-				g := &qGrads{w: map[*QLinear][]float32{}, b: map[*QLinear][]float32{},
-					gamma: map[*QBatchNorm][]float32{}, beta: map[*QBatchNorm][]float32{}}
+				_, dl := crossEntropy(logits, 3, ds.Labels, b.Nodes, idx)
+				g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{},
+					gamma: map[*BatchNorm][]float32{}, beta: map[*BatchNorm][]float32{}}
 				type param struct {
 					name string
 					v, g []float32
@@ -457,29 +457,29 @@ func TestQGradients(t *testing.T) {
 func TestQModelSaveLoad(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, _, _ := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, _, _ := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
-			got, err := ReadQModel(bytes.NewReader(buf.Bytes()))
+			got, err := ReadModel(bytes.NewReader(buf.Bytes()))
 			require.NoError(t, err)
 			require.Equal(t, m, got)
 			require.Equal(t, c.norm, got.Norm())
 			// The metadata is JSON inside a JSON string: its quotes are escaped.
 			old := bytes.Replace(buf.Bytes(), []byte(`\"format\":3`), []byte(`\"format\":2`), 1)
 			require.False(t, bytes.Equal(buf.Bytes(), old), "format field not found")
-			_, err = ReadQModel(bytes.NewReader(old))
-			require.ErrorIs(t, err, ErrQModel)
+			_, err = ReadModel(bytes.NewReader(old))
+			require.ErrorIs(t, err, ErrModel)
 		})
 	}
 }
 
 // TestQSetNorm checks the GIN normalization option and its errors.
 func TestQSetNorm(t *testing.T) {
-	m, err := NewQModel(QGIN, 10, 8, 3, 2, 4, 4, 1)
+	m, err := NewModel(GIN, 10, 8, 3, 2, 4, 4, 1)
 	require.NoError(t, err)
-	require.NoError(t, m.SetNorm(QNormBatch))
-	assert.Equal(t, QNormBatch, m.Norm())
+	require.NoError(t, m.SetNorm(NormBatch))
+	assert.Equal(t, NormBatch, m.Norm())
 	for _, ly := range m.Layers {
 		require.NotNil(t, ly.BN)
 		scale, shift := ly.BN.fold()
@@ -487,26 +487,26 @@ func TestQSetNorm(t *testing.T) {
 		assert.Zero(t, shift[0])
 	}
 	require.NoError(t, m.Validate(10))
-	require.NoError(t, m.SetNorm(QNormNone))
-	assert.Equal(t, QNormNone, m.Norm())
+	require.NoError(t, m.SetNorm(NormNone))
+	assert.Equal(t, NormNone, m.Norm())
 	require.NoError(t, m.Validate(10))
 	for _, ly := range m.Layers {
 		assert.Nil(t, ly.BN)
 	}
-	for _, c := range []struct{ kind, norm string }{{QGIN, "layer"}, {QGCN, QNormBatch}, {QGIN, ""}} {
+	for _, c := range []struct{ kind, norm string }{{GIN, "layer"}, {GCN, NormBatch}, {GIN, ""}} {
 		t.Run(c.kind+"/"+c.norm, func(t *testing.T) {
-			m, err := NewQModel(c.kind, 10, 8, 3, 2, 4, 4, 1)
+			m, err := NewModel(c.kind, 10, 8, 3, 2, 4, 4, 1)
 			require.NoError(t, err)
-			assert.ErrorIs(t, m.SetNorm(c.norm), ErrQModel)
+			assert.ErrorIs(t, m.SetNorm(c.norm), ErrModel)
 		})
 	}
-	g, err := NewQModel(QGCN, 10, 8, 3, 2, 4, 4, 1)
+	g, err := NewModel(GCN, 10, 8, 3, 2, 4, 4, 1)
 	require.NoError(t, err)
-	require.NoError(t, g.SetNorm(QNormNone))
+	require.NoError(t, g.SetNorm(NormNone))
 	// A batch norm of the wrong width is refused.
-	require.NoError(t, m.SetNorm(QNormBatch))
-	m.Layers[1].BN = newQBatchNorm(5)
-	assert.ErrorIs(t, m.Validate(10), ErrQModel)
+	require.NoError(t, m.SetNorm(NormBatch))
+	m.Layers[1].BN = newBatchNorm(5)
+	assert.ErrorIs(t, m.Validate(10), ErrModel)
 }
 
 // TestQSimForwardUpTo checks the mixed pass calibration measures with: the
@@ -515,7 +515,7 @@ func TestQSetNorm(t *testing.T) {
 func TestQSimForwardUpTo(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 4, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 4, 1, false)
 			b := d.Eval[0]
 			qs, q, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
@@ -533,7 +533,7 @@ func TestQSimForwardUpTo(t *testing.T) {
 				}
 				p := *qs.ops[upTo-1].out
 				for k, code := range qs.codes[upTo-1] {
-					require.Equal(t, qDequant(float64(code), p), st.acts[upTo][k], "upTo %d: input %d of op %d", upTo, k, upTo)
+					require.Equal(t, dequant(float64(code), p), st.acts[upTo][k], "upTo %d: input %d of op %d", upTo, k, upTo)
 				}
 			}
 			_, none, err := m.simForwardUpTo(b, in, 0, -1, 0, nil)
@@ -545,11 +545,11 @@ func TestQSimForwardUpTo(t *testing.T) {
 
 // TestQKL checks the divergence against values worked out by hand.
 func TestQKL(t *testing.T) {
-	assert.InDelta(t, 0, qKL([]float32{1, 2, 3}, []float32{1, 2, 3}), 1e-12)
-	assert.InDelta(t, 0, qKL([]float32{1, 2, 3}, []float32{11, 12, 13}), 1e-12, "softmax ignores a shift")
+	assert.InDelta(t, 0, klDivergence([]float32{1, 2, 3}, []float32{1, 2, 3}), 1e-12)
+	assert.InDelta(t, 0, klDivergence([]float32{1, 2, 3}, []float32{11, 12, 13}), 1e-12, "softmax ignores a shift")
 	// p = (1/2, 1/2), q = softmax(0, ln 3) = (1/4, 3/4).
 	want := 0.5*math.Log(0.5/0.25) + 0.5*math.Log(0.5/0.75)
-	assert.InDelta(t, want, qKL([]float32{0, 0}, []float32{0, float32(math.Log(3))}), 1e-7)
+	assert.InDelta(t, want, klDivergence([]float32{0, 0}, []float32{0, float32(math.Log(3))}), 1e-7)
 }
 
 // TestQCalibrateOutputAware checks that each activation range Calibrate
@@ -558,7 +558,7 @@ func TestQKL(t *testing.T) {
 func TestQCalibrateOutputAware(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 2, 3, 3, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 2, 3, 3, false)
 			batches := d.Eval
 			ref := make([][]float32, len(batches))
 			for bi, b := range batches {
@@ -612,7 +612,7 @@ func TestQCalibrateOutputAware(t *testing.T) {
 
 // klTo, the reference klFrom is checked against, is the mean over the nodes of batches of KL(softmax(ref) ‖
 // softmax(logits)), the logits of m with its first upTo ops quantized.
-func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) (float64, error) {
+func (m *Model) klTo(ref [][]float32, batches []*Batch, in *Input, upTo int) (float64, error) {
 	var kl float64
 	var n int
 	c := m.Classes
@@ -622,7 +622,7 @@ func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) 
 			return 0, err
 		}
 		for r := 0; r < b.N(); r++ {
-			kl += qKL(ref[bi][r*c:(r+1)*c], y[r*c:(r+1)*c])
+			kl += klDivergence(ref[bi][r*c:(r+1)*c], y[r*c:(r+1)*c])
 			n++
 		}
 	}
@@ -634,7 +634,7 @@ func (m *QModel) klTo(ref [][]float32, batches []*QBatch, in *QInput, upTo int) 
 func TestQDropoutPlaces(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 8, 8, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 8, 8, 1, false)
 			st, _, err := m.simForward(d.Eval[0], in, false, -1, 0.5, rand.New(rand.NewPCG(1, 2)))
 			require.NoError(t, err)
 			assert.NotNil(t, st.dropIn, "the features")
@@ -646,7 +646,7 @@ func TestQDropoutPlaces(t *testing.T) {
 					assert.Contains(t, st.drops[i], true, "op %d: a layer's input", i)
 				}
 			}
-			assert.Equal(t, c.norm == QNormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
+			assert.Equal(t, c.norm == NormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
 		})
 	}
 }
@@ -670,7 +670,7 @@ func TestQScaleGrad(t *testing.T) {
 		want += dOut[k] * d[k]
 	}
 	want /= math.Sqrt(4 * 3)
-	assert.InDelta(t, want, qScaleGrad(p, y, q, dOut), 1e-6)
+	assert.InDelta(t, want, scaleGrad(p, y, q, dOut), 1e-6)
 }
 
 // TestQATLearnScales checks that QAT with learned step sizes moves the
@@ -679,9 +679,9 @@ func TestQScaleGrad(t *testing.T) {
 func TestQATLearnScales(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
 			before := m.Clone()
-			_, err := m.QAT(d, in, QTrainConfig{Epochs: 3, LR: 0.01, Seed: 1, LearnScales: true})
+			_, err := m.QAT(d, in, TrainConfig{Epochs: 3, LR: 0.01, Seed: 1, LearnScales: true})
 			require.NoError(t, err)
 			moved := 0
 			for i, op := range m.ops() {
@@ -698,7 +698,7 @@ func TestQATLearnScales(t *testing.T) {
 			b := d.Eval[0]
 			_, want, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
-			got := qPlanLogits(t, m, bmm.Generic{}, in, b)
+			got := planLogits(t, m, bmm.Generic{}, in, b)
 			for i := range want {
 				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
 			}
@@ -708,7 +708,7 @@ func TestQATLearnScales(t *testing.T) {
 
 // BenchmarkQPredictWeightCache compares a quantized evaluation pass over 8
 // batches with each linear's weights prepared once for the pass
-// (qWeightCache, as Predict and Calibrate do) against prepared again for
+// (weightCache, as Predict and Calibrate do) against prepared again for
 // every batch (a nil cache, as training does).
 func BenchmarkQPredictWeightCache(b *testing.B) {
 	ds := qSynth(b, 4000, 8, 2000, true, 3)
@@ -716,19 +716,19 @@ func BenchmarkQPredictWeightCache(b *testing.B) {
 	for v := range p {
 		p[v] = int32(v * 8 / len(p))
 	}
-	d, err := NewQData(ds, p, 8, 1)
+	d, err := NewData(ds, p, 8, 1)
 	require.NoError(b, err)
 	in, err := QuantizeInput(ds.Features, 4)
 	require.NoError(b, err)
-	m, err := NewQModel(QGCN, 2000, 64, 8, 2, 4, 4, 5)
+	m, err := NewModel(GCN, 2000, 64, 8, 2, 4, 4, 5)
 	require.NoError(b, err)
 	require.NoError(b, m.Calibrate(d, in, 0))
 	for _, cached := range []bool{true, false} {
 		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
 			for b.Loop() {
-				var wc qWeightCache
+				var wc weightCache
 				if cached {
-					wc = qWeightCache{}
+					wc = weightCache{}
 				}
 				for _, bt := range d.Eval {
 					_, _, err := m.simRun(bt, in, qUpTo(true), -1, 0, nil, nil, wc)

@@ -6,18 +6,19 @@ import (
 	"math"
 	"testing"
 
+	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // TestQModelOrigin round-trips what a model was trained on.
 func TestQModelOrigin(t *testing.T) {
-	m, _, _ := qPrepared(t, QGCN, 4, 4, 1, false)
-	o := &QOrigin{Dataset: "cora", Data: "0123abcd", Kind: QGCN, ABits: 4, WBits: 4, Norm: QNormNone, FeatureScale: QScaleSqrt, Key: "k1"}
+	m, _, _ := qPrepared(t, GCN, 4, 4, 1, false)
+	o := &Origin{Dataset: "cora", Data: "0123abcd", Kind: GCN, ABits: 4, WBits: 4, Norm: NormNone, FeatureScale: ScaleSqrt, Key: "k1"}
 	var buf bytes.Buffer
-	_, err := WriteQModel(&buf, m, o)
+	_, err := WriteModel(&buf, m, o)
 	require.NoError(t, err)
-	got, gotO, err := ReadQModelOrigin(bytes.NewReader(buf.Bytes()))
+	got, gotO, err := ReadModelOrigin(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	assert.Equal(t, m, got)
 	assert.Equal(t, o, gotO)
@@ -25,16 +26,16 @@ func TestQModelOrigin(t *testing.T) {
 	buf.Reset()
 	_, err = m.WriteTo(&buf)
 	require.NoError(t, err)
-	_, gotO, err = ReadQModelOrigin(bytes.NewReader(buf.Bytes()))
+	_, gotO, err = ReadModelOrigin(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	assert.Nil(t, gotO, "WriteTo records no origin")
 }
 
-// qFlipWeight flips the high byte of the first float32 of tensor name in a
+// flipWeight flips the high byte of the first float32 of tensor name in a
 // safetensors file (a bit flip on disk, the file still parses).
-func qFlipWeight(t *testing.T, file []byte, name string) []byte {
+func flipWeight(t *testing.T, file []byte, name string) []byte {
 	t.Helper()
-	ts, _, err := ReadSafetensors(bytes.NewReader(file))
+	ts, _, err := safetensors.Read(bytes.NewReader(file))
 	require.NoError(t, err)
 	tn := ts[name]
 	require.NotNil(t, tn, "tensor %s", name)
@@ -53,20 +54,20 @@ func qFlipWeight(t *testing.T, file []byte, name string) []byte {
 func TestQModelChecksum(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, _, _ := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, _, _ := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
-			bad := qFlipWeight(t, buf.Bytes(), "layers.0.lin1.weight")
-			_, err = ReadQModel(bytes.NewReader(bad))
-			require.ErrorIs(t, err, ErrQModel)
+			bad := flipWeight(t, buf.Bytes(), "layers.0.lin1.weight")
+			_, err = ReadModel(bytes.NewReader(bad))
+			require.ErrorIs(t, err, ErrModel)
 			assert.Contains(t, err.Error(), "checksum")
 
 			// The quantization parameters are covered too.
 			old := bytes.Replace(buf.Bytes(), []byte(`\"abits\":4`), []byte(`\"abits\":8`), 1)
 			require.False(t, bytes.Equal(buf.Bytes(), old), "abits field not found")
-			_, err = ReadQModel(bytes.NewReader(old))
-			require.ErrorIs(t, err, ErrQModel)
+			_, err = ReadModel(bytes.NewReader(old))
+			require.ErrorIs(t, err, ErrModel)
 			assert.Contains(t, err.Error(), "checksum")
 		})
 	}
@@ -78,19 +79,19 @@ func TestQModelChecksum(t *testing.T) {
 func TestQModelOldFile(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := qPreparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, d, in := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
 			var buf bytes.Buffer
-			_, err := WriteQModel(&buf, m, &QOrigin{Dataset: "x"})
+			_, err := WriteModel(&buf, m, &Origin{Dataset: "x"})
 			require.NoError(t, err)
-			ts, meta, err := ReadSafetensors(bytes.NewReader(buf.Bytes()))
+			ts, meta, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
 			require.NoError(t, err)
-			require.Contains(t, meta, qMetaSum)
-			delete(meta, qMetaSum)
-			delete(meta, qMetaOrigin)
+			require.Contains(t, meta, metaSum)
+			delete(meta, metaSum)
+			delete(meta, metaOrigin)
 			var old bytes.Buffer
-			require.NoError(t, WriteSafetensors(&old, ts, meta))
+			require.NoError(t, safetensors.Write(&old, ts, meta))
 
-			got, o, err := ReadQModelOrigin(bytes.NewReader(old.Bytes()))
+			got, o, err := ReadModelOrigin(bytes.NewReader(old.Bytes()))
 			require.NoError(t, err)
 			assert.Nil(t, o)
 			require.Equal(t, m, got)
@@ -99,7 +100,7 @@ func TestQModelOldFile(t *testing.T) {
 			pred, err := got.Predict(d, in, true)
 			require.NoError(t, err)
 			assert.Equal(t, want, pred)
-			assert.False(t, math.IsNaN(float64(QAccuracy(pred, d.Labels, d.Test))))
+			assert.False(t, math.IsNaN(float64(Accuracy(pred, d.Labels, d.Test))))
 		})
 	}
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/qgtc/qgtc/bmm"
 
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/internal/par"
 )
 
-// The float simulation of a QModel. With quant set it computes every
+// The float simulation of a Model. With quant set it computes every
 // product from the integer codes (exactly: float64 sums of integers below
 // 2^53), then applies the very epilogues and quantizer the bit kernels use,
 // so its codes and logits equal Infer's bit for bit; this is the forward
@@ -21,42 +22,42 @@ import (
 // training normalizes with the batch's statistics (rng set). Without quant it is the full-precision model
 // (same batches, same order of operations), which trains the fp32 weights.
 
-// qWeights holds one linear's weights as the product's B operand (K×N).
-type qWeights struct {
-	params []QParams // per output channel (quant only)
+// simWeights holds one linear's weights as the product's B operand (K×N).
+type simWeights struct {
+	params []Params  // per output channel (quant only)
 	codes  []float64 // K×N codes (quant only)
 	colSum []float64 // Σ_k codes[k][n] (quant only)
 	deq    []float64 // K×N values the product sees: dequantized or W itself
 }
 
-// qWeightCache keeps each linear's prepared weights over the batches of a
+// weightCache keeps each linear's prepared weights over the batches of a
 // pass in which they do not change (evaluation, calibration), where
-// qPrepareWeights would otherwise pick the same per-channel ranges again for
+// prepareWeights would otherwise pick the same per-channel ranges again for
 // every batch. A nil cache prepares them every time (training: every step
 // moves the weights).
-type qWeightCache map[qWeightKey]*qWeights
+type weightCache map[weightKey]*simWeights
 
-type qWeightKey struct {
-	l     *QLinear
+type weightKey struct {
+	l     *Linear
 	quant bool
 }
 
 // get returns l's weights prepared for bits (quant) or full precision.
-func (c qWeightCache) get(l *QLinear, bits int, quant bool) *qWeights {
+func (c weightCache) get(l *Linear, bits int, quant bool) *simWeights {
 	if c == nil {
-		return qPrepareWeights(l, bits, quant)
+		return prepareWeights(l, bits, quant)
 	}
-	k := qWeightKey{l, quant}
+	k := weightKey{l, quant}
 	w, ok := c[k]
 	if !ok {
-		w = qPrepareWeights(l, bits, quant)
+		w = prepareWeights(l, bits, quant)
 		c[k] = w
 	}
 	return w
 }
 
-func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
-	w := &qWeights{deq: make([]float64, l.In*l.Out)}
+func prepareWeights(l *Linear, bits int, quant bool) *simWeights {
+	w := &simWeights{deq: make([]float64, l.In*l.Out)}
 	if !quant {
 		for j := 0; j < l.Out; j++ {
 			for k := 0; k < l.In; k++ {
@@ -65,24 +66,24 @@ func qPrepareWeights(l *QLinear, bits int, quant bool) *qWeights {
 		}
 		return w
 	}
-	w.params, w.codes = qWeightParams(l, bits)
+	w.params, w.codes = weightParams(l, bits)
 	w.colSum = make([]float64, l.Out)
 	for k := 0; k < l.In; k++ {
 		for j := 0; j < l.Out; j++ {
 			q := w.codes[k*l.Out+j]
 			w.colSum[j] += q
-			w.deq[k*l.Out+j] = qDequant(q, w.params[j])
+			w.deq[k*l.Out+j] = dequant(q, w.params[j])
 		}
 	}
 	return w
 }
 
-// qLinEpilogue is the epilogue of H·Wᵀ on codes: per-channel scales and the
+// linEpilogue is the epilogue of H·Wᵀ on codes: per-channel scales and the
 // zero-point corrections that make it the product of the dequantized
 // values, then D^-1/2, bias and ReLU as op says.
 //
 //	Σ_k s_h(q_h+z_h)·s_j(q_w+z_j) = s_h s_j·[C + z_j·R_h + z_h·(Σ_k q_w + K·z_j)]
-func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b *QBatch, quant bool) *bmm.Epilogue {
+func linEpilogue(op *planOp, ph Params, w *simWeights, k int, rowSums []float32, b *Batch, quant bool) *bmm.Epilogue {
 	ep := &bmm.Epilogue{ColBias: op.colBias(), ReLU: op.relu}
 	ep.RowScale = op.scale(b)
 	if !quant {
@@ -107,9 +108,9 @@ func qLinEpilogue(op *qOp, ph QParams, w *qWeights, k int, rowSums []float32, b 
 	return ep
 }
 
-// qAggEpilogue is the epilogue of A·Z with a 1-bit adjacency A and Z's
+// aggEpilogue is the epilogue of A·Z with a 1-bit adjacency A and Z's
 // per-tensor params: Σ_u A[v][u]·s_z(q+z_z) = s_z·C + s_z z_z·deg(v).
-func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilogue {
+func aggEpilogue(op *planOp, pz Params, n int, b *Batch, quant bool) *bmm.Epilogue {
 	ep := &bmm.Epilogue{ColBias: op.colBias(), ReLU: op.relu}
 	ep.RowScale = op.scale(b)
 	if quant {
@@ -122,15 +123,15 @@ func qAggEpilogue(op *qOp, pz QParams, n int, b *QBatch, quant bool) *bmm.Epilog
 		}
 	}
 	if op.bn != nil {
-		qBNFold(ep, op.bn, n)
+		bnFold(ep, op.bn, n)
 	}
 	return ep
 }
 
-// qBNFold folds bn's running statistics into ep, whose output t (before
+// bnFold folds bn's running statistics into ep, whose output t (before
 // ReLU) becomes scale·t + shift: the scale multiplies ColScale, ColTerm and
 // ColConst (RowScale commutes with it), the bias becomes scale·bias + shift.
-func qBNFold(ep *bmm.Epilogue, bn *QBatchNorm, n int) {
+func bnFold(ep *bmm.Epilogue, bn *BatchNorm, n int) {
 	scale, shift := bn.fold()
 	mul := func(v []float32) []float32 {
 		if v == nil {
@@ -159,14 +160,14 @@ func qBNFold(ep *bmm.Epilogue, bn *QBatchNorm, n int) {
 	ep.ColBias = bias
 }
 
-// qSimInput is the batch's input: the gathered sparse rows of the features.
-type qSimInput struct {
+// simInput is the batch's input: the gathered sparse rows of the features.
+type simInput struct {
 	indptr, indices []int32
 	vals            []float64 // codes (quant) or values
 }
 
-func qGatherInput(in *QInput, nodes []int32, quant bool) *qSimInput {
-	s := &qSimInput{indptr: make([]int32, len(nodes)+1)}
+func gatherInput(in *Input, nodes []int32, quant bool) *simInput {
+	s := &simInput{indptr: make([]int32, len(nodes)+1)}
 	for i, v := range nodes {
 		for p := in.Indptr[v]; p < in.Indptr[v+1]; p++ {
 			s.indices = append(s.indices, in.Indices[p])
@@ -181,20 +182,20 @@ func qGatherInput(in *QInput, nodes []int32, quant bool) *qSimInput {
 	return s
 }
 
-// qSimState is what one forward pass keeps for the backward pass.
-type qSimState struct {
+// simState is what one forward pass keeps for the backward pass.
+type simState struct {
 	quant   bool
-	ops     []qOp
-	weights []*qWeights // per op (nil for qAgg)
-	input   *qSimInput
+	ops     []planOp
+	weights []*simWeights // per op (nil for qAgg)
+	input   *simInput
 	dropIn  []bool      // dropped input entries (training, fp32 only; tests: the backward reads the zeroed values)
 	acts    [][]float64 // input of each op: codes (quant) or values, dense n×width; nil for op 0
 	drops   [][]bool    // dropout masks of dense inputs
 	outs    [][]float32 // each op's epilogue output (before quantization)
 	widths  []int       // output width of each op
-	inP     []QParams
+	inP     []Params
 	n       int
-	batch   *QBatch
+	batch   *Batch
 	codes   [][]int32 // output codes of each quantized op (LSQ's step gradient, tests)
 	dropout float32
 	// bnXhat and bnInvStd (per op; nil unless the op normalized with its
@@ -203,8 +204,8 @@ type qSimState struct {
 	bnInvStd [][]float64
 }
 
-// qParFor runs f over [0, n) split in chunks across the CPUs.
-func qParFor(n int, f func(lo, hi int)) {
+// parFor runs f over [0, n) split in chunks across the CPUs.
+func parFor(n int, f func(lo, hi int)) {
 	w := runtime.GOMAXPROCS(0)
 	if n < 64 || w == 1 {
 		f(0, n)
@@ -223,7 +224,7 @@ func qParFor(n int, f func(lo, hi int)) {
 // batch norm, full batch, 85.3% fp32 without that dropout (300 epochs) vs
 // 82.5% with it (200 epochs); Cora GIN without norm 78.9% with it vs 77.2%
 // without (3 seeds).
-func (m *QModel) simForward(b *QBatch, in *QInput, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+func (m *Model) simForward(b *Batch, in *Input, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*simState, []float32, error) {
 	return m.simRun(b, in, qUpTo(quant), stopAt, dropout, rng, nil, nil)
 }
 
@@ -240,17 +241,17 @@ func qUpTo(quant bool) int {
 // values at the boundary: calibration measures one quantizer's effect on
 // the logits this way. upTo 0 is the full-precision model, len(ops) or more
 // the quantized one.
-func (m *QModel) simForwardUpTo(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand) (*qSimState, []float32, error) {
+func (m *Model) simForwardUpTo(b *Batch, in *Input, upTo, stopAt int, dropout float32, rng *rand.Rand) (*simState, []float32, error) {
 	return m.simRun(b, in, upTo, stopAt, dropout, rng, nil, nil)
 }
 
-// qResume starts a pass at op from, whose input (values, or codes of
+// resume starts a pass at op from, whose input (values, or codes of
 // params ph when that op is quantized) is cur, width columns wide.
-type qResume struct {
+type resume struct {
 	from  int
 	cur   []float64
 	width int
-	ph    QParams
+	ph    Params
 }
 
 // simRun is simForwardUpTo, started at res when res is non-nil
@@ -258,20 +259,20 @@ type qResume struct {
 // while it weighs one tensor's candidate ranges); the state it returns
 // then covers only the ops it ran and serves no backward pass. The
 // weights come from wc (nil: prepared now).
-func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32, rng *rand.Rand, res *qResume, wc qWeightCache) (*qSimState, []float32, error) {
+func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, rng *rand.Rand, res *resume, wc weightCache) (*simState, []float32, error) {
 	quant := upTo > 0
 	if in.Cols != m.Layers[0].Lin1.In {
-		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrQModel, in.Cols, m.Layers[0].Lin1.In)
+		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrModel, in.Cols, m.Layers[0].Lin1.In)
 	}
 	if quant && in.Params != m.Input {
-		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrQModel, in.Params, m.Input)
+		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, m.Input)
 	}
-	st := &qSimState{quant: quant, ops: m.ops(), n: b.N(), batch: b, dropout: dropout}
+	st := &simState{quant: quant, ops: m.ops(), n: b.N(), batch: b, dropout: dropout}
 	if upTo < len(st.ops) && upTo > 0 {
 		st.quant = false // mixed: no backward pass
 	}
 	if m.NormRows && b.FeatScale == nil {
-		return nil, nil, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrQModel)
+		return nil, nil, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrModel)
 	}
 	if rng == nil || quant {
 		st.dropout = 0
@@ -280,10 +281,10 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 	if res != nil {
 		from, st.dropout = res.from, 0
 	} else {
-		st.input = qGatherInput(in, b.Nodes, quant)
+		st.input = gatherInput(in, b.Nodes, quant)
 	}
 	if st.dropout > 0 {
-		st.dropIn = qDropOut(st.input.vals, st.dropout, rng)
+		st.dropIn = dropOut(st.input.vals, st.dropout, rng)
 	}
 	n := b.N()
 	ph := m.Input
@@ -310,41 +311,41 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 			}
 			var drop []bool
 			if cur != nil && st.dropout > 0 && !op.keep {
-				drop = qDropOut(cur, st.dropout, rng)
+				drop = dropOut(cur, st.dropout, rng)
 			}
 			st.drops = append(st.drops, drop)
 			var rowSums []float32
 			if cur == nil {
-				c = qSpMMDense(st.input, src, n, width)
+				c = spmmDense(st.input, src, n, width)
 				if quant {
-					rowSums = qSparseRowSums(st.input)
+					rowSums = sparseRowSums(st.input)
 				}
 			} else {
-				c = qMatMul(cur, src, n, curW, width)
+				c = matMul(cur, src, n, curW, width)
 				if quant {
-					rowSums = qDenseRowSums(cur, n, curW)
+					rowSums = denseRowSums(cur, n, curW)
 				}
 			}
-			ep = qLinEpilogue(op, ph, w, curW, rowSums, b, quant)
+			ep = linEpilogue(op, ph, w, curW, rowSums, b, quant)
 		case qAgg:
 			st.weights = append(st.weights, nil)
 			st.drops = append(st.drops, nil)
 			width = curW
-			c = qAggregate(b, cur, width)
+			c = aggregate(b, cur, width)
 			if op.bn != nil && rng != nil {
 				// Training: the epilogue up to the bias; the batch norm
 				// with the batch's statistics and the ReLU follow.
 				raw := *op
 				raw.bn, raw.relu = nil, false
-				ep = qAggEpilogue(&raw, ph, width, b, quant)
+				ep = aggEpilogue(&raw, ph, width, b, quant)
 			} else {
-				ep = qAggEpilogue(op, ph, width, b, quant)
+				ep = aggEpilogue(op, ph, width, b, quant)
 			}
 		}
 		st.acts = append(st.acts, cur)
 		st.widths = append(st.widths, width)
 		y := make([]float32, n*width)
-		qParFor(n, func(lo, hi int) {
+		parFor(n, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				for j := 0; j < width; j++ {
 					y[r*width+j] = ep.ApplyFloat(float32(c[r*width+j]), r, j)
@@ -353,7 +354,7 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 		})
 		var xhat, invStd []float64
 		if op.kind == qAgg && op.bn != nil && rng != nil {
-			xhat, invStd = qBNTrain(op.bn, y, n, width, op.relu)
+			xhat, invStd = bnTrain(op.bn, y, n, width, op.relu)
 		}
 		st.bnXhat = append(st.bnXhat, xhat)
 		st.bnInvStd = append(st.bnInvStd, invStd)
@@ -376,7 +377,7 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 			ph = p
 			if i+1 >= upTo { // the next op runs in full precision
 				for j, q := range next {
-					next[j] = qDequant(q, p)
+					next[j] = dequant(q, p)
 				}
 			}
 		} else {
@@ -390,9 +391,9 @@ func (m *QModel) simRun(b *QBatch, in *QInput, upTo, stopAt int, dropout float32
 	return st, st.outs[len(st.outs)-1], nil
 }
 
-// qDropOut zeroes each of vals with probability p (one rng draw each, in
+// dropOut zeroes each of vals with probability p (one rng draw each, in
 // order) and scales the others by 1/(1−p); it returns which it dropped.
-func qDropOut(vals []float64, p float32, rng *rand.Rand) []bool {
+func dropOut(vals []float64, p float32, rng *rand.Rand) []bool {
 	drop := make([]bool, len(vals))
 	keep := 1 / (1 - float64(p))
 	for i := range vals {
@@ -406,12 +407,12 @@ func qDropOut(vals []float64, p float32, rng *rand.Rand) []bool {
 	return drop
 }
 
-// qBNTrain normalizes y (n×w, the values before the batch norm) in place
+// bnTrain normalizes y (n×w, the values before the batch norm) in place
 // with the batch's statistics, applies bn's affine map and the ReLU when
 // relu, and updates bn's running statistics (unbiased variance, momentum
-// qBNMomentum, as PyTorch). It returns the normalized values and
+// learn.BNMomentum, as PyTorch). It returns the normalized values and
 // 1/√(σ² + ε) per channel for the backward pass.
-func qBNTrain(bn *QBatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
+func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
 	xhat, invStd = make([]float64, n*w), make([]float64, w)
 	for j := 0; j < w; j++ {
 		var mean, v float64
@@ -424,7 +425,7 @@ func qBNTrain(bn *QBatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []
 			v += d * d
 		}
 		v /= float64(n)
-		is := 1 / math.Sqrt(v+qBNEps)
+		is := 1 / math.Sqrt(v+learn.BNEps)
 		invStd[j] = is
 		g, be := float64(bn.Gamma[j]), float64(bn.Beta[j])
 		for r := 0; r < n; r++ {
@@ -441,16 +442,16 @@ func qBNTrain(bn *QBatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []
 		if n > 1 {
 			unbiased = v * float64(n) / float64(n-1)
 		}
-		bn.Mean[j] = float32((1-qBNMomentum)*float64(bn.Mean[j]) + qBNMomentum*mean)
-		bn.Var[j] = float32((1-qBNMomentum)*float64(bn.Var[j]) + qBNMomentum*unbiased)
+		bn.Mean[j] = float32((1-learn.BNMomentum)*float64(bn.Mean[j]) + learn.BNMomentum*mean)
+		bn.Var[j] = float32((1-learn.BNMomentum)*float64(bn.Var[j]) + learn.BNMomentum*unbiased)
 	}
 	return xhat, invStd
 }
 
-// qSpMMDense returns S·B for sparse S (n rows) and dense B (K×w).
-func qSpMMDense(s *qSimInput, bm []float64, n, w int) []float64 {
+// spmmDense returns S·B for sparse S (n rows) and dense B (K×w).
+func spmmDense(s *simInput, bm []float64, n, w int) []float64 {
 	out := make([]float64, n*w)
-	qParFor(n, func(lo, hi int) {
+	parFor(n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			o := out[r*w : (r+1)*w]
 			for p := s.indptr[r]; p < s.indptr[r+1]; p++ {
@@ -468,10 +469,10 @@ func qSpMMDense(s *qSimInput, bm []float64, n, w int) []float64 {
 	return out
 }
 
-// qMatMul returns A·B for dense A (n×k) and B (k×w).
-func qMatMul(a, bm []float64, n, k, w int) []float64 {
+// matMul returns A·B for dense A (n×k) and B (k×w).
+func matMul(a, bm []float64, n, k, w int) []float64 {
 	out := make([]float64, n*w)
-	qParFor(n, func(lo, hi int) {
+	parFor(n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			o := out[r*w : (r+1)*w]
 			for kk, v := range a[r*k : (r+1)*k] {
@@ -488,11 +489,11 @@ func qMatMul(a, bm []float64, n, k, w int) []float64 {
 	return out
 }
 
-// qAggregate returns A·Z with the batch's adjacency (self-loops included).
-func qAggregate(b *QBatch, z []float64, w int) []float64 {
+// aggregate returns A·Z with the batch's adjacency (self-loops included).
+func aggregate(b *Batch, z []float64, w int) []float64 {
 	n := b.N()
 	out := make([]float64, n*w)
-	qParFor(n, func(lo, hi int) {
+	parFor(n, func(lo, hi int) {
 		for v := lo; v < hi; v++ {
 			o := out[v*w : (v+1)*w]
 			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
@@ -505,7 +506,7 @@ func qAggregate(b *QBatch, z []float64, w int) []float64 {
 	return out
 }
 
-func qSparseRowSums(s *qSimInput) []float32 {
+func sparseRowSums(s *simInput) []float32 {
 	out := make([]float32, len(s.indptr)-1)
 	for r := range out {
 		var t float64
@@ -517,7 +518,7 @@ func qSparseRowSums(s *qSimInput) []float32 {
 	return out
 }
 
-func qDenseRowSums(a []float64, n, k int) []float32 {
+func denseRowSums(a []float64, n, k int) []float32 {
 	out := make([]float32, n)
 	for r := range out {
 		var t float64
@@ -529,23 +530,23 @@ func qDenseRowSums(a []float64, n, k int) []float32 {
 	return out
 }
 
-// qGrads are the gradients of every linear's weights and biases, in the
-// QLinear layout, of the batch norms' Gamma and Beta, and of the
+// simGrads are the gradients of every linear's weights and biases, in the
+// Linear layout, of the batch norms' Gamma and Beta, and of the
 // activation quantizers' step sizes.
-type qGrads struct {
-	w, b        map[*QLinear][]float32
-	gamma, beta map[*QBatchNorm][]float32 // nil maps: not accumulated
-	scale       map[*QParams][]float32    // LSQ (one value each); nil: not learned
+type simGrads struct {
+	w, b        map[*Linear][]float32
+	gamma, beta map[*BatchNorm][]float32 // nil maps: not accumulated
+	scale       map[*Params][]float32    // LSQ (one value each); nil: not learned
 }
 
-// qScaleGrad is the LSQ gradient (Esser et al., 2020) of the step size of
+// scaleGrad is the LSQ gradient (Esser et al., 2020) of the step size of
 // p, the quantizer of y with codes q, given dOut, the gradient at the
 // dequantized values x̂ = s·(q + Lower/s + 1/2): with Lower/s held fixed
 // (the zero point stays put in units of the step), ∂x̂/∂s is
 // (q + Lower/s + 1/2) − y/s where y is inside the range and the clamped
 // code's (q + Lower/s + 1/2) where it is clipped; the sum is scaled by
 // 1/√(N·Qmax), LSQ's gradient scale.
-func qScaleGrad(p QParams, y []float32, q []int32, dOut []float64) float64 {
+func scaleGrad(p Params, y []float32, q []int32, dOut []float64) float64 {
 	s := float64(p.Scale)
 	c := float64(p.Lower)/s + 0.5
 	inv, off := p.Requant()
@@ -569,7 +570,7 @@ func qScaleGrad(p QParams, y []float32, q []int32, dOut []float64) float64 {
 // straight-through estimator: a quantizer passes the gradient where its
 // input lies inside its range and stops it where it clipped; weights pass
 // it unchanged. Gradients accumulate into g.
-func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
+func (m *Model) simBackward(st *simState, dOut []float64, g *simGrads) {
 	n := st.n
 	for i := len(st.ops) - 1; i >= 0; i-- {
 		op := &st.ops[i]
@@ -585,7 +586,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 			}
 		}
 		if gs := g.scale[op.out]; gs != nil && st.quant && st.codes[i] != nil {
-			gs[0] += float32(qScaleGrad(*op.out, y, st.codes[i], dOut))
+			gs[0] += float32(scaleGrad(*op.out, y, st.codes[i], dOut))
 		}
 		// dT: gradient at the epilogue's pre-activation, times RowScale.
 		dt := dOut
@@ -600,7 +601,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 			}
 		}
 		if op.bn != nil {
-			qBNBackward(op.bn, dt, st.bnXhat[i], st.bnInvStd[i], n, width, g)
+			bnBackward(op.bn, dt, st.bnXhat[i], st.bnInvStd[i], n, width, g)
 		}
 		for r := 0; r < n; r++ {
 			for j := 0; j < width; j++ {
@@ -622,7 +623,7 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 		switch op.kind {
 		case qAgg:
 			// A is symmetric: Aᵀ·dT = A·dT.
-			dOut = qAggregate(st.batch, dt, width)
+			dOut = aggregate(st.batch, dt, width)
 		case qLin:
 			w := st.weights[i]
 			l := op.lin
@@ -636,17 +637,17 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 			if st.quant {
 				deq := make([]float64, len(h))
 				for k, q := range h {
-					deq[k] = qDequant(q, st.inP[i])
+					deq[k] = dequant(q, st.inP[i])
 				}
 				h = deq
 			}
-			qWeightGrad(g.w[l], dt, n, width, l, h, sparse, st.input)
+			weightGrad(g.w[l], dt, n, width, l, h, sparse, st.input)
 			if i == 0 {
 				return
 			}
 			// dĤ = dT·Ŵᵀ, then through the dropout mask.
 			dh := make([]float64, n*l.In)
-			qParFor(n, func(rlo, rhi int) {
+			parFor(n, func(rlo, rhi int) {
 				for r := rlo; r < rhi; r++ {
 					drow := dt[r*width : (r+1)*width]
 					o := dh[r*l.In : (r+1)*l.In]
@@ -675,10 +676,10 @@ func (m *QModel) simBackward(st *qSimState, dOut []float64, g *qGrads) {
 	}
 }
 
-// qBNBackward turns dt, the gradient at bn's output, into the gradient at
+// bnBackward turns dt, the gradient at bn's output, into the gradient at
 // its input, and accumulates Gamma's and Beta's gradients into g. With
 // xhat nil the pass was an evaluation one: bn was the folded affine map.
-func qBNBackward(bn *QBatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads) {
+func bnBackward(bn *BatchNorm, dt, xhat, invStd []float64, n, w int, g *simGrads) {
 	if xhat == nil {
 		scale, _ := bn.fold()
 		for k := range dt {
@@ -706,11 +707,11 @@ func qBNBackward(bn *QBatchNorm, dt, xhat, invStd []float64, n, w int, g *qGrads
 	}
 }
 
-// qWeightGrad accumulates dW[j][k] += Σ_r dT[r][j]·Ĥ[r][k] into gw (l's
+// weightGrad accumulates dW[j][k] += Σ_r dT[r][j]·Ĥ[r][k] into gw (l's
 // Out×In layout) for dT (n×width) and the op's input Ĥ: dense h (n×In) or,
 // when sparse, the values h of the features s.
-func qWeightGrad(gw []float32, dt []float64, n, width int, l *QLinear, h []float64, sparse bool, s *qSimInput) {
-	qParFor(l.Out, func(jlo, jhi int) {
+func weightGrad(gw []float32, dt []float64, n, width int, l *Linear, h []float64, sparse bool, s *simInput) {
+	parFor(l.Out, func(jlo, jhi int) {
 		for r := 0; r < n; r++ {
 			drow := dt[r*width : (r+1)*width]
 			if sparse {

@@ -23,27 +23,28 @@ import (
 	_ "github.com/qgtc/qgtc/cpu" // the CPU bit kernels
 	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/nn"
+	"github.com/qgtc/qgtc/layers/fp"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
-// qSpeedTask is one graph cut into batches, with a GCN whose weights are
+// speedTask is one graph cut into batches, with a GCN whose weights are
 // shared by every implementation compared on it.
-type qSpeedTask struct {
+type speedTask struct {
 	name    string
 	ds      *subgraph.Dataset
-	d       *QData
-	fp      *QModel // float weights
+	d       *Data
+	fp      *Model // float weights
 	classes int
 }
 
-var qSpeedTasks = map[string]*qSpeedTask{}
+var speedTasks = map[string]*speedTask{}
 
-// qSpeedData loads (once) the graphs of the speed comparison: Coauthor
+// speedData loads (once) the graphs of the speed comparison: Coauthor
 // Physics cut by the multilevel partitioner into parts of ~2,000 nodes, and
 // a 1M-node planted-partition graph whose 500 communities are the parts,
 // with sparse binary bag-of-words features (512 columns, 16 per node).
-func qSpeedData(b *testing.B, name string) *qSpeedTask {
-	if t, ok := qSpeedTasks[name]; ok {
+func speedData(b *testing.B, name string) *speedTask {
+	if t, ok := speedTasks[name]; ok {
 		return t
 	}
 	var ds *subgraph.Dataset
@@ -86,19 +87,19 @@ func qSpeedData(b *testing.B, name string) *qSpeedTask {
 		ds = &subgraph.Dataset{Name: name, Graph: g, Features: feat, Labels: labels, NumClasses: 10}
 		parts = comm
 	}
-	d, err := NewQData(ds, parts, k, 1)
+	d, err := NewData(ds, parts, k, 1)
 	require.NoError(b, err)
-	fp, err := NewQModel(QGCN, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
+	fp, err := NewModel(GCN, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
 	require.NoError(b, err)
-	t := &qSpeedTask{name: name, ds: ds, d: d, fp: fp, classes: ds.NumClasses}
-	qSpeedTasks[name] = t
+	t := &speedTask{name: name, ds: ds, d: d, fp: fp, classes: ds.NumClasses}
+	speedTasks[name] = t
 	return t
 }
 
 // BenchmarkQGCNSpeed compares, on the same batches and weights, one full
 // inference pass of a 2-layer GCN (hidden 64): quantized on bit tensors at
 // several widths (pack + compute), our full-precision path (package
-// layers' GCN on cpu.Sgemm and the sparse templates) and PyTorch fp32 on
+// fp's GCN on templates.Sgemm and the sparse templates) and PyTorch fp32 on
 // the CPU (sparse features and adjacency; run when /usr/bin/python3 has
 // torch). Compare the ms/pass metric; nodes/s is over the same pass.
 //
@@ -106,40 +107,40 @@ func qSpeedData(b *testing.B, name string) *qSpeedTask {
 func BenchmarkQGCNSpeed(b *testing.B) {
 	for _, data := range []string{"coauthor_physics", "planted-1m"} {
 		b.Run("data="+data, func(b *testing.B) {
-			t := qSpeedData(b, data)
+			t := speedData(b, data)
 			// qgtc runs at each width with the aggregation the plan picks
 			// (auto: the edge list on the CPU), and at 4 bits also with
 			// every aggregation on the packed 1-bit adjacency (dense).
 			type variant struct {
 				name string
 				bits int
-				agg  QAggMode
+				agg  AggMode
 			}
 			var variants []variant
 			for _, bits := range []int{1, 2, 4, 8} {
-				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, QAggAuto})
+				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, AggAuto})
 			}
-			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, QAggDense})
+			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, AggDense})
 			for _, v := range variants {
 				b.Run(v.name, func(b *testing.B) {
-					plan, in, sparse := qSpeedPlan(b, t, v.bits, v.agg)
+					plan, in, sparse := speedPlan(b, t, v.bits, v.agg)
 					b.ResetTimer()
 					cpu0, ok0 := cputime.Process()
-					var run *QRun
+					var run *Result
 					for i := 0; i < b.N; i++ {
 						var err error
 						run, err = plan.Run(t.d, in, sparse, nil)
 						require.NoError(b, err)
 					}
 					b.StopTimer()
-					qReportPass(b, cpu0, ok0)
+					reportPass(b, cpu0, ok0)
 					pass := (run.Pack + run.Compute).Seconds()
 					b.ReportMetric(float64(run.Nodes)/pass, "nodes/s")
 					b.ReportMetric(float64(run.Stats.InterBytes), "interlayer-B")
 				})
 			}
 			b.Run("impl=fp32-go", func(b *testing.B) {
-				model, inputs := qFP32Path(b, t)
+				model, inputs := fp32Path(b, t)
 				tp := nn.NewTape(false, nil)
 				b.ResetTimer()
 				cpu0, ok0 := cputime.Process()
@@ -149,14 +150,14 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				qReportPass(b, cpu0, ok0)
+				reportPass(b, cpu0, ok0)
 				b.ReportMetric(float64(t.ds.Graph.N())*float64(b.N)/b.Elapsed().Seconds(), "nodes/s")
 			})
 			b.Run("impl=paired/bits=4", func(b *testing.B) {
-				qPairedPasses(b, t, 4)
+				pairedPasses(b, t, 4)
 			})
 			b.Run("impl=torch-fp32", func(b *testing.B) {
-				msPass := qTorchPass(b, t, b.N)
+				msPass := torchPass(b, t, b.N)
 				b.ReportMetric(msPass, "ms/pass")
 				b.ReportMetric(float64(t.ds.Graph.N())/(msPass/1000), "nodes/s")
 			})
@@ -164,15 +165,15 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 	}
 }
 
-// qPairedPasses alternates, b.N times, one quantized pass (bits wide,
+// pairedPasses alternates, b.N times, one quantized pass (bits wide,
 // aggregation as --agg auto picks) and one pass of our fp32 path over the
 // same batches, and reports the median wall time of each and their ratio
 // (x_fp32). On this shared 2-core VM memory-bound passes can run at half
 // speed for seconds at a time; passes taken in turn see the same machine,
 // so the ratio holds where sequential sub-benchmarks drift.
-func qPairedPasses(b *testing.B, t *qSpeedTask, bits int) {
-	plan, in, sparse := qSpeedPlan(b, t, bits, QAggAuto)
-	model, inputs := qFP32Path(b, t)
+func pairedPasses(b *testing.B, t *speedTask, bits int) {
+	plan, in, sparse := speedPlan(b, t, bits, AggAuto)
+	model, inputs := fp32Path(b, t)
 	tp := nn.NewTape(false, nil)
 	var q, f []float64
 	b.ResetTimer()
@@ -195,11 +196,11 @@ func qPairedPasses(b *testing.B, t *qSpeedTask, bits int) {
 	b.ReportMetric(mf/mq, "x_fp32")
 }
 
-// qSpeedPlan quantizes t's features and weights to bits (post-training
+// speedPlan quantizes t's features and weights to bits (post-training
 // calibration), compiles the plan with aggregation mode agg on the default
 // kernel, and runs it once to fill the per-batch caches. It returns the
 // plan, the features and whether the first product reads sparse codes.
-func qSpeedPlan(b *testing.B, t *qSpeedTask, bits int, agg QAggMode) (*QPlan, *QInput, bool) {
+func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode) (*Plan, *Input, bool) {
 	in, err := QuantizeInput(t.ds.Features, bits)
 	require.NoError(b, err)
 	m := t.fp.Clone()
@@ -224,20 +225,20 @@ func qMedian(x []float64) float64 {
 	return (x[n/2-1] + x[n/2]) / 2
 }
 
-// qReportPass reports the wall time and the process CPU time (all
+// reportPass reports the wall time and the process CPU time (all
 // threads, since cpu0) of one pass.
-func qReportPass(b *testing.B, cpu0 time.Duration, ok0 bool) {
+func reportPass(b *testing.B, cpu0 time.Duration, ok0 bool) {
 	b.ReportMetric(1000*b.Elapsed().Seconds()/float64(b.N), "ms/pass")
 	if cpu1, ok1 := cputime.Process(); ok0 && ok1 {
 		b.ReportMetric(1000*(cpu1-cpu0).Seconds()/float64(b.N), "cpu-ms/pass")
 	}
 }
 
-// qFP32Path builds package layers' full-precision GCN with t's weights and
+// fp32Path builds package fp's full-precision GCN with t's weights and
 // one Input per batch (the batch's induced subgraph and feature rows), and
 // checks on the first batch that it computes the simulation's fp32 logits.
-func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
-	m, err := New(Config{Model: "gcn", In: t.ds.Features.Cols, Hidden: 64, Out: t.classes, Layers: 2}, 1)
+func fp32Path(b *testing.B, t *speedTask) (fp.Model, []*fp.Input) {
+	m, err := fp.New(fp.Config{Model: "gcn", In: t.ds.Features.Cols, Hidden: 64, Out: t.classes, Layers: 2}, 1)
 	require.NoError(b, err)
 	for _, p := range m.Params() {
 		var i int
@@ -254,15 +255,15 @@ func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
 			b.Fatalf("unexpected GCN parameter %s", p.Name)
 		}
 	}
-	var inputs []*Input
+	var inputs []*fp.Input
 	for _, bt := range t.d.Eval {
 		g, err := t.ds.Graph.InducedSubgraph(bt.Nodes)
 		require.NoError(b, err)
 		f := t.ds.Features.SelectRows(bt.Nodes)
 		if t.fp.NormRows {
-			f = qScaleFeatureRows(f, bt.FeatScale) // the input scale the other paths fold into the epilogue
+			f = scaleFeatureRows(f, bt.FeatScale) // the input scale the other paths fold into the epilogue
 		}
-		in, err := NewInput(g, f)
+		in, err := fp.NewInput(g, f)
 		require.NoError(b, err)
 		inputs = append(inputs, in)
 	}
@@ -278,8 +279,8 @@ func qFP32Path(b *testing.B, t *qSpeedTask) (Model, []*Input) {
 	return m, inputs
 }
 
-// qScaleFeatureRows returns f with row r multiplied by scale[r].
-func qScaleFeatureRows(f *subgraph.Features, scale []float32) *subgraph.Features {
+// scaleFeatureRows returns f with row r multiplied by scale[r].
+func scaleFeatureRows(f *subgraph.Features, scale []float32) *subgraph.Features {
 	out := *f
 	if f.Dense != nil {
 		out.Dense = make([]float32, len(f.Dense))
@@ -303,10 +304,10 @@ func qScaleFeatureRows(f *subgraph.Features, scale []float32) *subgraph.Features
 	return &out
 }
 
-// qTorchScript runs the GCN forward over exported batches in PyTorch and
+// torchScript runs the GCN forward over exported batches in PyTorch and
 // prints the mean milliseconds of a full pass, with the features sparse
 // and (when a batch's n×F fits 2^26 values) dense, the faster counting.
-const qTorchScript = `
+const torchScript = `
 import json, sys, time, torch
 torch.set_num_threads(int(sys.argv[3]))
 d = sys.argv[1]; reps = int(sys.argv[2])
@@ -357,10 +358,10 @@ res["ms_per_pass"] = min(v for k, v in res.items() if k in ("dense", "sparse"))
 print(json.dumps(res))
 `
 
-// qTorchPass exports t's batches and weights and times reps passes in
+// torchPass exports t's batches and weights and times reps passes in
 // PyTorch, returning the milliseconds of one pass. It skips when no
 // python3 with torch is installed.
-func qTorchPass(b *testing.B, t *qSpeedTask, reps int) float64 {
+func torchPass(b *testing.B, t *speedTask, reps int) float64 {
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
 		b.Skipf("no PyTorch (%s -c 'import torch': %v); apt-get install -y python3-torch", py, err)
@@ -382,7 +383,7 @@ func qTorchPass(b *testing.B, t *qSpeedTask, reps int) float64 {
 		api = append(api, bt.Indptr...)
 		aix = append(aix, bt.Indices...)
 		dinv = append(dinv, bt.DInv...)
-		s := qGatherInput(in, bt.Nodes, false)
+		s := gatherInput(in, bt.Nodes, false)
 		xpt = append(xpt, s.indptr...)
 		xix = append(xix, s.indices...)
 		for r := range bt.Nodes {
@@ -412,7 +413,7 @@ func qTorchPass(b *testing.B, t *qSpeedTask, reps int) float64 {
 	require.NoError(b, err)
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o644))
 	script := filepath.Join(dir, "gcn.py")
-	require.NoError(b, os.WriteFile(script, []byte(qTorchScript), 0o644))
+	require.NoError(b, os.WriteFile(script, []byte(torchScript), 0o644))
 	start := time.Now()
 	out, err := exec.Command(py, script, dir, strconv.Itoa(reps), strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
 	require.NoError(b, err, "%s", out)
@@ -438,12 +439,12 @@ func qTorchPass(b *testing.B, t *qSpeedTask, reps int) float64 {
 func BenchmarkQFusion(b *testing.B) {
 	ds, err := subgraph.Load("cora")
 	require.NoError(b, err)
-	d, err := NewQData(ds, nil, 1, 1)
+	d, err := NewData(ds, nil, 1, 1)
 	require.NoError(b, err)
 	in, err := QuantizeInput(ds.Features, 4)
 	require.NoError(b, err)
-	for _, kind := range []string{QGCN, QGIN} {
-		m, err := NewQModel(kind, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
+	for _, kind := range []string{GCN, GIN} {
+		m, err := NewModel(kind, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
 		require.NoError(b, err)
 		require.NoError(b, m.Calibrate(d, in, 1))
 		plan, err := m.Compile(nil)
@@ -454,7 +455,7 @@ func BenchmarkQFusion(b *testing.B) {
 		want, _, err := plan.Forward(bt, x, nil)
 		require.NoError(b, err)
 		b.Run("model="+kind+"/impl=fused", func(b *testing.B) {
-			var st QStats
+			var st Stats
 			for i := 0; i < b.N; i++ {
 				_, st, err = plan.Forward(bt, x, nil)
 				require.NoError(b, err)
@@ -462,7 +463,7 @@ func BenchmarkQFusion(b *testing.B) {
 			b.ReportMetric(float64(st.InterBytes), "interlayer-B")
 		})
 		b.Run("model="+kind+"/impl=fused-tiles", func(b *testing.B) {
-			var st QStats
+			var st Stats
 			var got []float32
 			tp := *plan
 			tp.Tiles = true
@@ -477,7 +478,7 @@ func BenchmarkQFusion(b *testing.B) {
 			var bytes int
 			var got []float32
 			for i := 0; i < b.N; i++ {
-				got, bytes = qUnfusedForward(b, plan, bt, x)
+				got, bytes = unfusedForward(b, plan, bt, x)
 			}
 			b.ReportMetric(float64(bytes), "interlayer-B")
 			require.Equal(b, want, got)
@@ -485,9 +486,9 @@ func BenchmarkQFusion(b *testing.B) {
 	}
 }
 
-// qUnfusedForward is Forward without fusion: MulInt into an int32 matrix,
+// unfusedForward is Forward without fusion: MulInt into an int32 matrix,
 // the epilogue into a float32 matrix, then quantize and pack.
-func qUnfusedForward(b *testing.B, p *QPlan, bt *QBatch, x *bittensor.Tensor) ([]float32, int) {
+func unfusedForward(b *testing.B, p *Plan, bt *Batch, x *bittensor.Tensor) ([]float32, int) {
 	cur, ph := x, p.Model.Input
 	bytes := 0
 	for i := range p.ops {
@@ -496,10 +497,10 @@ func qUnfusedForward(b *testing.B, p *QPlan, bt *QBatch, x *bittensor.Tensor) ([
 		var ep *bmm.Epilogue
 		if op.kind == qLin {
 			a, w = cur, p.packed[i]
-			ep = qLinEpilogue(op, ph, p.weights[i], op.lin.In, qRowSums(cur), bt, true)
+			ep = linEpilogue(op, ph, p.weights[i], op.lin.In, bitRowSums(cur), bt, true)
 		} else {
 			a, w = bt.Adj, cur
-			ep = qAggEpilogue(op, ph, cur.Cols(), bt, true)
+			ep = aggEpilogue(op, ph, cur.Cols(), bt, true)
 		}
 		c, err := bmm.MM2IntWith(p.Kernel, a, w)
 		require.NoError(b, err)
@@ -514,7 +515,7 @@ func qUnfusedForward(b *testing.B, p *QPlan, bt *QBatch, x *bittensor.Tensor) ([
 		if op.out == nil {
 			return y, bytes
 		}
-		rq := qRQ(*op.out)
+		rq := requantOf(*op.out)
 		codes := make([]int32, len(y))
 		for k, v := range y {
 			codes[k] = int32(rq.Quantize(v, op.out.Bits))

@@ -5,14 +5,15 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
-// QData is a node-classification task prepared for QModel: the graph, the
+// Data is a node-classification task prepared for Model: the graph, the
 // labels and split, and the batches. Inference (and evaluation) runs on the
 // fixed Eval batches; training draws Cluster-GCN batches of PerBatch random
 // parts of Parts each epoch, or uses Eval when there is a single part.
-type QData struct {
+type Data struct {
 	Graph            *subgraph.Graph
 	Labels           []int32
 	Classes          int
@@ -20,29 +21,29 @@ type QData struct {
 	Parts            []int32 // node → part; nil: the whole graph is one batch
 	K                int     // number of parts
 	PerBatch         int
-	Eval             []*QBatch
-	NodeScale        []float32 // input scale per node (QFeatureScale)
+	Eval             []*Batch
+	NodeScale        []float32 // input scale per node (FeatureScale)
 }
 
-// NewQData prepares d with the partition parts into k parts (nil for one
+// NewData prepares d with the partition parts into k parts (nil for one
 // batch) grouped perBatch parts to a batch, and the feature scale
-// QScaleSqrt. The Eval batches carry their packed adjacency.
-func NewQData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*QData, error) {
-	return NewQDataScaled(d, parts, k, perBatch, QScaleSqrt)
+// ScaleSqrt. The Eval batches carry their packed adjacency.
+func NewData(d *subgraph.Dataset, parts []int32, k, perBatch int) (*Data, error) {
+	return NewDataScaled(d, parts, k, perBatch, ScaleSqrt)
 }
 
-// NewQDataScaled is NewQData with the feature scale mode (QScaleSqrt,
-// QScaleMean, QScaleRows or QScaleNone).
-func NewQDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale string) (*QData, error) {
+// NewDataScaled is NewData with the feature scale mode (ScaleSqrt,
+// ScaleMean, ScaleRows or ScaleNone).
+func NewDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale string) (*Data, error) {
 	switch scale {
-	case QScaleMean, QScaleRows, QScaleSqrt, QScaleNone:
+	case ScaleMean, ScaleRows, ScaleSqrt, ScaleNone:
 	default:
-		return nil, fmt.Errorf("%w: feature scale %q (want mean, sqrt, rows or none)", ErrQModel, scale)
+		return nil, fmt.Errorf("%w: feature scale %q (want mean, sqrt, rows or none)", ErrModel, scale)
 	}
 	if d.Labels == nil || d.NumClasses < 1 {
-		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrQModel, d.Name)
+		return nil, fmt.Errorf("%w: dataset %q has no single-label classes", ErrModel, d.Name)
 	}
-	q := &QData{Graph: d.Graph, Labels: d.Labels, Classes: d.NumClasses,
+	q := &Data{Graph: d.Graph, Labels: d.Labels, Classes: d.NumClasses,
 		Train: d.Train, Val: d.Val, Test: d.Test, Parts: parts, K: k, PerBatch: max(1, perBatch)}
 	var groups [][]int32
 	if parts == nil || k <= 1 {
@@ -54,25 +55,25 @@ func NewQDataScaled(d *subgraph.Dataset, parts []int32, k, perBatch int, scale s
 		q.Parts = nil
 	} else {
 		if len(parts) != d.Graph.N() {
-			return nil, fmt.Errorf("%w: %d part assignments for %d nodes", ErrQModel, len(parts), d.Graph.N())
+			return nil, fmt.Errorf("%w: %d part assignments for %d nodes", ErrModel, len(parts), d.Graph.N())
 		}
 		for v, p := range parts {
 			if p < 0 || int(p) >= k {
-				return nil, fmt.Errorf("%w: node %d in part %d, outside [0, %d)", ErrQModel, v, p, k)
+				return nil, fmt.Errorf("%w: node %d in part %d, outside [0, %d)", ErrModel, v, p, k)
 			}
 		}
-		groups = QGroups(parts, k, q.PerBatch, nil)
+		groups = Groups(parts, k, q.PerBatch, nil)
 	}
 	var err error
 	if d.Features != nil {
-		q.NodeScale = QFeatureScale(d.Features, scale)
+		q.NodeScale = FeatureScale(d.Features, scale)
 	}
-	q.Eval, err = NewQBatches(d.Graph, groups, true, q.NodeScale)
+	q.Eval, err = NewBatches(d.Graph, groups, true, q.NodeScale)
 	return q, err
 }
 
-// QTrainConfig controls TrainFP32 and QAT.
-type QTrainConfig struct {
+// TrainConfig controls TrainFP32 and QAT.
+type TrainConfig struct {
 	Epochs      int
 	LR          float32
 	WeightDecay float32
@@ -87,42 +88,8 @@ type QTrainConfig struct {
 	Progress func(epoch int, loss, valAcc float64)
 }
 
-// qAdam is Adam with L2 weight decay on the weights (not the biases).
-type qAdam struct {
-	lr, wd float64
-	t      int
-	m, v   map[*float32][]float64
-}
-
-func (o *qAdam) step(params [][]float32, grads [][]float32, decay []bool) {
-	o.t++
-	bc1 := 1 - math.Pow(0.9, float64(o.t))
-	bc2 := 1 - math.Pow(0.999, float64(o.t))
-	for i, p := range params {
-		if len(p) == 0 {
-			continue
-		}
-		m, ok := o.m[&p[0]]
-		if !ok {
-			m = make([]float64, len(p))
-			o.m[&p[0]] = m
-			o.v[&p[0]] = make([]float64, len(p))
-		}
-		v := o.v[&p[0]]
-		for k, g32 := range grads[i] {
-			g := float64(g32)
-			if decay[i] {
-				g += o.wd * float64(p[k])
-			}
-			m[k] = 0.9*m[k] + 0.1*g
-			v[k] = 0.999*v[k] + 0.001*g*g
-			p[k] -= float32(o.lr * (m[k] / bc1) / (math.Sqrt(v[k]/bc2) + 1e-8))
-		}
-	}
-}
-
-func (m *QModel) linears() []*QLinear {
-	var ls []*QLinear
+func (m *Model) linears() []*Linear {
+	var ls []*Linear
 	for i := range m.Layers {
 		ls = append(ls, &m.Layers[i].Lin1)
 		if m.Layers[i].Lin2 != nil {
@@ -134,7 +101,7 @@ func (m *QModel) linears() []*QLinear {
 
 // TrainFP32 trains m's float weights in full precision on d's batches and
 // keeps the weights of the best validation epoch. It returns that accuracy.
-func (m *QModel) TrainFP32(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
+func (m *Model) TrainFP32(d *Data, in *Input, cfg TrainConfig) (float64, error) {
 	return m.train(d, in, cfg, false)
 }
 
@@ -149,19 +116,19 @@ func (m *QModel) TrainFP32(d *QData, in *QInput, cfg QTrainConfig) (float64, err
 // Photo GIN 4-bit 82.98% vs 84.40% frozen, 2-bit 79.31% vs 85.09%, fp32
 // 85.30%). The weights of the best validation epoch (epoch 0 being the
 // calibrated starting point) are kept; it returns that accuracy.
-func (m *QModel) QAT(d *QData, in *QInput, cfg QTrainConfig) (float64, error) {
+func (m *Model) QAT(d *Data, in *Input, cfg TrainConfig) (float64, error) {
 	if !m.Calibrated {
-		return 0, fmt.Errorf("%w: QAT needs a calibrated model", ErrQModel)
+		return 0, fmt.Errorf("%w: QAT needs a calibrated model", ErrModel)
 	}
 	return m.train(d, in, cfg, true)
 }
 
-func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (float64, error) {
+func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64, error) {
 	if err := m.Validate(in.Cols); err != nil {
 		return 0, err
 	}
 	if m.Classes != d.Classes {
-		return 0, fmt.Errorf("%w: model has %d classes, data %d", ErrQModel, m.Classes, d.Classes)
+		return 0, fmt.Errorf("%w: model has %d classes, data %d", ErrModel, m.Classes, d.Classes)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51ed270b27b6d4a3))
 	isTrain := make([]bool, d.Graph.N())
@@ -171,7 +138,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 	lins := m.linears()
 	var params, grads [][]float32
 	var decay []bool
-	g := &qGrads{w: map[*QLinear][]float32{}, b: map[*QLinear][]float32{}}
+	g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
 	for _, l := range lins {
 		g.w[l] = make([]float32, len(l.W))
 		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
@@ -180,7 +147,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 			params, grads, decay = append(params, l.B), append(grads, g.b[l]), append(decay, false)
 		}
 	}
-	g.gamma, g.beta = map[*QBatchNorm][]float32{}, map[*QBatchNorm][]float32{}
+	g.gamma, g.beta = map[*BatchNorm][]float32{}, map[*BatchNorm][]float32{}
 	for i := range m.Layers {
 		if bn := m.Layers[i].BN; bn != nil {
 			g.gamma[bn], g.beta[bn] = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Beta))
@@ -190,17 +157,17 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 	// LSQ: each activation quantizer's step size s as a parameter, held
 	// as log s (Adam moves a parameter by about lr a step whatever its
 	// size: in log space that is a relative change of the step, what LSQ's
-	// gradient scale aims at), written back into its QParams (Lower = s·c,
+	// gradient scale aims at), written back into its Params (Lower = s·c,
 	// c = Lower/Scale fixed) after every step.
 	type lsq struct {
-		p    *QParams
+		p    *Params
 		logS []float32
 		grad []float32
 		c    float64
 	}
 	var steps []lsq
 	if quant && cfg.LearnScales {
-		g.scale = map[*QParams][]float32{}
+		g.scale = map[*Params][]float32{}
 		for _, op := range m.ops() {
 			if op.out == nil {
 				continue
@@ -212,9 +179,9 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 			steps = append(steps, l)
 		}
 	}
-	opt := &qAdam{lr: float64(cfg.LR), wd: float64(cfg.WeightDecay), m: map[*float32][]float64{}, v: map[*float32][]float64{}}
+	opt := learn.NewAdam(float64(cfg.LR), float64(cfg.WeightDecay))
 	best := -1.0
-	var bestModel *QModel
+	var bestModel *Model
 	if quant {
 		acc, err := m.Accuracy(d, in, true, d.Val)
 		if err != nil {
@@ -232,7 +199,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 		batches := d.Eval
 		if d.Parts != nil {
 			var err error
-			batches, err = NewQBatches(d.Graph, QGroups(d.Parts, d.K, d.PerBatch, rng), false, d.NodeScale)
+			batches, err = NewBatches(d.Graph, Groups(d.Parts, d.K, d.PerBatch, rng), false, d.NodeScale)
 			if err != nil {
 				return 0, err
 			}
@@ -253,7 +220,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 			if len(idx) == 0 {
 				continue
 			}
-			l, dl := qCrossEntropy(logits, m.Classes, d.Labels, b.Nodes, idx)
+			l, dl := crossEntropy(logits, m.Classes, d.Labels, b.Nodes, idx)
 			loss += l * float64(len(idx))
 			count += len(idx)
 			for _, gr := range grads {
@@ -263,7 +230,7 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 			for _, l := range steps {
 				l.grad[0] *= l.p.Scale // d/d log s = s·d/ds
 			}
-			opt.step(params, grads, decay)
+			opt.Step(params, grads, decay)
 			for _, l := range steps {
 				sc := float32(math.Exp(float64(l.logS[0])))
 				l.p.Scale, l.p.Lower = sc, float32(l.c*float64(sc))
@@ -291,16 +258,16 @@ func (m *QModel) train(d *QData, in *QInput, cfg QTrainConfig, quant bool) (floa
 	return best, nil
 }
 
-// qCrossEntropy is the mean softmax cross-entropy over rows idx of logits
+// crossEntropy is the mean softmax cross-entropy over rows idx of logits
 // (n×c) and its gradient, n×c.
-func qCrossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (float64, []float64) {
+func crossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (float64, []float64) {
 	n := len(logits) / c
 	d := make([]float64, n*c)
 	var loss float64
 	inv := 1 / float64(len(idx))
 	for _, i := range idx {
 		row := logits[i*c : (i+1)*c]
-		mx, s := qSumExp(row)
+		mx, s := sumExp(row)
 		y := int(labels[nodes[i]])
 		if y < 0 || y >= c {
 			continue
@@ -320,7 +287,7 @@ func qCrossEntropy(logits []float32, c int, labels, nodes []int32, idx []int) (f
 // Accuracy is the fraction of nodes whose label the model predicts, run
 // over d's Eval batches: quantized (the exact simulation of Infer) or in
 // full precision.
-func (m *QModel) Accuracy(d *QData, in *QInput, quant bool, nodes []int32) (float64, error) {
+func (m *Model) Accuracy(d *Data, in *Input, quant bool, nodes []int32) (float64, error) {
 	if len(nodes) == 0 {
 		return math.NaN(), nil
 	}
@@ -328,70 +295,38 @@ func (m *QModel) Accuracy(d *QData, in *QInput, quant bool, nodes []int32) (floa
 	if err != nil {
 		return 0, err
 	}
-	return QAccuracy(pred, d.Labels, nodes), nil
+	return Accuracy(pred, d.Labels, nodes), nil
 }
 
-// QAccuracy is the fraction of nodes with pred equal to the label.
-func QAccuracy(pred, labels, nodes []int32) float64 {
-	if len(nodes) == 0 {
-		return math.NaN()
-	}
-	ok := 0
-	for _, v := range nodes {
-		if pred[v] == labels[v] {
-			ok++
-		}
-	}
-	return float64(ok) / float64(len(nodes))
-}
+// Accuracy is the fraction of nodes with pred equal to the label.
+func Accuracy(pred, labels, nodes []int32) float64 { return learn.Accuracy(pred, labels, nodes) }
 
 // Predict returns the predicted class of every node (−1 for nodes in no
 // batch) with the simulation.
-func (m *QModel) Predict(d *QData, in *QInput, quant bool) ([]int32, error) {
+func (m *Model) Predict(d *Data, in *Input, quant bool) ([]int32, error) {
 	pred := make([]int32, d.Graph.N())
 	for i := range pred {
 		pred[i] = -1
 	}
-	wc := qWeightCache{}
+	wc := weightCache{}
 	for _, b := range d.Eval {
 		_, logits, err := m.simRun(b, in, qUpTo(quant), -1, 0, nil, nil, wc)
 		if err != nil {
 			return nil, err
 		}
-		QArgmax(pred, logits, m.Classes, b.Nodes)
+		Argmax(pred, logits, m.Classes, b.Nodes)
 	}
 	return pred, nil
 }
 
-// QArgmax writes the arg max of each logits row to pred[nodes[row]].
-func QArgmax(pred []int32, logits []float32, c int, nodes []int32) {
+// Argmax writes the arg max of each logits row to pred[nodes[row]].
+func Argmax(pred []int32, logits []float32, c int, nodes []int32) {
 	if c == 0 {
 		return
 	}
-	qParFor(len(nodes), func(lo, hi int) {
+	parFor(len(nodes), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			row := logits[i*c : (i+1)*c]
-			// The largest value first (the max builtin has no data-dependent
-			// branch), then its first position: about one mispredicted
-			// branch per row instead of one per new running best.
-			bv := row[0]
-			for _, x := range row[1:] {
-				bv = max(bv, x)
-			}
-			best := 0
-			if bv == bv {
-				for row[best] != bv {
-					best++
-				}
-			} else { // a NaN: the running-best scan, whose > never takes one
-				run := row[0]
-				for j, x := range row {
-					if x > run {
-						run, best = x, j
-					}
-				}
-			}
-			pred[nodes[i]] = int32(best)
+			pred[nodes[i]] = int32(learn.Argmax(logits[i*c : (i+1)*c]))
 		}
 	})
 }
@@ -407,7 +342,7 @@ func QArgmax(pred []int32, logits []float32, c int, nodes []int32) {
 // (no labels are used). The range of least squared error, which this
 // replaced, clips the sums of GIN's high-degree nodes or wastes levels on
 // them: on Cora, 4-bit GIN PTQ went from 66.7% to 78.7% (fp32 79.0%).
-func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
+func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	if err := m.Validate(in.Cols); err != nil {
 		return err
 	}
@@ -418,7 +353,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 	}
 	ops := m.ops()
 	m.Calibrated = true
-	wc := qWeightCache{} // the weights do not change while calibrating
+	wc := weightCache{} // the weights do not change while calibrating
 	ref := make([][]float32, len(batches))
 	for bi, b := range batches {
 		_, y, err := m.simRun(b, in, 0, -1, 0, nil, nil, wc)
@@ -430,7 +365,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 	// res[bi] resumes batch bi's quantized pass after the last calibrated
 	// op, from that op's codes: each op runs once per batch, not once per
 	// later tensor.
-	res := make([]*qResume, len(batches))
+	res := make([]*resume, len(batches))
 	for i := range ops {
 		if ops[i].out == nil {
 			continue
@@ -469,13 +404,13 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 			}
 		}
 		*ops[i].out = best
-		rq := qRQ(best)
+		rq := requantOf(best)
 		for bi, y := range outs {
 			codes := make([]float64, len(y))
 			for j, v := range y {
 				codes[j] = float64(rq.Quantize(v, best.Bits))
 			}
-			res[bi] = &qResume{from: i + 1, cur: codes, width: len(y) / batches[bi].N(), ph: best}
+			res[bi] = &resume{from: i + 1, cur: codes, width: len(y) / batches[bi].N(), ph: best}
 		}
 	}
 	return nil
@@ -486,7 +421,7 @@ func (m *QModel) Calibrate(d *QData, in *QInput, maxBatches int) error {
 // the rest of the model in full precision on the dequantized values, the
 // same values klTo's pass computes (tested), without rerunning ops 0..i.
 // The weights come from wc (nil: prepared now).
-func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, outs [][]float32, wc qWeightCache) (float64, error) {
+func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, wc weightCache) (float64, error) {
 	p := *m.ops()[i].out
 	inv, off := p.Requant()
 	var kl float64
@@ -496,23 +431,23 @@ func (m *QModel) klFrom(ref [][]float32, batches []*QBatch, in *QInput, i int, o
 		y := outs[bi]
 		cur := make([]float64, len(y))
 		for j, v := range y {
-			cur[j] = qDequant(float64(qQuant(v, inv, off, p.Bits)), p)
+			cur[j] = dequant(float64(qQuant(v, inv, off, p.Bits)), p)
 		}
-		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &qResume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p}, wc)
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p}, wc)
 		if err != nil {
 			return 0, err
 		}
 		for r := 0; r < b.N(); r++ {
-			kl += qKL(ref[bi][r*c:(r+1)*c], lg[r*c:(r+1)*c])
+			kl += klDivergence(ref[bi][r*c:(r+1)*c], lg[r*c:(r+1)*c])
 			n++
 		}
 	}
 	return kl / float64(max(1, n)), nil
 }
 
-// qSumExp returns the largest of v and Σ exp(v − max): the stable pieces
+// sumExp returns the largest of v and Σ exp(v − max): the stable pieces
 // of a softmax and of its log-sum-exp, max + log(sum).
-func qSumExp(v []float32) (mx, sum float64) {
+func sumExp(v []float32) (mx, sum float64) {
 	mx = math.Inf(-1)
 	for _, x := range v {
 		mx = max(mx, float64(x))
@@ -523,10 +458,10 @@ func qSumExp(v []float32) (mx, sum float64) {
 	return mx, sum
 }
 
-// qKL is KL(softmax(p) ‖ softmax(q)).
-func qKL(p, q []float32) float64 {
+// klDivergence is KL(softmax(p) ‖ softmax(q)).
+func klDivergence(p, q []float32) float64 {
 	lse := func(v []float32) float64 {
-		mx, s := qSumExp(v)
+		mx, s := sumExp(v)
 		return mx + math.Log(s)
 	}
 	lp, lq := lse(p), lse(q)

@@ -100,7 +100,7 @@ func (k *Kernel) Bench(as, bs []*bittensor.Tensor, o BenchOptions) (BenchResult,
 			return err
 		}
 		defer p.free()
-		res.Config = fmt.Sprintf("%s split%d", p.cfg, p.splits)
+		res.Config = p.cfg.String()
 		res.NonZero = 1
 		total := 0.0
 		for _, j := range jobs {

@@ -123,12 +123,6 @@ func BenchmarkAggregation(b *testing.B) {
 				x := randomBits(r, n, d, s, bittensor.ByCols)
 				for _, impl := range []string{"auto", "out32", PathMMA, PathWGMMA} {
 					k, ok := ks[impl]
-					if impl == "auto" {
-						// Split-K is off by default; show what it does here.
-						b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/impl=split4", n, d, s), func(b *testing.B) {
-							benchOne(b, k.WithSplits(4), []*bittensor.Tensor{a}, []*bittensor.Tensor{x}, BenchOptions{Repeats: 15, Inner: 20})
-						})
-					}
 					if !ok {
 						continue
 					}
@@ -187,16 +181,10 @@ func BenchmarkLarge(b *testing.B) {
 			if impl != "auto" || res.Out == nil {
 				continue
 			}
-			// MulBit beside it, and with the session-3 per-output packing
-			// (impl=pack0) for comparison.
+			// MulBit beside it.
 			for _, out := range outs {
 				b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/out=%s/impl=%s", n, d, s, out.name, impl), func(b *testing.B) {
 					benchBit(b, k, a, x, res.Out[0], BenchOptions{Repeats: 9, Inner: 5, OutBits: out.bits, OutCols: out.cols})
-				})
-			}
-			if ok, _ := k.WGMMA(); ok {
-				b.Run(fmt.Sprintf("N=%d/D=%d/s=%d/out=b4/impl=pack0", n, d, s), func(b *testing.B) {
-					benchBit(b, k.withTuning(tuning{bitepi: -1}), a, x, res.Out[0], BenchOptions{Repeats: 9, Inner: 5, OutBits: 4})
 				})
 			}
 		}
@@ -268,7 +256,7 @@ func BenchmarkBlockDiag(b *testing.B) {
 
 // BenchmarkTune sweeps the wgmma pipeline (k-steps per stage, stages, N
 // tile) on the large shapes and the latency-bound N=4096, D=64 points, to
-// choose wgmmaConfig's defaults; "default" is what wgmmaConfig picks.
+// choose chooseConfig's defaults; "default" is what it picks.
 func BenchmarkTune(b *testing.B) {
 	k := gpuKernel(b)
 	if ok, why := k.WGMMA(); !ok {
@@ -292,12 +280,11 @@ func BenchmarkTune(b *testing.B) {
 	}
 	run(16384, 256, []int{1, 4}, []variant{
 		{"default", tuning{}}, {"ks2", tuning{ks: 2}}, {"ks3", tuning{ks: 3}}, {"ks4s3", tuning{ks: 4, stages: 3}},
-		{"ks6s3", tuning{ks: 6, stages: 3}}, {"wg1", tuning{wgs: 1}}, {"wg1ks4s2", tuning{wgs: 1, ks: 4, stages: 2}}, {"cl2", tuning{cluster: 2}},
+		{"ks6s3", tuning{ks: 6, stages: 3}}, {"wg1", tuning{wgs: 1}}, {"wg1ks4s2", tuning{wgs: 1, ks: 4, stages: 2}},
 		{"epi0", tuning{epi: -1}},
 		// The producer warpgroup (bmm_wgmma.cu WS): release lag 1 or 2,
-		// the first stage alone (f), with 4 stages of 4 k-steps, 9 of 2,
-		// 6 of 3.
-		{"ws1", tuning{ws: 1}}, {"ws2", tuning{ws: 2}}, {"ws1f", tuning{ws: 1, wsf: 1}}, {"ws2f", tuning{ws: 2, wsf: 1}},
+		// with 4 stages of 4 k-steps, 9 of 2, 6 of 3.
+		{"ws1", tuning{ws: 1}}, {"ws2", tuning{ws: 2}},
 		{"ws1ks2", tuning{ws: 1, ks: 2}}, {"ws2ks2", tuning{ws: 2, ks: 2}}, {"ws1ks3", tuning{ws: 1, ks: 3}}, {"ws2ks3", tuning{ws: 2, ks: 3}},
 		{"nows", tuning{ws: -1}},
 		// The output stored evict-first (l2, the default of 256-column
@@ -305,7 +292,7 @@ func BenchmarkTune(b *testing.B) {
 		// time (tail).
 		{"l2off", tuning{l2: -1}}, {"notail", tuning{tail: -1}}, {"notaill2off", tuning{tail: -1, l2: -1}}, {"tail1", tuning{tail: 1}}, {"tail2", tuning{tail: 2}}, {"tail3", tuning{tail: 3}},
 		{"tail4", tuning{tail: 4}}, {"ks2tail4", tuning{ks: 2, ws: 1, tail: 4}}, {"ks2tail8", tuning{ks: 2, ws: 1, tail: 8}},
-		{"tail3f", tuning{tail: 3, wsf: 1}}, {"tail3epi0", tuning{tail: 3, epi: -1}}, {"tail3te", tuning{tail: 3, tailepi: 1}},
+		{"tail3epi0", tuning{tail: 3, epi: -1}}, {"tail3te", tuning{tail: 3, tailepi: 1}},
 		{"tail3tel2off", tuning{tail: 3, tailepi: 1, l2: -1}}, {"tail3l2off", tuning{tail: 3, l2: -1}},
 		// int32 outputs on the device where the default stores uint16 (s=1).
 		{"out32", tuning{out16: -1}}, {"out32notail", tuning{out16: -1, tail: -1}},
@@ -314,9 +301,7 @@ func BenchmarkTune(b *testing.B) {
 	// fewer row tiles of the same shape (a half and a quarter wave): what
 	// a block costs when fewer share the L2 and the HBM.
 	run(16384, 256, []int{1, 4}, []variant{{"timing", tuning{timing: 1}}, {"timingepi0", tuning{timing: 1, epi: -1}},
-		{"timingcl2", tuning{timing: 1, cluster: 2}}, {"timingcl2ks2", tuning{timing: 1, cluster: 2, ks: 2}},
 		{"timingbn128", tuning{timing: 1, bn: 128}}, {"timingws1", tuning{timing: 1, ws: 1}}, {"timingws2", tuning{timing: 1, ws: 2}},
-		{"timingws1f", tuning{timing: 1, ws: 1, wsf: 1}}, {"timingws2f", tuning{timing: 1, ws: 2, wsf: 1}},
 		{"timingws1ks2", tuning{timing: 1, ws: 1, ks: 2}}, {"timingws2ks2", tuning{timing: 1, ws: 2, ks: 2}}, {"timingnows", tuning{timing: 1, ws: -1}},
 		{"timingl2off", tuning{timing: 1, l2: -1}}, {"timingtail2", tuning{timing: 1, tail: 2}}, {"timingtail4", tuning{timing: 1, tail: 4}},
 		{"timingtail3", tuning{timing: 1, tail: 3}}, {"timingtail3te", tuning{timing: 1, tail: 3, tailepi: 1}},
@@ -334,8 +319,8 @@ func BenchmarkTune(b *testing.B) {
 	// MulBit (1-bit output) with and without the producer warp, and its
 	// phase times.
 	for _, v := range []variant{{"b1", tuning{}}, {"b1nows", tuning{ws: -1}}, {"b1ws1", tuning{ws: 1}}, {"b1ws2", tuning{ws: 2}},
-		{"b1ws1f", tuning{ws: 1, wsf: 1}}, {"b1ws2f", tuning{ws: 2, wsf: 1}}, {"b1ws1ks2", tuning{ws: 1, ks: 2}}, {"b1ws2ks2", tuning{ws: 2, ks: 2}},
-		{"timingb1ws1", tuning{timing: 1, ws: 1}}, {"timingb1ws2", tuning{timing: 1, ws: 2}}, {"timingb1ws1f", tuning{timing: 1, ws: 1, wsf: 1}},
+		{"b1ws1ks2", tuning{ws: 1, ks: 2}}, {"b1ws2ks2", tuning{ws: 2, ks: 2}},
+		{"timingb1ws1", tuning{timing: 1, ws: 1}}, {"timingb1ws2", tuning{timing: 1, ws: 2}},
 	} {
 		b.Run(fmt.Sprintf("N=16384/D=256/s=1/tune=%s", v.name), func(b *testing.B) {
 			benchOne(b, k.withTuning(v.t), []*bittensor.Tensor{a1}, []*bittensor.Tensor{x1},
@@ -368,7 +353,7 @@ func BenchmarkTune(b *testing.B) {
 	}
 	run(4096, 64, []int{1, 2, 4}, []variant{
 		{"default", tuning{}}, {"bn64", tuning{minTiles: -1}}, {"mt132", tuning{minTiles: 132}},
-		{"ks2", tuning{ks: 2}}, {"cl2", tuning{cluster: 2}}, {"epi", tuning{epi: 1}},
+		{"ks2", tuning{ks: 2}}, {"epi", tuning{epi: 1}},
 	}, BenchOptions{Repeats: 15, Inner: 20})
 }
 
@@ -397,7 +382,8 @@ func BenchmarkWS(b *testing.B) {
 		for i := range as {
 			m, n, ks = max(m, as[i].Rows()), max(n, xs[i].Cols()), max(ks, (as[i].Cols()+255)/256)
 		}
-		return k.withTuning(tuning{ws: 1}).config(as[0].Bits(), xs[0].Bits(), m, n, ks, len(as)).ws > 0
+		l := launch{abits: as[0].Bits(), bbits: xs[0].Bits(), m: m, n: n, ksteps: ks, nprob: len(as), allInt: true}
+		return chooseConfig(l, k.target(), tuning{ws: 1}).ws > 0
 	}
 	run := func(name string, vs []variant, as, xs []*bittensor.Tensor, o BenchOptions) {
 		if !applies(as, xs) {

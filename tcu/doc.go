@@ -32,24 +32,23 @@
 //     operands go to the device in a tile-major layout (tiledWords) in
 //     which a block's k-steps are contiguous, fetched by one thread with
 //     bulk copies (cp.async.bulk) into up to 16 stages of up to 4
-//     k-steps each (wgmmaConfig), with full/empty mbarriers per stage; mma.sync uses cp.async, many stages
-//     deep.
+//     k-steps each, with full/empty mbarriers per stage; mma.sync uses
+//     cp.async, many stages deep. One function, chooseConfig, decides a
+//     launch's variant (path, tiles, pipeline, epilogue, tail, uint16
+//     outputs) from the shapes and output modes of its products; tuning
+//     holds the knobs the tests and benchmarks override it with.
 //   - zero-tile jumping: a per-A mask of non-zero (16 rows, 256-bit k-step)
 //     tiles, computed once per operand, becomes a list per row tile; zero
 //     tiles are neither loaded nor multiplied.
-//   - split-K (opt-in, WithSplits): each tile's k-steps split over several
-//     blocks, reduced through a workspace by the last block to arrive, all
-//     in one launch. Off by default: it measured slower on the H200 for
-//     every aggregation shape tried.
 //   - the epilogue: bmm.Epilogue and bmm.Requant evaluated in the kernel
 //     with the same float32 rounding (__fmul_rn, __fadd_rn, floorf, clamp,
 //     NaN to 0), and MulBit's codes bit-decomposed with warp ballots
 //     straight into the output planes: no int32 round trip through memory.
 //     On wgmma, tiles whose packed words they own whole (N tiles of 32
 //     columns or more, which MulBit launches keep, or packing by columns)
-//     stage their codes in shared memory and pack 8 words per warp at a
-//     time with plain stores; the rest take a call per output and an
-//     atomic OR per word.
+//     pack from the registers (by rows) or from shared memory 8 words per
+//     warp at a time with plain stores; the rest take a call per output
+//     and an atomic OR per word.
 //   - narrow int outputs: where every product of a launch fits a uint16
 //     (K·(2^a-1)·(2^b-1) <= 65535, e.g. a 1-bit adjacency of up to 65535
 //     columns by 1-bit features, or 4369 columns by 4-bit ones), MulInt's

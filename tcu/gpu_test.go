@@ -60,14 +60,12 @@ func gpuKernel(tb testing.TB) *Kernel {
 
 // testPaths are the kernels the correctness tests run: the automatic
 // choice (wgmma where a variant fits, on Hopper), mma.sync everywhere,
-// split-K forced on every launch, wgmma clusters sharing B wherever
-// the launch allows them (dense A), the wgmma producer warpgroup
-// (WS=1, two consumer warpgroups on every shape), and int32 outputs on
-// the device where auto stores uint16 (out32).
+// the wgmma producer warpgroup (WS=1, two consumer warpgroups on every
+// shape), and int32 outputs on the device where auto stores uint16
+// (out32).
 func testPaths(tb testing.TB) map[string]*Kernel {
 	k := gpuKernel(tb)
-	out := map[string]*Kernel{"auto": k, "split3": k.WithSplits(3), "cluster": k.withTuning(tuning{cluster: 2}), "ws1": k.withTuning(tuning{ws: 1, wgs: 2}),
-		"out32": k.withTuning(tuning{out16: -1})}
+	out := map[string]*Kernel{"auto": k, "ws1": k.withTuning(tuning{ws: 1, wgs: 2}), "out32": k.withTuning(tuning{out16: -1})}
 	if kp, err := k.WithPath(PathMMA); err == nil {
 		out[PathMMA] = kp
 	}
@@ -108,20 +106,18 @@ func TestLargeVsGeneric(t *testing.T) {
 	ks["epi0"] = k.withTuning(tuning{epi: -1})
 	ks["epiks3s3"] = k.withTuning(tuning{epi: 1, ks: 3, stages: 3})
 	ks["epiwg1ks2"] = k.withTuning(tuning{epi: 1, wgs: 1, ks: 2})
-	// The large shapes' 128x256 tile; MulBit through the per-output path.
+	// The large shapes' 128x256 tile.
 	ks["bn256"] = k.withTuning(tuning{bn: 256, wgs: 2})
-	ks["pack0"] = k.withTuning(tuning{bitepi: -1})
 	// 16-column tiles: MulBit rows shared by two blocks go the per-output
 	// way, columns (and rows of a single column tile) are packed whole.
 	ks["bn16"] = k.withTuning(tuning{bn: 16, minBN: 16})
-	// The producer warpgroup (WS): release lags 1 and 2, the first stage
-	// alone (WSF), the large shapes' tile, 3 k-steps per stage, a shallow
-	// pipeline, 16-column tiles; and without it.
+	// The producer warpgroup (WS): release lags 1 and 2, the large
+	// shapes' tile, 3 k-steps per stage, a shallow pipeline, 16-column
+	// tiles; and without it.
 	ks["ws1"] = k.withTuning(tuning{ws: 1, wgs: 2})
 	ks["ws2"] = k.withTuning(tuning{ws: 2, wgs: 2})
-	ks["ws1f"] = k.withTuning(tuning{ws: 1, wsf: 1, wgs: 2})
 	ks["ws1bn256"] = k.withTuning(tuning{ws: 1, bn: 256, wgs: 2})
-	ks["ws2fks3"] = k.withTuning(tuning{ws: 2, wsf: 1, wgs: 2, ks: 3})
+	ks["ws2ks3"] = k.withTuning(tuning{ws: 2, wgs: 2, ks: 3})
 	ks["ws1ks2s3epi"] = k.withTuning(tuning{ws: 1, wgs: 2, ks: 2, stages: 3, epi: 1})
 	ks["ws1bn16"] = k.withTuning(tuning{ws: 1, wgs: 2, bn: 16, minBN: 16})
 	ks["nows"] = k.withTuning(tuning{ws: -1})
@@ -224,7 +220,8 @@ func TestLargeVsGeneric(t *testing.T) {
 				dims := fmt.Sprintf("%dx%dx%d a%d b%d", s.m, s.k, s.n, s.a, s.b)
 				got := make([]int32, s.m*s.n)
 				require.NoError(t, k.MulInt(got, s.at, s.bt), "%s %s", name, dims)
-				cfg := k.config(s.a, s.b, s.m, s.n, (s.k+255)/256, 1)
+				l := launch{abits: s.a, bbits: s.b, m: s.m, n: s.n, ksteps: (s.k + 255) / 256, nprob: 1, allInt: true, fits16: fitsOut16(s.a, s.b, s.k)}
+				cfg := chooseConfig(l, k.target(), k.tune)
 				assert.True(t, equalInts(t, got, s.want, s.n), "%s %s (%v)", name, dims, cfg)
 				for _, c := range s.bits {
 					dst, err := bittensor.New(s.m, s.n, c.bits, c.packing, bittensor.DefaultPadding)
@@ -323,7 +320,7 @@ func TestZeroTileJumping(t *testing.T) {
 	// zero-tile lists (k-steps not consecutive).
 	b1, want1 := randomB(t, r, a, 256, 1)
 	// With and without the producer warp.
-	for _, tu := range []tuning{{bn: 256, wgs: 2, ws: -1}, {bn: 256, wgs: 2, ws: 1}, {bn: 256, wgs: 2, ws: 2, wsf: 1}} {
+	for _, tu := range []tuning{{bn: 256, wgs: 2, ws: -1}, {bn: 256, wgs: 2, ws: 1}, {bn: 256, wgs: 2, ws: 2}} {
 		res, err := k.withTuning(tu).Bench([]*bittensor.Tensor{a}, []*bittensor.Tensor{b1}, BenchOptions{Repeats: 2, Inner: 2})
 		require.NoError(t, err)
 		assert.True(t, equalInts(t, res.Out[0], want1, 256), "%s", res.Config)

@@ -300,33 +300,28 @@ func findProb(ps []prob, block int) int {
 func TestPackLaunch(t *testing.T) {
 	assert.Equal(t, probBytes, binary.Size(prob{}))
 	ps := []prob{{M: 100, N: 40}, {M: 0, N: 10}, {M: 16, N: 16}, {M: 1, N: 1}, {M: 300, N: 0}, {M: 129, N: 200}}
-	for _, splits := range []int{1, 3} {
-		desc, blocks, err := packLaunch(ps, 64, 32, splits, 1)
-		require.NoError(t, err)
-		want := (2*2 + 0 + 1 + 1 + 0 + 3*7) * splits
-		assert.Equal(t, want, blocks)
-		require.Len(t, desc, len(ps)*probBytes+4*blocks, "descriptors, then the block map")
-		for b := 0; b < blocks; b++ {
-			assert.Equal(t, uint32(findProb(ps, b)), binary.LittleEndian.Uint32(desc[len(ps)*probBytes+4*b:]), "map of block %d", b)
-		}
-		// Every block maps to the problem, tile and split that own it.
-		b := 0
-		for i, p := range ps {
-			n := int(p.TilesM*p.TilesN) * splits
-			for j := 0; j < n; j++ {
-				assert.Equal(t, i, findProb(ps, b), "block %d", b)
-				assert.Equal(t, j, b-int(ps[findProb(ps, b)].TileStart))
-				assert.Equal(t, int32(splits), ps[i].Splits)
-				b++
-			}
+	desc, blocks, err := packLaunch(ps, 64, 32)
+	require.NoError(t, err)
+	tiles := []int{2 * 2, 0, 1, 1, 0, 3 * 7}
+	assert.Equal(t, 2*2+0+1+1+0+3*7, blocks)
+	require.Len(t, desc, len(ps)*probBytes+4*blocks, "descriptors, then the block map")
+	for b := 0; b < blocks; b++ {
+		assert.Equal(t, uint32(findProb(ps, b)), binary.LittleEndian.Uint32(desc[len(ps)*probBytes+4*b:]), "map of block %d", b)
+	}
+	// Every block maps to the problem and tile that own it.
+	b := 0
+	for i := range ps {
+		for j := 0; j < tiles[i]; j++ {
+			assert.Equal(t, i, findProb(ps, b), "block %d", b)
+			assert.Equal(t, j, b-int(ps[findProb(ps, b)].TileStart))
+			b++
 		}
 	}
-	_, _, err := packLaunch(ps, 64, 32, 0, 1)
-	assert.ErrorIs(t, err, ErrShape)
 	// Field offsets as common.cuh declares them.
-	one := prob{A: 1, Kidx: 2, ColBias: 3, OutPlane: 4, M: 5, Mode: 6, OutBits: 7, ReLU: 8, RqScale: 1.5, TilesM: 9, Ws: 10, Cnt: 11}
-	raw, _, err := packLaunch([]prob{one}, 16, 16, 2, 1)
+	one := prob{A: 1, Kidx: 2, ColBias: 3, OutPlane: 4, M: 5, Mode: 6, OutBits: 7, ReLU: 8, RqScale: 1.5, RqOffset: -2}
+	raw, _, err := packLaunch([]prob{one}, 16, 16)
 	require.NoError(t, err)
+	require.Len(t, raw, probBytes, "one problem: no block map")
 	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(raw[off:]) }
 	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(raw[off:]) }
 	assert.Equal(t, uint64(1), u64(0))
@@ -338,20 +333,17 @@ func TestPackLaunch(t *testing.T) {
 	assert.Equal(t, uint32(7), u32(144))
 	assert.Equal(t, uint32(8), u32(156))
 	assert.Equal(t, uint32(0x3fc00000), u32(160))
-	assert.Equal(t, uint32(1), u32(168), "TilesM is set by packLaunch")
-	assert.Equal(t, uint32(2), u32(172), "Splits")
-	assert.Equal(t, uint64(10), u64(176))
-	assert.Equal(t, uint64(11), u64(184))
+	assert.Equal(t, uint32(0xc0000000), u32(164))
 
-	_, _, err = packLaunch([]prob{{M: -1}}, 16, 16, 1, 1)
+	_, _, err = packLaunch([]prob{{M: -1}}, 16, 16)
 	assert.ErrorIs(t, err, ErrShape)
 }
 
 func TestCommonHeaderMatchesProb(t *testing.T) {
 	src, err := kernelFS.ReadFile("kernels/common.cuh")
 	require.NoError(t, err)
-	assert.True(t, bytes.Contains(src, []byte("sizeof(Prob) == 192")), "common.cuh asserts the size the Go side encodes")
-	for _, f := range []string{"M, N, lw32, aLines, bLines, tilesN, tileStart, mode;", "int outBits, outByCols, outLw32, relu;", "float rqScale, rqOffset;", "int tilesM, splits;", "u64 ws, cnt;"} {
+	assert.True(t, bytes.Contains(src, []byte("sizeof(Prob) == 168")), "common.cuh asserts the size the Go side encodes")
+	for _, f := range []string{"M, N, lw32, aLines, bLines, tilesN, tileStart, mode;", "int outBits, outByCols, outLw32, relu;", "float rqScale, rqOffset;"} {
 		assert.True(t, bytes.Contains(src, []byte(f)), "common.cuh declares %q", f)
 	}
 }
@@ -422,11 +414,22 @@ func TestSizeClass(t *testing.T) {
 	}
 }
 
+// h200 is the target of the host tests: 132 multiprocessors, wgmma on,
+// the descriptor offsets the self-check picks first.
+var h200 = target{sms: 132, wgmma: true, lbo: 128, sbo: 256}
+
+// intLaunch is one dense a-bit by b-bit MulInt product, m×n with ksteps
+// 256-bit k-steps, whose outputs do not fit uint16.
+func intLaunch(a, b, m, n, ksteps int) launch {
+	return launch{abits: a, bbits: b, m: m, n: n, ksteps: ksteps, nprob: 1, mode: modeInt, allInt: true}
+}
+
 func TestConfigs(t *testing.T) {
 	for a := 1; a <= 32; a++ {
 		for b := 1; b <= 32; b++ {
 			for _, mn := range [][2]int{{1, 1}, {100, 16}, {4096, 64}, {16384, 256}, {50, 1000}} {
-				c := mmaConfig(a, b, mn[0], mn[1], 132)
+				c := chooseConfig(intLaunch(a, b, mn[0], mn[1], 64), target{sms: 132}, tuning{})
+				require.Equal(t, PathMMA, c.path, "no wgmma on the target")
 				assert.Zero(t, c.bm%c.wm)
 				assert.Zero(t, c.bn%c.wn)
 				assert.Zero(t, c.wm%16)
@@ -437,39 +440,41 @@ func TestConfigs(t *testing.T) {
 				assert.LessOrEqual(t, regs, 128, "%v", c)
 				assert.LessOrEqual(t, c.smem(modeBit), 227<<10, "%v", c)
 				assert.Contains(t, c.opts(), "--fmad=false")
-				if w, ok := wgmmaConfig(a, b, mn[0], mn[1], 64, 1, 132, 128, 256, tuning{}); ok {
+				if w := chooseConfig(intLaunch(a, b, mn[0], mn[1], 64), h200, tuning{}); w.path == PathWGMMA {
 					assert.True(t, wgmmaNs[b*w.bn], "%v", w)
 					assert.LessOrEqual(t, a*b*w.bn, 256)
 					assert.Equal(t, 64*w.wgs, w.bm)
 					assert.LessOrEqual(t, w.smem(modeBit), 227<<10, "%v", w)
-					w.setTail(true, true, 64, tuning{})
 					assert.LessOrEqual(t, w.smem(modeInt), 227<<10, "%v", w)
 					assert.LessOrEqual(t, w.tail, w.stages, "%v", w)
 				}
 			}
 		}
 	}
-	c, ok := wgmmaConfig(1, 4, 16384, 256, 64, 1, 132, 128, 256, tuning{})
-	require.True(t, ok)
+	c := chooseConfig(intLaunch(1, 4, 16384, 256, 64), h200, tuning{})
+	require.Equal(t, PathWGMMA, c.path)
 	assert.Equal(t, 64, c.bn)
 	assert.Equal(t, 2, c.wgs)
-	_, ok = wgmmaConfig(1, 5, 4096, 8, 16, 1, 132, 128, 256, tuning{})
-	assert.False(t, ok, "40 columns is not a wgmma N")
-	c, ok = wgmmaConfig(1, 3, 4096, 64, 16, 1, 132, 128, 256, tuning{minTiles: -1})
-	require.True(t, ok)
+	c = chooseConfig(intLaunch(1, 5, 4096, 8, 16), h200, tuning{})
+	assert.Equal(t, PathMMA, c.path, "40 columns is not a wgmma N")
+	c = chooseConfig(intLaunch(1, 3, 4096, 64, 16), h200, tuning{minTiles: -1})
+	require.Equal(t, PathWGMMA, c.path)
 	assert.Equal(t, 64, c.bn, "three planes of 64 columns: N=192")
+	c = chooseConfig(intLaunch(1, 1, 16384, 256, 64), target{sms: 132, wgmma: true, force: PathMMA, lbo: 128, sbo: 256}, tuning{})
+	assert.Equal(t, PathMMA, c.path, "forced")
+	// MulBit launches keep N tiles of 32 columns or more where an int
+	// launch narrows to 16.
+	l := intLaunch(1, 1, 1024, 64, 4)
+	assert.Equal(t, 16, chooseConfig(l, h200, tuning{}).bn)
+	l.allInt, l.anyBit, l.mode = false, true, modeBit
+	assert.Equal(t, 32, chooseConfig(l, h200, tuning{}).bn)
 }
 
-// TestTail checks which launches take the tail (config.setTail): int32
+// TestTail checks which launches take the tail (chooseTail): int
 // products long enough for the kernel to run it, with the producer
 // warpgroup; the large shapes' 256-column tiles the tail of 3 and its
 // shared-memory rows, which must fit beside the stages.
 func TestTail(t *testing.T) {
-	cfg := func(b, ksteps int, tu tuning) config {
-		c, ok := wgmmaConfig(1, b, 16384, 256, ksteps, 1, 132, 128, 256, tu)
-		require.True(t, ok)
-		return c
-	}
 	for _, tc := range []struct {
 		name          string
 		b, ksteps     int
@@ -487,11 +492,17 @@ func TestTail(t *testing.T) {
 		{"s=1 int32, no shared-memory rows", 1, 64, true, true, tuning{tailepi: -1}, 3, 0},
 		{"s=1 int32, no producer", 1, 64, true, true, tuning{ws: -1}, 0, 0},
 		{"s=1 int32, tuned", 1, 64, true, true, tuning{tail: 1}, 1, 0},
+		{"s=1 int32, tuned past the stages", 1, 64, true, true, tuning{tail: 5}, 0, 0},
 		{"s=1 MulBit, tuned", 1, 64, false, true, tuning{tail: 3, tailepi: 1}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := cfg(tc.b, tc.ksteps, tc.tu)
-			c.setTail(tc.allInt, tc.dense, tc.ksteps, tc.tu)
+			l := intLaunch(1, tc.b, 16384, 256, tc.ksteps)
+			l.dense = func(int) bool { return tc.dense }
+			if !tc.allInt {
+				l.allInt, l.anyBit, l.mode = false, true, modeBit // by columns
+			}
+			c := chooseConfig(l, h200, tc.tu)
+			require.Equal(t, PathWGMMA, c.path)
 			assert.Equal(t, tc.tail, c.tail, "%v", c)
 			assert.Equal(t, tc.tailepi, c.tailepi, "%v", c)
 			assert.LessOrEqual(t, c.smem(modeInt), 227<<10, "%v", c)
@@ -516,19 +527,24 @@ func TestOut16(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, fitsOut16(tc.a, tc.b, tc.k), "a%d b%d K=%d", tc.a, tc.b, tc.k)
 	}
-	c, ok := wgmmaConfig(1, 1, 16384, 256, 64, 1, 132, 128, 256, tuning{})
-	require.True(t, ok)
+	l := intLaunch(1, 1, 16384, 256, 64)
+	c := chooseConfig(l, h200, tuning{})
 	assert.Equal(t, 4, c.outBytes())
 	assert.Equal(t, 264*4, c.epiRowBytes())
 	assert.Contains(t, c.opts(), "-DOUT16=0")
-	c.out16 = 1
+	l.fits16 = true
+	c = chooseConfig(l, h200, tuning{})
+	assert.Equal(t, 1, c.out16, "every product fits")
 	assert.Equal(t, 2, c.outBytes())
 	assert.Equal(t, 264*2, c.epiRowBytes(), "bmm_wgmma.cu EPI_LD")
 	assert.Equal(t, 2*16*264*2, c.tailEpiBytes(), "bmm_wgmma.cu TAILEPI_BYTES")
 	assert.Contains(t, c.opts(), "-DOUT16=1")
-	m := mmaConfig(1, 1, 4096, 64, 132)
-	m.out16 = 1
+	assert.Zero(t, chooseConfig(l, h200, tuning{out16: -1}).out16, "tuned off")
+	m := chooseConfig(l, target{sms: 132}, tuning{})
+	require.Equal(t, PathMMA, m.path)
 	assert.Contains(t, m.opts(), "-DOUT16=1", "both kernels store through common.cuh")
+	l.allInt, l.anyBit, l.mode = false, true, modeBit
+	assert.Zero(t, chooseConfig(l, h200, tuning{}).out16, "int outputs only")
 	dst := make([]int32, 3)
 	widen16(dst, []uint16{0, 65535, 1234, 7})
 	assert.Equal(t, []int32{0, 65535, 1234}, dst, "zero-extended, not sign-extended")
@@ -553,8 +569,7 @@ func TestL2Policy(t *testing.T) {
 	for _, tc := range []struct {
 		b, l2, want int
 	}{{1, 0, 1}, {4, 0, 0}, {1, -1, 0}, {4, 1, 1}, {4, 2, 1}} {
-		c, ok := wgmmaConfig(1, tc.b, 16384, 256, 64, 1, 132, 128, 256, tuning{l2: tc.l2})
-		require.True(t, ok)
+		c := chooseConfig(intLaunch(1, tc.b, 16384, 256, 64), h200, tuning{l2: tc.l2})
 		assert.Equal(t, tc.want, c.l2, "b=%d l2=%d (%v)", tc.b, tc.l2, c)
 		assert.Contains(t, c.opts(), "-DL2HINT="+strconv.Itoa(tc.want))
 	}

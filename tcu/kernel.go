@@ -41,7 +41,6 @@ func kernelSource(name string) (string, []header) {
 type Kernel struct {
 	d        *Device
 	force    string // "" (choose per shape), PathMMA or PathWGMMA
-	splits   int    // split-K factor for every launch; <= 1 is off
 	wgmmaOK  bool
 	wgmmaWhy string // why wgmma is off, when it is
 	lbo, sbo int
@@ -158,15 +157,6 @@ func (k *Kernel) WithPath(path string) (*Kernel, error) {
 	return &c, nil
 }
 
-// WithSplits returns a kernel that splits every tile's k-steps over n
-// blocks (split-K, reduced in the same launch by the last block of each
-// tile to arrive); n <= 1 turns it off, the default.
-func (k *Kernel) WithSplits(n int) *Kernel {
-	c := *k
-	c.splits = n
-	return &c
-}
-
 // withTuning returns a kernel whose wgmma variants take the overrides in t.
 func (k *Kernel) withTuning(t tuning) *Kernel {
 	c := *k
@@ -174,15 +164,53 @@ func (k *Kernel) withTuning(t tuning) *Kernel {
 	return &c
 }
 
-// config picks the variant for a launch of nprob products, the largest
-// m×n with ksteps 256-bit k-steps.
-func (k *Kernel) config(a, b, m, n, ksteps, nprob int) config {
-	if k.wgmmaOK && k.force != PathMMA {
-		if c, ok := wgmmaConfig(a, b, m, n, ksteps, nprob, k.d.info.SMs, k.lbo, k.sbo, k.tune); ok {
-			return c
-		}
+// target is the device and path k chooses launches for.
+func (k *Kernel) target() target {
+	return target{sms: k.d.info.SMs, wgmma: k.wgmmaOK, force: k.force, lbo: k.lbo, sbo: k.sbo}
+}
+
+// ztj is one product's zero-tile list for the chosen row tile (kp nil:
+// the product is dense, or noZTJ).
+type ztj struct{ kp, ki []int32 }
+
+// choose describes jobs to chooseConfig and returns its choice with each
+// job's zero-tile list for the chosen row tile.
+func (k *Kernel) choose(jobs []job) (config, []ztj) {
+	l := launch{abits: jobs[0].a.Bits(), bbits: jobs[0].b.Bits(), nprob: len(jobs), allInt: true, fits16: true}
+	for _, j := range jobs {
+		l.m, l.n, l.ksteps = max(l.m, j.m), max(l.n, j.n), max(l.ksteps, layoutOf(j.a).lw/stepWords)
+		l.mode = max(l.mode, j.mode)
+		l.allInt = l.allInt && j.mode == modeInt
+		l.anyBit = l.anyBit || j.mode == modeBit
+		l.byRows = l.byRows || (j.mode == modeBit && j.bits.Packing() == bittensor.ByRows)
+		// K is the logical one: bittensor keeps padding bits zero.
+		l.fits16 = l.fits16 && fitsOut16(l.abits, l.bbits, j.a.K())
 	}
-	return mmaConfig(a, b, m, n, k.d.info.SMs)
+	// The lists for a row tile, computed once: a list with every k-step
+	// of every tile is dropped (the kernel then runs its dense loop).
+	var lists []ztj
+	listBM := -1
+	listsFor := func(bm int) []ztj {
+		if bm != listBM {
+			lists, listBM = make([]ztj, len(jobs)), bm
+			for i, j := range jobs {
+				if j.noZTJ {
+					continue
+				}
+				la := layoutOf(j.a)
+				kp, ki := newTileMask(deviceWords(j.a), j.a.Bits(), la).list(bm)
+				if len(ki) < ((j.m+bm-1)/bm)*(la.lw/stepWords) {
+					lists[i] = ztj{kp, ki}
+				}
+			}
+		}
+		return lists
+	}
+	l.dense = func(bm int) bool {
+		return !slices.ContainsFunc(listsFor(bm), func(z ztj) bool { return z.kp != nil })
+	}
+	cfg := chooseConfig(l, k.target(), k.tune)
+	return cfg, listsFor(cfg.bm)
 }
 
 // job is one product of a launch with its host destination.
@@ -310,13 +338,9 @@ type plan struct {
 	probs  uint64 // device address of the descriptors
 	outOff int    // outputs start here in buf
 	outLen int
-	// zeroLen covers the outputs and the split-K workspace and counters,
-	// which the kernels leave zeroed behind them.
-	zeroLen int
-	splits  int
-	jobs    []job
-	outAt   []int // each job's output offset in buf
-	work    float64
+	jobs   []job
+	outAt  []int // each job's output offset in buf
+	work   float64
 	// prob1 is the descriptor of a one-product wgmma launch, passed by
 	// value too (bmm_wgmma.cu p1); zero for batches.
 	prob1 [probBytes / 8]uint64
@@ -347,106 +371,10 @@ func asBytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-// prepare uploads jobs and picks the variant. Device thread only.
+// prepare lays out and uploads jobs for the variant chooseConfig picks.
+// Device thread only.
 func (k *Kernel) prepare(jobs []job) (*plan, error) {
-	maxM, maxN, maxK := 0, 0, 0
-	for _, j := range jobs {
-		maxM, maxN, maxK = max(maxM, j.m), max(maxN, j.n), max(maxK, layoutOf(j.a).lw/stepWords)
-	}
-	a0, b0 := jobs[0].a.Bits(), jobs[0].b.Bits()
-	kc := k
-	if k.tune.minBN == 0 && slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit }) {
-		// MulBit: N tiles of at least 32 columns, so that whole packed
-		// words belong to one block (bmm_wgmma.cu packTileBits) instead of
-		// the per-output path (H200, N=4096, D=32, s=1, 4-bit: 13.71 us
-		// with 64x16 tiles, 5.16 us with 64x32; bench/gpu/RESULTS.md,
-		// session 4).
-		c := *k
-		c.tune.minBN = 32
-		kc = &c
-	}
-	cfg := kc.config(a0, b0, maxM, maxN, maxK, len(jobs))
-	splits := max(k.splits, 1)
-	// Zero-tile lists first: a list with every k-step of every tile is
-	// the dense loop (the kernel then skips two dependent loads before its
-	// first copy, and blocks may share B).
-	type ztj struct{ kp, ki []int32 }
-	lists := make([]ztj, len(jobs))
-	allDense := true
-	for i, j := range jobs {
-		if j.noZTJ {
-			continue
-		}
-		la := layoutOf(j.a)
-		kp, ki := newTileMask(deviceWords(j.a), j.a.Bits(), la).list(cfg.bm)
-		if len(ki) < ((j.m+cfg.bm-1)/cfg.bm)*(la.lw/stepWords) {
-			lists[i] = ztj{kp, ki}
-			allDense = false
-		}
-	}
-	// Clusters of two row tiles sharing one B tile (each block fetches
-	// half of it for both) need both blocks to visit the same k-steps: only
-	// when every A is dense (no zero-tile list would skip a step). Opt-in
-	// (tuning): on the H200 the cross-block slot release cost more than the
-	// halved B traffic saved (BenchmarkTune N=16384, D=256, tune=cl2
-	// against tune=default: s=1 25.02 against 19.85 us, s=4 106.0 against
-	// 52.70 us; bench/gpu/RESULTS.md).
-	cfg.cluster = 1
-	if cfg.path == PathWGMMA && splits == 1 && cfg.bn >= 16 && allDense && k.tune.cluster == 2 {
-		cfg.cluster = 2
-	}
-	if cfg.cluster > 1 || splits > 1 {
-		cfg.ws, cfg.wsf = 0, 0 // the producer warpgroup: single blocks, unsplit tiles
-	}
-	byRows := slices.ContainsFunc(jobs, func(j job) bool { return j.mode == modeBit && j.bits.Packing() == bittensor.ByRows })
-	if byRows && cfg.bn >= 256 && k.tune.ws == 0 {
-		// MulBit packed by rows from 256-column tiles: no gain from the
-		// producer warpgroup (N=16384, D=256, s=1, medians of 4 runs:
-		// 1-bit 19.68 against 19.66 us, 4-bit 22.37 against 22.22, 8-bit
-		// 27.52 against 27.27); by columns it gains (4-bit 24.48 against
-		// 25.44; BenchmarkWS, H200, bench/gpu/RESULTS.md, session 5).
-		cfg.ws = 0
-	}
-	allInt := !slices.ContainsFunc(jobs, func(j job) bool { return j.mode != modeInt })
-	// uint16 outputs on the device where every product fits one (K is
-	// the logical one: bittensor keeps padding bits zero, as every
-	// kernel assumes); fetch widens them. It halves the int output's
-	// stores, the end of a large launch, and its download.
-	// N=16384, D=256, s=1: 16.67-17.29 us against 17.88-18.43 with
-	// int32 (BenchmarkLarge impl=auto against impl=out32, six calls;
-	// block-diagonal batches up to 1.2x faster, none slower beyond
-	// noise; H200, bench/gpu/RESULTS.md, session 8).
-	if allInt && k.tune.out16 >= 0 && !slices.ContainsFunc(jobs, func(j job) bool { return !fitsOut16(a0, b0, j.a.K()) }) {
-		cfg.out16 = 1
-	}
-	cfg.setTail(allInt, allDense, maxK, k.tune)
-	// MulBit packed by rows straight from the accumulators (bmm_wgmma.cu
-	// BITREG) where the tile allows it; tuning bitreg -1 keeps the
-	// shared-memory packing. N=16384, D=256, medians of 4 runs: s=1 1-bit
-	// 15.84 against 19.73 us, 4-bit 17.87 against 22.34, 8-bit 18.70
-	// against 27.33; s=4 8-bit 54.08 against 70.33 (BenchmarkBitReg, H200;
-	// bench/gpu/RESULTS.md, session 5b). Whole plane bytes exchanged
-	// (BITREG=2) on 256-column tiles: s=1 4-bit 17.54 against 17.89 us,
-	// 8-bit 18.42 against 18.56 (medians of 5); on the 64-column tiles of
-	// s=4 they lost (4-bit 52.48 against 52.13, 8-bit 54.52 against 54.21).
-	if cfg.path == PathWGMMA && cfg.bitepi == 1 && byRows && cfg.bn%64 == 0 && k.tune.bitreg >= 0 {
-		cfg.bitreg = 1
-		if k.tune.bitreg > 0 {
-			cfg.bitreg = k.tune.bitreg
-		} else if cfg.bn >= 256 {
-			cfg.bitreg = 2
-		}
-	}
-	// The descriptor by value (launch, prob1) where it won side by side:
-	// one product with the producer warpgroup, int32 (N=16384, D=256,
-	// medians of 6 runs: s=1 19.59 against 19.85 us, s=4 52.37 against
-	// 52.76) or MulBit of narrower tiles (s=4, medians of 4, 4-bit: 61.61
-	// against 63.62); MulBit of 256-column tiles lost 0.7-2.8 us with it
-	// (s=1).
-	if cfg.path == PathWGMMA && len(jobs) == 1 &&
-		(k.tune.oneprob > 0 || (k.tune.oneprob == 0 && cfg.ws > 0 && (jobs[0].mode == modeInt || (jobs[0].mode == modeBit && cfg.bn < 256)))) {
-		cfg.oneprob = 1
-	}
+	cfg, lists := k.choose(jobs)
 	file := "bmm_mma.cu"
 	name := "bmm_mma"
 	if cfg.path == PathWGMMA {
@@ -475,7 +403,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			// a zero k-step after the last.
 			// (APlane and BPlane carry the 32-bit words of one tile.)
 			var al, bl, at, bt int
-			aw, al, _, at = tiledWords(j.a, cfg.bm, cfg.bm*cfg.cluster, cfg.ks)
+			aw, al, _, at = tiledWords(j.a, cfg.bm, cfg.bm, cfg.ks)
 			bw, bl, _, bt = tiledWords(j.b, cfg.bn, cfg.bn, cfg.ks)
 			ps[i].ALines, ps[i].BLines = int32(al), int32(bl)
 			ps[i].APlane, ps[i].BPlane = int64(2*at), int64(2*bt)
@@ -512,13 +440,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			ps[i].RqScale, ps[i].RqOffset = j.rq.Scale, j.rq.Offset
 		}
 	}
-	// Split-K is opt-in (WithSplits): on the H200 the unsplit launch was
-	// faster at every point of the aggregation grid and on the block-diagonal
-	// batches (BenchmarkAggregation impl=nosplit against impl=auto with
-	// automatic splitting), the workspace round trip costing more than the
-	// parallelism gained.
-	p.splits = splits
-	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn, splits, cfg.cluster)
+	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn)
 	if err != nil {
 		return nil, err
 	}
@@ -539,15 +461,6 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		p.outAt[i] = out.add(nil, max(roundUp(n, 4), 4)) // memset32 clears whole words
 	}
 	p.outLen = out.size - p.outOff
-	wsAt := make([][2]int, len(jobs))
-	if splits > 1 {
-		for i := range ps {
-			t := int(ps[i].TilesM) * int(ps[i].TilesN)
-			wsAt[i][0] = out.add(nil, max(4*t*cfg.bm*cfg.bn, 4))
-			wsAt[i][1] = out.add(nil, max(4*t, 4))
-		}
-	}
-	p.zeroLen = out.size - p.outOff
 	buf, err := k.d.alloc(out.size)
 	if err != nil {
 		return nil, err
@@ -566,11 +479,8 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 			}
 		}
 		ps[i].Out = base + uint64(p.outAt[i])
-		if splits > 1 {
-			ps[i].Ws, ps[i].Cnt = base+uint64(wsAt[i][0]), base+uint64(wsAt[i][1])
-		}
 	}
-	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn, splits, cfg.cluster)
+	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn)
 	if err != nil {
 		p.free()
 		return nil, err
@@ -613,7 +523,7 @@ func b2i(b bool) int32 {
 
 // zeroOutputs clears the output region (MulBit ORs words into it).
 func (p *plan) zeroOutputs() error {
-	return p.k.d.memset32(p.buf.ptr+uintptr(p.outOff), 0, p.zeroLen/4)
+	return p.k.d.memset32(p.buf.ptr+uintptr(p.outOff), 0, p.outLen/4)
 }
 
 func (p *plan) launch() error {
@@ -624,7 +534,7 @@ func (p *plan) launch() error {
 	if p.cfg.path == PathWGMMA {
 		// The third parameter, a Prob by value: Device.launch lays the
 		// parameter words out back to back and points the driver at the
-		// first word of each parameter, so the descriptor's 24 words from
+		// first word of each parameter, so the descriptor's words from
 		// the third on are its bytes (the driver reads as many parameters
 		// as the kernel has).
 		params = append(params, p.prob1[:]...)
@@ -674,9 +584,8 @@ func (p *plan) fetch() error {
 }
 
 // widen16 copies the uint16 outputs src (config.out16) into dst as int32:
-// large outputs in chunks of widenChunk on every processor (the Go
-// compiler does not vectorize the loop, about one cycle an output, three
-// times the cost of copying int32 outputs on one core; BenchmarkFetch).
+// large outputs in chunks of widenChunk on every processor, since the Go
+// compiler does not vectorize the loop (BenchmarkFetch).
 func widen16(dst []int32, src []uint16) {
 	src = src[:len(dst)]
 	chunks := (len(dst) + widenChunk - 1) / widenChunk

@@ -154,7 +154,7 @@ const (
 )
 
 // prob is one product of a launch; its binary form is kernels/common.cuh's
-// struct Prob (little-endian, no padding: 192 bytes).
+// struct Prob (little-endian, no padding: 168 bytes).
 type prob struct {
 	A, B, Out, Kptr, Kidx                                   uint64
 	ColScale, RowTerm, ColTerm, ColConst, RowScale, ColBias uint64
@@ -162,35 +162,25 @@ type prob struct {
 	M, N, Lw32, ALines, BLines, TilesN, TileStart, Mode     int32
 	OutBits, OutByCols, OutLw32, ReLU                       int32
 	RqScale, RqOffset                                       float32
-	TilesM, Splits                                          int32
-	Ws, Cnt                                                 uint64
 }
 
-const probBytes = 192
+const probBytes = 168
 
-// packLaunch assigns each problem its blocks for a bm×bn block tile with
-// the k-steps of each tile split over splits blocks, in order, and returns
-// the encoded descriptors (followed, for several problems, by the block →
-// problem map) and the number of blocks. Problems with no tiles
+// packLaunch assigns each problem a block per bm×bn tile, in order, and
+// returns the encoded descriptors (followed, for several problems, by the
+// block → problem map) and the number of blocks. Problems with no tiles
 // (M or N zero) take no blocks.
-//
-// With cluster > 1 (the wgmma kernel's clusters of row tiles sharing a B
-// tile), each problem's row tiles are rounded up to a multiple of cluster.
-func packLaunch(ps []prob, bm, bn, splits, cluster int) ([]byte, int, error) {
-	if splits < 1 {
-		return nil, 0, fmt.Errorf("%w: %d splits", ErrShape, splits)
-	}
+func packLaunch(ps []prob, bm, bn int) ([]byte, int, error) {
 	total := 0
 	for i := range ps {
 		p := &ps[i]
 		if p.M < 0 || p.N < 0 {
 			return nil, 0, fmt.Errorf("%w: problem %d is %d×%d", ErrShape, i, p.M, p.N)
 		}
-		p.TilesM = int32(roundUp((int(p.M)+bm-1)/bm, max(cluster, 1)))
+		tilesM := (int(p.M) + bm - 1) / bm
 		p.TilesN = int32((int(p.N) + bn - 1) / bn)
-		p.Splits = int32(splits)
 		p.TileStart = int32(total)
-		total += int(p.TilesM) * int(p.TilesN) * splits
+		total += tilesM * int(p.TilesN)
 		if total > 1<<31-1 {
 			return nil, 0, fmt.Errorf("%w: %d blocks in one launch", ErrShape, total)
 		}
@@ -206,9 +196,11 @@ func packLaunch(ps []prob, bm, bn, splits, cluster int) ([]byte, int, error) {
 		// of dependent loads.
 		m := make([]int32, total)
 		for i := range ps {
-			p := &ps[i]
-			n := int(p.TilesM) * int(p.TilesN) * splits
-			for b := int(p.TileStart); b < int(p.TileStart)+n; b++ {
+			end := total
+			if i+1 < len(ps) {
+				end = int(ps[i+1].TileStart)
+			}
+			for b := int(ps[i].TileStart); b < end; b++ {
 				m[b] = int32(i)
 			}
 		}

@@ -42,36 +42,40 @@ func TestKernelSyntax(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, h.name), []byte(h.src), 0o644))
 		}
 	}
-	// A wgmma variant as Kernel.prepare makes it: the tile and pipeline
-	// (wgmmaConfig), the tail of a dense int32 launch, then edit for the
-	// choices prepare makes from the jobs (clusters, MulBit packing, the
-	// by-value descriptor).
+	// A wgmma variant as chooseConfig makes it for a dense int launch
+	// (h200), then edited for choices other launches make (MulBit
+	// packing, uint16 outputs, the by-value descriptor).
 	wg := func(a, b, m, n, ksteps int, tu tuning, edit func(*config)) config {
-		c, ok := wgmmaConfig(a, b, m, n, ksteps, 1, 132, 128, 256, tu)
-		require.True(t, ok)
-		c.setTail(true, true, ksteps, tu)
+		c := chooseConfig(intLaunch(a, b, m, n, ksteps), h200, tu)
+		require.Equal(t, PathWGMMA, c.path)
+		if edit != nil {
+			edit(&c)
+		}
+		return c
+	}
+	mma := func(a, b, m, n int, edit func(*config)) config {
+		c := chooseConfig(intLaunch(a, b, m, n, 16), target{sms: 132}, tuning{})
 		if edit != nil {
 			edit(&c)
 		}
 		return c
 	}
 	cases := map[string]config{
-		"mma 2x3":                   mmaConfig(2, 3, 4096, 64, 132),
-		"mma 1x8":                   mmaConfig(1, 8, 1024, 16, 132),
-		"s=1 int32 default":         wg(1, 1, 16384, 256, 64, tuning{}, func(c *config) { c.oneprob = 1 }),
+		"mma 2x3":                   mma(2, 3, 4096, 64, nil),
+		"mma 1x8":                   mma(1, 8, 1024, 16, nil),
+		"s=1 int32 default":         wg(1, 1, 16384, 256, 64, tuning{}, nil),
 		"s=1 timing":                wg(1, 1, 16384, 256, 64, tuning{timing: 1}, nil),
 		"s=1 tail 3, registers":     wg(1, 1, 16384, 256, 64, tuning{tailepi: -1}, nil),
-		"s=4 int32 default":         wg(1, 4, 16384, 256, 64, tuning{}, func(c *config) { c.oneprob = 1 }),
+		"s=4 int32 default":         wg(1, 4, 16384, 256, 64, tuning{}, nil),
 		"s=1 MulBit by registers":   wg(1, 1, 16384, 256, 64, tuning{tail: -1}, func(c *config) { c.bitreg = 1 }),
 		"s=4 MulBit packed bytes":   wg(1, 4, 16384, 256, 64, tuning{tail: -1}, func(c *config) { c.bitreg = 2 }),
 		"no producer":               wg(1, 1, 16384, 256, 64, tuning{ws: -1}, nil),
-		"producer, first stage":     wg(1, 2, 4096, 64, 16, tuning{ws: 2, wsf: 1, wgs: 2}, nil),
-		"cluster of 2":              wg(1, 1, 16384, 256, 64, tuning{ws: -1}, func(c *config) { c.cluster = 2 }),
+		"producer, lag 2":           wg(1, 2, 4096, 64, 16, tuning{ws: 2, wgs: 2}, nil),
 		"one warpgroup, 2 planes":   wg(2, 1, 1024, 64, 4, tuning{wgs: 1}, nil),
 		"register epilogue, timing": wg(1, 1, 16384, 256, 64, tuning{epi: -1, timing: 1, tail: -1}, nil),
-		"s=1 uint16 default":        wg(1, 1, 16384, 256, 64, tuning{}, func(c *config) { c.oneprob, c.out16 = 1, 1 }),
+		"s=1 uint16 default":        wg(1, 1, 16384, 256, 64, tuning{}, func(c *config) { c.out16 = 1 }),
 		"uint16 registers":          wg(1, 1, 16384, 256, 64, tuning{epi: -1, tail: -1}, func(c *config) { c.out16 = 1 }),
-		"mma uint16":                func() config { c := mmaConfig(1, 2, 4096, 64, 132); c.out16 = 1; return c }(),
+		"mma uint16":                mma(1, 2, 4096, 64, func(c *config) { c.out16 = 1 }),
 	}
 	for name, c := range cases {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {

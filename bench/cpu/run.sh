@@ -8,6 +8,7 @@ out=bench/cpu/results
 mkdir -p "$out"
 go build -o bin/qgtc ./cmd/qgtc
 go test -c -o bin/cpu.test ./cpu
+go test -c -o bin/templates.test ./templates
 { date -u; uptime; } > "$out/when.txt"
 ./bin/qgtc info > "$out/info.txt"
 # The inner AND+popcount row kernel per path on L1-resident lines: the
@@ -32,7 +33,8 @@ awk -f bench/cpu/table.awk "$out/grid_gotest.txt" > "$out/grid_table.txt"
 ./bin/qgtc bench bmm --a blockdiag --n 4096 --d 64 --bits 1,4 --time 500ms > "$out/blockdiag.txt"
 # Dense against block-diagonal, the fused re-quantizing MulBit, Sgemm, the
 # zero-chunk masks.
-QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntBlockDiag|BenchmarkSgemm|BenchmarkMulBit|BenchmarkMark' -test.benchtime 30x > "$out/gotest.txt"
+QGTC_BENCH_ROWS=0 ./bin/cpu.test -test.run '^$' -test.bench 'BenchmarkMM2IntBlockDiag|BenchmarkMulBit|BenchmarkMark' -test.benchtime 30x > "$out/gotest.txt"
+./bin/templates.test -test.run '^$' -test.bench 'BenchmarkSgemm' -test.benchtime 30x >> "$out/gotest.txt"
 # One core against two (wall time: ns/op at -1 over ns/op at -2): one
 # process per core count, taken in turn, 3 rounds. Not `-test.cpu 1,2` in
 # one process: a b.Loop benchmark runs its first -cpu setting inside the

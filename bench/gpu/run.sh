@@ -23,7 +23,7 @@ for step in $STEPS; do
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/mma.cubin -Xptxas -v --fmad=false \
         -DABITS=1 -DBBITS=4 -DBM=64 -DBN=64 -DWM=32 -DWN=32 -DSTAGES=3 -I$K $K/bmm_mma.cu 2>&1
       nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -o /tmp/wg.cubin -Xptxas -v --fmad=false \
-        -DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DCLUSTER=2 -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
+        -DABITS=1 -DBBITS=4 -DBN=64 -DNP=256 -DWGS=2 -DKS=4 -DSTAGES=4 -DWS=1 -DDESC_LBO=128 -DDESC_SBO=256 -I$K $K/bmm_wgmma.cu 2>&1
       cuobjdump -sass /tmp/wg.cubin | grep -c -E "BGMMA|HGMMA" || true
       cuobjdump -sass /tmp/mma.cubin | grep -c BMMA || true
     } >"$OUT/nvcc.log" 2>&1
@@ -35,13 +35,12 @@ for step in $STEPS; do
     # with a benchmark pass in the background that only fills the cache.
     $T -test.v -test.run 'TestConformance/auto' -test.timeout 200s >/tmp/t-auto.log 2>&1 &
     $T -test.v -test.run 'TestConformance/mma' -test.timeout 200s >/tmp/t-mma.log 2>&1 &
-    $T -test.v -test.run 'TestConformance/split3' -test.timeout 200s >/tmp/t-split.log 2>&1 &
-    $T -test.v -test.run 'TestConformance/cluster' -test.timeout 200s >/tmp/t-cluster.log 2>&1 &
+    $T -test.v -test.run 'TestConformance/(ws1|out32)' -test.timeout 200s >/tmp/t-ws.log 2>&1 &
     # From the package directory: TestSymbolsResolved reads the sources.
     (cd tcu && ../$T -test.v -test.run '^Test([^C]|C[^o]|Co[^n]|Con[^f])' -test.timeout 200s >/tmp/t-other.log 2>&1) &
     [ -n "${WARM:-1}" ] && $T -test.run '^$' -test.bench "$BENCH" -test.benchtime 1x -test.timeout 200s >/dev/null 2>&1 &
     wait
-    cat /tmp/t-auto.log /tmp/t-mma.log /tmp/t-split.log /tmp/t-cluster.log /tmp/t-other.log >"$OUT/test.log"
+    cat /tmp/t-auto.log /tmp/t-mma.log /tmp/t-ws.log /tmp/t-other.log >"$OUT/test.log"
     grep -E "^(--- |ok|FAIL|PASS|panic)|^    --- |tcu:" "$OUT/test.log" | tail -40
     ;;
   bench)

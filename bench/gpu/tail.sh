@@ -2,7 +2,7 @@
 # Session 6: the tail (bmm_wgmma.cu TAIL, TAILEPI) and the evict-first int32
 # stores (L2HINT). Runs on the GPU host from the repository root after
 # `make gpu-test`, carrying build/gpu; logs under $OUT. PHASES, in order:
-#   test:  TestConformance (auto, mma, split3, cluster, out32; full) and the other
+#   test:  TestConformance (auto, mma, ws1, out32; full) and the other
 #          tests, TestLargeVsGeneric's kernels spread over five processes
 #   san:   compute-sanitizer memcheck and racecheck (SANRUNS: one process per
 #          pattern and tool), -short
@@ -16,7 +16,7 @@ for ph in $PHASES; do
   case $ph in
   test)
     rm -f /tmp/t-*.log
-    for c in auto mma split3 cluster out32; do
+    for c in auto mma ws1 out32; do
       timeout ${TTIME:-300} $T -test.v -test.run "TestConformance/$c" -test.timeout 400s >/tmp/t-c-$c.log 2>&1 &
     done
     # TestLargeVsGeneric's kernels by the residue of their name's length:
@@ -33,7 +33,7 @@ for ph in $PHASES; do
     echo "TestLargeVsGeneric kernels passed: $(grep -c -- '^    --- PASS: TestLargeVsGeneric/' "$OUT/test.log")"
     ;;
   san)
-    SANTIME=${SANTIME:-200} sanitize ${SANRUNS:-'TestLargeVsGeneric/^(bn256|ws1bn256|tail3tebn256|tail1|tail2bn256)$' 'TestLargeVsGeneric/^(tail8ks2bn256|tail16ks1|tail3reg0|tail3epi0|notailbn256)$' 'TestLargeVsGeneric/^(out32tail3tebn256|out32epi0|split3)$' 'TestZeroTileJumping|TestBatch|TestOut16Bound'}
+    SANTIME=${SANTIME:-200} sanitize ${SANRUNS:-'TestLargeVsGeneric/^(bn256|ws1bn256|tail3tebn256|tail1|tail2bn256)$' 'TestLargeVsGeneric/^(tail8ks2bn256|tail16ks1|tail3reg0|tail3epi0|notailbn256)$' 'TestLargeVsGeneric/^(out32tail3tebn256|out32epi0|ws1)$' 'TestZeroTileJumping|TestBatch|TestOut16Bound'}
     ;;
   large)
     timeout ${LTIME:-200} $T -test.run '^$' -test.bench "${LARGE:-Large|BlockDiag}" -test.benchtime 1x -test.v >"$OUT/bench.log" 2>&1

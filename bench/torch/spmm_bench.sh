@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the Go sparse-template benchmarks (cpu: BenchmarkTemplates) and the
+# Runs the Go sparse-template benchmarks (templates: BenchmarkTemplates) and the
 # PyTorch CPU baseline (spmm_bench.py) on the same graph, feature widths
 # (16..256) and thread count, then prints one table with ratios.
 #
@@ -24,7 +24,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 go run ./bench/torch/export --graph "$graph" -o "$tmp/graph.bin"
-QGTC_BENCH_GRAPH=$graph go test ./cpu -run '^$' -bench '^BenchmarkTemplates$' \
+QGTC_BENCH_GRAPH=$graph go test ./templates -run '^$' -bench '^BenchmarkTemplates$' \
 	-cpu "$threads" -count "$count" -benchtime "$benchtime" | tee "$tmp/go.txt" >&2
 "$python" bench/torch/spmm_bench.py --graph "$tmp/graph.bin" --threads "$threads" | tee "$tmp/torch.txt" >&2
 echo "# graph=$graph threads=$threads (Go GOMAXPROCS, torch.set_num_threads); $(go version | cut -d' ' -f3); $(grep -m1 '^# torch' "$tmp/torch.txt" | cut -c3-)"

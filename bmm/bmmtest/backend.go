@@ -76,7 +76,7 @@ type (
 func (h *harness) bits(x *bittensor.Tensor) bitsPair {
 	g, err := h.got.UploadBits(x)
 	require.NoError(h.t, err, "UploadBits")
-	r, err := h.ref.UploadBits(x)
+	r, err := h.ref.UploadBits(x.Clone()) // the reference's own copy, which a backend that writes its inputs cannot reach
 	require.NoError(h.t, err)
 	return bitsPair{g, r}
 }
@@ -84,7 +84,7 @@ func (h *harness) bits(x *bittensor.Tensor) bitsPair {
 func (h *harness) codes(vals []uint8, rows, cols, bits int) codesPair {
 	g, err := h.got.UploadCodes(vals, rows, cols, bits)
 	require.NoError(h.t, err, "UploadCodes %d×%d %d-bit", rows, cols, bits)
-	r, err := h.ref.UploadCodes(vals, rows, cols, bits)
+	r, err := h.ref.UploadCodes(append([]uint8(nil), vals...), rows, cols, bits)
 	require.NoError(h.t, err)
 	return codesPair{g, r}
 }
@@ -92,7 +92,7 @@ func (h *harness) codes(vals []uint8, rows, cols, bits int) codesPair {
 func (h *harness) vector(v []float32) vecPair {
 	g, err := h.got.UploadVector(v)
 	require.NoError(h.t, err, "UploadVector")
-	r, err := h.ref.UploadVector(v)
+	r, err := h.ref.UploadVector(append([]float32(nil), v...))
 	require.NoError(h.t, err)
 	return vecPair{g, r}
 }

@@ -20,7 +20,7 @@ import (
 // The generic backend is the suite's reference, so it is checked here
 // against direct computations: the Generic kernel's MM2* on the same
 // tensors, aggregations as dense products with the packed weight matrix,
-// row sums as quantize.LineSums, Argmax as layers.QArgmax.
+// row sums as quantize.LineSums, Argmax as layers.Argmax.
 
 func genVals(r *rand.Rand, n, bits int) []int32 {
 	v := make([]int32, n)
@@ -242,7 +242,7 @@ func TestArgmaxRowIsQArgmax(t *testing.T) {
 			nodes[i] = int32(i)
 		}
 		want := make([]int32, rows)
-		layers.QArgmax(want, logits, cols, nodes)
+		layers.Argmax(want, logits, cols, nodes)
 		b := bmm.NewGenericBackend()
 		v, err := b.UploadVector(logits)
 		require.NoError(t, err)

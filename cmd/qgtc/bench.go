@@ -16,6 +16,7 @@ import (
 	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/progress"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // errNoGPU is returned by `bench --device gpu` when no GPU code is compiled in.
@@ -176,7 +177,7 @@ func runBench(args []string, w io.Writer) error {
 	rep := benchReport{CPU: cpu.CPUFeatures().Model, Path: k.Path(), GOMAXPROCS: runtime.GOMAXPROCS(0), ClockGHz: cpu.ClockHz() / 1e9}
 	const rowFmt = "%6v %5v %3v %-9v %9v %18v %19v %12v %8v %10v\n"
 	if !*asJSON {
-		fmt.Fprintf(w, "kernel %s, GOMAXPROCS %d, clock %.2f GHz (calibrated), fp32 GEMM %s\n", k.Name(), rep.GOMAXPROCS, rep.ClockGHz, cpu.SgemmImpl())
+		fmt.Fprintf(w, "kernel %s, GOMAXPROCS %d, clock %.2f GHz (calibrated), fp32 GEMM %s\n", k.Name(), rep.GOMAXPROCS, rep.ClockGHz, templates.SgemmImpl())
 		fmt.Fprintln(w, "GOPS, best/cyc/core and 'x fp32': fastest wall time (over GOMAXPROCS cores); bit-MACs/cyc/core and 'x fp32 cpu': mean process CPU time per run (it includes the worker team's polling)")
 		fmt.Fprintf(w, rowFmt, "N", "D", "s", "A", "GOPS", "bit-MACs/cyc/core", "best/cyc/core", "fp32 GFLOPS", "x fp32", "x fp32 cpu")
 	}
@@ -310,7 +311,7 @@ func benchCPU(k bmm.Kernel, sh benchShape, minTime time.Duration, fp32 bool, fp3
 	}
 	c := make([]float32, sh.M*sh.N)
 	fbest, fcpu, err := timeBest(minTime, func() error {
-		cpu.Sgemm(false, false, sh.M, sh.N, sh.K, 1, af, sh.K, bf, sh.N, 0, c, sh.N)
+		templates.Sgemm(false, false, sh.M, sh.N, sh.K, 1, af, sh.K, bf, sh.N, 0, c, sh.N)
 		return nil
 	})
 	if err != nil {

@@ -75,8 +75,8 @@ func TestCraftedCLI(t *testing.T) {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, readCorpusFile(t, p), 0o644))
 		for _, args := range [][]string{
-			{"data", "info", path},
-			{"infer", "--dataset", path},
+			{"data", "info", path, "--quiet"},
+			{"infer", "--dataset", path, "--quiet"},
 			{"train", "--dataset", path, "--epochs", "1", "--quiet"},
 		} {
 			t.Run(name+"/"+args[0], func(t *testing.T) {

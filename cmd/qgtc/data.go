@@ -119,6 +119,7 @@ func dataInfo(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	printWarnings(dataStderr, d)
 	took := time.Since(t0)
 	if *lcc {
 		d = d.LargestComponent()
@@ -543,4 +544,12 @@ func during(r *progress.Reporter, msg string, work func()) {
 	close(done)
 	wg.Wait()
 	r.Done()
+}
+
+// printWarnings writes what the loader let through but a user should see
+// (extreme feature values, a partial dataset), one line each.
+func printWarnings(w io.Writer, d *subgraph.Dataset) {
+	for _, msg := range d.Warnings {
+		fmt.Fprintf(w, "qgtc: warning: %s\n", msg)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,39 @@ func TestInferBadSizes(t *testing.T) {
 			assert.Equal(t, 2, run(args, &out, &errb))
 			assert.Contains(t, errb.String(), tc.want)
 			assert.Equal(t, 1, strings.Count(errb.String(), "\n"), errb.String())
+		})
+	}
+}
+
+// TestDatasetWarnings: what a loader lets through but a user should see
+// (here a Planetoid folder without allx, declared partial by its name) is
+// one "qgtc: warning:" line on stderr from infer, train and data info,
+// which still run.
+func TestDatasetWarnings(t *testing.T) {
+	t.Setenv("QGTC_CACHE", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "cora_partial")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, ext := range []string{"x", "y", "tx", "ty", "ally", "graph", "test.index"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cora", "ind.cora."+ext))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "ind.cora."+ext), b, 0o644))
+	}
+	var stderr bytes.Buffer
+	defer func(q, tr, d io.Writer) { qStderr, trainStderr, dataStderr = q, tr, d }(qStderr, trainStderr, dataStderr)
+	qStderr, trainStderr, dataStderr = &stderr, &stderr, &stderr
+	for _, args := range [][]string{
+		{"infer", "--dataset", dir, "--epochs", "1", "--qat-epochs", "0", "--quiet"},
+		{"train", "--dataset", dir, "--epochs", "1", "--quiet"},
+		{"data", "info", dir, "--quiet"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			stderr.Reset()
+			var out, errb bytes.Buffer
+			require.Equal(t, 0, run(args, &out, &errb), errb.String())
+			assert.NotEmpty(t, out.String())
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			require.Len(t, lines, 1, stderr.String())
+			assert.Regexp(t, `^qgtc: warning: .*cora_partial: partial dataset: .*1568 of 2708 nodes have all-zero features`, lines[0])
 		})
 	}
 }

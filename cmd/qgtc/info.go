@@ -9,6 +9,7 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/internal/progress"
+	"github.com/qgtc/qgtc/templates"
 )
 
 func init() {
@@ -41,7 +42,7 @@ func runInfo(args []string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "assembly:        %s\n", asm)
 	fmt.Fprintf(w, "bit-kernel path: %s (usable: %s)\n", cpu.Path(), strings.Join(cpu.Impls(), ", "))
-	fmt.Fprintf(w, "fp32 GEMM:       %s\n", cpu.SgemmImpl())
+	fmt.Fprintf(w, "fp32 GEMM:       %s\n", templates.SgemmImpl())
 	var names []string
 	for i, k := range bmm.Kernels() {
 		n := k.Name()

@@ -11,44 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/plot"
 	"github.com/qgtc/qgtc/internal/progress"
-	"github.com/qgtc/qgtc/layers"
+	"github.com/qgtc/qgtc/pipeline"
 )
 
 func init() {
 	register(&command{name: "sweep", summary: "accuracy, latency and model size of a quantized GNN per bit width (table, CSV, JSON, plots)", run: runSweep})
 }
 
-// sweepRow is one bit width of `qgtc sweep`, over the seeds.
-type sweepRow struct {
-	Bits         int       `json:"bits"` // 0: the fp32 model
-	Accuracy     float64   `json:"accuracy"`
-	AccuracyStd  float64   `json:"accuracy_std"`
-	Accuracies   []float64 `json:"accuracies"`
-	PTQAccuracy  float64   `json:"ptq_accuracy"` // mean over seeds, before QAT
-	ComputeMS    float64   `json:"compute_ms"`   // mean over seeds: bit products and epilogues
-	PackMS       float64   `json:"pack_ms"`
-	NodesPerSec  float64   `json:"nodes_per_sec"` // over pack + compute
-	WeightBytes  int       `json:"weight_bytes"`
-	InterBytes   int       `json:"inter_layer_bytes"`
-	Kernel       string    `json:"kernel"`
-	FeatureBits  int       `json:"feature_bits"`
-	TrainSeconds float64   `json:"train_seconds"`
-}
-
-type sweepReport struct {
-	Dataset string     `json:"dataset"`
-	Model   string     `json:"model"`
-	Nodes   int        `json:"nodes"`
-	Parts   int        `json:"parts"`
-	Batches int        `json:"batches"`
-	Seeds   int        `json:"seeds"`
-	Rows    []sweepRow `json:"rows"` // the fp32 model first
-}
+// The sweep's report types are the pipeline's (the tests build fixtures).
+type (
+	sweepRow    = pipeline.SweepRow
+	sweepReport = pipeline.SweepReport
+)
 
 func qParseBits(s string) ([]int, error) {
 	var out []int
@@ -62,45 +40,27 @@ func qParseBits(s string) ([]int, error) {
 	return out, nil
 }
 
-func qMeanStd(v []float64) (float64, float64) {
-	if len(v) == 0 {
-		return math.NaN(), math.NaN()
-	}
-	var s float64
-	for _, x := range v {
-		s += x
-	}
-	m := s / float64(len(v))
-	if len(v) == 1 {
-		return m, 0
-	}
-	var d float64
-	for _, x := range v {
-		d += (x - m) * (x - m)
-	}
-	return m, math.Sqrt(d / float64(len(v)-1))
-}
-
 func runSweep(args []string, stdout io.Writer) error {
 	fs := newFlags("sweep", stdout)
-	j := &qjob{}
+	var c pipeline.Config
+	var quiet bool
 	bitList := fs.String("bits", "1,2,3,4,6,8,16,32", "comma-separated bit widths (activations = weights)")
 	seeds := fs.Int("seeds", 1, "seeds per width (split, partition, training); reports mean ± std")
 	out := fs.String("out", "qgtc-sweep", "folder for sweep.csv, sweep.json, sweep.svg and sweep.png")
-	j.jobFlags(fs)
-	fs.Uint64Var(&j.seed, "seed", 0, "first seed")
+	qJobFlags(fs, &c, &quiet)
+	fs.Uint64Var(&c.Seed, "seed", 0, "first seed")
 	device := fs.String("device", "cpu", "cpu, gpu or auto")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := j.check(); err != nil {
-		return err
-	}
-	j.prog = progress.New(qStderr, j.quiet)
 	bits, err := qParseBits(*bitList)
 	if err != nil {
 		return err
+	}
+	c.ABits, c.WBits = bits[0], bits[0]
+	if err := c.Check(); err != nil {
+		return qUsage(err)
 	}
 	if *seeds < 1 {
 		return fmt.Errorf("%w: --seeds %d must be positive", errUsage, *seeds)
@@ -119,94 +79,14 @@ func runSweep(args []string, stdout io.Writer) error {
 	if closer != nil {
 		defer closer.Close()
 	}
-	rep := sweepReport{Model: j.kind, Seeds: *seeds}
-	rows := make([]sweepRow, len(bits)+1)
-	acc := make([][]float64, len(bits)+1)
-	ptq := make([][]float64, len(bits)+1)
-	parts := j.parts
-	for s := 0; s < *seeds; s++ {
-		sj := *j
-		sj.seed = j.seed + uint64(s)
-		sj.parts = parts
-		t, err := qLoadTask(&sj)
-		if err != nil {
-			return err
-		}
-		rep.Dataset, rep.Nodes, rep.Parts, rep.Batches = t.ds.Name, t.ds.Graph.N(), t.parts, len(t.data.Eval)
-		// The fp32 model: trained once per seed, on features quantized at the
-		// first width (its float values do not depend on the width).
-		in0, err := layers.QuantizeInput(t.ds.Features, bits[0])
-		if err != nil {
-			return err
-		}
-		fp, dt, err := qFP32Model(&sj, t, in0)
-		if err != nil {
-			return err
-		}
-		fa, err := fp.Accuracy(t.data, in0, false, t.ds.Test)
-		if err != nil {
-			return err
-		}
-		acc[0] = append(acc[0], fa)
-		rows[0].WeightBytes = qFP32Bytes(fp)
-		rows[0].TrainSeconds += dt.Seconds()
-		for bi, b := range bits {
-			sj.abits, sj.wbits = b, b
-			in, err := layers.QuantizeInput(t.ds.Features, b)
-			if err != nil {
-				return err
-			}
-			// PTQ accuracy, then the QAT model (cached like infer's),
-			// fine-tuned from that same calibration.
-			t0 := time.Now()
-			pm, err := qCalibrate(&sj, t, fp, in)
-			if err != nil {
-				return err
-			}
-			ct := time.Since(t0)
-			pa, err := pm.Accuracy(t.data, in, true, t.ds.Test)
-			if err != nil {
-				return err
-			}
-			ptq[bi+1] = append(ptq[bi+1], pa)
-			m, dt, err := qQuantModel(&sj, t, fp, pm, in)
-			if err != nil {
-				return err
-			}
-			if dt > 0 { // trained now: its calibration counts
-				dt += ct
-			}
-			plan, err := m.Compile(kernel)
-			if err != nil {
-				return err
-			}
-			sj.prog.Printf("qgtc: sweep seed %d: %d-bit inference", sj.seed, b)
-			run, err := plan.Run(t.data, in, plan.SparseCheaper(in), nil)
-			if err != nil {
-				return err
-			}
-			r := &rows[bi+1]
-			r.Bits, r.Kernel, r.FeatureBits = b, kernel.Name(), in.Params.Bits
-			r.WeightBytes, r.InterBytes = plan.WeightBytes, run.Stats.InterBytes
-			r.ComputeMS += qms(run.Compute) / float64(*seeds)
-			r.PackMS += qms(run.Pack) / float64(*seeds)
-			r.TrainSeconds += dt.Seconds()
-			acc[bi+1] = append(acc[bi+1], layers.QAccuracy(run.Pred, t.ds.Labels, t.ds.Test))
-		}
-		sj.prog.Done()
+	j := &pipeline.Job{Config: c, Kernel: kernel, CacheDir: qCacheDir(), Progress: progress.New(qStderr, quiet), Warnings: qStderr}
+	rep, err := j.Sweep(bits, *seeds)
+	if err != nil {
+		return qUsage(err)
 	}
-	for i := range rows {
-		rows[i].Accuracies = acc[i]
-		rows[i].Accuracy, rows[i].AccuracyStd = qMeanStd(acc[i])
-		rows[i].PTQAccuracy, _ = qMeanStd(ptq[i])
-		if t := rows[i].ComputeMS + rows[i].PackMS; t > 0 {
-			rows[i].NodesPerSec = float64(rep.Nodes) / (t / 1000)
-		}
-	}
-	rows[0].PTQAccuracy = rows[0].Accuracy
-	rep.Rows = rows
+	rows := rep.Rows
 	if *out != "" {
-		if err := qWriteSweep(*out, &rep); err != nil {
+		if err := qWriteSweep(*out, rep); err != nil {
 			return err
 		}
 	}
@@ -236,18 +116,6 @@ func runSweep(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*out, "sweep.{csv,json,svg,png}"))
 	}
 	return nil
-}
-
-// fp32Bytes is the size of m's weights and biases as float32.
-func qFP32Bytes(m *layers.QModel) int {
-	n := 0
-	for _, ly := range m.Layers {
-		n += 4 * (len(ly.Lin1.W) + len(ly.Lin1.B))
-		if ly.Lin2 != nil {
-			n += 4 * (len(ly.Lin2.W) + len(ly.Lin2.B))
-		}
-	}
-	return n
 }
 
 // qWriteSweep writes sweep.csv, sweep.json, sweep.svg and sweep.png into

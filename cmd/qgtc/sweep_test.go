@@ -18,7 +18,7 @@ import (
 // TestSweepNorm runs a short GIN sweep with batch norm and checks the
 // report and that the cached models carry the norm; then the same without.
 func TestSweepNorm(t *testing.T) {
-	for _, norm := range []string{layers.QNormBatch, layers.QNormNone} {
+	for _, norm := range []string{layers.NormBatch, layers.NormNone} {
 		t.Run(norm, func(t *testing.T) {
 			dir := t.TempDir()
 			t.Setenv("QGTC_CACHE", dir)
@@ -37,7 +37,7 @@ func TestSweepNorm(t *testing.T) {
 				require.Len(t, files, 1, name)
 				f, err := os.Open(files[0])
 				require.NoError(t, err)
-				m, err := layers.ReadQModel(f)
+				m, err := layers.ReadModel(f)
 				f.Close()
 				require.NoError(t, err)
 				assert.Equal(t, norm, m.Norm(), name)

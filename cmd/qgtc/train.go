@@ -16,7 +16,7 @@ import (
 
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/progress"
-	"github.com/qgtc/qgtc/layers"
+	"github.com/qgtc/qgtc/layers/fp"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -86,7 +86,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the trained model (best validation seed) as safetensors")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsArgs(fs, args); err != nil { // checkTrainFlags explains a stray argument
 		return err
 	}
 	m := strings.ToLower(*model)
@@ -130,6 +130,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	printWarnings(trainStderr, ds)
 	shipped := len(ds.Train) > 0
 	if *split == "public" && !shipped {
 		return fmt.Errorf("%w: dataset %q ships no split; use --split random", errUsage, ds.Name)
@@ -161,14 +162,14 @@ func runTrain(args []string, stdout io.Writer) error {
 	if *clusters > ds.Graph.N() {
 		return fmt.Errorf("%w: --clusters %d: dataset %q has only %d nodes", errUsage, *clusters, ds.Name, ds.Graph.N())
 	}
-	cfg := layers.Config{Model: m, In: ds.Features.Cols, Hidden: *hidden, Out: ds.NumClasses, Layers: *nlayers,
+	cfg := fp.Config{Model: m, In: ds.Features.Cols, Hidden: *hidden, Out: ds.NumClasses, Layers: *nlayers,
 		Dropout: *dropout, Aggr: *aggr, Norm: ginNormFor(m, *ginNorm), Heads: *heads, OutHeads: *outHeads, AttnDropout: *attnDrop}
-	if _, err := layers.New(cfg, 0); err != nil {
+	if _, err := fp.New(cfg, 0); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	rep := trainReport{Model: m, Dataset: ds.Name, Split: splitName, Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2,
 		Hidden: *hidden, Layers: *nlayers, Seeds: *seeds}
-	var best layers.Model
+	var best fp.Model
 	bestVal := -1.0
 	var stepSum float64
 	var stepN int
@@ -177,11 +178,11 @@ func runTrain(args []string, stdout io.Writer) error {
 		if random {
 			ds.RandomSplit(*trainPer, *valPer, sd)
 		}
-		data, err := layers.NewData(ds, *norm == "row" || (*norm == "auto" && layers.DefaultNormalize(ds.Features)))
+		data, err := fp.NewData(ds, *norm == "row" || (*norm == "auto" && fp.DefaultNormalize(ds.Features)))
 		if err != nil {
 			return err
 		}
-		mdl, err := layers.New(cfg, sd)
+		mdl, err := fp.New(cfg, sd)
 		if err != nil {
 			return err
 		}
@@ -190,17 +191,17 @@ func runTrain(args []string, stdout io.Writer) error {
 				return err
 			}
 		}
-		var res *layers.Result
+		var res *fp.Result
 		if *epochs == 0 {
-			ev := layers.Evaluate(mdl, data)
-			res = &layers.Result{ValAcc: ev.ValAcc, TestAcc: ev.TestAcc}
+			ev := fp.Evaluate(mdl, data)
+			res = &fp.Result{ValAcc: ev.ValAcc, TestAcc: ev.TestAcc}
 		} else {
-			tc := layers.TrainConfig{Epochs: *epochs, LR: *lr, WeightDecay: *wd, Patience: *patience, Seed: sd,
+			tc := fp.TrainConfig{Epochs: *epochs, LR: *lr, WeightDecay: *wd, Patience: *patience, Seed: sd,
 				Clusters: *clusters, ClustersPerBatch: *perBatch}
-			tc.Progress = func(e layers.EpochStats) {
+			tc.Progress = func(e fp.EpochStats) {
 				r.Printf("train: seed %d/%d, epoch %d/%d, loss %.4f, validation %.2f%%", s+1, *seeds, e.Epoch, *epochs, e.Loss, 100*e.ValAcc)
 			}
-			res, err = layers.Train(mdl, data, tc)
+			res, err = fp.Train(mdl, data, tc)
 			r.Done()
 			if err != nil {
 				return err
@@ -255,25 +256,25 @@ func meanStd(runs []trainRun, f func(trainRun) float64) (mean, std float64) {
 	return mean, math.Sqrt(std / float64(len(runs)))
 }
 
-func loadInit(m layers.Model, path string) error {
+func loadInit(m fp.Model, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := layers.LoadParams(m, f); err != nil {
+	if err := fp.LoadParams(m, f); err != nil {
 		return fmt.Errorf("--init %s: %w", path, err)
 	}
 	return nil
 }
 
-func saveModel(m layers.Model, path string) error {
+func saveModel(m fp.Model, path string) error {
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer f.Abort()
-	err = layers.Save(f, m)
+	err = fp.Save(f, m)
 	if err == nil {
 		err = f.Commit()
 	}

@@ -52,23 +52,33 @@ func deps(t *testing.T, root, pkg string) []string {
 func TestDependencyDirection(t *testing.T) {
 	root := moduleRoot(t)
 	allowed := map[string][]string{
-		"bittensor":           {"internal/par"},
-		"quantize":            {"bittensor", "internal/par"},
-		"bmm":                 {"bittensor", "internal/par", "quantize"},
-		"bmm/bmmtest":         {"bittensor", "bmm", "internal/par", "quantize"},
-		"cpu":                 {"bittensor", "bmm", "internal/par", "quantize"},
-		"tcu":                 {"bittensor", "bmm", "internal/par", "quantize"},
-		"datasets":            {},
-		"subgraph":            {"bittensor", "datasets", "internal/par"},
-		"internal/nn":         {"bittensor", "bmm", "cpu", "internal/par", "quantize"},
-		"internal/plot":       {},
-		"internal/cputime":    {},
-		"internal/par":        {},
-		"internal/atomicfile": {},
-		"internal/progress":   {},
+		"bittensor":   {"internal/par"},
+		"quantize":    {"bittensor", "internal/par"},
+		"bmm":         {"bittensor", "internal/par", "quantize"},
+		"bmm/bmmtest": {"bittensor", "bmm", "internal/par", "quantize"},
+		// cpu shares the templates' CSR type so one graph feeds both paths.
+		"cpu":                  {"bittensor", "bmm", "internal/par", "quantize", "templates"},
+		"templates":            {"internal/par"},
+		"tcu":                  {"bittensor", "bmm", "internal/par", "quantize"},
+		"datasets":             {},
+		"subgraph":             {"bittensor", "datasets", "internal/par"},
+		"internal/nn":          {"internal/par", "templates"},
+		"internal/plot":        {},
+		"internal/cputime":     {},
+		"internal/par":         {},
+		"internal/atomicfile":  {},
+		"internal/progress":    {},
+		"internal/safetensors": {},
+		"internal/learn":       {},
+		"layers/fp":            {"bittensor", "bmm", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
 		// layers computes on whatever kernel bmm.Default() or the caller
 		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
-		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/nn", "internal/par", "quantize", "subgraph"},
+		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
+		// pipeline runs on the kernel its caller passes in: it never reaches
+		// tcu, and reaches cpu only through layers until layers drops it
+		// (TestPipelineBackendFree forbids importing cpu directly).
+		"pipeline": {"bittensor", "bmm", "cpu", "datasets", "internal/atomicfile", "internal/learn", "internal/par",
+			"internal/progress", "internal/safetensors", "layers", "quantize", "subgraph", "templates"},
 	}
 	for pkg, ok := range allowed {
 		t.Run(pkg, func(t *testing.T) {
@@ -80,5 +90,16 @@ func TestDependencyDirection(t *testing.T) {
 				assert.True(t, okSet[d], "%s must not depend on %s", pkg, d)
 			}
 		})
+	}
+}
+
+// TestPipelineBackendFree: the pipeline imports neither backend itself;
+// the CLI (or any caller) picks the device and passes its kernel in.
+func TestPipelineBackendFree(t *testing.T) {
+	ctx := build.Default
+	bp, err := ctx.ImportDir(filepath.Join(moduleRoot(t), "pipeline"), 0)
+	require.NoError(t, err)
+	for _, imp := range bp.Imports {
+		assert.NotContains(t, []string{module + "cpu", module + "tcu"}, imp, "pipeline must not import %s", imp)
 	}
 }

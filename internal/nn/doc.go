@@ -3,8 +3,8 @@
 // inputs), a tape that records a backward closure per op, the dense and
 // graph ops a GNN needs (matmul, bias, ReLU/LeakyReLU/ELU, dropout,
 // log-softmax, NLL, batch norm, weighted/mean/max aggregation and a fused
-// GAT attention that recomputes its O(E) edge values in the backward pass),
-// and Adam with weight decay.
+// GAT attention that recomputes its O(E) edge values in the backward pass).
+// The optimizer (Adam) is internal/learn's, shared with the quantized models.
 //
 // Ops are methods on *Tape. A tape in training mode records how to
 // propagate gradients for every op whose inputs need them; Backward runs the

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/templates"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,9 +112,9 @@ func TestGradients(t *testing.T) {
 		{"MeanHeads", []*Tensor{hx}, func(tp *Tape) *Tensor { return tp.MeanHeads(hx, 2) }},
 		{"Propagate", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Propagate(g, nil, x) }},
 		{"Propagate/weighted", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Propagate(g, gw, x) }},
-		{"Aggregate/sum", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, cpu.Sum) }},
-		{"Aggregate/mean", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, cpu.Mean) }},
-		{"Aggregate/max", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, cpu.Max) }},
+		{"Aggregate/sum", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, templates.Sum) }},
+		{"Aggregate/mean", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, templates.Mean) }},
+		{"Aggregate/max", []*Tensor{x}, func(tp *Tape) *Tensor { return tp.Aggregate(g, x, templates.Max) }},
 		{"EdgeAdd", []*Tensor{src, dst}, func(tp *Tape) *Tensor { return tp.EdgeAdd(g, src, dst) }},
 		{"EdgeSoftmax", []*Tensor{src, dst}, func(tp *Tape) *Tensor { return tp.EdgeSoftmax(g, tp.EdgeAdd(g, src, dst)) }},
 		{"WeightedAggregate", []*Tensor{hx, src, dst}, func(tp *Tape) *Tensor {

@@ -3,18 +3,18 @@ package nn
 import (
 	"sync"
 
-	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/templates"
 )
 
-// Graph is a pull-style CSR (cpu.CSR): row v lists the sources u of the
+// Graph is a pull-style CSR (templates.CSR): row v lists the sources u of the
 // edges u→v; an edge's id is its position in Indices. Edge-valued tensors
 // (weights, attention) have one row per edge id. The reverse graph the
 // backward passes pull over is built once, on first use.
 type Graph struct {
-	CSR cpu.CSR
+	CSR templates.CSR
 
 	once sync.Once
-	t    cpu.CSR
+	t    templates.CSR
 }
 
 // NewGraph wraps a pull-style CSR without copying.
@@ -22,7 +22,7 @@ func NewGraph(indptr, indices []int32) *Graph {
 	if len(indptr) == 0 || int(indptr[len(indptr)-1]) != len(indices) {
 		shapePanic("NewGraph", "indptr of length %d for %d indices", len(indptr), len(indices))
 	}
-	return &Graph{CSR: cpu.CSR{Indptr: indptr, Indices: indices}}
+	return &Graph{CSR: templates.CSR{Indptr: indptr, Indices: indices}}
 }
 
 // N is the number of nodes.
@@ -33,7 +33,7 @@ func (g *Graph) NumEdges() int { return g.CSR.NNZ() }
 
 // T is the reverse graph (row u lists the targets of u's edges, with
 // their edge ids).
-func (g *Graph) T() cpu.CSR {
+func (g *Graph) T() templates.CSR {
 	g.once.Do(func() { g.t = g.CSR.Transpose(g.N()) })
 	return g.t
 }
@@ -87,18 +87,18 @@ func (tp *Tape) Propagate(g *Graph, w []float32, x *Tensor) *Tensor {
 	if w != nil && len(w) != g.NumEdges() {
 		shapePanic("Propagate", "%d weights for %d edges", len(w), g.NumEdges())
 	}
-	msg := cpu.CopyU
+	msg := templates.CopyU
 	if w != nil {
-		msg = cpu.UMulE
+		msg = templates.UMulE
 	}
 	out := New(g.N(), x.Cols)
 	if x.Cols == 0 {
 		return out
 	}
-	must("Propagate", cpu.SpMM(out.Data, g.CSR, msg, cpu.Sum, x.Data, w, nil, x.Cols, nil, nil))
+	must("Propagate", templates.SpMM(out.Data, g.CSR, msg, templates.Sum, x.Data, w, nil, x.Cols, nil, nil))
 	tp.record(out, func() {
 		accumulate(x, func(gx []float32) {
-			must("Propagate", cpu.SpMMBackward(gx, nil, nil, g.CSR, g.T(), msg, cpu.Sum, x.Data, w, nil, out.Grad, x.Cols, nil, nil))
+			must("Propagate", templates.SpMMBackward(gx, nil, nil, g.CSR, g.T(), msg, templates.Sum, x.Data, w, nil, out.Grad, x.Cols, nil, nil))
 		})
 	}, x)
 	return out
@@ -107,20 +107,20 @@ func (tp *Tape) Propagate(g *Graph, w []float32, x *Tensor) *Tensor {
 // Aggregate returns the Sum, Mean, Max or Min over each node's in-edges
 // of the sources' rows (0 for a node without in-edges). Max and Min send
 // the gradient to the winning edge.
-func (tp *Tape) Aggregate(g *Graph, x *Tensor, red cpu.Reduce) *Tensor {
+func (tp *Tape) Aggregate(g *Graph, x *Tensor, red templates.Reduce) *Tensor {
 	checkNodes("Aggregate", g, x)
 	out := New(g.N(), x.Cols)
 	if x.Cols == 0 {
 		return out
 	}
 	var arg []int32
-	if red == cpu.Max || red == cpu.Min {
+	if red == templates.Max || red == templates.Min {
 		arg = make([]int32, len(out.Data))
 	}
-	must("Aggregate", cpu.SpMM(out.Data, g.CSR, cpu.CopyU, red, x.Data, nil, nil, x.Cols, arg, nil))
+	must("Aggregate", templates.SpMM(out.Data, g.CSR, templates.CopyU, red, x.Data, nil, nil, x.Cols, arg, nil))
 	tp.record(out, func() {
 		accumulate(x, func(gx []float32) {
-			must("Aggregate", cpu.SpMMBackward(gx, nil, nil, g.CSR, g.T(), cpu.CopyU, red, x.Data, nil, nil, out.Grad, x.Cols, arg, nil))
+			must("Aggregate", templates.SpMMBackward(gx, nil, nil, g.CSR, g.T(), templates.CopyU, red, x.Data, nil, nil, out.Grad, x.Cols, arg, nil))
 		})
 	}, x)
 	return out
@@ -134,7 +134,7 @@ func (tp *Tape) EdgeAdd(g *Graph, src, dst *Tensor) *Tensor {
 	sameShape("EdgeAdd", src, dst)
 	h := src.Cols
 	out := New(g.NumEdges(), h)
-	must("EdgeAdd", cpu.SDDMM(out.Data, g.CSR, cpu.UAddVOp, src.Data, dst.Data, h, 1, nil))
+	must("EdgeAdd", templates.SDDMM(out.Data, g.CSR, templates.UAddVOp, src.Data, dst.Data, h, 1, nil))
 	tp.record(out, func() {
 		var gs, gd []float32
 		if src.requires {
@@ -143,7 +143,7 @@ func (tp *Tape) EdgeAdd(g *Graph, src, dst *Tensor) *Tensor {
 		if dst.requires {
 			gd = make([]float32, len(dst.Data))
 		}
-		must("EdgeAdd", cpu.SDDMMBackward(gs, gd, g.CSR, g.T(), cpu.UAddVOp, src.Data, dst.Data, out.Grad, h, 1, nil))
+		must("EdgeAdd", templates.SDDMMBackward(gs, gd, g.CSR, g.T(), templates.UAddVOp, src.Data, dst.Data, out.Grad, h, 1, nil))
 		if gs != nil {
 			addTo(src.grad(), gs)
 		}
@@ -162,10 +162,10 @@ func (tp *Tape) EdgeSoftmax(g *Graph, logits *Tensor) *Tensor {
 	if logits.Cols == 0 {
 		return out
 	}
-	must("EdgeSoftmax", cpu.EdgeSoftmax(out.Data, g.CSR, logits.Data, logits.Cols, nil))
+	must("EdgeSoftmax", templates.EdgeSoftmax(out.Data, g.CSR, logits.Data, logits.Cols, nil))
 	tp.record(out, func() {
 		accumulate(logits, func(gl []float32) {
-			must("EdgeSoftmax", cpu.EdgeSoftmaxBackward(gl, g.CSR, out.Data, out.Grad, logits.Cols, nil))
+			must("EdgeSoftmax", templates.EdgeSoftmaxBackward(gl, g.CSR, out.Data, out.Grad, logits.Cols, nil))
 		})
 	}, logits)
 	return out
@@ -181,7 +181,7 @@ func (tp *Tape) WeightedAggregate(g *Graph, x, a *Tensor) *Tensor {
 		shapePanic("WeightedAggregate", "%d feature columns for %d heads", x.Cols, a.Cols)
 	}
 	out := New(g.N(), x.Cols)
-	must("WeightedAggregate", cpu.SpMM(out.Data, g.CSR, cpu.UMulE, cpu.Sum, x.Data, a.Data, nil, x.Cols, nil, nil))
+	must("WeightedAggregate", templates.SpMM(out.Data, g.CSR, templates.UMulE, templates.Sum, x.Data, a.Data, nil, x.Cols, nil, nil))
 	tp.record(out, func() {
 		var gx, ga []float32
 		if x.requires {
@@ -190,7 +190,7 @@ func (tp *Tape) WeightedAggregate(g *Graph, x, a *Tensor) *Tensor {
 		if a.requires {
 			ga = make([]float32, len(a.Data))
 		}
-		must("WeightedAggregate", cpu.SpMMBackward(gx, ga, nil, g.CSR, g.T(), cpu.UMulE, cpu.Sum, x.Data, a.Data, nil, out.Grad, x.Cols, nil, nil))
+		must("WeightedAggregate", templates.SpMMBackward(gx, ga, nil, g.CSR, g.T(), templates.UMulE, templates.Sum, x.Data, a.Data, nil, out.Grad, x.Cols, nil, nil))
 		if gx != nil {
 			addTo(x.grad(), gx)
 		}
@@ -243,7 +243,7 @@ func (tp *Tape) HeadDot(x, att *Tensor, heads int) *Tensor {
 }
 
 // GATAggregate is GAT's fused scatter + edge softmax + aggregation
-// (cpu.GATAggregate). For x N×(H·F) and per-vertex attention terms src,
+// (templates.GATAggregate). For x N×(H·F) and per-vertex attention terms src,
 // dst N×H:
 //
 //	α_uv = softmax over u→v of LeakyReLU(src[u,h] + dst[v,h], slope)
@@ -257,7 +257,7 @@ func (tp *Tape) GATAggregate(g *Graph, x, src, dst *Tensor, heads int, slope flo
 }
 
 // GATAggregateDropout is GATAggregate with dropout at rate p on the
-// attention coefficients α when training (cpu.GATAggregateDropout): the
+// attention coefficients α when training (templates.GATAggregateDropout): the
 // mask is hashed from a tape seed and each edge's id and head, the same
 // mask Dropout would draw on the nnz×H tensor of α, and the backward pass
 // hashes it again instead of storing it, so memory stays O(N·H).
@@ -271,11 +271,11 @@ func (tp *Tape) GATAggregateDropout(g *Graph, x, src, dst *Tensor, heads int, sl
 	d := x.Cols / heads
 	out := New(g.N(), x.Cols)
 	stats := make([]float32, g.N()*heads*2)
-	var drop cpu.Dropout
+	var drop templates.Dropout
 	if tp.Train && p > 0 {
-		drop = cpu.Dropout{Seed: tp.Seed(), P: p}
+		drop = templates.Dropout{Seed: tp.Seed(), P: p}
 	}
-	must("GATAggregate", cpu.GATAggregateDropout(out.Data, stats, g.CSR, x.Data, src.Data, dst.Data, heads, d, slope, drop, nil))
+	must("GATAggregate", templates.GATAggregateDropout(out.Data, stats, g.CSR, x.Data, src.Data, dst.Data, heads, d, slope, drop, nil))
 	tp.record(out, func() {
 		var gx, gs, gd []float32
 		if x.requires {
@@ -287,7 +287,7 @@ func (tp *Tape) GATAggregateDropout(g *Graph, x, src, dst *Tensor, heads int, sl
 		if dst.requires {
 			gd = make([]float32, len(dst.Data))
 		}
-		must("GATAggregate", cpu.GATAggregateDropoutBackward(gx, gs, gd, g.CSR, g.T(), x.Data, src.Data, dst.Data, out.Data, stats, out.Grad, heads, d, slope, drop, nil))
+		must("GATAggregate", templates.GATAggregateDropoutBackward(gx, gs, gd, g.CSR, g.T(), x.Data, src.Data, dst.Data, out.Data, stats, out.Grad, heads, d, slope, drop, nil))
 		for _, p := range []struct {
 			t *Tensor
 			g []float32

@@ -3,7 +3,7 @@ package nn
 import (
 	"math"
 
-	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // MatMulT returns x·wᵀ for x N×K (dense or sparse) and w M×K, the layout of
@@ -18,7 +18,7 @@ func (tp *Tape) MatMulT(x, w *Tensor) *Tensor {
 	if x.Sparse != nil {
 		spmmT(out.Data, x, w)
 	} else if n > 0 && m > 0 {
-		cpu.Sgemm(false, true, n, m, k, 1, x.Data, k, w.Data, k, 0, out.Data, m)
+		templates.Sgemm(false, true, n, m, k, 1, x.Data, k, w.Data, k, 0, out.Data, m)
 	}
 	tp.record(out, func() {
 		dy := out.Grad
@@ -27,11 +27,11 @@ func (tp *Tape) MatMulT(x, w *Tensor) *Tensor {
 			if x.Sparse != nil {
 				spmmTGradW(w.grad(), x, dy, m)
 			} else {
-				cpu.Sgemm(true, false, m, k, n, 1, dy, m, x.Data, k, 1, w.grad(), k)
+				templates.Sgemm(true, false, m, k, n, 1, dy, m, x.Data, k, 1, w.grad(), k)
 			}
 		}
 		if x.requires && x.Sparse == nil {
-			cpu.Sgemm(false, false, n, k, m, 1, dy, m, w.Data, k, 1, x.grad(), k)
+			templates.Sgemm(false, false, n, k, m, 1, dy, m, w.Data, k, 1, x.grad(), k)
 		}
 	}, x, w)
 	return out
@@ -48,9 +48,9 @@ func spmmT(out []float32, x, w *Tensor) {
 			wt[j*m+o] = w.Data[o*k+j]
 		}
 	}
-	c := cpu.CSR{Indptr: x.Sparse.Indptr, Indices: x.Sparse.Indices}
+	c := templates.CSR{Indptr: x.Sparse.Indptr, Indices: x.Sparse.Indices}
 	if m > 0 {
-		must("MatMulT", cpu.SpMM(out, c, cpu.UMulE, cpu.Sum, wt, x.Data, nil, m, nil, nil))
+		must("MatMulT", templates.SpMM(out, c, templates.UMulE, templates.Sum, wt, x.Data, nil, m, nil, nil))
 	}
 }
 
@@ -63,8 +63,8 @@ func spmmTGradW(dw []float32, x *Tensor, dy []float32, m int) {
 		return
 	}
 	dwt := make([]float32, k*m)
-	c := cpu.CSR{Indptr: t.indptr, Indices: t.indices, EdgeIDs: t.perm}
-	must("MatMulT", cpu.SpMM(dwt, c, cpu.UMulE, cpu.Sum, dy, x.Data, nil, m, nil, nil))
+	c := templates.CSR{Indptr: t.indptr, Indices: t.indices, EdgeIDs: t.perm}
+	must("MatMulT", templates.SpMM(dwt, c, templates.UMulE, templates.Sum, dy, x.Data, nil, m, nil, nil))
 	for j := range k {
 		for o, v := range dwt[j*m : (j+1)*m] {
 			dw[o*k+j] += v

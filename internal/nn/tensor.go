@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // ShapeError is the panic value of an op given tensors of incompatible
@@ -172,8 +172,8 @@ func parallelFor(n, work int, f func(lo, hi int)) {
 }
 
 // keep reports whether element i survives dropout with rate p under seed.
-// The hash lives in cpu (cpu.DropKeep) so that fused kernels such as
-// cpu.GATAggregateDropout regenerate the very same masks.
-func keep(seed uint64, i int, p float32) bool { return cpu.DropKeep(seed, i, p) }
+// The hash lives in templates (DropKeep) so that fused kernels such as
+// templates.GATAggregateDropout regenerate the very same masks.
+func keep(seed uint64, i int, p float32) bool { return templates.DropKeep(seed, i, p) }
 
 func expf(x float32) float32 { return float32(math.Exp(float64(x))) }

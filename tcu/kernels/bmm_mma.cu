@@ -91,14 +91,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
 #pragma unroll
         for (int r = 0; r < 4; r++) acc[w][i][j][r] = 0;
 
-  const int nk = wk.k1 - wk.k0;
-  // This block's k-steps: its slice of the tile's zero-tile list, or all.
-  const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] + wk.k0 : nullptr;
+  const int nk = wk.nk;
+  // This block's k-steps: the tile's zero-tile list, or all.
+  const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] : nullptr;
   for (int s = 0; s < STAGES - 1; s++) {
-    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, klist ? klist[s] : wk.k0 + s);
+    if (s < nk) loadStage(P, sbase + s * STAGE_BYTES, m0, n0, klist ? klist[s] : s);
     cp_async_commit();
   }
-  int ksNext = STAGES - 1 < nk ? (klist ? klist[STAGES - 1] : wk.k0 + STAGES - 1) : 0;
+  int ksNext = STAGES - 1 < nk ? (klist ? klist[STAGES - 1] : STAGES - 1) : 0;
   for (int t = 0; t < nk; t++) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __res
       if (nt < nk) loadStage(P, sbase + (nt % STAGES) * STAGE_BYTES, m0, n0, ksNext);
       cp_async_commit();
       // Fetch the next step's index now, so its latency hides behind this step.
-      ksNext = nt + 1 < nk ? (klist ? klist[nt + 1] : wk.k0 + nt + 1) : 0;
+      ksNext = nt + 1 < nk ? (klist ? klist[nt + 1] : nt + 1) : 0;
     }
     const u32 sA = sbase + (t % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
 #pragma unroll

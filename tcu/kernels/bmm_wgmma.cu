@@ -33,7 +33,7 @@
 // (K·(2^a-1)·(2^b-1) <= 65535) and widens on the way back, so the
 // "int32" tiles below are then half as many bytes.
 //
-// With BITEPI=1, MulBit tiles that lie wholly inside the output and whose
+// MulBit tiles that lie wholly inside the output and whose
 // packed words belong to this block alone (BN a multiple of 32, the
 // output's only column tile, or packed by columns) leave through shared
 // memory: codes made from the registers (or, with an epilogue, the raw
@@ -42,24 +42,16 @@
 // making each bit plane's word, stored plainly (no atomics, no per-output
 // call).
 //
-// With CLUSTER=2 (dense A only: both blocks visit the same k-steps), pairs
-// of blocks on consecutive row tiles of one column tile form a cluster and
-// share B: each fetches half of every B plane into both blocks' shared
-// memory (multicast bulk copies), so B costs half the L2 traffic; a slot
-// is refilled only when the warps of both blocks have released it.
-//
-// With WS=n (n >= 1; dense or listed A, CLUSTER=1), a producer
+// With WS=n (n >= 1; dense or listed A), a producer
 // warpgroup (one thread of it) issues every bulk copy: it alone waits on
 // the "empty" barriers, so the consumer warpgroups only wait for data,
 // multiply and release (each warp arriving once its wgmmas of n stages
 // back are done: wgmma.wait_group n). The producer gives its registers to
 // the consumers (setmaxnreg: 40 and 232 of the 168 per thread a block of
 // 384 threads gets) and leaves after its last copy; the epilogue's
-// barriers are the consumers' own (named barrier 1). With WSF=1 the
-// producer queues the first stage alone and the others once it has landed
-// (the first stage does not share the memory system with the rest).
+// barriers are the consumers' own (named barrier 1).
 //
-// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, CLUSTER, EPI, BITEPI, BITREG, WS, WSF, TAIL, TAILEPI, ONEPROB, L2HINT,
+// Compile-time parameters (-D): ABITS, BBITS, BN, NP, WGS, KS, STAGES, EPI, BITREG, WS, TAIL, TAILEPI, ONEPROB, L2HINT,
 // TIMING, OUT16 (common.cuh), DESC_LBO, DESC_SBO.
 #if WS
 // The epilogue's barriers and packing: the consumers only.
@@ -72,9 +64,6 @@
 // NP = BBITS * BN, the wgmma N, comes as a number (-DNP) for token pasting.
 #ifndef WS
 #define WS 0
-#endif
-#ifndef WSF
-#define WSF 0
 #endif
 #ifndef ONEPROB
 #define ONEPROB 0
@@ -177,17 +166,11 @@ __device__ __forceinline__ void stSharedOut(u32 addr, int a, int b) {
 #endif
 }
 
-#ifndef CLUSTER
-#define CLUSTER 1
-#endif
 // EPI=1: whole int32 tiles leave through shared memory and bulk stores
 // (cp.async.bulk shared -> global, one per row) instead of 8-byte stores
 // from the registers.
 #ifndef EPI
 #define EPI 0
-#endif
-#ifndef BITEPI
-#define BITEPI 0
 #endif
 #ifndef BITREG
 #define BITREG 0
@@ -242,7 +225,7 @@ __device__ __forceinline__ u64 gtime() {
 // overlaps the second one's last stages; the second then stores its int32
 // rows through shared memory with no block barrier. Every one of those n
 // stages is in shared memory by then (n <= STAGES), so neither waits for
-// a copy. The host builds it for int32 launches only (tcu config.setTail:
+// a copy. The host builds it for int32 launches only (tcu chooseTail:
 // under it racecheck reported hazards in the MulBit packing paths).
 #ifndef TAIL
 #define TAIL 0
@@ -268,74 +251,35 @@ __device__ __forceinline__ u64 gtime() {
 #if TAIL && (!WS || TAIL > STAGES)
 #error "TAIL needs WS and TAIL <= STAGES"
 #endif
-#if WS && (CLUSTER > 1 || WGS != 2)
-#error "WS needs CLUSTER=1 and WGS=2 (the setmaxnreg counts are those of 384 threads)"
-#endif
-#if CLUSTER > 1
-// bulkCopyAll is bulkCopy into the same offset of every block of the
-// cluster, completing on each one's mbarrier at bar.
-__device__ __forceinline__ void bulkCopyAll(u32 dst, const void* src, u32 bytes, u32 bar) {
-  const unsigned short mask = (1u << CLUSTER) - 1;
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "h"(mask)
-      : "memory");
-}
-__device__ __forceinline__ u32 clusterRank() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// mbarArriveAt arrives on the mbarrier at bar in block rank of the cluster.
-__device__ __forceinline__ void mbarArriveAt(u32 bar, u32 rank) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(rank)
-      : "memory");
-}
-__device__ __forceinline__ void clusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
+#if WS && WGS != 2
+#error "WS needs WGS=2 (the setmaxnreg counts are those of 384 threads)"
 #endif
 
 // loadStage (one thread) queues the bulk copies of pipeline stage st on
 // the stage's mbarrier: sub-step u holds the block's k-step number st·KS+u
-// (its list entry, or k0 plus it), every plane of A's BM rows and of B's
+// (its list entry, or that k-step itself), every plane of A's BM rows and of B's
 // BN columns, in the tiled layout of tcu's tiledWords (P.aPlane and
 // P.bPlane are the 32-bit words of one tile there). A full stage of
 // consecutive k-steps is one copy per operand; otherwise each sub-step is
 // one copy per operand, and sub-steps past nk fetch the all-zero k-step
 // that follows the last one, so a part-filled stage adds nothing.
-__device__ __forceinline__ void loadStage(const Prob& P, u32 sS, u32 bar, int tm, int tn, const int* klist, int k0, int st, int nk) {
+__device__ __forceinline__ void loadStage(const Prob& P, u32 sS, u32 bar, int tm, int tn, const int* klist, int st, int nk) {
   const u32* A = (const u32*)P.A + tm * P.aPlane;
   const u32* B = (const u32*)P.B + tn * P.bPlane;
   const int zero = P.lw32 >> 3;
   mbarExpect(bar, STAGE_BYTES);
-#if CLUSTER == 1
   if (!klist && (st + 1) * KS <= nk) {
-    const int ks = k0 + st * KS;
+    const int ks = st * KS;
     bulkCopy(sS, A + (long long)ks * (A_BYTES / 4), KS * A_BYTES, bar);
     bulkCopy(sS + KS * A_BYTES, B + (long long)ks * (B_BYTES / 4), KS * B_BYTES, bar);
     return;
   }
-#endif
 #pragma unroll
   for (int u = 0; u < KS; u++) {
     const int kk = st * KS + u;
-    const int ks = kk < nk ? (klist ? klist[kk] : k0 + kk) : zero;
+    const int ks = kk < nk ? (klist ? klist[kk] : kk) : zero;
     bulkCopy(sS + u * A_BYTES, A + (long long)ks * (A_BYTES / 4), A_BYTES, bar);
-#if CLUSTER > 1
-    // B is shared by the cluster: this block fetches its 1/CLUSTER of
-    // each plane's columns for every block.
-    const int part = (BN / CLUSTER) * (int)clusterRank();
-#pragma unroll
-    for (int p = 0; p < BBITS; p++)
-      bulkCopyAll(sS + KS * A_BYTES + u * B_BYTES + (p * BN + part) * 32, B + (long long)ks * (B_BYTES / 4) + (p * BN + part) * 8,
-                  BN / CLUSTER * 32, bar);
-#else
     bulkCopy(sS + KS * A_BYTES + u * B_BYTES, B + (long long)ks * (B_BYTES / 4), B_BYTES, bar);
-#endif
   }
 }
 
@@ -365,7 +309,6 @@ __device__ __forceinline__ int combine(const int (&d)[ABITS][NP / 2], int c, int
   return v;
 }
 
-#if BITEPI
 // quantizeFast is quantize (common.cuh) with no branch: cvt.rzi.u32.f32
 // saturates (NaN and v <= 0 give 0, v >= 2^32 gives 2^32-1), truncation
 // is floor for v > 0, and min(., mx) clamps exactly where quantize does
@@ -555,13 +498,8 @@ __device__ __forceinline__ void packRegBits(const Prob& P, const int (&d)[ABITS]
 #undef QC
 }
 #endif
-#endif
 
-extern "C" __global__ void
-#if CLUSTER > 1
-__cluster_dims__(CLUSTER, 1, 1)
-#endif
-__launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs, const __grid_constant__ Prob p1) {
+extern "C" __global__ void __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, long long nprobs, const __grid_constant__ Prob p1) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   // A register copy: the "memory" clobbers of the asm statements would make
@@ -572,9 +510,9 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // made the compiler read the descriptor through a generic pointer.)
 #if ONEPROB
   // Field by field through empty asm statements: each a register value,
-  // as the copy from global memory is. (With a plain copy or this one the
-  // MulBit launch at N=16384, D=256, s=1 was 0.9-1.7 us slower than with
-  // the global copy: the host passes it for int32 launches only.)
+  // as the copy from global memory is. (MulBit of 256-column tiles still
+  // ran slower with it than with the global copy, so the host does not
+  // choose it there: bench/gpu/RESULTS.md, session 5.)
   Prob P;
 #define OPQ(f, c) \
   P.f = p1.f;     \
@@ -583,7 +521,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   OPQ(colTerm, "l") OPQ(colConst, "l") OPQ(rowScale, "l") OPQ(colBias, "l") OPQ(aPlane, "l") OPQ(bPlane, "l")
   OPQ(outPlane, "l") OPQ(M, "r") OPQ(N, "r") OPQ(lw32, "r") OPQ(aLines, "r") OPQ(bLines, "r") OPQ(tilesN, "r")
   OPQ(tileStart, "r") OPQ(mode, "r") OPQ(outBits, "r") OPQ(outByCols, "r") OPQ(outLw32, "r") OPQ(relu, "r")
-  OPQ(rqScale, "f") OPQ(rqOffset, "f") OPQ(tilesM, "r") OPQ(splits, "r") OPQ(ws, "l") OPQ(cnt, "l")
+  OPQ(rqScale, "f") OPQ(rqOffset, "f")
 #undef OPQ
 #else
   const Prob P = probs[pi];
@@ -627,10 +565,10 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     wg_commit();                                                                                                              \
   } while (0)
 
-  const int nk = wk.k1 - wk.k0;
+  const int nk = wk.nk;
   const int nst = (nk + KS - 1) / KS;
-  // This block's k-steps: its slice of the tile's zero-tile list, or all.
-  const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] + wk.k0 : nullptr;
+  // This block's k-steps: the tile's zero-tile list, or all.
+  const int* klist = P.kptr ? (const int*)P.kidx + ((const int*)P.kptr)[tm] : nullptr;
   // Each slot has a "full" mbarrier (the copies landed) and an "empty" one
   // (every warp's wgmmas that read it have finished). Thread 0 issues
   // every copy: all STAGES slots up front, then each slot again as soon as
@@ -650,17 +588,16 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       mbarInit(empty0 + 8 * s, 4 * WGS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    for (int s = 0; s < (WSF ? 1 : STAGES) && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
+    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, s, nk);
   }
   __syncthreads();
   if (threadIdx.x >= NTHREADS) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (threadIdx.x == NTHREADS) {
-      if (WSF && nst > 1) mbarWait(full0, 0);
-      for (int t = WSF ? 1 : STAGES; t < nst; t++) {
+      for (int t = STAGES; t < nst; t++) {
         const int slot = t % STAGES;
-        if (t >= STAGES) mbarWait(empty0 + 8 * slot, ((t / STAGES) - 1) & 1);
-        loadStage(P, sbase + slot * STAGE_BYTES, full0 + 8 * slot, tm, wk.tn, klist, wk.k0, t, nk);
+        mbarWait(empty0 + 8 * slot, ((t / STAGES) - 1) & 1);
+        loadStage(P, sbase + slot * STAGE_BYTES, full0 + 8 * slot, tm, wk.tn, klist, t, nk);
       }
     }
     return;
@@ -720,17 +657,13 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarInit(full0 + 8 * s, 1);
-      mbarInit(empty0 + 8 * s, CLUSTER > 1 ? WGS * CLUSTER : 4 * WGS);
+      mbarInit(empty0 + 8 * s, 4 * WGS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-#if CLUSTER > 1
-  clusterSync();  // every block's barriers are ready before any copy lands
-#else
   __syncthreads();
-#endif
   if (threadIdx.x == 0)
-    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, wk.k0, s, nk);
+    for (int s = 0; s < STAGES && s < nst; s++) loadStage(P, sbase + s * STAGE_BYTES, full0 + 8 * s, tm, wk.tn, klist, s, nk);
   for (int t = 0; t < nst; t++) {
     MMA_STAGE(t);
     wg_wait<1>();
@@ -738,19 +671,10 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     // (thread 0) refill it with stage t-1+STAGES once every warp has.
     if (t > 0) {
       const int ps = (t - 1) % STAGES, nt = t - 1 + STAGES;
-#if CLUSTER > 1
-      // Every block's copies write into every block's slot: one arrival
-      // per warpgroup (once its four warps are past their wait) on each
-      // block's barrier.
-      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-      if ((threadIdx.x & 127) == 0)
-        for (u32 r = 0; r < CLUSTER; r++) mbarArriveAt(empty0 + 8 * ps, r);
-#else
       if (lane == 0) mbarArrive(empty0 + 8 * ps);
-#endif
       if (threadIdx.x == 0 && nt < nst) {
         mbarWait(empty0 + 8 * ps, ((t - 1) / STAGES) & 1);
-        loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, tm, wk.tn, klist, wk.k0, nt, nk);
+        loadStage(P, sbase + ps * STAGE_BYTES, full0 + 8 * ps, tm, wk.tn, klist, nt, nk);
       }
     }
   }
@@ -761,19 +685,15 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
 #endif
 #pragma unroll
   for (int i = 0; i < ABITS; i++) fenceAcc(d[i], NP / 2);
-#if CLUSTER > 1
-  clusterSync();  // no block leaves while another may still arrive on its barriers
-#endif
 
   // ACC(c, r) is the product held in accumulator r of column group c
   // (compile-time constants after unrolling).
 #define ACC(c, r) combine(d, c, r)
-#if BITEPI
   // MulBit of a whole tile: raw products into shared memory, then
   // re-quantized and packed a word at a time.
   // Rows narrower than a word belong to this block alone when it holds
   // the output's only column tile.
-  if (P.mode == MODE_BIT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.outByCols || BN % 32 == 0 || P.tilesN == 1)) {
+  if (P.mode == MODE_BIT && m0 + BM <= P.M && n0 + BN <= P.N && (P.outByCols || BN % 32 == 0 || P.tilesN == 1)) {
     const int row = wg * 64 + warp * 16 + (lane >> 2);
     // With no epilogue the codes are made here, from the registers (short
     // independent chains); with one, the packing applies it (one inlined
@@ -821,7 +741,6 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
     TILE_DONE();
     return;
   }
-#endif
 #if EPI
   // int output of a whole tile through shared memory: each warp writes
   // its 16 rows (row stride EPI_LD: the two half-warps of a store hit
@@ -834,7 +753,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
 #else
   const bool viaShared = true;
 #endif
-  if (P.mode == MODE_INT && viaShared && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & (16 / OUTB - 1)) == 0) {
+  if (P.mode == MODE_INT && viaShared && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & (16 / OUTB - 1)) == 0) {
 #if !TAIL
     BLOCK_SYNC();  // every warp's wgmmas are done with the stage buffers
 #endif
@@ -848,11 +767,9 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
       if (wg == 1) {
         // Slot f+1+w/2 held stage nst-TAIL+w/2: its "empty" barrier says
         // the first warpgroup's wgmmas are done with it too. Barrier 3
-        // should order this already, but the per-block timer reads
-        // (TIMING) put the second warpgroup past it 1.1-2.6 us before the
-        // first one's loop-end read, in every block, unexplained (ptxas
-        // may move a timer read): the wait makes the rows' place safe by
-        // the mbarrier alone.
+        // should order this already; the timer reads put the second
+        // warpgroup past it early (session 7), so the wait makes the rows'
+        // place safe by the mbarrier alone.
         const int js = nst - TAIL + (warp >> 1);
         mbarWait(empty0 + 8 * (js % STAGES), (js / STAGES) & 1);
         rbase = sbase + ((f + 1 + (warp >> 1)) % STAGES) * STAGE_BYTES + (warp & 1) * 16 * ld;
@@ -886,7 +803,7 @@ __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Prob* __restrict__ probs, lon
   // int output of a whole tile, N even (the common case): each thread
   // holds column pairs of two rows; one store per pair (8 bytes, or 4 with
   // OUT16), addresses from one row pointer.
-  if (P.mode == MODE_INT && P.splits <= 1 && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0) {
+  if (P.mode == MODE_INT && m0 + BM <= P.M && n0 + BN <= P.N && (P.N & 1) == 0) {
     outT* o = (outT*)P.out + (long long)(m0 + wg * 64 + warp * 16 + (lane >> 2)) * P.N + n0 + (lane & 3) * 2;
     const long long down = 8LL * P.N;
 #if OUT16 && BN % 16 == 0

@@ -26,10 +26,8 @@ struct Prob {
   int M, N, lw32, aLines, bLines, tilesN, tileStart, mode;      // 112
   int outBits, outByCols, outLw32, relu;                        // 144
   float rqScale, rqOffset;                                      // 160
-  int tilesM, splits;                                           // 168
-  u64 ws, cnt;  // 176: split-K partial tiles (int32) and arrival counters
-};                                                              // 192
-static_assert(sizeof(Prob) == 192, "Prob layout");
+};                                                              // 168
+static_assert(sizeof(Prob) == 168, "Prob layout");
 
 enum { MODE_INT = 0, MODE_FLOAT = 1, MODE_BIT = 2 };
 
@@ -140,53 +138,23 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
-// Block b of problem P: its output tile and its share of the k-steps.
+// Block b of problem P: its output tile and its number of k-steps (the
+// row tile's zero-tile list, or all).
 struct Work {
-  int tm, tn, tile, k0, k1;
+  int tm, tn, nk;
 };
 __device__ __forceinline__ Work blockWork(const Prob& P, int b) {
   Work w;
-  const int local = b - P.tileStart;
-  w.tile = local / P.splits;
-  const int split = local - w.tile * P.splits;
-#if defined(CLUSTER) && CLUSTER > 1
-  // Clusters of CLUSTER consecutive blocks take consecutive row tiles of
-  // one column tile (tilesM is a multiple of CLUSTER).
-  const int grp = w.tile / CLUSTER, rank = w.tile - grp * CLUSTER;
-  w.tm = (grp / P.tilesN) * CLUSTER + rank;
-  w.tn = grp - (grp / P.tilesN) * P.tilesN;
-#else
-  w.tm = w.tile / P.tilesN;
-  w.tn = w.tile - w.tm * P.tilesN;
-#endif
-  int nk;
+  const int tile = b - P.tileStart;
+  w.tm = tile / P.tilesN;
+  w.tn = tile - w.tm * P.tilesN;
   if (P.kptr) {
     const int* kp = (const int*)P.kptr;
-    nk = kp[w.tm + 1] - kp[w.tm];
+    w.nk = kp[w.tm + 1] - kp[w.tm];
   } else {
-    nk = P.lw32 >> 3;
+    w.nk = P.lw32 >> 3;
   }
-  w.k0 = (int)((long long)nk * split / P.splits);
-  w.k1 = (int)((long long)nk * (split + 1) / P.splits);
   return w;
-}
-
-// splitArrive is called by every thread after adding its partial sums into
-// the tile's workspace; it returns true in the last of the tile's splits
-// to arrive (uniformly for the whole block), which then finishes the tile.
-__device__ __forceinline__ bool splitArrive(const Prob& P, int tile) {
-  __shared__ int last;
-  __threadfence();
-  BLOCK_SYNC();
-  if (threadIdx.x == 0) {
-    int* cnt = (int*)P.cnt + tile;
-    const int prev = atomicAdd(cnt, 1);
-    last = prev == P.splits - 1;
-    if (last) *cnt = 0;  // ready for the next launch
-  }
-  BLOCK_SYNC();
-  if (last) __threadfence();
-  return last;
 }
 
 // storePair stores int products a, b at (m, n) and (m, n+1), n even (as
@@ -209,31 +177,21 @@ __device__ __forceinline__ void storePair(const Prob& P, int m, int n, int a, in
 // FINISH_TILE is the tail both kernels share, expanded inside the kernel
 // body after the main loop: FOR_OUT(body) must run body once per output
 // the thread holds, with (lr, lc) its place in the BMv×BNv tile and v its
-// product, and P, wk, probs, pi, m0, n0 and smem be in scope. Split-K adds
-// the partial tile into the workspace, and the last split to arrive takes
-// the sums back (zeroing the workspace) and finishes. int outputs are
+// product, and P, probs, pi, m0, n0 and smem be in scope. int outputs are
 // stored inline; float and bit outputs go through emit (and packBits).
 #define FINISH_TILE(BMv, BNv)                                                           \
   do {                                                                                  \
-    const bool split_ = P.splits > 1;                                                   \
-    int* ws_ = split_ ? (int*)P.ws + (long long)wk.tile * ((BMv) * (BNv)) : nullptr;   \
-    if (split_) {                                                                       \
-      FOR_OUT(atomicAdd(ws_ + lr * (BNv) + lc, v);)                                     \
-      if (!splitArrive(P, wk.tile)) return;                                             \
-    }                                                                                   \
     if (P.mode == MODE_INT) {                                                           \
       /* Outputs come in pairs of adjacent columns (even first): one 8-byte */         \
       /* store each when N is even. */                                                  \
       int pv_ = 0;                                                                      \
-      FOR_OUT(if (split_) v = atomicExch(ws_ + lr * (BNv) + lc, 0);                     \
-              if ((lc & 1) == 0) pv_ = v; else storePair(P, m0 + lr, n0 + lc - 1, pv_, v);) \
+      FOR_OUT(if ((lc & 1) == 0) pv_ = v; else storePair(P, m0 + lr, n0 + lc - 1, pv_, v);) \
       return;                                                                           \
     }                                                                                   \
     /* The q tile reuses the stage buffers: wait for every warp's wgmmas. */          \
     if (P.mode == MODE_BIT) BLOCK_SYNC();                                               \
     u32* q_ = (u32*)smem;                                                               \
-    FOR_OUT(if (split_) v = atomicExch(ws_ + lr * (BNv) + lc, 0);                       \
-            emit(probs + pi, v, m0 + lr, n0 + lc, q_, lr * ((BNv) + 1) + lc);)          \
+    FOR_OUT(emit(probs + pi, v, m0 + lr, n0 + lc, q_, lr * ((BNv) + 1) + lc);)          \
     if (P.mode == MODE_BIT) {                                                           \
       BLOCK_SYNC();                                                                     \
       packBits(probs + pi, q_, (BNv) + 1, m0, n0, (BMv), (BNv));                        \

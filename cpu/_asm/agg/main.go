@@ -1,5 +1,5 @@
 // Command agg generates the AVX2 kernel of cpu's sparse code aggregation:
-// go run ./agg -out ../agg_amd64.s -stubs ../agg_amd64.go -pkg cpu
+// go run ./agg -out ../agg_gen_amd64.s -stubs ../agg_gen_amd64.go -pkg cpu
 package main
 
 import (

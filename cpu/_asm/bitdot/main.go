@@ -1,5 +1,5 @@
 // Command bitdot generates the AND+popcount kernels of cpu's bit product:
-// go run ./bitdot -out ../bitdot_amd64.s -stubs ../bitdot_amd64.go -pkg cpu
+// go run ./bitdot -out ../bitdot_gen_amd64.s -stubs ../bitdot_gen_amd64.go -pkg cpu
 package main
 
 import (

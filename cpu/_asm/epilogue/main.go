@@ -1,6 +1,6 @@
 // Command epilogue generates the vector loops of cpu's fused epilogue (the
 // float32 epilogue of bmm.Epilogue and the re-quantizer of bmm.Requant):
-// go run ./epilogue -out ../epilogue_amd64.s -stubs ../epilogue_amd64.go -pkg cpu
+// go run ./epilogue -out ../epilogue_gen_amd64.s -stubs ../epilogue_gen_amd64.go -pkg cpu
 //
 // Every step is one rounded vector operation in the order of
 // bmm.Epilogue.ApplyFloat: VMULPS then VADDPS, never a fused multiply-add.
@@ -18,7 +18,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// Flags of the epilogue kernels; cpu/epilogue_asm_amd64.go mirrors them.
+// Flags of the epilogue kernels; cpu/epilogue_amd64.go mirrors them.
 const (
 	flagColScale = 1 << iota
 	flagRowTerm

@@ -1,0 +1,152 @@
+package bmm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/qgtc/qgtc/bittensor"
+)
+
+// The operand rules every Backend applies, so that backends fail alike.
+
+// CheckProduct validates A (packed by rows) and B (by columns) for a
+// backend product: Check's rules without its int32 limit, which backends
+// lift with WideProduct.
+func CheckProduct(a, b *bittensor.Tensor) error {
+	if a.Packing() != bittensor.ByRows || b.Packing() != bittensor.ByCols {
+		_, _, err := Check(a, b)
+		return err
+	}
+	if a.Cols() != b.Rows() || a.LineWords() != b.LineWords() {
+		_, _, err := Check(a, b)
+		return err
+	}
+	return nil
+}
+
+// CheckCodes validates a rows×cols matrix of bits-bit codes (vals nil: no
+// values yet).
+func CheckCodes(vals []uint8, rows, cols, bits int) error {
+	if bits < 1 || bits > 8 {
+		return fmt.Errorf("%w: codes of %d bits (1..8 fit a byte)", ErrBits, bits)
+	}
+	if rows < 0 || cols < 0 {
+		return fmt.Errorf("%w: codes of shape %d×%d", ErrShape, rows, cols)
+	}
+	if vals == nil {
+		return nil
+	}
+	if len(vals) != rows*cols {
+		return fmt.Errorf("%w: %d codes for %d×%d", ErrShape, len(vals), rows, cols)
+	}
+	top := uint8(1<<bits - 1)
+	for i, v := range vals {
+		if v > top {
+			return fmt.Errorf("%w: code %d at row %d, column %d does not fit %d bits", ErrRange, v, i/cols, i%cols, bits)
+		}
+	}
+	return nil
+}
+
+// CheckGraph validates g over srcRows source rows and returns its weight
+// bound: the longest row's entry count times the largest weight (1 without
+// weights). CheckAgg refuses, for every backend alike, an aggregation whose
+// bound times the top code passes 2^31−1.
+func CheckGraph(g *Graph, srcRows int) (int64, error) {
+	if g == nil || len(g.Indptr) == 0 {
+		return 0, fmt.Errorf("%w: graph without indptr (want rows+1 entries)", ErrShape)
+	}
+	if g.Indptr[0] != 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) {
+		return 0, fmt.Errorf("%w: indptr runs from %d to %d over %d indices", ErrShape, g.Indptr[0], g.Indptr[len(g.Indptr)-1], len(g.Indices))
+	}
+	wmax := int64(1)
+	if g.Weights != nil {
+		if g.WeightBits < 1 || g.WeightBits > 8 || len(g.Weights) != len(g.Indices) {
+			return 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
+		}
+		wmax = 0
+		for p, w := range g.Weights {
+			if int(w) >= 1<<g.WeightBits {
+				return 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrRange, w, p, g.WeightBits)
+			}
+			wmax = max(wmax, int64(w))
+		}
+	}
+	var maxDeg int64
+	for v := 0; v+1 < len(g.Indptr); v++ {
+		if g.Indptr[v+1] < g.Indptr[v] {
+			return 0, fmt.Errorf("%w: indptr decreases at row %d", ErrShape, v)
+		}
+		maxDeg = max(maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
+		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
+			if i := g.Indices[p]; i < 0 || int(i) >= srcRows {
+				return 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v, i, srcRows)
+			}
+		}
+	}
+	return maxDeg * wmax, nil
+}
+
+// CheckAgg validates an aggregation of an xRows×xCols matrix of bits-bit
+// codes over a graph of rows rows, srcRows sources and weight bound maxSum
+// (CheckGraph), so that every sum fits int32.
+func CheckAgg(rows, srcRows int, maxSum int64, xRows, xCols, bits int) error {
+	if xRows != srcRows {
+		return fmt.Errorf("%w: X is %d×%d, the graph sums %d source rows", ErrShape, xRows, xCols, srcRows)
+	}
+	if float64(maxSum)*(math.Exp2(float64(bits))-1) > math.MaxInt32 {
+		return fmt.Errorf("%w: a row of weight %d over %d-bit codes can pass 2^31−1", ErrOverflow, maxSum, bits)
+	}
+	return nil
+}
+
+// CheckRowSums validates RowSums of a into n values.
+func CheckRowSums(n int, a *bittensor.Tensor) error {
+	if a.Packing() != bittensor.ByRows {
+		return fmt.Errorf("%w: row sums need A packed by rows, got %v", ErrPacking, a.Packing())
+	}
+	if n != a.Rows() {
+		return fmt.Errorf("%w: %d row sums for A of %d×%d", ErrShape, n, a.Rows(), a.Cols())
+	}
+	return nil
+}
+
+// CheckArgmax validates Argmax of rows×cols logits (n values) into rows
+// predictions.
+func CheckArgmax(rows, n, cols int) error {
+	if cols < 1 || n != rows*cols {
+		return fmt.Errorf("%w: argmax of %d logits as %d rows of %d columns", ErrShape, n, rows, cols)
+	}
+	return nil
+}
+
+// CopyBits returns t's values in a new tensor of t's shape, width and
+// packing with the default padding.
+func CopyBits(t *bittensor.Tensor) (*bittensor.Tensor, error) {
+	if t.Padding() == bittensor.DefaultPadding {
+		return t.Clone(), nil
+	}
+	u, err := bittensor.New(t.Rows(), t.Cols(), t.Bits(), t.Packing(), bittensor.DefaultPadding)
+	if err != nil {
+		return nil, err
+	}
+	for r := 0; r < t.Rows(); r++ {
+		for c := 0; c < t.Cols(); c++ {
+			u.Set(r, c, t.At(r, c))
+		}
+	}
+	return u, nil
+}
+
+// ArgmaxRow is the column of row's largest value by the running-best scan
+// of layers.QArgmax: the first on ties, a NaN never replaces the best (so
+// it wins only from column 0, where the scan starts); −0 and +0 tie.
+func ArgmaxRow(row []float32) int32 {
+	best, run := 0, row[0]
+	for j, x := range row {
+		if x > run {
+			run, best = x, j
+		}
+	}
+	return int32(best)
+}

@@ -1,0 +1,138 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/qgtc/qgtc/layers"
+)
+
+// Config is every setting of a quantized job: which data, how it is
+// batched, which model at which widths, and how that model is trained
+// when no trained one is given.
+type Config struct {
+	Dataset string // a bundled dataset's name or a path (subgraph.Load)
+	Model   string // layers.GCN or layers.GIN
+	// ABits is the width of the features and activations, WBits of the
+	// weights (1..32).
+	ABits, WBits int
+	// Parts is the number of graph partitions (0: one batch up to 5,000
+	// nodes, else parts of about 2,000 nodes, see AutoParts); Batch
+	// partitions form one batch.
+	Parts, Batch int
+	Seed         uint64 // the split (when the data ships none), the partition and training
+	// FeatureScale scales the input rows (layers.QScale*), folded into the
+	// first epilogue.
+	FeatureScale string
+
+	// Training, used when no trained model is given.
+	Hidden, Layers int    // hidden width and graph layers
+	Norm           string // GIN's MLP normalization: layers.NormNone or QNormBatch
+	Epochs         int    // full-precision epochs
+	QATEpochs      int    // quantization-aware fine-tuning epochs (0: post-training quantization only)
+	LSQ            bool   // QAT learns the activation step sizes
+
+	// Running.
+	Agg layers.AggMode // dense or edge-list aggregations
+	// SparseInput is whether the first product reads the sparse feature
+	// codes (same results): SparseAuto (when cheaper, also ""), SparseOn or
+	// SparseOff.
+	SparseInput string
+}
+
+// Values of Config.SparseInput.
+const (
+	SparseAuto = "auto"
+	SparseOn   = "on"
+	SparseOff  = "off"
+)
+
+// DefaultConfig is the job qgtc infer runs when given only a dataset: a
+// 4-bit two-layer GCN of width 64, trained 200 fp32 epochs and 40 QAT
+// epochs.
+func DefaultConfig(dataset string) Config {
+	return Config{Dataset: dataset, Model: layers.GCN, ABits: 4, WBits: 4, Batch: 1, FeatureScale: layers.ScaleSqrt,
+		Hidden: 64, Layers: 2, Norm: layers.NormNone, Epochs: 200, QATEpochs: 40, SparseInput: SparseAuto}
+}
+
+// AutoParts is the partition count of Parts 0 for n nodes: one batch up to
+// 5,000 nodes, else parts of about 2,000 nodes (the dense 1-bit adjacency
+// of a batch grows with the square of its size).
+func AutoParts(n int) int {
+	if n <= 5000 {
+		return 1
+	}
+	return (n + 1999) / 2000
+}
+
+// ConfigError is a Config setting that cannot run: Field names the Config
+// field, so a front end can name its own flag instead.
+type ConfigError struct {
+	Field   string
+	Value   any
+	Problem string // e.g. "must be positive", "(want gcn or gin)"
+}
+
+// Detail is the value and the problem without the field's name.
+func (e *ConfigError) Detail() string {
+	if s, ok := e.Value.(string); ok {
+		return fmt.Sprintf("%q %s", s, e.Problem)
+	}
+	return fmt.Sprintf("%v %s", e.Value, e.Problem)
+}
+
+func (e *ConfigError) Error() string { return "pipeline: Config." + e.Field + " " + e.Detail() }
+
+// Check returns a *ConfigError for the first setting that cannot run: an
+// empty Dataset, an unknown Model, Norm, FeatureScale or SparseInput,
+// widths outside 1..32, sizes that are not positive, negative epochs.
+func (c *Config) Check() error {
+	bad := func(field string, v any, problem string) error { return &ConfigError{field, v, problem} }
+	switch {
+	case c.Dataset == "":
+		return bad("Dataset", c.Dataset, "is required")
+	case c.Model != layers.GCN && c.Model != layers.GIN:
+		return bad("Model", c.Model, "(want gcn or gin)")
+	case c.Norm != layers.NormNone && c.Norm != layers.NormBatch:
+		return bad("Norm", c.Norm, "(want none or batch)")
+	case c.Norm == layers.NormBatch && c.Model != layers.GIN:
+		return bad("Norm", c.Norm, "applies to gin only (gcn has no normalization)")
+	}
+	switch c.FeatureScale {
+	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:
+	default:
+		return bad("FeatureScale", c.FeatureScale, "(want sqrt, mean, rows or none)")
+	}
+	switch c.SparseInput {
+	case "", SparseAuto, SparseOn, SparseOff:
+	default:
+		return bad("SparseInput", c.SparseInput, "(want on, off or auto)")
+	}
+	if c.Agg < layers.AggAuto || c.Agg > layers.AggSparse {
+		return bad("Agg", int(c.Agg), "is not a layers.AggMode")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"ABits", c.ABits}, {"WBits", c.WBits}} {
+		if f.v < 1 || f.v > 32 {
+			return bad(f.name, f.v, "is outside 1..32")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Batch", c.Batch}, {"Hidden", c.Hidden}, {"Layers", c.Layers}} {
+		if f.v < 1 {
+			return bad(f.name, f.v, "must be positive")
+		}
+	}
+	switch {
+	case c.Parts < 0:
+		return bad("Parts", c.Parts, "must be positive (or 0 to choose by size)")
+	case c.Epochs < 0:
+		return bad("Epochs", c.Epochs, "must not be negative")
+	case c.QATEpochs < 0:
+		return bad("QATEpochs", c.QATEpochs, "must not be negative")
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+// Package pipeline is the quantized GNN job as a library: load a dataset,
+// partition it (cached), batch it, quantize its features, train the fp32
+// model and fine-tune it at the chosen widths (both cached), compile it
+// on a bit kernel, run every batch, and report accuracy, timings and
+// bytes. `qgtc infer` and `qgtc sweep` are flags and printing over it.
+//
+// A Job is a Config (what to run: dataset, model, widths, batching,
+// training) plus where it runs and reports:
+//
+//	j := &pipeline.Job{
+//		Config:   pipeline.DefaultConfig("cora"), // 4-bit GCN, trained when not cached
+//		Kernel:   bmm.Default(),                  // or a tcu kernel: the caller picks the device
+//		CacheDir: "/tmp/qgtc-cache",              // "" caches nothing
+//		Warnings: os.Stderr,                      // dataset and cache warnings, one line each
+//	}
+//	r, err := j.Infer()
+//	if err != nil {
+//		return err
+//	}
+//	fmt.Printf("%.2f%% in %.1f ms\n", 100**r.Accuracy, r.ComputeMS)
+//
+// Infer is the steps in order; call them yourself to keep what they make
+// (Load, Partition, Input, TrainFP32, Calibrate, Quantized, Compile, Run),
+// or Sweep to measure several widths and seeds. To run a saved model
+// instead of training one, set Job.Weights from ReadWeights: Infer adopts
+// the settings the file fixes and warns when it was trained on other data.
+//
+// The cache keys every model by a fingerprint of the data (graph,
+// features, labels, split) and every training setting; files are
+// checksummed, and a corrupt or mismatching entry is reported, removed
+// and rebuilt. Partitions are subgraph's checksummed partition files.
+//
+// The pipeline imports neither cpu nor tcu: a nil Kernel is bmm.Default(),
+// the best kernel registered by the backends the program links.
+package pipeline

@@ -1,0 +1,186 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/qgtc/qgtc/layers"
+)
+
+// Weights is a trained quantized model read from a file.
+type Weights struct {
+	Path   string
+	Model  *layers.Model
+	Origin *layers.Origin // what it was trained on; nil in files written before origins
+	// ReadTime is how long reading the file took (part of Report.TotalMS).
+	ReadTime time.Duration
+}
+
+// ReadWeights reads the model file at path (safetensors as the cache or
+// qgtc infer write it; a file that fails its checksum is an error).
+func ReadWeights(path string) (*Weights, error) {
+	t0 := time.Now()
+	m, o, err := fileOrigin(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Weights{Path: path, Model: m, Origin: o, ReadTime: time.Since(t0)}, nil
+}
+
+// Adopt takes the settings a trained model fixes from w: Model, Norm,
+// ABits, WBits and, when the file records it, FeatureScale.
+func (c *Config) Adopt(w *Weights) {
+	m := w.Model
+	c.Model, c.Norm, c.ABits, c.WBits = m.Kind, m.Norm(), m.ABits, m.WBits
+	if w.Origin != nil && w.Origin.FeatureScale != "" {
+		c.FeatureScale = w.Origin.FeatureScale
+	}
+}
+
+// Report is what one quantized inference job measured; its JSON is the
+// object `qgtc infer --json` prints. Times are in milliseconds.
+type Report struct {
+	Dataset         string   `json:"dataset"`
+	Model           string   `json:"model"`
+	Bits            int      `json:"bits"` // ABits when it equals WBits, else 0
+	ABits           int      `json:"abits"`
+	WBits           int      `json:"wbits"`
+	FeatureBits     int      `json:"feature_bits"`
+	Accuracy        *float64 `json:"accuracy"`                // on the test nodes; nil without any
+	FP32Accuracy    *float64 `json:"fp32_accuracy,omitempty"` // the fp32 model's, when trained or cached now
+	Nodes           int      `json:"nodes"`
+	Edges           int      `json:"edges"` // undirected
+	Parts           int      `json:"parts"`
+	Batches         int      `json:"batches"`
+	KeptEdges       float64  `json:"kept_edges"`
+	Kernel          string   `json:"kernel"`
+	LoadMS          float64  `json:"load_ms"`
+	PartitionMS     float64  `json:"partition_ms"`
+	PartitionCached bool     `json:"partition_cached"`
+	PrepareMS       float64  `json:"prepare_ms"` // batches, quantized input, model and plan
+	PackMS          float64  `json:"pack_ms"`
+	ComputeMS       float64  `json:"compute_ms"`
+	OtherMS         float64  `json:"other_ms"` // total less the parts above
+	TotalMS         float64  `json:"total_ms"` // without training
+	TrainMS         float64  `json:"train_ms"` // 0 when the models came from the cache or Weights
+	NodesPerSec     float64  `json:"nodes_per_sec"`
+	PeakBytes       int64    `json:"peak_bytes"` // the process's peak resident set
+	InterBytes      int      `json:"inter_layer_bytes"`
+	UnfusedBytes    int      `json:"unfused_inter_layer_bytes"`
+	WeightBytes     int      `json:"weight_bytes"`
+	Weights         string   `json:"weights,omitempty"`
+	CachedIn        string   `json:"cached_in,omitempty"` // where the model trained now was cached
+	SparseInput     bool     `json:"sparse_input"`
+	EdgeListBatches int      `json:"edge_list_batches"` // batches aggregated over the edge list
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Infer runs the whole job: load, partition, batch, then the model of
+// Weights (whose settings it adopts) or one trained now (fp32, calibrated,
+// QAT; cached), compile, run over every batch, and report.
+func (j *Job) Infer() (*Report, error) {
+	start := time.Now()
+	if j.Weights != nil {
+		j.Adopt(j.Weights)
+	}
+	if err := j.Check(); err != nil {
+		return nil, err
+	}
+	d, err := j.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := j.Partition(d); err != nil {
+		return nil, err
+	}
+	ds := d.Dataset
+	t2 := time.Now()
+	var trainTime time.Duration
+	var in *layers.Input
+	var m, fp *layers.Model
+	if w := j.Weights; w != nil {
+		if m, in, err = j.weightsInput(d, w); err != nil {
+			return nil, err
+		}
+	} else {
+		if in, err = j.Input(d, j.ABits); err != nil {
+			return nil, err
+		}
+		var d1, d2 time.Duration
+		if fp, d1, err = j.TrainFP32(d, in); err != nil {
+			return nil, err
+		}
+		if m, d2, err = j.Quantized(d, fp, nil, in); err != nil {
+			return nil, err
+		}
+		trainTime = d1 + d2
+	}
+	plan, err := j.Compile(m)
+	if err != nil {
+		return nil, err
+	}
+	quantPrep := time.Since(t2) - trainTime // quantizing the input, the model and its plan
+	run, err := j.Run(plan, d, in)
+	if err != nil {
+		return nil, err
+	}
+	total := time.Since(start) - trainTime
+	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, FeatureBits: in.Params.Bits,
+		Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
+		Kernel: j.kernel().Name(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
+		PrepareMS: ms(d.BatchTime + quantPrep), PackMS: ms(run.Pack), ComputeMS: ms(run.Compute), TrainMS: ms(trainTime),
+		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes,
+		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches}
+	if m.ABits == m.WBits {
+		r.Bits = m.ABits
+	}
+	if j.Weights != nil {
+		r.Weights = j.Weights.Path
+		total += j.Weights.ReadTime
+	}
+	if trainTime > 0 && j.Cached() {
+		r.CachedIn = j.CacheDir
+	}
+	r.TotalMS = ms(total)
+	r.OtherMS = max(0, r.TotalMS-(r.LoadMS+r.PartitionMS+r.PrepareMS+r.PackMS+r.ComputeMS))
+	if inf := run.Pack + run.Compute; inf > 0 {
+		r.NodesPerSec = float64(run.Nodes) / inf.Seconds()
+	}
+	if len(ds.Test) > 0 {
+		a := layers.Accuracy(run.Pred, ds.Labels, ds.Test)
+		r.Accuracy = &a
+		if fp != nil {
+			fa, err := fp.Accuracy(d.Batches, in, false, ds.Test)
+			if err != nil {
+				return nil, err
+			}
+			r.FP32Accuracy = &fa
+		}
+	}
+	r.PeakBytes = peakRSS()
+	return r, nil
+}
+
+// weightsInput checks that w's model fits d (features, classes and the
+// quantization of d's features), warns when w was trained on other data,
+// and returns the model with d's features quantized for it.
+func (j *Job) weightsInput(d *Data, w *Weights) (*layers.Model, *layers.Input, error) {
+	m, ds := w.Model, d.Dataset
+	if m.Layers[0].Lin1.In != ds.Features.Cols || m.Classes != ds.NumClasses {
+		return nil, nil, fmt.Errorf("weights %s: model takes %d features and %d classes, %s has %d and %d: %w",
+			w.Path, m.Layers[0].Lin1.In, m.Classes, ds.Name, ds.Features.Cols, ds.NumClasses, layers.ErrModel)
+	}
+	if o := w.Origin; o != nil && o.Data != "" && o.Data != d.Fingerprint {
+		j.warn("weights %s were trained on %s (data %.16s), applied to %s (data %.16s): other graph, features, labels or split",
+			w.Path, o.Dataset, o.Data, j.Dataset, d.Fingerprint)
+	}
+	in, err := j.Input(d, m.ABits)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Params != m.Input {
+		return nil, nil, fmt.Errorf("weights %s: features of %s quantize to %+v, the model expects %+v: %w", w.Path, ds.Name, in.Params, m.Input, layers.ErrModel)
+	}
+	return m, in, nil
+}
