@@ -21,7 +21,7 @@ import (
 // kernels/agg.cu.
 //
 // Traffic counts every byte copied between host and device: the uploads,
-// the 192-byte descriptor each product launch copies (the mma kernel reads
+// the descriptor (probBytes) each product launch copies (the mma kernel reads
 // it from device memory), and the downloads of Argmax and the Read
 // methods; Ops counts kernel launches (the clearing of packed outputs,
 // a memset, is not one).

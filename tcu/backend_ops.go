@@ -86,7 +86,10 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	if m == 0 || n == 0 {
 		return nil
 	}
-	cfg := be.k.config(a.bits, b.bits, m, n, a.t.lay.lw/stepWords, 1)
+	// fits16 false: the wide path sums int32 outputs.
+	l := launch{abits: a.bits, bbits: b.bits, m: m, n: n, ksteps: a.t.lay.lw / stepWords, nprob: 1, mode: mode,
+		allInt: mode == modeInt, anyBit: mode == modeBit, byRows: mode == modeBit && dst.packing == bittensor.ByRows}
+	cfg := chooseConfig(l, be.k.target(), be.k.tune)
 	src, hdrs := kernelSource("bmm_mma.cu")
 	fn, err := be.d.function("bmm_mma.cu", src, hdrs, cfg.opts(), "bmm_mma")
 	if err != nil {
@@ -108,7 +111,7 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 		p.OutLw32, p.OutPlane = int32(2*dst.lay.lw), int64(2*dst.lay.planeWords())
 		p.RqScale, p.RqOffset = rq.Scale, rq.Offset
 	}
-	desc, blocks, err := packLaunch([]prob{p}, cfg.bm, cfg.bn, 1, 1)
+	desc, blocks, err := packLaunch([]prob{p}, cfg.bm, cfg.bn)
 	if err != nil {
 		return err
 	}

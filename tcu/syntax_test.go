@@ -35,7 +35,7 @@ func TestKernelSyntax(t *testing.T) {
 	if out, err := exec.Command(clang, append(flags, probe)...).CombinedOutput(); err != nil {
 		t.Skipf("%s cannot check CUDA for sm_80 with these flags: %v\n%s", clang, err, out)
 	}
-	for _, f := range []string{"bmm_wgmma.cu", "bmm_mma.cu"} {
+	for _, f := range []string{"bmm_wgmma.cu", "bmm_mma.cu", "agg.cu"} {
 		src, hdrs := kernelSource(f)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(src), 0o644))
 		for _, h := range hdrs {
@@ -94,4 +94,8 @@ func TestKernelSyntax(t *testing.T) {
 			require.NoError(t, err, "%v\n%s", c, out)
 		})
 	}
+	t.Run("agg.cu", func(t *testing.T) { // the resident backend's kernels: one build, no variants
+		out, err := exec.Command(clang, append(slices.Clone(flags), filepath.Join(dir, "agg.cu"))...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	})
 }
