@@ -44,7 +44,8 @@ func TestKernelSyntax(t *testing.T) {
 	}
 	// A wgmma variant as chooseConfig makes it for a dense int launch
 	// (h200), then edited for choices other launches make (MulBit
-	// packing, uint16 outputs, the by-value descriptor).
+	// packing, uint16 outputs, the by-value descriptor); mma variants of
+	// one product (the descriptor by value) and of a batch.
 	wg := func(a, b, m, n, ksteps int, tu tuning, edit func(*config)) config {
 		c := chooseConfig(intLaunch(a, b, m, n, ksteps), h200, tu)
 		require.Equal(t, PathWGMMA, c.path)
@@ -62,6 +63,7 @@ func TestKernelSyntax(t *testing.T) {
 	}
 	cases := map[string]config{
 		"mma 2x3":                   mma(2, 3, 4096, 64, nil),
+		"mma 2x3 batch":             mma(2, 3, 4096, 64, func(c *config) { c.oneprob = 0 }),
 		"mma 1x8":                   mma(1, 8, 1024, 16, nil),
 		"s=1 int32 default":         wg(1, 1, 16384, 256, 64, tuning{}, nil),
 		"s=1 timing":                wg(1, 1, 16384, 256, 64, tuning{timing: 1}, nil),
