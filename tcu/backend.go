@@ -20,11 +20,11 @@ import (
 // codes, the wide products' sums and epilogue, row sums and argmax are
 // kernels/agg.cu.
 //
-// Traffic counts every byte copied between host and device: the uploads,
-// the descriptor (probBytes) each product launch copies (the mma kernel reads
-// it from device memory), and the downloads of Argmax and the Read
-// methods; Ops counts kernel launches (the clearing of packed outputs,
-// a memset, is not one).
+// Traffic counts every byte copied between host and device: the uploads
+// and the downloads of Argmax and the Read methods. Ops copy nothing (a
+// product's descriptor is a kernel parameter, bmm_mma.cu ONEPROB); Ops
+// counts kernel launches (the clearing of packed outputs, a memset, is
+// not one).
 type Backend struct {
 	k      *Kernel // mma.sync on every shape
 	d      *Device

@@ -3,7 +3,6 @@ package tcu
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
@@ -74,8 +73,8 @@ func (p planes) ptr() uint64 { return p.t.ptr() + uint64(8*p.p0*p.t.lay.planeWor
 // mulLaunch queues the mma.sync product of resident operands into out
 // (mode modeFloat: float32 row-major; modeBit: dst's planes, zeroed
 // first): the launch Kernel.prepare makes for one job, with device
-// addresses for every operand and no copy but the descriptor. Device
-// thread only.
+// addresses for every operand and no copy at all: the descriptor is a
+// kernel parameter. Device thread only.
 func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
 	m, n := a.t.rows, b.t.cols
 	if mode == modeBit {
@@ -89,7 +88,12 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	// fits16 false: the wide path sums int32 outputs.
 	l := launch{abits: a.bits, bbits: b.bits, m: m, n: n, ksteps: a.t.lay.lw / stepWords, nprob: 1, mode: mode,
 		allInt: mode == modeInt, anyBit: mode == modeBit, byRows: mode == modeBit && dst.packing == bittensor.ByRows}
-	cfg := chooseConfig(l, be.k.target(), be.k.tune)
+	tu := be.k.tune
+	tu.oneprob = 1 // the descriptor by value, whatever the kernel's tuning
+	cfg := chooseConfig(l, be.k.target(), tu)
+	if cfg.oneprob != 1 {
+		return fmt.Errorf("tcu: internal: the product launch %v does not take its descriptor by value", cfg)
+	}
 	src, hdrs := kernelSource("bmm_mma.cu")
 	fn, err := be.d.function("bmm_mma.cu", src, hdrs, cfg.opts(), "bmm_mma")
 	if err != nil {
@@ -115,19 +119,11 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	if err != nil {
 		return err
 	}
-	dbuf, err := be.d.alloc(len(desc))
-	if err != nil {
-		return err
-	}
-	// Back to the pool at once: whatever reuses the block is queued on
-	// the same stream, after this launch.
-	defer be.d.pool.put(dbuf.ptr)
-	// From Go memory: the driver has copied it when the call returns.
-	if err := be.d.drv.do("cuMemcpyHtoDAsync_v2", dbuf.ptr, uintptr(unsafe.Pointer(&desc[0])), uintptr(len(desc)), be.d.stream.h); err != nil {
-		return err
-	}
-	be.tr.HostToDevice += int64(len(desc))
-	if err := be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, uint64(dbuf.ptr), 1); err != nil {
+	// The descriptor travels in the launch's parameters (ONEPROB): no
+	// device memory, no copy. nprobs 1: the kernel reads no block map.
+	p1 := probParams(desc)
+	params := append([]uint64{0, 1}, p1[:]...)
+	if err := be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, params...); err != nil {
 		return err
 	}
 	be.tr.Ops++

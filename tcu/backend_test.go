@@ -453,9 +453,9 @@ func TestBackendArgmax(t *testing.T) {
 
 // TestBackendChain runs a two-layer model's ops on resident operands,
 // MulBit -> MulCodes -> AggBit -> MulFloat -> Argmax, and checks the
-// predictions and logits against the host and that nothing but the
-// product descriptors went up and nothing but the predictions came down
-// between the uploads and the answer.
+// predictions and logits against the host and that nothing went up and
+// nothing but the predictions came down between the uploads and the
+// answer.
 func TestBackendChain(t *testing.T) {
 	be, err := NewBackend(gpuKernel(t))
 	require.NoError(t, err)
@@ -495,7 +495,7 @@ func TestBackendChain(t *testing.T) {
 	wantLogits := make([]float32, nodes*classes)
 	require.NoError(t, bmm.Generic{}.MulFloat(wantLogits, zt, w3, hep4))
 
-	// The device: uploads, then the ops with no copy but descriptors.
+	// The device: uploads, then the ops with no copy.
 	dx, err := be.UploadBits(x)
 	require.NoError(t, err)
 	var dw [3]bmm.Bits
@@ -525,7 +525,7 @@ func TestBackendChain(t *testing.T) {
 	assert.Equal(t, argmaxRef(wantLogits, classes), pred)
 	assert.Equal(t, -1, firstDiff(floatBits(peekFloats(t, be, logits)), floatBits(wantLogits)), "logits")
 	// 3 products (MulCodes is one, then requant), agg, argmax.
-	assert.Equal(t, bmm.Traffic{HostToDevice: 3 * probBytes, DeviceToHost: 4 * nodes, Ops: 6}, moved)
+	assert.Equal(t, bmm.Traffic{HostToDevice: 0, DeviceToHost: 4 * nodes, Ops: 6}, moved)
 
 	// Freed operands are refused; a second Free does nothing.
 	d1.Free()
@@ -607,6 +607,7 @@ func TestBackendWide(t *testing.T) {
 			require.NoError(t, err)
 			db, err := be.UploadBits(b)
 			require.NoError(t, err)
+			up := be.Traffic().HostToDevice
 
 			gotF, err := be.NewVector(c.m * c.n)
 			require.NoError(t, err)
@@ -624,6 +625,8 @@ func TestBackendWide(t *testing.T) {
 				require.NoError(t, be.MulBit(gotB, da, db, dep, rq))
 				assert.Equal(t, -1, firstDiff(peekBits(t, be, gotB).Words(), wantB.Words()), "MulBit by %v", p)
 			}
+			// Every plane-group launch took its descriptor by value.
+			assert.Equal(t, up, be.Traffic().HostToDevice, "bytes up during the products")
 
 			sums, err := be.NewVector(c.m)
 			require.NoError(t, err)
