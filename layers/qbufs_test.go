@@ -5,82 +5,166 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
 )
 
-// TestQRunReusesOutputStorage: Plan.Run keeps each op's output storage
-// from one batch to the next (opBufs). Over batches of unequal sizes (a
-// smaller batch after a larger one reuses storage that still holds the
-// larger one's values), every logit equals the one a forward with fresh
-// storage computes, bit for bit, and Run's predictions are their argmax.
+// testBackends are the backends the plan tests run on: the reference and
+// the CPU's best path.
+func testBackends() []bmm.Backend {
+	return []bmm.Backend{bmm.NewGenericBackend(), cpu.NewBackend(nil)}
+}
+
+// unequalData is a 300-node task cut into batches of 170, 30 and 100 nodes.
+func unequalData(t *testing.T, kind string, abits, wbits int, binary bool) (*Model, *Data, *Input) {
+	t.Helper()
+	ds := qSynth(t, 300, 4, 40, binary, 3)
+	parts := make([]int32, ds.Graph.N())
+	for v := range parts {
+		switch {
+		case v < 170:
+			parts[v] = 0
+		case v < 200:
+			parts[v] = 1
+		default:
+			parts[v] = 2
+		}
+	}
+	d, err := NewData(ds, parts, 3, 1)
+	require.NoError(t, err)
+	in, err := QuantizeInput(ds.Features, abits)
+	require.NoError(t, err)
+	m, err := NewModel(kind, 40, 16, 4, 2, abits, wbits, 5)
+	require.NoError(t, err)
+	_, err = m.TrainFP32(d, in, TrainConfig{Epochs: 2, LR: 0.01, Seed: 1})
+	require.NoError(t, err)
+	require.NoError(t, m.Calibrate(d, in, 0))
+	return m, d, in
+}
+
+// TestQRunReusesOutputStorage: a plan keeps its op outputs from one batch
+// to the next (opPool). Over batches of unequal sizes, run again (the
+// second run of a batch writes over outputs that hold the first's values),
+// every logit equals the one a fresh plan computes, bit for bit, and Run's
+// predictions are their argmax.
 func TestQRunReusesOutputStorage(t *testing.T) {
 	for _, kind := range []string{GCN, GIN} {
 		for _, tc := range []struct {
 			abits, wbits int
 			binary       bool
 		}{{1, 1, true}, {4, 4, false}, {4, 4, true}, {12, 4, false}} {
-			ds := qSynth(t, 300, 4, 40, tc.binary, 3)
-			parts := make([]int32, ds.Graph.N())
-			for v := range parts {
-				switch {
-				case v < 170:
-					parts[v] = 0
-				case v < 200:
-					parts[v] = 1
-				default:
-					parts[v] = 2
-				}
-			}
-			d, err := NewData(ds, parts, 3, 1)
-			require.NoError(t, err)
-			in, err := QuantizeInput(ds.Features, tc.abits)
-			require.NoError(t, err)
-			m, err := NewModel(kind, 40, 16, 4, 2, tc.abits, tc.wbits, 5)
-			require.NoError(t, err)
-			_, err = m.TrainFP32(d, in, TrainConfig{Epochs: 2, LR: 0.01, Seed: 1})
-			require.NoError(t, err)
-			require.NoError(t, m.Calibrate(d, in, 0))
+			m, d, in := unequalData(t, kind, tc.abits, tc.wbits, tc.binary)
 			for _, mode := range []AggMode{AggDense, AggSparse} {
 				for _, sparse := range []bool{false, true} {
 					name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v/%s/sparse-input=%v", kind, tc.abits, tc.wbits, tc.binary, mode, sparse)
 					t.Run(name, func(t *testing.T) {
-						plan, err := m.Compile(bmm.Default())
+						be := cpu.NewBackend(nil)
+						plan, err := m.Compile(be)
 						require.NoError(t, err)
+						defer plan.Close()
 						plan.Agg = mode
-						bufs := make([]opBufs, len(plan.ops))
-						want := make([]int32, ds.Graph.N())
+						want := make([]int32, d.Graph.N())
 						for i := range want {
 							want[i] = -1
+						}
+						forward := func(p *Plan, b *Batch) []float32 {
+							if sparse {
+								out, _, err := p.ForwardSparse(b, in, nil)
+								require.NoError(t, err)
+								return out
+							}
+							x, err := in.Pack(b.Nodes)
+							require.NoError(t, err)
+							out, _, err := p.Forward(b, x, nil)
+							require.NoError(t, err)
+							return out
 						}
 						// Large, small, middle, then the large one again.
 						for _, bi := range []int{0, 1, 2, 0} {
 							b := d.Eval[bi]
-							var x *bittensor.Tensor
-							var sx *Input
-							if sparse {
-								sx = in
-							} else {
-								x, err = in.Pack(b.Nodes)
-								require.NoError(t, err)
-							}
-							fresh, _, err := plan.forward(b, x, sx, nil, nil)
+							fp, err := m.Compile(be)
 							require.NoError(t, err)
-							reused, _, err := plan.forward(b, x, sx, nil, bufs)
-							require.NoError(t, err)
+							fp.Agg = mode
+							fresh := forward(fp, b)
+							require.NoError(t, fp.Close())
+							reused := forward(plan, b)
 							require.Len(t, reused, len(fresh))
 							for i := range fresh {
 								require.Equal(t, math.Float32bits(fresh[i]), math.Float32bits(reused[i]), "batch %d logit %d", bi, i)
 							}
 							Argmax(want, fresh, m.Classes, b.Nodes)
 						}
-						run, err := plan.Run(d, in, sparse, nil)
-						require.NoError(t, err)
-						require.Equal(t, want, run.Pred)
+						require.NotEmpty(t, plan.pool.free, "the outputs went back to the pool")
+						for range 2 {
+							run, err := plan.Run(d, in, sparse, nil)
+							require.NoError(t, err)
+							require.Equal(t, want, run.Pred)
+						}
 					})
 				}
+			}
+		}
+	}
+}
+
+// TestPlanTraffic: a whole pass on the CPU backend moves no bytes (its
+// operands are host memory) and runs at least one op per plan op and
+// batch, a pass on the generic backend gives the same logits bit for bit,
+// and a closed plan refuses to run.
+func TestPlanTraffic(t *testing.T) {
+	for _, kind := range []string{GCN, GIN} {
+		for _, mode := range []AggMode{AggDense, AggSparse} {
+			for _, sparse := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/sparse-input=%v", kind, mode, sparse), func(t *testing.T) {
+					m, d, in := unequalData(t, kind, 4, 4, false)
+					logits := map[string][]float32{}
+					for _, be := range testBackends() {
+						plan, err := m.Compile(be)
+						require.NoError(t, err)
+						plan.Agg = mode
+						assert.Equal(t, int64(0), plan.Upload.HostToDevice+plan.Upload.DeviceToHost, "%s: compile", be.Name())
+						run, err := plan.Run(d, in, sparse, nil)
+						require.NoError(t, err)
+						if be.Name() != "generic" {
+							assert.Equal(t, bmm.Traffic{Ops: run.Traffic.Ops}, run.Traffic, "cpu: a pass moves no bytes")
+						}
+						assert.GreaterOrEqual(t, run.Traffic.Ops, int64(len(plan.ops)*len(d.Eval)), be.Name())
+						var all []float32
+						for _, b := range d.Eval {
+							var out []float32
+							if sparse {
+								out, _, err = plan.ForwardSparse(b, in, nil)
+							} else {
+								var x *bittensor.Tensor
+								x, err = in.Pack(b.Nodes)
+								require.NoError(t, err)
+								out, _, err = plan.Forward(b, x, nil)
+							}
+							require.NoError(t, err)
+							all = append(all, out...)
+						}
+						logits[be.Name()] = all
+						require.NoError(t, plan.Close())
+						_, err = plan.Run(d, in, sparse, nil)
+						assert.ErrorIs(t, err, ErrModel, "a closed plan")
+					}
+					require.Len(t, logits, 2)
+					var ref []float32
+					for name, l := range logits {
+						if ref == nil {
+							ref = l
+							continue
+						}
+						require.Len(t, l, len(ref))
+						for i := range l {
+							require.Equal(t, math.Float32bits(ref[i]), math.Float32bits(l[i]), "%s: logit %d", name, i)
+						}
+					}
+				})
 			}
 		}
 	}
