@@ -43,6 +43,10 @@ type Plan struct {
 	widths []int     // per value (0: the input, i+1: op i's output)
 	params []Params  // per value: its quantizer
 	pool   opPool
+	// graphs keeps the graphs whose upload moved no bytes (a backend on
+	// host memory): checking a graph again every pass costs, on one core,
+	// about what aggregating over it costs on all of them.
+	graphs map[graphKey]bmm.GraphOperand
 	pred   []int32 // one batch's predictions, reused
 	closed bool
 }
@@ -209,7 +213,18 @@ func (p *Plan) Close() error {
 		}
 	}
 	p.pool.close()
+	for _, g := range p.graphs {
+		g.Free()
+	}
+	p.graphs = nil
 	return nil
+}
+
+// graphKey names a batch's graph: its edge list (in nil) or its feature
+// lists in in.
+type graphKey struct {
+	b  *Batch
+	in *Input
 }
 
 // Trace receives, for tests and the fusion benchmark, each op's output
@@ -443,7 +458,7 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 		g, bound := b.featRows(sx, p.byteFirst(sx))
 		if g != nil && float64(bound)*(math.Exp2(float64(m.WBits))-1) <= math.MaxInt32 {
 			ps.sparseFirst = true
-			if ps.feat, err = ps.uploadGraph(g, sx.Cols); err != nil {
+			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b, sx}); err != nil {
 				return ps, err
 			}
 			if ps.featSums, err = ps.upload(b.featSums(sx)); err != nil {
@@ -504,12 +519,26 @@ func (ps *pass) upload(v []float32) (bmm.Vector, error) {
 	return o, nil
 }
 
-func (ps *pass) uploadGraph(g *bmm.Graph, src int) (bmm.GraphOperand, error) {
-	o, err := ps.p.Backend.UploadGraph(g, src)
+// uploadGraph uploads g (src source rows), the graph key names, or finds
+// it kept by the plan (see Plan.graphs).
+func (ps *pass) uploadGraph(g *bmm.Graph, src int, key graphKey) (bmm.GraphOperand, error) {
+	p := ps.p
+	if o := p.graphs[key]; o != nil {
+		return o, nil
+	}
+	before := p.Backend.Traffic()
+	o, err := p.Backend.UploadGraph(g, src)
 	if err != nil {
 		return nil, fmt.Errorf("layers: uploading a graph: %w", err)
 	}
-	ps.owned = append(ps.owned, o)
+	if t := p.Backend.Traffic().Sub(before); t.HostToDevice == 0 && t.DeviceToHost == 0 {
+		if p.graphs == nil {
+			p.graphs = map[graphKey]bmm.GraphOperand{}
+		}
+		p.graphs[key] = o
+	} else {
+		ps.owned = append(ps.owned, o)
+	}
 	return o, nil
 }
 
@@ -663,7 +692,7 @@ func (ps *pass) op(i int, trace Trace) error {
 		ep.RowTerm = ps.deg
 		if ps.aggEdges(in) {
 			if ps.graph == nil {
-				if ps.graph, err = ps.uploadGraph(&b.Edges, n); err != nil {
+				if ps.graph, err = ps.uploadGraph(&b.Edges, n, graphKey{b, nil}); err != nil {
 					return err
 				}
 			}
