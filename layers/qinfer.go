@@ -464,11 +464,20 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 			if ps.featSums, err = ps.upload(b.featSums(sx)); err != nil {
 				return ps, err
 			}
-		} else if x, err = sx.Pack(b.Nodes); err != nil {
-			return ps, err
 		}
 	}
-	if !ps.sparseFirst {
+	// The packed features, where a product reads them (always but for a
+	// sparse first product that is their only reader).
+	if rows, _, _ := ps.need(0); rows {
+		if x == nil && sx != nil {
+			var err error
+			if x, err = sx.Pack(b.Nodes); err != nil {
+				return ps, err
+			}
+		}
+		if x == nil {
+			return ps, fmt.Errorf("%w: no features", ErrModel)
+		}
 		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
 			return ps, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
 				ErrModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
@@ -578,9 +587,12 @@ func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
 	}
 	var ints []int32
 	n, k := ps.b.N(), ps.p.widths[0]
-	if x != nil {
+	switch {
+	case x != nil:
 		ints = x.Ints()
-	} else {
+	case sx == nil:
+		return fmt.Errorf("%w: no features", ErrModel)
+	default:
 		ints = make([]int32, n*k)
 		for r, v := range ps.b.Nodes {
 			for q := sx.Indptr[v]; q < sx.Indptr[v+1]; q++ {
