@@ -408,7 +408,8 @@ func requantOf(p Params) bmm.Requant {
 	return bmm.Requant{Scale: inv, Offset: off}
 }
 
-// A value's forms on the backend: what its readers take.
+// value is one value of the DAG (0: the batch's features, i+1: op i's
+// output) in the forms its readers take, on the backend.
 type value struct {
 	rows   bmm.Bits   // packed by rows: a product's left operand
 	cols   bmm.Bits   // packed by columns: a dense aggregation's right operand
@@ -422,18 +423,18 @@ type value struct {
 type pass struct {
 	p      *Plan
 	b      *Batch
-	sx     *Input // the sparse first product's features, or nil
-	edges  bool
+	edges  bool // aggregations over the edge list
 	vals   []value
 	st     Stats
 	owned  []bmm.Operand // uploads of this batch, freed at the end
 	pooled []pooled      // outputs, back to the pool at the end
 	// The batch's uploads.
-	adj                   bmm.Bits
-	graph, feat           bmm.GraphOperand
-	dinv, deg, fs, dfs    bmm.Vector
-	featSums              bmm.Vector
-	sparseFirst, hasFirst bool
+	adj                bmm.Bits
+	graph, feat        bmm.GraphOperand
+	dinv, deg, fs, dfs bmm.Vector
+	featSums           bmm.Vector
+	// sparseFirst: op 0 sums W's code rows over the feature lists (feat).
+	sparseFirst bool
 }
 
 // pass uploads batch b's inputs and runs every op of the DAG on the
