@@ -169,3 +169,86 @@ func TestPlanTraffic(t *testing.T) {
 		}
 	}
 }
+
+// deviceBackend is the generic backend with a device's bookkeeping: every
+// upload and read is counted in bytes, as a GPU backend counts them.
+type deviceBackend struct {
+	bmm.Backend
+	t bmm.Traffic
+}
+
+func (d *deviceBackend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
+	d.t.HostToDevice += int64(8 * len(t.Words()))
+	return d.Backend.UploadBits(t)
+}
+
+func (d *deviceBackend) UploadVector(v []float32) (bmm.Vector, error) {
+	d.t.HostToDevice += int64(4 * len(v))
+	return d.Backend.UploadVector(v)
+}
+
+func (d *deviceBackend) UploadCodes(vals []uint8, rows, cols, bits int) (bmm.Codes, error) {
+	d.t.HostToDevice += int64(len(vals))
+	return d.Backend.UploadCodes(vals, rows, cols, bits)
+}
+
+func (d *deviceBackend) UploadGraph(g *bmm.Graph, src int) (bmm.GraphOperand, error) {
+	d.t.HostToDevice += int64(4*(len(g.Indptr)+len(g.Indices)) + len(g.Weights))
+	return d.Backend.UploadGraph(g, src)
+}
+
+func (d *deviceBackend) Argmax(dst []int32, l bmm.Vector, cols int) error {
+	d.t.DeviceToHost += int64(4 * len(dst))
+	return d.Backend.Argmax(dst, l, cols)
+}
+
+func (d *deviceBackend) ReadVector(dst []float32, v bmm.Vector) error {
+	d.t.DeviceToHost += int64(4 * len(dst))
+	return d.Backend.ReadVector(dst, v)
+}
+
+func (d *deviceBackend) Traffic() bmm.Traffic {
+	t := d.t
+	t.Ops = d.Backend.Traffic().Ops
+	return t
+}
+
+// TestPlanDeviceTraffic: on a backend whose uploads move bytes, a GCN
+// pass moves exactly each batch's inputs up (packed features, then the
+// packed adjacency or the edge list, and three vectors: D^-1/2, the
+// degrees and D^-1/2 times the feature scale) and only the predictions
+// back, the same in every pass (the weights went up once, at Compile).
+func TestPlanDeviceTraffic(t *testing.T) {
+	m, d, in := unequalData(t, GCN, 4, 4, false)
+	for _, mode := range []AggMode{AggDense, AggSparse} {
+		t.Run(mode.String(), func(t *testing.T) {
+			be := &deviceBackend{Backend: bmm.NewGenericBackend()}
+			plan, err := m.Compile(be)
+			require.NoError(t, err)
+			defer plan.Close()
+			plan.Agg = mode
+			// Two weight tensors and their epilogues: at least the packed codes.
+			assert.GreaterOrEqual(t, plan.Upload.HostToDevice, int64(plan.WeightBytes))
+			assert.Zero(t, plan.Upload.DeviceToHost)
+			var want bmm.Traffic
+			for _, b := range d.Eval {
+				x, err := in.Pack(b.Nodes)
+				require.NoError(t, err)
+				n := int64(b.N())
+				want.HostToDevice += int64(8*len(x.Words())) + 3*4*n
+				if mode == AggDense {
+					want.HostToDevice += int64(8 * len(b.Adj.Words()))
+				} else {
+					want.HostToDevice += int64(4 * (len(b.Indptr) + len(b.Indices)))
+				}
+				want.DeviceToHost += 4 * n
+			}
+			for pass := range 2 {
+				run, err := plan.Run(d, in, false, nil)
+				require.NoError(t, err)
+				assert.Equal(t, want.HostToDevice, run.Traffic.HostToDevice, "pass %d: bytes up", pass)
+				assert.Equal(t, want.DeviceToHost, run.Traffic.DeviceToHost, "pass %d: bytes down", pass)
+			}
+		})
+	}
+}
