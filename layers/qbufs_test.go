@@ -3,6 +3,7 @@ package layers
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -248,6 +249,63 @@ func TestPlanDeviceTraffic(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, want.HostToDevice, run.Traffic.HostToDevice, "pass %d: bytes up", pass)
 				assert.Equal(t, want.DeviceToHost, run.Traffic.DeviceToHost, "pass %d: bytes down", pass)
+			}
+		})
+	}
+}
+
+// TestPlanAggregatesInput runs a DAG whose first op aggregates the input
+// features themselves (as SGC, and SAGE's first mean, do), then a linear
+// reads that value and a dead op reads it too: the features go up in the
+// form the aggregation takes (packed by columns for the dense product, byte
+// codes for the edge list, built from the packed tensor or from the sparse
+// lists), the dead op runs nothing, and every way gives the same logits
+// bit for bit on the generic and the CPU backends.
+func TestPlanAggregatesInput(t *testing.T) {
+	for _, binary := range []bool{true, false} {
+		t.Run(fmt.Sprintf("binary=%v", binary), func(t *testing.T) {
+			ds := qSynth(t, 200, 4, 40, binary, 9)
+			d, err := NewData(ds, nil, 1, 1)
+			require.NoError(t, err)
+			in, err := QuantizeInput(ds.Features, 4)
+			require.NoError(t, err)
+			m, err := NewModel(GCN, 40, 16, 4, 1, 4, 4, 3)
+			require.NoError(t, err)
+			require.NoError(t, m.Calibrate(d, in, 0))
+			lin := &m.Layers[0].Lin1
+			q := paramsFor(4, 0, 4)
+			ops := []planOp{
+				{kind: qAgg, in: []int{0}, rowScale: true, out: &q},
+				{kind: qAgg, in: []int{1}, out: &q}, // read by no one
+				{kind: qLin, in: []int{1}, lin: lin, biasOf: lin},
+			}
+			var ref []float32
+			for _, be := range testBackends() {
+				p := &Plan{Model: m, Backend: be, ops: ops}
+				require.NoError(t, p.compile())
+				for _, mode := range []AggMode{AggDense, AggSparse} {
+					p.Agg = mode
+					b := d.Eval[0]
+					x, err := in.Pack(b.Nodes)
+					require.NoError(t, err)
+					traced := 0
+					got, _, err := p.Forward(b, x, func(op int, _ *bittensor.Tensor) { traced++ })
+					require.NoError(t, err)
+					assert.Equal(t, 2, traced, "the dead op runs nothing")
+					sp, _, err := p.ForwardSparse(b, in, nil)
+					require.NoError(t, err)
+					if ref == nil {
+						ref = got
+						require.NotEqual(t, slices.Min(ref), slices.Max(ref), "logits that tell the nodes apart")
+					}
+					name := fmt.Sprintf("%s/%s", be.Name(), mode)
+					require.Len(t, got, len(ref), name)
+					for i := range ref {
+						require.Equal(t, math.Float32bits(ref[i]), math.Float32bits(got[i]), "%s: logit %d", name, i)
+						require.Equal(t, math.Float32bits(ref[i]), math.Float32bits(sp[i]), "%s, sparse lists: logit %d", name, i)
+					}
+				}
+				require.NoError(t, p.Close())
 			}
 		})
 	}

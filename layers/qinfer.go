@@ -671,6 +671,9 @@ func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 func (ps *pass) op(i int, trace Trace) error {
 	p, b := ps.p, ps.b
 	op := &p.ops[i]
+	if rows, cols, codes := ps.need(i + 1); op.out != nil && !rows && !cols && !codes {
+		return nil // a value no op reads: nothing to run or upload
+	}
 	in := op.in[0]
 	n, width := b.N(), p.widths[i+1]
 	ep := &p.run[i]
