@@ -1,13 +1,18 @@
 // Package layers holds the quantized GNN models: GCN and GIN whose every
-// product runs on bit tensors (package bittensor) through a bmm.Kernel, with
-// inter-layer fusion so that only packed codes travel between layers.
+// product runs on integer codes (bit planes, package bittensor, or byte
+// codes over an edge list) on a bmm.Backend, with inter-layer fusion so
+// that only codes travel between layers. It imports no backend: the
+// caller picks one (cpu.NewBackend, a GPU's) and compiles for it.
 //
 // A Model holds float weights; Calibrate sets its activation quantizers
 // (post-training quantization) and QAT fine-tunes it with quantization in
 // the loop, simulating exactly the arithmetic that inference runs. Compile
-// turns a calibrated Model into a Plan (weights quantized and packed once);
-// Plan.Run runs it over the Eval batches of a Data with features quantized
-// once (Input) and returns the predictions. Batch is one Cluster-GCN batch
+// turns a calibrated Model into a Plan for a backend (weights quantized,
+// packed and uploaded once; its ops a small DAG over values); Plan.Run runs
+// it over the Eval batches of a Data with features quantized once (Input):
+// each batch's inputs go up once, the ops run on backend operands, and
+// only the predictions come back (Result.Traffic counts the bytes).
+// Plan.Close frees what the plan holds on the backend. Batch is one Cluster-GCN batch
 // (a group of partitions, its adjacency and normalization).
 //
 // Models are saved as safetensors (internal/safetensors) with PyTorch-style

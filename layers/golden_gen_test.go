@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
@@ -149,13 +150,13 @@ func goldenRecordCase(t *testing.T, c goldenCase) {
 	rec.Batches, rec.TestNodes = len(task.data.Eval), len(ds.Test)
 	// Recorded from the file's bytes, as TestGolden reads them.
 	gm, gin := goldenModel(t, rec, task, file.Bytes())
-	plan, err := gm.Compile(bmm.Default())
+	plan, err := gm.Compile(cpu.NewBackend(nil))
 	require.NoError(t, err)
 	out := goldenInfer(t, task, plan, gin, goldenModes[0])
 	require.Equal(t, out.pred, out.runPred)
 	rec.PredSHA256, rec.LogitsSHA256, rec.TestCorrect = out.pred, out.logits, out.correct
 	rec.Accuracy = float64(out.correct) / float64(rec.TestNodes)
-	require.Empty(t, goldenCheck(t, rec, task, file.Bytes(), bmm.Default(), goldenModes), "every mode gives the same bits")
+	require.Empty(t, goldenCheck(t, rec, task, file.Bytes(), cpu.NewBackend(nil), goldenModes), "every mode gives the same bits")
 	js, err := json.MarshalIndent(rec, "", "  ")
 	require.NoError(t, err)
 	require.NoError(t, atomicfile.WriteFile(filepath.Join(goldenDir, rec.ModelFile), file.Bytes(), 0o644))

@@ -153,13 +153,11 @@ type goldenMode struct {
 	name   string
 	agg    layers.AggMode
 	sparse bool // first product from the sparse feature codes
-	tiles  bool
 	auto   bool // sparse input chosen as qgtc infer does (SparseCheaper)
 }
 
 var goldenModes = []goldenMode{
 	{name: "dense", agg: layers.AggDense},
-	{name: "dense-tiles", agg: layers.AggDense, tiles: true},
 	{name: "dense-sparse-input", agg: layers.AggDense, sparse: true},
 	{name: "edge-list", agg: layers.AggSparse},
 	{name: "edge-list-sparse-input", agg: layers.AggSparse, sparse: true},
@@ -192,7 +190,7 @@ func goldenModel(t testing.TB, rec *goldenRecord, task *goldenTask, file []byte)
 // (Forward or ForwardSparse) and the predictions of Plan.Run.
 func goldenInfer(t testing.TB, task *goldenTask, plan *layers.Plan, in *layers.Input, mode goldenMode) goldenOutcome {
 	t.Helper()
-	plan.Agg, plan.Tiles = mode.agg, mode.tiles
+	plan.Agg = mode.agg
 	sparse := mode.sparse || (mode.auto && plan.SparseCheaper(in))
 	n, c := task.ds.Graph.N(), plan.Model.Classes
 	logits := make([]float32, n*c)
@@ -226,17 +224,18 @@ func goldenInfer(t testing.TB, task *goldenTask, plan *layers.Plan, in *layers.I
 		runPred: goldenSHA(goldenInt32s(run.Pred)), correct: goldenCorrect(run.Pred, task.ds.Labels, task.ds.Test)}
 }
 
-// goldenCheck runs the model file of rec in every mode with kernel k and
+// goldenCheck runs the model file of rec in every mode on backend be and
 // returns the mismatches, mode by mode.
-func goldenCheck(t testing.TB, rec *goldenRecord, task *goldenTask, file []byte, k bmm.Kernel, modes []goldenMode) []string {
+func goldenCheck(t testing.TB, rec *goldenRecord, task *goldenTask, file []byte, be bmm.Backend, modes []goldenMode) []string {
 	t.Helper()
 	m, in := goldenModel(t, rec, task, file)
-	plan, err := m.Compile(k)
+	plan, err := m.Compile(be)
 	require.NoError(t, err)
+	defer plan.Close()
 	var bad []string
 	for _, mode := range modes {
 		for _, s := range goldenMismatches(rec, goldenInfer(t, task, plan, in, mode)) {
-			bad = append(bad, fmt.Sprintf("kernel %s, mode %s: %s", k.Name(), mode.name, s))
+			bad = append(bad, fmt.Sprintf("backend %s, mode %s: %s", be.Name(), mode.name, s))
 		}
 	}
 	return bad
@@ -270,19 +269,20 @@ func goldenMismatches(rec *goldenRecord, out goldenOutcome) []string {
 	return bad
 }
 
-// goldenKernels are bmm.Default() and every other CPU path this machine
-// has (each must give the same bits, so the records hold on any CPU).
-func goldenKernels(t testing.TB) []bmm.Kernel {
+// goldenBackends are the CPU backend on its best path, then on every
+// other CPU path this machine has (each must give the same bits, so the
+// records hold on any CPU), then the generic reference backend.
+func goldenBackends(t testing.TB) []bmm.Backend {
 	t.Helper()
-	ks := []bmm.Kernel{bmm.Default()}
+	bes := []bmm.Backend{cpu.NewBackend(nil)}
 	for _, path := range cpu.Impls() {
 		k, err := cpu.NewKernel(path)
 		require.NoError(t, err)
-		if k.Name() != ks[0].Name() {
-			ks = append(ks, k)
+		if be := cpu.NewBackend(k); be.Name() != bes[0].Name() {
+			bes = append(bes, be)
 		}
 	}
-	return ks
+	return append(bes, bmm.NewGenericBackend())
 }
 
 // goldenLoad reads every record of goldenDir with its model file, checked
@@ -333,13 +333,14 @@ func goldenTaskFor(t testing.TB, rec *goldenRecord) *goldenTask {
 }
 
 // TestGolden checks that every recorded model file still loads and gives
-// the recorded logits and predictions, bit for bit, on the CPU with
-// bmm.Default() in every aggregation mode, with and without the sparse
-// first product; and, on the Cora cases, densely with every other CPU
-// kernel path this machine has, so that the records hold on any CPU.
+// the recorded logits and predictions, bit for bit, on the CPU backend in
+// every aggregation mode, with and without the sparse first product; and,
+// on the Cora cases, densely on every other CPU kernel path this machine
+// has, so that the records hold on any CPU, and on the generic reference
+// backend densely and from the edge list with the sparse first product.
 func TestGolden(t *testing.T) {
 	recs, models := goldenLoad(t)
-	kernels := goldenKernels(t)
+	backends := goldenBackends(t)
 	tasks := map[string]*goldenTask{}
 	for _, rec := range recs {
 		t.Run(rec.Case, func(t *testing.T) {
@@ -349,11 +350,13 @@ func TestGolden(t *testing.T) {
 				task = goldenTaskFor(t, rec)
 				tasks[key] = task
 			}
-			assert.Empty(t, goldenCheck(t, rec, task, models[rec.Case], kernels[0], goldenModes))
+			assert.Empty(t, goldenCheck(t, rec, task, models[rec.Case], backends[0], goldenModes))
 			if rec.Dataset == "cora" { // enough to catch a path that differs; bmmtest compares them in depth
-				for _, k := range kernels[1:] {
-					assert.Empty(t, goldenCheck(t, rec, task, models[rec.Case], k, goldenModes[:1]))
+				for _, be := range backends[1 : len(backends)-1] {
+					assert.Empty(t, goldenCheck(t, rec, task, models[rec.Case], be, goldenModes[:1]))
 				}
+				generic := []goldenMode{goldenModes[0], goldenModes[3]}
+				assert.Empty(t, goldenCheck(t, rec, task, models[rec.Case], backends[len(backends)-1], generic))
 			}
 			assert.InDelta(t, rec.Accuracy, float64(rec.TestCorrect)/float64(rec.TestNodes), 1e-12, "the record's accuracy")
 		})
@@ -370,12 +373,12 @@ func TestGoldenDetectsChange(t *testing.T) {
 	rec := recs[i]
 	task := goldenTaskFor(t, rec)
 	orig := models[rec.Case]
-	require.Empty(t, goldenCheck(t, rec, task, orig, bmm.Default(), goldenModes), "the unchanged file")
+	require.Empty(t, goldenCheck(t, rec, task, orig, cpu.NewBackend(nil), goldenModes), "the unchanged file")
 
 	bad := bytes.Clone(orig)
 	off := goldenWeightByte(t, bad, fmt.Sprintf("layers.%d.lin1.weight", rec.Layers-1))
 	bad[off] ^= 0x80 // the float32's sign bit (little-endian: its last byte)
-	mis := goldenCheck(t, rec, task, bad, bmm.Default(), goldenModes)
+	mis := goldenCheck(t, rec, task, bad, cpu.NewBackend(nil), goldenModes)
 	require.NotEmpty(t, mis)
 	t.Logf("byte %d of %s flipped: %d mismatches, first: %s", off, rec.ModelFile, len(mis), strings.Join(mis[:min(4, len(mis))], "; "))
 	for _, mode := range goldenModes {

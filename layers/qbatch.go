@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/qgtc/qgtc/bittensor"
-	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -26,22 +26,37 @@ type Batch struct {
 	// nil when not known: row normalization of the input, applied as a row
 	// scale of the first product's epilogue so the codes stay exact.
 	FeatScale []float32
-	// With the packed adjacency (withBits), the same adjacency as the
-	// operand of cpu's code aggregation, and the number of 64×256 chunks of
-	// Adj that hold an edge (the work a dense bit product cannot skip).
-	Edges  cpu.Adj
-	chunks int
+	// Edges is the same adjacency as a backend's edge list (Indptr and
+	// Indices, no weights), and tiles the number of 64×256 tiles of Adj
+	// that hold an edge (the work a dense bit product cannot skip): the
+	// sizes of the backend's cost model.
+	Edges bmm.Graph
+	tiles int
 	// feat keeps, per quantized input, the batch's view of its codes: each
 	// node's code sum and, made on first use, the feature lists as an
-	// aggregation operand.
+	// aggregation's graph with its weight bound (bmm.CheckGraph's).
 	feat struct {
 		sync.Mutex
 		in      *Input
 		sums    []float32
-		adj     cpu.Adj
-		adjErr  error
+		graph   *bmm.Graph
+		bound   int64
 		adjMade bool
 	}
+	// both is DInv·FeatScale, the first GCN product's row scale, made once.
+	bothOnce sync.Once
+	both     []float32
+}
+
+// scaleBoth returns DInv·FeatScale row by row (see planOp.scale).
+func (b *Batch) scaleBoth() []float32 {
+	b.bothOnce.Do(func() {
+		b.both = make([]float32, b.N())
+		for i := range b.both {
+			b.both[i] = float32(b.DInv[i] * b.FeatScale[i])
+		}
+	})
+	return b.both
 }
 
 // featSums is the row sums of the codes of b's nodes in in: the first
@@ -53,33 +68,39 @@ func (b *Batch) featSums(in *Input) []float32 {
 	return b.feat.sums
 }
 
-// featRows is the stored feature codes of b's nodes as the left operand of
-// an aggregation over W's code rows, in b's row order, weighted by the
-// codes unless all are 1. in's codes must fit 8 bits.
-func (b *Batch) featRows(in *Input) (cpu.Adj, error) {
+// featRows is the stored feature codes of b's nodes as the graph of an
+// aggregation over W's code rows (in.Cols source rows), in b's row order,
+// weighted by the codes unless all are 1, with its weight bound; nil when
+// in's codes pass 8 bits or want is false.
+func (b *Batch) featRows(in *Input, want bool) (*bmm.Graph, int64) {
+	if !want || in.Params.Bits > 8 {
+		return nil, 0
+	}
 	b.feat.Lock()
 	defer b.feat.Unlock()
 	b.featFor(in)
 	if !b.feat.adjMade {
-		g := cpu.CSR{Indptr: make([]int32, len(b.Nodes)+1)}
-		var w []uint8
+		g := &bmm.Graph{Indptr: make([]int32, 1, len(b.Nodes)+1)}
 		if !in.allOnes {
-			w = []uint8{}
+			g.Weights, g.WeightBits = []uint8{}, in.Params.Bits
 		}
-		for r, v := range b.Nodes {
+		var maxDeg int64
+		wmax := int64(1)
+		for _, v := range b.Nodes {
 			q0, q1 := in.Indptr[v], in.Indptr[v+1]
 			g.Indices = append(g.Indices, in.Indices[q0:q1]...)
-			if w != nil {
+			if g.Weights != nil {
 				for _, c := range in.Codes[q0:q1] {
-					w = append(w, uint8(c))
+					g.Weights = append(g.Weights, uint8(c))
+					wmax = max(wmax, int64(c))
 				}
 			}
-			g.Indptr[r+1] = int32(len(g.Indices))
+			g.Indptr = append(g.Indptr, int32(len(g.Indices)))
+			maxDeg = max(maxDeg, int64(q1-q0))
 		}
-		b.feat.adj, b.feat.adjErr = cpu.NewAdj(g, w, in.Params.Bits, in.Cols)
-		b.feat.adjMade = true
+		b.feat.graph, b.feat.bound, b.feat.adjMade = g, maxDeg*wmax, true
 	}
-	return b.feat.adj, b.feat.adjErr
+	return b.feat.graph, b.feat.bound
 }
 
 // featFor makes b.feat the view of in (b.feat is locked).
@@ -93,7 +114,7 @@ func (b *Batch) featFor(in *Input) {
 		sums[i] = in.rowSums[v]
 	}
 	b.feat.in, b.feat.sums = in, sums
-	b.feat.adj, b.feat.adjErr, b.feat.adjMade = cpu.Adj{}, nil, false
+	b.feat.graph, b.feat.bound, b.feat.adjMade = nil, 0, false
 }
 
 // N is the number of nodes in the batch.
@@ -141,8 +162,8 @@ func trainBatches(g *subgraph.Graph, parts []int32, k, perBatch int, rng *rand.R
 
 // NewBatches builds every batch of plan, which must put the self-loops in
 // the CSR (LoopsInCSR): the degrees and GCN's D^-1/2 from its rows, and,
-// when packed, the edge-list operand and the 64×256 chunks that hold an
-// edge. nodeScale, when not nil, gives each node's FeatScale.
+// when packed, the edge list (Edges) and the 64×256 tiles that hold an
+// edge (the cost model's DenseTiles). nodeScale, when not nil, gives each node's FeatScale.
 func NewBatches(plan *subgraph.BatchPlan, nodeScale []float32) ([]*Batch, error) {
 	out := make([]*Batch, 0, plan.Len())
 	for sb, err := range plan.All() {
@@ -167,25 +188,23 @@ func NewBatches(plan *subgraph.BatchPlan, nodeScale []float32) ([]*Batch, error)
 			}
 		}
 		if sb.Adj != nil {
-			if b.Edges, err = cpu.NewAdj(cpu.CSR{Indptr: b.Indptr, Indices: b.Indices}, nil, 0, n); err != nil {
-				return nil, err
-			}
-			b.chunks = denseChunks(sb.Mask)
+			b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
+			b.tiles = denseTiles(sb.Mask)
 		}
 		out = append(out, b)
 	}
 	return out, nil
 }
 
-// denseChunks is the number of 64-row × 256-column chunks of a batch
+// denseTiles is the number of 64-row × 256-column tiles of a batch
 // adjacency that hold an edge (the work a dense bit product cannot skip),
 // from its tile mask.
-func denseChunks(m bittensor.TileMask) int {
-	const chunkRows, chunkCols = 64, 256
-	if m.Cols != chunkCols || chunkRows%m.Rows != 0 {
-		panic(fmt.Sprintf("layers: %d×%d tile mask, want tiles dividing %d×%d", m.Rows, m.Cols, chunkRows, chunkCols))
+func denseTiles(m bittensor.TileMask) int {
+	const tileRows, tileCols = 64, 256
+	if m.Cols != tileCols || tileRows%m.Rows != 0 {
+		panic(fmt.Sprintf("layers: %d×%d tile mask, want tiles dividing %d×%d", m.Rows, m.Cols, tileRows, tileCols))
 	}
-	c := m.Coarsen(chunkRows / m.Rows)
+	c := m.Coarsen(tileRows / m.Rows)
 	return c.Count()
 }
 

@@ -13,8 +13,8 @@ import (
 
 // TestBatchesFromBatcher checks what layers adds to subgraph's batches:
 // every node once, Â in the CSR (each row holds its diagonal), the degrees
-// and D^-1/2 from its rows, the dense-chunk count against the packed
-// adjacency scanned chunk by chunk, and training epochs that regroup the
+// and D^-1/2 from its rows, the dense-tile count against the packed
+// adjacency scanned tile by tile, and training epochs that regroup the
 // parts without packing.
 func TestBatchesFromBatcher(t *testing.T) {
 	g, _, err := subgraph.PlantedPartition(2000, 8, 8, 0.3, 3)
@@ -55,7 +55,7 @@ func TestBatchesFromBatcher(t *testing.T) {
 					}
 				}
 			}
-			assert.Equal(t, chunks, b.chunks)
+			assert.Equal(t, chunks, b.tiles)
 		}
 		for v, c := range seen {
 			require.Equal(t, 1, c, "node %d in %d batches", v, c)

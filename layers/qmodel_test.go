@@ -12,6 +12,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/quantize"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -128,7 +129,7 @@ func TestQWideProduct(t *testing.T) {
 			require.NoError(t, err)
 			b, err := bittensor.PackCols(bv, tc.k, tc.n, tc.b)
 			require.NoError(t, err)
-			got, err := wideProduct(bmm.Generic{}, a, b)
+			got, err := bmm.WideProduct(bmm.Generic{}, a, b)
 			require.NoError(t, err)
 			for i := 0; i < tc.m; i++ {
 				for j := 0; j < tc.n; j++ {
@@ -157,7 +158,7 @@ func TestQInferMatchesSimulation(t *testing.T) {
 				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", c.name, bits[0], bits[1], binary)
 				t.Run(name, func(t *testing.T) {
 					m, d, in := preparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
-					plan, err := m.Compile(bmm.Generic{})
+					plan, err := m.Compile(bmm.NewGenericBackend())
 					require.NoError(t, err)
 					for _, b := range d.Eval {
 						st, want, err := m.simForward(b, in, true, -1, 0, nil)
@@ -175,16 +176,6 @@ func TestQInferMatchesSimulation(t *testing.T) {
 						for i := range want {
 							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
 						}
-						// Fused by tiles around MulInt: the same codes and logits.
-						tp := *plan
-						tp.Tiles = true
-						tl, _, err := tp.Forward(b, x, func(op int, codes *bittensor.Tensor) {
-							if codes != nil {
-								require.Equal(t, st.codes[op], codes.Ints(), "tiles: codes of op %d", op)
-							}
-						})
-						require.NoError(t, err)
-						require.Equal(t, want, tl)
 						// The sparse first product gives the same codes and logits.
 						sp, _, err := plan.ForwardSparse(b, in, func(op int, codes *bittensor.Tensor) {
 							if codes != nil {
@@ -235,12 +226,16 @@ func TestQZeroPointExact(t *testing.T) {
 	}
 }
 
-// planLogits compiles m for kern (nil: the default kernel) and returns
-// the logits the plan computes on batch b.
-func planLogits(t *testing.T, m *Model, kern bmm.Kernel, in *Input, b *Batch) []float32 {
+// planLogits compiles m for be (nil: the CPU backend) and returns the
+// logits the plan computes on batch b.
+func planLogits(t *testing.T, m *Model, be bmm.Backend, in *Input, b *Batch) []float32 {
 	t.Helper()
-	plan, err := m.Compile(kern)
+	if be == nil {
+		be = cpu.NewBackend(nil)
+	}
+	plan, err := m.Compile(be)
 	require.NoError(t, err)
+	defer plan.Close()
 	x, err := in.Pack(b.Nodes)
 	require.NoError(t, err)
 	got, _, err := plan.Forward(b, x, nil)
@@ -260,7 +255,7 @@ func TestQInfer32Bits(t *testing.T) {
 			require.NoError(t, err)
 			_, fp, err := m.simForward(b, in, false, -1, 0, nil)
 			require.NoError(t, err)
-			got := planLogits(t, m, bmm.Generic{}, in, b)
+			got := planLogits(t, m, bmm.NewGenericBackend(), in, b)
 			for i := range want {
 				assert.InDelta(t, want[i], got[i], 1e-2*(1+math.Abs(float64(want[i]))), "logit %d", i)
 				assert.InDelta(t, fp[i], got[i], 1e-2*(1+math.Abs(float64(fp[i]))), "logit %d vs fp32", i)
@@ -698,7 +693,7 @@ func TestQATLearnScales(t *testing.T) {
 			b := d.Eval[0]
 			_, want, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
-			got := planLogits(t, m, bmm.Generic{}, in, b)
+			got := planLogits(t, m, bmm.NewGenericBackend(), in, b)
 			for i := range want {
 				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
 			}

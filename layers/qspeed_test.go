@@ -20,7 +20,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
-	_ "github.com/qgtc/qgtc/cpu" // the CPU bit kernels
+	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/nn"
 	"github.com/qgtc/qgtc/layers/fp"
@@ -197,8 +197,9 @@ func pairedPasses(b *testing.B, t *speedTask, bits int) {
 }
 
 // speedPlan quantizes t's features and weights to bits (post-training
-// calibration), compiles the plan with aggregation mode agg on the default
-// kernel, and runs it once to fill the per-batch caches. It returns the
+// calibration), compiles the plan with aggregation mode agg on the
+// CPU backend, and runs it once to fill the per-batch caches and the
+// plan's output pool. It returns the
 // plan, the features and whether the first product reads sparse codes.
 func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode) (*Plan, *Input, bool) {
 	in, err := QuantizeInput(t.ds.Features, bits)
@@ -206,7 +207,7 @@ func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode) (*Plan, *Input
 	m := t.fp.Clone()
 	m.ABits, m.WBits = bits, bits
 	require.NoError(b, m.Calibrate(t.d, in, 2))
-	plan, err := m.Compile(nil)
+	plan, err := m.Compile(cpu.NewBackend(nil))
 	require.NoError(b, err)
 	plan.Agg = agg
 	sparse := plan.SparseCheaper(in)
@@ -447,7 +448,7 @@ func BenchmarkQFusion(b *testing.B) {
 		m, err := NewModel(kind, ds.Features.Cols, 64, ds.NumClasses, 2, 4, 4, 1)
 		require.NoError(b, err)
 		require.NoError(b, m.Calibrate(d, in, 1))
-		plan, err := m.Compile(nil)
+		plan, err := m.Compile(cpu.NewBackend(nil))
 		require.NoError(b, err)
 		bt := d.Eval[0]
 		x, err := in.Pack(bt.Nodes)
@@ -461,18 +462,6 @@ func BenchmarkQFusion(b *testing.B) {
 				require.NoError(b, err)
 			}
 			b.ReportMetric(float64(st.InterBytes), "interlayer-B")
-		})
-		b.Run("model="+kind+"/impl=fused-tiles", func(b *testing.B) {
-			var st Stats
-			var got []float32
-			tp := *plan
-			tp.Tiles = true
-			for i := 0; i < b.N; i++ {
-				got, st, err = tp.Forward(bt, x, nil)
-				require.NoError(b, err)
-			}
-			b.ReportMetric(float64(st.InterBytes), "interlayer-B")
-			require.Equal(b, want, got)
 		})
 		b.Run("model="+kind+"/impl=unfused", func(b *testing.B) {
 			var bytes int
@@ -496,13 +485,13 @@ func unfusedForward(b *testing.B, p *Plan, bt *Batch, x *bittensor.Tensor) ([]fl
 		var a, w *bittensor.Tensor
 		var ep *bmm.Epilogue
 		if op.kind == qLin {
-			a, w = cur, p.packed[i]
-			ep = linEpilogue(op, ph, p.weights[i], op.lin.In, bitRowSums(cur), bt, true)
+			a, w = cur, packedWeights(b, p, i)
+			ep = linEpilogue(op, ph, p.weights[i], op.lin.In, hostRowSums(cur), bt, true)
 		} else {
 			a, w = bt.Adj, cur
 			ep = aggEpilogue(op, ph, cur.Cols(), bt, true)
 		}
-		c, err := bmm.MM2IntWith(p.Kernel, a, w)
+		c, err := bmm.MM2IntWith(bmm.Default(), a, w)
 		require.NoError(b, err)
 		m, n := a.Rows(), w.Cols()
 		y := make([]float32, m*n)
@@ -530,4 +519,32 @@ func unfusedForward(b *testing.B, p *Plan, bt *Batch, x *bittensor.Tensor) ([]fl
 		ph = *op.out
 	}
 	return nil, bytes
+}
+
+// packedWeights is op i's weight codes packed by columns on the host, as
+// Compile uploads them.
+func packedWeights(b *testing.B, p *Plan, i int) *bittensor.Tensor {
+	w, l := p.weights[i], p.ops[i].lin
+	codes := make([]int32, len(w.codes))
+	for j, c := range w.codes {
+		codes[j] = int32(uint32(c))
+	}
+	t, err := bittensor.Pack(codes, l.In, l.Out, p.Model.WBits, bittensor.ByCols, bittensor.DefaultPadding)
+	require.NoError(b, err)
+	return t
+}
+
+// hostRowSums is the row sums of t's codes (the RowTerm a backend's
+// RowSums computes).
+func hostRowSums(t *bittensor.Tensor) []float32 {
+	v := t.Ints()
+	out := make([]float32, t.Rows())
+	for r := range out {
+		var s int64
+		for _, c := range v[r*t.Cols() : (r+1)*t.Cols()] {
+			s += int64(uint32(c))
+		}
+		out[r] = float32(s)
+	}
+	return out
 }

@@ -1,15 +1,15 @@
 // Package pipeline is the quantized GNN job as a library: load a dataset,
 // partition it (cached), batch it, quantize its features, train the fp32
 // model and fine-tune it at the chosen widths (both cached), compile it
-// on a bit kernel, run every batch, and report accuracy, timings and
-// bytes. `qgtc infer` and `qgtc sweep` are flags and printing over it.
+// for a bmm.Backend, run every batch, and report accuracy, timings and
+// bytes (those between host and backend included). `qgtc infer` and `qgtc sweep` are flags and printing over it.
 //
 // A Job is a Config (what to run: dataset, model, widths, batching,
 // training) plus where it runs and reports:
 //
 //	j := &pipeline.Job{
 //		Config:   pipeline.DefaultConfig("cora"), // 4-bit GCN, trained when not cached
-//		Kernel:   bmm.Default(),                  // or a tcu kernel: the caller picks the device
+//		Backend:  cpu.NewBackend(nil),            // or a GPU backend: the caller picks the device
 //		CacheDir: "/tmp/qgtc-cache",              // "" caches nothing
 //		Warnings: os.Stderr,                      // dataset and cache warnings, one line each
 //	}
@@ -30,6 +30,6 @@
 // checksummed, and a corrupt or mismatching entry is reported, removed
 // and rebuilt. Partitions are subgraph's checksummed partition files.
 //
-// The pipeline imports neither cpu nor tcu: a nil Kernel is bmm.Default(),
-// the best kernel registered by the backends the program links.
+// The pipeline imports neither cpu nor tcu: the caller passes the backend
+// in (and closes it); a job without one cannot compile.
 package pipeline

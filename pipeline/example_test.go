@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/qgtc/qgtc/bmm"
-	_ "github.com/qgtc/qgtc/cpu" // registers the CPU bit kernels with bmm
+	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/pipeline"
 )
 
@@ -13,7 +12,7 @@ import (
 func ExampleJob_Infer() {
 	c := pipeline.DefaultConfig("cora")
 	c.Epochs, c.QATEpochs = 20, 2
-	j := &pipeline.Job{Config: c, Kernel: bmm.Default(), CacheDir: os.TempDir() + "/qgtc-example", Warnings: os.Stderr}
+	j := &pipeline.Job{Config: c, Backend: cpu.NewBackend(nil), CacheDir: os.TempDir() + "/qgtc-example", Warnings: os.Stderr}
 	r, err := j.Infer()
 	if err != nil {
 		fmt.Println(err)

@@ -72,6 +72,13 @@ type Report struct {
 	CachedIn        string   `json:"cached_in,omitempty"` // where the model trained now was cached
 	SparseInput     bool     `json:"sparse_input"`
 	EdgeListBatches int      `json:"edge_list_batches"` // batches aggregated over the edge list
+	// What the pass moved between host and backend (0 on the CPU, whose
+	// operands are host memory) and the ops it ran; the weights went up
+	// once, when the plan was compiled.
+	H2DBytes          int64 `json:"h2d_bytes"`
+	D2HBytes          int64 `json:"d2h_bytes"`
+	Ops               int64 `json:"ops"`
+	WeightUploadBytes int64 `json:"weight_upload_bytes"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -86,6 +93,9 @@ func (j *Job) Infer() (*Report, error) {
 	}
 	if err := j.Check(); err != nil {
 		return nil, err
+	}
+	if j.Backend == nil { // before training a model it could not run
+		return nil, ErrNoBackend
 	}
 	d, err := j.Load()
 	if err != nil {
@@ -120,6 +130,7 @@ func (j *Job) Infer() (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer plan.Close()
 	quantPrep := time.Since(t2) - trainTime // quantizing the input, the model and its plan
 	run, err := j.Run(plan, d, in)
 	if err != nil {
@@ -128,10 +139,12 @@ func (j *Job) Infer() (*Report, error) {
 	total := time.Since(start) - trainTime
 	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, FeatureBits: in.Params.Bits,
 		Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
-		Kernel: j.kernel().Name(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
+		Kernel: j.backendName(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
 		PrepareMS: ms(d.BatchTime + quantPrep), PackMS: ms(run.Pack), ComputeMS: ms(run.Compute), TrainMS: ms(trainTime),
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes,
-		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches}
+		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches,
+		H2DBytes: run.Traffic.HostToDevice, D2HBytes: run.Traffic.DeviceToHost, Ops: run.Traffic.Ops,
+		WeightUploadBytes: plan.Upload.HostToDevice}
 	if m.ABits == m.WBits {
 		r.Bits = m.ABits
 	}

@@ -25,9 +25,10 @@ var ErrData = errors.New("pipeline: unusable dataset")
 // (sweeps do, per seed and width).
 type Job struct {
 	Config
-	// Kernel computes the bit products; nil is bmm.Default(). The caller
-	// chooses the device (the pipeline never opens one) and closes it.
-	Kernel bmm.Kernel
+	// Backend runs the compiled plans: cpu.NewBackend or a GPU's. The
+	// caller chooses the device (the pipeline never opens one) and closes
+	// it; Compile refuses a nil one.
+	Backend bmm.Backend
 	// CacheDir holds trained models and partitions between runs; "" caches
 	// nothing.
 	CacheDir string
@@ -58,11 +59,15 @@ func (j *Job) note(format string, args ...any) {
 	}
 }
 
-func (j *Job) kernel() bmm.Kernel {
-	if j.Kernel == nil {
-		return bmm.Default()
+// ErrNoBackend: Compile was called on a Job without a Backend.
+var ErrNoBackend = errors.New("pipeline: the job has no backend (set Job.Backend, e.g. cpu.NewBackend(nil))")
+
+// backendName is the job's backend's name, "" without one.
+func (j *Job) backendName() string {
+	if j.Backend == nil {
+		return ""
 	}
-	return j.Kernel
+	return j.Backend.Name()
 }
 
 // Data is a loaded dataset and, after Partition, its batches.
@@ -245,9 +250,13 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*laye
 // Cached says whether every model this job trained went into its cache.
 func (j *Job) Cached() bool { return j.CacheDir != "" && j.cacheErr == nil }
 
-// Compile turns m into a plan on the job's kernel with its aggregation mode.
+// Compile turns m into a plan on the job's backend with its aggregation
+// mode; the caller closes the plan.
 func (j *Job) Compile(m *layers.Model) (*layers.Plan, error) {
-	plan, err := m.Compile(j.kernel())
+	if j.Backend == nil {
+		return nil, ErrNoBackend
+	}
+	plan, err := m.Compile(j.Backend)
 	if err != nil {
 		return nil, err
 	}

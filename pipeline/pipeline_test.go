@@ -14,8 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/qgtc/qgtc/bmm"
-	_ "github.com/qgtc/qgtc/cpu" // the CPU bit kernels, as a caller would pass
+	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
@@ -27,7 +26,7 @@ func fastJob(dataset, cache string) (*Job, *bytes.Buffer) {
 	c := DefaultConfig(dataset)
 	c.Epochs, c.QATEpochs = 5, 1
 	var warn bytes.Buffer
-	return &Job{Config: c, Kernel: bmm.Default(), CacheDir: cache, Warnings: &warn}, &warn
+	return &Job{Config: c, Backend: cpu.NewBackend(nil), CacheDir: cache, Warnings: &warn}, &warn
 }
 
 // infer runs a copy of j (fresh cache-note state, as a new process has)
@@ -272,7 +271,7 @@ func TestWeights(t *testing.T) {
 			c.FeatureScale = layers.ScaleNone // and so is this, from the file's origin
 		}
 		var warn bytes.Buffer
-		r, err := (&Job{Config: c, Weights: w, Warnings: &warn}).Infer()
+		r, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w, Warnings: &warn}).Infer()
 		require.NoError(t, err)
 		return r, warn.String()
 	}
@@ -325,7 +324,7 @@ func TestWeights(t *testing.T) {
 	})
 	t.Run("other widths of features", func(t *testing.T) {
 		c := DefaultConfig("citeseer")
-		_, err := (&Job{Config: c, Weights: w}).Infer()
+		_, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).Infer()
 		require.Error(t, err)
 		assert.ErrorIs(t, err, layers.ErrModel)
 		assert.Contains(t, err.Error(), "model takes 1433 features")
@@ -353,6 +352,10 @@ func TestLoadWarnings(t *testing.T) {
 func TestSteps(t *testing.T) {
 	j, _ := fastJob("cora", t.TempDir())
 	want := infer(t, j)
+	// On the CPU a pass moves no bytes and the weights none either: its
+	// operands are host memory. The ops are counted all the same.
+	assert.Zero(t, want.H2DBytes+want.D2HBytes+want.WeightUploadBytes, "cpu backend traffic")
+	assert.Positive(t, want.Ops)
 	d, err := j.Load()
 	require.NoError(t, err)
 	assert.Nil(t, d.Batches)
@@ -367,6 +370,11 @@ func TestSteps(t *testing.T) {
 	require.NoError(t, err)
 	plan, err := j.Compile(m)
 	require.NoError(t, err)
+	defer plan.Close()
+	nb := *j
+	nb.Backend = nil
+	_, err = nb.Compile(m)
+	assert.ErrorIs(t, err, ErrNoBackend)
 	run, err := j.Run(plan, d, in)
 	require.NoError(t, err)
 	assert.Equal(t, *want.Accuracy, layers.Accuracy(run.Pred, d.Dataset.Labels, d.Dataset.Test))

@@ -70,11 +70,13 @@ func (j *Job) Sweep(bits []int, seeds int) (*SweepReport, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	if j.Backend == nil {
+		return nil, ErrNoBackend
+	}
 	rep := &SweepReport{Model: j.Model, Seeds: seeds}
 	rows := make([]SweepRow, len(bits)+1)
 	acc := make([][]float64, len(bits)+1)
 	ptq := make([][]float64, len(bits)+1)
-	kernel := j.kernel()
 	for s := 0; s < seeds; s++ {
 		sj := *j
 		sj.Config = cfg
@@ -137,11 +139,12 @@ func (j *Job) Sweep(bits []int, seeds int) (*SweepReport, error) {
 			}
 			sj.Progress.Printf("qgtc: sweep seed %d: %d-bit inference", sj.Seed, b)
 			run, err := plan.Run(d.Batches, in, sj.Sparse(plan, in), nil)
+			plan.Close()
 			if err != nil {
 				return nil, err
 			}
 			r := &rows[bi+1]
-			r.Bits, r.Kernel, r.FeatureBits = b, kernel.Name(), in.Params.Bits
+			r.Bits, r.Kernel, r.FeatureBits = b, sj.backendName(), in.Params.Bits
 			r.WeightBytes, r.InterBytes = plan.WeightBytes, run.Stats.InterBytes
 			r.ComputeMS += ms(run.Compute) / float64(seeds)
 			r.PackMS += ms(run.Pack) / float64(seeds)

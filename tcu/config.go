@@ -31,8 +31,8 @@ type config struct {
 	// copy, the consumers releasing a stage n stages after it
 	// (wgmma.wait_group n); 0 is the single-role loop (bmm_wgmma.cu WS).
 	ws int
-	// oneprob (wgmma): 1 reads the descriptor of a one-product launch
-	// from the kernel parameter (p1) instead of global memory.
+	// oneprob: 1 reads the descriptor of a one-product launch from the
+	// kernel parameter (p1) instead of global memory (both kernels).
 	oneprob int
 	// l2 (wgmma): 1 stores whole int tiles with an L2 evict-first policy
 	// (bmm_wgmma.cu L2HINT).
@@ -114,6 +114,12 @@ func chooseConfig(l launch, t target, tu tuning) config {
 		c.out16 = 1 // half the int stores and download
 	}
 	if c.path != PathWGMMA {
+		// mma.sync: every one-product launch passes its descriptor by
+		// value, which the resident Backend relies on to copy nothing
+		// per product.
+		if l.nprob == 1 && tu.oneprob >= 0 {
+			c.oneprob = 1
+		}
 		return c
 	}
 	if l.byRows && c.bn >= 256 && tu.ws == 0 {
@@ -423,12 +429,12 @@ func (c config) opts() []string {
 	if c.path == PathWGMMA {
 		return append(o, d("NP", c.bbits*c.bn), d("WGS", c.wgs), d("KS", c.ks), d("EPI", c.epi), d("BITREG", c.bitreg), d("WS", c.ws), d("TAIL", c.tail), d("TAILEPI", c.tailepi), d("ONEPROB", c.oneprob), d("L2HINT", c.l2), d("TIMING", c.timing), d("DESC_LBO", c.lbo), d("DESC_SBO", c.sbo))
 	}
-	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn))
+	return append(o, d("BM", c.bm), d("WM", c.wm), d("WN", c.wn), d("ONEPROB", c.oneprob))
 }
 
 func (c config) String() string {
 	if c.path == PathWGMMA {
 		return fmt.Sprintf("wgmma a%d b%d %dx%d wg%d ks%d s%d epi%d reg%d ws%d tail%d te%d p%d l2%d o16%d", c.abits, c.bbits, c.bm, c.bn, c.wgs, c.ks, c.stages, c.epi, c.bitreg, c.ws, c.tail, c.tailepi, c.oneprob, c.l2, c.out16)
 	}
-	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d o16%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages, c.out16)
+	return fmt.Sprintf("mma a%d b%d %dx%d warp %dx%d s%d p%d o16%d", c.abits, c.bbits, c.bm, c.bn, c.wm, c.wn, c.stages, c.oneprob, c.out16)
 }

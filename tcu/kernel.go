@@ -2,7 +2,6 @@ package tcu
 
 import (
 	"embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -341,8 +340,8 @@ type plan struct {
 	jobs   []job
 	outAt  []int // each job's output offset in buf
 	work   float64
-	// prob1 is the descriptor of a one-product wgmma launch, passed by
-	// value too (bmm_wgmma.cu p1); zero for batches.
+	// prob1 is the descriptor of a one-product launch, passed by value
+	// too (both kernels' p1); zero for batches.
 	prob1 [probBytes / 8]uint64
 }
 
@@ -488,9 +487,9 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	in.parts[len(in.parts)-1].data = desc
 	p.probs = base + uint64(probOff)
 	if len(jobs) == 1 {
-		for i := range p.prob1 {
-			p.prob1[i] = binary.LittleEndian.Uint64(desc[8*i:])
-		}
+		// The descriptor still goes up with the operands, in the same
+		// copy: batches and the wgmma epilogue read it there.
+		p.prob1 = probParams(desc)
 	}
 	// One staging copy, one upload.
 	st, err := k.d.staging(max(in.size, p.outLen))
@@ -530,15 +529,8 @@ func (p *plan) launch() error {
 	if p.blocks == 0 {
 		return nil
 	}
-	params := []uint64{p.probs, uint64(p.nprobs)}
-	if p.cfg.path == PathWGMMA {
-		// The third parameter, a Prob by value: Device.launch lays the
-		// parameter words out back to back and points the driver at the
-		// first word of each parameter, so the descriptor's words from
-		// the third on are its bytes (the driver reads as many parameters
-		// as the kernel has).
-		params = append(params, p.prob1[:]...)
-	}
+	// The third parameter, a Prob by value (probParams).
+	params := append([]uint64{p.probs, uint64(p.nprobs)}, p.prob1[:]...)
 	return p.k.d.launch(p.fn, [3]uint32{uint32(p.blocks), 1, 1}, [3]uint32{uint32(p.cfg.threads()), 1, 1},
 		p.cfg.smem(p.maxMode()), p.k.d.stream, params...)
 }

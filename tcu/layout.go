@@ -196,3 +196,15 @@ func packLaunch(ps []prob, bm, bn int) ([]byte, int, error) {
 	}
 	return buf.Bytes(), total, nil
 }
+
+// probParams is the encoded descriptor of a one-product launch (desc from
+// packLaunch) as the words of the kernels' by-value parameter p1:
+// Device.launch lays the parameter words out back to back and points the
+// driver at the first word of each, so the words from the third parameter
+// on are p1's bytes (the driver reads as many parameters as the kernel has).
+func probParams(desc []byte) (w [probBytes / 8]uint64) {
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64(desc[8*i:])
+	}
+	return w
+}

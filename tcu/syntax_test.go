@@ -35,7 +35,7 @@ func TestKernelSyntax(t *testing.T) {
 	if out, err := exec.Command(clang, append(flags, probe)...).CombinedOutput(); err != nil {
 		t.Skipf("%s cannot check CUDA for sm_80 with these flags: %v\n%s", clang, err, out)
 	}
-	for _, f := range []string{"bmm_wgmma.cu", "bmm_mma.cu"} {
+	for _, f := range []string{"bmm_wgmma.cu", "bmm_mma.cu", "agg.cu"} {
 		src, hdrs := kernelSource(f)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(src), 0o644))
 		for _, h := range hdrs {
@@ -44,7 +44,8 @@ func TestKernelSyntax(t *testing.T) {
 	}
 	// A wgmma variant as chooseConfig makes it for a dense int launch
 	// (h200), then edited for choices other launches make (MulBit
-	// packing, uint16 outputs, the by-value descriptor).
+	// packing, uint16 outputs, the by-value descriptor); mma variants of
+	// one product (the descriptor by value) and of a batch.
 	wg := func(a, b, m, n, ksteps int, tu tuning, edit func(*config)) config {
 		c := chooseConfig(intLaunch(a, b, m, n, ksteps), h200, tu)
 		require.Equal(t, PathWGMMA, c.path)
@@ -62,6 +63,7 @@ func TestKernelSyntax(t *testing.T) {
 	}
 	cases := map[string]config{
 		"mma 2x3":                   mma(2, 3, 4096, 64, nil),
+		"mma 2x3 batch":             mma(2, 3, 4096, 64, func(c *config) { c.oneprob = 0 }),
 		"mma 1x8":                   mma(1, 8, 1024, 16, nil),
 		"s=1 int32 default":         wg(1, 1, 16384, 256, 64, tuning{}, nil),
 		"s=1 timing":                wg(1, 1, 16384, 256, 64, tuning{timing: 1}, nil),
@@ -94,4 +96,8 @@ func TestKernelSyntax(t *testing.T) {
 			require.NoError(t, err, "%v\n%s", c, out)
 		})
 	}
+	t.Run("agg.cu", func(t *testing.T) { // the resident backend's kernels: one build, no variants
+		out, err := exec.Command(clang, append(slices.Clone(flags), filepath.Join(dir, "agg.cu"))...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,13 +13,22 @@ import (
 	"github.com/qgtc/qgtc/tcu"
 )
 
-// The GPU backend's CLI hooks: the tcu kernel, its benchmark table and its
-// section of `qgtc info`.
+// The GPU backend's CLI hooks: the backend that runs plans, the tcu
+// kernel's benchmark table and its section of `qgtc info`.
 
 func init() {
-	openGPUKernel = openTCU
+	openGPUBackend = openTCUBackend
 	gpuBenchBMM = benchTCU
 	infoSections = append(infoSections, gpuInfo)
+}
+
+// errGPUNotWired is what --device gpu says until tcu.NewBackend runs
+// plans: nothing half-works on the GPU meanwhile (auto runs on the CPU).
+var errGPUNotWired = errors.New("the GPU backend is not wired into qgtc yet (tcu.NewBackend); use --device cpu")
+
+// openTCUBackend opens GPU 0 as a bmm.Backend for compiled plans.
+func openTCUBackend() (bmm.Backend, io.Closer, error) {
+	return nil, nil, errGPUNotWired
 }
 
 func openTCU() (bmm.Kernel, io.Closer, error) {

@@ -28,5 +28,6 @@ type benchShape struct {
 // is compiled in (it always is: tcu needs no toolkit to build).
 var gpuBenchBMM func(shapes []benchShape, w io.Writer) error
 
-// openGPUKernel opens the GPU bit kernel; the closer releases the device.
-var openGPUKernel func() (bmm.Kernel, io.Closer, error)
+// openGPUBackend opens GPU 0 as the backend that runs compiled plans; the
+// closer releases the backend and the device.
+var openGPUBackend func() (bmm.Backend, io.Closer, error)

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/qgtc/qgtc/bmm"
-	_ "github.com/qgtc/qgtc/cpu" // registers the CPU bit kernels with bmm
+	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/pipeline"
@@ -21,30 +21,34 @@ func init() {
 	register(&command{name: "infer", summary: "batched quantized GNN inference (gcn, gin) on bit tensors", run: runInfer})
 }
 
-// qPickKernel returns the bit kernel for --device and a closer; when auto
-// falls back to the CPU it says why on stderr.
-func qPickKernel(device string) (bmm.Kernel, io.Closer, error) {
+// qPickBackend returns the backend for --device and what releases it;
+// when auto falls back to the CPU it says why on stderr.
+func qPickBackend(device string) (bmm.Backend, io.Closer, error) {
 	note := func(msg string) { qNote("%s", msg) }
+	onCPU := func() (bmm.Backend, io.Closer, error) {
+		be := cpu.NewBackend(nil)
+		return be, be, nil
+	}
 	switch device {
 	case "cpu":
-		return bmm.Default(), nil, nil
+		return onCPU()
 	case "gpu", "auto":
-		if openGPUKernel == nil {
+		if openGPUBackend == nil {
 			if device == "gpu" {
 				return nil, nil, errors.New("this build has no GPU support")
 			}
 			note("no GPU support in this build; running on the CPU")
-			return bmm.Default(), nil, nil
+			return onCPU()
 		}
-		k, c, err := openGPUKernel()
+		be, c, err := openGPUBackend()
 		if err != nil {
 			if device == "gpu" {
 				return nil, nil, fmt.Errorf("opening the GPU: %w", err)
 			}
 			note(fmt.Sprintf("no GPU (%v); running on the CPU", err))
-			return bmm.Default(), nil, nil
+			return onCPU()
 		}
-		return k, c, nil
+		return be, c, nil
 	}
 	return nil, nil, fmt.Errorf("%w: --device %q (want cpu, gpu or auto)", errUsage, device)
 }
@@ -138,7 +142,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	qJobFlags(fs, &c, &quiet)
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed for the split, partition and training")
 	fs.StringVar(&c.SparseInput, "sparse-input", pipeline.SparseAuto, "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
-	aggFlag := fs.String("agg", "auto", "aggregations: dense (bit product on the packed 1-bit adjacency), sparse (codes summed over the edge list, same results) or auto (edge list on the CPU where it is cheaper)")
+	aggFlag := fs.String("agg", "auto", "aggregations: dense (bit product on the packed 1-bit adjacency), sparse (codes summed over the edge list, same results) or auto (the backend's cost model picks, batch by batch)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -169,14 +173,12 @@ func runInfer(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	kernel, closer, err := qPickKernel(*device)
+	be, closer, err := qPickBackend(*device)
 	if err != nil {
 		return err
 	}
-	if closer != nil {
-		defer closer.Close()
-	}
-	j.Kernel = kernel
+	defer closer.Close()
+	j.Backend = be
 	r, err := j.Infer()
 	if err != nil {
 		return qUsage(err)
@@ -246,6 +248,8 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	if r.InterBytes > r.UnfusedBytes {
 		ratio = fmt.Sprintf("%.1fx more", float64(r.InterBytes)/math.Max(1, float64(r.UnfusedBytes)))
 	}
+	fmt.Fprintf(w, "  transfers    %s to the backend, %s back, %d ops in the pass; weights %s uploaded once\n",
+		qByteSize(r.H2DBytes), qByteSize(r.D2HBytes), r.Ops, qByteSize(r.WeightUploadBytes))
 	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%s); weights %s\n",
 		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), ratio, qByteSize(int64(r.WeightBytes)))
 	fmt.Fprintf(w, "  peak memory  %s\n", qByteSize(r.PeakBytes))

@@ -30,7 +30,16 @@ func TestInferJSON(t *testing.T) {
 		assert.EqualValues(t, 2708, r["nodes"])
 		assert.Greater(t, r["accuracy"].(float64), 0.5)
 		assert.Equal(t, wantTrain, r["train_ms"].(float64) > 0, "run %d trains only when nothing is cached", i)
+		// The CPU backend's operands are host memory: nothing moves, the
+		// ops are counted.
+		for _, k := range []string{"h2d_bytes", "d2h_bytes", "weight_upload_bytes"} {
+			assert.EqualValues(t, 0, r[k], k)
+		}
+		assert.Positive(t, r["ops"].(float64))
 	}
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(args[:len(args)-2], &out, &errb), errb.String())
+	assert.Regexp(t, `transfers +0 B to the backend, 0 B back, [1-9][0-9]* ops in the pass; weights 0 B uploaded once`, out.String())
 }
 
 func TestInferWeightsAndSweep(t *testing.T) {
@@ -70,6 +79,7 @@ func TestInferErrors(t *testing.T) {
 		{"sweep bad bits", []string{"sweep", "--dataset", "cora", "--bits", "4,x"}, 2},
 		{"sweep negative epochs", []string{"sweep", "--dataset", "cora", "--epochs", "-1"}, 2},
 		{"bad norm", []string{"infer", "--dataset", "cora", "--norm", "layer"}, 2},
+		{"gpu", []string{"infer", "--dataset", "cora", "--device", "gpu"}, 1}, // not wired yet, or no GPU here
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

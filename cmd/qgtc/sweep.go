@@ -72,14 +72,12 @@ func runSweep(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	kernel, closer, err := qPickKernel(*device)
+	be, closer, err := qPickBackend(*device)
 	if err != nil {
 		return err
 	}
-	if closer != nil {
-		defer closer.Close()
-	}
-	j := &pipeline.Job{Config: c, Kernel: kernel, CacheDir: qCacheDir(), Progress: progress.New(qStderr, quiet), Warnings: qStderr}
+	defer closer.Close()
+	j := &pipeline.Job{Config: c, Backend: be, CacheDir: qCacheDir(), Progress: progress.New(qStderr, quiet), Warnings: qStderr}
 	rep, err := j.Sweep(bits, *seeds)
 	if err != nil {
 		return qUsage(err)
@@ -96,7 +94,7 @@ func runSweep(args []string, stdout io.Writer) error {
 		return enc.Encode(rep)
 	}
 	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %d batches, %s, kernel %s\n",
-		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, qSeeds(rep.Seeds), kernel.Name())
+		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, qSeeds(rep.Seeds), be.Name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {

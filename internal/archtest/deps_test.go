@@ -71,14 +71,13 @@ func TestDependencyDirection(t *testing.T) {
 		"internal/safetensors": {},
 		"internal/learn":       {},
 		"layers/fp":            {"bittensor", "bmm", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
-		// layers computes on whatever kernel bmm.Default() or the caller
-		// gives it; only the CLI chooses a GPU, so layers never reaches tcu.
-		"layers": {"bittensor", "bmm", "cpu", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
-		// pipeline runs on the kernel its caller passes in: it never reaches
-		// tcu, and reaches cpu only through layers until layers drops it
-		// (TestPipelineBackendFree forbids importing cpu directly).
-		"pipeline": {"bittensor", "bmm", "cpu", "datasets", "internal/atomicfile", "internal/learn", "internal/par",
-			"internal/progress", "internal/safetensors", "layers", "quantize", "subgraph", "templates"},
+		// layers runs its plans on whatever bmm.Backend its caller compiles
+		// them for: it reaches neither backend (nor the fp32 templates).
+		"layers": {"bittensor", "bmm", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph"},
+		// pipeline runs on the backend its caller passes in: no backend, no
+		// templates, even through layers.
+		"pipeline": {"bittensor", "bmm", "datasets", "internal/atomicfile", "internal/learn", "internal/par",
+			"internal/progress", "internal/safetensors", "layers", "quantize", "subgraph"},
 	}
 	for pkg, ok := range allowed {
 		t.Run(pkg, func(t *testing.T) {
@@ -94,7 +93,7 @@ func TestDependencyDirection(t *testing.T) {
 }
 
 // TestPipelineBackendFree: the pipeline imports neither backend itself;
-// the CLI (or any caller) picks the device and passes its kernel in.
+// the CLI (or any caller) picks the device and passes its backend in.
 func TestPipelineBackendFree(t *testing.T) {
 	ctx := build.Default
 	bp, err := ctx.ImportDir(filepath.Join(moduleRoot(t), "pipeline"), 0)

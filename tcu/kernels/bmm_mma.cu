@@ -11,8 +11,13 @@
 // shifts in the epilogue, which then applies the float epilogue and the
 // re-quantization and packs bit planes without touching global int32.
 //
-// Compile-time parameters (-D): ABITS, BBITS, BM, BN, WM, WN, STAGES.
+// Compile-time parameters (-D): ABITS, BBITS, BM, BN, WM, WN, STAGES, OUT16,
+// ONEPROB (1: one product, its descriptor the by-value parameter p1).
 #include "common.cuh"
+
+#ifndef ONEPROB
+#define ONEPROB 0
+#endif
 
 // Plane pairs of weight 2^31 or more cannot contribute to a product that
 // fits int32 (bmm.Check), except as zeros: they are skipped, and at most
@@ -68,12 +73,23 @@ __device__ __forceinline__ void loadStage(const Prob& P, u32 sA, int m0, int n0,
   }
 }
 
-extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __restrict__ probs, long long nprobs) {
+extern "C" __global__ void __launch_bounds__(NTHREADS) bmm_mma(const Prob* __restrict__ probsG, long long nprobs, const __grid_constant__ Prob p1) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   // A register copy: the "memory" clobbers of the asm statements would make
-  // the compiler re-read every field of a reference to global memory.
+  // the compiler re-read every field of a reference to global memory. A
+  // launch of one product (ONEPROB=1) passes its descriptor by value (p1),
+  // so that the resident backend copies nothing to the device per product;
+  // the epilogue (emit, packBits) then reads it at p1's address.
+#if ONEPROB
+  const Prob* const probs = &p1;
+  const int pi = 0;
+  Prob P;
+  PROB_FROM_PARAM(P, p1);
+#else
+  const Prob* const probs = probsG;
+  const int pi = findProb(probs, (int)nprobs, blockIdx.x);
   const Prob P = probs[pi];
+#endif
   const Work wk = blockWork(P, blockIdx.x);
   const int tm = wk.tm;
   const int m0 = tm * BM, n0 = wk.tn * BN;

@@ -509,20 +509,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS_ALL, 1) bmm_wgmma(const Pr
   // choice is made at compile time: a run-time select of the two sources
   // made the compiler read the descriptor through a generic pointer.)
 #if ONEPROB
-  // Field by field through empty asm statements: each a register value,
-  // as the copy from global memory is. (MulBit of 256-column tiles still
+  // Field by field (PROB_FROM_PARAM). (MulBit of 256-column tiles still
   // ran slower with it than with the global copy, so the host does not
   // choose it there: bench/gpu/RESULTS.md, session 5.)
   Prob P;
-#define OPQ(f, c) \
-  P.f = p1.f;     \
-  asm("" : "+" c(P.f));
-  OPQ(A, "l") OPQ(B, "l") OPQ(out, "l") OPQ(kptr, "l") OPQ(kidx, "l") OPQ(colScale, "l") OPQ(rowTerm, "l")
-  OPQ(colTerm, "l") OPQ(colConst, "l") OPQ(rowScale, "l") OPQ(colBias, "l") OPQ(aPlane, "l") OPQ(bPlane, "l")
-  OPQ(outPlane, "l") OPQ(M, "r") OPQ(N, "r") OPQ(lw32, "r") OPQ(aLines, "r") OPQ(bLines, "r") OPQ(tilesN, "r")
-  OPQ(tileStart, "r") OPQ(mode, "r") OPQ(outBits, "r") OPQ(outByCols, "r") OPQ(outLw32, "r") OPQ(relu, "r")
-  OPQ(rqScale, "f") OPQ(rqOffset, "f")
-#undef OPQ
+  PROB_FROM_PARAM(P, p1);
 #else
   const Prob P = probs[pi];
 #endif

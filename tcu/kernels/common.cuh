@@ -52,6 +52,23 @@ static_assert(OUTB == sizeof(outT), "OUTB");
 // in the low half (the lower address).
 __device__ __forceinline__ u32 pack2(int a, int b) { return ((u32)a & 0xFFFFu) | ((u32)b << 16); }
 
+// PROB_FROM_PARAM copies a by-value descriptor (a __grid_constant__
+// kernel parameter) into P field by field through empty asm statements:
+// each a register value, as the copy from global memory is.
+#define PROB_FROM_PARAM(P, p1)                                                                                       \
+  do {                                                                                                                \
+    PFP_(P, p1, A, "l") PFP_(P, p1, B, "l") PFP_(P, p1, out, "l") PFP_(P, p1, kptr, "l") PFP_(P, p1, kidx, "l")       \
+    PFP_(P, p1, colScale, "l") PFP_(P, p1, rowTerm, "l") PFP_(P, p1, colTerm, "l") PFP_(P, p1, colConst, "l")         \
+    PFP_(P, p1, rowScale, "l") PFP_(P, p1, colBias, "l") PFP_(P, p1, aPlane, "l") PFP_(P, p1, bPlane, "l")            \
+    PFP_(P, p1, outPlane, "l") PFP_(P, p1, M, "r") PFP_(P, p1, N, "r") PFP_(P, p1, lw32, "r") PFP_(P, p1, aLines, "r") \
+    PFP_(P, p1, bLines, "r") PFP_(P, p1, tilesN, "r") PFP_(P, p1, tileStart, "r") PFP_(P, p1, mode, "r")              \
+    PFP_(P, p1, outBits, "r") PFP_(P, p1, outByCols, "r") PFP_(P, p1, outLw32, "r") PFP_(P, p1, relu, "r")            \
+    PFP_(P, p1, rqScale, "f") PFP_(P, p1, rqOffset, "f")                                                              \
+  } while (0)
+#define PFP_(P, p1, f, c) \
+  P.f = p1.f;             \
+  asm("" : "+" c(P.f));
+
 // findProb returns the problem whose tile range holds block b: with
 // several problems, the host's block → problem map (int32 per block) that
 // follows the n descriptors.

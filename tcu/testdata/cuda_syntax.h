@@ -54,3 +54,13 @@ __device__ unsigned __float2uint_rz(float);
 #define __noinline__ __attribute__((noinline))
 __device__ int atomicExch(int*, int);
 __device__ unsigned atomicExch(unsigned*, unsigned);
+// kernels/agg.cu
+__device__ int __popcll(unsigned long long);
+__device__ float __ll2float_rn(long long);
+__device__ long long __shfl_down_sync(unsigned, long long, int, int w = 32);
+__device__ float __int_as_float(int);
+__device__ double __dadd_rn(double, double);
+__device__ double __dmul_rn(double, double);
+__device__ double ldexp(double, int);
+__device__ double __ll2double_rn(long long);
+__device__ float __double2float_rn(double);

@@ -1,0 +1,644 @@
+package tcu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// Backend implements bmm.Backend on one GPU: operands live in device
+// memory (the device's pool), ops are kernel launches on the device's
+// stream, and only Argmax and the Read methods copy results back. Products run on
+// the mma.sync kernel (bmm_mma.cu), which reads operands in the bittensor
+// layout itself, so an op's packed output is the next op's operand as it
+// lies; the wgmma kernel's tiled layout depends on each launch's tile and
+// is left to a later change. Products past int32 are summed from plane
+// groups on the device (mul). Aggregations, re-quantization into byte
+// codes, the wide products' sums and epilogue, row sums and argmax are
+// kernels/agg.cu.
+//
+// Traffic counts every byte copied between host and device: the uploads
+// and the downloads of Argmax and the Read methods. Ops copy nothing (a
+// product's descriptor is a kernel parameter, bmm_mma.cu ONEPROB); Ops
+// counts kernel launches (the clearing of packed outputs, a memset, is
+// not one).
+type Backend struct {
+	k      *Kernel // mma.sync on every shape
+	d      *Device
+	tr     bmm.Traffic
+	live   map[*devMem]struct{} // operands not yet freed; Close frees them
+	closed bool
+	fns    map[string]uintptr // agg.cu's kernels
+}
+
+var _ bmm.Backend = (*Backend)(nil)
+
+// aggKernels are the entry points of kernels/agg.cu.
+var aggKernels = []string{"agg", "requant", "widen", "wideout", "rowsums", "argmax"}
+
+// NewBackend returns the resident backend on k's device. It compiles (or
+// loads from the kernel cache) kernels/agg.cu up front, so that a broken
+// build fails here rather than in the middle of a model.
+func NewBackend(k *Kernel) (*Backend, error) {
+	if k == nil {
+		return nil, fmt.Errorf("%w: nil kernel", ErrShape)
+	}
+	km, err := k.WithPath(PathMMA)
+	if err != nil {
+		return nil, err
+	}
+	be := &Backend{k: km, d: k.d, live: map[*devMem]struct{}{}, fns: map[string]uintptr{}}
+	err = be.d.run(func() error {
+		src, hdrs := kernelSource("agg.cu")
+		for _, name := range aggKernels {
+			f, err := be.d.function("agg.cu", src, hdrs, []string{"--std=c++17", "--fmad=false"}, name)
+			if err != nil {
+				return err
+			}
+			be.fns[name] = f
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return be, nil
+}
+
+// Name implements bmm.Backend.
+func (be *Backend) Name() string { return "tcu/" + PathMMA }
+
+// Traffic implements bmm.Backend.
+func (be *Backend) Traffic() bmm.Traffic { return be.tr }
+
+// Close frees every operand still live. The device stays open (it is the
+// kernel's).
+func (be *Backend) Close() error {
+	if be.closed {
+		return nil
+	}
+	be.closed = true
+	var errs []error
+	for m := range be.live {
+		errs = append(errs, m.buf.Free())
+		m.buf = nil
+	}
+	be.live = nil
+	return errors.Join(errs...)
+}
+
+// devMem is an operand's device memory.
+type devMem struct {
+	be  *Backend
+	buf *Buffer // nil once freed
+}
+
+// Free implements bmm.Operand.
+func (m *devMem) Free() {
+	if m.buf == nil || m.be.closed {
+		return
+	}
+	_ = m.buf.Free() // returns the block to the pool; later work on the stream runs after the ops that read it
+	m.buf = nil
+	delete(m.be.live, m)
+}
+
+func (m *devMem) ptr() uint64 { return uint64(m.buf.ptr) }
+
+// mine checks that m is a live operand of be.
+func (be *Backend) mine(m *devMem) error {
+	if m == nil || m.be != be || m.buf == nil {
+		return bmm.ErrForeign
+	}
+	return nil
+}
+
+// devBits is a packed tensor in device memory, in the layout the mma
+// kernel reads (operandLayout): lines padded to 16, each line a whole
+// number of 256-bit k-steps, plane after plane.
+type devBits struct {
+	devMem
+	rows, cols, bits int
+	packing          bittensor.Packing
+	lay              operandLayout
+	// lists holds the zero-tile lists (kptr, kidx device addresses) of an
+	// uploaded A for each row tile height a launch may use; a height not
+	// here, or an A the device wrote, runs every k-step.
+	lists map[int][2]uint64
+}
+
+func (b *devBits) Rows() int                  { return b.rows }
+func (b *devBits) Cols() int                  { return b.cols }
+func (b *devBits) Bits() int                  { return b.bits }
+func (b *devBits) Packing() bittensor.Packing { return b.packing }
+func (b *devBits) k() int {
+	if b.packing == bittensor.ByRows {
+		return b.cols
+	}
+	return b.rows
+}
+func (b *devBits) lines() int {
+	if b.packing == bittensor.ByRows {
+		return b.rows
+	}
+	return b.cols
+}
+
+// devCodes is a row-major matrix of byte codes, rows·cols bytes.
+type devCodes struct {
+	devMem
+	rows, cols, bits int
+}
+
+func (c *devCodes) Rows() int { return c.rows }
+func (c *devCodes) Cols() int { return c.cols }
+func (c *devCodes) Bits() int { return c.bits }
+
+// devVector is float32 values.
+type devVector struct {
+	devMem
+	n int
+}
+
+func (v *devVector) Len() int { return v.n }
+
+// devGraph is a CSR graph: indptr, indices and the optional byte weights
+// in one buffer.
+type devGraph struct {
+	devMem
+	rows, src         int
+	indptr, indices   uint64
+	weights           uint64 // 0: every weight is 1
+	maxDeg, maxWeight int64
+}
+
+func (g *devGraph) Rows() int { return g.rows }
+
+// listHeights are the row tiles mmaConfig chooses (powers of two from 16
+// to 1024), for which UploadBits makes zero-tile lists.
+var listHeights = []int{16, 32, 64, 128, 256, 512, 1024}
+
+// residentWords returns t's words in the resident layout: t's padded
+// lines, each line ceil(K/256) k-steps long (the default padding's), so
+// that operands of any padding with the same K multiply together.
+func residentWords(t *bittensor.Tensor) ([]uint64, operandLayout) {
+	lay := operandLayout{lines: t.PaddedLines(), lw: roundUp((t.K()+63)/64, stepWords)}
+	if lay.lw == t.LineWords() {
+		return t.Words(), lay
+	}
+	out := make([]uint64, t.Bits()*lay.planeWords())
+	for p := 0; p < t.Bits(); p++ {
+		for l := 0; l < lay.lines; l++ {
+			src := t.Line(p, l)
+			copy(out[p*lay.planeWords()+l*lay.lw:], src[:min(len(src), lay.lw)]) // words past K are zero
+		}
+	}
+	return out, lay
+}
+
+// bitsLayout is the device layout of a rows×cols tensor with the default
+// padding.
+func bitsLayout(rows, cols int, packing bittensor.Packing) operandLayout {
+	lines, k := rows, cols
+	if packing == bittensor.ByCols {
+		lines, k = cols, rows
+	}
+	p := bittensor.DefaultPadding
+	return operandLayout{lines: roundUp(lines, p.Lines), lw: roundUp(roundUp(k, p.Bits)/64, stepWords)}
+}
+
+// track registers a new operand's memory.
+func (be *Backend) track(m *devMem, buf *Buffer) {
+	m.be, m.buf = be, buf
+	be.live[m] = struct{}{}
+}
+
+// upload copies the region's parts into a new device buffer through the
+// pinned staging buffer and waits for the copy. Device thread only.
+func (be *Backend) upload(r *region) (*Buffer, error) {
+	buf, err := be.d.alloc(max(r.size, 4))
+	if err != nil {
+		return nil, err
+	}
+	if r.size > 0 {
+		st, err := be.d.staging(r.size)
+		if err != nil {
+			_ = be.d.pool.put(buf.ptr)
+			return nil, err
+		}
+		sb := st.Bytes()
+		clear(sb[:r.size])
+		for _, p := range r.parts {
+			copy(sb[p.off:], p.data)
+		}
+		err = be.d.htod(buf.ptr, st.ptr, r.size)
+		if err == nil {
+			err = be.d.drv.do("cuStreamSynchronize", be.d.stream.h)
+		}
+		if err != nil {
+			_ = be.d.pool.put(buf.ptr)
+			return nil, err
+		}
+	}
+	be.tr.HostToDevice += int64(r.size)
+	return buf, nil
+}
+
+func (be *Backend) open() error {
+	if be.closed {
+		return fmt.Errorf("%w (%w)", bmm.ErrForeign, ErrClosed)
+	}
+	return nil
+}
+
+// UploadBits implements bmm.Backend: t's words in the device layout, and
+// for a tensor packed by rows (an A) its zero-tile lists, one copy.
+func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("%w: nil tensor", bmm.ErrShape)
+	}
+	words, lay := residentWords(t)
+	var r region
+	r.add(asBytes(words), 8*len(words))
+	type list struct {
+		h      int
+		kp, ki int
+	}
+	var lists []list
+	if t.Packing() == bittensor.ByRows && lay.lw > 0 && t.Rows() > 0 {
+		mask := newTileMask(words, t.Bits(), lay)
+		for _, h := range listHeights {
+			kp, ki := tileList(mask, h)
+			if len(ki) < (len(kp)-1)*(lay.lw/stepWords) {
+				lists = append(lists, list{h, r.add(asBytes(kp), 4*len(kp)), r.add(asBytes(ki), 4*max(len(ki), 1))})
+			}
+		}
+	}
+	b := &devBits{rows: t.Rows(), cols: t.Cols(), bits: t.Bits(), packing: t.Packing(), lay: lay, lists: map[int][2]uint64{}}
+	err := be.d.run(func() error {
+		buf, err := be.upload(&r)
+		if err != nil {
+			return err
+		}
+		be.track(&b.devMem, buf)
+		for _, l := range lists {
+			b.lists[l.h] = [2]uint64{uint64(buf.ptr) + uint64(l.kp), uint64(buf.ptr) + uint64(l.ki)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// UploadVector implements bmm.Backend.
+func (be *Backend) UploadVector(v []float32) (bmm.Vector, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	var r region
+	r.add(asBytes(v), 4*len(v))
+	out := &devVector{n: len(v)}
+	return orNil(out, be.d.run(func() error {
+		buf, err := be.upload(&r)
+		if err == nil {
+			be.track(&out.devMem, buf)
+		}
+		return err
+	}))
+}
+
+// UploadCodes implements bmm.Backend; a value at or past 2^bits is an
+// error naming its place.
+func (be *Backend) UploadCodes(vals []uint8, rows, cols, bits int) (bmm.Codes, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if bits < 1 || bits > 8 {
+		return nil, fmt.Errorf("%w: %d-bit codes (1..8)", bmm.ErrBits, bits)
+	}
+	if rows < 0 || cols < 0 || len(vals) != rows*cols {
+		return nil, fmt.Errorf("%w: %d codes for %d×%d", bmm.ErrShape, len(vals), rows, cols)
+	}
+	top := uint8(1<<bits - 1)
+	for i, v := range vals {
+		if v > top {
+			return nil, fmt.Errorf("%w: code %d at row %d, column %d does not fit %d bits", bmm.ErrRange, v, i/cols, i%cols, bits)
+		}
+	}
+	var r region
+	r.add(vals, len(vals))
+	out := &devCodes{rows: rows, cols: cols, bits: bits}
+	return orNil(out, be.d.run(func() error {
+		buf, err := be.upload(&r)
+		if err == nil {
+			be.track(&out.devMem, buf)
+		}
+		return err
+	}))
+}
+
+// UploadGraph implements bmm.Backend: g is checked (indptr from 0, non
+// decreasing, to len(Indices); every index in [0, srcRows); weights below
+// 2^WeightBits) and copied once.
+func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if g == nil || len(g.Indptr) == 0 || g.Indptr[0] != 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) || srcRows < 0 {
+		return nil, fmt.Errorf("%w: graph is not CSR (indptr from 0 to the %d indices) over %d source rows", bmm.ErrShape, lenIndices(g), srcRows)
+	}
+	if len(g.Indices) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d edges, at most 2^31−1", bmm.ErrShape, len(g.Indices))
+	}
+	out := &devGraph{rows: len(g.Indptr) - 1, src: srcRows, maxWeight: 1}
+	for v := 0; v < out.rows; v++ {
+		d := int64(g.Indptr[v+1]) - int64(g.Indptr[v])
+		if d < 0 {
+			return nil, fmt.Errorf("%w: indptr decreases at row %d", bmm.ErrShape, v)
+		}
+		out.maxDeg = max(out.maxDeg, d)
+	}
+	for p, u := range g.Indices {
+		if u < 0 || int(u) >= srcRows {
+			return nil, fmt.Errorf("%w: entry %d lists source row %d of %d", bmm.ErrShape, p, u, srcRows)
+		}
+	}
+	if g.Weights != nil {
+		if g.WeightBits < 1 || g.WeightBits > 8 || len(g.Weights) != len(g.Indices) {
+			return nil, fmt.Errorf("%w: %d weights of %d bits for %d entries", bmm.ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
+		}
+		top := uint8(1<<g.WeightBits - 1)
+		out.maxWeight = 0
+		for p, w := range g.Weights {
+			if w > top {
+				return nil, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", bmm.ErrRange, w, p, g.WeightBits)
+			}
+			out.maxWeight = max(out.maxWeight, int64(w))
+		}
+	}
+	var r region
+	ip := r.add(asBytes(g.Indptr), 4*len(g.Indptr))
+	ix := r.add(asBytes(g.Indices), 4*max(len(g.Indices), 1))
+	iw := -1
+	if g.Weights != nil {
+		iw = r.add(g.Weights, max(len(g.Weights), 1))
+	}
+	return orNil(out, be.d.run(func() error {
+		buf, err := be.upload(&r)
+		if err != nil {
+			return err
+		}
+		be.track(&out.devMem, buf)
+		base := uint64(buf.ptr)
+		out.indptr, out.indices = base+uint64(ip), base+uint64(ix)
+		if iw >= 0 {
+			out.weights = base + uint64(iw)
+		}
+		return nil
+	}))
+}
+
+// orNil returns (v, nil), or (nil, err): no half-made operand with an
+// error.
+func orNil[T any](v *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func lenIndices(g *bmm.Graph) int {
+	if g == nil {
+		return 0
+	}
+	return len(g.Indices)
+}
+
+// newMem allocates n bytes (cleared) for a new operand. Device thread only.
+func (be *Backend) newMem(m *devMem, n int) error {
+	buf, err := be.d.alloc(max(n, 4))
+	if err != nil {
+		return err
+	}
+	if err := be.d.memset32(buf.ptr, 0, roundUp(max(n, 4), 4)/4); err != nil {
+		_ = be.d.pool.put(buf.ptr)
+		return err
+	}
+	be.track(m, buf)
+	return nil
+}
+
+// NewBits implements bmm.Backend: a zero tensor with the default padding.
+func (be *Backend) NewBits(rows, cols, bits int, packing bittensor.Packing) (bmm.Bits, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if bits < 1 || bits > bittensor.MaxBits {
+		return nil, fmt.Errorf("%w: %d bits", bmm.ErrBits, bits)
+	}
+	if rows < 0 || cols < 0 || (packing != bittensor.ByRows && packing != bittensor.ByCols) {
+		return nil, fmt.Errorf("%w: %d×%d packed by %v", bmm.ErrShape, rows, cols, packing)
+	}
+	lay := bitsLayout(rows, cols, packing)
+	b := &devBits{rows: rows, cols: cols, bits: bits, packing: packing, lay: lay}
+	if err := be.d.run(func() error { return be.newMem(&b.devMem, 8*bits*lay.planeWords()) }); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// NewCodes implements bmm.Backend.
+func (be *Backend) NewCodes(rows, cols, bits int) (bmm.Codes, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if bits < 1 || bits > 8 {
+		return nil, fmt.Errorf("%w: %d-bit codes (1..8)", bmm.ErrBits, bits)
+	}
+	if rows < 0 || cols < 0 {
+		return nil, fmt.Errorf("%w: %d×%d codes", bmm.ErrShape, rows, cols)
+	}
+	c := &devCodes{rows: rows, cols: cols, bits: bits}
+	if err := be.d.run(func() error { return be.newMem(&c.devMem, rows*cols) }); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewVector implements bmm.Backend.
+func (be *Backend) NewVector(n int) (bmm.Vector, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%w: vector of %d", bmm.ErrShape, n)
+	}
+	v := &devVector{n: n}
+	if err := be.d.run(func() error { return be.newMem(&v.devMem, 4*n) }); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ReadVector implements bmm.Backend.
+func (be *Backend) ReadVector(dst []float32, v bmm.Vector) error {
+	dv, err := be.vector(v)
+	if err != nil {
+		return err
+	}
+	if len(dst) != dv.n {
+		return fmt.Errorf("%w: reading a vector of %d into %d values", bmm.ErrShape, dv.n, len(dst))
+	}
+	return be.d.run(func() error { return be.download(asBytes(dst), dv.buf.ptr) })
+}
+
+// ReadBits implements bmm.Backend: b as a host tensor with the default
+// padding (lines past b's own padded ones are zero).
+func (be *Backend) ReadBits(b bmm.Bits) (*bittensor.Tensor, error) {
+	db, err := be.bitsOf(b)
+	if err != nil {
+		return nil, err
+	}
+	out, err := bittensor.New(db.rows, db.cols, db.bits, db.packing, bittensor.DefaultPadding)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]uint64, db.bits*db.lay.planeWords())
+	if err := be.d.run(func() error { return be.download(asBytes(raw), db.buf.ptr) }); err != nil {
+		return nil, err
+	}
+	for p := 0; p < db.bits; p++ {
+		for l := 0; l < min(out.PaddedLines(), db.lay.lines); l++ {
+			copy(out.Line(p, l), raw[p*db.lay.planeWords()+l*db.lay.lw:][:db.lay.lw])
+		}
+	}
+	return out, nil
+}
+
+// ReadCodes implements bmm.Backend.
+func (be *Backend) ReadCodes(dst []uint8, c bmm.Codes) error {
+	dc, err := be.codes(c)
+	if err != nil {
+		return err
+	}
+	if len(dst) != dc.rows*dc.cols {
+		return fmt.Errorf("%w: reading %d×%d codes into %d", bmm.ErrShape, dc.rows, dc.cols, len(dst))
+	}
+	return be.d.run(func() error { return be.download(dst, dc.buf.ptr) })
+}
+
+// download copies len(dst) bytes from src after every queued op. Device
+// thread only.
+func (be *Backend) download(dst []byte, src uintptr) error {
+	if len(dst) == 0 {
+		return be.d.drv.do("cuStreamSynchronize", be.d.stream.h)
+	}
+	st, err := be.d.staging(len(dst))
+	if err != nil {
+		return err
+	}
+	if err := be.d.dtoh(st.ptr, src, len(dst)); err != nil {
+		return err
+	}
+	if err := be.d.drv.do("cuStreamSynchronize", be.d.stream.h); err != nil {
+		return err
+	}
+	copy(dst, st.Bytes())
+	be.tr.DeviceToHost += int64(len(dst))
+	return nil
+}
+
+// Argmax implements bmm.Backend: a thread per row on the device (the
+// first largest, NaN never winning, as layers.QArgmax), then the int32
+// predictions come back.
+func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
+	lv, err := be.vector(logits)
+	if err != nil {
+		return err
+	}
+	if cols < 1 || lv.n != len(dst)*cols {
+		return fmt.Errorf("%w: argmax of %d values as %d rows of %d columns", bmm.ErrShape, lv.n, len(dst), cols)
+	}
+	return be.d.run(func() error {
+		if len(dst) == 0 {
+			return nil
+		}
+		out, err := be.d.alloc(4 * len(dst))
+		if err != nil {
+			return err
+		}
+		defer be.d.pool.put(out.ptr)
+		if err := be.launch("argmax", (len(dst)+255)/256, 256, lv.ptr(), uint64(out.ptr), uint64(len(dst)), uint64(cols)); err != nil {
+			return err
+		}
+		return be.download(asBytes(dst), out.ptr)
+	})
+}
+
+// launch queues one of agg.cu's kernels. Device thread only.
+func (be *Backend) launch(name string, blocks, threads int, params ...uint64) error {
+	if blocks == 0 {
+		return nil
+	}
+	if err := be.d.launch(be.fns[name], [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, be.d.stream, params...); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	be.tr.Ops++
+	return nil
+}
+
+// The operand checks: a live operand of this backend, or ErrForeign.
+func (be *Backend) bitsOf(b bmm.Bits) (*devBits, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	d, ok := b.(*devBits)
+	if !ok {
+		return nil, bmm.ErrForeign
+	}
+	return d, be.mine(&d.devMem)
+}
+
+func (be *Backend) codes(c bmm.Codes) (*devCodes, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	d, ok := c.(*devCodes)
+	if !ok {
+		return nil, bmm.ErrForeign
+	}
+	return d, be.mine(&d.devMem)
+}
+
+func (be *Backend) vector(v bmm.Vector) (*devVector, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	d, ok := v.(*devVector)
+	if !ok {
+		return nil, bmm.ErrForeign
+	}
+	return d, be.mine(&d.devMem)
+}
+
+func (be *Backend) graph(g bmm.GraphOperand) (*devGraph, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	d, ok := g.(*devGraph)
+	if !ok {
+		return nil, bmm.ErrForeign
+	}
+	return d, be.mine(&d.devMem)
+}
+
+// f32bits passes a float32 as a 64-bit kernel parameter (agg.cu bitsFloat).
+func f32bits(f float32) uint64 { return uint64(math.Float32bits(f)) }

@@ -1,0 +1,160 @@
+// The resident backend's kernels beside the bit products (tcu/backend.go):
+// edge-list aggregation of byte codes with the fused epilogue into float,
+// byte-code or packed-bit outputs; float to byte-code re-quantization; the
+// sums and epilogue of products past int32; row sums of packed codes;
+// argmax per row. Every parameter is 64 bits wide
+// (Device.launch); floats arrive as their bit patterns. The epilogue and the
+// re-quantization are common.cuh's, bit for bit bmm's.
+#include "common.cuh"
+
+typedef unsigned char u8;
+
+// Output modes (backend_ops.go outFloat, outCodes, outBits).
+enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
+
+__device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
+
+// agg computes G·X: warp w of the grid takes destination row v, its lanes
+// 32 consecutive columns at a time, and sums in int32 the codes of the
+// source rows the row lists (each times its weight when w is set); then the
+// epilogue, and for AGG_CODES/AGG_BITS the re-quantization. Packed rows
+// (outByCols 0) are whole words per warp, written with ballots; packed
+// columns put row v's bit into words other rows share, so they are OR-ed
+// into the zeroed output.
+extern "C" __global__ void agg(const int* __restrict__ indptr, const int* __restrict__ indices, const u8* __restrict__ w,
+                               const u8* __restrict__ x, long long rows, long long cols, long long mode, u64 out,
+                               u64 colScale, u64 rowTerm, u64 colTerm, u64 colConst, u64 rowScale, u64 colBias,
+                               long long relu, long long rqScale, long long rqOffset, long long outBits,
+                               long long outByCols, long long outLw32, long long outPlane32) {
+  const int lane = threadIdx.x & 31;
+  const long long v = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (v >= rows) return;  // the whole warp
+  Prob P = {};
+  P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
+  P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
+  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
+  const int e0 = indptr[v], e1 = indptr[v + 1];
+  for (long long c0 = 0; c0 < cols; c0 += 32) {
+    const long long c = c0 + lane;
+    const bool in = c < cols;
+    int s = 0;
+    if (in) {
+      for (int e = e0; e < e1; e++) {
+        const int xv = x[(long long)indices[e] * cols + c];
+        s += w ? (int)w[e] * xv : xv;
+      }
+    }
+    if (mode == AGG_FLOAT) {
+      if (in) ((float*)out)[v * cols + c] = applyEp(P, s, (int)v, (int)c);
+      continue;
+    }
+    const u32 q = in ? quantize(applyEp(P, s, (int)v, (int)c), scale, offset, (int)outBits) : 0u;
+    if (mode == AGG_CODES) {
+      if (in) ((u8*)out)[v * cols + c] = (u8)q;
+    } else if (!outByCols) {
+      u32* line = (u32*)out + v * outLw32 + (c0 >> 5);
+      for (int p = 0; p < outBits; p++) {
+        const u32 word = __ballot_sync(0xffffffffu, (q >> p) & 1u);
+        if (lane == 0) line[p * outPlane32] = word;
+      }
+    } else if (in) {
+      u32* word = (u32*)out + c * outLw32 + (v >> 5);
+      for (int p = 0; p < outBits; p++) {
+        if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (v & 31));
+      }
+    }
+  }
+}
+
+// requant writes the byte codes of n float32 values: MulCodes is the float
+// product followed by this, the same codes MulBit packs.
+extern "C" __global__ void requant(const float* __restrict__ y, u8* __restrict__ out, long long n, long long rqScale,
+                                   long long rqOffset, long long bits) {
+  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    out[i] = (u8)quantize(y[i], scale, offset, (int)bits);
+  }
+}
+
+// widen adds one plane group's int32 products, times 2^shift, into the
+// sums: exactly in int64 (exact set), else in float64, as bmm's
+// WideProduct (layers' qWideProduct) does on the host.
+extern "C" __global__ void widen(const int* __restrict__ part, u64 acc, long long n, long long exact, long long shift) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    if (exact) {
+      ((long long*)acc)[i] += (long long)part[i] << shift;
+    } else {
+      double* d = (double*)acc + i;
+      *d = __dadd_rn(*d, __dmul_rn((double)part[i], ldexp(1.0, (int)shift)));
+    }
+  }
+}
+
+// wideout finishes a wide product: float32 of the float64 of each sum (the
+// host's two conversions), then Epilogue.ApplyFloat, into float32, byte
+// codes or planes OR-ed into the zeroed output (either packing).
+extern "C" __global__ void wideout(u64 acc, long long exact, long long m, long long n, long long mode, u64 out,
+                                   u64 colScale, u64 rowTerm, u64 colTerm, u64 colConst, u64 rowScale, u64 colBias,
+                                   long long relu, long long rqScale, long long rqOffset, long long outBits,
+                                   long long outByCols, long long outLw32, long long outPlane32) {
+  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m * n; i += (long long)gridDim.x * blockDim.x) {
+    const int r = (int)(i / n), c = (int)(i - (i / n) * n);
+    const double s = exact ? __ll2double_rn(((const long long*)acc)[i]) : ((const double*)acc)[i];
+    float t = __double2float_rn(s);
+    if (colScale) t = __fmul_rn(t, ((const float*)colScale)[c]);
+    if (rowTerm) t = __fadd_rn(t, __fmul_rn(((const float*)rowTerm)[r], ((const float*)colTerm)[c]));
+    if (colConst) t = __fadd_rn(t, ((const float*)colConst)[c]);
+    if (rowScale) t = __fmul_rn(t, ((const float*)rowScale)[r]);
+    if (colBias) t = __fadd_rn(t, ((const float*)colBias)[c]);
+    if (relu && !(t > 0.f)) t = 0.f;
+    if (mode == AGG_FLOAT) {
+      ((float*)out)[i] = t;
+      continue;
+    }
+    const u32 q = quantize(t, scale, offset, (int)outBits);
+    if (mode == AGG_CODES) {
+      ((u8*)out)[i] = (u8)q;
+      continue;
+    }
+    const long long line = outByCols ? c : r, pos = outByCols ? r : c;
+    u32* word = (u32*)out + line * outLw32 + (pos >> 5);
+    for (int p = 0; p < outBits; p++) {
+      if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (pos & 31));
+    }
+  }
+}
+
+// rowsums writes the float32 of each row's code sum Σ_p 2^p popcount(plane
+// p's line), one warp per row, summed exactly in int64 (layers' qRowSums).
+extern "C" __global__ void rowsums(const u64* __restrict__ a, float* __restrict__ out, long long rows, long long bits,
+                                   long long lw, long long planeWords) {
+  const int lane = threadIdx.x & 31;
+  const long long v = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (v >= rows) return;
+  long long s = 0;
+  for (int p = 0; p < bits; p++) {
+    const u64* line = a + p * planeWords + v * lw;
+    int pop = 0;
+    for (long long i = lane; i < lw; i += 32) pop += __popcll(line[i]);
+    s += (long long)pop << p;
+  }
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  if (lane == 0) out[v] = __ll2float_rn(s);
+}
+
+// argmax writes each row's first column of its largest value, scanning
+// with > from column 0 (a NaN never wins, one in column 0 keeps 0), as
+// layers.QArgmax: a thread per row, rows are a few classes wide.
+extern "C" __global__ void argmax(const float* __restrict__ y, int* __restrict__ out, long long rows, long long cols) {
+  const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float* row = y + r * cols;
+  float run = row[0];
+  int best = 0;
+  for (int j = 1; j < cols; j++) {
+    const float x = row[j];
+    if (x > run) run = x, best = j;
+  }
+  out[r] = best;
+}
