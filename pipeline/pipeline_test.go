@@ -460,3 +460,29 @@ func TestDataErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrData)
 	assert.Contains(t, err.Error(), "no node features")
 }
+
+// TestPredictionsHash: the report's hash is the predictions' own, so runs
+// that answer alike (dense and edge-list aggregation, packed or sparse
+// first product) report the same hash and a different model another.
+func TestPredictionsHash(t *testing.T) {
+	cache := t.TempDir()
+	j, _ := fastJob("cora", cache)
+	var hashes []string
+	for _, agg := range []layers.AggMode{layers.AggDense, layers.AggSparse} {
+		for _, sparse := range []string{"on", "off"} {
+			c := *j
+			c.Agg, c.SparseInput = agg, sparse
+			r := infer(t, &c)
+			require.Len(t, r.PredictionsSHA256, 64)
+			hashes = append(hashes, r.PredictionsSHA256)
+		}
+	}
+	for _, h := range hashes[1:] {
+		assert.Equal(t, hashes[0], h)
+	}
+	o := *j
+	o.Seed = 7
+	assert.NotEqual(t, hashes[0], infer(t, &o).PredictionsSHA256, "another model answers otherwise")
+	assert.Equal(t, predictionsHash([]int32{-1, 2}), predictionsHash([]int32{-1, 2}))
+	assert.NotEqual(t, predictionsHash([]int32{1, 2}), predictionsHash([]int32{2, 1}))
+}

@@ -79,7 +79,7 @@ func TestInferErrors(t *testing.T) {
 		{"sweep bad bits", []string{"sweep", "--dataset", "cora", "--bits", "4,x"}, 2},
 		{"sweep negative epochs", []string{"sweep", "--dataset", "cora", "--epochs", "-1"}, 2},
 		{"bad norm", []string{"infer", "--dataset", "cora", "--norm", "layer"}, 2},
-		{"gpu", []string{"infer", "--dataset", "cora", "--device", "gpu"}, 1}, // not wired yet, or no GPU here
+		{"gpu", []string{"infer", "--dataset", "cora", "--device", "gpu"}, 1}, // no GPU here
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
