@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -79,6 +82,21 @@ type Report struct {
 	D2HBytes          int64 `json:"d2h_bytes"`
 	Ops               int64 `json:"ops"`
 	WeightUploadBytes int64 `json:"weight_upload_bytes"`
+	// PredictionsSHA256 hashes the predicted class of every node (int32,
+	// little-endian, node order; -1 where no batch holds the node): two
+	// runs, on any backends, agree bit for bit exactly when it does.
+	PredictionsSHA256 string `json:"predictions_sha256"`
+}
+
+// predictionsHash is Report.PredictionsSHA256 of pred.
+func predictionsHash(pred []int32) string {
+	h := sha256.New()
+	b := make([]byte, 4*len(pred))
+	for i, p := range pred {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(p))
+	}
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -144,7 +162,7 @@ func (j *Job) Infer() (*Report, error) {
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes,
 		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches,
 		H2DBytes: run.Traffic.HostToDevice, D2HBytes: run.Traffic.DeviceToHost, Ops: run.Traffic.Ops,
-		WeightUploadBytes: plan.Upload.HostToDevice}
+		WeightUploadBytes: plan.Upload.HostToDevice, PredictionsSHA256: predictionsHash(run.Pred)}
 	if m.ABits == m.WBits {
 		r.Bits = m.ABits
 	}

@@ -484,6 +484,7 @@ func TestPartitionFile(t *testing.T) {
 	assert.Equal(t, 3, got.Parts)
 	assert.Equal(t, want.KeptEdges, got.KeptEdges)
 	assert.Equal(t, *want.Accuracy, *got.Accuracy)
+	assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256, "the same predictions")
 	rep, err := k.Sweep([]int{4}, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 3, rep.Parts)
@@ -507,4 +508,30 @@ func TestPartitionFile(t *testing.T) {
 	k.Dataset, k.PartitionFile = "cora", bad
 	_, err = k.Infer()
 	assert.ErrorIs(t, err, subgraph.ErrCacheCorrupt)
+}
+
+// TestPredictionsHash: the report's hash is the predictions' own, so runs
+// that answer alike (dense and edge-list aggregation, packed or sparse
+// first product) report the same hash and a different model another.
+func TestPredictionsHash(t *testing.T) {
+	cache := t.TempDir()
+	j, _ := fastJob("cora", cache)
+	var hashes []string
+	for _, agg := range []layers.AggMode{layers.AggDense, layers.AggSparse} {
+		for _, sparse := range []string{"on", "off"} {
+			c := *j
+			c.Agg, c.SparseInput = agg, sparse
+			r := infer(t, &c)
+			require.Len(t, r.PredictionsSHA256, 64)
+			hashes = append(hashes, r.PredictionsSHA256)
+		}
+	}
+	for _, h := range hashes[1:] {
+		assert.Equal(t, hashes[0], h)
+	}
+	o := *j
+	o.Seed = 7
+	assert.NotEqual(t, hashes[0], infer(t, &o).PredictionsSHA256, "another model answers otherwise")
+	assert.Equal(t, predictionsHash([]int32{-1, 2}), predictionsHash([]int32{-1, 2}))
+	assert.NotEqual(t, predictionsHash([]int32{1, 2}), predictionsHash([]int32{2, 1}))
 }

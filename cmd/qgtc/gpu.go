@@ -22,13 +22,30 @@ func init() {
 	infoSections = append(infoSections, gpuInfo)
 }
 
-// errGPUNotWired is what --device gpu says until tcu.NewBackend runs
-// plans: nothing half-works on the GPU meanwhile (auto runs on the CPU).
-var errGPUNotWired = errors.New("the GPU backend is not wired into qgtc yet (tcu.NewBackend); use --device cpu")
-
-// openTCUBackend opens GPU 0 as a bmm.Backend for compiled plans.
+// openTCUBackend opens GPU 0 as a bmm.Backend for compiled plans; the
+// closer releases the backend's operands, then the device.
 func openTCUBackend() (bmm.Backend, io.Closer, error) {
-	return nil, nil, errGPUNotWired
+	k, d, err := openTCU()
+	if err != nil {
+		return nil, nil, err
+	}
+	be, err := tcu.NewBackend(k.(*tcu.Kernel))
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return be, closers{be, d}, nil
+}
+
+// closers closes each in turn and reports every failure.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func openTCU() (bmm.Kernel, io.Closer, error) {

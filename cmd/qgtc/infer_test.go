@@ -79,7 +79,7 @@ func TestInferErrors(t *testing.T) {
 		{"sweep bad bits", []string{"sweep", "--dataset", "cora", "--bits", "4,x"}, 2},
 		{"sweep negative epochs", []string{"sweep", "--dataset", "cora", "--epochs", "-1"}, 2},
 		{"bad norm", []string{"infer", "--dataset", "cora", "--norm", "layer"}, 2},
-		{"gpu", []string{"infer", "--dataset", "cora", "--device", "gpu"}, 1}, // not wired yet, or no GPU here
+		{"gpu", []string{"infer", "--dataset", "cora", "--device", "gpu"}, 1}, // no GPU here
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -155,9 +155,9 @@ func TestDatasetWarnings(t *testing.T) {
 }
 
 // TestInferPartitionFile: `partition --out` writes the file `infer
-// --partition` batches by: the same predictions (accuracy, parts, kept
-// edges) as infer partitioning through its cache; a file made for another
-// graph is an error naming both graphs.
+// --partition` batches by: the same predictions (their hash, accuracy,
+// parts, kept edges) as infer partitioning through its cache; a file made
+// for another graph is an error naming both graphs.
 func TestInferPartitionFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "cora-k3.part")
@@ -174,7 +174,7 @@ func TestInferPartitionFile(t *testing.T) {
 	want := infer(filepath.Join(dir, "a"), "--parts", "3")
 	got := infer(filepath.Join(dir, "b"), "--partition", file)
 	assert.Equal(t, true, got["partition_cached"])
-	for _, k := range []string{"parts", "batches", "kept_edges", "accuracy"} {
+	for _, k := range []string{"parts", "batches", "kept_edges", "accuracy", "predictions_sha256"} {
 		assert.Equal(t, want[k], got[k], k)
 	}
 	code, _, errs = runCLI("infer", "--dataset", "cora", "--partition", file, "--parts", "4", "--quiet")
