@@ -63,6 +63,14 @@ type Backend interface {
 	AggBit(dst Bits, g GraphOperand, x Codes, ep *Epi, rq Requant) error
 	AggCodes(dst Codes, g GraphOperand, x Codes, ep *Epi, rq Requant) error
 	AggFloat(dst Vector, g GraphOperand, x Codes, ep *Epi) error
+	// AddBit, AddCodes and AddFloat write the element-wise sum x + y
+	// (float32, rounded once; AddValue), then the ReLU when relu, then
+	// (Bit, Codes) rq: the join of two branches, such as GraphSAGE's
+	// neighbour and root terms. x and y hold dst's rows × cols values,
+	// row-major.
+	AddBit(dst Bits, x, y Vector, relu bool, rq Requant) error
+	AddCodes(dst Codes, x, y Vector, relu bool, rq Requant) error
+	AddFloat(dst Vector, x, y Vector, relu bool) error
 	// RowSums writes the sum of each row's codes of a (packed by rows)
 	// into dst as float32: the zero-point term of the next epilogue.
 	RowSums(dst Vector, a Bits) error

@@ -102,3 +102,13 @@ func (rq Requant) Quantize(y float32, bits int) uint32 {
 	}
 	return uint32(math.Floor(float64(v)))
 }
+
+// AddValue is one element of a Backend's Add ops: x + y rounded to
+// float32, then max(·, 0) when relu (NaN becomes 0, as in Epilogue).
+func AddValue(x, y float32, relu bool) float32 {
+	t := x + y
+	if relu && !(t > 0) {
+		t = 0
+	}
+	return t
+}

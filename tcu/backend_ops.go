@@ -392,3 +392,63 @@ func (be *Backend) PreferEdges(c bmm.AggCost) bool {
 	edges := float64(c.Edges) * float64(c.Cols) / gpuEdgeBytesPerSec
 	return edges <= dense
 }
+
+// addOp checks x + y into a rows×cols output and queues agg.cu's add:
+// codes of qbits for outCodes, dst's planes for outBits.
+func (be *Backend) addOp(mode int, o uint64, rows, cols, qbits int, dst *devBits, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	dx, err := be.vector(x)
+	if err != nil {
+		return fmt.Errorf("x: %w", err)
+	}
+	dy, err := be.vector(y)
+	if err != nil {
+		return fmt.Errorf("y: %w", err)
+	}
+	if dx.n != rows*cols || dy.n != rows*cols {
+		return fmt.Errorf("%w: adding %d and %d values into %d×%d", bmm.ErrShape, dx.n, dy.n, rows, cols)
+	}
+	var byCols, lw32, plane32 int
+	if dst != nil {
+		byCols = int(b2i(dst.packing == bittensor.ByCols))
+		lw32, plane32 = 2*dst.lay.lw, 2*dst.lay.planeWords()
+	}
+	return be.d.run(func() error {
+		if dst != nil {
+			if err := be.d.memset32(dst.buf.ptr, 0, dst.bits*plane32); err != nil {
+				return err
+			}
+		}
+		if rows*cols == 0 {
+			return nil
+		}
+		return be.launch("add", be.gridFor(rows*cols), 256, dx.ptr(), dy.ptr(), uint64(rows), uint64(cols), uint64(mode), o,
+			uint64(b2i(relu)), f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
+	})
+}
+
+// AddBit implements bmm.Backend.
+func (be *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	dd, err := be.bitsOf(dst)
+	if err != nil {
+		return err
+	}
+	return be.addOp(outBits, dd.ptr(), dd.rows, dd.cols, dd.bits, dd, x, y, relu, rq)
+}
+
+// AddCodes implements bmm.Backend.
+func (be *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	dc, err := be.codes(dst)
+	if err != nil {
+		return err
+	}
+	return be.addOp(outCodes, dc.ptr(), dc.rows, dc.cols, dc.bits, nil, x, y, relu, rq)
+}
+
+// AddFloat implements bmm.Backend.
+func (be *Backend) AddFloat(dst bmm.Vector, x, y bmm.Vector, relu bool) error {
+	dv, err := be.vector(dst)
+	if err != nil {
+		return err
+	}
+	return be.addOp(outFloat, dv.ptr(), 1, dv.n, 0, nil, x, y, relu, bmm.Requant{})
+}

@@ -1,7 +1,8 @@
 // The resident backend's kernels beside the bit products (tcu/backend.go):
 // edge-list aggregation of byte codes with the fused epilogue into float,
 // byte-code or packed-bit outputs; float to byte-code re-quantization; the
-// sums and epilogue of products past int32; row sums of packed codes;
+// sums and epilogue of products past int32; the sum of two float
+// branches; row sums of packed codes;
 // argmax per row. Every parameter is 64 bits wide
 // (Device.launch); floats arrive as their bit patterns. The epilogue and the
 // re-quantization are common.cuh's, bit for bit bmm's.
@@ -117,6 +118,34 @@ extern "C" __global__ void wideout(u64 acc, long long exact, long long m, long l
       ((u8*)out)[i] = (u8)q;
       continue;
     }
+    const long long line = outByCols ? c : r, pos = outByCols ? r : c;
+    u32* word = (u32*)out + line * outLw32 + (pos >> 5);
+    for (int p = 0; p < outBits; p++) {
+      if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (pos & 31));
+    }
+  }
+}
+
+// add writes x + y (rounded once), then the ReLU, into float32, byte codes
+// or planes OR-ed into the zeroed output (either packing), as bmm.AddValue
+// and the host backends do: the join of two branches.
+extern "C" __global__ void add(const float* __restrict__ x, const float* __restrict__ y, long long m, long long n,
+                               long long mode, u64 out, long long relu, long long rqScale, long long rqOffset,
+                               long long outBits, long long outByCols, long long outLw32, long long outPlane32) {
+  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m * n; i += (long long)gridDim.x * blockDim.x) {
+    float t = __fadd_rn(x[i], y[i]);
+    if (relu && !(t > 0.f)) t = 0.f;
+    if (mode == AGG_FLOAT) {
+      ((float*)out)[i] = t;
+      continue;
+    }
+    const u32 q = quantize(t, scale, offset, (int)outBits);
+    if (mode == AGG_CODES) {
+      ((u8*)out)[i] = (u8)q;
+      continue;
+    }
+    const long long r = i / n, c = i - r * n;
     const long long line = outByCols ? c : r, pos = outByCols ? r : c;
     u32* word = (u32*)out + line * outLw32 + (pos >> 5);
     for (int p = 0; p < outBits; p++) {
