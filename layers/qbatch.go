@@ -46,6 +46,57 @@ type Batch struct {
 	// both is DInv·FeatScale, the first GCN product's row scale, made once.
 	bothOnce sync.Once
 	both     []float32
+	// nbr is the adjacency without its self-loops (SAGE's neighbours),
+	// made on first use.
+	nbrOnce sync.Once
+	nbr     *Neighbours
+}
+
+// Neighbours is a batch's adjacency without the self-loops, in the forms
+// its aggregations take: CSR (and Edges), the packed 1-bit tensor when
+// the batch has one, the row sums Deg and Inv = 1/max(Deg, 1), the mean's
+// row scale (a node without neighbours averages to 0).
+type Neighbours struct {
+	Indptr, Indices []int32
+	Deg, Inv        []float32
+	Adj             *bittensor.Tensor
+	Edges           bmm.Graph
+	tiles           int
+}
+
+// neighbours returns b's adjacency without self-loops, made once.
+func (b *Batch) neighbours() *Neighbours {
+	b.nbrOnce.Do(func() {
+		n := b.N()
+		nb := &Neighbours{Indptr: make([]int32, n+1), Indices: make([]int32, 0, max(0, len(b.Indices)-n)),
+			Deg: make([]float32, n), Inv: make([]float32, n)}
+		for v := range n {
+			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
+				if int(u) != v {
+					nb.Indices = append(nb.Indices, u)
+				}
+			}
+			nb.Indptr[v+1] = int32(len(nb.Indices))
+			d := nb.Indptr[v+1] - nb.Indptr[v]
+			nb.Deg[v] = float32(d)
+			nb.Inv[v] = 1 / float32(max(d, 1))
+		}
+		if b.Adj != nil {
+			nb.Adj = b.Adj.Clone()
+			pad := nb.Adj.Padding()
+			mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
+			for v := range n {
+				nb.Adj.Set(v, v, 0)
+				for _, u := range nb.Indices[nb.Indptr[v]:nb.Indptr[v+1]] {
+					mask.Set(v, int(u))
+				}
+			}
+			nb.Edges = bmm.Graph{Indptr: nb.Indptr, Indices: nb.Indices}
+			nb.tiles = denseTiles(mask)
+		}
+		b.nbr = nb
+	})
+	return b.nbr
 }
 
 // scaleBoth returns DInv·FeatScale row by row (see planOp.scale).

@@ -53,7 +53,7 @@ func unequalData(t *testing.T, kind string, abits, wbits int, binary bool) (*Mod
 // every logit equals the one a fresh plan computes, bit for bit, and Run's
 // predictions are their argmax.
 func TestQRunReusesOutputStorage(t *testing.T) {
-	for _, kind := range []string{GCN, GIN} {
+	for _, kind := range []string{GCN, GIN, SAGE} {
 		for _, tc := range []struct {
 			abits, wbits int
 			binary       bool
@@ -117,7 +117,7 @@ func TestQRunReusesOutputStorage(t *testing.T) {
 // batch, a pass on the generic backend gives the same logits bit for bit,
 // and a closed plan refuses to run.
 func TestPlanTraffic(t *testing.T) {
-	for _, kind := range []string{GCN, GIN} {
+	for _, kind := range []string{GCN, GIN, SAGE} {
 		for _, mode := range []AggMode{AggDense, AggSparse} {
 			for _, sparse := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/sparse-input=%v", kind, mode, sparse), func(t *testing.T) {

@@ -31,13 +31,13 @@ type Plan struct {
 	Upload bmm.Traffic
 
 	ops     []planOp
-	weights []*simWeights // per op; nil for aggregations
+	weights []*simWeights // per op; nil but for linears
 	w       []bmm.Bits    // per op: weight codes, K×N packed by columns
-	// wCodes holds op 0's weight codes one byte each (weights of at most 8
-	// bits, else nil): the sparse first product is then the sum of W's code
-	// rows at each node's features, times their codes (an aggregation over
-	// the feature lists).
-	wCodes bmm.Codes
+	// wCodes holds, for the linears of the features (value 0), their
+	// weight codes one byte each (weights of at most 8 bits, else nil): the
+	// sparse first product is then the sum of W's code rows at each node's
+	// features, times their codes (an aggregation over the feature lists).
+	wCodes []bmm.Codes
 	epi    []bmm.Epi // per op: the static vectors; the pass adds the batch's
 	run    []bmm.Epi // per op: the epilogue a pass hands the backend, reused
 	widths []int     // per value (0: the input, i+1: op i's output)
@@ -108,6 +108,7 @@ func (p *Plan) compile() error {
 	}
 	p.weights = make([]*simWeights, n)
 	p.w = make([]bmm.Bits, n)
+	p.wCodes = make([]bmm.Codes, n)
 	p.epi = make([]bmm.Epi, n)
 	p.run = make([]bmm.Epi, n)
 	p.widths = make([]int, n+1)
@@ -119,13 +120,8 @@ func (p *Plan) compile() error {
 		if len(op.in) == 0 {
 			return fmt.Errorf("%w: op %d reads no value", ErrModel, i)
 		}
-		for _, v := range op.in {
-			if v < 0 || v > i {
-				return fmt.Errorf("%w: op %d reads value %d, not made before it", ErrModel, i, v)
-			}
-		}
-		if (op.out == nil) != (i == n-1) {
-			return fmt.Errorf("%w: op %d of %d gives the logits", ErrModel, i, n)
+		if err := p.checkOp(i); err != nil {
+			return err
 		}
 		in := op.in[0]
 		var ep *bmm.Epilogue
@@ -145,13 +141,13 @@ func (p *Plan) compile() error {
 				return fmt.Errorf("layers: uploading op %d's weights: %w", i, err)
 			}
 			p.WeightBytes += 8 * len(t.Words())
-			if i == 0 && m.WBits <= 8 {
+			if in == 0 && m.WBits <= 8 {
 				b := make([]uint8, len(codes))
 				for j, c := range codes {
 					b[j] = uint8(c)
 				}
-				if p.wCodes, err = be.UploadCodes(b, op.lin.In, op.lin.Out, m.WBits); err != nil {
-					return fmt.Errorf("layers: uploading op 0's weight codes: %w", err)
+				if p.wCodes[i], err = be.UploadCodes(b, op.lin.In, op.lin.Out, m.WBits); err != nil {
+					return fmt.Errorf("layers: uploading op %d's weight codes: %w", i, err)
 				}
 			}
 			ep = linEpilogue(op, p.params[in], w, op.lin.In, nil, empty, true)
@@ -159,6 +155,9 @@ func (p *Plan) compile() error {
 		case qAgg:
 			ep = aggEpilogue(op, p.params[in], p.widths[in], empty, true)
 			p.widths[i+1] = p.widths[in]
+		case qAdd:
+			p.widths[i+1] = p.widths[in]
+			ep = &bmm.Epilogue{}
 		default:
 			return fmt.Errorf("%w: op %d has a kind (%d) the plan cannot run", ErrModel, i, op.kind)
 		}
@@ -184,6 +183,33 @@ func (p *Plan) compile() error {
 	return nil
 }
 
+// checkOp checks op i's place in the DAG: it reads values made before it,
+// a linear or an aggregation reads codes (the features or a quantized
+// output), a sum reads two float values of one width, and only the last
+// op's output, the logits, is read by no op.
+func (p *Plan) checkOp(i int) error {
+	op, n := &p.ops[i], len(p.ops)
+	codes := func(v int) bool { return v == 0 || p.ops[v-1].out != nil }
+	for _, v := range op.in {
+		if v < 0 || v > i {
+			return fmt.Errorf("%w: op %d reads value %d, not made before it", ErrModel, i, v)
+		}
+	}
+	switch {
+	case i == n-1 && op.out != nil:
+		return fmt.Errorf("%w: the last op (%d) quantizes its output instead of giving the logits", ErrModel, i)
+	case op.kind == qAdd && (len(op.in) != 2 || codes(op.in[0]) || codes(op.in[1])):
+		return fmt.Errorf("%w: op %d adds values %v, want two float ones", ErrModel, i, op.in)
+	case op.kind == qAdd && p.widths[op.in[0]] != p.widths[op.in[1]]:
+		return fmt.Errorf("%w: op %d adds values of widths %d and %d", ErrModel, i, p.widths[op.in[0]], p.widths[op.in[1]])
+	case op.kind != qAdd && (len(op.in) != 1 || !codes(op.in[0])):
+		return fmt.Errorf("%w: op %d reads values %v, want one of codes", ErrModel, i, op.in)
+	case op.mean && (op.rowScale || op.featScale):
+		return fmt.Errorf("%w: op %d takes a mean and another row scale", ErrModel, i)
+	}
+	return nil
+}
+
 // Close frees every operand the plan holds on its backend; a second Close
 // does nothing. The backend itself stays open.
 func (p *Plan) Close() error {
@@ -201,8 +227,10 @@ func (p *Plan) Close() error {
 			w.Free()
 		}
 	}
-	if p.wCodes != nil {
-		p.wCodes.Free()
+	for _, c := range p.wCodes {
+		if c != nil {
+			c.Free()
+		}
 	}
 	for i := range p.epi {
 		e := &p.epi[i]
@@ -220,11 +248,12 @@ func (p *Plan) Close() error {
 	return nil
 }
 
-// graphKey names a batch's graph: its edge list (in nil) or its feature
-// lists in in.
+// graphKey names a batch's graph: its edge list (in nil; without the
+// self-loops when nbr) or its feature lists in in.
 type graphKey struct {
-	b  *Batch
-	in *Input
+	b   *Batch
+	in  *Input
+	nbr bool
 }
 
 // Trace receives, for tests and the fusion benchmark, each op's output
@@ -383,9 +412,18 @@ func (p *Plan) edges(b *Batch) bool {
 		DenseTiles: b.tiles, Bits: p.Model.ABits})
 }
 
-// byteFirst reports whether op 0 can run as a code aggregation over in's
-// feature lists: weights and feature codes of at most 8 bits.
-func (p *Plan) byteFirst(in *Input) bool { return p.wCodes != nil && in.Params.Bits <= 8 }
+// byteFirst reports whether the linears of the features can run as code
+// aggregations over in's feature lists: weights and feature codes of at
+// most 8 bits (the linears of value 0 share their width and bits, so
+// either all have their weight codes or none).
+func (p *Plan) byteFirst(in *Input) bool {
+	for i, c := range p.wCodes {
+		if p.ops[i].kind == qLin && p.ops[i].in[0] == 0 {
+			return c != nil && in.Params.Bits <= 8
+		}
+	}
+	return false
+}
 
 // SparseCheaper reports whether ForwardSparse's first product is expected
 // to cost less on the plan's backend than packing the features and
@@ -411,11 +449,11 @@ func requantOf(p Params) bmm.Requant {
 // value is one value of the DAG (0: the batch's features, i+1: op i's
 // output) in the forms its readers take, on the backend.
 type value struct {
-	rows   bmm.Bits   // packed by rows: a product's left operand
-	cols   bmm.Bits   // packed by columns: a dense aggregation's right operand
-	codes  bmm.Codes  // a byte per code: an edge-list aggregation's operand
-	sums   bmm.Vector // the row sums of its codes: a product's RowTerm
-	logits bmm.Vector
+	rows  bmm.Bits   // packed by rows: a product's left operand
+	cols  bmm.Bits   // packed by columns: a dense aggregation's right operand
+	codes bmm.Codes  // a byte per code: an edge-list aggregation's operand
+	sums  bmm.Vector // the row sums of its codes: a product's RowTerm
+	float bmm.Vector // an unquantized output: the logits, or a branch a sum reads
 }
 
 // pass is one batch on the backend: its uploads (made on first use), the
@@ -428,12 +466,17 @@ type pass struct {
 	st     Stats
 	owned  []bmm.Operand // uploads of this batch, freed at the end
 	pooled []pooled      // outputs, back to the pool at the end
-	// The batch's uploads.
-	adj                bmm.Bits
-	graph, feat        bmm.GraphOperand
-	dinv, deg, fs, dfs bmm.Vector
-	featSums           bmm.Vector
-	// sparseFirst: op 0 sums W's code rows over the feature lists (feat).
+	// The batch's uploads: per adjacency (with self-loops, and without
+	// them for SAGE's neighbours) its packed tensor, edge list and row
+	// sums; the row scales; the feature lists and their code sums.
+	adj                 [2]bmm.Bits
+	graph               [2]bmm.GraphOperand
+	deg                 [2]bmm.Vector
+	feat                bmm.GraphOperand
+	dinv, fs, dfs, mean bmm.Vector
+	featSums            bmm.Vector
+	// sparseFirst: the linears of the features sum W's code rows over the
+	// feature lists (feat).
 	sparseFirst bool
 }
 
@@ -459,7 +502,7 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 		g, bound := b.featRows(sx, p.byteFirst(sx))
 		if g != nil && float64(bound)*(math.Exp2(float64(m.WBits))-1) <= math.MaxInt32 {
 			ps.sparseFirst = true
-			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b, sx}); err != nil {
+			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b: b, in: sx}); err != nil {
 				return ps, err
 			}
 			if ps.featSums, err = ps.upload(b.featSums(sx)); err != nil {
@@ -467,9 +510,9 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 			}
 		}
 	}
-	// The packed features, where a product reads them (always but for a
-	// sparse first product that is their only reader).
-	if rows, _, _ := ps.need(0); rows {
+	// The packed features, where a product reads them (always but for
+	// sparse first products that are their only readers).
+	if f := ps.need(0); f.rows {
 		if x == nil && sx != nil {
 			var err error
 			if x, err = sx.Pack(b.Nodes); err != nil {
@@ -505,7 +548,7 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 }
 
 // logits is the last op's output.
-func (ps *pass) logits() bmm.Vector { return ps.vals[len(ps.vals)-1].logits }
+func (ps *pass) logits() bmm.Vector { return ps.vals[len(ps.vals)-1].float }
 
 // release gives the batch's operands back: its uploads freed, its outputs
 // to the plan's pool for the next batch. Every op before has finished (the
@@ -527,6 +570,17 @@ func (ps *pass) upload(v []float32) (bmm.Vector, error) {
 	}
 	ps.owned = append(ps.owned, o)
 	return o, nil
+}
+
+// uploadOnce uploads v into *dst unless it is there already.
+func (ps *pass) uploadOnce(dst *bmm.Vector, v []float32) (bmm.Vector, error) {
+	if *dst == nil {
+		var err error
+		if *dst, err = ps.upload(v); err != nil {
+			return nil, err
+		}
+	}
+	return *dst, nil
 }
 
 // uploadGraph uploads g (src source rows), the graph key names, or finds
@@ -552,8 +606,14 @@ func (ps *pass) uploadGraph(g *bmm.Graph, src int, key graphKey) (bmm.GraphOpera
 	return o, nil
 }
 
+// forms are the forms of a value its readers take in a pass.
+type forms struct{ rows, cols, codes, float bool }
+
+func (f forms) any() bool { return f.rows || f.cols || f.codes || f.float }
+
 // need returns the forms value v's readers take in this pass.
-func (ps *pass) need(v int) (rows, cols, codes bool) {
+func (ps *pass) need(v int) forms {
+	var f forms
 	for i := range ps.p.ops {
 		op := &ps.p.ops[i]
 		for _, u := range op.in {
@@ -562,17 +622,26 @@ func (ps *pass) need(v int) (rows, cols, codes bool) {
 			}
 			switch op.kind {
 			case qLin:
-				rows = rows || !(v == 0 && i == 0 && ps.sparseFirst)
+				f.rows = f.rows || !ps.sparseOp(i)
 			case qAgg:
 				if ps.aggEdges(v) {
-					codes = true
+					f.codes = true
 				} else {
-					cols = true
+					f.cols = true
 				}
+			case qAdd:
+				f.float = true
 			}
 		}
 	}
-	return
+	return f
+}
+
+// sparseOp reports whether op i is a linear of the features that sums its
+// weight code rows over the feature lists.
+func (ps *pass) sparseOp(i int) bool {
+	op := &ps.p.ops[i]
+	return ps.sparseFirst && op.kind == qLin && op.in[0] == 0 && ps.p.wCodes[i] != nil
 }
 
 // aggEdges reports whether an aggregation of value v sums its byte codes
@@ -582,8 +651,8 @@ func (ps *pass) aggEdges(v int) bool { return ps.edges && ps.p.params[v].Bits <=
 // inputForms makes the forms of value 0 other than the packed rows that
 // its readers take (an aggregation of the features themselves).
 func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
-	_, cols, codes := ps.need(0)
-	if !cols && !codes {
+	f := ps.need(0)
+	if !f.cols && !f.codes {
 		return nil
 	}
 	var ints []int32
@@ -602,7 +671,7 @@ func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
 		}
 	}
 	be, bits := ps.p.Backend, ps.p.Model.Input.Bits
-	if cols {
+	if f.cols {
 		t, err := bittensor.Pack(ints, n, k, bits, bittensor.ByCols, bittensor.DefaultPadding)
 		if err != nil {
 			return err
@@ -612,7 +681,7 @@ func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
 		}
 		ps.owned = append(ps.owned, ps.vals[0].cols)
 	}
-	if codes {
+	if f.codes {
 		b := make([]uint8, len(ints))
 		for i, c := range ints {
 			b[i] = uint8(c)
@@ -630,23 +699,15 @@ func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
 // rowScale is op's epilogue RowScale on the backend (see planOp.scale).
 func (ps *pass) rowScale(op *planOp) (bmm.Vector, error) {
 	b := ps.b
-	var err error
 	switch {
+	case op.mean:
+		return ps.uploadOnce(&ps.mean, b.neighbours().Inv)
 	case op.rowScale && op.featScale:
-		if ps.dfs == nil {
-			ps.dfs, err = ps.upload(b.scaleBoth())
-		}
-		return ps.dfs, err
+		return ps.uploadOnce(&ps.dfs, b.scaleBoth())
 	case op.rowScale:
-		if ps.dinv == nil {
-			ps.dinv, err = ps.upload(b.DInv)
-		}
-		return ps.dinv, err
+		return ps.uploadOnce(&ps.dinv, b.DInv)
 	case op.featScale:
-		if ps.fs == nil {
-			ps.fs, err = ps.upload(b.FeatScale)
-		}
-		return ps.fs, err
+		return ps.uploadOnce(&ps.fs, b.FeatScale)
 	}
 	return nil, nil
 }
@@ -667,104 +728,166 @@ func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 	return val.sums, nil
 }
 
+// adjacency returns the aggregation operands of op's adjacency (0: with
+// self-loops, 1: SAGE's neighbours), uploaded on first use: its edge list
+// (edges) or packed tensor, and its row sums.
+func (ps *pass) adjacency(op *planOp, edges bool) (bmm.GraphOperand, bmm.Bits, bmm.Vector, error) {
+	b, k := ps.b, 0
+	g, adj, deg := &b.Edges, b.Adj, b.Deg
+	if op.nbr {
+		nb := b.neighbours()
+		k, g, adj, deg = 1, &nb.Edges, nb.Adj, nb.Deg
+	}
+	d, err := ps.uploadOnce(&ps.deg[k], deg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if edges {
+		if ps.graph[k] == nil {
+			if ps.graph[k], err = ps.uploadGraph(g, b.N(), graphKey{b: b, nbr: op.nbr}); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		return ps.graph[k], nil, d, nil
+	}
+	if ps.adj[k] == nil {
+		if ps.adj[k], err = ps.p.Backend.UploadBits(adj); err != nil {
+			return nil, nil, nil, fmt.Errorf("layers: uploading the adjacency: %w", err)
+		}
+		ps.owned = append(ps.owned, ps.adj[k])
+	}
+	return nil, ps.adj[k], d, nil
+}
+
+// operands are an op's inputs on the backend, one of three shapes: a bit
+// product A·B, an aggregation G·X over an edge list, or a sum x + y.
+type operands struct {
+	a, b bmm.Bits
+	g    bmm.GraphOperand
+	x    bmm.Codes
+	sx   bmm.Vector // sum: x
+	sy   bmm.Vector // sum: y
+	relu bool       // sum: its ReLU (a product's is its epilogue's)
+}
+
+func (o *operands) bits(be bmm.Backend, dst bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	switch {
+	case o.sx != nil:
+		return be.AddBit(dst, o.sx, o.sy, o.relu, rq)
+	case o.g != nil:
+		return be.AggBit(dst, o.g, o.x, ep, rq)
+	}
+	return be.MulBit(dst, o.a, o.b, ep, rq)
+}
+
+func (o *operands) codes(be bmm.Backend, dst bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	switch {
+	case o.sx != nil:
+		return be.AddCodes(dst, o.sx, o.sy, o.relu, rq)
+	case o.g != nil:
+		return be.AggCodes(dst, o.g, o.x, ep, rq)
+	}
+	return be.MulCodes(dst, o.a, o.b, ep, rq)
+}
+
+func (o *operands) float(be bmm.Backend, dst bmm.Vector, ep *bmm.Epi) error {
+	switch {
+	case o.sx != nil:
+		return be.AddFloat(dst, o.sx, o.sy, o.relu)
+	case o.g != nil:
+		return be.AggFloat(dst, o.g, o.x, ep)
+	}
+	return be.MulFloat(dst, o.a, o.b, ep)
+}
+
+// operands resolves op i's inputs and completes its epilogue ep with the
+// batch's vectors.
+func (ps *pass) operands(i int, ep *bmm.Epi) (operands, error) {
+	p := ps.p
+	op := &p.ops[i]
+	in := op.in[0]
+	var o operands
+	if op.kind == qAdd {
+		o.sx, o.sy, o.relu = ps.vals[in].float, ps.vals[op.in[1]].float, op.relu
+		return o, nil
+	}
+	var err error
+	if ep.RowScale, err = ps.rowScale(op); err != nil {
+		return o, err
+	}
+	switch op.kind {
+	case qLin:
+		if ps.sparseOp(i) {
+			o.g, o.x, ep.RowTerm = ps.feat, p.wCodes[i], ps.featSums
+			return o, nil
+		}
+		o.a, o.b = ps.vals[in].rows, p.w[i]
+		ep.RowTerm, err = ps.rowSums(in)
+		return o, err
+	}
+	edges := ps.aggEdges(in)
+	o.g, o.a, ep.RowTerm, err = ps.adjacency(op, edges)
+	if edges {
+		o.x = ps.vals[in].codes
+	} else {
+		o.b = ps.vals[in].cols
+	}
+	return o, err
+}
+
 // op runs op i into every form its output's readers take.
 func (ps *pass) op(i int, trace Trace) error {
 	p, b := ps.p, ps.b
 	op := &p.ops[i]
-	if rows, cols, codes := ps.need(i + 1); op.out != nil && !rows && !cols && !codes {
+	f := ps.need(i + 1)
+	last := i == len(p.ops)-1
+	if !last && !f.any() {
 		return nil // a value no op reads: nothing to run or upload
 	}
-	in := op.in[0]
 	n, width := b.N(), p.widths[i+1]
 	ep := &p.run[i]
 	*ep = p.epi[i]
-	var err error
-	if ep.RowScale, err = ps.rowScale(op); err != nil {
+	o, err := ps.operands(i, ep)
+	if err != nil {
 		return err
-	}
-	// The left operand: a product's A (or the feature lists), or the
-	// adjacency (or its edge list); right: the weights or the value.
-	var (
-		a, right bmm.Bits
-		g        bmm.GraphOperand
-		x        bmm.Codes
-	)
-	switch op.kind {
-	case qLin:
-		if i == 0 && in == 0 && ps.sparseFirst {
-			g, x, ep.RowTerm = ps.feat, p.wCodes, ps.featSums
-		} else {
-			a, right = ps.vals[in].rows, p.w[i]
-			if ep.RowTerm, err = ps.rowSums(in); err != nil {
-				return err
-			}
-		}
-	case qAgg:
-		if ps.deg == nil {
-			if ps.deg, err = ps.upload(b.Deg); err != nil {
-				return err
-			}
-		}
-		ep.RowTerm = ps.deg
-		if ps.aggEdges(in) {
-			if ps.graph == nil {
-				if ps.graph, err = ps.uploadGraph(&b.Edges, n, graphKey{b, nil}); err != nil {
-					return err
-				}
-			}
-			g, x = ps.graph, ps.vals[in].codes
-		} else {
-			if ps.adj == nil {
-				if ps.adj, err = p.Backend.UploadBits(b.Adj); err != nil {
-					return fmt.Errorf("layers: uploading the adjacency: %w", err)
-				}
-				ps.owned = append(ps.owned, ps.adj)
-			}
-			a, right = ps.adj, ps.vals[in].cols
-		}
 	}
 	be := p.Backend
 	out := &ps.vals[i+1]
 	ps.st.UnfusedBytes += 8 * n * width
 	if op.out == nil {
-		if out.logits, err = ps.vector(n * width); err != nil {
+		if out.float, err = ps.vector(n * width); err != nil {
 			return err
 		}
-		if g != nil {
-			err = be.AggFloat(out.logits, g, x, ep)
-		} else {
-			err = be.MulFloat(out.logits, a, right, ep)
+		if err := o.float(be, out.float, ep); err != nil {
+			return err
 		}
-		if err == nil && trace != nil {
+		if !last {
+			ps.st.InterBytes += 4 * n * width
+		}
+		if trace != nil {
 			trace(i, nil)
 		}
-		return err
+		return nil
 	}
 	rq, bits := requantOf(*op.out), op.out.Bits
-	rows, cols, codes := ps.need(i + 1)
 	traced := trace == nil
-	for _, f := range []struct {
+	for _, fm := range []struct {
 		want    bool
 		dst     *bmm.Bits
 		packing bittensor.Packing
-	}{{rows, &out.rows, bittensor.ByRows}, {cols, &out.cols, bittensor.ByCols}} {
-		if !f.want {
+	}{{f.rows, &out.rows, bittensor.ByRows}, {f.cols, &out.cols, bittensor.ByCols}} {
+		if !fm.want {
 			continue
 		}
-		if *f.dst, err = ps.bits(n, width, bits, f.packing); err != nil {
+		if *fm.dst, err = ps.bits(n, width, bits, fm.packing); err != nil {
 			return err
 		}
-		if g != nil {
-			err = be.AggBit(*f.dst, g, x, ep, rq)
-		} else {
-			err = be.MulBit(*f.dst, a, right, ep, rq)
-		}
-		if err != nil {
+		if err := o.bits(be, *fm.dst, ep, rq); err != nil {
 			return err
 		}
-		ps.st.InterBytes += packedBytes(n, width, bits, f.packing)
+		ps.st.InterBytes += packedBytes(n, width, bits, fm.packing)
 		if !traced {
-			t, err := be.ReadBits(*f.dst)
+			t, err := be.ReadBits(*fm.dst)
 			if err != nil {
 				return err
 			}
@@ -772,16 +895,11 @@ func (ps *pass) op(i int, trace Trace) error {
 			traced = true
 		}
 	}
-	if codes {
+	if f.codes {
 		if out.codes, err = ps.codes(n, width, bits); err != nil {
 			return err
 		}
-		if g != nil {
-			err = be.AggCodes(out.codes, g, x, ep, rq)
-		} else {
-			err = be.MulCodes(out.codes, a, right, ep, rq)
-		}
-		if err != nil {
+		if err := o.codes(be, out.codes, ep, rq); err != nil {
 			return err
 		}
 		ps.st.InterBytes += n * width
