@@ -11,7 +11,7 @@ import (
 // when no trained one is given.
 type Config struct {
 	Dataset string // a bundled dataset's name or a path (subgraph.Load)
-	Model   string // layers.GCN or layers.GIN
+	Model   string // layers.GCN, layers.GIN or layers.SAGE
 	// ABits is the width of the features and activations, WBits of the
 	// weights (1..32).
 	ABits, WBits int
@@ -73,7 +73,7 @@ func AutoParts(n int) int {
 type ConfigError struct {
 	Field   string
 	Value   any
-	Problem string // e.g. "must be positive", "(want gcn or gin)"
+	Problem string // e.g. "must be positive", "(want gcn, gin or sage)"
 }
 
 // Detail is the value and the problem without the field's name.
@@ -94,12 +94,12 @@ func (c *Config) Check() error {
 	switch {
 	case c.Dataset == "":
 		return bad("Dataset", c.Dataset, "is required")
-	case c.Model != layers.GCN && c.Model != layers.GIN:
-		return bad("Model", c.Model, "(want gcn or gin)")
+	case c.Model != layers.GCN && c.Model != layers.GIN && c.Model != layers.SAGE:
+		return bad("Model", c.Model, "(want gcn, gin or sage)")
 	case c.Norm != layers.NormNone && c.Norm != layers.NormBatch:
 		return bad("Norm", c.Norm, "(want none or batch)")
 	case c.Norm == layers.NormBatch && c.Model != layers.GIN:
-		return bad("Norm", c.Norm, "applies to gin only (gcn has no normalization)")
+		return bad("Norm", c.Norm, "applies to gin only (gcn and sage have no normalization)")
 	}
 	switch c.FeatureScale {
 	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:

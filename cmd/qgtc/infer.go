@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "infer", summary: "batched quantized GNN inference (gcn, gin) on bit tensors", run: runInfer})
+	register(&command{name: "infer", summary: "batched quantized GNN inference (gcn, gin, sage) on bit tensors", run: runInfer})
 }
 
 // qPickBackend returns the backend for --device and what releases it;
@@ -60,7 +60,7 @@ func qPickBackend(device string) (bmm.Backend, io.Closer, error) {
 func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	def := pipeline.DefaultConfig("")
 	fs.StringVar(&c.Dataset, "dataset", "", "dataset name (cora, citeseer, amazon_photo, coauthor_physics, ...) or path (required)")
-	fs.StringVar(&c.Model, "model", def.Model, "model: gcn or gin")
+	fs.StringVar(&c.Model, "model", def.Model, "model: gcn, gin or sage")
 	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes)")
 	fs.IntVar(&c.Batch, "batch", def.Batch, "partitions per batch")
 	fs.StringVar(&c.PartitionFile, "partition", "", "batch by this partition file (qgtc partition --out) instead of partitioning; --parts defaults to its K")
