@@ -78,7 +78,7 @@ func (p planes) ptr() uint64 { return p.t.ptr() + uint64(8*p.p0*p.t.lay.planeWor
 func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
 	m, n := a.t.rows, b.t.cols
 	if mode == modeBit {
-		if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
+		if err := be.zeroOut(dst); err != nil {
 			return err
 		}
 	}
@@ -227,10 +227,8 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 		}
 		return be.launch("requant", be.gridFor(m*n), 256, uint64(tmp.ptr), out, uint64(m*n), f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits))
 	}
-	if dst != nil {
-		if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
-			return err
-		}
+	if err := be.zeroOut(dst); err != nil {
+		return err
 	}
 	if m*n == 0 {
 		return nil
@@ -257,10 +255,7 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 			}
 		}
 	}
-	var byCols, lw32, plane32 int
-	if dst != nil {
-		byCols, lw32, plane32 = int(b2i(dst.packing == bittensor.ByCols)), 2*dst.lay.lw, 2*dst.lay.planeWords()
-	}
+	byCols, lw32, plane32 := outLayout(dst)
 	return be.launch("wideout", be.gridFor(m*n), 256, acc, uint64(b2i(exact)), uint64(m), uint64(n), uint64(mode), out,
 		ep[0], ep[1], ep[2], ep[3], ep[4], ep[5], uint64(b2i(relu)), f32bits(rq.Scale), f32bits(rq.Offset),
 		uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
@@ -291,16 +286,10 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 	if err != nil {
 		return err
 	}
-	var byCols, lw32, plane32 int
-	if dst != nil {
-		byCols = int(b2i(dst.packing == bittensor.ByCols))
-		lw32, plane32 = 2*dst.lay.lw, 2*dst.lay.planeWords()
-	}
+	byCols, lw32, plane32 := outLayout(dst)
 	return be.d.run(func() error {
-		if dst != nil {
-			if err := be.d.memset32(dst.buf.ptr, 0, dst.bits*plane32); err != nil {
-				return err
-			}
+		if err := be.zeroOut(dst); err != nil {
+			return err
 		}
 		if cols == 0 {
 			return nil
@@ -310,6 +299,24 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
 			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
 	})
+}
+
+// outLayout is the packing, line words and plane words (32-bit units) of
+// a planes output dst for agg.cu's kernels; zeros without one.
+func outLayout(dst *devBits) (byCols, lw32, plane32 int) {
+	if dst == nil {
+		return 0, 0, 0
+	}
+	return int(b2i(dst.packing == bittensor.ByCols)), 2 * dst.lay.lw, 2 * dst.lay.planeWords()
+}
+
+// zeroOut clears a planes output (nil: none) before a kernel ORs its bits
+// in. Device thread only.
+func (be *Backend) zeroOut(dst *devBits) error {
+	if dst == nil {
+		return nil
+	}
+	return be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords())
 }
 
 // AggBit implements bmm.Backend.
@@ -407,16 +414,10 @@ func (be *Backend) addOp(mode int, o uint64, rows, cols, qbits int, dst *devBits
 	if dx.n != rows*cols || dy.n != rows*cols {
 		return fmt.Errorf("%w: adding %d and %d values into %d×%d", bmm.ErrShape, dx.n, dy.n, rows, cols)
 	}
-	var byCols, lw32, plane32 int
-	if dst != nil {
-		byCols = int(b2i(dst.packing == bittensor.ByCols))
-		lw32, plane32 = 2*dst.lay.lw, 2*dst.lay.planeWords()
-	}
+	byCols, lw32, plane32 := outLayout(dst)
 	return be.d.run(func() error {
-		if dst != nil {
-			if err := be.d.memset32(dst.buf.ptr, 0, dst.bits*plane32); err != nil {
-				return err
-			}
+		if err := be.zeroOut(dst); err != nil {
+			return err
 		}
 		if rows*cols == 0 {
 			return nil
