@@ -629,3 +629,15 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	})
 }
+
+// TestAggKernelsListed checks that NewBackend loads every entry point of
+// kernels/agg.cu: one it does not load would launch a null function.
+func TestAggKernelsListed(t *testing.T) {
+	src, _ := kernelSource("agg.cu")
+	var entries []string
+	for _, m := range regexp.MustCompile(`extern "C" __global__ void (\w+)\(`).FindAllStringSubmatch(src, -1) {
+		entries = append(entries, m[1])
+	}
+	require.NotEmpty(t, entries)
+	assert.ElementsMatch(t, entries, aggKernels)
+}
