@@ -94,6 +94,12 @@ type Backend interface {
 	// an edge list is cheaper than the dense product with the packed 1-bit
 	// adjacency for these sizes.
 	PreferEdges(c AggCost) bool
+	// PreferMerged is the other half of the cost model: whether a pass
+	// whose aggregations all go over edge lists should run its batches as
+	// one block-diagonal batch (every op once, over all rows: the same
+	// values row by row) rather than batch by batch (every op once per
+	// batch), for batches batches of rows rows in all.
+	PreferMerged(batches, rows int) bool
 	// Traffic reports the bytes moved between host and backend and the
 	// ops (launches) run since the backend opened.
 	Traffic() Traffic

@@ -290,6 +290,10 @@ func (g *genericBackend) PreferEdges(c AggCost) bool {
 	return float64(c.Edges) < float64(c.DenseTiles)*256*float64(c.Bits)
 }
 
+// PreferMerged: the generic backend computes one element at a time, so
+// only the calls differ; one call per op is fewer.
+func (g *genericBackend) PreferMerged(batches, rows int) bool { return batches > 1 }
+
 func (g *genericBackend) ReadCodes(dst []uint8, c Codes) error {
 	s, err := g.codes(c, "codes")
 	if err != nil {

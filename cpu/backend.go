@@ -391,4 +391,14 @@ func (b *Backend) PreferEdges(c bmm.AggCost) bool {
 	return edges < dense
 }
 
+// mergeRows bounds the rows of a merged pass: past it, one value of a
+// merged pass (64 byte codes a row) outgrows a server's last-level cache,
+// where batch by batch keeps each op's output in cache for the next.
+const mergeRows = 1 << 18
+
+// PreferMerged implements bmm.Backend: every op splits its rows across
+// the cores, so one op over every row pays the cores' start and join once
+// instead of once per batch, while its values stay in cache.
+func (b *Backend) PreferMerged(batches, rows int) bool { return batches > 1 && rows <= mergeRows }
+
 var _ bmm.Backend = (*Backend)(nil)

@@ -453,3 +453,8 @@ func (be *Backend) AddFloat(dst bmm.Vector, x, y bmm.Vector, relu bool) error {
 	}
 	return be.addOp(outFloat, dv.ptr(), 1, dv.n, 0, nil, x, y, relu, bmm.Requant{})
 }
+
+// PreferMerged implements bmm.Backend: a launch costs a few microseconds
+// and an op over one batch of a few thousand rows fills a fraction of the
+// device, so one launch per op over every row wins for any batches.
+func (be *Backend) PreferMerged(batches, rows int) bool { return batches > 1 }
