@@ -50,6 +50,43 @@ type Batch struct {
 	// made on first use.
 	nbrOnce sync.Once
 	nbr     *Neighbours
+	// edgesOnly: the batch has no packed adjacency by design (batches
+	// merged, mergeBatches), so its aggregations go over the edge list.
+	edgesOnly bool
+}
+
+// mergeBatches returns one batch holding bs side by side, block-diagonal:
+// the rows of each in turn, with its own edges (renumbered), degrees and
+// scales, so that every op, row-local, gives each row what its own batch
+// gives it. It has the edge-list forms only.
+func mergeBatches(bs []*Batch) *Batch {
+	var n, e int
+	feat := true
+	for _, b := range bs {
+		n, e = n+b.N(), e+len(b.Indices)
+		feat = feat && b.FeatScale != nil
+	}
+	m := &Batch{Nodes: make([]int32, 0, n), Indptr: make([]int32, 1, n+1), Indices: make([]int32, 0, e),
+		Deg: make([]float32, 0, n), DInv: make([]float32, 0, n), edgesOnly: true}
+	if feat {
+		m.FeatScale = make([]float32, 0, n)
+	}
+	for _, b := range bs {
+		off, base := int32(len(m.Nodes)), m.Indptr[len(m.Indptr)-1]
+		m.Nodes = append(m.Nodes, b.Nodes...)
+		for _, q := range b.Indptr[1:] {
+			m.Indptr = append(m.Indptr, base+q)
+		}
+		for _, u := range b.Indices {
+			m.Indices = append(m.Indices, u+off)
+		}
+		m.Deg, m.DInv = append(m.Deg, b.Deg...), append(m.DInv, b.DInv...)
+		if feat {
+			m.FeatScale = append(m.FeatScale, b.FeatScale...)
+		}
+	}
+	m.Edges = bmm.Graph{Indptr: m.Indptr, Indices: m.Indices}
+	return m
 }
 
 // Neighbours is a batch's adjacency without the self-loops, in the forms
@@ -91,9 +128,9 @@ func (b *Batch) neighbours() *Neighbours {
 					mask.Set(v, int(u))
 				}
 			}
-			nb.Edges = bmm.Graph{Indptr: nb.Indptr, Indices: nb.Indices}
 			nb.tiles = denseTiles(mask)
 		}
+		nb.Edges = bmm.Graph{Indptr: nb.Indptr, Indices: nb.Indices}
 		b.nbr = nb
 	})
 	return b.nbr

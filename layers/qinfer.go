@@ -24,6 +24,14 @@ type Plan struct {
 	// adjacency, or sums over its edge list, with the same results bit for
 	// bit.
 	Agg AggMode
+	// Merge picks whether Run runs batches whose aggregations all go over
+	// edge lists as one block-diagonal batch (every op once over all rows,
+	// the same values row by row) or batch by batch.
+	Merge MergeMode
+	// Resident keeps each batch's inputs on the backend from one Run to
+	// the next, until Close (a serving process's passes then move only the
+	// predictions); otherwise every pass uploads them and frees them after.
+	Resident bool
 	// WeightBytes is the packed size of every weight tensor.
 	WeightBytes int
 	// Upload is what Compile moved to the backend, once: the weights and
@@ -48,7 +56,51 @@ type Plan struct {
 	// about what aggregating over it costs on all of them.
 	graphs map[graphKey]bmm.GraphOperand
 	pred   []int32 // one batch's predictions, reused
+	// kept holds the batches' uploads of a resident plan.
+	kept map[keptKey]*batchIn
+	// merged is the block-diagonal batch of the last Data run merged.
+	merged struct {
+		d     *Data
+		first *Batch
+		n     int
+		b     *Batch
+	}
 	closed bool
+}
+
+// keptKey names a batch's uploads for the features of in, sparse or
+// packed.
+type keptKey struct {
+	b      *Batch
+	in     *Input
+	sparse bool
+}
+
+// MergeMode is how a plan groups batches (see Plan.Merge).
+type MergeMode int
+
+const (
+	// MergeAuto asks the backend's cost model (bmm.Backend.PreferMerged).
+	MergeAuto MergeMode = iota
+	// MergeOn merges whenever every aggregation goes over edge lists.
+	MergeOn
+	// MergeOff runs batch by batch.
+	MergeOff
+)
+
+// String is the mode's flag value.
+func (m MergeMode) String() string {
+	return [...]string{"auto", "on", "off"}[m]
+}
+
+// ParseMergeMode reads a mode's flag value.
+func ParseMergeMode(s string) (MergeMode, error) {
+	for m := MergeAuto; m <= MergeOff; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: merge mode %q (want auto, on or off)", ErrModel, s)
 }
 
 // AggMode is how a plan runs its aggregations.
@@ -245,6 +297,10 @@ func (p *Plan) Close() error {
 		g.Free()
 	}
 	p.graphs = nil
+	for _, in := range p.kept {
+		in.free()
+	}
+	p.kept = nil
 	return nil
 }
 
@@ -301,7 +357,7 @@ func (p *Plan) checkInput(in *Input) error {
 
 // forwardLogits is one batch's pass with its logits read back.
 func (p *Plan) forwardLogits(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) ([]float32, Stats, error) {
-	ps, err := p.pass(b, x, sx, trace)
+	ps, err := p.pass(b, x, sx, trace, nil)
 	defer ps.release()
 	if err != nil {
 		return nil, ps.st, err
@@ -324,6 +380,8 @@ type Result struct {
 	// EdgeListBatches counts the batches whose aggregations summed codes
 	// over the edge list instead of the packed adjacency (see Plan.Agg).
 	EdgeListBatches int
+	// Merged says the batches ran as one block-diagonal batch (Plan.Merge).
+	Merged bool
 	// Traffic is what the pass moved between host and backend and the ops
 	// it ran (the weights' upload is Plan.Upload).
 	Traffic bmm.Traffic
@@ -332,7 +390,7 @@ type Result struct {
 // Run runs p over d's Eval batches with features in (quantized with the
 // plan's input params). With sparse, the first product reads the sparse
 // codes (ForwardSparse) instead of packing bit planes. progress, when set,
-// is called after each batch.
+// is called after each batch (once for a merged pass).
 func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total int)) (*Result, error) {
 	if in.Params != p.Model.Input {
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, p.Model.Input)
@@ -347,35 +405,77 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		r.Pred[i] = -1
 	}
 	before := p.Backend.Traffic()
-	for i, b := range d.Eval {
+	batches := d.Eval
+	if p.merges(d) {
+		batches, r.Merged = []*Batch{p.mergedBatch(d)}, true
+	}
+	for i, b := range batches {
 		t0 := time.Now()
 		var x *bittensor.Tensor
 		var sx *Input
-		if sparse {
+		key := keptKey{b, in, sparse}
+		switch {
+		case sparse:
 			sx = in
-		} else {
+		case p.kept[key] != nil: // resident: the packed features are there
+		default:
 			var err error
 			if x, err = in.Pack(b.Nodes); err != nil {
 				return nil, err
 			}
 		}
 		t1 := time.Now()
-		if err := p.predict(r, b, x, sx); err != nil {
+		if err := p.predict(r, b, x, sx, &key); err != nil {
 			return nil, err
 		}
 		r.Pack += t1.Sub(t0)
 		r.Compute += time.Since(t1)
 		if progress != nil {
-			progress(i+1, len(d.Eval))
+			progress(i+1, len(batches))
 		}
+	}
+	if r.Merged {
+		r.EdgeListBatches = len(d.Eval)
 	}
 	r.Traffic = p.Backend.Traffic().Sub(before)
 	return r, nil
 }
 
+// merges reports whether Run runs d's batches merged: more than one,
+// each with every aggregation over edge lists, and the mode or the
+// backend's cost model says so.
+func (p *Plan) merges(d *Data) bool {
+	if p.Merge == MergeOff || len(d.Eval) < 2 {
+		return false
+	}
+	for _, op := range p.ops {
+		if op.kind == qAgg && p.params[op.in[0]].Bits > 8 {
+			return false // codes past a byte aggregate on the packed adjacency
+		}
+	}
+	rows := 0
+	for _, b := range d.Eval {
+		if !p.edges(b) {
+			return false
+		}
+		rows += b.N()
+	}
+	return p.Merge == MergeOn || p.Backend.PreferMerged(len(d.Eval), rows)
+}
+
+// mergedBatch returns d's batches merged (mergeBatches), made once per
+// Data and Eval.
+func (p *Plan) mergedBatch(d *Data) *Batch {
+	m := &p.merged
+	if m.d != d || m.first != d.Eval[0] || m.n != len(d.Eval) {
+		m.d, m.first, m.n, m.b = d, d.Eval[0], len(d.Eval), mergeBatches(d.Eval)
+	}
+	return m.b
+}
+
 // predict runs one batch of Run and scatters its predictions into r.
-func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input) error {
-	ps, err := p.pass(b, x, sx, nil)
+func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input, key *keptKey) error {
+	ps, err := p.pass(b, x, sx, nil, key)
 	defer ps.release()
 	if err != nil {
 		return err
@@ -402,6 +502,9 @@ func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input) erro
 
 // edges reports whether b's aggregations run from its edge list.
 func (p *Plan) edges(b *Batch) bool {
+	if b.edgesOnly {
+		return true
+	}
 	switch p.Agg {
 	case AggDense:
 		return false
@@ -456,37 +559,60 @@ type value struct {
 	float bmm.Vector // an unquantized output: the logits, or a branch a sum reads
 }
 
-// pass is one batch on the backend: its uploads (made on first use), the
-// values of the DAG, and everything to give back when it ends.
+// pass is one batch on the backend: its uploads (made on first use, or
+// kept by a resident plan), the values of the DAG, and the outputs to give
+// back when it ends.
 type pass struct {
-	p      *Plan
-	b      *Batch
-	edges  bool // aggregations over the edge list
+	p     *Plan
+	b     *Batch
+	edges bool // aggregations over the edge list
+	*batchIn
+	key    *keptKey // where a resident plan keeps the uploads (nil: not kept)
 	vals   []value
 	st     Stats
-	owned  []bmm.Operand // uploads of this batch, freed at the end
-	pooled []pooled      // outputs, back to the pool at the end
-	// The batch's uploads: per adjacency (with self-loops, and without
-	// them for SAGE's neighbours) its packed tensor, edge list and row
-	// sums; the row scales; the feature lists and their code sums.
+	pooled []pooled // outputs, back to the pool at the end
+}
+
+// batchIn is a batch's uploads: per adjacency (with self-loops, and
+// without them for SAGE's neighbours) its packed tensor, edge list and row
+// sums; the row scales; the feature lists and their code sums; the forms
+// of the features (value 0).
+type batchIn struct {
+	owned               []bmm.Operand // freed with the uploads
 	adj                 [2]bmm.Bits
 	graph               [2]bmm.GraphOperand
 	deg                 [2]bmm.Vector
 	feat                bmm.GraphOperand
 	dinv, fs, dfs, mean bmm.Vector
 	featSums            bmm.Vector
+	x                   value
 	// sparseFirst: the linears of the features sum W's code rows over the
 	// feature lists (feat).
 	sparseFirst bool
+	made        bool // the features are up (a kept batchIn is reused as it is)
+}
+
+// free frees the uploads.
+func (in *batchIn) free() {
+	for _, o := range in.owned {
+		o.Free()
+	}
+	in.owned = nil
 }
 
 // pass uploads batch b's inputs and runs every op of the DAG on the
 // backend. The caller releases the pass once it has read the logits.
-func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pass, error) {
+func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, key *keptKey) (*pass, error) {
 	m := p.Model
-	ps := &pass{p: p, b: b, vals: make([]value, len(p.ops)+1)}
+	ps := &pass{p: p, b: b, vals: make([]value, len(p.ops)+1), batchIn: &batchIn{}}
 	if p.closed {
 		return ps, fmt.Errorf("%w: plan is closed", ErrModel)
+	}
+	if p.Resident && key != nil {
+		ps.key = key
+		if in := p.kept[*key]; in != nil {
+			ps.batchIn = in
+		}
 	}
 	ps.edges = p.edges(b)
 	if !ps.edges && b.Adj == nil {
@@ -495,48 +621,9 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 	if m.NormRows && b.FeatScale == nil {
 		return ps, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrModel)
 	}
-	if sx != nil {
-		// Codes or weights past 8 bits, or feature lists whose sums could
-		// pass int32, take the dense first product.
-		var err error
-		g, bound := b.featRows(sx, p.byteFirst(sx))
-		if g != nil && float64(bound)*(math.Exp2(float64(m.WBits))-1) <= math.MaxInt32 {
-			ps.sparseFirst = true
-			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b: b, in: sx}); err != nil {
-				return ps, err
-			}
-			if ps.featSums, err = ps.upload(b.featSums(sx)); err != nil {
-				return ps, err
-			}
-		}
-	}
-	// The packed features, where a product reads them (always but for
-	// sparse first products that are their only readers).
-	if f := ps.need(0); f.rows {
-		if x == nil && sx != nil {
-			var err error
-			if x, err = sx.Pack(b.Nodes); err != nil {
-				return ps, err
-			}
-		}
-		if x == nil {
-			return ps, fmt.Errorf("%w: no features", ErrModel)
-		}
-		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
-			return ps, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
-				ErrModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
-		}
-		if x.Bits() != m.Input.Bits {
-			return ps, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrModel, x.Bits(), m.Input.Bits)
-		}
-		xb, err := p.Backend.UploadBits(x)
-		if err != nil {
-			return ps, fmt.Errorf("layers: uploading the features: %w", err)
-		}
-		ps.owned = append(ps.owned, xb)
-		ps.vals[0].rows = xb
-	}
-	if err := ps.inputForms(x, sx); err != nil {
+	if ps.made {
+		ps.vals[0] = ps.x
+	} else if err := ps.features(x, sx); err != nil {
 		return ps, err
 	}
 	for i := range p.ops {
@@ -547,6 +634,58 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 	return ps, nil
 }
 
+// features uploads the features' forms its readers take: the feature
+// lists of a sparse first product, the packed rows, columns or codes.
+func (ps *pass) features(x *bittensor.Tensor, sx *Input) error {
+	p, b, m := ps.p, ps.b, ps.p.Model
+	if sx != nil {
+		// Codes or weights past 8 bits, or feature lists whose sums could
+		// pass int32, take the dense first product.
+		var err error
+		g, bound := b.featRows(sx, p.byteFirst(sx))
+		if g != nil && float64(bound)*(math.Exp2(float64(m.WBits))-1) <= math.MaxInt32 {
+			ps.sparseFirst = true
+			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b: b, in: sx}); err != nil {
+				return err
+			}
+			if ps.featSums, err = ps.upload(b.featSums(sx)); err != nil {
+				return err
+			}
+		}
+	}
+	// The packed features, where a product reads them (always but for
+	// sparse first products that are their only readers).
+	if f := ps.need(0); f.rows {
+		if x == nil && sx != nil {
+			var err error
+			if x, err = sx.Pack(b.Nodes); err != nil {
+				return err
+			}
+		}
+		if x == nil {
+			return fmt.Errorf("%w: no features", ErrModel)
+		}
+		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
+			return fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
+				ErrModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
+		}
+		if x.Bits() != m.Input.Bits {
+			return fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrModel, x.Bits(), m.Input.Bits)
+		}
+		xb, err := p.Backend.UploadBits(x)
+		if err != nil {
+			return fmt.Errorf("layers: uploading the features: %w", err)
+		}
+		ps.owned = append(ps.owned, xb)
+		ps.vals[0].rows = xb
+	}
+	if err := ps.inputForms(x, sx); err != nil {
+		return err
+	}
+	ps.x, ps.made = ps.vals[0], true
+	return nil
+}
+
 // logits is the last op's output.
 func (ps *pass) logits() bmm.Vector { return ps.vals[len(ps.vals)-1].float }
 
@@ -554,13 +693,19 @@ func (ps *pass) logits() bmm.Vector { return ps.vals[len(ps.vals)-1].float }
 // to the plan's pool for the next batch. Every op before has finished (the
 // caller read the logits or the predictions), so reusing them is safe.
 func (ps *pass) release() {
-	for _, o := range ps.owned {
-		o.Free()
+	switch p := ps.p; {
+	case ps.key != nil && ps.made && !p.closed:
+		if p.kept == nil {
+			p.kept = map[keptKey]*batchIn{}
+		}
+		p.kept[*ps.key] = ps.batchIn
+	case ps.key == nil || p.kept[*ps.key] != ps.batchIn:
+		ps.free()
 	}
 	for _, o := range ps.pooled {
 		ps.p.pool.put(o)
 	}
-	ps.owned, ps.pooled = nil, nil
+	ps.pooled = nil
 }
 
 func (ps *pass) upload(v []float32) (bmm.Vector, error) {
