@@ -36,7 +36,14 @@ type Config struct {
 	LSQ            bool   // QAT learns the activation step sizes
 
 	// Running.
-	Agg layers.AggMode // dense or edge-list aggregations
+	Agg   layers.AggMode   // dense or edge-list aggregations
+	Merge layers.MergeMode // edge-list batches merged into one (layers.Plan.Merge)
+	// Passes is how many inference passes Infer runs over the graph (0 or
+	// 1: one); the report gives the first and the median of the others.
+	Passes int
+	// Resident keeps the batches' inputs on the backend between passes (a
+	// serving process); otherwise each pass uploads them (cold).
+	Resident bool
 	// SparseInput is whether the first product reads the sparse feature
 	// codes (same results): SparseAuto (when cheaper, also ""), SparseOn or
 	// SparseOff.
@@ -113,6 +120,12 @@ func (c *Config) Check() error {
 	}
 	if c.Agg < layers.AggAuto || c.Agg > layers.AggSparse {
 		return bad("Agg", int(c.Agg), "is not a layers.AggMode")
+	}
+	if c.Merge < layers.MergeAuto || c.Merge > layers.MergeOff {
+		return bad("Merge", int(c.Merge), "is not a layers.MergeMode")
+	}
+	if c.Passes < 0 {
+		return bad("Passes", c.Passes, "must not be negative")
 	}
 	for _, f := range []struct {
 		name string
