@@ -92,7 +92,7 @@ type Backend interface {
 
 	// PreferEdges is the backend's cost model: whether aggregating over
 	// an edge list is cheaper than the dense product with the packed 1-bit
-	// adjacency for these sizes.
+	// adjacency for these sizes (see AggCost.Batches).
 	PreferEdges(c AggCost) bool
 	// PreferMerged is the other half of the cost model: whether a pass
 	// whose aggregations all go over edge lists should run its batches as
@@ -166,6 +166,10 @@ type AggCost struct {
 	Edges      int // entries of the edge list
 	DenseTiles int // non-zero 64×256 tiles of the packed adjacency
 	Bits       int // width of the aggregated codes
+	// Batches > 1: the sizes above sum that many batches, and the choice
+	// is one aggregation over all their edge lists (the batches merged)
+	// against one dense product per batch.
+	Batches int
 }
 
 // Traffic counts what a backend moved and ran.

@@ -448,19 +448,26 @@ func (p *Plan) merges(d *Data) bool {
 	if p.Merge == MergeOff || len(d.Eval) < 2 {
 		return false
 	}
+	if p.Agg == AggDense {
+		return false
+	}
 	for _, op := range p.ops {
 		if op.kind == qAgg && p.params[op.in[0]].Bits > 8 {
 			return false // codes past a byte aggregate on the packed adjacency
 		}
 	}
-	rows := 0
-	for _, b := range d.Eval {
-		if !p.edges(b) {
-			return false
-		}
-		rows += b.N()
+	if p.Merge == MergeOn {
+		return true
 	}
-	return p.Merge == MergeOn || p.Backend.PreferMerged(len(d.Eval), rows)
+	all := bmm.AggCost{Cols: p.widths[1], Bits: p.Model.ABits, Batches: len(d.Eval)}
+	each := true // every batch takes the edge list by itself
+	for _, b := range d.Eval {
+		all.Rows, all.Edges, all.DenseTiles = all.Rows+b.N(), all.Edges+len(b.Indices), all.DenseTiles+b.tiles
+		each = each && p.edges(b)
+	}
+	// Batches that would aggregate densely one by one merge where one
+	// edge-list op over all of them is cheaper.
+	return (each || p.Backend.PreferEdges(all)) && p.Backend.PreferMerged(len(d.Eval), all.Rows)
 }
 
 // mergedBatch returns d's batches merged (mergeBatches), made once per

@@ -386,17 +386,20 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 // plane of X and 8 columns of output at a time, at about 4 P bit-ops/s
 // (10.4 P peak for mma.sync b1, the staging and the epilogue taking the
 // rest); the edge list reads a byte per edge and column, gathered rows
-// that come mostly from L2, at about 1 TB/s. Neither figure is measured
-// on these kernels yet (bench/gpu/RESULTS.md has no aggregation row).
+// that come mostly from L2, at about 1 TB/s; each launch costs a few
+// microseconds. Neither rate is measured on these kernels yet.
 const (
 	gpuDenseBitOpsPerSec = 4e15
 	gpuEdgeBytesPerSec   = 1e12
+	gpuLaunchSec         = 4e-6
 )
 
-// PreferEdges implements bmm.Backend with the model above.
+// PreferEdges implements bmm.Backend with the model above: the dense form
+// launches once per batch, the edge list once.
 func (be *Backend) PreferEdges(c bmm.AggCost) bool {
-	dense := float64(c.DenseTiles) * 64 * 256 * float64(max(c.Bits, 1)) * float64(c.Cols) / gpuDenseBitOpsPerSec
-	edges := float64(c.Edges) * float64(c.Cols) / gpuEdgeBytesPerSec
+	dense := float64(c.DenseTiles)*64*256*float64(max(c.Bits, 1))*float64(c.Cols)/gpuDenseBitOpsPerSec +
+		float64(max(c.Batches, 1))*gpuLaunchSec
+	edges := float64(c.Edges)*float64(c.Cols)/gpuEdgeBytesPerSec + gpuLaunchSec
 	return edges <= dense
 }
 
