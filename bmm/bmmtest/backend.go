@@ -585,11 +585,12 @@ func (h *harness) aggregations(r *rand.Rand) {
 }
 
 // adds runs the join of two float branches at awkward sizes, with and
-// without ReLU, into every output; the values include NaN, infinities,
-// signed zeros and sums that round.
+// without ReLU, into every output; the values include NaNs of several
+// payloads (a NaN sum is bmm.NaN on every backend), infinities, signed
+// zeros and sums that round.
 func (h *harness) adds(r *rand.Rand) {
-	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
-		1e-8, 16777216, 1, -1}
+	special := []float32{float32(math.NaN()), math.Float32frombits(0x7fa00001), math.Float32frombits(0xffc00000),
+		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-8, 16777216, 1, -1}
 	for _, s := range Sizes {
 		rows, cols := s, h.dim(r)
 		if r.IntN(2) == 0 {

@@ -145,6 +145,7 @@ extern "C" __global__ void add(const float* __restrict__ x, const float* __restr
   const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m * n; i += (long long)gridDim.x * blockDim.x) {
     float t = __fadd_rn(x[i], y[i]);
+    if (t != t) t = __int_as_float(0x7fc00000);  // bmm.NaN, whatever NaN the addition gave
     if (relu && !(t > 0.f)) t = 0.f;
     const long long r = i / n;
     storeOut(t, i, r, i - r * n, mode, out, scale, offset, outBits, outByCols, outLw32, outPlane32);
