@@ -149,6 +149,10 @@ var craftedFiles = []craftedFile{
 	{"crafted-attr-shape-1e9", "FuzzNPZ", func() []byte {
 		return tinyGNN(shape64(3, 1_000_000_000), npyBytes("<f4", []int{3}, leF32(1, 1, 1)), labels64(0, 1, 0))
 	}, ErrInconsistent, []string{"features are 3×1000000000", "more than 1073741824 entries"}},
+	{"crafted-attr-cols-3e8", "FuzzNPZ", func() []byte {
+		// Under MaxFeatureEntries, but a first layer of 3e8 × hidden floats.
+		return tinyGNN(shape64(3, 300_000_000), npyBytes("<f4", []int{3}, leF32(1, 1, 1)), labels64(0, 1, 0))
+	}, ErrInconsistent, []string{"features are 3×300000000", "more than 65536 columns"}},
 	{"crafted-label-1e6", "FuzzNPZ", func() []byte {
 		return tinyGNN(shape64(3, 3), npyBytes("<f4", []int{3}, leF32(1, 1, 1)), labels64(0, 1, 1_000_000))
 	}, ErrInconsistent, []string{"1000001 classes for 3 nodes"}},
