@@ -24,13 +24,13 @@ import (
 
 const craftedChildEnv = "QGTC_CRAFTED_CHILD" // args, \x1f-separated
 
-// TestCraftedChild is the child: it only runs when the parent sets
-// craftedChildEnv, and leaves through syscall.Exit so that the testing
-// package adds nothing to its output.
+// TestCraftedChild is the child of runLimited: it only runs when the
+// parent sets craftedChildEnv, and leaves through syscall.Exit so that the
+// testing package adds nothing to its output.
 func TestCraftedChild(t *testing.T) {
 	args := os.Getenv(craftedChildEnv)
 	if args == "" {
-		t.Skip("runs as TestCraftedCLI's child process")
+		t.Skip("runs as runLimited's child process")
 	}
 	lim := syscall.Rlimit{Cur: 4_000_000 << 10, Max: 4_000_000 << 10}
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
@@ -38,6 +38,23 @@ func TestCraftedChild(t *testing.T) {
 		syscall.Exit(99)
 	}
 	syscall.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+}
+
+// runLimited runs the CLI with args in a child process limited to 4 GB of
+// address space (`ulimit -v 4000000`), caching under cache, and returns its
+// exit code and stderr.
+func runLimited(t *testing.T, cache string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCraftedChild$")
+	cmd.Env = append(os.Environ(), craftedChildEnv+"="+strings.Join(args, "\x1f"), "QGTC_CACHE="+cache)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), stderr.String()
+	}
+	require.NoError(t, err)
+	return 0, stderr.String()
 }
 
 // readCorpusFile decodes a one-[]byte fuzz corpus file.
@@ -76,18 +93,8 @@ func TestCraftedCLI(t *testing.T) {
 			{"train", "--dataset", path, "--epochs", "1", "--quiet"},
 		} {
 			t.Run(name+"/"+args[0], func(t *testing.T) {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestCraftedChild$")
-				cmd.Env = append(os.Environ(), craftedChildEnv+"="+strings.Join(args, "\x1f"), "QGTC_CACHE="+cache)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				err := cmd.Run()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else {
-					require.NoError(t, err)
-				}
-				msg := strings.TrimSuffix(stderr.String(), "\n")
+				code, stderr := runLimited(t, cache, args...)
+				msg := strings.TrimSuffix(stderr, "\n")
 				assert.Equal(t, 1, code, "exit code; stderr:\n%s", msg)
 				assert.NotContains(t, msg, "\n", "want one line on stderr")
 				assert.True(t, strings.HasPrefix(msg, "qgtc "+args[0]+": "), "stderr: %s", msg)
