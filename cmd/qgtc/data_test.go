@@ -176,6 +176,29 @@ func TestDataSynthMemoryCap(t *testing.T) {
 	assert.Equal(t, 0, code, errs)
 }
 
+// TestDataSynthChecksOutFirst: an -o that cannot be written fails before
+// the graph is generated (the old code generated it, then failed to
+// create the file).
+func TestDataSynthChecksOutFirst(t *testing.T) {
+	defer func(w io.Writer) { dataStderr = w }(dataStderr)
+	var progressOut bytes.Buffer
+	dataStderr = &progressOut
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "g.npz") // a folder where the file would go
+	require.NoError(t, os.Mkdir(folder, 0o755))
+	for _, out := range []string{filepath.Join(dir, "missing", "g.txt"), folder} {
+		t.Run(out, func(t *testing.T) {
+			progressOut.Reset()
+			code, stdout, errs := runCLI("data", "synth", "--scale", "20", "-o", out)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, errs, "--out: cannot write "+out)
+			oneLine(t, errs)
+			assert.Empty(t, stdout)
+			assert.Empty(t, progressOut.String(), "nothing generated")
+		})
+	}
+}
+
 // TestDataSynthAddressLimit: under `ulimit -v 4000000` the machine's free
 // memory is not what data synth may use. Scale 26 at edge factor 16 passed
 // the check there and died in the runtime; it is refused naming the limit,
