@@ -196,7 +196,16 @@ var craftedFiles = []craftedFile{
 		c := binary.LittleEndian.AppendUint32(nil, miCOMPRESSED)
 		c = binary.LittleEndian.AppendUint32(c, uint32(len(z)))
 		return matFile(append(c, z...))
-	}, ErrFormat, []string{"miCOMPRESSED element inflates past"}},
+	}, ErrFormat, []string{"miCOMPRESSED element holds data past the 8-byte element it starts with"}},
+	{"crafted-mat-declares-1gb", "FuzzMAT", func() []byte {
+		// A miMATRIX tag of 1 GiB, then zeros: refused from the tag.
+		tag := binary.LittleEndian.AppendUint32(nil, miMATRIX)
+		tag = binary.LittleEndian.AppendUint32(tag, 1<<30)
+		z := deflated(tag, bombSize, true)
+		c := binary.LittleEndian.AppendUint32(nil, miCOMPRESSED)
+		c = binary.LittleEndian.AppendUint32(c, uint32(len(z)))
+		return matFile(append(c, z...))
+	}, ErrFormat, []string{"miCOMPRESSED element holds an element of 1073741824 bytes, more than this"}},
 	{"crafted-mat-classes-1e6", "FuzzMAT", func() []byte {
 		// group: 3 rows, 10^6 columns, no entries (jc all zero), compressed.
 		jc := make([]int32, 1_000_001)
