@@ -46,6 +46,9 @@ func TestDataList(t *testing.T) {
 	for _, name := range []string{"cora", "citeseer", "pubmed_partial", "amazon_computers", "amazon_photo", "coauthor_cs", "coauthor_physics", "ppi_node2vec", "blogcatalog", "proteins"} {
 		assert.Contains(t, out, name)
 	}
+	for _, goName := range []string{"RandomSplit", "GraphSet"} {
+		assert.NotContains(t, out, goName, "the list speaks the user's words, not the Go API's")
+	}
 }
 
 func TestDataBadInput(t *testing.T) {
