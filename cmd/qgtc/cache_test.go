@@ -204,6 +204,10 @@ func TestInferLatencyLine(t *testing.T) {
 				assert.NotContains(t, line, "pack 0.0 ms")
 			} else {
 				assert.Regexp(t, `pack [0-9.]+ ms`, line)
+				// Packing is timed, not left at zero (the old line said
+				// "pack 0.0 ms" whatever ran).
+				r := qInferJSON(t, append([]string{"--dataset", "cora", "--parts", "2", "--sparse-input", "off", "--quiet"}, qFast...)...)
+				assert.Positive(t, r["pack_ms"].(float64))
 			}
 		})
 	}
