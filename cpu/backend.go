@@ -14,10 +14,14 @@ import (
 // without copying (UploadBits keeps the tensor, UploadVector the slice,
 // UploadGraph the CSR slices, UploadCodes the bytes when a row is a whole
 // number of CodesAlign groups), and ops run synchronously on a Kernel's
-// products (bmm.WideProduct past int32) and the Agg* functions.
+// products (bmm.WideProduct past int32) and the Agg* functions. Ops split
+// their rows over GOMAXPROCS goroutines; a fork's (Fork) run on the caller.
 type Backend struct {
 	bmm.Host
 	k *Kernel
+	// lane is a fork's aggregation scratch, kept from op to op; nil on a
+	// root, whose ops run in parallel.
+	lane *aggScratch
 }
 
 // NewBackend returns a backend on kernel k (nil: the best path this CPU has).
@@ -30,6 +34,19 @@ func NewBackend(k *Kernel) *Backend {
 
 // Kernel is the bit kernel the backend's products run on.
 func (b *Backend) Kernel() *Kernel { return b.k }
+
+// Fork implements bmm.Forker: a backend on the same operands whose ops run
+// on the calling goroutine, with scratch of its own.
+func (b *Backend) Fork() (bmm.Backend, error) {
+	if b.Closed() {
+		return nil, bmm.Foreign("backend (closed)")
+	}
+	k := *b.k
+	k.serial = true
+	f := &Backend{k: &k, lane: &aggScratch{}}
+	b.ForkInto(&f.Host)
+	return f, nil
+}
 
 // codesOperand and graphOperand are the operands only the CPU has: Codes
 // with their row stride, and an Adj checked once.
@@ -229,7 +246,7 @@ func (b *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.
 		clear(d.Words())
 		return nil
 	}
-	return AggBit(d, a, xc, e, rq)
+	return aggBit(b.lane, d, a, xc, e, rq)
 }
 
 // AggCodes implements bmm.Backend with AggCodes.
@@ -249,7 +266,7 @@ func (b *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *b
 	if xc.Cols == 0 {
 		return nil // nothing to write (see AggBit)
 	}
-	return AggCodes(d, a, xc, e, rq)
+	return aggCodes(b.lane, d, a, xc, e, rq)
 }
 
 // AggFloat implements bmm.Backend with AggFloat.
@@ -269,13 +286,14 @@ func (b *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *
 	if xc.Cols == 0 {
 		return nil // nothing to write (see AggBit)
 	}
-	return AggFloat(d, a, xc, e)
+	return aggFloat(b.lane, d, a, xc, e)
 }
 
-// parRows runs f over [0, n) in one chunk per core (one call below 64).
-func parRows(n int, f func(lo, hi int)) {
+// parRows runs f over [0, n) in one chunk per core (one call below 64,
+// or on a fork).
+func (b *Backend) parRows(n int, f func(lo, hi int)) {
 	w := runtime.GOMAXPROCS(0)
-	if n < 64 || w == 1 {
+	if n < 64 || w == 1 || b.lane != nil {
 		f(0, n)
 		return
 	}
@@ -300,7 +318,7 @@ func (b *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	b.CountOp()
 	lw := t.LineWords()
 	used := (t.K() + 63) / 64 // the words past K are padding, always zero
-	parRows(t.Rows(), func(lo, hi int) {
+	b.parRows(t.Rows(), func(lo, hi int) {
 		sums := make([]int64, hi-lo)
 		for p := 0; p < t.Bits(); p++ {
 			plane := t.Plane(p)
@@ -330,7 +348,7 @@ func (b *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 		return err
 	}
 	b.CountOp()
-	parRows(len(dst), func(lo, hi int) {
+	b.parRows(len(dst), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := l[r*cols : (r+1)*cols]
 			// The largest value first (the max builtin has no data-dependent
@@ -391,4 +409,4 @@ func (b *Backend) PreferEdges(c bmm.AggCost) bool {
 	return edges < dense
 }
 
-var _ bmm.Backend = (*Backend)(nil)
+var _ bmm.Forker = (*Backend)(nil)
