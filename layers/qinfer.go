@@ -49,6 +49,7 @@ type Plan struct {
 	graphs map[graphKey]bmm.GraphOperand
 	pred   []int32 // one batch's predictions, reused
 	closed bool
+	par    *planLanes // Run's batch-parallel lanes (run.go)
 }
 
 // AggMode is how a plan runs its aggregations.
@@ -217,6 +218,7 @@ func (p *Plan) Close() error {
 		g.Free()
 	}
 	p.graphs = nil
+	p.closeLanes()
 	return nil
 }
 
@@ -303,7 +305,12 @@ type Result struct {
 // Run runs p over d's Eval batches with features in (quantized with the
 // plan's input params). With sparse, the first product reads the sparse
 // codes (ForwardSparse) instead of packing bit planes. progress, when set,
-// is called after each batch.
+// is called after each batch, from one goroutine at a time.
+//
+// On a backend that forks (bmm.Forker) with batches enough for the cores,
+// whole batches run side by side, one per core (run.go); Pack and Compute
+// then split the wall time between them. The predictions are the same bit
+// for bit either way.
 func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total int)) (*Result, error) {
 	if in.Params != p.Model.Input {
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, p.Model.Input)
@@ -318,6 +325,13 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		r.Pred[i] = -1
 	}
 	before := p.Backend.Traffic()
+	if l := p.laneCount(len(d.Eval)); l > 1 && !p.closed && p.disjointOK(d) {
+		if err := p.runLanes(l, r, d, in, sparse, progress); err != nil {
+			return nil, err
+		}
+		r.Traffic = p.Backend.Traffic().Sub(before)
+		return r, nil
+	}
 	for i, b := range d.Eval {
 		t0 := time.Now()
 		var x *bittensor.Tensor
