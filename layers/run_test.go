@@ -202,4 +202,3 @@ func TestRunLanesFallBack(t *testing.T) {
 		assert.ErrorIs(t, err, ErrModel)
 	})
 }
-
