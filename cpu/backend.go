@@ -102,17 +102,19 @@ func (b *Backend) WrapCodes(c Codes) (bmm.Codes, error) {
 }
 
 // UploadGraph implements bmm.Backend: an Adj over g's slices (not copied).
+// NewAdj checks what bmm.CheckGraph checks, so a good graph is read once;
+// CheckGraph words the error of a bad one as every backend does.
 func (b *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, error) {
-	maxSum, err := bmm.CheckGraph(g, srcRows)
-	if err != nil {
+	if g != nil {
+		a, err := NewAdj(CSR{Indptr: g.Indptr, Indices: g.Indices}, g.Weights, g.WeightBits, srcRows)
+		if err == nil {
+			return &graphOperand{b.Operand(), a, a.maxDeg * a.wmax}, nil
+		}
+	}
+	if _, err := bmm.CheckGraph(g, srcRows); err != nil {
 		return nil, err
 	}
-	w := g.Weights
-	a, err := NewAdj(CSR{Indptr: g.Indptr, Indices: g.Indices}, w, g.WeightBits, srcRows)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", bmm.ErrShape, err) // CheckGraph passed: not expected
-	}
-	return &graphOperand{b.Operand(), a, maxSum}, nil
+	return nil, fmt.Errorf("%w: graph that bmm.CheckGraph passes and NewAdj refuses", bmm.ErrShape) // not expected
 }
 
 // NewCodes implements bmm.Backend.

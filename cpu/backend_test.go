@@ -151,3 +151,66 @@ func BenchmarkBackend(b *testing.B) {
 		}
 	})
 }
+
+// TestUploadGraphChecksAsCheckGraph: UploadGraph refuses exactly the graphs
+// bmm.CheckGraph refuses (it reads a good graph once, with NewAdj), with
+// CheckGraph's error, and bounds a good one's sums as CheckGraph does.
+func TestUploadGraphChecksAsCheckGraph(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	b := NewBackend(nil)
+	defer b.Close()
+	for i := range 3000 {
+		rows, src := r.IntN(6), 1+r.IntN(5)
+		g := &bmm.Graph{Indptr: make([]int32, rows+1)}
+		for v := 0; v < rows; v++ {
+			for range r.IntN(4) {
+				g.Indices = append(g.Indices, int32(r.IntN(src)))
+			}
+			g.Indptr[v+1] = int32(len(g.Indices))
+		}
+		if r.IntN(2) == 0 {
+			g.WeightBits = 1 + r.IntN(8)
+			for range g.Indices {
+				g.Weights = append(g.Weights, uint8(r.IntN(1<<g.WeightBits)))
+			}
+		}
+		// One fault, or none.
+		switch r.IntN(10) {
+		case 0:
+			if len(g.Indices) > 0 {
+				g.Indices[r.IntN(len(g.Indices))] = int32(src + r.IntN(3))
+			}
+		case 1:
+			if len(g.Indices) > 0 {
+				g.Indices[r.IntN(len(g.Indices))] = -1
+			}
+		case 2:
+			g.Indptr[r.IntN(len(g.Indptr))] += int32(1 + r.IntN(2))
+		case 3:
+			g.Indptr = g.Indptr[:0]
+		case 4:
+			if g.Weights != nil && len(g.Weights) > 0 {
+				g.Weights[r.IntN(len(g.Weights))] = uint8(1 << g.WeightBits)
+			}
+		case 5:
+			g.WeightBits = []int{0, 9}[r.IntN(2)]
+		case 6:
+			if g.Weights != nil {
+				g.Weights = append(g.Weights, 0)
+			}
+		case 7:
+			g.Indices = append(g.Indices, 0)
+		}
+		want, werr := bmm.CheckGraph(g, src)
+		o, err := b.UploadGraph(g, src)
+		if werr != nil {
+			require.Error(t, err, "graph %d: %+v", i, g)
+			assert.Equal(t, werr.Error(), err.Error(), "graph %d", i)
+			continue
+		}
+		require.NoError(t, err, "graph %d: %+v", i, g)
+		assert.Equal(t, want, o.(*graphOperand).maxSum, "graph %d", i)
+	}
+	_, err := b.UploadGraph(nil, 3)
+	assert.ErrorIs(t, err, bmm.ErrShape)
+}

@@ -288,8 +288,11 @@ func (p *Plan) forwardLogits(b *Batch, x *bittensor.Tensor, sx *Input, trace Tra
 
 // Result is the outcome of running a plan over every batch of a task.
 type Result struct {
-	Pred    []int32       // predicted class per node (−1: in no batch)
-	Pack    time.Duration // packing each batch's feature codes into bit planes
+	Pred []int32 // predicted class per node (−1: in no batch)
+	// Pack is packing each batch's feature codes: into bit planes, or
+	// (sparse) into the feature lists and code sums of its first product,
+	// made on a batch's first run and kept.
+	Pack    time.Duration
 	Compute time.Duration // uploads, ops and the predictions' download
 	Stats   Stats         // summed over batches
 	Batches int
@@ -338,6 +341,7 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		var sx *Input
 		if sparse {
 			sx = in
+			p.packLists(b, in)
 		} else {
 			var err error
 			if x, err = in.Pack(b.Nodes); err != nil {

@@ -139,6 +139,15 @@ type laneWork struct {
 	_             [64]byte // lanes write their own only
 }
 
+// packLists makes what a sparse first product reads of b's features in
+// in, on b's first run: the feature lists and the code sums (kept by the
+// batch). It is that product's packing, as Input.Pack is the dense one's.
+func (p *Plan) packLists(b *Batch, in *Input) {
+	if g, _ := b.featRows(in, p.byteFirst(in)); g != nil {
+		b.featSums(in)
+	}
+}
+
 // runLanes is Run on l lanes (see laneCount); r is the run's result with
 // Pred made.
 func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progress func(done, total int)) error {
@@ -172,6 +181,7 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 		var sx *Input
 		if sparse {
 			sx = in
+			lp.packLists(b, in)
 		} else {
 			var err error
 			if x, err = in.Pack(b.Nodes); err != nil {
