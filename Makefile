@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test manycore demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -79,6 +79,23 @@ gpu-test:
 	@echo "now run on the GPU host (device tool), carrying build/:"
 	@echo "  STEPS='nvcc test bench base sanitize' bash bench/gpu/run.sh   # logs and the table in \$$OUT"
 	@echo "  ./build/gpu/qgtc info && ./build/gpu/qgtc bench bmm --device gpu"
+
+# manycore builds what bench/manycore/run.sh runs on a many-core host with
+# no Go toolchain (~30 MB, carried as build/manycore): static, stripped
+# binaries of this tree and, in build/manycore/old, of OLD_REF (default
+# main) as the baseline.
+OLD_REF ?= main
+manycore:
+	mkdir -p build/manycore/old
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o build/manycore/layers.test ./layers
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o build/manycore/qgtc ./cmd/qgtc
+	@set -e; src=$$(mktemp -d); trap 'rm -rf $$src' EXIT; \
+		git archive $(OLD_REF) | tar -x -C $$src; \
+		cd $$src && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(CURDIR)/build/manycore/old/layers.test ./layers && \
+		CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(CURDIR)/build/manycore/old/qgtc ./cmd/qgtc
+	@du -sh build/manycore
+	@echo "now run on the many-core host (device tool, carrying build/manycore):"
+	@echo "  bash bench/manycore/run.sh   # table.md, results.tsv, log.txt in \$$OUT"
 
 # demo: the default job, 4-bit GCN inference on the bundled Cora (the first
 # run trains and caches the model, later runs load it).
