@@ -146,6 +146,7 @@ func loadSpeedData(b *testing.B, src speedSource) (*subgraph.Dataset, []int32, i
 // torch). Compare the ms/pass metric; nodes/s is over the same pass.
 //
 //	go test -run '^$' -bench QGCNSpeed -benchtime 3x ./layers
+//
 // QGTC_SPEED_DATA (see extraSpeedData) replaces the two graphs with others.
 func BenchmarkQGCNSpeed(b *testing.B) {
 	names := []string{"coauthor_physics", "planted-1m"}
