@@ -313,6 +313,9 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	}
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
+	// prepare's view, made here while each row's codes are in cache: a
+	// one-shot run would otherwise read every code again, on one core.
+	sums, ones := make([]float32, f.Rows), true
 	for r := 0; r < f.Rows; r++ {
 		if zero != 0 {
 			// A non-zero code for 0: every column is stored.
@@ -335,7 +338,14 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 			})
 		}
 		in.Indptr[r+1] = int32(len(in.Indices))
+		var sum int64
+		for _, c := range in.Codes[in.Indptr[r]:] {
+			sum += int64(c)
+			ones = ones && c == 1
+		}
+		sums[r] = float32(sum)
 	}
+	in.prepOnce.Do(func() { in.rowSums, in.allOnes = sums, ones })
 	return in, nil
 }
 
