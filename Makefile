@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test manycore demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e manycore demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -79,6 +79,21 @@ gpu-test:
 	@echo "now run on the GPU host (device tool), carrying build/:"
 	@echo "  STEPS='nvcc test bench base sanitize' bash bench/gpu/run.sh   # logs and the table in \$$OUT"
 	@echo "  ./build/gpu/qgtc info && ./build/gpu/qgtc bench bmm --device gpu"
+
+# e2e builds, with no CUDA toolkit, what bench/e2e/run.sh runs on a GPU
+# host (carry build/e2e): qgtc, the tcu test binary, the PyG exporter, and
+# qgtc at E2E_OLD (the tree before the redesign) for the before/after figure.
+E2E_OLD ?= cb80f30
+e2e:
+	mkdir -p build/e2e
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/e2e/qgtc ./cmd/qgtc
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o build/e2e/tcu.test ./tcu
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/e2e/export ./bench/e2e/export
+	rm -rf build/e2e-old && mkdir -p build/e2e-old && git archive $(E2E_OLD) | tar -x -C build/e2e-old
+	cd build/e2e-old && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o ../e2e/qgtc-old ./cmd/qgtc
+	rm -rf build/e2e-old
+	@echo "now run on the GPU host (device tool), carrying build/e2e:"
+	@echo "  STEPS='check speed' bash bench/e2e/run.sh   # tables and logs in \$$OUT"
 
 # manycore builds what bench/manycore/run.sh runs on a many-core host with
 # no Go toolchain (~30 MB, carried as build/manycore): static, stripped

@@ -64,6 +64,14 @@ type Backend interface {
 	AggBit(dst Bits, g GraphOperand, x Codes, ep *Epi, rq Requant) error
 	AggCodes(dst Codes, g GraphOperand, x Codes, ep *Epi, rq Requant) error
 	AggFloat(dst Vector, g GraphOperand, x Codes, ep *Epi) error
+	// AddBit, AddCodes and AddFloat write the element-wise sum x + y
+	// (float32, rounded once; AddValue), then the ReLU when relu, then
+	// (Bit, Codes) rq: the join of two branches, such as GraphSAGE's
+	// neighbour and root terms. x and y hold dst's rows × cols values,
+	// row-major.
+	AddBit(dst Bits, x, y Vector, relu bool, rq Requant) error
+	AddCodes(dst Codes, x, y Vector, relu bool, rq Requant) error
+	AddFloat(dst Vector, x, y Vector, relu bool) error
 	// RowSums writes the sum of each row's codes of a (packed by rows)
 	// into dst as float32: the zero-point term of the next epilogue.
 	RowSums(dst Vector, a Bits) error
@@ -85,8 +93,14 @@ type Backend interface {
 
 	// PreferEdges is the backend's cost model: whether aggregating over
 	// an edge list is cheaper than the dense product with the packed 1-bit
-	// adjacency for these sizes.
+	// adjacency for these sizes (see AggCost.Batches).
 	PreferEdges(c AggCost) bool
+	// PreferMerged is the other half of the cost model: whether a pass
+	// whose aggregations all go over edge lists should run its batches as
+	// one block-diagonal batch (every op once, over all rows: the same
+	// values row by row) rather than batch by batch (every op once per
+	// batch), for batches batches of rows rows in all.
+	PreferMerged(batches, rows int) bool
 	// Traffic reports the bytes moved between host and backend and the
 	// ops (launches) run since the backend opened.
 	Traffic() Traffic
@@ -171,6 +185,10 @@ type AggCost struct {
 	Edges      int // entries of the edge list
 	DenseTiles int // non-zero 64×256 tiles of the packed adjacency
 	Bits       int // width of the aggregated codes
+	// Batches > 1: the sizes above sum that many batches, and the choice
+	// is one aggregation over all their edge lists (the batches merged)
+	// against one dense product per batch.
+	Batches int
 }
 
 // Traffic counts what a backend moved and ran.

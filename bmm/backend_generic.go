@@ -303,6 +303,10 @@ func (g *genericBackend) PreferEdges(c AggCost) bool {
 	return float64(c.Edges) < float64(c.DenseTiles)*256*float64(c.Bits)
 }
 
+// PreferMerged: the generic backend computes one element at a time, so
+// only the calls differ; one call per op is fewer.
+func (g *genericBackend) PreferMerged(batches, rows int) bool { return batches > 1 }
+
 func (g *genericBackend) ReadCodes(dst []uint8, c Codes) error {
 	s, err := g.codes(c, "codes")
 	if err != nil {
@@ -312,5 +316,74 @@ func (g *genericBackend) ReadCodes(dst []uint8, c Codes) error {
 		return fmt.Errorf("%w: reading %d×%d codes into %d bytes", ErrShape, s.rows, s.cols, len(dst))
 	}
 	copy(dst, s.v)
+	return nil
+}
+
+// add resolves an Add op's operands for a rows×cols destination and returns
+// the sums.
+func (g *genericBackend) add(x, y Vector, relu bool, rows, cols int) ([]float32, error) {
+	xs, err := g.Floats(x, "x")
+	if err != nil {
+		return nil, err
+	}
+	ys, err := g.Floats(y, "y")
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckAdd(xs, ys, rows, cols); err != nil {
+		return nil, err
+	}
+	g.CountOp()
+	out := make([]float32, len(xs))
+	for i := range out {
+		out[i] = AddValue(xs[i], ys[i], relu)
+	}
+	return out, nil
+}
+
+func (g *genericBackend) AddBit(dst Bits, x, y Vector, relu bool, rq Requant) error {
+	d, err := g.Tensor(dst, "destination")
+	if err != nil {
+		return err
+	}
+	s, err := g.add(x, y, relu, d.Rows(), d.Cols())
+	if err != nil {
+		return err
+	}
+	clear(d.Words())
+	n := d.Cols()
+	for i := 0; i < d.Rows(); i++ {
+		for j := 0; j < n; j++ {
+			d.Set(i, j, rq.Quantize(s[i*n+j], d.Bits()))
+		}
+	}
+	return nil
+}
+
+func (g *genericBackend) AddCodes(dst Codes, x, y Vector, relu bool, rq Requant) error {
+	d, err := g.codes(dst, "destination")
+	if err != nil {
+		return err
+	}
+	s, err := g.add(x, y, relu, d.rows, d.cols)
+	if err != nil {
+		return err
+	}
+	for i, v := range s {
+		d.v[i] = uint8(rq.Quantize(v, d.bits))
+	}
+	return nil
+}
+
+func (g *genericBackend) AddFloat(dst Vector, x, y Vector, relu bool) error {
+	d, err := g.Floats(dst, "destination")
+	if err != nil {
+		return err
+	}
+	s, err := g.add(x, y, relu, 1, len(d))
+	if err != nil {
+		return err
+	}
+	copy(d, s)
 	return nil
 }

@@ -283,3 +283,26 @@ func TestMM2Into(t *testing.T) {
 	assert.ErrorIs(t, bmm.MM2FloatInto(bmm.Generic{}, make([]float32, 3), a, b, nil), bmm.ErrShape)
 	assert.ErrorIs(t, bmm.MM2FloatInto(bmm.Generic{}, f, b, a, nil), bmm.ErrPacking)
 }
+
+// TestAddValue checks the Add ops' element: one rounding, a NaN sum
+// written as bmm.NaN whatever the operands' payloads, the ReLU after it.
+func TestAddValue(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, c := range []struct {
+		x, y float32
+		relu bool
+		want uint32
+	}{
+		{1, 2, false, math.Float32bits(3)},
+		{16777216, 1, false, math.Float32bits(16777216)}, // rounded once, to even
+		{-1, 0.5, true, 0},
+		{inf, -inf, false, 0x7fc00000},
+		{math.Float32frombits(0x7fa00001), 1, false, 0x7fc00000},
+		{2, math.Float32frombits(0xffc00000), false, 0x7fc00000},
+		{math.Float32frombits(0x7fa00001), 1, true, 0},
+		{inf, 1, false, math.Float32bits(inf)},
+	} {
+		got := bmm.AddValue(c.x, c.y, c.relu)
+		assert.Equal(t, c.want, math.Float32bits(got), "%v + %v relu=%v", c.x, c.y, c.relu)
+	}
+}

@@ -154,3 +154,11 @@ func ArgmaxRow(row []float32) int32 {
 	}
 	return int32(best)
 }
+
+// CheckAdd checks the operands of an Add op writing rows×cols values.
+func CheckAdd(x, y []float32, rows, cols int) error {
+	if len(x) != rows*cols || len(y) != rows*cols {
+		return fmt.Errorf("%w: adding %d and %d values into %d×%d", ErrShape, len(x), len(y), rows, cols)
+	}
+	return nil
+}

@@ -18,7 +18,8 @@
 // A Backend (backend.go) is the layer above: it holds a model's operands
 // where it computes (host slices on the CPU, device memory on a GPU) and
 // runs whole ops on them: fused products into bits, byte codes or floats,
-// aggregations over an edge list (Graph), row sums, argmax. NewGenericBackend
+// aggregations over an edge list (Graph), sums of two float branches
+// (Add*), row sums, argmax. NewGenericBackend
 // is its reference, written plainly on the Generic kernel; products past
 // int32 go through WideProduct (plane groups, PlaneGroups) on every
 // backend; the Check* functions are the operand rules all backends share,

@@ -102,3 +102,22 @@ func (rq Requant) Quantize(y float32, bits int) uint32 {
 	}
 	return uint32(math.Floor(float64(v)))
 }
+
+// NaN is the one NaN the Add ops write: processors differ in the NaN an
+// addition gives (x86 keeps an operand's payload or sets the sign of
+// ∞ − ∞, a GPU writes its own), so a NaN sum is written as this.
+var NaN = math.Float32frombits(0x7fc00000)
+
+// AddValue is one element of a Backend's Add ops: x + y rounded to
+// float32, NaN written as NaN above, then max(·, 0) when relu (NaN
+// becomes 0, as in Epilogue).
+func AddValue(x, y float32, relu bool) float32 {
+	t := x + y
+	if t != t {
+		t = NaN
+	}
+	if relu && !(t > 0) {
+		t = 0
+	}
+	return t
+}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -213,4 +214,17 @@ func TestUploadGraphChecksAsCheckGraph(t *testing.T) {
 	}
 	_, err := b.UploadGraph(nil, 3)
 	assert.ErrorIs(t, err, bmm.ErrShape)
+}
+
+// TestBackendPreferMerged: batches merge up to mergeRows rows, unless they
+// are enough for two rounds of whole batches on every core.
+func TestBackendPreferMerged(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	b := NewBackend(nil)
+	assert.True(t, b.PreferMerged(7, 1000), "7 batches on 4 cores")
+	assert.False(t, b.PreferMerged(8, 1000), "two rounds on 4 cores")
+	assert.False(t, b.PreferMerged(2, mergeRows+1), "past mergeRows")
+	assert.False(t, b.PreferMerged(1, 10), "one batch")
+	runtime.GOMAXPROCS(1)
+	assert.True(t, b.PreferMerged(100, 1000), "one core: merged")
 }

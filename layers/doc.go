@@ -1,19 +1,23 @@
-// Package layers holds the quantized GNN models: GCN and GIN whose every
-// product runs on integer codes (bit planes, package bittensor, or byte
-// codes over an edge list) on a bmm.Backend, with inter-layer fusion so
-// that only codes travel between layers. It imports no backend: the
-// caller picks one (cpu.NewBackend, a GPU's) and compiles for it.
+// Package layers holds the quantized GNN models: GCN, GIN and GraphSAGE
+// (mean aggregator, root weight) whose every product runs on integer codes
+// (bit planes, package bittensor, or byte codes over an edge list) on a
+// bmm.Backend, with inter-layer fusion so that only codes travel between
+// layers. It imports no backend: the caller picks one (cpu.NewBackend, a
+// GPU's) and compiles for it.
 //
 // A Model holds float weights; Calibrate sets its activation quantizers
 // (post-training quantization) and QAT fine-tunes it with quantization in
 // the loop, simulating exactly the arithmetic that inference runs. Compile
-// turns a calibrated Model into a Plan for a backend (weights quantized,
-// packed and uploaded once; its ops a small DAG over values); Plan.Run runs
-// it over the Eval batches of a Data with features quantized once (Input):
-// each batch's inputs go up once, the ops run on backend operands, and
-// only the predictions come back (Result.Traffic counts the bytes).
-// Plan.Close frees what the plan holds on the backend. Batch is one Cluster-GCN batch
-// (a group of partitions, its adjacency and normalization).
+// turns a calibrated Model into a Plan for a backend: weights quantized,
+// packed and uploaded once, and its ops a small DAG over values (value 0
+// the features, value i+1 op i's output), where a linear or an aggregation
+// reads codes and a sum joins two float branches (SAGE's lin_l of the mean
+// plus lin_r of the node). Plan.Run runs it over the Eval batches of a Data
+// with features quantized once (Input): each batch's inputs go up once,
+// the ops run on backend operands, and only the predictions come back
+// (Result.Traffic counts the bytes). Plan.Close frees what the plan holds
+// on the backend. Batch is one Cluster-GCN batch (a group of partitions,
+// its adjacency and normalization).
 //
 // Models are saved as safetensors (internal/safetensors) with PyTorch-style
 // names and a checksummed metadata record (WriteModel, ReadModel); Origin

@@ -19,7 +19,7 @@ import (
 // each against the float64 simulation: the codes between ops and every
 // logit bit. Inputs of more than 8 bits fall back to the dense product.
 func TestQAggModesMatchSimulation(t *testing.T) {
-	for _, kind := range []string{GCN, GIN} {
+	for _, kind := range []string{GCN, GIN, SAGE} {
 		for _, tc := range []struct {
 			bits   [2]int
 			binary bool

@@ -46,6 +46,94 @@ type Batch struct {
 	// both is DInv·FeatScale, the first GCN product's row scale, made once.
 	bothOnce sync.Once
 	both     []float32
+	// nbr is the adjacency without its self-loops (SAGE's neighbours),
+	// made on first use.
+	nbrOnce sync.Once
+	nbr     *Neighbours
+	// edgesOnly: the batch has no packed adjacency by design (batches
+	// merged, mergeBatches), so its aggregations go over the edge list.
+	edgesOnly bool
+}
+
+// mergeBatches returns one batch holding bs side by side, block-diagonal:
+// the rows of each in turn, with its own edges (renumbered), degrees and
+// scales, so that every op, row-local, gives each row what its own batch
+// gives it. It has the edge-list forms only.
+func mergeBatches(bs []*Batch) *Batch {
+	var n, e int
+	feat := true
+	for _, b := range bs {
+		n, e = n+b.N(), e+len(b.Indices)
+		feat = feat && b.FeatScale != nil
+	}
+	m := &Batch{Nodes: make([]int32, 0, n), Indptr: make([]int32, 1, n+1), Indices: make([]int32, 0, e),
+		Deg: make([]float32, 0, n), DInv: make([]float32, 0, n), edgesOnly: true}
+	if feat {
+		m.FeatScale = make([]float32, 0, n)
+	}
+	for _, b := range bs {
+		off, base := int32(len(m.Nodes)), m.Indptr[len(m.Indptr)-1]
+		m.Nodes = append(m.Nodes, b.Nodes...)
+		for _, q := range b.Indptr[1:] {
+			m.Indptr = append(m.Indptr, base+q)
+		}
+		for _, u := range b.Indices {
+			m.Indices = append(m.Indices, u+off)
+		}
+		m.Deg, m.DInv = append(m.Deg, b.Deg...), append(m.DInv, b.DInv...)
+		if feat {
+			m.FeatScale = append(m.FeatScale, b.FeatScale...)
+		}
+	}
+	m.Edges = bmm.Graph{Indptr: m.Indptr, Indices: m.Indices}
+	return m
+}
+
+// Neighbours is a batch's adjacency without the self-loops, in the forms
+// its aggregations take: CSR (and Edges), the packed 1-bit tensor when
+// the batch has one, the row sums Deg and Inv = 1/max(Deg, 1), the mean's
+// row scale (a node without neighbours averages to 0).
+type Neighbours struct {
+	Indptr, Indices []int32
+	Deg, Inv        []float32
+	Adj             *bittensor.Tensor
+	Edges           bmm.Graph
+	tiles           int
+}
+
+// neighbours returns b's adjacency without self-loops, made once.
+func (b *Batch) neighbours() *Neighbours {
+	b.nbrOnce.Do(func() {
+		n := b.N()
+		nb := &Neighbours{Indptr: make([]int32, n+1), Indices: make([]int32, 0, max(0, len(b.Indices)-n)),
+			Deg: make([]float32, n), Inv: make([]float32, n)}
+		for v := range n {
+			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
+				if int(u) != v {
+					nb.Indices = append(nb.Indices, u)
+				}
+			}
+			nb.Indptr[v+1] = int32(len(nb.Indices))
+			d := nb.Indptr[v+1] - nb.Indptr[v]
+			nb.Deg[v] = float32(d)
+			nb.Inv[v] = 1 / float32(max(d, 1))
+		}
+		if b.Adj != nil {
+			nb.Adj = b.Adj.Clone()
+			pad := nb.Adj.Padding()
+			mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
+			for v := range n {
+				nb.Adj.Set(v, v, 0)
+				for _, u := range nb.Indices[nb.Indptr[v]:nb.Indptr[v+1]] {
+					mask.Set(v, int(u))
+				}
+			}
+			nb.tiles = denseTiles(mask)
+		}
+		nb.Edges = bmm.Graph{Indptr: nb.Indptr, Indices: nb.Indices}
+		b.nbr = nb
+	})
+	return b.nbr
 }
 
 // scaleBoth returns DInv·FeatScale row by row (see planOp.scale).

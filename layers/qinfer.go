@@ -24,6 +24,14 @@ type Plan struct {
 	// adjacency, or sums over its edge list, with the same results bit for
 	// bit.
 	Agg AggMode
+	// Merge picks whether Run runs batches whose aggregations all go over
+	// edge lists as one block-diagonal batch (every op once over all rows,
+	// the same values row by row) or batch by batch.
+	Merge MergeMode
+	// Resident keeps each batch's inputs on the backend from one Run to
+	// the next, until Close (a serving process's passes then move only the
+	// predictions); otherwise every pass uploads them and frees them after.
+	Resident bool
 	// WeightBytes is the packed size of every weight tensor.
 	WeightBytes int
 	// Upload is what Compile moved to the backend, once: the weights and
@@ -31,13 +39,13 @@ type Plan struct {
 	Upload bmm.Traffic
 
 	ops     []planOp
-	weights []*simWeights // per op; nil for aggregations
+	weights []*simWeights // per op; nil but for linears
 	w       []bmm.Bits    // per op: weight codes, K×N packed by columns
-	// wCodes holds op 0's weight codes one byte each (weights of at most 8
-	// bits, else nil): the sparse first product is then the sum of W's code
-	// rows at each node's features, times their codes (an aggregation over
-	// the feature lists).
-	wCodes bmm.Codes
+	// wCodes holds, for the linears of the features (value 0), their
+	// weight codes one byte each (weights of at most 8 bits, else nil): the
+	// sparse first product is then the sum of W's code rows at each node's
+	// features, times their codes (an aggregation over the feature lists).
+	wCodes []bmm.Codes
 	epi    []bmm.Epi // per op: the static vectors; the pass adds the batch's
 	run    []bmm.Epi // per op: the epilogue a pass hands the backend, reused
 	widths []int     // per value (0: the input, i+1: op i's output)
@@ -48,8 +56,52 @@ type Plan struct {
 	// about what aggregating over it costs on all of them.
 	graphs map[graphKey]bmm.GraphOperand
 	pred   []int32 // one batch's predictions, reused
+	// kept holds the batches' uploads of a resident plan.
+	kept map[keptKey]*batchIn
+	// merged is the block-diagonal batch of the last Data run merged.
+	merged struct {
+		d     *Data
+		first *Batch
+		n     int
+		b     *Batch
+	}
 	closed bool
 	par    *planLanes // Run's batch-parallel lanes (run.go)
+}
+
+// keptKey names a batch's uploads for the features of in, sparse or
+// packed.
+type keptKey struct {
+	b      *Batch
+	in     *Input
+	sparse bool
+}
+
+// MergeMode is how a plan groups batches (see Plan.Merge).
+type MergeMode int
+
+const (
+	// MergeAuto asks the backend's cost model (bmm.Backend.PreferMerged).
+	MergeAuto MergeMode = iota
+	// MergeOn merges whenever every aggregation goes over edge lists.
+	MergeOn
+	// MergeOff runs batch by batch.
+	MergeOff
+)
+
+// String is the mode's flag value.
+func (m MergeMode) String() string {
+	return [...]string{"auto", "on", "off"}[m]
+}
+
+// ParseMergeMode reads a mode's flag value.
+func ParseMergeMode(s string) (MergeMode, error) {
+	for m := MergeAuto; m <= MergeOff; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: merge mode %q (want auto, on or off)", ErrModel, s)
 }
 
 // AggMode is how a plan runs its aggregations.
@@ -109,6 +161,7 @@ func (p *Plan) compile() error {
 	}
 	p.weights = make([]*simWeights, n)
 	p.w = make([]bmm.Bits, n)
+	p.wCodes = make([]bmm.Codes, n)
 	p.epi = make([]bmm.Epi, n)
 	p.run = make([]bmm.Epi, n)
 	p.widths = make([]int, n+1)
@@ -120,13 +173,8 @@ func (p *Plan) compile() error {
 		if len(op.in) == 0 {
 			return fmt.Errorf("%w: op %d reads no value", ErrModel, i)
 		}
-		for _, v := range op.in {
-			if v < 0 || v > i {
-				return fmt.Errorf("%w: op %d reads value %d, not made before it", ErrModel, i, v)
-			}
-		}
-		if (op.out == nil) != (i == n-1) {
-			return fmt.Errorf("%w: op %d of %d gives the logits", ErrModel, i, n)
+		if err := p.checkOp(i); err != nil {
+			return err
 		}
 		in := op.in[0]
 		var ep *bmm.Epilogue
@@ -146,13 +194,13 @@ func (p *Plan) compile() error {
 				return fmt.Errorf("layers: uploading op %d's weights: %w", i, err)
 			}
 			p.WeightBytes += 8 * len(t.Words())
-			if i == 0 && m.WBits <= 8 {
+			if in == 0 && m.WBits <= 8 {
 				b := make([]uint8, len(codes))
 				for j, c := range codes {
 					b[j] = uint8(c)
 				}
-				if p.wCodes, err = be.UploadCodes(b, op.lin.In, op.lin.Out, m.WBits); err != nil {
-					return fmt.Errorf("layers: uploading op 0's weight codes: %w", err)
+				if p.wCodes[i], err = be.UploadCodes(b, op.lin.In, op.lin.Out, m.WBits); err != nil {
+					return fmt.Errorf("layers: uploading op %d's weight codes: %w", i, err)
 				}
 			}
 			ep = linEpilogue(op, p.params[in], w, op.lin.In, nil, empty, true)
@@ -160,6 +208,9 @@ func (p *Plan) compile() error {
 		case qAgg:
 			ep = aggEpilogue(op, p.params[in], p.widths[in], empty, true)
 			p.widths[i+1] = p.widths[in]
+		case qAdd:
+			p.widths[i+1] = p.widths[in]
+			ep = &bmm.Epilogue{}
 		default:
 			return fmt.Errorf("%w: op %d has a kind (%d) the plan cannot run", ErrModel, i, op.kind)
 		}
@@ -185,6 +236,33 @@ func (p *Plan) compile() error {
 	return nil
 }
 
+// checkOp checks op i's place in the DAG: it reads values made before it,
+// a linear or an aggregation reads codes (the features or a quantized
+// output), a sum reads two float values of one width, and only the last
+// op's output, the logits, is read by no op.
+func (p *Plan) checkOp(i int) error {
+	op, n := &p.ops[i], len(p.ops)
+	codes := func(v int) bool { return v == 0 || p.ops[v-1].out != nil }
+	for _, v := range op.in {
+		if v < 0 || v > i {
+			return fmt.Errorf("%w: op %d reads value %d, not made before it", ErrModel, i, v)
+		}
+	}
+	switch {
+	case i == n-1 && op.out != nil:
+		return fmt.Errorf("%w: the last op (%d) quantizes its output instead of giving the logits", ErrModel, i)
+	case op.kind == qAdd && (len(op.in) != 2 || codes(op.in[0]) || codes(op.in[1])):
+		return fmt.Errorf("%w: op %d adds values %v, want two float ones", ErrModel, i, op.in)
+	case op.kind == qAdd && p.widths[op.in[0]] != p.widths[op.in[1]]:
+		return fmt.Errorf("%w: op %d adds values of widths %d and %d", ErrModel, i, p.widths[op.in[0]], p.widths[op.in[1]])
+	case op.kind != qAdd && (len(op.in) != 1 || !codes(op.in[0])):
+		return fmt.Errorf("%w: op %d reads values %v, want one of codes", ErrModel, i, op.in)
+	case op.mean && (op.rowScale || op.featScale):
+		return fmt.Errorf("%w: op %d takes a mean and another row scale", ErrModel, i)
+	}
+	return nil
+}
+
 // Close frees every operand the plan holds on its backend; a second Close
 // does nothing. The backend itself stays open.
 func (p *Plan) Close() error {
@@ -202,8 +280,10 @@ func (p *Plan) Close() error {
 			w.Free()
 		}
 	}
-	if p.wCodes != nil {
-		p.wCodes.Free()
+	for _, c := range p.wCodes {
+		if c != nil {
+			c.Free()
+		}
 	}
 	for i := range p.epi {
 		e := &p.epi[i]
@@ -218,15 +298,20 @@ func (p *Plan) Close() error {
 		g.Free()
 	}
 	p.graphs = nil
+	for _, in := range p.kept {
+		in.free()
+	}
+	p.kept = nil
 	p.closeLanes()
 	return nil
 }
 
-// graphKey names a batch's graph: its edge list (in nil) or its feature
-// lists in in.
+// graphKey names a batch's graph: its edge list (in nil; without the
+// self-loops when nbr) or its feature lists in in.
 type graphKey struct {
-	b  *Batch
-	in *Input
+	b   *Batch
+	in  *Input
+	nbr bool
 }
 
 // Trace receives, for tests and the fusion benchmark, each op's output
@@ -274,7 +359,7 @@ func (p *Plan) checkInput(in *Input) error {
 
 // forwardLogits is one batch's pass with its logits read back.
 func (p *Plan) forwardLogits(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) ([]float32, Stats, error) {
-	ps, err := p.pass(b, x, sx, trace)
+	ps, err := p.pass(b, x, sx, trace, nil)
 	defer ps.release()
 	if err != nil {
 		return nil, ps.st, err
@@ -300,6 +385,8 @@ type Result struct {
 	// EdgeListBatches counts the batches whose aggregations summed codes
 	// over the edge list instead of the packed adjacency (see Plan.Agg).
 	EdgeListBatches int
+	// Merged says the batches ran as one block-diagonal batch (Plan.Merge).
+	Merged bool
 	// Traffic is what the pass moved between host and backend and the ops
 	// it ran (the weights' upload is Plan.Upload).
 	Traffic bmm.Traffic
@@ -308,12 +395,13 @@ type Result struct {
 // Run runs p over d's Eval batches with features in (quantized with the
 // plan's input params). With sparse, the first product reads the sparse
 // codes (ForwardSparse) instead of packing bit planes. progress, when set,
-// is called after each batch, from one goroutine at a time.
+// is called after each batch (once for a merged pass), from one goroutine
+// at a time.
 //
 // On a backend that forks (bmm.Forker) with batches enough for the cores,
-// whole batches run side by side, one per core (run.go); Pack and Compute
-// then split the wall time between them. The predictions are the same bit
-// for bit either way.
+// unmerged batches run side by side, whole, one per core (run.go); Pack
+// and Compute then split the wall time between them. The predictions are
+// the same bit for bit either way.
 func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total int)) (*Result, error) {
 	if in.Params != p.Model.Input {
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, p.Model.Input)
@@ -328,43 +416,92 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		r.Pred[i] = -1
 	}
 	before := p.Backend.Traffic()
-	if l := p.laneCount(len(d.Eval)); l > 1 && !p.closed && p.disjointOK(d) {
+	batches := d.Eval
+	if p.merges(d) {
+		batches, r.Merged = []*Batch{p.mergedBatch(d)}, true
+	}
+	if l := p.laneCount(len(batches)); l > 1 && !p.closed && p.disjointOK(d) {
 		if err := p.runLanes(l, r, d, in, sparse, progress); err != nil {
 			return nil, err
 		}
 		r.Traffic = p.Backend.Traffic().Sub(before)
 		return r, nil
 	}
-	for i, b := range d.Eval {
+	for i, b := range batches {
 		t0 := time.Now()
 		var x *bittensor.Tensor
 		var sx *Input
-		if sparse {
+		key := keptKey{b, in, sparse}
+		switch {
+		case sparse:
 			sx = in
 			p.packLists(b, in)
-		} else {
+		case p.kept[key] != nil: // resident: the packed features are there
+		default:
 			var err error
 			if x, err = in.Pack(b.Nodes); err != nil {
 				return nil, err
 			}
 		}
 		t1 := time.Now()
-		if err := p.predict(r, b, x, sx); err != nil {
+		if err := p.predict(r, b, x, sx, &key); err != nil {
 			return nil, err
 		}
 		r.Pack += t1.Sub(t0)
 		r.Compute += time.Since(t1)
 		if progress != nil {
-			progress(i+1, len(d.Eval))
+			progress(i+1, len(batches))
 		}
+	}
+	if r.Merged {
+		r.EdgeListBatches = len(d.Eval)
 	}
 	r.Traffic = p.Backend.Traffic().Sub(before)
 	return r, nil
 }
 
+// merges reports whether Run runs d's batches merged: more than one,
+// each with every aggregation over edge lists, and the mode or the
+// backend's cost model says so.
+func (p *Plan) merges(d *Data) bool {
+	if p.Merge == MergeOff || len(d.Eval) < 2 {
+		return false
+	}
+	if p.Agg == AggDense {
+		return false
+	}
+	for _, op := range p.ops {
+		if op.kind == qAgg && p.params[op.in[0]].Bits > 8 {
+			return false // codes past a byte aggregate on the packed adjacency
+		}
+	}
+	if p.Merge == MergeOn {
+		return true
+	}
+	all := bmm.AggCost{Cols: p.widths[1], Bits: p.Model.ABits, Batches: len(d.Eval)}
+	each := true // every batch takes the edge list by itself
+	for _, b := range d.Eval {
+		all.Rows, all.Edges, all.DenseTiles = all.Rows+b.N(), all.Edges+len(b.Indices), all.DenseTiles+b.tiles
+		each = each && p.edges(b)
+	}
+	// Batches that would aggregate densely one by one merge where one
+	// edge-list op over all of them is cheaper.
+	return (each || p.Backend.PreferEdges(all)) && p.Backend.PreferMerged(len(d.Eval), all.Rows)
+}
+
+// mergedBatch returns d's batches merged (mergeBatches), made once per
+// Data and Eval.
+func (p *Plan) mergedBatch(d *Data) *Batch {
+	m := &p.merged
+	if m.d != d || m.first != d.Eval[0] || m.n != len(d.Eval) {
+		m.d, m.first, m.n, m.b = d, d.Eval[0], len(d.Eval), mergeBatches(d.Eval)
+	}
+	return m.b
+}
+
 // predict runs one batch of Run and scatters its predictions into r.
-func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input) error {
-	ps, err := p.pass(b, x, sx, nil)
+func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input, key *keptKey) error {
+	ps, err := p.pass(b, x, sx, nil, key)
 	defer ps.release()
 	if err != nil {
 		return err
@@ -391,6 +528,9 @@ func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input) erro
 
 // edges reports whether b's aggregations run from its edge list.
 func (p *Plan) edges(b *Batch) bool {
+	if b.edgesOnly {
+		return true
+	}
 	switch p.Agg {
 	case AggDense:
 		return false
@@ -401,9 +541,18 @@ func (p *Plan) edges(b *Batch) bool {
 		DenseTiles: b.tiles, Bits: p.Model.ABits})
 }
 
-// byteFirst reports whether op 0 can run as a code aggregation over in's
-// feature lists: weights and feature codes of at most 8 bits.
-func (p *Plan) byteFirst(in *Input) bool { return p.wCodes != nil && in.Params.Bits <= 8 }
+// byteFirst reports whether the linears of the features can run as code
+// aggregations over in's feature lists: weights and feature codes of at
+// most 8 bits (the linears of value 0 share their width and bits, so
+// either all have their weight codes or none).
+func (p *Plan) byteFirst(in *Input) bool {
+	for i, c := range p.wCodes {
+		if p.ops[i].kind == qLin && p.ops[i].in[0] == 0 {
+			return c != nil && in.Params.Bits <= 8
+		}
+	}
+	return false
+}
 
 // SparseCheaper reports whether ForwardSparse's first product is expected
 // to cost less on the plan's backend than packing the features and
@@ -429,39 +578,67 @@ func requantOf(p Params) bmm.Requant {
 // value is one value of the DAG (0: the batch's features, i+1: op i's
 // output) in the forms its readers take, on the backend.
 type value struct {
-	rows   bmm.Bits   // packed by rows: a product's left operand
-	cols   bmm.Bits   // packed by columns: a dense aggregation's right operand
-	codes  bmm.Codes  // a byte per code: an edge-list aggregation's operand
-	sums   bmm.Vector // the row sums of its codes: a product's RowTerm
-	logits bmm.Vector
+	rows  bmm.Bits   // packed by rows: a product's left operand
+	cols  bmm.Bits   // packed by columns: a dense aggregation's right operand
+	codes bmm.Codes  // a byte per code: an edge-list aggregation's operand
+	sums  bmm.Vector // the row sums of its codes: a product's RowTerm
+	float bmm.Vector // an unquantized output: the logits, or a branch a sum reads
 }
 
-// pass is one batch on the backend: its uploads (made on first use), the
-// values of the DAG, and everything to give back when it ends.
+// pass is one batch on the backend: its uploads (made on first use, or
+// kept by a resident plan), the values of the DAG, and the outputs to give
+// back when it ends.
 type pass struct {
-	p      *Plan
-	b      *Batch
-	edges  bool // aggregations over the edge list
+	p     *Plan
+	b     *Batch
+	edges bool // aggregations over the edge list
+	*batchIn
+	key    *keptKey // where a resident plan keeps the uploads (nil: not kept)
 	vals   []value
 	st     Stats
-	owned  []bmm.Operand // uploads of this batch, freed at the end
-	pooled []pooled      // outputs, back to the pool at the end
-	// The batch's uploads.
-	adj                bmm.Bits
-	graph, feat        bmm.GraphOperand
-	dinv, deg, fs, dfs bmm.Vector
-	featSums           bmm.Vector
-	// sparseFirst: op 0 sums W's code rows over the feature lists (feat).
+	pooled []pooled // outputs, back to the pool at the end
+}
+
+// batchIn is a batch's uploads: per adjacency (with self-loops, and
+// without them for SAGE's neighbours) its packed tensor, edge list and row
+// sums; the row scales; the feature lists and their code sums; the forms
+// of the features (value 0).
+type batchIn struct {
+	owned               []bmm.Operand // freed with the uploads
+	adj                 [2]bmm.Bits
+	graph               [2]bmm.GraphOperand
+	deg                 [2]bmm.Vector
+	feat                bmm.GraphOperand
+	dinv, fs, dfs, mean bmm.Vector
+	featSums            bmm.Vector
+	x                   value
+	// sparseFirst: the linears of the features sum W's code rows over the
+	// feature lists (feat).
 	sparseFirst bool
+	made        bool // the features are up (a kept batchIn is reused as it is)
+}
+
+// free frees the uploads.
+func (in *batchIn) free() {
+	for _, o := range in.owned {
+		o.Free()
+	}
+	in.owned = nil
 }
 
 // pass uploads batch b's inputs and runs every op of the DAG on the
 // backend. The caller releases the pass once it has read the logits.
-func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pass, error) {
+func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, key *keptKey) (*pass, error) {
 	m := p.Model
-	ps := &pass{p: p, b: b, vals: make([]value, len(p.ops)+1)}
+	ps := &pass{p: p, b: b, vals: make([]value, len(p.ops)+1), batchIn: &batchIn{}}
 	if p.closed {
 		return ps, fmt.Errorf("%w: plan is closed", ErrModel)
+	}
+	if p.Resident && key != nil {
+		ps.key = key
+		if in := p.kept[*key]; in != nil {
+			ps.batchIn = in
+		}
 	}
 	ps.edges = p.edges(b)
 	if !ps.edges && b.Adj == nil {
@@ -470,48 +647,9 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 	if m.NormRows && b.FeatScale == nil {
 		return ps, fmt.Errorf("%w: the model normalizes feature rows but the batch has no FeatScale", ErrModel)
 	}
-	if sx != nil {
-		// Codes or weights past 8 bits, or feature lists whose sums could
-		// pass int32, take the dense first product.
-		var err error
-		g, bound := b.featRows(sx, p.byteFirst(sx))
-		if g != nil && float64(bound)*(math.Exp2(float64(m.WBits))-1) <= math.MaxInt32 {
-			ps.sparseFirst = true
-			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b, sx}); err != nil {
-				return ps, err
-			}
-			if ps.featSums, err = ps.upload(b.featSums(sx)); err != nil {
-				return ps, err
-			}
-		}
-	}
-	// The packed features, where a product reads them (always but for a
-	// sparse first product that is their only reader).
-	if rows, _, _ := ps.need(0); rows {
-		if x == nil && sx != nil {
-			var err error
-			if x, err = sx.Pack(b.Nodes); err != nil {
-				return ps, err
-			}
-		}
-		if x == nil {
-			return ps, fmt.Errorf("%w: no features", ErrModel)
-		}
-		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
-			return ps, fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
-				ErrModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
-		}
-		if x.Bits() != m.Input.Bits {
-			return ps, fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrModel, x.Bits(), m.Input.Bits)
-		}
-		xb, err := p.Backend.UploadBits(x)
-		if err != nil {
-			return ps, fmt.Errorf("layers: uploading the features: %w", err)
-		}
-		ps.owned = append(ps.owned, xb)
-		ps.vals[0].rows = xb
-	}
-	if err := ps.inputForms(x, sx); err != nil {
+	if ps.made {
+		ps.vals[0] = ps.x
+	} else if err := ps.features(x, sx); err != nil {
 		return ps, err
 	}
 	for i := range p.ops {
@@ -522,20 +660,78 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace) (*pas
 	return ps, nil
 }
 
+// features uploads the features' forms its readers take: the feature
+// lists of a sparse first product, the packed rows, columns or codes.
+func (ps *pass) features(x *bittensor.Tensor, sx *Input) error {
+	p, b, m := ps.p, ps.b, ps.p.Model
+	if sx != nil {
+		// Codes or weights past 8 bits, or feature lists whose sums could
+		// pass int32, take the dense first product.
+		var err error
+		g, bound := b.featRows(sx, p.byteFirst(sx))
+		if g != nil && float64(bound)*(math.Exp2(float64(m.WBits))-1) <= math.MaxInt32 {
+			ps.sparseFirst = true
+			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b: b, in: sx}); err != nil {
+				return err
+			}
+			if ps.featSums, err = ps.upload(b.featSums(sx)); err != nil {
+				return err
+			}
+		}
+	}
+	// The packed features, where a product reads them (always but for
+	// sparse first products that are their only readers).
+	if f := ps.need(0); f.rows {
+		if x == nil && sx != nil {
+			var err error
+			if x, err = sx.Pack(b.Nodes); err != nil {
+				return err
+			}
+		}
+		if x == nil {
+			return fmt.Errorf("%w: no features", ErrModel)
+		}
+		if x.Rows() != b.N() || x.Cols() != m.Layers[0].Lin1.In || x.Packing() != bittensor.ByRows {
+			return fmt.Errorf("%w: features are %d×%d (%v), batch has %d nodes and the model takes %d",
+				ErrModel, x.Rows(), x.Cols(), x.Packing(), b.N(), m.Layers[0].Lin1.In)
+		}
+		if x.Bits() != m.Input.Bits {
+			return fmt.Errorf("%w: features are %d-bit, the model expects %d", ErrModel, x.Bits(), m.Input.Bits)
+		}
+		xb, err := p.Backend.UploadBits(x)
+		if err != nil {
+			return fmt.Errorf("layers: uploading the features: %w", err)
+		}
+		ps.owned = append(ps.owned, xb)
+		ps.vals[0].rows = xb
+	}
+	if err := ps.inputForms(x, sx); err != nil {
+		return err
+	}
+	ps.x, ps.made = ps.vals[0], true
+	return nil
+}
+
 // logits is the last op's output.
-func (ps *pass) logits() bmm.Vector { return ps.vals[len(ps.vals)-1].logits }
+func (ps *pass) logits() bmm.Vector { return ps.vals[len(ps.vals)-1].float }
 
 // release gives the batch's operands back: its uploads freed, its outputs
 // to the plan's pool for the next batch. Every op before has finished (the
 // caller read the logits or the predictions), so reusing them is safe.
 func (ps *pass) release() {
-	for _, o := range ps.owned {
-		o.Free()
+	switch p := ps.p; {
+	case ps.key != nil && ps.made && !p.closed:
+		if p.kept == nil {
+			p.kept = map[keptKey]*batchIn{}
+		}
+		p.kept[*ps.key] = ps.batchIn
+	case ps.key == nil || p.kept[*ps.key] != ps.batchIn:
+		ps.free()
 	}
 	for _, o := range ps.pooled {
 		ps.p.pool.put(o)
 	}
-	ps.owned, ps.pooled = nil, nil
+	ps.pooled = nil
 }
 
 func (ps *pass) upload(v []float32) (bmm.Vector, error) {
@@ -545,6 +741,17 @@ func (ps *pass) upload(v []float32) (bmm.Vector, error) {
 	}
 	ps.owned = append(ps.owned, o)
 	return o, nil
+}
+
+// uploadOnce uploads v into *dst unless it is there already.
+func (ps *pass) uploadOnce(dst *bmm.Vector, v []float32) (bmm.Vector, error) {
+	if *dst == nil {
+		var err error
+		if *dst, err = ps.upload(v); err != nil {
+			return nil, err
+		}
+	}
+	return *dst, nil
 }
 
 // uploadGraph uploads g (src source rows), the graph key names, or finds
@@ -570,8 +777,14 @@ func (ps *pass) uploadGraph(g *bmm.Graph, src int, key graphKey) (bmm.GraphOpera
 	return o, nil
 }
 
+// forms are the forms of a value its readers take in a pass.
+type forms struct{ rows, cols, codes, float bool }
+
+func (f forms) any() bool { return f.rows || f.cols || f.codes || f.float }
+
 // need returns the forms value v's readers take in this pass.
-func (ps *pass) need(v int) (rows, cols, codes bool) {
+func (ps *pass) need(v int) forms {
+	var f forms
 	for i := range ps.p.ops {
 		op := &ps.p.ops[i]
 		for _, u := range op.in {
@@ -580,17 +793,26 @@ func (ps *pass) need(v int) (rows, cols, codes bool) {
 			}
 			switch op.kind {
 			case qLin:
-				rows = rows || !(v == 0 && i == 0 && ps.sparseFirst)
+				f.rows = f.rows || !ps.sparseOp(i)
 			case qAgg:
 				if ps.aggEdges(v) {
-					codes = true
+					f.codes = true
 				} else {
-					cols = true
+					f.cols = true
 				}
+			case qAdd:
+				f.float = true
 			}
 		}
 	}
-	return
+	return f
+}
+
+// sparseOp reports whether op i is a linear of the features that sums its
+// weight code rows over the feature lists.
+func (ps *pass) sparseOp(i int) bool {
+	op := &ps.p.ops[i]
+	return ps.sparseFirst && op.kind == qLin && op.in[0] == 0 && ps.p.wCodes[i] != nil
 }
 
 // aggEdges reports whether an aggregation of value v sums its byte codes
@@ -600,8 +822,8 @@ func (ps *pass) aggEdges(v int) bool { return ps.edges && ps.p.params[v].Bits <=
 // inputForms makes the forms of value 0 other than the packed rows that
 // its readers take (an aggregation of the features themselves).
 func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
-	_, cols, codes := ps.need(0)
-	if !cols && !codes {
+	f := ps.need(0)
+	if !f.cols && !f.codes {
 		return nil
 	}
 	var ints []int32
@@ -620,7 +842,7 @@ func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
 		}
 	}
 	be, bits := ps.p.Backend, ps.p.Model.Input.Bits
-	if cols {
+	if f.cols {
 		t, err := bittensor.Pack(ints, n, k, bits, bittensor.ByCols, bittensor.DefaultPadding)
 		if err != nil {
 			return err
@@ -630,7 +852,7 @@ func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
 		}
 		ps.owned = append(ps.owned, ps.vals[0].cols)
 	}
-	if codes {
+	if f.codes {
 		b := make([]uint8, len(ints))
 		for i, c := range ints {
 			b[i] = uint8(c)
@@ -648,23 +870,15 @@ func (ps *pass) inputForms(x *bittensor.Tensor, sx *Input) error {
 // rowScale is op's epilogue RowScale on the backend (see planOp.scale).
 func (ps *pass) rowScale(op *planOp) (bmm.Vector, error) {
 	b := ps.b
-	var err error
 	switch {
+	case op.mean:
+		return ps.uploadOnce(&ps.mean, b.neighbours().Inv)
 	case op.rowScale && op.featScale:
-		if ps.dfs == nil {
-			ps.dfs, err = ps.upload(b.scaleBoth())
-		}
-		return ps.dfs, err
+		return ps.uploadOnce(&ps.dfs, b.scaleBoth())
 	case op.rowScale:
-		if ps.dinv == nil {
-			ps.dinv, err = ps.upload(b.DInv)
-		}
-		return ps.dinv, err
+		return ps.uploadOnce(&ps.dinv, b.DInv)
 	case op.featScale:
-		if ps.fs == nil {
-			ps.fs, err = ps.upload(b.FeatScale)
-		}
-		return ps.fs, err
+		return ps.uploadOnce(&ps.fs, b.FeatScale)
 	}
 	return nil, nil
 }
@@ -685,104 +899,166 @@ func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 	return val.sums, nil
 }
 
+// adjacency returns the aggregation operands of op's adjacency (0: with
+// self-loops, 1: SAGE's neighbours), uploaded on first use: its edge list
+// (edges) or packed tensor, and its row sums.
+func (ps *pass) adjacency(op *planOp, edges bool) (bmm.GraphOperand, bmm.Bits, bmm.Vector, error) {
+	b, k := ps.b, 0
+	g, adj, deg := &b.Edges, b.Adj, b.Deg
+	if op.nbr {
+		nb := b.neighbours()
+		k, g, adj, deg = 1, &nb.Edges, nb.Adj, nb.Deg
+	}
+	d, err := ps.uploadOnce(&ps.deg[k], deg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if edges {
+		if ps.graph[k] == nil {
+			if ps.graph[k], err = ps.uploadGraph(g, b.N(), graphKey{b: b, nbr: op.nbr}); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		return ps.graph[k], nil, d, nil
+	}
+	if ps.adj[k] == nil {
+		if ps.adj[k], err = ps.p.Backend.UploadBits(adj); err != nil {
+			return nil, nil, nil, fmt.Errorf("layers: uploading the adjacency: %w", err)
+		}
+		ps.owned = append(ps.owned, ps.adj[k])
+	}
+	return nil, ps.adj[k], d, nil
+}
+
+// operands are an op's inputs on the backend, one of three shapes: a bit
+// product A·B, an aggregation G·X over an edge list, or a sum x + y.
+type operands struct {
+	a, b bmm.Bits
+	g    bmm.GraphOperand
+	x    bmm.Codes
+	sx   bmm.Vector // sum: x
+	sy   bmm.Vector // sum: y
+	relu bool       // sum: its ReLU (a product's is its epilogue's)
+}
+
+func (o *operands) bits(be bmm.Backend, dst bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	switch {
+	case o.sx != nil:
+		return be.AddBit(dst, o.sx, o.sy, o.relu, rq)
+	case o.g != nil:
+		return be.AggBit(dst, o.g, o.x, ep, rq)
+	}
+	return be.MulBit(dst, o.a, o.b, ep, rq)
+}
+
+func (o *operands) codes(be bmm.Backend, dst bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	switch {
+	case o.sx != nil:
+		return be.AddCodes(dst, o.sx, o.sy, o.relu, rq)
+	case o.g != nil:
+		return be.AggCodes(dst, o.g, o.x, ep, rq)
+	}
+	return be.MulCodes(dst, o.a, o.b, ep, rq)
+}
+
+func (o *operands) float(be bmm.Backend, dst bmm.Vector, ep *bmm.Epi) error {
+	switch {
+	case o.sx != nil:
+		return be.AddFloat(dst, o.sx, o.sy, o.relu)
+	case o.g != nil:
+		return be.AggFloat(dst, o.g, o.x, ep)
+	}
+	return be.MulFloat(dst, o.a, o.b, ep)
+}
+
+// operands resolves op i's inputs and completes its epilogue ep with the
+// batch's vectors.
+func (ps *pass) operands(i int, ep *bmm.Epi) (operands, error) {
+	p := ps.p
+	op := &p.ops[i]
+	in := op.in[0]
+	var o operands
+	if op.kind == qAdd {
+		o.sx, o.sy, o.relu = ps.vals[in].float, ps.vals[op.in[1]].float, op.relu
+		return o, nil
+	}
+	var err error
+	if ep.RowScale, err = ps.rowScale(op); err != nil {
+		return o, err
+	}
+	switch op.kind {
+	case qLin:
+		if ps.sparseOp(i) {
+			o.g, o.x, ep.RowTerm = ps.feat, p.wCodes[i], ps.featSums
+			return o, nil
+		}
+		o.a, o.b = ps.vals[in].rows, p.w[i]
+		ep.RowTerm, err = ps.rowSums(in)
+		return o, err
+	}
+	edges := ps.aggEdges(in)
+	o.g, o.a, ep.RowTerm, err = ps.adjacency(op, edges)
+	if edges {
+		o.x = ps.vals[in].codes
+	} else {
+		o.b = ps.vals[in].cols
+	}
+	return o, err
+}
+
 // op runs op i into every form its output's readers take.
 func (ps *pass) op(i int, trace Trace) error {
 	p, b := ps.p, ps.b
 	op := &p.ops[i]
-	if rows, cols, codes := ps.need(i + 1); op.out != nil && !rows && !cols && !codes {
+	f := ps.need(i + 1)
+	last := i == len(p.ops)-1
+	if !last && !f.any() {
 		return nil // a value no op reads: nothing to run or upload
 	}
-	in := op.in[0]
 	n, width := b.N(), p.widths[i+1]
 	ep := &p.run[i]
 	*ep = p.epi[i]
-	var err error
-	if ep.RowScale, err = ps.rowScale(op); err != nil {
+	o, err := ps.operands(i, ep)
+	if err != nil {
 		return err
-	}
-	// The left operand: a product's A (or the feature lists), or the
-	// adjacency (or its edge list); right: the weights or the value.
-	var (
-		a, right bmm.Bits
-		g        bmm.GraphOperand
-		x        bmm.Codes
-	)
-	switch op.kind {
-	case qLin:
-		if i == 0 && in == 0 && ps.sparseFirst {
-			g, x, ep.RowTerm = ps.feat, p.wCodes, ps.featSums
-		} else {
-			a, right = ps.vals[in].rows, p.w[i]
-			if ep.RowTerm, err = ps.rowSums(in); err != nil {
-				return err
-			}
-		}
-	case qAgg:
-		if ps.deg == nil {
-			if ps.deg, err = ps.upload(b.Deg); err != nil {
-				return err
-			}
-		}
-		ep.RowTerm = ps.deg
-		if ps.aggEdges(in) {
-			if ps.graph == nil {
-				if ps.graph, err = ps.uploadGraph(&b.Edges, n, graphKey{b, nil}); err != nil {
-					return err
-				}
-			}
-			g, x = ps.graph, ps.vals[in].codes
-		} else {
-			if ps.adj == nil {
-				if ps.adj, err = p.Backend.UploadBits(b.Adj); err != nil {
-					return fmt.Errorf("layers: uploading the adjacency: %w", err)
-				}
-				ps.owned = append(ps.owned, ps.adj)
-			}
-			a, right = ps.adj, ps.vals[in].cols
-		}
 	}
 	be := p.Backend
 	out := &ps.vals[i+1]
 	ps.st.UnfusedBytes += 8 * n * width
 	if op.out == nil {
-		if out.logits, err = ps.vector(n * width); err != nil {
+		if out.float, err = ps.vector(n * width); err != nil {
 			return err
 		}
-		if g != nil {
-			err = be.AggFloat(out.logits, g, x, ep)
-		} else {
-			err = be.MulFloat(out.logits, a, right, ep)
+		if err := o.float(be, out.float, ep); err != nil {
+			return err
 		}
-		if err == nil && trace != nil {
+		if !last {
+			ps.st.InterBytes += 4 * n * width
+		}
+		if trace != nil {
 			trace(i, nil)
 		}
-		return err
+		return nil
 	}
 	rq, bits := requantOf(*op.out), op.out.Bits
-	rows, cols, codes := ps.need(i + 1)
 	traced := trace == nil
-	for _, f := range []struct {
+	for _, fm := range []struct {
 		want    bool
 		dst     *bmm.Bits
 		packing bittensor.Packing
-	}{{rows, &out.rows, bittensor.ByRows}, {cols, &out.cols, bittensor.ByCols}} {
-		if !f.want {
+	}{{f.rows, &out.rows, bittensor.ByRows}, {f.cols, &out.cols, bittensor.ByCols}} {
+		if !fm.want {
 			continue
 		}
-		if *f.dst, err = ps.bits(n, width, bits, f.packing); err != nil {
+		if *fm.dst, err = ps.bits(n, width, bits, fm.packing); err != nil {
 			return err
 		}
-		if g != nil {
-			err = be.AggBit(*f.dst, g, x, ep, rq)
-		} else {
-			err = be.MulBit(*f.dst, a, right, ep, rq)
-		}
-		if err != nil {
+		if err := o.bits(be, *fm.dst, ep, rq); err != nil {
 			return err
 		}
-		ps.st.InterBytes += packedBytes(n, width, bits, f.packing)
+		ps.st.InterBytes += packedBytes(n, width, bits, fm.packing)
 		if !traced {
-			t, err := be.ReadBits(*f.dst)
+			t, err := be.ReadBits(*fm.dst)
 			if err != nil {
 				return err
 			}
@@ -790,16 +1066,11 @@ func (ps *pass) op(i int, trace Trace) error {
 			traced = true
 		}
 	}
-	if codes {
+	if f.codes {
 		if out.codes, err = ps.codes(n, width, bits); err != nil {
 			return err
 		}
-		if g != nil {
-			err = be.AggCodes(out.codes, g, x, ep, rq)
-		} else {
-			err = be.MulCodes(out.codes, a, right, ep, rq)
-		}
-		if err != nil {
+		if err := o.codes(be, out.codes, ep, rq); err != nil {
 			return err
 		}
 		ps.st.InterBytes += n * width

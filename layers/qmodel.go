@@ -24,7 +24,17 @@ var (
 const (
 	GCN = "gcn" // Cluster-GCN order: Â·(H·W) + b
 	GIN = "gin" // GIN-0: MLP(h + Σ neighbours), first linear applied before the sum
+	// SAGE is GraphSAGE with the mean aggregator and a root weight
+	// (torch_geometric's SAGEConv): lin_l(mean of the neighbours) +
+	// lin_r(h), the mean taken after lin_l (it is linear), over the
+	// neighbours without the node itself.
+	SAGE = "sage"
 )
+
+// kinds lists the model kinds, for messages.
+const kinds = "gcn, gin or sage"
+
+func knownKind(k string) bool { return k == GCN || k == GIN || k == SAGE }
 
 // Normalizations of the quantized GIN's MLP (Model.SetNorm).
 const (
@@ -40,13 +50,13 @@ type Linear struct {
 	B       []float32 // Out, or nil
 }
 
-// Model is a GCN or GIN whose every product runs on bit tensors: the float
+// Model is a GCN, GIN or GraphSAGE whose every product runs on bit tensors: the float
 // master weights plus the quantization parameters of each tensor that is
 // quantized on the way (see the package comment). The same model runs three
 // ways that agree: Infer (bit kernels), the integer simulation used by
 // quantization-aware training, and, with Quantized false, full precision.
 type Model struct {
-	Kind    string // GCN or GIN
+	Kind    string // GCN, GIN or SAGE
 	Classes int
 	Layers  []Layer
 
@@ -94,14 +104,16 @@ func (bn *BatchNorm) fold() (scale, shift []float32) {
 
 // Layer is one graph layer. GCN uses Lin1 (bias applied after the
 // aggregation); GIN uses Lin1 (bias after the aggregation, then batch norm
-// BN and ReLU) and Lin2 (the MLP's second linear).
+// BN and ReLU) and Lin2 (the MLP's second linear); SAGE uses Lin1 as
+// lin_l (the neighbours' weight, its bias added after the mean) and Lin2
+// as lin_r (the root weight, no bias), both reading the layer's input.
 type Layer struct {
 	Lin1 Linear
 	Lin2 *Linear
 	BN   *BatchNorm // GIN only
 
-	// Z quantizes the update product H·W (GCN: D^-1/2·H·W), signed; it is
-	// the right operand of the aggregation.
+	// Z quantizes the update product H·W (GCN: D^-1/2·H·W; SAGE: H·W_lᵀ),
+	// signed; it is the right operand of the aggregation.
 	Z Params
 	// U (GIN only) quantizes ReLU(BN(A·Z + b1)), the MLP's hidden activation.
 	U Params
@@ -115,8 +127,8 @@ type Layer struct {
 // A GIN has no batch norm (NormNone, the better choice measured on
 // Cora, 79.1% vs 73.4% fp32, and CiteSeer, 65.3% vs 55.1%); SetNorm adds it.
 func NewModel(kind string, in, hidden, classes, layers, abits, wbits int, seed uint64) (*Model, error) {
-	if kind != GCN && kind != GIN {
-		return nil, fmt.Errorf("%w: model %q (want gcn or gin)", ErrModel, kind)
+	if !knownKind(kind) {
+		return nil, fmt.Errorf("%w: model %q (want %s)", ErrModel, kind, kinds)
 	}
 	if layers < 1 || in < 1 || hidden < 1 || classes < 1 {
 		return nil, fmt.Errorf("%w: %d layers, %d inputs, %d hidden, %d classes", ErrModel, layers, in, hidden, classes)
@@ -135,9 +147,15 @@ func NewModel(kind string, in, hidden, classes, layers, abits, wbits int, seed u
 			fo = classes
 		}
 		var ly Layer
-		if kind == GCN {
+		switch kind {
+		case GCN:
 			ly.Lin1 = glorot(r, fi, fo)
-		} else {
+		case SAGE:
+			ly.Lin1 = glorot(r, fi, fo)
+			root := glorot(r, fi, fo)
+			root.B = nil
+			ly.Lin2 = &root
+		default:
 			ly.Lin1 = glorot(r, fi, hidden)
 			l2 := glorot(r, hidden, fo)
 			ly.Lin2 = &l2
@@ -227,8 +245,8 @@ func (l Linear) clone() Linear {
 
 // Validate checks the shapes chain from in features to Classes.
 func (m *Model) Validate(in int) error {
-	if m.Kind != GCN && m.Kind != GIN {
-		return fmt.Errorf("%w: kind %q", ErrModel, m.Kind)
+	if !knownKind(m.Kind) {
+		return fmt.Errorf("%w: kind %q (want %s)", ErrModel, m.Kind, kinds)
 	}
 	if len(m.Layers) == 0 {
 		return fmt.Errorf("%w: no layers", ErrModel)
@@ -238,6 +256,19 @@ func (m *Model) Validate(in int) error {
 	}
 	prev := in
 	for i, ly := range m.Layers {
+		if m.Kind == SAGE {
+			if ly.Lin2 == nil || ly.BN != nil || ly.Lin2.B != nil {
+				return fmt.Errorf("%w: SAGE layer %d needs lin_l, lin_r without bias and no batch norm", ErrModel, i)
+			}
+			for j, l := range []*Linear{&ly.Lin1, ly.Lin2} {
+				if l.In != prev || l.Out != ly.Lin1.Out || len(l.W) != l.In*l.Out || (l.B != nil && len(l.B) != l.Out) {
+					return fmt.Errorf("%w: layer %d linear %d is %d→%d with %d weights and %d biases, input width %d",
+						ErrModel, i, j+1, l.In, l.Out, len(l.W), len(l.B), prev)
+				}
+			}
+			prev = ly.Lin1.Out
+			continue
+		}
 		lins := []*Linear{&ly.Lin1}
 		if m.Kind == GIN {
 			if ly.Lin2 == nil {
@@ -271,16 +302,23 @@ type opKind uint8
 const (
 	qLin opKind = iota // H·Wᵀ: activation codes times weight codes
 	qAgg               // A·Z: 1-bit adjacency times the update codes
+	qAdd               // X + Y: the join of two float values
 )
 
-// planOp is one product of the flattened model with its epilogue settings and
-// the quantizer of its output (nil for the logits). The ops form a small
-// DAG: value 0 is the batch's input features, value i+1 the output of op
-// i, and in names the values an op reads (a chain reads the one before).
+// planOp is one step of the flattened model with its epilogue settings and
+// the quantizer of its output (nil: the output stays float32, as the
+// logits and the branches a qAdd joins). The ops form a small DAG: value 0
+// is the batch's input features, value i+1 the output of op i, and in
+// names the values an op reads (a chain reads the one before). qLin and
+// qAgg read codes (value 0 or a quantized output), qAdd two float values.
 type planOp struct {
 	kind opKind
 	in   []int
 	lin  *Linear // qLin
+	// nbr (qAgg) sums the neighbours without the node itself, and mean
+	// divides by their number (SAGE's mean aggregator); otherwise the
+	// adjacency has its self-loops (GCN's Â, GIN's h + Σ neighbours).
+	nbr, mean bool
 	// biasOf is the linear whose bias the epilogue adds (GCN's and GIN's
 	// Lin1 after the aggregation), nil for none.
 	biasOf   *Linear
@@ -297,35 +335,48 @@ type planOp struct {
 	out  *Params
 }
 
-// ops flattens m into the product sequence that both the bit-kernel
-// inference and the simulation walk. A qLin's output feeds a qAgg (packed by
-// columns), a qAgg's output feeds a qLin (packed by rows).
+// ops flattens m into the DAG that both the bit-kernel inference and the
+// simulation walk. A qLin's output feeds a qAgg (packed by columns, or
+// codes over an edge list), a qAgg's output feeds a qLin (packed by rows).
+// A SAGE layer reading value h is four ops: Z = h·W_lᵀ (codes), the mean
+// of Z over the neighbours plus the bias (float), h·W_rᵀ (float), and
+// their sum (the layer's output).
 func (m *Model) ops() []planOp {
 	var ops []planOp
 	last := len(m.Layers) - 1
+	h := 0 // the value the layer reads
 	for i := range m.Layers {
 		ly := &m.Layers[i]
 		out := &ly.Out
 		if i == last {
 			out = nil
 		}
+		at := len(ops) // op at+j reads value at+j unless named
+		chain := func(o ...planOp) {
+			for j := range o {
+				o[j].in = []int{at + j}
+			}
+			ops = append(ops, o...)
+		}
 		switch m.Kind {
 		case GCN:
-			ops = append(ops,
-				planOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
+			chain(planOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
 				planOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out})
 		case GIN:
-			ops = append(ops,
-				planOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
+			chain(planOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
 				planOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
 				planOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
+		case SAGE:
+			ops = append(ops,
+				planOp{kind: qLin, in: []int{h}, lin: &ly.Lin1, out: &ly.Z},
+				planOp{kind: qAgg, in: []int{at + 1}, nbr: true, mean: true, biasOf: &ly.Lin1},
+				planOp{kind: qLin, in: []int{h}, lin: ly.Lin2},
+				planOp{kind: qAdd, in: []int{at + 2, at + 3}, relu: i != last, out: out})
 		}
+		h = len(ops)
 	}
 	for i := range ops {
-		ops[i].in = []int{i}
-	}
-	if len(ops) > 0 {
-		ops[0].featScale = m.NormRows
+		ops[i].featScale = m.NormRows && ops[i].kind == qLin && ops[i].in[0] == 0
 	}
 	return ops
 }
@@ -442,20 +493,36 @@ func (op *planOp) colBias() []float32 {
 }
 
 // scale is op's epilogue RowScale on batch b: D^-1/2, the feature row
-// normalization, their product, or nil. b must carry FeatScale when the op
-// wants it.
+// normalization, their product, SAGE's 1/(number of neighbours), or nil.
+// b must carry FeatScale when the op wants it.
 func (op *planOp) scale(b *Batch) []float32 {
 	switch {
+	case op.mean:
+		return b.neighbours().Inv
 	case op.rowScale && op.featScale:
-		s := make([]float32, b.N())
-		for i := range s {
-			s[i] = float32(b.DInv[i] * b.FeatScale[i])
-		}
-		return s
+		return b.scaleBoth()
 	case op.rowScale:
 		return b.DInv
 	case op.featScale:
 		return b.FeatScale
 	}
 	return nil
+}
+
+// graph is the adjacency op aggregates over, CSR with sorted rows.
+func (op *planOp) graph(b *Batch) (indptr, indices []int32) {
+	if op.nbr {
+		nb := b.neighbours()
+		return nb.Indptr, nb.Indices
+	}
+	return b.Indptr, b.Indices
+}
+
+// deg is the row sums of the adjacency op aggregates over: the zero-point
+// term of its epilogue.
+func (op *planOp) deg(b *Batch) []float32 {
+	if op.nbr {
+		return b.neighbours().Deg
+	}
+	return b.Deg
 }

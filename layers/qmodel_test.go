@@ -63,6 +63,7 @@ var qCases = []struct{ name, kind, norm string }{
 	{"gcn", GCN, NormNone},
 	{"gin", GIN, NormBatch},
 	{"gin-nonorm", GIN, NormNone},
+	{"sage", SAGE, NormNone},
 }
 
 // qPrepared is preparedNorm with GIN's batch norm.
@@ -197,7 +198,7 @@ func TestQInferMatchesSimulation(t *testing.T) {
 // the product of the dequantized features and weights (signed weights with
 // per-channel zero points, features with a zero point when they need one).
 func TestQZeroPointExact(t *testing.T) {
-	for _, kind := range []string{GCN, GIN} {
+	for _, kind := range []string{GCN, GIN, SAGE} {
 		t.Run(kind, func(t *testing.T) {
 			m, d, in := qPrepared(t, kind, 4, 3, 1, false)
 			b := d.Eval[0]
@@ -247,7 +248,7 @@ func planLogits(t *testing.T, m *Model, be bmm.Backend, in *Input, b *Batch) []f
 // are summed in float64, so codes may differ in their last bits from the
 // simulation, but the logits agree to float32 precision.
 func TestQInfer32Bits(t *testing.T) {
-	for _, kind := range []string{GCN, GIN} {
+	for _, kind := range []string{GCN, GIN, SAGE} {
 		t.Run(kind, func(t *testing.T) {
 			m, d, in := qPrepared(t, kind, 32, 32, 1, false)
 			b := d.Eval[0]
@@ -339,7 +340,7 @@ func TestQATForwardIsInference(t *testing.T) {
 // TestQTrainLearns checks full-precision training, calibration and QAT reach
 // a useful accuracy on the planted partition, quantized at 4 bits.
 func TestQTrainLearns(t *testing.T) {
-	for _, kind := range []string{GCN, GIN} {
+	for _, kind := range []string{GCN, GIN, SAGE} {
 		t.Run(kind, func(t *testing.T) {
 			ds := qSynth(t, 400, 4, 40, true, 9)
 			d, err := NewData(ds, nil, 1, 1)
@@ -526,9 +527,17 @@ func TestQSimForwardUpTo(t *testing.T) {
 				for i := 0; i < upTo; i++ {
 					require.Equal(t, qs.outs[i], st.outs[i], "upTo %d: output of op %d", upTo, i)
 				}
-				p := *qs.ops[upTo-1].out
-				for k, code := range qs.codes[upTo-1] {
-					require.Equal(t, dequant(float64(code), p), st.acts[upTo][k], "upTo %d: input %d of op %d", upTo, k, upTo)
+				// Every full-precision op reading a quantized value reads its
+				// codes dequantized (in a chain: op upTo reads op upTo−1's).
+				for i := upTo; i < n; i++ {
+					v := qs.ops[i].in[0]
+					if qs.ops[i].kind == qAdd || v == 0 || v > upTo || qs.ops[v-1].out == nil {
+						continue
+					}
+					p := *qs.ops[v-1].out
+					for k, code := range qs.codes[v-1] {
+						require.Equal(t, dequant(float64(code), p), st.acts[i][k], "upTo %d: input %d of op %d", upTo, k, i)
+					}
 				}
 			}
 			_, none, err := m.simForwardUpTo(b, in, 0, -1, 0, nil)
@@ -583,10 +592,11 @@ func TestQCalibrateOutputAware(t *testing.T) {
 					picked++
 				}
 				var outs [][]float32
+				var prefix [][]simVal
 				for _, b := range batches {
-					_, y, err := m.simForward(b, in, true, i, 0, nil)
+					st, y, err := m.simForward(b, in, true, i, 0, nil)
 					require.NoError(t, err)
-					outs = append(outs, y)
+					outs, prefix = append(outs, y), append(prefix, st.vals[:i+1])
 				}
 				for _, p := range cands {
 					*ops[i].out = p
@@ -594,7 +604,7 @@ func TestQCalibrateOutputAware(t *testing.T) {
 					require.NoError(t, err)
 					assert.GreaterOrEqual(t, kl, best, "op %d: candidate %+v", i, p)
 					// Calibrate's shortcut computes the same divergence.
-					fast, err := m.klFrom(ref, batches, in, i, outs, nil)
+					fast, err := m.klFrom(ref, batches, in, i, outs, prefix, nil)
 					require.NoError(t, err)
 					require.Equal(t, kl, fast, "op %d: candidate %+v", i, p)
 				}
@@ -635,13 +645,22 @@ func TestQDropoutPlaces(t *testing.T) {
 			assert.NotNil(t, st.dropIn, "the features")
 			for i, op := range st.ops {
 				switch {
-				case i == 0 || op.kind == qAgg || op.keep:
+				case op.in[0] == 0 || op.kind != qLin || op.keep:
 					assert.Nil(t, st.drops[i], "op %d", i)
 				default:
 					assert.Contains(t, st.drops[i], true, "op %d: a layer's input", i)
 				}
+				// Linears reading one value share its mask (SAGE's lin_l and
+				// lin_r see the same dropped input).
+				for j := range i {
+					if op.kind == qLin && st.ops[j].kind == qLin && op.in[0] == st.ops[j].in[0] {
+						assert.Equal(t, st.drops[j], st.drops[i], "ops %d and %d read value %d", j, i, op.in[0])
+					}
+				}
 			}
-			assert.Equal(t, c.norm == NormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
+			if c.kind == GIN {
+				assert.Equal(t, c.norm == NormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
+			}
 		})
 	}
 }

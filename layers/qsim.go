@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 
 	"github.com/qgtc/qgtc/bmm"
 
@@ -116,7 +117,7 @@ func aggEpilogue(op *planOp, pz Params, n int, b *Batch, quant bool) *bmm.Epilog
 	if quant {
 		ep.ColScale = make([]float32, n)
 		ep.ColTerm = make([]float32, n)
-		ep.RowTerm = b.Deg
+		ep.RowTerm = op.deg(b)
 		for j := range ep.ColScale {
 			ep.ColScale[j] = pz.Scale
 			ep.ColTerm[j] = float32(pz.Scale * pz.Zero())
@@ -182,18 +183,52 @@ func gatherInput(in *Input, nodes []int32, quant bool) *simInput {
 	return s
 }
 
-// simState is what one forward pass keeps for the backward pass.
+// simVal is one value of the DAG in a simulated pass (value 0 the batch's
+// features, which live in simState.input; value i+1 op i's output).
+type simVal struct {
+	data  []float64 // n×width, row-major: codes of p when quant, else values
+	width int
+	quant bool
+	p     Params
+	deq   []float64 // data dequantized, made when a full-precision op reads codes
+	// drop is the dropout mask every linear reading the value shares,
+	// drawn (in place) by the first of them: a layer's input is dropped
+	// once, whatever reads it.
+	drop []bool
+}
+
+// read returns v as an op reads it: the codes for a quantized op, the
+// values (the codes dequantized) for a full-precision one.
+func (v *simVal) read(quant bool) []float64 {
+	if quant || !v.quant {
+		return v.data
+	}
+	if v.deq == nil {
+		v.deq = make([]float64, len(v.data))
+		for k, q := range v.data {
+			v.deq[k] = dequant(q, v.p)
+		}
+	}
+	return v.deq
+}
+
+// simState is what one forward pass keeps for the backward pass. The
+// per-op slices are indexed by op; a resumed pass leaves the ops it
+// skipped empty.
 type simState struct {
-	quant   bool
+	quant   bool // every op quantized (a mixed pass serves no backward pass)
 	ops     []planOp
-	weights []*simWeights // per op (nil for qAgg)
-	input   *simInput
+	weights []*simWeights // per op (qLin only)
+	input   *simInput     // the features: codes when inCodes, else values
+	inCodes bool
+	inDeq   *simInput   // the codes dequantized, for a full-precision op of a mixed pass
 	dropIn  []bool      // dropped input entries (training, fp32 only; tests: the backward reads the zeroed values)
-	acts    [][]float64 // input of each op: codes (quant) or values, dense n×width; nil for op 0
+	vals    []simVal    // the DAG's values
+	acts    [][]float64 // dense input of each qLin/qAgg as it read it: codes (quant) or values; nil for the features
 	drops   [][]bool    // dropout masks of dense inputs
-	outs    [][]float32 // each op's epilogue output (before quantization)
+	outs    [][]float32 // each op's output before quantization (the epilogue's, or the sum's)
 	widths  []int       // output width of each op
-	inP     []Params
+	inP     []Params    // params of each op's (first) input
 	n       int
 	batch   *Batch
 	codes   [][]int32 // output codes of each quantized op (LSQ's step gradient, tests)
@@ -202,6 +237,24 @@ type simState struct {
 	// batch's statistics): the normalized values and 1/√(σ² + ε).
 	bnXhat   [][]float64
 	bnInvStd [][]float64
+}
+
+// features returns the batch's features as op reads them: as gathered, or
+// dequantized with p for a full-precision op of a pass that gathered codes
+// (calibration's mixed passes, where a later op reads the input).
+func (st *simState) features(quant bool, p Params) *simInput {
+	if quant || !st.inCodes {
+		return st.input
+	}
+	if st.inDeq == nil {
+		s := *st.input
+		s.vals = make([]float64, len(st.input.vals))
+		for k, q := range st.input.vals {
+			s.vals[k] = dequant(q, p)
+		}
+		st.inDeq = &s
+	}
+	return st.inDeq
 }
 
 // parFor runs f over [0, n) split in chunks across the CPUs.
@@ -245,13 +298,11 @@ func (m *Model) simForwardUpTo(b *Batch, in *Input, upTo, stopAt int, dropout fl
 	return m.simRun(b, in, upTo, stopAt, dropout, rng, nil, nil)
 }
 
-// resume starts a pass at op from, whose input (values, or codes of
-// params ph when that op is quantized) is cur, width columns wide.
+// resume starts a pass at op from, with vals holding the values made
+// before it (value 0 aside, which the pass gathers itself).
 type resume struct {
-	from  int
-	cur   []float64
-	width int
-	ph    Params
+	from int
+	vals []simVal
 }
 
 // simRun is simForwardUpTo, started at res when res is non-nil
@@ -267,8 +318,13 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 	if quant && in.Params != m.Input {
 		return nil, nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, m.Input)
 	}
-	st := &simState{quant: quant, ops: m.ops(), n: b.N(), batch: b, dropout: dropout}
-	if upTo < len(st.ops) && upTo > 0 {
+	ops := m.ops()
+	no := len(ops)
+	st := &simState{quant: quant, ops: ops, n: b.N(), batch: b, dropout: dropout, inCodes: quant,
+		weights: make([]*simWeights, no), vals: make([]simVal, no+1), acts: make([][]float64, no),
+		drops: make([][]bool, no), outs: make([][]float32, no), widths: make([]int, no), inP: make([]Params, no),
+		codes: make([][]int32, no), bnXhat: make([][]float64, no), bnInvStd: make([][]float64, no)}
+	if upTo < no && upTo > 0 {
 		st.quant = false // mixed: no backward pass
 	}
 	if m.NormRows && b.FeatScale == nil {
@@ -280,115 +336,113 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 	from := 0
 	if res != nil {
 		from, st.dropout = res.from, 0
-	} else {
-		st.input = gatherInput(in, b.Nodes, quant)
+		copy(st.vals, res.vals)
 	}
+	st.input = gatherInput(in, b.Nodes, quant)
 	if st.dropout > 0 {
 		st.dropIn = dropOut(st.input.vals, st.dropout, rng)
 	}
+	st.vals[0] = simVal{width: in.Cols, quant: quant, p: m.Input}
 	n := b.N()
-	ph := m.Input
-	var cur []float64 // dense input of the current op (nil: the sparse features)
-	curW := in.Cols
-	if res != nil {
-		cur, curW, ph = res.cur, res.width, res.ph
-	}
-	for i := from; i < len(st.ops); i++ {
-		op := &st.ops[i]
-		quant := i < upTo
-		st.inP = append(st.inP, ph)
-		var c []float64
-		var ep *bmm.Epilogue
-		var width int
+	for i := from; i < no; i++ {
+		op := &ops[i]
+		q := i < upTo
+		src := &st.vals[op.in[0]]
+		st.inP[i] = src.p
+		var y []float32
+		width := src.width
 		switch op.kind {
-		case qLin:
-			w := wc.get(op.lin, m.WBits, quant)
-			st.weights = append(st.weights, w)
-			width = op.lin.Out
-			src := w.deq
-			if quant {
-				src = w.codes
-			}
-			var drop []bool
-			if cur != nil && st.dropout > 0 && !op.keep {
-				drop = dropOut(cur, st.dropout, rng)
-			}
-			st.drops = append(st.drops, drop)
-			var rowSums []float32
-			if cur == nil {
-				c = spmmDense(st.input, src, n, width)
-				if quant {
-					rowSums = sparseRowSums(st.input)
+		case qLin, qAgg:
+			var c []float64
+			var ep *bmm.Epilogue
+			if op.kind == qLin {
+				w := wc.get(op.lin, m.WBits, q)
+				st.weights[i] = w
+				width = op.lin.Out
+				wsrc := w.deq
+				if q {
+					wsrc = w.codes
 				}
+				var rowSums []float32
+				if op.in[0] == 0 {
+					s := st.features(q, m.Input)
+					c = spmmDense(s, wsrc, n, width)
+					if q {
+						rowSums = sparseRowSums(s)
+					}
+				} else {
+					h := src.read(q)
+					if st.dropout > 0 && !op.keep {
+						if src.drop == nil {
+							src.drop = dropOut(h, st.dropout, rng)
+						}
+						st.drops[i] = src.drop
+					}
+					st.acts[i] = h
+					c = matMul(h, wsrc, n, src.width, width)
+					if q {
+						rowSums = denseRowSums(h, n, src.width)
+					}
+				}
+				ep = linEpilogue(op, src.p, w, src.width, rowSums, b, q)
 			} else {
-				c = matMul(cur, src, n, curW, width)
-				if quant {
-					rowSums = denseRowSums(cur, n, curW)
+				h := src.read(q)
+				st.acts[i] = h
+				indptr, indices := op.graph(b)
+				c = aggregate(indptr, indices, h, width)
+				if op.bn != nil && rng != nil {
+					// Training: the epilogue up to the bias; the batch norm
+					// with the batch's statistics and the ReLU follow.
+					raw := *op
+					raw.bn, raw.relu = nil, false
+					ep = aggEpilogue(&raw, src.p, width, b, q)
+				} else {
+					ep = aggEpilogue(op, src.p, width, b, q)
 				}
 			}
-			ep = linEpilogue(op, ph, w, curW, rowSums, b, quant)
-		case qAgg:
-			st.weights = append(st.weights, nil)
-			st.drops = append(st.drops, nil)
-			width = curW
-			c = aggregate(b, cur, width)
-			if op.bn != nil && rng != nil {
-				// Training: the epilogue up to the bias; the batch norm
-				// with the batch's statistics and the ReLU follow.
-				raw := *op
-				raw.bn, raw.relu = nil, false
-				ep = aggEpilogue(&raw, ph, width, b, quant)
-			} else {
-				ep = aggEpilogue(op, ph, width, b, quant)
+			y = make([]float32, n*width)
+			parFor(n, func(lo, hi int) {
+				for r := lo; r < hi; r++ {
+					for j := 0; j < width; j++ {
+						y[r*width+j] = ep.ApplyFloat(float32(c[r*width+j]), r, j)
+					}
+				}
+			})
+			if op.kind == qAgg && op.bn != nil && rng != nil {
+				st.bnXhat[i], st.bnInvStd[i] = bnTrain(op.bn, y, n, width, op.relu)
+			}
+		case qAdd:
+			x, z := src.data, st.vals[op.in[1]].data
+			y = make([]float32, n*width)
+			for k := range y {
+				y[k] = bmm.AddValue(float32(x[k]), float32(z[k]), op.relu)
 			}
 		}
-		st.acts = append(st.acts, cur)
-		st.widths = append(st.widths, width)
-		y := make([]float32, n*width)
-		parFor(n, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				for j := 0; j < width; j++ {
-					y[r*width+j] = ep.ApplyFloat(float32(c[r*width+j]), r, j)
-				}
-			}
-		})
-		var xhat, invStd []float64
-		if op.kind == qAgg && op.bn != nil && rng != nil {
-			xhat, invStd = bnTrain(op.bn, y, n, width, op.relu)
-		}
-		st.bnXhat = append(st.bnXhat, xhat)
-		st.bnInvStd = append(st.bnInvStd, invStd)
-		st.outs = append(st.outs, y)
-		if i == stopAt || op.out == nil {
-			st.codes = append(st.codes, nil)
+		st.widths[i] = width
+		st.outs[i] = y
+		if i == stopAt || i == no-1 {
 			return st, y, nil
 		}
-		next := make([]float64, n*width)
-		if quant {
+		v := simVal{data: make([]float64, n*width), width: width}
+		if q && op.out != nil {
 			p := *op.out
 			inv, off := p.Requant()
 			codes := make([]int32, n*width)
-			for j, v := range y {
-				q := qQuant(v, inv, off, p.Bits)
-				codes[j] = int32(q)
-				next[j] = float64(q)
+			for j, x := range y {
+				c := qQuant(x, inv, off, p.Bits)
+				codes[j] = int32(c)
+				v.data[j] = float64(c)
 			}
-			st.codes = append(st.codes, codes)
-			ph = p
-			if i+1 >= upTo { // the next op runs in full precision
-				for j, q := range next {
-					next[j] = dequant(q, p)
-				}
-			}
+			st.codes[i] = codes
+			v.quant, v.p = true, p
 		} else {
-			st.codes = append(st.codes, nil)
-			for j, v := range y {
-				next[j] = float64(v)
+			for j, x := range y {
+				v.data[j] = float64(x)
 			}
 		}
-		cur, curW = next, width
+		st.vals[i+1] = v
 	}
-	return st, st.outs[len(st.outs)-1], nil
+	return st, st.outs[no-1], nil
 }
 
 // dropOut zeroes each of vals with probability p (one rng draw each, in
@@ -489,14 +543,14 @@ func matMul(a, bm []float64, n, k, w int) []float64 {
 	return out
 }
 
-// aggregate returns A·Z with the batch's adjacency (self-loops included).
-func aggregate(b *Batch, z []float64, w int) []float64 {
-	n := b.N()
+// aggregate returns A·Z for the CSR adjacency A (indptr, indices).
+func aggregate(indptr, indices []int32, z []float64, w int) []float64 {
+	n := len(indptr) - 1
 	out := make([]float64, n*w)
 	parFor(n, func(lo, hi int) {
 		for v := lo; v < hi; v++ {
 			o := out[v*w : (v+1)*w]
-			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
+			for _, u := range indices[indptr[v]:indptr[v+1]] {
 				for j, x := range z[int(u)*w : int(u+1)*w] {
 					o[j] += x
 				}
@@ -569,11 +623,28 @@ func scaleGrad(p Params, y []float32, q []int32, dOut []float64) float64 {
 // simBackward propagates dLogits (n×classes) through st with the
 // straight-through estimator: a quantizer passes the gradient where its
 // input lies inside its range and stops it where it clipped; weights pass
-// it unchanged. Gradients accumulate into g.
-func (m *Model) simBackward(st *simState, dOut []float64, g *simGrads) {
+// it unchanged. The ops run in reverse, each value's gradient the sum over
+// the ops that read it. Gradients accumulate into g.
+func (m *Model) simBackward(st *simState, dLogits []float64, g *simGrads) {
 	n := st.n
+	dv := make([][]float64, len(st.ops)+1) // the gradient at each value
+	dv[len(st.ops)] = dLogits
+	// flow adds d into the gradient of value v; d is not used after.
+	flow := func(v int, d []float64) {
+		if dv[v] == nil {
+			dv[v] = d
+			return
+		}
+		for k, x := range d {
+			dv[v][k] += x
+		}
+	}
 	for i := len(st.ops) - 1; i >= 0; i-- {
 		op := &st.ops[i]
+		dt := dv[i+1] // the gradient at the op's output, then at its pre-activation, times RowScale
+		if dt == nil {
+			continue // a value nothing read
+		}
 		width := st.widths[i]
 		y := st.outs[i]
 		// The straight-through mask is package quantize's: where the
@@ -586,10 +657,8 @@ func (m *Model) simBackward(st *simState, dOut []float64, g *simGrads) {
 			}
 		}
 		if gs := g.scale[op.out]; gs != nil && st.quant && st.codes[i] != nil {
-			gs[0] += float32(scaleGrad(*op.out, y, st.codes[i], dOut))
+			gs[0] += float32(scaleGrad(*op.out, y, st.codes[i], dt))
 		}
-		// dT: gradient at the epilogue's pre-activation, times RowScale.
-		dt := dOut
 		rs := op.scale(st.batch)
 		var bias []float32
 		if op.colBias() != nil {
@@ -621,9 +690,13 @@ func (m *Model) simBackward(st *simState, dOut []float64, g *simGrads) {
 			}
 		}
 		switch op.kind {
+		case qAdd:
+			flow(op.in[0], slices.Clone(dt))
+			flow(op.in[1], dt)
 		case qAgg:
 			// A is symmetric: Aᵀ·dT = A·dT.
-			dOut = aggregate(st.batch, dt, width)
+			indptr, indices := op.graph(st.batch)
+			flow(op.in[0], aggregate(indptr, indices, dt, width))
 		case qLin:
 			w := st.weights[i]
 			l := op.lin
@@ -642,8 +715,8 @@ func (m *Model) simBackward(st *simState, dOut []float64, g *simGrads) {
 				h = deq
 			}
 			weightGrad(g.w[l], dt, n, width, l, h, sparse, st.input)
-			if i == 0 {
-				return
+			if op.in[0] == 0 {
+				continue // the features take no gradient
 			}
 			// dĤ = dT·Ŵᵀ, then through the dropout mask.
 			dh := make([]float64, n*l.In)
@@ -671,7 +744,7 @@ func (m *Model) simBackward(st *simState, dOut []float64, g *simGrads) {
 					}
 				}
 			}
-			dOut = dh
+			flow(op.in[0], dh)
 		}
 	}
 }

@@ -163,19 +163,23 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 			// qgtc runs at each width with the aggregation the plan picks
 			// (auto: the edge list on the CPU), and at 4 bits also with
 			// every aggregation on the packed 1-bit adjacency (dense).
+			// qgtc-batchwise never merges the batches into one pass (see
+			// Plan.Merge): on a forking backend they then run side by side.
 			type variant struct {
-				name string
-				bits int
-				agg  AggMode
+				name  string
+				bits  int
+				agg   AggMode
+				merge MergeMode
 			}
 			var variants []variant
 			for _, bits := range []int{1, 2, 4, 8} {
-				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, AggAuto})
+				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, AggAuto, MergeAuto})
 			}
-			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, AggDense})
+			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, AggDense, MergeAuto},
+				variant{"impl=qgtc-batchwise/bits=4", 4, AggAuto, MergeOff})
 			for _, v := range variants {
 				b.Run(v.name, func(b *testing.B) {
-					plan, in, sparse := speedPlan(b, t, v.bits, v.agg)
+					plan, in, sparse := speedPlan(b, t, v.bits, v.agg, v.merge)
 					b.ResetTimer()
 					cpu0, ok0 := cputime.Process()
 					var run *Result
@@ -229,7 +233,7 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 // speed for seconds at a time; passes taken in turn see the same machine,
 // so the ratio holds where sequential sub-benchmarks drift.
 func pairedPasses(b *testing.B, t *speedTask, bits int) {
-	plan, in, sparse := speedPlan(b, t, bits, AggAuto)
+	plan, in, sparse := speedPlan(b, t, bits, AggAuto, MergeAuto)
 	model, inputs := fp32Path(b, t)
 	tp := nn.NewTape(false, nil)
 	var q, f []float64
@@ -258,7 +262,7 @@ func pairedPasses(b *testing.B, t *speedTask, bits int) {
 // CPU backend, and runs it once to fill the per-batch caches and the
 // plan's output pool. It returns the
 // plan, the features and whether the first product reads sparse codes.
-func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode) (*Plan, *Input, bool) {
+func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode, merge MergeMode) (*Plan, *Input, bool) {
 	in, err := QuantizeInput(t.ds.Features, bits)
 	require.NoError(b, err)
 	m := t.fp.Clone()
@@ -266,7 +270,7 @@ func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode) (*Plan, *Input
 	require.NoError(b, m.Calibrate(t.d, in, 2))
 	plan, err := m.Compile(cpu.NewBackend(nil))
 	require.NoError(b, err)
-	plan.Agg = agg
+	plan.Agg, plan.Merge = agg, merge
 	sparse := plan.SparseCheaper(in)
 	_, err = plan.Run(t.d, in, sparse, nil) // warm: per-batch caches
 	require.NoError(b, err)

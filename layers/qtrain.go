@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/qgtc/qgtc/internal/learn"
 	"github.com/qgtc/qgtc/subgraph"
@@ -356,8 +357,8 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 		ref[bi] = y
 	}
 	// res[bi] resumes batch bi's quantized pass after the last calibrated
-	// op, from that op's codes: each op runs once per batch, not once per
-	// later tensor.
+	// op, from the values made so far: each op runs once per batch, not
+	// once per later tensor.
 	res := make([]*resume, len(batches))
 	for i := range ops {
 		if ops[i].out == nil {
@@ -365,12 +366,13 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 		}
 		var sample []float32
 		outs := make([][]float32, len(batches))
+		prefix := make([][]simVal, len(batches))
 		for bi, b := range batches {
-			_, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
+			st, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
 			if err != nil {
 				return err
 			}
-			outs[bi] = y
+			outs[bi], prefix[bi] = y, st.vals[:i+1]
 			sample = append(sample, y...)
 		}
 		const maxSample = 1 << 19
@@ -387,7 +389,7 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 			bestKL := math.Inf(1)
 			for _, c := range cands {
 				*ops[i].out = c
-				kl, err := m.klFrom(ref, batches, in, i, outs, wc)
+				kl, err := m.klFrom(ref, batches, in, i, outs, prefix, wc)
 				if err != nil {
 					return err
 				}
@@ -397,36 +399,45 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 			}
 		}
 		*ops[i].out = best
-		rq := requantOf(best)
 		for bi, y := range outs {
-			codes := make([]float64, len(y))
-			for j, v := range y {
-				codes[j] = float64(rq.Quantize(v, best.Bits))
-			}
-			res[bi] = &resume{from: i + 1, cur: codes, width: len(y) / batches[bi].N(), ph: best}
+			res[bi] = &resume{from: i + 1, vals: withOutput(prefix[bi], y, rowWidth(y, batches[bi].N()), best)}
 		}
 	}
 	return nil
 }
 
-// klFrom is klTo(ref, batches, in, i+1) from outs, op i's output on each
-// batch before quantization: it quantizes them with op i's params and runs
-// the rest of the model in full precision on the dequantized values, the
-// same values klTo's pass computes (tested), without rerunning ops 0..i.
-// The weights come from wc (nil: prepared now).
-func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, wc weightCache) (float64, error) {
-	p := *m.ops()[i].out
+// withOutput returns the values vals (0..i) followed by op i's output y
+// (rows of width values) quantized with p, for a pass resumed at op i+1.
+func withOutput(vals []simVal, y []float32, width int, p Params) []simVal {
 	inv, off := p.Requant()
+	v := simVal{data: make([]float64, len(y)), width: width, quant: true, p: p}
+	for j, x := range y {
+		v.data[j] = float64(qQuant(x, inv, off, p.Bits))
+	}
+	return append(slices.Clone(vals), v)
+}
+
+// rowWidth is the width of y, n rows of values (0 without rows).
+func rowWidth(y []float32, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return len(y) / n
+}
+
+// klFrom is klTo(ref, batches, in, i+1) from outs, op i's output on each
+// batch before quantization, and prefix, the values before it: it
+// quantizes the outputs with op i's params and runs the rest of the model
+// in full precision on the dequantized values, the same values klTo's pass
+// computes (tested), without rerunning ops 0..i. The weights come from wc
+// (nil: prepared now).
+func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, prefix [][]simVal, wc weightCache) (float64, error) {
+	p := *m.ops()[i].out
 	var kl float64
 	var n int
 	c := m.Classes
 	for bi, b := range batches {
-		y := outs[bi]
-		cur := make([]float64, len(y))
-		for j, v := range y {
-			cur[j] = dequant(float64(qQuant(v, inv, off, p.Bits)), p)
-		}
-		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, cur: cur, width: len(y) / b.N(), ph: p}, wc)
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, vals: withOutput(prefix[bi], outs[bi], rowWidth(outs[bi], b.N()), p)}, wc)
 		if err != nil {
 			return 0, err
 		}

@@ -69,7 +69,8 @@ func (p *Plan) lane(i int) (*Plan, error) {
 		lp.Backend = fb
 		lp.pool = opPool{}
 		lp.run = make([]bmm.Epi, len(p.run))
-		lp.graphs, lp.pred, lp.par = nil, nil, nil
+		lp.graphs, lp.pred, lp.par, lp.kept = nil, nil, nil, nil
+		lp.merged.d, lp.merged.first, lp.merged.b = nil, nil, nil
 		p.par.lanes = append(p.par.lanes, lp)
 	}
 	return p.par.lanes[i], nil
@@ -87,6 +88,10 @@ func (p *Plan) closeLanes() {
 			g.Free()
 		}
 		lp.graphs = nil
+		for _, in := range lp.kept {
+			in.free()
+		}
+		lp.kept = nil
 		lp.closed = true
 		lp.Backend.Close()
 	}
@@ -179,17 +184,20 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 		t0 := time.Now()
 		var x *bittensor.Tensor
 		var sx *Input
-		if sparse {
+		key := keptKey{b, in, sparse}
+		switch {
+		case sparse:
 			sx = in
 			lp.packLists(b, in)
-		} else {
+		case lp.kept[key] != nil: // resident: the packed features are there
+		default:
 			var err error
 			if x, err = in.Pack(b.Nodes); err != nil {
 				return err
 			}
 		}
 		t1 := time.Now()
-		if err := lp.predict(&lw.r, b, x, sx); err != nil {
+		if err := lp.predict(&lw.r, b, x, sx, &key); err != nil {
 			return err
 		}
 		lw.pack += t1.Sub(t0)

@@ -50,14 +50,14 @@ func withProcs(n int, f func()) {
 }
 
 // TestRunLanesMatchSerial: Run on lanes (whole batches side by side on
-// forks of the CPU backend) gives the serial loop's predictions, stats and
+// forks of the CPU backend, batches not merged) gives the serial loop's predictions, stats and
 // op count, on 2 to 16 lanes, run after run (the lanes' reused outputs
 // hold the last run's values); every lane's logits for every batch equal
 // the plan's own bit for bit; progress counts every batch once, in order.
 // Run it with -race: lanes that shared scratch, an output or a counter
 // would show here.
 func TestRunLanesMatchSerial(t *testing.T) {
-	for _, kind := range []string{GCN, GIN} {
+	for _, kind := range []string{GCN, GIN, SAGE} {
 		for _, tc := range []struct {
 			abits, wbits int
 			binary       bool
@@ -70,14 +70,14 @@ func TestRunLanesMatchSerial(t *testing.T) {
 						ref, err := m.Compile(serialBackend{cpu.NewBackend(nil)})
 						require.NoError(t, err)
 						defer ref.Close()
-						ref.Agg = mode
+						ref.Agg, ref.Merge = mode, MergeOff
 						want, err := ref.Run(d, in, sparse, nil)
 						require.NoError(t, err)
 						require.Equal(t, 1, ref.laneCount(len(d.Eval)), "no lanes without Fork")
 						plan, err := m.Compile(cpu.NewBackend(nil))
 						require.NoError(t, err)
 						defer plan.Close()
-						plan.Agg = mode
+						plan.Agg, plan.Merge = mode, MergeOff // merged, the batches are one
 						for _, procs := range []int{2, 3, 16} {
 							withProcs(procs, func() {
 								require.Equal(t, min(procs, len(d.Eval)), plan.laneCount(len(d.Eval)))
@@ -149,11 +149,13 @@ func TestRunLanesFallBack(t *testing.T) {
 		ref, err := m.Compile(serialBackend{cpu.NewBackend(nil)})
 		require.NoError(t, err)
 		defer ref.Close()
+		ref.Merge = MergeOff
 		want, err := ref.Run(&over, in, true, nil)
 		require.NoError(t, err)
 		plan, err := m.Compile(cpu.NewBackend(nil))
 		require.NoError(t, err)
 		defer plan.Close()
+		plan.Merge = MergeOff
 		got, err := plan.Run(&over, in, true, nil)
 		require.NoError(t, err)
 		assert.Equal(t, want.Pred, got.Pred)
@@ -201,4 +203,37 @@ func TestRunLanesFallBack(t *testing.T) {
 		_, err = plan.Run(d, in, false, nil)
 		assert.ErrorIs(t, err, ErrModel)
 	})
+}
+
+// TestRunLanesResident: a resident plan's lanes keep their batches'
+// uploads from run to run (a batch may be kept by two lanes after a
+// steal) and give the serial loop's predictions; Close frees them.
+func TestRunLanesResident(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	for _, sparse := range []bool{false, true} {
+		ref, err := m.Compile(serialBackend{cpu.NewBackend(nil)})
+		require.NoError(t, err)
+		ref.Merge = MergeOff
+		want, err := ref.Run(d, in, sparse, nil)
+		require.NoError(t, err)
+		require.NoError(t, ref.Close())
+		plan, err := m.Compile(cpu.NewBackend(nil))
+		require.NoError(t, err)
+		plan.Merge, plan.Resident = MergeOff, true
+		withProcs(4, func() {
+			for range 3 {
+				got, err := plan.Run(d, in, sparse, nil)
+				require.NoError(t, err)
+				require.Equal(t, want.Pred, got.Pred, "sparse input %v", sparse)
+			}
+		})
+		kept := 0
+		for _, lp := range plan.par.lanes {
+			kept += len(lp.kept)
+		}
+		assert.GreaterOrEqual(t, kept, len(d.Eval), "every batch kept by a lane")
+		assert.Empty(t, plan.kept, "the plan's own loop ran no batch")
+		require.NoError(t, plan.Close())
+		assert.Nil(t, plan.par)
+	}
 }

@@ -11,7 +11,7 @@ import (
 // when no trained one is given.
 type Config struct {
 	Dataset string // a bundled dataset's name or a path (subgraph.Load)
-	Model   string // layers.GCN or layers.GIN
+	Model   string // layers.GCN, layers.GIN or layers.SAGE
 	// ABits is the width of the features and activations, WBits of the
 	// weights (1..32).
 	ABits, WBits int
@@ -36,7 +36,14 @@ type Config struct {
 	LSQ            bool   // QAT learns the activation step sizes
 
 	// Running.
-	Agg layers.AggMode // dense or edge-list aggregations
+	Agg   layers.AggMode   // dense or edge-list aggregations
+	Merge layers.MergeMode // edge-list batches merged into one (layers.Plan.Merge)
+	// Passes is how many inference passes Infer runs over the graph (0 or
+	// 1: one); the report gives the first and the median of the others.
+	Passes int
+	// Resident keeps the batches' inputs on the backend between passes (a
+	// serving process); otherwise each pass uploads them (cold).
+	Resident bool
 	// SparseInput is whether the first product reads the sparse feature
 	// codes (same results): SparseAuto (when cheaper, also ""), SparseOn or
 	// SparseOff.
@@ -73,7 +80,7 @@ func AutoParts(n int) int {
 type ConfigError struct {
 	Field   string
 	Value   any
-	Problem string // e.g. "must be positive", "(want gcn or gin)"
+	Problem string // e.g. "must be positive", "(want gcn, gin or sage)"
 }
 
 // Detail is the value and the problem without the field's name.
@@ -94,12 +101,12 @@ func (c *Config) Check() error {
 	switch {
 	case c.Dataset == "":
 		return bad("Dataset", c.Dataset, "is required")
-	case c.Model != layers.GCN && c.Model != layers.GIN:
-		return bad("Model", c.Model, "(want gcn or gin)")
+	case c.Model != layers.GCN && c.Model != layers.GIN && c.Model != layers.SAGE:
+		return bad("Model", c.Model, "(want gcn, gin or sage)")
 	case c.Norm != layers.NormNone && c.Norm != layers.NormBatch:
 		return bad("Norm", c.Norm, "(want none or batch)")
 	case c.Norm == layers.NormBatch && c.Model != layers.GIN:
-		return bad("Norm", c.Norm, "applies to gin only (gcn has no normalization)")
+		return bad("Norm", c.Norm, "applies to gin only (gcn and sage have no normalization)")
 	}
 	switch c.FeatureScale {
 	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:
@@ -113,6 +120,12 @@ func (c *Config) Check() error {
 	}
 	if c.Agg < layers.AggAuto || c.Agg > layers.AggSparse {
 		return bad("Agg", int(c.Agg), "is not a layers.AggMode")
+	}
+	if c.Merge < layers.MergeAuto || c.Merge > layers.MergeOff {
+		return bad("Merge", int(c.Merge), "is not a layers.MergeMode")
+	}
+	if c.Passes < 0 {
+		return bad("Passes", c.Passes, "must not be negative")
 	}
 	for _, f := range []struct {
 		name string

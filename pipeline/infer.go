@@ -86,6 +86,18 @@ type Report struct {
 	// little-endian, node order; -1 where no batch holds the node): two
 	// runs, on any backends, agree bit for bit exactly when it does.
 	PredictionsSHA256 string `json:"predictions_sha256"`
+	// Merged: the batches ran as one block-diagonal batch; Resident: the
+	// inputs stayed on the backend between passes.
+	Merged   bool `json:"merged"`
+	Resident bool `json:"resident"`
+	// Passes after the first (Config.Passes − 1): each one's pack +
+	// compute, their median, and one's traffic (the first pass's is above).
+	MorePasses   int       `json:"more_passes,omitempty"`
+	PassMS       []float64 `json:"pass_ms,omitempty"`
+	PassMedianMS float64   `json:"pass_median_ms,omitempty"`
+	PassH2DBytes int64     `json:"pass_h2d_bytes,omitempty"`
+	PassD2HBytes int64     `json:"pass_d2h_bytes,omitempty"`
+	PassOps      int64     `json:"pass_ops,omitempty"`
 }
 
 // predictionsHash is Report.PredictionsSHA256 of pred.
@@ -155,6 +167,15 @@ func (j *Job) Infer() (*Report, error) {
 		return nil, err
 	}
 	total := time.Since(start) - trainTime
+	var more *Passes
+	if j.Passes > 1 {
+		if more, err = j.More(plan, d, in, run, j.Passes-1); err != nil {
+			return nil, err
+		}
+		if !more.SameAsHead {
+			return nil, fmt.Errorf("pipeline: a later pass predicted otherwise than the first on %s (%s): the backend is not deterministic", ds.Name, j.backendName())
+		}
+	}
 	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, FeatureBits: in.Params.Bits,
 		Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
 		Kernel: j.backendName(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
@@ -162,7 +183,12 @@ func (j *Job) Infer() (*Report, error) {
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes,
 		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches,
 		H2DBytes: run.Traffic.HostToDevice, D2HBytes: run.Traffic.DeviceToHost, Ops: run.Traffic.Ops,
-		WeightUploadBytes: plan.Upload.HostToDevice, PredictionsSHA256: predictionsHash(run.Pred)}
+		WeightUploadBytes: plan.Upload.HostToDevice, PredictionsSHA256: predictionsHash(run.Pred),
+		Merged: run.Merged, Resident: plan.Resident}
+	if more != nil {
+		r.MorePasses, r.PassMS, r.PassMedianMS = more.N, more.ComputeMS, more.MedianMS
+		r.PassH2DBytes, r.PassD2HBytes, r.PassOps = more.H2DBytes, more.D2HBytes, more.Ops
+	}
 	if m.ABits == m.WBits {
 		r.Bits = m.ABits
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -260,7 +261,7 @@ func (j *Job) Compile(m *layers.Model) (*layers.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan.Agg = j.Agg
+	plan.Agg, plan.Merge, plan.Resident = j.Agg, j.Merge, j.Resident
 	return plan, nil
 }
 
@@ -285,6 +286,43 @@ func (j *Job) Run(plan *layers.Plan, d *Data, in *layers.Input) (*layers.Result,
 	})
 	j.Progress.Done()
 	return run, err
+}
+
+// Passes is what the passes after the first measured.
+type Passes struct {
+	N          int // passes after the first
+	ComputeMS  []float64
+	MedianMS   float64
+	H2DBytes   int64 // each pass's, the same every pass
+	D2HBytes   int64
+	Ops        int64
+	SameAsHead bool // every pass predicted what the first did
+}
+
+// More runs n more passes of plan after first, checking that each
+// predicts what first did.
+func (j *Job) More(plan *layers.Plan, d *Data, in *layers.Input, first *layers.Result, n int) (*Passes, error) {
+	ps := &Passes{N: n, SameAsHead: true}
+	for i := range n {
+		run, err := plan.Run(d.Batches, in, j.Sparse(plan, in), nil)
+		if err != nil {
+			return nil, err
+		}
+		j.Progress.Printf("qgtc: pass %d/%d", i+2, n+1)
+		ps.ComputeMS = append(ps.ComputeMS, ms(run.Pack+run.Compute))
+		ps.H2DBytes, ps.D2HBytes, ps.Ops = run.Traffic.HostToDevice, run.Traffic.DeviceToHost, run.Traffic.Ops
+		ps.SameAsHead = ps.SameAsHead && slices.Equal(run.Pred, first.Pred)
+	}
+	j.Progress.Done()
+	if n > 0 {
+		s := slices.Clone(ps.ComputeMS)
+		slices.Sort(s)
+		ps.MedianMS = s[len(s)/2]
+		if len(s)%2 == 0 {
+			ps.MedianMS = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+	}
+	return ps, nil
 }
 
 // peakRSS is the process's peak resident set in bytes (0 if unknown).

@@ -37,7 +37,7 @@ type Backend struct {
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg", "requant", "widen", "wideout", "rowsums", "argmax"}
+var aggKernels = []string{"agg", "requant", "widen", "wideout", "add", "rowsums", "argmax"}
 
 // NewBackend returns the resident backend on k's device. It compiles (or
 // loads from the kernel cache) kernels/agg.cu up front, so that a broken
@@ -587,6 +587,9 @@ func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 func (be *Backend) launch(name string, blocks, threads int, params ...uint64) error {
 	if blocks == 0 {
 		return nil
+	}
+	if be.fns[name] == 0 {
+		return fmt.Errorf("tcu: internal: kernel %s of agg.cu is not loaded (aggKernels)", name)
 	}
 	if err := be.d.launch(be.fns[name], [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, be.d.stream, params...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)

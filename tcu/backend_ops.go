@@ -78,7 +78,7 @@ func (p planes) ptr() uint64 { return p.t.ptr() + uint64(8*p.p0*p.t.lay.planeWor
 func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
 	m, n := a.t.rows, b.t.cols
 	if mode == modeBit {
-		if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
+		if err := be.zeroOut(dst); err != nil {
 			return err
 		}
 	}
@@ -227,10 +227,8 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 		}
 		return be.launch("requant", be.gridFor(m*n), 256, uint64(tmp.ptr), out, uint64(m*n), f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits))
 	}
-	if dst != nil {
-		if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
-			return err
-		}
+	if err := be.zeroOut(dst); err != nil {
+		return err
 	}
 	if m*n == 0 {
 		return nil
@@ -257,10 +255,7 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 			}
 		}
 	}
-	var byCols, lw32, plane32 int
-	if dst != nil {
-		byCols, lw32, plane32 = int(b2i(dst.packing == bittensor.ByCols)), 2*dst.lay.lw, 2*dst.lay.planeWords()
-	}
+	byCols, lw32, plane32 := outLayout(dst)
 	return be.launch("wideout", be.gridFor(m*n), 256, acc, uint64(b2i(exact)), uint64(m), uint64(n), uint64(mode), out,
 		ep[0], ep[1], ep[2], ep[3], ep[4], ep[5], uint64(b2i(relu)), f32bits(rq.Scale), f32bits(rq.Offset),
 		uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
@@ -291,16 +286,10 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 	if err != nil {
 		return err
 	}
-	var byCols, lw32, plane32 int
-	if dst != nil {
-		byCols = int(b2i(dst.packing == bittensor.ByCols))
-		lw32, plane32 = 2*dst.lay.lw, 2*dst.lay.planeWords()
-	}
+	byCols, lw32, plane32 := outLayout(dst)
 	return be.d.run(func() error {
-		if dst != nil {
-			if err := be.d.memset32(dst.buf.ptr, 0, dst.bits*plane32); err != nil {
-				return err
-			}
+		if err := be.zeroOut(dst); err != nil {
+			return err
 		}
 		if cols == 0 {
 			return nil
@@ -310,6 +299,24 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
 			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
 	})
+}
+
+// outLayout is the packing, line words and plane words (32-bit units) of
+// a planes output dst for agg.cu's kernels; zeros without one.
+func outLayout(dst *devBits) (byCols, lw32, plane32 int) {
+	if dst == nil {
+		return 0, 0, 0
+	}
+	return int(b2i(dst.packing == bittensor.ByCols)), 2 * dst.lay.lw, 2 * dst.lay.planeWords()
+}
+
+// zeroOut clears a planes output (nil: none) before a kernel ORs its bits
+// in. Device thread only.
+func (be *Backend) zeroOut(dst *devBits) error {
+	if dst == nil {
+		return nil
+	}
+	return be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords())
 }
 
 // AggBit implements bmm.Backend.
@@ -379,16 +386,78 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 // plane of X and 8 columns of output at a time, at about 4 P bit-ops/s
 // (10.4 P peak for mma.sync b1, the staging and the epilogue taking the
 // rest); the edge list reads a byte per edge and column, gathered rows
-// that come mostly from L2, at about 1 TB/s. Neither figure is measured
-// on these kernels yet (bench/gpu/RESULTS.md has no aggregation row).
+// that come mostly from L2, at about 1 TB/s; each launch costs a few
+// microseconds. Neither rate is measured on these kernels yet.
 const (
 	gpuDenseBitOpsPerSec = 4e15
 	gpuEdgeBytesPerSec   = 1e12
+	gpuLaunchSec         = 4e-6
 )
 
-// PreferEdges implements bmm.Backend with the model above.
+// PreferEdges implements bmm.Backend with the model above: the dense form
+// launches once per batch, the edge list once.
 func (be *Backend) PreferEdges(c bmm.AggCost) bool {
-	dense := float64(c.DenseTiles) * 64 * 256 * float64(max(c.Bits, 1)) * float64(c.Cols) / gpuDenseBitOpsPerSec
-	edges := float64(c.Edges) * float64(c.Cols) / gpuEdgeBytesPerSec
+	dense := float64(c.DenseTiles)*64*256*float64(max(c.Bits, 1))*float64(c.Cols)/gpuDenseBitOpsPerSec +
+		float64(max(c.Batches, 1))*gpuLaunchSec
+	edges := float64(c.Edges)*float64(c.Cols)/gpuEdgeBytesPerSec + gpuLaunchSec
 	return edges <= dense
 }
+
+// addOp checks x + y into a rows×cols output and queues agg.cu's add:
+// codes of qbits for outCodes, dst's planes for outBits.
+func (be *Backend) addOp(mode int, o uint64, rows, cols, qbits int, dst *devBits, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	dx, err := be.vector(x)
+	if err != nil {
+		return fmt.Errorf("x: %w", err)
+	}
+	dy, err := be.vector(y)
+	if err != nil {
+		return fmt.Errorf("y: %w", err)
+	}
+	if dx.n != rows*cols || dy.n != rows*cols {
+		return fmt.Errorf("%w: adding %d and %d values into %d×%d", bmm.ErrShape, dx.n, dy.n, rows, cols)
+	}
+	byCols, lw32, plane32 := outLayout(dst)
+	return be.d.run(func() error {
+		if err := be.zeroOut(dst); err != nil {
+			return err
+		}
+		if rows*cols == 0 {
+			return nil
+		}
+		return be.launch("add", be.gridFor(rows*cols), 256, dx.ptr(), dy.ptr(), uint64(rows), uint64(cols), uint64(mode), o,
+			uint64(b2i(relu)), f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32))
+	})
+}
+
+// AddBit implements bmm.Backend.
+func (be *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	dd, err := be.bitsOf(dst)
+	if err != nil {
+		return err
+	}
+	return be.addOp(outBits, dd.ptr(), dd.rows, dd.cols, dd.bits, dd, x, y, relu, rq)
+}
+
+// AddCodes implements bmm.Backend.
+func (be *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	dc, err := be.codes(dst)
+	if err != nil {
+		return err
+	}
+	return be.addOp(outCodes, dc.ptr(), dc.rows, dc.cols, dc.bits, nil, x, y, relu, rq)
+}
+
+// AddFloat implements bmm.Backend.
+func (be *Backend) AddFloat(dst bmm.Vector, x, y bmm.Vector, relu bool) error {
+	dv, err := be.vector(dst)
+	if err != nil {
+		return err
+	}
+	return be.addOp(outFloat, dv.ptr(), 1, dv.n, 0, nil, x, y, relu, bmm.Requant{})
+}
+
+// PreferMerged implements bmm.Backend: a launch costs a few microseconds
+// and an op over one batch of a few thousand rows fills a fraction of the
+// device, so one launch per op over every row wins for any batches.
+func (be *Backend) PreferMerged(batches, rows int) bool { return batches > 1 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
 )
 
 // These tests need no GPU: loader errors, the kernel cache, zero-tile
@@ -628,4 +629,30 @@ func BenchmarkFetch(b *testing.B) {
 			copy(asBytes(dst), src)
 		}
 	})
+}
+
+// TestAggKernelsListed checks that NewBackend loads every entry point of
+// kernels/agg.cu: one it does not load would launch a null function.
+func TestAggKernelsListed(t *testing.T) {
+	src, _ := kernelSource("agg.cu")
+	var entries []string
+	for _, m := range regexp.MustCompile(`extern "C" __global__ void (\w+)\(`).FindAllStringSubmatch(src, -1) {
+		entries = append(entries, m[1])
+	}
+	require.NotEmpty(t, entries)
+	assert.ElementsMatch(t, entries, aggKernels)
+}
+
+// TestPreferEdgesLaunches checks the launch term of the GPU cost model:
+// a small batch whose dense product does less work than its edge list
+// still merges with its like into one edge-list launch when there are
+// enough of them (a Coauthor Physics pass: 18 batches of ~1,900 nodes).
+func TestPreferEdgesLaunches(t *testing.T) {
+	be := &Backend{}
+	one := bmm.AggCost{Rows: 1900, Cols: 64, Edges: 14000, DenseTiles: 60, Bits: 4}
+	all := bmm.AggCost{Rows: 18 * 1900, Cols: 64, Edges: 18 * 14000, DenseTiles: 18 * 60, Bits: 4, Batches: 18}
+	assert.False(t, be.PreferEdges(one), "one batch: the dense product's work is less")
+	assert.True(t, be.PreferEdges(all), "18 batches: one edge-list launch beats 18 dense ones")
+	assert.True(t, be.PreferMerged(18, 18*1900))
+	assert.False(t, be.PreferMerged(1, 1900))
 }

@@ -111,18 +111,20 @@ for g in $GRAPHS; do
   log "$g model ${MODEL[$g]}"
 done
 
-# warm BINARY LABEL SPEC NAMES: BenchmarkQGCNSpeed's 4-bit pass (and torch
-# at TORCH_CPUS) at every core count, for the graphs NAMES (QGTC_SPEED_DATA
+# warm BINARY LABEL SPEC NAMES: BenchmarkQGCNSpeed's 4-bit pass (as the
+# plan picks: batches of up to 2^18 rows merged into one pass; and
+# batchwise, never merged: lanes of whole batches), and torch at
+# TORCH_CPUS, at every core count, for the graphs NAMES (QGTC_SPEED_DATA
 # SPEC, or built-in names with SPEC empty).
 warm() {
   local bin=$1 label=$2 spec=$3 names=$4 est=$5
   run "$est" env QGTC_SPEED_DATA="$spec" QGTC_TORCH_CPUS="$TORCH_CPUS" "$bin" -test.run '^$' \
-    -test.bench "QGCNSpeed/data=($names)\$/impl=(qgtc|torch-fp32)\$/bits=4\$" -test.cpu "$CSV" \
+    -test.bench "QGCNSpeed/data=($names)\$/impl=(qgtc|qgtc-batchwise|torch-fp32)\$/bits=4\$" -test.cpu "$CSV" \
     -test.benchtime "${WARM}x" -test.timeout 0 > "$W/warm.txt"
   cat "$W/warm.txt" >> "$LOG"
   awk -v label="$label" '/^BenchmarkQGCNSpeed/ {
       n = split($1, p, "/"); data = p[2]; sub(/^data=/, "", data)
-      impl = ($1 ~ /torch-fp32/) ? "torch" : label
+      impl = ($1 ~ /torch-fp32/) ? "torch" : ($1 ~ /qgtc-batchwise/) ? label "-batchwise" : label
       c = 1; if (match($1, /-[0-9]+$/)) c = substr($1, RSTART + 1)
       ms = ""; for (i = 2; i < NF; i++) if ($(i+1) == "ms/pass") ms = $i
       if (ms != "") printf "warm\t%s\t%s\t%s\t%s\n", data, impl, c, ms }' "$W/warm.txt" >> "$RES"

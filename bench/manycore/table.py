@@ -1,6 +1,6 @@
 """Turns bench/manycore/run.sh's results.tsv into the markdown table of
 issue 19's targets. Rows of results.tsv:
-  warm      GRAPH IMPL CORES MS_PER_PASS        (IMPL: new, old, torch)
+  warm      GRAPH IMPL CORES MS_PER_PASS        (IMPL: new, new-batchwise, old, torch)
   oneshot   GRAPH BIN  CORES COMPUTE_MS PACK_MS TOTAL_MS SHA256
   partition GRAPH BIN  CORES SECONDS EDGE_CUT NODES EDGES
 """
@@ -43,7 +43,7 @@ out.append("## 4-bit GCN pass, ms (warm: BenchmarkQGCNSpeed; one-shot: qgtc infe
 out.append("| graph | what | " + " | ".join("%d cores" % c for c in cores) + " | 1→max |")
 out.append("|---|---|" + "---|" * (len(cores) + 1))
 for g in graphs:
-    for impl, d, label in [("new", warm, "warm new"), ("old", warm, "warm old"),
+    for impl, d, label in [("new", warm, "warm new"), ("new-batchwise", warm, "warm new, never merged"), ("old", warm, "warm old"),
                            ("new", oneshot, "one-shot new"), ("old", oneshot, "one-shot old"),
                            ("torch", warm, "torch fp32")]:
         vals = [med(d, (g, impl, c)) for c in cores]

@@ -38,6 +38,7 @@ func TestBackend(t *testing.T, open func(t *testing.T) bmm.Backend) {
 		{"epilogues", (*harness).epilogues},
 		{"requant", (*harness).requant},
 		{"aggregations", (*harness).aggregations},
+		{"adds", (*harness).adds},
 		{"rowsums", (*harness).rowSums},
 		{"argmax", (*harness).argmax},
 		{"readvector", (*harness).readVector},
@@ -295,6 +296,33 @@ func (h *harness) aggFloat(g graphPair, x codesPair, ep *bmm.Epilogue, what stri
 	what = fmt.Sprintf("AggFloat %s %s", what, epString(ep))
 	require.NoError(h.t, h.got.AggFloat(d.g, g.g, x.g, eg), what)
 	require.NoError(h.t, h.ref.AggFloat(d.r, g.r, x.r, er), what)
+	h.sameVector(d, what)
+	return d
+}
+
+func (h *harness) addBit(x, y vecPair, rows, cols int, relu bool, rq bmm.Requant, bits int, packing bittensor.Packing, what string) bitsPair {
+	d := h.newBits(rows, cols, bits, packing)
+	what = fmt.Sprintf("AddBit %s relu=%v rq=%+v into %d-bit %v", what, relu, rq, bits, packing)
+	require.NoError(h.t, h.got.AddBit(d.g, x.g, y.g, relu, rq), what)
+	require.NoError(h.t, h.ref.AddBit(d.r, x.r, y.r, relu, rq), what)
+	h.sameBits(d, what)
+	return d
+}
+
+func (h *harness) addCodes(x, y vecPair, rows, cols int, relu bool, rq bmm.Requant, bits int, what string) codesPair {
+	d := h.newCodes(rows, cols, bits)
+	what = fmt.Sprintf("AddCodes %s relu=%v rq=%+v into %d-bit", what, relu, rq, bits)
+	require.NoError(h.t, h.got.AddCodes(d.g, x.g, y.g, relu, rq), what)
+	require.NoError(h.t, h.ref.AddCodes(d.r, x.r, y.r, relu, rq), what)
+	h.sameCodes(d, what)
+	return d
+}
+
+func (h *harness) addFloat(x, y vecPair, relu bool, what string) vecPair {
+	d := h.newVector(x.r.Len())
+	what = fmt.Sprintf("AddFloat %s relu=%v", what, relu)
+	require.NoError(h.t, h.got.AddFloat(d.g, x.g, y.g, relu), what)
+	require.NoError(h.t, h.ref.AddFloat(d.r, x.r, y.r, relu), what)
 	h.sameVector(d, what)
 	return d
 }
@@ -558,6 +586,56 @@ func (h *harness) aggregations(r *rand.Rand) {
 	h.aggCodes(none, x, nil, bmm.Requant{Scale: 1}, 2, "no rows")
 }
 
+// adds runs the join of two float branches at awkward sizes, with and
+// without ReLU, into every output; the values include NaNs of several
+// payloads (a NaN sum is bmm.NaN on every backend), infinities, signed
+// zeros and sums that round.
+func (h *harness) adds(r *rand.Rand) {
+	special := []float32{float32(math.NaN()), math.Float32frombits(0x7fa00001), math.Float32frombits(0xffc00000),
+		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-8, 16777216, 1, -1}
+	for _, s := range Sizes {
+		rows, cols := s, h.dim(r)
+		if r.IntN(2) == 0 {
+			rows, cols = h.dim(r), s
+		}
+		x, y := randFloats(r, rows*cols, -3, 3), randFloats(r, rows*cols, -3, 3)
+		for i := range x {
+			if r.IntN(8) == 0 {
+				x[i] = special[r.IntN(len(special))]
+			}
+			if r.IntN(8) == 0 {
+				y[i] = special[r.IntN(len(special))]
+			}
+		}
+		xp, yp := h.vector(x), h.vector(y)
+		what := fmt.Sprintf("%d×%d", rows, cols)
+		for _, relu := range []bool{false, true} {
+			sum := h.refValues(h.addFloat(xp, yp, relu, what))
+			cb := 1 + r.IntN(8)
+			h.addCodes(xp, yp, rows, cols, relu, fitRequant(r, sum, cb), cb, what)
+			ob := 1 + r.IntN(bittensor.MaxBits)
+			h.addBit(xp, yp, rows, cols, relu, fitRequant(r, sum, ob), ob, randPacking(r), what)
+		}
+	}
+	// Errors: lengths, and operands of another backend or freed.
+	x, y := h.vector(make([]float32, 12)), h.vector(make([]float32, 11))
+	is := func(err error, want error, what string) {
+		if !errors.Is(err, want) {
+			assert.Failf(h.t, "wrong error", "%s: got %v, want %v", what, err, want)
+		}
+	}
+	d := h.newBits(3, 4, 2, bittensor.ByRows)
+	is(h.got.AddBit(d.g, x.g, y.g, false, bmm.Requant{Scale: 1}), bmm.ErrShape, "AddBit of 12 and 11 values into 3×4")
+	is(h.got.AddCodes(h.newCodes(3, 5, 2).g, x.g, x.g, false, bmm.Requant{Scale: 1}), bmm.ErrShape, "AddCodes of 12 values into 3×5")
+	is(h.got.AddFloat(h.newVector(11).g, x.g, x.g, false), bmm.ErrShape, "AddFloat of 12 values into 11")
+	freed := h.vector(make([]float32, 12))
+	freed.g.Free()
+	is(h.got.AddFloat(h.newVector(12).g, x.g, freed.g, false), bmm.ErrForeign, "AddFloat of a freed vector")
+	gb, err := h.got.ReadBits(d.g)
+	require.NoError(h.t, err)
+	assert.Equal(h.t, uint32(3), gb.At(2, 3), "a failed AddBit wrote its destination")
+}
+
 // rowSums runs widths 1..32, awkward sizes and paddings.
 func (h *harness) rowSums(r *rand.Rand) {
 	for _, bits := range []int{1, 2, 3, 4, 5, 7, 8, 16, 31, 32} {
@@ -779,7 +857,7 @@ func (h *harness) errs(r *rand.Rand) {
 }
 
 // forks checks a bmm.Forker (other backends skip it): on a fork the
-// aggregations and chains give the reference's results; a fork and its
+// aggregations, adds and chains give the reference's results; a fork and its
 // root take each other's operands; several forks running the same ops at
 // once on operands of the root, each into its own outputs, all give the
 // reference's results (under -race this catches scratch or counters the
@@ -799,6 +877,7 @@ func (h *harness) forks(r *rand.Rand) {
 	sub.got = f1
 	before := h.got.Traffic()
 	sub.aggregations(r)
+	sub.adds(r)
 	sub.chains(r)
 	assert.Greater(t, h.got.Traffic().Sub(before).Ops, int64(0), "the root's Traffic counts its fork's ops")
 

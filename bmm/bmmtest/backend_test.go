@@ -304,6 +304,13 @@ func (b brokenBackend) MulBit(dst bmm.Bits, a, w bmm.Bits, ep *bmm.Epi, rq bmm.R
 	return b.Backend.MulBit(dst, a, w, ep, rq)
 }
 
+func (b brokenBackend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	if b.bug == "addrelu" {
+		relu = !relu
+	}
+	return b.Backend.AddCodes(dst, x, y, relu, rq)
+}
+
 // TestBackendMutantsAreCaught runs TestBackend on each broken backend in a
 // child process and requires it to fail, naming the seed.
 func TestBackendMutantsAreCaught(t *testing.T) {
@@ -312,11 +319,11 @@ func TestBackendMutantsAreCaught(t *testing.T) {
 		return
 	}
 	if testing.Short() {
-		t.Skip("runs the suite five more times in child processes; not in -short")
+		t.Skip("runs the suite six more times in child processes; not in -short")
 	}
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	for _, bug := range []string{"lasttie", "noepilogue", "rqoffset", "rowsums", "nomulbit"} {
+	for _, bug := range []string{"lasttie", "noepilogue", "rqoffset", "rowsums", "nomulbit", "addrelu"} {
 		t.Run(bug, func(t *testing.T) {
 			cmd := exec.Command(exe, "-test.run=^TestBackendMutantsAreCaught$", "-test.short")
 			cmd.Env = append(os.Environ(), "BMMTEST_BACKEND_MUTANT="+bug)

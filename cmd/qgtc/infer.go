@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "infer", summary: "batched quantized GNN inference (gcn, gin) on bit tensors", run: runInfer})
+	register(&command{name: "infer", summary: "batched quantized GNN inference (gcn, gin, sage) on bit tensors", run: runInfer})
 }
 
 // qPickBackend returns the backend for --device and what releases it;
@@ -60,7 +60,7 @@ func qPickBackend(device string) (bmm.Backend, io.Closer, error) {
 func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	def := pipeline.DefaultConfig("")
 	fs.StringVar(&c.Dataset, "dataset", "", "dataset name (cora, citeseer, amazon_photo, coauthor_physics, ...) or path (required)")
-	fs.StringVar(&c.Model, "model", def.Model, "model: gcn or gin")
+	fs.StringVar(&c.Model, "model", def.Model, "model: gcn, gin or sage")
 	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes)")
 	fs.IntVar(&c.Batch, "batch", def.Batch, "partitions per batch")
 	fs.StringVar(&c.PartitionFile, "partition", "", "batch by this partition file (qgtc partition --out) instead of partitioning; --parts defaults to its K")
@@ -77,7 +77,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
-	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input"}
+	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes"}
 
 // qUsage turns the pipeline's complaints about its settings or its data
 // into usage errors naming the flag; other errors pass unchanged.
@@ -143,6 +143,9 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed for the split, partition and training")
 	fs.StringVar(&c.SparseInput, "sparse-input", pipeline.SparseAuto, "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
 	aggFlag := fs.String("agg", "auto", "aggregations: dense (bit product on the packed 1-bit adjacency), sparse (codes summed over the edge list, same results) or auto (the backend's cost model picks, batch by batch)")
+	mergeFlag := fs.String("merge", "auto", "batches whose aggregations all take the edge list run as one block-diagonal batch (same results): on, off or auto (the backend's cost model)")
+	fs.IntVar(&c.Passes, "passes", 1, "inference passes over the graph; the report adds the median of the passes after the first")
+	fs.BoolVar(&c.Resident, "resident", false, "keep the batches' inputs on the backend between passes (a serving process; else each pass uploads them)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -150,6 +153,12 @@ func runInfer(args []string, stdout io.Writer) error {
 	var err error
 	if c.Agg, err = layers.ParseAggMode(*aggFlag); err != nil {
 		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
+	}
+	if c.Merge, err = layers.ParseMergeMode(*mergeFlag); err != nil {
+		return fmt.Errorf("%w: --merge %q (want auto, on or off)", errUsage, *mergeFlag)
+	}
+	if c.Passes < 1 {
+		return fmt.Errorf("%w: --passes %d must be at least 1", errUsage, c.Passes)
 	}
 	if *bits < 1 || *bits > 32 {
 		return fmt.Errorf("%w: --bits %d is outside 1..32", errUsage, *bits)
@@ -206,6 +215,9 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	case r.EdgeListBatches > 0:
 		agg = fmt.Sprintf("edge list in %d of %d batches, packed adjacency in the rest", r.EdgeListBatches, r.Batches)
 	}
+	if r.Merged {
+		agg += ", the batches merged into one"
+	}
 	fmt.Fprintf(w, "  aggregation  %s\n", agg)
 	fmt.Fprintf(w, "  graph        %d nodes, %d edges; %d parts in %d batches keep %.1f%% of the edges\n",
 		r.Nodes, r.Edges, r.Parts, r.Batches, 100*r.KeptEdges)
@@ -228,7 +240,7 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	total := max(rd(r.TotalMS), sum)
 	pack := fmt.Sprintf("pack %.1f ms", rd(r.PackMS))
 	if r.SparseInput {
-		pack = "pack none (sparse codes)"
+		pack += " (feature lists)" // gathered once per batch for the sparse first product
 	}
 	fmt.Fprintf(w, "  latency      load %.1f ms | partition %.1f ms%s | prepare %.1f ms | %s | compute %.1f ms | other %.1f ms | total %.1f ms\n",
 		rd(r.LoadMS), rd(r.PartitionMS), cached, rd(r.PrepareMS), pack, rd(r.ComputeMS), total-sum, total)
@@ -250,6 +262,14 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	}
 	fmt.Fprintf(w, "  transfers    %s to the backend, %s back, %d ops in the pass; weights %s uploaded once\n",
 		qByteSize(r.H2DBytes), qByteSize(r.D2HBytes), r.Ops, qByteSize(r.WeightUploadBytes))
+	if r.MorePasses > 0 {
+		inputs := "uploaded each pass"
+		if r.Resident {
+			inputs = "resident"
+		}
+		fmt.Fprintf(w, "  passes       %d more (inputs %s): median %.3f ms (pack + compute), each moving %s up, %s back in %d ops\n",
+			r.MorePasses, inputs, r.PassMedianMS, qByteSize(r.PassH2DBytes), qByteSize(r.PassD2HBytes), r.PassOps)
+	}
 	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%s); weights %s\n",
 		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), ratio, qByteSize(int64(r.WeightBytes)))
 	fmt.Fprintf(w, "  peak memory  %s\n", qByteSize(r.PeakBytes))

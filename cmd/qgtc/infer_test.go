@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/pipeline"
 )
 
 // TestInferJSON runs the default job briefly (few epochs) and checks the
@@ -105,6 +107,8 @@ func TestInferBadSizes(t *testing.T) {
 		{[]string{"infer", "--layers", "0"}, "--layers 0"},
 		{[]string{"infer", "--epochs", "-2"}, "--epochs -2"},
 		{[]string{"infer", "--feature-scale", "foo"}, `--feature-scale "foo" (want sqrt, mean, rows or none)`},
+		{[]string{"infer", "--merge", "maybe"}, `--merge "maybe" (want auto, on or off)`},
+		{[]string{"infer", "--passes", "0"}, "--passes 0 must be at least 1"},
 		{[]string{"sweep", "--parts", "-1", "--bits", "4"}, "--parts -1"},
 		{[]string{"sweep", "--feature-scale", "foo", "--bits", "4"}, "--feature-scale"},
 	} {
@@ -185,4 +189,36 @@ func TestInferPartitionFile(t *testing.T) {
 	assert.Contains(t, errs, "does not match: made for a graph of 2708 nodes")
 	assert.Contains(t, errs, "dataset citeseer: ")
 	assert.Contains(t, errs, "this graph has 3327 nodes")
+}
+
+// TestInferPasses: --passes runs more passes after the first and reports
+// their median and traffic; merged or not, resident or not, the same
+// predictions (a later pass that differs would be an error).
+func TestInferPasses(t *testing.T) {
+	t.Setenv("QGTC_CACHE", t.TempDir())
+	var hashes []string
+	var ops []int64
+	for _, args := range [][]string{
+		{"--merge", "off"},
+		{"--merge", "on", "--passes", "3"},
+		{"--merge", "on", "--passes", "3", "--resident"},
+	} {
+		var out, errb bytes.Buffer
+		all := append([]string{"infer", "--dataset", "cora", "--parts", "3", "--epochs", "2", "--qat-epochs", "0", "--agg", "sparse", "--json", "--quiet"}, args...)
+		require.Equal(t, 0, run(all, &out, &errb), errb.String())
+		var r pipeline.Report
+		require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+		merged := args[1] == "on"
+		assert.Equal(t, merged, r.Merged, "%v", args)
+		if merged {
+			assert.Equal(t, 2, r.MorePasses)
+			assert.Len(t, r.PassMS, 2)
+			assert.Positive(t, r.PassMedianMS)
+			assert.Equal(t, r.Ops, r.PassOps, "every pass runs the same ops")
+		}
+		hashes, ops = append(hashes, r.PredictionsSHA256), append(ops, r.Ops)
+	}
+	assert.Equal(t, hashes[0], hashes[1])
+	assert.Equal(t, hashes[0], hashes[2])
+	assert.Equal(t, ops[0], 3*ops[1], "merged, the 3 batches' ops run once")
 }

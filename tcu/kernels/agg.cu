@@ -1,7 +1,8 @@
 // The resident backend's kernels beside the bit products (tcu/backend.go):
 // edge-list aggregation of byte codes with the fused epilogue into float,
 // byte-code or packed-bit outputs; float to byte-code re-quantization; the
-// sums and epilogue of products past int32; row sums of packed codes;
+// sums and epilogue of products past int32; the sum of two float
+// branches; row sums of packed codes;
 // argmax per row. Every parameter is 64 bits wide
 // (Device.launch); floats arrive as their bit patterns. The epilogue and the
 // re-quantization are common.cuh's, bit for bit bmm's.
@@ -66,6 +67,29 @@ extern "C" __global__ void agg(const int* __restrict__ indptr, const int* __rest
   }
 }
 
+// storeOut writes value t of element i (row r, column c) in an output of
+// mode AGG_FLOAT (float32), AGG_CODES (byte codes) or AGG_BITS (planes
+// OR-ed into the zeroed output, either packing), re-quantized for the last
+// two: the tail wideout and add share.
+__device__ __forceinline__ void storeOut(float t, long long i, long long r, long long c, long long mode, u64 out,
+                                         float scale, float offset, long long outBits, long long outByCols,
+                                         long long outLw32, long long outPlane32) {
+  if (mode == AGG_FLOAT) {
+    ((float*)out)[i] = t;
+    return;
+  }
+  const u32 q = quantize(t, scale, offset, (int)outBits);
+  if (mode == AGG_CODES) {
+    ((u8*)out)[i] = (u8)q;
+    return;
+  }
+  const long long line = outByCols ? c : r, pos = outByCols ? r : c;
+  u32* word = (u32*)out + line * outLw32 + (pos >> 5);
+  for (int p = 0; p < outBits; p++) {
+    if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (pos & 31));
+  }
+}
+
 // requant writes the byte codes of n float32 values: MulCodes is the float
 // product followed by this, the same codes MulBit packs.
 extern "C" __global__ void requant(const float* __restrict__ y, u8* __restrict__ out, long long n, long long rqScale,
@@ -108,20 +132,23 @@ extern "C" __global__ void wideout(u64 acc, long long exact, long long m, long l
     if (rowScale) t = __fmul_rn(t, ((const float*)rowScale)[r]);
     if (colBias) t = __fadd_rn(t, ((const float*)colBias)[c]);
     if (relu && !(t > 0.f)) t = 0.f;
-    if (mode == AGG_FLOAT) {
-      ((float*)out)[i] = t;
-      continue;
-    }
-    const u32 q = quantize(t, scale, offset, (int)outBits);
-    if (mode == AGG_CODES) {
-      ((u8*)out)[i] = (u8)q;
-      continue;
-    }
-    const long long line = outByCols ? c : r, pos = outByCols ? r : c;
-    u32* word = (u32*)out + line * outLw32 + (pos >> 5);
-    for (int p = 0; p < outBits; p++) {
-      if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (pos & 31));
-    }
+    storeOut(t, i, r, c, mode, out, scale, offset, outBits, outByCols, outLw32, outPlane32);
+  }
+}
+
+// add writes x + y (rounded once), then the ReLU, into float32, byte codes
+// or planes OR-ed into the zeroed output (either packing), as bmm.AddValue
+// and the host backends do: the join of two branches.
+extern "C" __global__ void add(const float* __restrict__ x, const float* __restrict__ y, long long m, long long n,
+                               long long mode, u64 out, long long relu, long long rqScale, long long rqOffset,
+                               long long outBits, long long outByCols, long long outLw32, long long outPlane32) {
+  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m * n; i += (long long)gridDim.x * blockDim.x) {
+    float t = __fadd_rn(x[i], y[i]);
+    if (t != t) t = __int_as_float(0x7fc00000);  // bmm.NaN, whatever NaN the addition gave
+    if (relu && !(t > 0.f)) t = 0.f;
+    const long long r = i / n;
+    storeOut(t, i, r, i - r * n, mode, out, scale, offset, outBits, outByCols, outLw32, outPlane32);
   }
 }
 
