@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -225,16 +227,10 @@ func (j *Job) saveModel(d *Data, path string, m *layers.Model, key string) {
 	if path == "" {
 		return
 	}
-	err := os.MkdirAll(filepath.Dir(path), 0o755)
-	if err == nil {
-		var f *atomicfile.File
-		if f, err = atomicfile.Create(path, 0o644); err == nil {
-			if _, err = layers.WriteModel(f, m, j.origin(d, key)); err == nil {
-				err = f.Commit()
-			}
-			f.Abort()
-		}
-	}
+	err := writeCacheFile(path, func(w io.Writer) error {
+		_, err := layers.WriteModel(w, m, j.origin(d, key))
+		return err
+	})
 	if err != nil {
 		j.cacheErr = err
 		j.cacheNote("model", err)
@@ -271,21 +267,45 @@ func (j *Job) partition(ds *subgraph.Dataset, k int) ([]int32, bool, error) {
 		}
 	}
 	j.Progress.Printf("qgtc: partitioning %s into %d parts", ds.Name, k)
-	p, err := subgraph.Partition(g, k, opt)
+	popt := opt // a 1M-node graph takes a minute: say how it gets on
+	popt.Progress = func(phase string, done, total int) {
+		j.Progress.Printf("qgtc: partitioning %s: %s, %d%%", ds.Name, phase, int(100*int64(done)/max(1, int64(total))))
+	}
+	p, err := subgraph.Partition(g, k, popt)
 	j.Progress.Done()
 	if err != nil {
 		return nil, false, err
 	}
 	if path != "" {
-		err = os.MkdirAll(filepath.Dir(path), 0o755)
-		if err == nil {
-			err = subgraph.SavePartition(path, g, p, opt)
-		}
+		err := writeCacheFile(path, func(w io.Writer) error { return subgraph.WritePartitionFile(w, g, p, opt) })
 		if err != nil {
 			j.cacheNote("partition", err)
 		}
 	}
 	return p.Parts, false, nil
+}
+
+// writeCacheFile writes a cache entry at path (its folder made when
+// missing) through a temporary file, renamed over path once write
+// succeeds and removed on an error or a signal, so that an interrupted
+// run leaves no partial entry and no stray temporary file.
+func writeCacheFile(path string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Commit()
 }
 
 // partsSum is a SHA-256 prefix of parts as little-endian int32.

@@ -6,15 +6,20 @@ import (
 	"encoding/binary"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
@@ -534,4 +539,59 @@ func TestPredictionsHash(t *testing.T) {
 	assert.NotEqual(t, hashes[0], infer(t, &o).PredictionsSHA256, "another model answers otherwise")
 	assert.Equal(t, predictionsHash([]int32{-1, 2}), predictionsHash([]int32{-1, 2}))
 	assert.NotEqual(t, predictionsHash([]int32{1, 2}), predictionsHash([]int32{2, 1}))
+}
+
+// TestPartitionProgress: infer's partitioning reports its phases (it
+// printed one line for the minute a 1M-node graph takes), off a terminal
+// as plain lines.
+func TestPartitionProgress(t *testing.T) {
+	defer func(d time.Duration) { progress.Interval = d }(progress.Interval)
+	progress.Interval = time.Millisecond
+	j, _ := fastJob("cora", t.TempDir())
+	j.Parts = 3
+	var buf bytes.Buffer
+	j.Progress = progress.New(&buf, false)
+	infer(t, j)
+	for _, phase := range []string{subgraph.PhaseCoarsen, subgraph.PhaseInitial, subgraph.PhaseRefine} {
+		assert.Contains(t, buf.String(), "qgtc: partitioning cora: "+phase+", ")
+	}
+	assert.NotContains(t, buf.String(), "\r")
+}
+
+// TestCacheWriteInterrupted: a cache entry being written when the process
+// is interrupted leaves neither the entry nor its temporary file (the
+// cache's partitions went through a temporary file that a signal left
+// behind).
+func TestCacheWriteInterrupted(t *testing.T) {
+	if path := os.Getenv("QGTC_CACHE_WRITE_CHILD"); path != "" {
+		writeCacheFile(path, func(w io.Writer) error {
+			w.Write(make([]byte, 1<<17)) // past the buffer: the temporary file has bytes
+			select {}                    // until the parent's signal
+		})
+		os.Exit(0)
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGINT on windows")
+	}
+	dir := filepath.Join(t.TempDir(), "partitions")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCacheWriteInterrupted$")
+	cmd.Env = append(os.Environ(), "QGTC_CACHE_WRITE_CHILD="+filepath.Join(dir, "g.qgpart"))
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(60 * time.Second)
+	for started := false; !started; time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the child never started writing")
+		es, _ := os.ReadDir(dir)
+		for _, e := range es {
+			if fi, err := e.Info(); err == nil && fi.Size() > 0 {
+				started = true
+			}
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	var exit *exec.ExitError
+	require.ErrorAs(t, cmd.Wait(), &exit)
+	assert.Equal(t, 130, exit.ExitCode())
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, es, "no entry and no temporary file")
 }

@@ -149,6 +149,10 @@ var craftedFiles = []craftedFile{
 	{"crafted-attr-shape-1e9", "FuzzNPZ", func() []byte {
 		return tinyGNN(shape64(3, 1_000_000_000), npyBytes("<f4", []int{3}, leF32(1, 1, 1)), labels64(0, 1, 0))
 	}, ErrInconsistent, []string{"features are 3×1000000000", "more than 1073741824 entries"}},
+	{"crafted-attr-cols-3e8", "FuzzNPZ", func() []byte {
+		// Under MaxFeatureEntries, but a first layer of 3e8 × hidden floats.
+		return tinyGNN(shape64(3, 300_000_000), npyBytes("<f4", []int{3}, leF32(1, 1, 1)), labels64(0, 1, 0))
+	}, ErrInconsistent, []string{"features are 3×300000000", "more than 65536 columns"}},
 	{"crafted-label-1e6", "FuzzNPZ", func() []byte {
 		return tinyGNN(shape64(3, 3), npyBytes("<f4", []int{3}, leF32(1, 1, 1)), labels64(0, 1, 1_000_000))
 	}, ErrInconsistent, []string{"1000001 classes for 3 nodes"}},
@@ -192,7 +196,16 @@ var craftedFiles = []craftedFile{
 		c := binary.LittleEndian.AppendUint32(nil, miCOMPRESSED)
 		c = binary.LittleEndian.AppendUint32(c, uint32(len(z)))
 		return matFile(append(c, z...))
-	}, ErrFormat, []string{"miCOMPRESSED element inflates past"}},
+	}, ErrFormat, []string{"miCOMPRESSED element holds data past the 8-byte element it starts with"}},
+	{"crafted-mat-declares-1gb", "FuzzMAT", func() []byte {
+		// A miMATRIX tag of 1 GiB, then zeros: refused from the tag.
+		tag := binary.LittleEndian.AppendUint32(nil, miMATRIX)
+		tag = binary.LittleEndian.AppendUint32(tag, 1<<30)
+		z := deflated(tag, bombSize, true)
+		c := binary.LittleEndian.AppendUint32(nil, miCOMPRESSED)
+		c = binary.LittleEndian.AppendUint32(c, uint32(len(z)))
+		return matFile(append(c, z...))
+	}, ErrFormat, []string{"miCOMPRESSED element holds an element of 1073741824 bytes, more than this"}},
 	{"crafted-mat-classes-1e6", "FuzzMAT", func() []byte {
 		// group: 3 rows, 10^6 columns, no entries (jc all zero), compressed.
 		jc := make([]int32, 1_000_001)

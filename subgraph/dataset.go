@@ -58,7 +58,8 @@ type Dataset struct {
 // Validate checks a dataset's invariants: a valid, symmetric, loop-free
 // graph; feature and label matrices with one row per node and in-range
 // columns and finite values; labels in [-1, NumClasses); at most
-// max(nodes, 2) and MaxClasses classes; split ids in range.
+// max(nodes, 2) and MaxClasses classes; feature shapes within
+// MaxFeatureEntries and MaxFeatureCols; split ids in range.
 func (d *Dataset) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: dataset %q: %s", ErrInconsistent, d.Name, fmt.Sprintf(format, args...))

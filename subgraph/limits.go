@@ -22,6 +22,12 @@ const (
 	// scale with the column count (Coauthor Physics, the widest bundled
 	// set, has 34,493 × 8,415 = 2.9e8).
 	MaxFeatureEntries = 1 << 30
+	// MaxFeatureCols caps the columns alone: the first layer's weights,
+	// their gradients, optimizer state and the model copies training keeps
+	// are each hidden × columns floats, whatever the row count, so a shape
+	// of 3 × 3e8 (under MaxFeatureEntries) asked for tens of gigabytes.
+	// The widest bundled set has 8,415 columns, common benchmarks ~31,000.
+	MaxFeatureCols = 1 << 16
 
 	// Decompression (zip members, miCOMPRESSED elements, gzip) may produce
 	// at most inflateFloor bytes plus inflateRatio per compressed byte of
@@ -138,10 +144,14 @@ func checkClasses(name string, classes, nodes int) error {
 	return nil
 }
 
-// checkSize bounds rows × cols by MaxFeatureEntries.
+// checkSize bounds rows × cols by MaxFeatureEntries and cols by
+// MaxFeatureCols.
 func (f *Features) checkSize(name, what string) error {
 	if f.Cols > 0 && f.Rows > MaxFeatureEntries/f.Cols {
 		return fmt.Errorf("%w: %s: %s are %d×%d, more than %d entries; the first layer and every packed batch scale with the columns", ErrInconsistent, name, what, f.Rows, f.Cols, MaxFeatureEntries)
+	}
+	if f.Cols > MaxFeatureCols {
+		return fmt.Errorf("%w: %s: %s are %d×%d, more than %d columns; the first layer's weights scale with the columns (reduce the feature dimension)", ErrInconsistent, name, what, f.Rows, f.Cols, MaxFeatureCols)
 	}
 	return nil
 }

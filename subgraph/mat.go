@@ -76,7 +76,7 @@ func readMATSparse(name string, b []byte) (map[string]*matSparse, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s: miCOMPRESSED element: %v", ErrFormat, name, err)
 			}
-			inner, err := io.ReadAll(&budgetReader{r: zr, left: &budget, what: name + ": miCOMPRESSED element", size: len(b)})
+			inner, err := m.inflate(&budgetReader{r: zr, left: &budget, what: name + ": miCOMPRESSED element", size: len(b)})
 			if err != nil {
 				if errors.Is(err, ErrFormat) {
 					return nil, err
@@ -102,6 +102,41 @@ func readMATSparse(name string, b []byte) (map[string]*matSparse, error) {
 		}
 	}
 	return out, nil
+}
+
+// inflate reads the one element a miCOMPRESSED element holds: its tag
+// first, so that a size beyond the budget left fails before anything is
+// allocated, then exactly the bytes the tag declares (no growing buffer),
+// then at most 7 bytes of padding; more data than that is an error, which
+// stops a stream of zeros (a tag of 0 bytes) after 16 bytes instead of at
+// the budget.
+func (m *matReader) inflate(r *budgetReader) ([]byte, error) {
+	tag := make([]byte, 8)
+	if _, err := io.ReadFull(r, tag); err != nil {
+		return nil, err
+	}
+	n := int64(0)
+	if m.order.Uint32(tag)>>16 == 0 { // a small element's data is in its tag
+		n = int64(m.order.Uint32(tag[4:]))
+	}
+	if n > *r.left {
+		return nil, fmt.Errorf("%w: %s: miCOMPRESSED element holds an element of %d bytes, more than this %d-byte file may inflate to (%dx plus %d MiB in all)",
+			ErrFormat, m.name, n, r.size, inflateRatio, inflateFloor>>20)
+	}
+	b := make([]byte, 8+n)
+	copy(b, tag)
+	if _, err := io.ReadFull(r, b[8:]); err != nil {
+		return nil, fmt.Errorf("its element declares %d bytes: %w", n, err)
+	}
+	var pad [8]byte
+	k, err := io.ReadFull(r, pad[:])
+	switch {
+	case k == len(pad):
+		return nil, fmt.Errorf("%w: %s: miCOMPRESSED element holds data past the %d-byte element it starts with", ErrFormat, m.name, 8+n)
+	case err != nil && err != io.EOF && err != io.ErrUnexpectedEOF:
+		return nil, err
+	}
+	return b, nil
 }
 
 // element splits one data element off b: its type, payload and the rest

@@ -74,6 +74,31 @@ func TestFeatureValues(t *testing.T) {
 	})
 }
 
+// Item 7: a declared feature shape is bounded in entries and, since the
+// first layer scales with them whatever the row count, in columns (3 ×
+// 3e8 passed the entry bound and asked for tens of gigabytes).
+func TestFeatureShapeBounds(t *testing.T) {
+	for _, tt := range []struct {
+		rows, cols int
+		err        string // "" when accepted
+	}{
+		{2708, MaxFeatureCols, ""},
+		{3, MaxFeatureCols + 1, "3×65537, more than 65536 columns"},
+		{3, 300_000_000, "more than 65536 columns"},
+		{MaxFeatureEntries/1000 + 1, 1000, "more than 1073741824 entries"},
+	} {
+		err := (&Features{Rows: tt.rows, Cols: tt.cols}).checkSize("f.npz", "features")
+		if tt.err == "" {
+			assert.NoError(t, err, "%d×%d", tt.rows, tt.cols)
+			continue
+		}
+		if assert.Error(t, err, "%d×%d", tt.rows, tt.cols) {
+			assert.ErrorIs(t, err, ErrInconsistent)
+			assert.Contains(t, err.Error(), tt.err)
+		}
+	}
+}
+
 // copyPlanetoid copies a bundled Planetoid folder into dir/<as>, leaving
 // out the named files.
 func copyPlanetoid(t *testing.T, from, name, as string, skip ...string) string {

@@ -203,6 +203,10 @@ func TestInferLatencyLine(t *testing.T) {
 				assert.Regexp(t, `pack [0-9.]+ ms \(feature lists\)`, line)
 			} else {
 				assert.Regexp(t, `pack [0-9.]+ ms`, line)
+				// Packing is timed, not left at zero (the old line said
+				// "pack 0.0 ms" whatever ran).
+				r := qInferJSON(t, append([]string{"--dataset", "cora", "--parts", "2", "--sparse-input", "off", "--quiet"}, qFast...)...)
+				assert.Positive(t, r["pack_ms"].(float64))
 			}
 		})
 	}

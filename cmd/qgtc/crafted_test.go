@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,30 +17,44 @@ import (
 // The crafted files of issue #17 (subgraph's fuzz corpora, crafted-*)
 // through the CLI, each in a child process limited to 4 GB of address
 // space as `ulimit -v 4000000` would: one line on stderr, exit code 1, no
-// Go panic or runtime "fatal error", and the failing load well under a
-// second. The old loaders accepted most of these files, and infer then
-// died with "fatal error: out of memory" on some of them.
+// Go panic or runtime "fatal error". The old loaders accepted most of
+// these files, and infer then died with "fatal error: out of memory" on
+// some of them. (How fast each one fails is measured, not asserted:
+// bench/trust/crafted.sh.)
 
 const craftedChildEnv = "QGTC_CRAFTED_CHILD" // args, \x1f-separated
-const craftedTimeEnv = "QGTC_CRAFTED_TIME"   // file the child writes its run time to
 
-// TestCraftedChild is the child: it only runs when the parent sets
-// craftedChildEnv, and leaves through syscall.Exit so that the testing
-// package adds nothing to its output.
+// TestCraftedChild is the child of runLimited: it only runs when the
+// parent sets craftedChildEnv, and leaves through syscall.Exit so that the
+// testing package adds nothing to its output.
 func TestCraftedChild(t *testing.T) {
 	args := os.Getenv(craftedChildEnv)
 	if args == "" {
-		t.Skip("runs as TestCraftedCLI's child process")
+		t.Skip("runs as runLimited's child process")
 	}
 	lim := syscall.Rlimit{Cur: 4_000_000 << 10, Max: 4_000_000 << 10}
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
 		os.Stderr.WriteString("setrlimit: " + err.Error() + "\n")
 		syscall.Exit(99)
 	}
-	start := time.Now()
-	code := run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr)
-	os.WriteFile(os.Getenv(craftedTimeEnv), []byte(strconv.FormatInt(int64(time.Since(start)), 10)), 0o644)
-	syscall.Exit(code)
+	syscall.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+}
+
+// runLimited runs the CLI with args in a child process limited to 4 GB of
+// address space (`ulimit -v 4000000`), caching under cache, and returns its
+// exit code and stderr.
+func runLimited(t *testing.T, cache string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCraftedChild$")
+	cmd.Env = append(os.Environ(), craftedChildEnv+"="+strings.Join(args, "\x1f"), "QGTC_CACHE="+cache)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), stderr.String()
+	}
+	require.NoError(t, err)
+	return 0, stderr.String()
 }
 
 // readCorpusFile decodes a one-[]byte fuzz corpus file.
@@ -80,28 +93,13 @@ func TestCraftedCLI(t *testing.T) {
 			{"train", "--dataset", path, "--epochs", "1", "--quiet"},
 		} {
 			t.Run(name+"/"+args[0], func(t *testing.T) {
-				timeFile := filepath.Join(t.TempDir(), "time")
-				cmd := exec.Command(os.Args[0], "-test.run=^TestCraftedChild$")
-				cmd.Env = append(os.Environ(), craftedChildEnv+"="+strings.Join(args, "\x1f"), craftedTimeEnv+"="+timeFile, "QGTC_CACHE="+cache)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				err := cmd.Run()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else {
-					require.NoError(t, err)
-				}
-				msg := strings.TrimSuffix(stderr.String(), "\n")
+				code, stderr := runLimited(t, cache, args...)
+				msg := strings.TrimSuffix(stderr, "\n")
 				assert.Equal(t, 1, code, "exit code; stderr:\n%s", msg)
 				assert.NotContains(t, msg, "\n", "want one line on stderr")
 				assert.True(t, strings.HasPrefix(msg, "qgtc "+args[0]+": "), "stderr: %s", msg)
 				assert.NotContains(t, msg, "goroutine")
 				assert.Less(t, len(msg), 400, "stderr: %s", msg)
-				b, err := os.ReadFile(timeFile)
-				require.NoError(t, err, "the child did not finish run(); stderr:\n%s", msg)
-				ns, _ := strconv.ParseInt(string(b), 10, 64)
-				assert.Less(t, time.Duration(ns), time.Second, "run took too long")
 			})
 		}
 	}

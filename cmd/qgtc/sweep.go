@@ -93,8 +93,8 @@ func runSweep(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %d batches, %s, kernel %s\n",
-		rep.Model, rep.Dataset, rep.Nodes, rep.Batches, qSeeds(rep.Seeds), be.Name())
+	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %s, %s, kernel %s\n",
+		rep.Model, rep.Dataset, rep.Nodes, qCount(rep.Batches, "batch", "batches"), qCount(rep.Seeds, "seed", "seeds"), be.Name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {
@@ -188,12 +188,12 @@ func qDecimal(v float64) string {
 	return s
 }
 
-// qSeeds is "1 seed" or "3 seeds".
-func qSeeds(n int) string {
+// qCount is n with its noun, e.g. "1 seed" or "3 seeds".
+func qCount(n int, one, many string) string {
 	if n == 1 {
-		return "1 seed"
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d seeds", n)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func qSweepFigure(rep *sweepReport) *plot.Figure {
@@ -214,7 +214,7 @@ func qSweepFigure(rep *sweepReport) *plot.Figure {
 		std = nil // no spread to draw from one seed
 	}
 	return &plot.Figure{
-		Title:  fmt.Sprintf("qgtc sweep: %s on %s (%s)", rep.Model, rep.Dataset, qSeeds(rep.Seeds)),
+		Title:  fmt.Sprintf("qgtc sweep: %s on %s (%s)", rep.Model, rep.Dataset, qCount(rep.Seeds, "seed", "seeds")),
 		XLabel: "bits (activations = weights)",
 		XTicks: ticks,
 		Panels: []plot.Panel{

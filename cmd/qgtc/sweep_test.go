@@ -150,7 +150,7 @@ func TestSweepSummaryLines(t *testing.T) {
 	args := []string{"sweep", "--dataset", "cora", "--bits", "4", "--seeds", "2", "--epochs", "2", "--qat-epochs", "1",
 		"--out", dir + "/sw/", "--quiet"}
 	require.Equal(t, 0, run(args, &out, &errb), errb.String())
-	assert.Contains(t, out.String(), ", 2 seeds, kernel ")
+	assert.Contains(t, out.String(), "2708 nodes in 1 batch, 2 seeds, kernel ")
 	assert.Contains(t, out.String(), "wrote "+filepath.Join(dir, "sw", "sweep.{csv,json,svg,png}")+"\n")
 	assert.NotContains(t, out.String(), "//")
 	svg, err := os.ReadFile(filepath.Join(dir, "sw", "sweep.svg"))
