@@ -420,8 +420,7 @@ const mergeRows = 1 << 18
 // the cores, so one op over every row pays the cores' start and join once
 // instead of once per batch, while its values stay in cache. Batches
 // enough for two rounds on every core stay apart: layers then runs them
-// whole, side by side on forks, with no start or join at all (on Coauthor
-// Physics at 2 cores a one-shot pass took 10-16 ms merged, 6-11 ms apart).
+// whole, side by side on forks, with no start or join at all.
 func (b *Backend) PreferMerged(batches, rows int) bool {
 	if w := runtime.GOMAXPROCS(0); w > 1 && batches >= 2*w {
 		return false

@@ -168,8 +168,8 @@ func (b *Batch) featRows(in *Input, want bool) (*bmm.Graph, int64) {
 	defer b.feat.Unlock()
 	b.featFor(in)
 	if !b.feat.adjMade {
-		// Sized up front: grown by append, the copies and the garbage cost
-		// a cold pass on Coauthor Physics about as much as its compute.
+		// Sized up front: grown by append, the copies and the garbage
+		// cost a one-shot run about as much as its ops.
 		nnz := 0
 		for _, v := range b.Nodes {
 			nnz += int(in.Indptr[v+1] - in.Indptr[v])

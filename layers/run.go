@@ -13,9 +13,9 @@ import (
 )
 
 // Batch-parallel running. A batch of a few thousand nodes is too small to
-// split every op across many cores (a 16-core pass on Coauthor Physics ran
-// 2.6x faster than on one core), so when the backend forks (bmm.Forker)
-// and there are batches enough, Run gives whole batches to lanes: one per
+// split every op across many cores (bench/manycore/RESULTS.md), so when
+// the backend forks (bmm.Forker) and there are batches enough, Run gives
+// whole batches to lanes: one per
 // core, each a copy of the plan on a fork of the backend, with its own
 // outputs, epilogues and graph uploads, its ops on its own goroutine. The
 // batches' predictions go to disjoint nodes, so the result is the serial
@@ -162,6 +162,9 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 		if lanes[i], err = p.lane(i); err != nil {
 			return err
 		}
+	}
+	for _, lp := range lanes { // the settings may have changed since the lanes were made
+		lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
 	}
 	nb := len(d.Eval)
 	shares := make([]laneShare, l)

@@ -190,14 +190,16 @@ func TestRunLanesFallBack(t *testing.T) {
 			require.Error(t, gerr)
 			assert.Equal(t, werr.Error(), gerr.Error())
 		}
-		// The plan still runs good batches afterwards.
-		plan.Agg = AggAuto
+		// The plan still runs good batches afterwards, and its lanes take
+		// the settings changed since they were made.
+		plan.Agg = AggSparse
 		got, err = plan.Run(d, in, false, nil)
 		require.NoError(t, err)
-		ref.Agg = AggAuto
+		ref.Agg = AggSparse
 		want, err = ref.Run(d, in, false, nil)
 		require.NoError(t, err)
 		assert.Equal(t, want.Pred, got.Pred)
+		assert.Equal(t, len(d.Eval), got.EdgeListBatches, "every batch over its edge list")
 		// A closed plan refuses, lanes or not.
 		require.NoError(t, plan.Close())
 		_, err = plan.Run(d, in, false, nil)
