@@ -418,11 +418,13 @@ const mergeRows = 1 << 18
 
 // PreferMerged implements bmm.Backend: every op splits its rows across
 // the cores, so one op over every row pays the cores' start and join once
-// instead of once per batch, while its values stay in cache. Batches
-// enough for two rounds on every core stay apart: layers then runs them
-// whole, side by side on forks, with no start or join at all.
+// instead of once per batch, while its values stay in cache. On one core
+// there is no start or join to save (and a one-shot pass pays for the
+// merged batch's larger first uploads); batches enough for two rounds on
+// every core stay apart too: layers then runs them whole, side by side on
+// forks, with no start or join at all.
 func (b *Backend) PreferMerged(batches, rows int) bool {
-	if w := runtime.GOMAXPROCS(0); w > 1 && batches >= 2*w {
+	if w := runtime.GOMAXPROCS(0); w == 1 || batches >= 2*w {
 		return false
 	}
 	return batches > 1 && rows <= mergeRows
