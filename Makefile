@@ -97,9 +97,9 @@ e2e:
 
 # manycore builds what bench/manycore/run.sh runs on a many-core host with
 # no Go toolchain (~30 MB, carried as build/manycore): static, stripped
-# binaries of this tree and, in build/manycore/old, of OLD_REF (default
-# main) as the baseline.
-OLD_REF ?= main
+# binaries of this tree and, in build/manycore/old, of OLD_REF (main before
+# issue 19's work) as the baseline.
+OLD_REF ?= 7ef343e
 manycore:
 	mkdir -p build/manycore/old
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o build/manycore/layers.test ./layers

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 19 on a many-core host with no Go toolchain: the 4-bit GCN pass at
 # GOMAXPROCS 1..16, warm (layers BenchmarkQGCNSpeed) and one-shot (`qgtc
-# infer --json` compute_ms), old (build/manycore/old: main's tree) against
+# infer --json` compute_ms), old (build/manycore/old: main before this work) against
 # new, PyTorch fp32 with as many threads, and the multilevel partition at 1
 # and all cores with its edge cut, on Coauthor Physics (testdata), a 1M-node
 # planted graph (512 features) and a 2M-node one (128 features) that the
@@ -111,15 +111,15 @@ for g in $GRAPHS; do
   log "$g model ${MODEL[$g]}"
 done
 
-# warm BINARY LABEL SPEC NAMES: BenchmarkQGCNSpeed's 4-bit pass (as the
+# warm BINARY LABEL SPEC NAMES EST [IMPLS]: BenchmarkQGCNSpeed's 4-bit pass (as the
 # plan picks: batches of up to 2^18 rows merged into one pass; and
 # batchwise, never merged: lanes of whole batches), and torch at
 # TORCH_CPUS, at every core count, for the graphs NAMES (QGTC_SPEED_DATA
 # SPEC, or built-in names with SPEC empty).
 warm() {
-  local bin=$1 label=$2 spec=$3 names=$4 est=$5
+  local bin=$1 label=$2 spec=$3 names=$4 est=$5 impls=${6:-qgtc|qgtc-batchwise|torch-fp32}
   run "$est" env QGTC_SPEED_DATA="$spec" QGTC_TORCH_CPUS="$TORCH_CPUS" "$bin" -test.run '^$' \
-    -test.bench "QGCNSpeed/data=($names)\$/impl=(qgtc|qgtc-batchwise|torch-fp32)\$/bits=4\$" -test.cpu "$CSV" \
+    -test.bench "QGCNSpeed/data=($names)\$/impl=($impls)\$/bits=4\$" -test.cpu "$CSV" \
     -test.benchtime "${WARM}x" -test.timeout 0 > "$W/warm.txt"
   cat "$W/warm.txt" >> "$LOG"
   awk -v label="$label" '/^BenchmarkQGCNSpeed/ {
@@ -157,8 +157,8 @@ fi
 # features, communities as the batches), the old binary first.
 if ((HAVE_OLD)); then
   for d in $OLDNEW_DATA; do
-    TORCH_CPUS=none warm "$BIN/old/layers.test" old "" "$d" 60
-    TORCH_CPUS=none warm "$BIN/layers.test" new "" "$d" 60
+    warm "$BIN/old/layers.test" old "" "$d" 60 qgtc # the old binary knows no QGTC_TORCH_CPUS
+    warm "$BIN/layers.test" new "" "$d" 60 "qgtc|qgtc-batchwise"
   done
 fi
 # 7. The 1M-node partition, old, and one-shot at the other core counts.
