@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e manycore demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -94,6 +94,23 @@ e2e:
 	rm -rf build/e2e-old
 	@echo "now run on the GPU host (device tool), carrying build/e2e:"
 	@echo "  STEPS='check speed' bash bench/e2e/run.sh   # tables and logs in \$$OUT"
+
+# manycore builds what bench/manycore/run.sh runs on a many-core host with
+# no Go toolchain (~30 MB, carried as build/manycore): static, stripped
+# binaries of this tree and, in build/manycore/old, of OLD_REF (main before
+# issue 19's work) as the baseline.
+OLD_REF ?= 7ef343e
+manycore:
+	mkdir -p build/manycore/old
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o build/manycore/layers.test ./layers
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o build/manycore/qgtc ./cmd/qgtc
+	@set -e; src=$$(mktemp -d); trap 'rm -rf $$src' EXIT; \
+		git archive $(OLD_REF) | tar -x -C $$src; \
+		cd $$src && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(CURDIR)/build/manycore/old/layers.test ./layers && \
+		CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(CURDIR)/build/manycore/old/qgtc ./cmd/qgtc
+	@du -sh build/manycore
+	@echo "now run on the many-core host (device tool, carrying build/manycore):"
+	@echo "  bash bench/manycore/run.sh   # table.md, results.tsv, log.txt in \$$OUT"
 
 # demo: the default job, 4-bit GCN inference on the bundled Cora (the first
 # run trains and caches the model, later runs load it).

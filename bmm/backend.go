@@ -24,7 +24,8 @@ import (
 // Ops may run asynchronously: an op's inputs must stay untouched and alive
 // until a later Argmax or Read (which wait for every op before them), and
 // operands are released with Free once no op will read them. A Backend is
-// used by one goroutine at a time.
+// used by one goroutine at a time; a Forker gives more goroutines forks of
+// itself that run ops at the same time on the same operands.
 type Backend interface {
 	// Name identifies the backend, e.g. "generic", "cpu/avx2", "tcu/wgmma".
 	Name() string
@@ -105,6 +106,24 @@ type Backend interface {
 	Traffic() Traffic
 	// Close releases everything the backend holds.
 	Close() error
+}
+
+// A Forker is a Backend that can run ops on several goroutines at once,
+// each on a fork: a plan runs whole batches on forks side by side instead
+// of splitting every op of one batch across the cores.
+type Forker interface {
+	Backend
+	// Fork returns a Backend for one more goroutine. The fork and this
+	// backend (its root) share their operands: either takes the other's,
+	// for reading by any number of ops at once; an operand an op writes is
+	// the writer's alone until that op's result is read. A fork runs each
+	// op on its caller's goroutine only (no parallelism inside an op: the
+	// forks are the parallelism) with results bit for bit those of the
+	// root. Its ops count in its own Traffic and in the root's. Closing
+	// the fork releases only the fork; closing the root makes every
+	// operand foreign on its forks too. A fork of a fork is a fork of the
+	// root.
+	Fork() (Backend, error)
 }
 
 // An Operand is a value held by a backend.

@@ -15,6 +15,8 @@ func NewGenericBackend() Backend { return &genericBackend{} }
 
 type genericBackend struct{ Host }
 
+var _ Forker = (*genericBackend)(nil)
+
 type genCodes struct {
 	HostOperand
 	rows, cols, bits int
@@ -35,6 +37,17 @@ type genGraph struct {
 func (g *genGraph) Rows() int { return len(g.g.Indptr) - 1 }
 
 func (g *genericBackend) Name() string { return "generic" }
+
+// Fork implements Forker: the reference runs every op on its caller's
+// goroutine already.
+func (g *genericBackend) Fork() (Backend, error) {
+	if g.Closed() {
+		return nil, Foreign("backend (closed)")
+	}
+	f := &genericBackend{}
+	g.ForkInto(&f.Host)
+	return f, nil
+}
 
 func (g *genericBackend) UploadCodes(vals []uint8, rows, cols, bits int) (Codes, error) {
 	if err := CheckCodes(vals, rows, cols, bits); err != nil {

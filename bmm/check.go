@@ -72,12 +72,16 @@ func CheckGraph(g *Graph, srcRows int) (int64, error) {
 			wmax = max(wmax, int64(w))
 		}
 	}
+	// Indptr first: a row reaching past the indices (indptr rising past
+	// them, then falling back to their count) is refused before any is read.
 	var maxDeg int64
 	for v := 0; v+1 < len(g.Indptr); v++ {
 		if g.Indptr[v+1] < g.Indptr[v] {
 			return 0, fmt.Errorf("%w: indptr decreases at row %d", ErrShape, v)
 		}
 		maxDeg = max(maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
+	}
+	for v := 0; v+1 < len(g.Indptr); v++ {
 		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
 			if i := g.Indices[p]; i < 0 || int(i) >= srcRows {
 				return 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v, i, srcRows)

@@ -2,6 +2,8 @@ package bmm
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/qgtc/qgtc/bittensor"
 )
@@ -12,9 +14,39 @@ import (
 // Close make them foreign, and ops are counted. It implements the Backend
 // methods that do not compute: uploads and allocations of bits and
 // vectors, their reads, Traffic and Close.
+//
+// A Host may have forks (ForkInto): hosts of a backend's forks (Forker),
+// which share its operands and count their ops apart.
 type Host struct {
-	ops    int64
+	ops    atomic.Int64 // this host's own ops; a root's Traffic adds its forks'
 	closed bool
+	root   *Host // a fork's: the host that owns the operands
+	mu     sync.Mutex
+	forks  []*Host // a root's open forks
+	gone   int64   // ops of the root's closed forks
+}
+
+// top is the host whose operands h runs on: its root, or h.
+func (h *Host) top() *Host {
+	if h.root != nil {
+		return h.root
+	}
+	return h
+}
+
+// Closed reports whether h (or its root) was closed.
+func (h *Host) Closed() bool { return h.closed || h.top().closed }
+
+// ForkInto makes f a fork of h (or of h's root): operands made by either
+// are live on both, f's ops are counted into h's Traffic as well as f's
+// own, and closing the root makes every operand foreign on its forks too.
+// f must be a new, unused Host; Close releases it.
+func (h *Host) ForkInto(f *Host) {
+	r := h.top()
+	f.root = r
+	r.mu.Lock()
+	r.forks = append(r.forks, f)
+	r.mu.Unlock()
 }
 
 // HostOperand is what a host operand embeds: its Host and whether it was
@@ -25,13 +57,16 @@ type HostOperand struct {
 }
 
 // Operand returns a live operand of h, for a backend's own operand types.
-func (h *Host) Operand() HostOperand { return HostOperand{owner: h} }
+func (h *Host) Operand() HostOperand { return HostOperand{owner: h.top()} }
 
 // Free implements Operand.
 func (o *HostOperand) Free() { o.freed = true }
 
-// Alive reports whether o is a live operand of h.
-func (o *HostOperand) Alive(h *Host) bool { return o.owner == h && !o.freed && !h.closed }
+// Alive reports whether o is a live operand of h (or of h's root, for a
+// fork).
+func (o *HostOperand) Alive(h *Host) bool {
+	return o.owner == h.top() && !o.freed && !h.closed && !o.owner.closed
+}
 
 // HostBits is a host bit tensor operand.
 type HostBits struct {
@@ -55,8 +90,9 @@ func (v *HostVector) Len() int { return len(v.V) }
 // Foreign is ErrForeign for the operand named what.
 func Foreign(what string) error { return fmt.Errorf("%w: %s", ErrForeign, what) }
 
-// CountOp counts one op in Traffic.
-func (h *Host) CountOp() { h.ops++ }
+// CountOp counts one op in Traffic. Forks count into their own Host, so
+// several goroutines counting never share a cache line.
+func (h *Host) CountOp() { h.ops.Add(1) }
 
 // UploadBits implements Backend: the operand is t itself.
 func (h *Host) UploadBits(t *bittensor.Tensor) (Bits, error) {
@@ -175,12 +211,39 @@ func (h *Host) ReadBits(b Bits) (*bittensor.Tensor, error) {
 	return CopyBits(t)
 }
 
-// Traffic implements Backend: host operands move no bytes.
-func (h *Host) Traffic() Traffic { return Traffic{Ops: h.ops} }
+// Traffic implements Backend: host operands move no bytes. A root's ops
+// include its forks'.
+func (h *Host) Traffic() Traffic {
+	ops := h.ops.Load()
+	if h.root == nil {
+		h.mu.Lock()
+		ops += h.gone
+		for _, f := range h.forks {
+			ops += f.ops.Load()
+		}
+		h.mu.Unlock()
+	}
+	return Traffic{Ops: ops}
+}
 
 // Close implements Backend: every operand becomes foreign; their memory is
-// the caller's or the garbage collector's.
+// the caller's or the garbage collector's. Closing a fork leaves its root
+// and the operands open; its ops stay counted in the root's Traffic.
 func (h *Host) Close() error {
+	if h.closed {
+		return nil
+	}
 	h.closed = true
+	if r := h.root; r != nil {
+		r.mu.Lock()
+		for i, f := range r.forks {
+			if f == h {
+				r.forks = append(r.forks[:i], r.forks[i+1:]...)
+				r.gone += h.ops.Load()
+				break
+			}
+		}
+		r.mu.Unlock()
+	}
 	return nil
 }

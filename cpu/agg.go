@@ -216,7 +216,7 @@ func AggInt(dst []int32, a Adj, x Codes) error {
 	if len(dst) != m*x.Cols {
 		return fmt.Errorf("%w: dst holds %d values, want %d×%d", ErrCodes, len(dst), m, x.Cols)
 	}
-	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
+	runAgg(nil, a, x, m, func(s *aggScratch, v0, rows int) {
 		for r := 0; r < rows; r++ {
 			copy(dst[(v0+r)*x.Cols:(v0+r+1)*x.Cols], s.acc[r*x.Stride:r*x.Stride+x.Cols])
 		}
@@ -227,6 +227,11 @@ func AggInt(dst []int32, a Adj, x Codes) error {
 // AggFloat computes dst = ep(A·X) in float32, as bmm.MM2Float does on the
 // packed adjacency (bit for bit).
 func AggFloat(dst []float32, a Adj, x Codes, ep *bmm.Epilogue) error {
+	return aggFloat(nil, dst, a, x, ep)
+}
+
+// aggFloat is AggFloat on lane (see runAgg).
+func aggFloat(lane *aggScratch, dst []float32, a Adj, x Codes, ep *bmm.Epilogue) error {
 	m, err := checkAgg(a, x)
 	if err != nil {
 		return err
@@ -238,7 +243,7 @@ func AggFloat(dst []float32, a Adj, x Codes, ep *bmm.Epilogue) error {
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
+	runAgg(lane, a, x, m, func(s *aggScratch, v0, rows int) {
 		applyRows(dst[v0*n:(v0+rows)*n], n, s.acc, x.Stride, v0, rows, n, ep)
 	})
 	return nil
@@ -248,6 +253,11 @@ func AggFloat(dst []float32, a Adj, x Codes, ep *bmm.Epilogue) error {
 // packs it into dst (either packing), as bmm.MM2Bit / MM2BitCols do on the
 // packed adjacency (bit for bit).
 func AggBit(dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
+	return aggBit(nil, dst, a, x, ep, rq)
+}
+
+// aggBit is AggBit on lane (see runAgg).
+func aggBit(lane *aggScratch, dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
 	m, err := checkAgg(a, x)
 	if err != nil {
 		return err
@@ -260,7 +270,7 @@ func AggBit(dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requ
 		return err
 	}
 	clear(dst.Words())
-	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
+	runAgg(lane, a, x, m, func(s *aggScratch, v0, rows int) {
 		applyQuantizePackRows(dst, &s.q, s.acc, x.Stride, v0, rows, n, ep, rq)
 	})
 	return nil
@@ -269,6 +279,11 @@ func AggBit(dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requ
 // AggCodes computes ep(A·X) re-quantized with rq into dst (dst.Bits bits,
 // dst.Cols == x.Cols): the input of a further aggregation.
 func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
+	return aggCodes(nil, dst, a, x, ep, rq)
+}
+
+// aggCodes is AggCodes on lane (see runAgg).
+func aggCodes(lane *aggScratch, dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error {
 	m, err := checkAgg(a, x)
 	if err != nil {
 		return err
@@ -280,7 +295,7 @@ func AggCodes(dst Codes, a Adj, x Codes, ep *bmm.Epilogue, rq bmm.Requant) error
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	runAgg(a, x, m, func(s *aggScratch, v0, rows int) {
+	runAgg(lane, a, x, m, func(s *aggScratch, v0, rows int) {
 		applyQuantizeRows(dst.data[v0*dst.Stride:(v0+rows)*dst.Stride], dst.Stride, s.acc, x.Stride, v0, rows, n, ep, rq, dst.Bits)
 	})
 	return nil
@@ -298,12 +313,13 @@ type aggScratch struct {
 }
 
 // runAgg sums the rows of each 64-row block of A·X into the worker's
-// scratch and hands it to finish. Blocks go to GOMAXPROCS workers.
-func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
+// scratch and hands it to finish. Blocks go to GOMAXPROCS workers, or with
+// a lane (a fork's scratch, kept from op to op) all to the caller.
+func runAgg(lane *aggScratch, a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 	blocks := (m + aggBlock - 1) / aggBlock
 	var next atomic.Int64
-	work := func() {
-		s := &aggScratch{acc: make([]int32, aggBlock*x.Stride)}
+	work := func(s *aggScratch) {
+		s.acc = growSlice(s.acc, aggBlock*x.Stride)
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= blocks {
@@ -320,7 +336,11 @@ func runAgg(a Adj, x Codes, m int, finish func(s *aggScratch, v0, rows int)) {
 			finish(s, v0, rows)
 		}
 	}
-	par.Run(min(runtime.GOMAXPROCS(0), blocks), func(int) { work() })
+	if lane != nil {
+		work(lane)
+		return
+	}
+	par.Run(min(runtime.GOMAXPROCS(0), blocks), func(int) { work(&aggScratch{}) })
 }
 
 // QuantizeRow is the kernels' re-quantizer: q[j] = rq.Quantize(y[j], bits).

@@ -14,10 +14,14 @@ import (
 // without copying (UploadBits keeps the tensor, UploadVector the slice,
 // UploadGraph the CSR slices, UploadCodes the bytes when a row is a whole
 // number of CodesAlign groups), and ops run synchronously on a Kernel's
-// products (bmm.WideProduct past int32) and the Agg* functions.
+// products (bmm.WideProduct past int32) and the Agg* functions. Ops split
+// their rows over GOMAXPROCS goroutines; a fork's (Fork) run on the caller.
 type Backend struct {
 	bmm.Host
 	k *Kernel
+	// lane is a fork's aggregation scratch, kept from op to op; nil on a
+	// root, whose ops run in parallel.
+	lane *aggScratch
 }
 
 // NewBackend returns a backend on kernel k (nil: the best path this CPU has).
@@ -30,6 +34,19 @@ func NewBackend(k *Kernel) *Backend {
 
 // Kernel is the bit kernel the backend's products run on.
 func (b *Backend) Kernel() *Kernel { return b.k }
+
+// Fork implements bmm.Forker: a backend on the same operands whose ops run
+// on the calling goroutine, with scratch of its own.
+func (b *Backend) Fork() (bmm.Backend, error) {
+	if b.Closed() {
+		return nil, bmm.Foreign("backend (closed)")
+	}
+	k := *b.k
+	k.serial = true
+	f := &Backend{k: &k, lane: &aggScratch{}}
+	b.ForkInto(&f.Host)
+	return f, nil
+}
 
 // codesOperand and graphOperand are the operands only the CPU has: Codes
 // with their row stride, and an Adj checked once.
@@ -85,17 +102,19 @@ func (b *Backend) WrapCodes(c Codes) (bmm.Codes, error) {
 }
 
 // UploadGraph implements bmm.Backend: an Adj over g's slices (not copied).
+// NewAdj checks what bmm.CheckGraph checks, so a good graph is read once;
+// CheckGraph words the error of a bad one as every backend does.
 func (b *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, error) {
-	maxSum, err := bmm.CheckGraph(g, srcRows)
-	if err != nil {
+	if g != nil {
+		a, err := NewAdj(CSR{Indptr: g.Indptr, Indices: g.Indices}, g.Weights, g.WeightBits, srcRows)
+		if err == nil {
+			return &graphOperand{b.Operand(), a, a.maxDeg * a.wmax}, nil
+		}
+	}
+	if _, err := bmm.CheckGraph(g, srcRows); err != nil {
 		return nil, err
 	}
-	w := g.Weights
-	a, err := NewAdj(CSR{Indptr: g.Indptr, Indices: g.Indices}, w, g.WeightBits, srcRows)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", bmm.ErrShape, err) // CheckGraph passed: not expected
-	}
-	return &graphOperand{b.Operand(), a, maxSum}, nil
+	return nil, fmt.Errorf("%w: graph that bmm.CheckGraph passes and NewAdj refuses", bmm.ErrShape) // not expected
 }
 
 // NewCodes implements bmm.Backend.
@@ -229,7 +248,7 @@ func (b *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.
 		clear(d.Words())
 		return nil
 	}
-	return AggBit(d, a, xc, e, rq)
+	return aggBit(b.lane, d, a, xc, e, rq)
 }
 
 // AggCodes implements bmm.Backend with AggCodes.
@@ -249,7 +268,7 @@ func (b *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *b
 	if xc.Cols == 0 {
 		return nil // nothing to write (see AggBit)
 	}
-	return AggCodes(d, a, xc, e, rq)
+	return aggCodes(b.lane, d, a, xc, e, rq)
 }
 
 // AggFloat implements bmm.Backend with AggFloat.
@@ -269,13 +288,14 @@ func (b *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *
 	if xc.Cols == 0 {
 		return nil // nothing to write (see AggBit)
 	}
-	return AggFloat(d, a, xc, e)
+	return aggFloat(b.lane, d, a, xc, e)
 }
 
-// parRows runs f over [0, n) in one chunk per core (one call below 64).
-func parRows(n int, f func(lo, hi int)) {
+// parRows runs f over [0, n) in one chunk per core (one call below 64,
+// or on a fork).
+func (b *Backend) parRows(n int, f func(lo, hi int)) {
 	w := runtime.GOMAXPROCS(0)
-	if n < 64 || w == 1 {
+	if n < 64 || w == 1 || b.lane != nil {
 		f(0, n)
 		return
 	}
@@ -300,7 +320,7 @@ func (b *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	b.CountOp()
 	lw := t.LineWords()
 	used := (t.K() + 63) / 64 // the words past K are padding, always zero
-	parRows(t.Rows(), func(lo, hi int) {
+	b.parRows(t.Rows(), func(lo, hi int) {
 		sums := make([]int64, hi-lo)
 		for p := 0; p < t.Bits(); p++ {
 			plane := t.Plane(p)
@@ -330,7 +350,7 @@ func (b *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 		return err
 	}
 	b.CountOp()
-	parRows(len(dst), func(lo, hi int) {
+	b.parRows(len(dst), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := l[r*cols : (r+1)*cols]
 			// The largest value first (the max builtin has no data-dependent
@@ -398,7 +418,16 @@ const mergeRows = 1 << 18
 
 // PreferMerged implements bmm.Backend: every op splits its rows across
 // the cores, so one op over every row pays the cores' start and join once
-// instead of once per batch, while its values stay in cache.
-func (b *Backend) PreferMerged(batches, rows int) bool { return batches > 1 && rows <= mergeRows }
+// instead of once per batch, while its values stay in cache. On one core
+// there is no start or join to save (and a one-shot pass pays for the
+// merged batch's larger first uploads); batches enough for two rounds on
+// every core stay apart too: layers then runs them whole, side by side on
+// forks, with no start or join at all.
+func (b *Backend) PreferMerged(batches, rows int) bool {
+	if w := runtime.GOMAXPROCS(0); w == 1 || batches >= 2*w {
+		return false
+	}
+	return batches > 1 && rows <= mergeRows
+}
 
-var _ bmm.Backend = (*Backend)(nil)
+var _ bmm.Forker = (*Backend)(nil)

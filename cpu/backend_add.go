@@ -32,8 +32,9 @@ func addRow(out, x, y []float32, relu bool) {
 }
 
 // addBlocks runs f over blocks of 64 rows (a column-packed output's word)
-// in parallel, each with its own float scratch of one block.
-func addBlocks(rows, cols int, f func(s []float32, r0, r1 int)) {
+// in parallel (on a fork, on the caller), each with its own float scratch
+// of one block.
+func (b *Backend) addBlocks(rows, cols int, f func(s []float32, r0, r1 int)) {
 	blocks := (rows + 63) / 64
 	work := func(lo, hi int) {
 		s := make([]float32, 64*cols)
@@ -42,7 +43,7 @@ func addBlocks(rows, cols int, f func(s []float32, r0, r1 int)) {
 			f(s, r0, min(rows, r0+64))
 		}
 	}
-	if blocks*cols < 1<<14 {
+	if blocks*cols < 1<<14 || b.lane != nil {
 		work(0, blocks)
 		return
 	}
@@ -62,7 +63,7 @@ func (b *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requan
 		return err
 	}
 	clear(d.Words())
-	addBlocks(rows, n, func(s []float32, r0, r1 int) {
+	b.addBlocks(rows, n, func(s []float32, r0, r1 int) {
 		k := (r1 - r0) * n
 		s = s[:k]
 		addRow(s, xs[r0*n:r1*n], ys[r0*n:r1*n], relu)
@@ -84,7 +85,7 @@ func (b *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Req
 		return err
 	}
 	n := d.Cols
-	addBlocks(d.Rows, n, func(s []float32, r0, r1 int) {
+	b.addBlocks(d.Rows, n, func(s []float32, r0, r1 int) {
 		for r := r0; r < r1; r++ {
 			row := s[:n]
 			addRow(row, xs[r*n:(r+1)*n], ys[r*n:(r+1)*n], relu)

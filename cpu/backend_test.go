@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,4 +151,81 @@ func BenchmarkBackend(b *testing.B) {
 			require.NoError(b, be.Argmax(pred, lo, 40))
 		}
 	})
+}
+
+// TestUploadGraphChecksAsCheckGraph: UploadGraph refuses exactly the graphs
+// bmm.CheckGraph refuses (it reads a good graph once, with NewAdj), with
+// CheckGraph's error, and bounds a good one's sums as CheckGraph does.
+func TestUploadGraphChecksAsCheckGraph(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	b := NewBackend(nil)
+	defer b.Close()
+	for i := range 3000 {
+		rows, src := r.IntN(6), 1+r.IntN(5)
+		g := &bmm.Graph{Indptr: make([]int32, rows+1)}
+		for v := 0; v < rows; v++ {
+			for range r.IntN(4) {
+				g.Indices = append(g.Indices, int32(r.IntN(src)))
+			}
+			g.Indptr[v+1] = int32(len(g.Indices))
+		}
+		if r.IntN(2) == 0 {
+			g.WeightBits = 1 + r.IntN(8)
+			for range g.Indices {
+				g.Weights = append(g.Weights, uint8(r.IntN(1<<g.WeightBits)))
+			}
+		}
+		// One fault, or none.
+		switch r.IntN(10) {
+		case 0:
+			if len(g.Indices) > 0 {
+				g.Indices[r.IntN(len(g.Indices))] = int32(src + r.IntN(3))
+			}
+		case 1:
+			if len(g.Indices) > 0 {
+				g.Indices[r.IntN(len(g.Indices))] = -1
+			}
+		case 2:
+			g.Indptr[r.IntN(len(g.Indptr))] += int32(1 + r.IntN(2))
+		case 3:
+			g.Indptr = g.Indptr[:0]
+		case 4:
+			if g.Weights != nil && len(g.Weights) > 0 {
+				g.Weights[r.IntN(len(g.Weights))] = uint8(1 << g.WeightBits)
+			}
+		case 5:
+			g.WeightBits = []int{0, 9}[r.IntN(2)]
+		case 6:
+			if g.Weights != nil {
+				g.Weights = append(g.Weights, 0)
+			}
+		case 7:
+			g.Indices = append(g.Indices, 0)
+		}
+		want, werr := bmm.CheckGraph(g, src)
+		o, err := b.UploadGraph(g, src)
+		if werr != nil {
+			require.Error(t, err, "graph %d: %+v", i, g)
+			assert.Equal(t, werr.Error(), err.Error(), "graph %d", i)
+			continue
+		}
+		require.NoError(t, err, "graph %d: %+v", i, g)
+		assert.Equal(t, want, o.(*graphOperand).maxSum, "graph %d", i)
+	}
+	_, err := b.UploadGraph(nil, 3)
+	assert.ErrorIs(t, err, bmm.ErrShape)
+}
+
+// TestBackendPreferMerged: batches merge up to mergeRows rows, on more
+// than one core and unless they are enough for two rounds of whole batches
+// on every core.
+func TestBackendPreferMerged(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	b := NewBackend(nil)
+	assert.True(t, b.PreferMerged(7, 1000), "7 batches on 4 cores")
+	assert.False(t, b.PreferMerged(8, 1000), "two rounds on 4 cores")
+	assert.False(t, b.PreferMerged(2, mergeRows+1), "past mergeRows")
+	assert.False(t, b.PreferMerged(1, 10), "one batch")
+	runtime.GOMAXPROCS(1)
+	assert.False(t, b.PreferMerged(3, 1000), "one core: nothing to save")
 }

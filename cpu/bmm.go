@@ -43,6 +43,9 @@ var ErrImpl = errors.New("cpu: bit-kernel path not available")
 type Kernel struct {
 	impl *bitImpl
 	vert vertMode
+	// serial runs every product on the caller's goroutine: a fork's
+	// kernel, one of several running side by side (Backend.Fork).
+	serial bool
 }
 
 // vertMode chooses between the row kernels and the vertical short-K
@@ -139,6 +142,7 @@ type bitPlan struct {
 	wstride int    // columns per word in bt: ng·vc, plus vc with a tail
 	vcols   int    // columns the vertical kernel covers: ng·vc + tail
 	seq     uint64 // this plan's number (planSeq), naming the tasks' copies of B
+	serial  bool   // the kernel's: one worker
 
 	// run's operands for task, and task as a func value made once per
 	// pooled plan (see planPool).
@@ -185,7 +189,7 @@ func newBitPlan(k *Kernel, a, b *bittensor.Tensor) *bitPlan {
 		p.taskFn = p.task
 	}
 	*p = bitPlan{m: a.Rows(), n: b.Cols(), lw: a.LineWords(), abits: a.Bits(), bbits: b.Bits(),
-		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl, taskFn: p.taskFn}
+		aps: a.PlaneWords(), bps: b.PlaneWords(), aw: a.Words(), bw: b.Words(), impl: impl, taskFn: p.taskFn, serial: k.serial}
 	p.colBlock = max(4, bitL1Bytes/(8*max(1, p.kc)*p.bbits)&^3)
 	// 32-bit lanes where they leave no more columns to the row kernel
 	// (or, padding, no more zero columns) than 64-bit lanes would.
@@ -324,7 +328,7 @@ func (p *bitPlan) run(into []int32, finish func(t *bitTask, m0, m1 int)) {
 	}
 	blocks := (p.m + bitRowBlock - 1) / bitRowBlock
 	workers := runtime.GOMAXPROCS(0)
-	if float64(p.m)*float64(p.n)*float64(p.kw)*float64(p.abits*p.bbits) < 1<<16 {
+	if p.serial || float64(p.m)*float64(p.n)*float64(p.kw)*float64(p.abits*p.bbits) < 1<<16 {
 		workers = 1
 	}
 	p.into, p.finish = into, finish

@@ -168,25 +168,33 @@ func (b *Batch) featRows(in *Input, want bool) (*bmm.Graph, int64) {
 	defer b.feat.Unlock()
 	b.featFor(in)
 	if !b.feat.adjMade {
-		g := &bmm.Graph{Indptr: make([]int32, 1, len(b.Nodes)+1)}
+		// Sized up front: grown by append, the copies and the garbage
+		// cost a one-shot run about as much as its ops.
+		nnz := 0
+		for _, v := range b.Nodes {
+			nnz += int(in.Indptr[v+1] - in.Indptr[v])
+		}
+		g := &bmm.Graph{Indptr: make([]int32, len(b.Nodes)+1), Indices: make([]int32, nnz)}
 		if !in.allOnes {
-			g.Weights, g.WeightBits = []uint8{}, in.Params.Bits
+			g.Weights, g.WeightBits = make([]uint8, nnz), in.Params.Bits
 		}
 		var maxDeg int64
-		wmax := int64(1)
-		for _, v := range b.Nodes {
+		wmax, at := uint32(1), 0
+		for i, v := range b.Nodes {
 			q0, q1 := in.Indptr[v], in.Indptr[v+1]
-			g.Indices = append(g.Indices, in.Indices[q0:q1]...)
+			copy(g.Indices[at:], in.Indices[q0:q1])
 			if g.Weights != nil {
-				for _, c := range in.Codes[q0:q1] {
-					g.Weights = append(g.Weights, uint8(c))
-					wmax = max(wmax, int64(c))
+				w := g.Weights[at : at+int(q1-q0)]
+				for j, c := range in.Codes[q0:q1] {
+					w[j] = uint8(c)
+					wmax = max(wmax, c)
 				}
 			}
-			g.Indptr = append(g.Indptr, int32(len(g.Indices)))
+			at += int(q1 - q0)
+			g.Indptr[i+1] = int32(at)
 			maxDeg = max(maxDeg, int64(q1-q0))
 		}
-		b.feat.graph, b.feat.bound, b.feat.adjMade = g, maxDeg*wmax, true
+		b.feat.graph, b.feat.bound, b.feat.adjMade = g, maxDeg*int64(wmax), true
 	}
 	return b.feat.graph, b.feat.bound
 }
@@ -393,6 +401,9 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	}
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
+	// prepare's view, made here while each row's codes are in cache: a
+	// one-shot run would otherwise read every code again, on one core.
+	sums, ones := make([]float32, f.Rows), true
 	for r := 0; r < f.Rows; r++ {
 		if zero != 0 {
 			// A non-zero code for 0: every column is stored.
@@ -415,7 +426,14 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 			})
 		}
 		in.Indptr[r+1] = int32(len(in.Indices))
+		var sum int64
+		for _, c := range in.Codes[in.Indptr[r]:] {
+			sum += int64(c)
+			ones = ones && c == 1
+		}
+		sums[r] = float32(sum)
 	}
+	in.prepOnce.Do(func() { in.rowSums, in.allOnes = sums, ones })
 	return in, nil
 }
 

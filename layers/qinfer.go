@@ -66,6 +66,7 @@ type Plan struct {
 		b     *Batch
 	}
 	closed bool
+	par    *planLanes // Run's batch-parallel lanes (run.go)
 }
 
 // keptKey names a batch's uploads for the features of in, sparse or
@@ -301,6 +302,7 @@ func (p *Plan) Close() error {
 		in.free()
 	}
 	p.kept = nil
+	p.closeLanes()
 	return nil
 }
 
@@ -371,8 +373,11 @@ func (p *Plan) forwardLogits(b *Batch, x *bittensor.Tensor, sx *Input, trace Tra
 
 // Result is the outcome of running a plan over every batch of a task.
 type Result struct {
-	Pred    []int32       // predicted class per node (−1: in no batch)
-	Pack    time.Duration // packing each batch's feature codes into bit planes
+	Pred []int32 // predicted class per node (−1: in no batch)
+	// Pack is packing each batch's feature codes: into bit planes, or
+	// (sparse) into the feature lists and code sums of its first product,
+	// made on a batch's first run and kept.
+	Pack    time.Duration
 	Compute time.Duration // uploads, ops and the predictions' download
 	Stats   Stats         // summed over batches
 	Batches int
@@ -390,7 +395,13 @@ type Result struct {
 // Run runs p over d's Eval batches with features in (quantized with the
 // plan's input params). With sparse, the first product reads the sparse
 // codes (ForwardSparse) instead of packing bit planes. progress, when set,
-// is called after each batch (once for a merged pass).
+// is called after each batch (once for a merged pass), from one goroutine
+// at a time.
+//
+// On a backend that forks (bmm.Forker) with batches enough for the cores,
+// unmerged batches run side by side, whole, one per core (run.go); Pack
+// and Compute then split the wall time between them. The predictions are
+// the same bit for bit either way.
 func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total int)) (*Result, error) {
 	if in.Params != p.Model.Input {
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, in.Params, p.Model.Input)
@@ -409,6 +420,13 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 	if p.merges(d) {
 		batches, r.Merged = []*Batch{p.mergedBatch(d)}, true
 	}
+	if l := p.laneCount(len(batches)); l > 1 && !p.closed && p.disjointOK(d) {
+		if err := p.runLanes(l, r, d, in, sparse, progress); err != nil {
+			return nil, err
+		}
+		r.Traffic = p.Backend.Traffic().Sub(before)
+		return r, nil
+	}
 	for i, b := range batches {
 		t0 := time.Now()
 		var x *bittensor.Tensor
@@ -417,6 +435,7 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		switch {
 		case sparse:
 			sx = in
+			p.packLists(b, in)
 		case p.kept[key] != nil: // resident: the packed features are there
 		default:
 			var err error

@@ -50,8 +50,11 @@ func speedData(b *testing.B, name string) *speedTask {
 	var ds *subgraph.Dataset
 	var parts []int32
 	var k int
-	switch name {
-	case "coauthor_physics":
+	src, extra := extraSpeedData()[name]
+	switch {
+	case extra:
+		ds, parts, k = loadSpeedData(b, src)
+	case name == "coauthor_physics":
 		var err error
 		ds, err = subgraph.Load(name)
 		require.NoError(b, err)
@@ -59,7 +62,7 @@ func speedData(b *testing.B, name string) *speedTask {
 		p, err := subgraph.Partition(ds.Graph, k, subgraph.PartitionOptions{})
 		require.NoError(b, err)
 		parts = p.Parts
-	case "planted-1m":
+	case name == "planted-1m":
 		const n, f = 1_000_000, 512
 		k = 500
 		g, comm, err := subgraph.PlantedPartition(n, k, 10, 0.1, 1)
@@ -96,6 +99,45 @@ func speedData(b *testing.B, name string) *speedTask {
 	return t
 }
 
+// speedSource is a graph of QGTC_SPEED_DATA: a dataset as --dataset
+// takes it and, when given, a partition file (qgtc partition --out).
+type speedSource struct{ dataset, partition string }
+
+// extraSpeedData reads QGTC_SPEED_DATA: entries name=DATASET[,PARTITION]
+// separated by ';', e.g. "synth-2m=/tmp/s2m.npz,/tmp/s2m.part" (the
+// graphs bench/manycore/run.sh writes with qgtc data synth and cuts with
+// qgtc partition, so that the CLI and the benchmark run the same batches).
+func extraSpeedData() map[string]speedSource {
+	out := map[string]speedSource{}
+	for _, e := range strings.Split(os.Getenv("QGTC_SPEED_DATA"), ";") {
+		name, src, ok := strings.Cut(strings.TrimSpace(e), "=")
+		if !ok || name == "" {
+			continue
+		}
+		ds, part, _ := strings.Cut(src, ",")
+		out[name] = speedSource{ds, part}
+	}
+	return out
+}
+
+// loadSpeedData loads src's graph and its partition (or cuts it into
+// parts of ~2,000 nodes).
+func loadSpeedData(b *testing.B, src speedSource) (*subgraph.Dataset, []int32, int) {
+	ds, err := subgraph.Load(src.dataset)
+	require.NoError(b, err)
+	require.NotNil(b, ds.Features, "%s has no node features", src.dataset)
+	require.NotNil(b, ds.Labels, "%s has no labels", src.dataset)
+	if src.partition != "" {
+		f, err := subgraph.OpenPartition(src.partition, ds.Graph)
+		require.NoError(b, err)
+		return ds, f.Parts, f.K
+	}
+	k := (ds.Graph.N() + 1999) / 2000
+	p, err := subgraph.Partition(ds.Graph, k, subgraph.PartitionOptions{})
+	require.NoError(b, err)
+	return ds, p.Parts, k
+}
+
 // BenchmarkQGCNSpeed compares, on the same batches and weights, one full
 // inference pass of a 2-layer GCN (hidden 64): quantized on bit tensors at
 // several widths (pack + compute), our full-precision path (package
@@ -104,26 +146,41 @@ func speedData(b *testing.B, name string) *speedTask {
 // torch). Compare the ms/pass metric; nodes/s is over the same pass.
 //
 //	go test -run '^$' -bench QGCNSpeed -benchtime 3x ./layers
+//
+// QGTC_SPEED_DATA (see extraSpeedData) replaces the two graphs with others.
 func BenchmarkQGCNSpeed(b *testing.B) {
-	for _, data := range []string{"coauthor_physics", "planted-1m"} {
+	names := []string{"coauthor_physics", "planted-1m"}
+	if extra := extraSpeedData(); len(extra) > 0 {
+		names = names[:0]
+		for n := range extra {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+	}
+	for _, data := range names {
 		b.Run("data="+data, func(b *testing.B) {
 			t := speedData(b, data)
 			// qgtc runs at each width with the aggregation the plan picks
 			// (auto: the edge list on the CPU), and at 4 bits also with
 			// every aggregation on the packed 1-bit adjacency (dense).
+			// qgtc-batchwise never merges the batches into one pass (see
+			// Plan.Merge): on a forking backend they then run side by side.
 			type variant struct {
-				name string
-				bits int
-				agg  AggMode
+				name  string
+				bits  int
+				agg   AggMode
+				merge MergeMode
 			}
 			var variants []variant
 			for _, bits := range []int{1, 2, 4, 8} {
-				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, AggAuto})
+				variants = append(variants, variant{fmt.Sprintf("impl=qgtc/bits=%d", bits), bits, AggAuto, MergeAuto})
 			}
-			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, AggDense})
+			variants = append(variants, variant{"impl=qgtc-dense/bits=4", 4, AggDense, MergeAuto},
+				variant{"impl=qgtc-batchwise/bits=4", 4, AggAuto, MergeOff})
 			for _, v := range variants {
 				b.Run(v.name, func(b *testing.B) {
-					plan, in, sparse := speedPlan(b, t, v.bits, v.agg)
+					plan, in, sparse := speedPlan(b, t, v.bits, v.agg, v.merge)
+					runtime.GC() // the setup's garbage (a 2M-node graph's) is not the passes' to collect
 					b.ResetTimer()
 					cpu0, ok0 := cputime.Process()
 					var run *Result
@@ -157,6 +214,11 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 				pairedPasses(b, t, 4)
 			})
 			b.Run("impl=torch-fp32", func(b *testing.B) {
+				// QGTC_TORCH_CPUS (e.g. "1,16") picks the thread counts at
+				// which torch runs: each run exports and rebuilds the batches.
+				if cpus := os.Getenv("QGTC_TORCH_CPUS"); cpus != "" && !slices.Contains(strings.Split(cpus, ","), strconv.Itoa(runtime.GOMAXPROCS(0))) {
+					b.Skipf("QGTC_TORCH_CPUS=%s", cpus)
+				}
 				msPass := torchPass(b, t, b.N)
 				b.ReportMetric(msPass, "ms/pass")
 				b.ReportMetric(float64(t.ds.Graph.N())/(msPass/1000), "nodes/s")
@@ -172,7 +234,7 @@ func BenchmarkQGCNSpeed(b *testing.B) {
 // speed for seconds at a time; passes taken in turn see the same machine,
 // so the ratio holds where sequential sub-benchmarks drift.
 func pairedPasses(b *testing.B, t *speedTask, bits int) {
-	plan, in, sparse := speedPlan(b, t, bits, AggAuto)
+	plan, in, sparse := speedPlan(b, t, bits, AggAuto, MergeAuto)
 	model, inputs := fp32Path(b, t)
 	tp := nn.NewTape(false, nil)
 	var q, f []float64
@@ -201,7 +263,7 @@ func pairedPasses(b *testing.B, t *speedTask, bits int) {
 // CPU backend, and runs it once to fill the per-batch caches and the
 // plan's output pool. It returns the
 // plan, the features and whether the first product reads sparse codes.
-func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode) (*Plan, *Input, bool) {
+func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode, merge MergeMode) (*Plan, *Input, bool) {
 	in, err := QuantizeInput(t.ds.Features, bits)
 	require.NoError(b, err)
 	m := t.fp.Clone()
@@ -209,7 +271,7 @@ func speedPlan(b *testing.B, t *speedTask, bits int, agg AggMode) (*Plan, *Input
 	require.NoError(b, m.Calibrate(t.d, in, 2))
 	plan, err := m.Compile(cpu.NewBackend(nil))
 	require.NoError(b, err)
-	plan.Agg = agg
+	plan.Agg, plan.Merge = agg, merge
 	sparse := plan.SparseCheaper(in)
 	_, err = plan.Run(t.d, in, sparse, nil) // warm: per-batch caches
 	require.NoError(b, err)
@@ -359,13 +421,28 @@ res["ms_per_pass"] = min(v for k, v in res.items() if k in ("dense", "sparse"))
 print(json.dumps(res))
 `
 
+// torchPython is the first of $QGTC_PYTHON, /usr/bin/python3 and python3
+// on the PATH that imports torch, or "".
+func torchPython() string {
+	cands := []string{"/usr/bin/python3", "python3"}
+	if p := os.Getenv("QGTC_PYTHON"); p != "" {
+		cands = []string{p}
+	}
+	for _, py := range cands {
+		if exec.Command(py, "-c", "import torch").Run() == nil {
+			return py
+		}
+	}
+	return ""
+}
+
 // torchPass exports t's batches and weights and times reps passes in
 // PyTorch, returning the milliseconds of one pass. It skips when no
 // python3 with torch is installed.
 func torchPass(b *testing.B, t *speedTask, reps int) float64 {
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
-		b.Skipf("no PyTorch (%s -c 'import torch': %v); apt-get install -y python3-torch", py, err)
+	py := torchPython()
+	if py == "" {
+		b.Skipf("no PyTorch (neither $QGTC_PYTHON, /usr/bin/python3 nor python3 on the PATH imports torch); apt-get install -y python3-torch")
 	}
 	dir := b.TempDir()
 	put := func(name string, v any) {

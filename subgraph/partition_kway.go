@@ -32,7 +32,6 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 		tr:       tr,
 	}
 	rb.run(cg, k, splitmix(opt.Seed^0x5bd1e995), where, 0, 0)
-	rb.wg.Wait()
 	kr := newKwayRefiner(k, opt, rng64(opt.Seed, 2))
 	// Refinement work is counted in nodes: every level's, the finest
 	// (about half of them) pass by pass.
@@ -68,13 +67,15 @@ type recursiveBisector struct {
 	ncuts    int     // bisections tried per split near the top, the best kept
 	topDepth int     // splits at depth < topDepth try ncuts bisections, deeper ones one
 	sem      chan struct{}
-	wg       sync.WaitGroup
 	k        int          // parts of the whole split, for progress
 	made     atomic.Int64 // parts finished so far
 	tr       *tracker
 }
 
-// run writes parts off..off+k-1 of g's vertices into out.
+// run writes parts off..off+k-1 of g's vertices into out, and returns
+// once every half it spawned has: a caller copies out as soon as run
+// returns (a half still writing then was lost, and the parts depended on
+// the goroutines' timing).
 func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off int32, depth int) {
 	if k == 1 || g.n() <= 1 {
 		for i := range out {
@@ -92,6 +93,8 @@ func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off
 	}
 	where := mlBisect(g, float64(k0)/float64(k), rb.ub, ncuts, rng64(seed, 0))
 	subs, vmaps := splitGraph(g, where)
+	var halves sync.WaitGroup
+	defer halves.Wait()
 	for s := 0; s < 2; s++ {
 		sub, vmap := subs[s], vmaps[s]
 		ks, offs := k0, off
@@ -110,9 +113,9 @@ func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off
 		if sub.n() > 2000 {
 			select {
 			case rb.sem <- struct{}{}:
-				rb.wg.Add(1)
+				halves.Add(1)
 				go func() {
-					defer rb.wg.Done()
+					defer halves.Done()
 					defer func() { <-rb.sem }()
 					task()
 				}()

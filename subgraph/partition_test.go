@@ -121,6 +121,26 @@ func TestPartitionDeterministic(t *testing.T) {
 	}
 }
 
+// TestPartitionDeterministicDeep: on a graph whose coarsest level is split
+// by halves that spawn halves of their own (above 2,000 vertices two
+// levels down), the parts are the same on 1 and 8 threads, run after run.
+// A half used to be copied out before its own spawned halves had written
+// it, and the parts then depended on the goroutines' timing.
+func TestPartitionDeterministicDeep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("partitions a 300,000-node graph 4 times")
+	}
+	g, _, err := PlantedPartition(300000, 300, 8, 0.2, 5)
+	require.NoError(t, err)
+	a, err := Partition(g, 300, PartitionOptions{Seed: 1, Threads: 1})
+	require.NoError(t, err)
+	for range 3 {
+		b, err := Partition(g, 300, PartitionOptions{Seed: 1, Threads: 8})
+		require.NoError(t, err)
+		require.Equal(t, a.Parts, b.Parts, "1 and 8 threads")
+	}
+}
+
 // TestPartitionRecoversPlanted checks quality where the optimum is known
 // closely: communities planted with 10% mixing should come out whole, so
 // the cut is near the planted partition's.

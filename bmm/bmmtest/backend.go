@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,6 +44,7 @@ func TestBackend(t *testing.T, open func(t *testing.T) bmm.Backend) {
 		{"readvector", (*harness).readVector},
 		{"chains", (*harness).chains},
 		{"errors", (*harness).errs},
+		{"forks", (*harness).forks},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			got := open(t)
@@ -852,4 +854,143 @@ func (h *harness) errs(r *rand.Rand) {
 	got := make([]float32, 35)
 	require.NoError(t, b.ReadVector(got, dstVec.g))
 	assert.Equal(t, math.Float32bits(poisonFloat), math.Float32bits(got[0]), "a failed op wrote its destination")
+}
+
+// forks checks a bmm.Forker (other backends skip it): on a fork the
+// aggregations, adds and chains give the reference's results; a fork and its
+// root take each other's operands; several forks running the same ops at
+// once on operands of the root, each into its own outputs, all give the
+// reference's results (under -race this catches scratch or counters the
+// forks share); the forks' ops count in the root's Traffic; a closed fork
+// refuses ops while its root goes on, and closing a root makes every
+// operand foreign on its forks.
+func (h *harness) forks(r *rand.Rand) {
+	t := h.t
+	fk, ok := h.got.(bmm.Forker)
+	if !ok {
+		t.Logf("%s is not a bmm.Forker: no forks to check", h.got.Name())
+		return
+	}
+	f1, err := fk.Fork()
+	require.NoError(t, err, "Fork")
+	sub := *h
+	sub.got = f1
+	before := h.got.Traffic()
+	sub.aggregations(r)
+	sub.adds(r)
+	sub.chains(r)
+	assert.Greater(t, h.got.Traffic().Sub(before).Ops, int64(0), "the root's Traffic counts its fork's ops")
+
+	// Operands cross: made on the fork, used by the root, and back.
+	x, w, _, _ := sub.operands(r, 130, 300, 17, 3, 2, false)
+	ep := epFor(r, 130, 17, epAll&^epReLU, 300, 3, 2)
+	c := h.mulCodes(x, w, ep, fitRequant(r, h.refFloat(x, w, ep), 4), 4, "root on the fork's operands")
+	g := h.graph(randGraph(r, 130, 130, 9, 0), 130)
+	sub.aggBit(g, c, nil, bmm.Requant{Scale: 0.5}, 3, bittensor.ByCols, "fork on the root's operands")
+
+	// Forks side by side on the root's operands, products and aggregations
+	// large enough that the root would split them across cores.
+	const lanes, reps = 4, 3
+	n, f, hid := 1000, 400, 48
+	x, w, _, _ = h.operands(r, n, f, hid, 4, 3, false)
+	ep = epFor(r, n, hid, epAll&^epReLU, f, 4, 3)
+	eg, er := h.epi(ep)
+	rq := fitRequant(r, h.refFloat(x, w, ep), 4)
+	g = h.graph(randGraph(r, n, n, 20, 0), n)
+	refCodes, err := h.ref.NewCodes(n, hid, 4)
+	require.NoError(t, err)
+	require.NoError(t, h.ref.MulCodes(refCodes, x.r, w.r, er, rq))
+	refOut, err := h.ref.NewVector(n * hid)
+	require.NoError(t, err)
+	require.NoError(t, h.ref.AggFloat(refOut, g.r, refCodes, nil))
+	want := make([]float32, n*hid)
+	require.NoError(t, h.ref.ReadVector(want, refOut))
+	forks := make([]bmm.Backend, lanes)
+	for i := range forks {
+		forks[i], err = fk.Fork()
+		require.NoError(t, err, "Fork %d", i)
+	}
+	before = h.got.Traffic()
+	got := make([][][]float32, lanes)
+	errs := make([]error, lanes)
+	var wg sync.WaitGroup
+	for i, fb := range forks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = func() error {
+				for range reps {
+					c, err := fb.NewCodes(n, hid, 4)
+					if err != nil {
+						return err
+					}
+					v, err := fb.NewVector(n * hid)
+					if err != nil {
+						return err
+					}
+					if err := fb.MulCodes(c, x.g, w.g, eg, rq); err != nil {
+						return err
+					}
+					if err := fb.AggFloat(v, g.g, c, nil); err != nil {
+						return err
+					}
+					out := make([]float32, n*hid)
+					if err := fb.ReadVector(out, v); err != nil {
+						return err
+					}
+					got[i] = append(got[i], out)
+					c.Free()
+					v.Free()
+				}
+				return nil
+			}()
+		}()
+	}
+	wg.Wait()
+	for i := range forks {
+		require.NoError(t, errs[i], "fork %d", i)
+		for k, out := range got[i] {
+			for j := range want {
+				require.Equal(t, math.Float32bits(want[j]), math.Float32bits(out[j]), "fork %d, run %d: value %d of %d", i, k, j, len(want))
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, h.got.Traffic().Sub(before).Ops, int64(lanes*reps*2), "the root's Traffic counts every fork's ops")
+
+	// A closed fork refuses ops; its root and the other forks go on.
+	require.NoError(t, forks[0].Close())
+	dst, err := forks[0].NewVector(n * hid)
+	if err == nil {
+		err = forks[0].AggFloat(dst, g.g, c.g, nil)
+	}
+	if !errors.Is(err, bmm.ErrForeign) {
+		assert.Failf(t, "wrong error", "an op on a closed fork: got %v, want %v", err, bmm.ErrForeign)
+	}
+	h.mulCodes(x, w, ep, rq, 4, "root after a fork closed")
+	v, err := forks[1].NewVector(n * hid)
+	require.NoError(t, err)
+	c2, err := forks[1].NewCodes(n, hid, 4)
+	require.NoError(t, err)
+	require.NoError(t, forks[1].MulCodes(c2, x.g, w.g, eg, rq), "a fork after another closed")
+	require.NoError(t, forks[1].AggFloat(v, g.g, c2, nil))
+	for _, fb := range forks[1:] {
+		assert.NoError(t, fb.Close())
+	}
+	assert.NoError(t, f1.Close())
+
+	// Closing the root makes its operands foreign on a fork.
+	root := h.open(t)
+	rf, ok := root.(bmm.Forker)
+	require.True(t, ok, "a second instance of a Forker is one")
+	fork, err := rf.Fork()
+	require.NoError(t, err)
+	vec, err := root.UploadVector(randFloats(r, 8, -1, 1))
+	require.NoError(t, err)
+	require.NoError(t, fork.ReadVector(make([]float32, 8), vec), "a fork reads its root's vector")
+	require.NoError(t, root.Close())
+	err = fork.ReadVector(make([]float32, 8), vec)
+	if !errors.Is(err, bmm.ErrForeign) {
+		assert.Failf(t, "wrong error", "reading a closed root's vector on its fork: got %v, want %v", err, bmm.ErrForeign)
+	}
+	assert.NoError(t, fork.Close())
 }

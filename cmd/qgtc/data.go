@@ -259,6 +259,9 @@ func dataSynth(args []string, w io.Writer) error {
 	k := fs.Int("communities", 10, "planted: number of communities (written as labels to .npz)")
 	avgDeg := fs.Float64("avg-degree", 10, "planted: average degree")
 	mixing := fs.Float64("mixing", 0.1, "planted: expected fraction of edges between communities, in [0, 1]")
+	features := fs.Int("features", 0, "planted, .npz: node features of this many columns, correlated with the classes (written in the gnn-benchmark layout qgtc infer reads)")
+	featNNZ := fs.Int("feature-nnz", 16, "planted, with --features: non-zero features per node")
+	classes := fs.Int("classes", 0, "planted, with --features: classes, each node's community modulo this (0: the communities)")
 	maxMem := fs.String("max-memory", "", "refuse a graph whose generation and output would need more memory than this, e.g. 8GiB (default: the memory available on this machine, less under a container limit or ulimit -v; 4GiB where that cannot be read)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -280,7 +283,29 @@ func dataSynth(args []string, w io.Writer) error {
 		return err
 	}
 	labels := *model == "planted" && ext == ".npz"
+	if fs.Changed("feature-nnz") || fs.Changed("classes") || *features != 0 {
+		switch {
+		case *model != "planted" || ext != ".npz":
+			return fmt.Errorf("%w: --features, --feature-nnz and --classes want --model planted and a .npz output", errUsage)
+		case *features == 0:
+			return fmt.Errorf("%w: --feature-nnz and --classes want --features", errUsage)
+		case *features < 1 || *features > 1<<20:
+			return fmt.Errorf("%w: --features %d: want 1..%d columns", errUsage, *features, 1<<20)
+		case *featNNZ < 1 || *featNNZ > *features || int64(*nodes)*int64(*featNNZ) > subgraph.MaxFeatureEntries:
+			return fmt.Errorf("%w: --feature-nnz %d: want 1..%d (--features), at most %d in all", errUsage, *featNNZ, *features, subgraph.MaxFeatureEntries)
+		case *classes < 0 || *classes > min(*k, subgraph.MaxClasses):
+			return fmt.Errorf("%w: --classes %d: want 0..%d (--communities)", errUsage, *classes, min(*k, subgraph.MaxClasses))
+		}
+		if *classes == 0 {
+			*classes = *k
+		}
+	}
 	peak := synthNeed(mem, ext, labels)
+	if *features > 0 {
+		// The features, kept while the file is written, and the upper
+		// triangle's indptr; arrays stream out in small pieces.
+		peak = max(peak, synthNeed(synthSize{subgraph.SynthMemory{Graph: mem.Graph + subgraph.PlantedFeaturesBytes(*nodes, *featNNZ) + 8*int64(*nodes)}, mem.Nodes, mem.Edges}, ".el", false))
+	}
 	if peak > limit {
 		return fmt.Errorf("%w: %s needs about %s of memory at its peak (generation, CSR build and %s output), more than %s",
 			errUsage, what, fmtBytes(peak), ext, from)
@@ -317,9 +342,18 @@ func dataSynth(args []string, w io.Writer) error {
 	}
 	defer f.Abort()
 	cw := &countingWriter{w: synthOut(f), report: func(n int64) { r.Printf("data synth: writing %s: %s", *out, fmtBytes(n)) }}
-	if ext == ".npz" {
+	switch {
+	case *features > 0:
+		for v := range comm {
+			comm[v] %= int32(*classes)
+		}
+		var feat *subgraph.Features
+		if feat, err = subgraph.PlantedFeatures(comm, *classes, *features, *featNNZ, *seed); err == nil {
+			err = subgraph.WriteBenchmarkNPZ(cw, g, feat, comm)
+		}
+	case ext == ".npz":
 		err = subgraph.WriteEdgeNPZ(cw, g, comm)
-	} else {
+	default:
 		err = subgraph.WriteEdgeList(cw, g)
 	}
 	if err == nil {
@@ -330,7 +364,10 @@ func dataSynth(args []string, w io.Writer) error {
 		return fmt.Errorf("writing %s: %w", *out, err)
 	}
 	fmt.Fprintf(w, "wrote %s: %s graph, %d nodes, %d undirected edges", *out, *model, g.N(), g.NumUndirectedEdges())
-	if comm != nil {
+	switch {
+	case *features > 0:
+		fmt.Fprintf(w, ", %d class labels, %d features (%d per node)", *classes, *features, *featNNZ)
+	case comm != nil:
 		fmt.Fprintf(w, ", %d community labels", *k)
 	}
 	fmt.Fprintln(w)

@@ -107,6 +107,36 @@ func TestDataSynthRoundTrip(t *testing.T) {
 	code, _, errs := runCLI("data", "synth", "-o", filepath.Join(dir, "x.bin"))
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "want a .npz")
+	code, _, errs = runCLI("data", "synth", "--model", "planted", "--features", "8", "-o", filepath.Join(dir, "f.txt"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "want --model planted and a .npz output")
+}
+
+// TestDataSynthFeatures: a planted graph with features loads back with
+// them and with the classes asked for, and the same flags write the same
+// file.
+func TestDataSynthFeatures(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"data", "synth", "--quiet", "--model", "planted", "--nodes", "3000", "--communities", "12",
+		"--features", "40", "--feature-nnz", "5", "--classes", "4"}
+	for _, f := range []string{"a.npz", "b.npz"} {
+		code, out, errs := runCLI(append(args, "-o", filepath.Join(dir, f))...)
+		require.Equal(t, 0, code, errs)
+		assert.Contains(t, out, "4 class labels, 40 features (5 per node)")
+	}
+	a, err := os.ReadFile(filepath.Join(dir, "a.npz"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "b.npz"))
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "seeded: the same file")
+	code, out, errs := runCLI("data", "info", "--json", filepath.Join(dir, "a.npz"))
+	require.Equal(t, 0, code, errs)
+	var s dataSummary
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, 3000, s.Nodes)
+	assert.Equal(t, 4, s.Classes)
+	assert.Equal(t, 40, s.Features)
+	assert.Equal(t, 3000*5, s.FeatureNonzeros)
 }
 
 // oneLine asserts that the CLI printed exactly one line on stderr.
@@ -138,6 +168,11 @@ func TestDataSynthBadFlags(t *testing.T) {
 		{[]string{"--model", "planted", "--mixing", "1.5"}, "--mixing 1.5: want a fraction in [0, 1]"},
 		{[]string{"--model", "planted", "--communities", "1"}, "--mixing 0.1 with one community"},
 		{[]string{"--model", "sbm"}, `--model "sbm": want rmat or planted`},
+		{[]string{"--features", "16"}, "--features, --feature-nnz and --classes want --model planted"},
+		{[]string{"--model", "planted", "--classes", "3"}, "--feature-nnz and --classes want --features"},
+		{[]string{"--model", "planted", "--features", "-1"}, "--features -1: want 1.."},
+		{[]string{"--model", "planted", "--features", "8", "--feature-nnz", "9"}, "--feature-nnz 9: want 1..8"},
+		{[]string{"--model", "planted", "--features", "8", "--feature-nnz", "4", "--classes", "11"}, "--classes 11: want 0..10"},
 		{[]string{"--max-memory", "lots"}, `--max-memory "lots": want a positive size`},
 		{[]string{"--max-memory", "-1G"}, `--max-memory "-1G"`},
 		{[]string{"--scale", "16", "--max-memory", "1M"}, "--scale 16 --edge-factor 16 needs about"},

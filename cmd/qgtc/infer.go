@@ -240,7 +240,7 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	total := max(rd(r.TotalMS), sum)
 	pack := fmt.Sprintf("pack %.1f ms", rd(r.PackMS))
 	if r.SparseInput {
-		pack = "pack none (sparse codes)"
+		pack += " (feature lists)" // gathered once per batch for the sparse first product
 	}
 	fmt.Fprintf(w, "  latency      load %.1f ms | partition %.1f ms%s | prepare %.1f ms | %s | compute %.1f ms | other %.1f ms | total %.1f ms\n",
 		rd(r.LoadMS), rd(r.PartitionMS), cached, rd(r.PrepareMS), pack, rd(r.ComputeMS), total-sum, total)
