@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-B=build/e2e
+B=${B:-build/e2e}
 STEPS=${STEPS:-check speed}
 DATASETS=${DATASETS:-cora citeseer pubmed_partial amazon_photo amazon_computers coauthor_cs coauthor_physics}
 SPEED=${SPEED:-coauthor_physics:18 amazon_computers:7}
@@ -86,7 +86,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
     fi
     if python3 -c 'import torch_geometric' 2>/dev/null; then
       $B/export --dataset "$ds" --partition "$part" --out "/tmp/$ds.pyg" &&
-        timeout 240 python3 bench/e2e/pyg.py "/tmp/$ds.pyg" --models "$(echo $MODELS | tr ' ' ,)" --reps 20 --json "$OUT/pyg-$ds.json" \
+        timeout 240 python3 bench/e2e/pyg.py "/tmp/$ds.pyg" --models "$(echo $MODELS | tr ' ' ,)" --reps "${PYG_REPS:-20}" --json "$OUT/pyg-$ds.json" \
           >"$OUT/pyg-$ds.log" 2>&1
       echo "$ds pyg rc=$?"
       python3 - "$OUT/pyg-$ds.json" <<'EOF' 2>/dev/null || tail -3 "$OUT/pyg-$ds.log"
