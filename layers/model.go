@@ -124,8 +124,8 @@ type Layer struct {
 
 // NewModel returns a randomly initialised (Glorot) kind model: in → hidden
 // (× layers−1) → classes, with activation and weight widths abits, wbits.
-// A GIN has no batch norm (NormNone, the better choice measured on
-// Cora, 79.1% vs 73.4% fp32, and CiteSeer, 65.3% vs 55.1%); SetNorm adds it.
+// A GIN has no batch norm (NormNone, the better choice on Cora and
+// CiteSeer: bench/accuracy/RESULTS.md); SetNorm adds it.
 func NewModel(kind string, in, hidden, classes, layers, abits, wbits int, seed uint64) (*Model, error) {
 	if !knownKind(kind) {
 		return nil, fmt.Errorf("%w: model %q (want %s)", ErrModel, kind, kinds)

@@ -273,10 +273,8 @@ func parFor(n int, f func(lo, hi int)) {
 // rng non-nil and dropout > 0 (full precision only), the inputs of the
 // linears are dropped out, except GIN's MLP hidden units when the MLP has a
 // batch norm: dropout next to batch norm shifts the variance between
-// training and inference (Li et al., 2019). Measured: Amazon Photo GIN with
-// batch norm, full batch, 85.3% fp32 without that dropout (300 epochs) vs
-// 82.5% with it (200 epochs); Cora GIN without norm 78.9% with it vs 77.2%
-// without (3 seeds).
+// training and inference (Li et al., 2019; the measurements are in
+// bench/accuracy/RESULTS.md).
 func (m *Model) simForward(b *Batch, in *Input, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*simState, []float32, error) {
 	return m.simRun(b, in, qUpTo(quant), stopAt, dropout, rng, nil, nil)
 }

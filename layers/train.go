@@ -106,10 +106,10 @@ func (m *Model) TrainFP32(d *Data, in *Input, cfg TrainConfig) (float64, error) 
 // al.'s QAT: its running statistics, Gamma and Beta stay as the fp32
 // training left them, folded into the aggregation's epilogue, so the
 // training pass is inference bit for bit (with the batch's statistics
-// instead, the quantizers trained on values inference never sees: Amazon
-// Photo GIN 4-bit 82.98% vs 84.40% frozen, 2-bit 79.31% vs 85.09%, fp32
-// 85.30%). The weights of the best validation epoch (epoch 0 being the
-// calibrated starting point) are kept; it returns that accuracy.
+// instead, the quantizers trained on values inference never sees, which
+// cost accuracy: bench/accuracy/RESULTS.md). The weights of the best
+// validation epoch (epoch 0 being the calibrated starting point) are kept;
+// it returns that accuracy.
 func (m *Model) QAT(d *Data, in *Input, cfg TrainConfig) (float64, error) {
 	if !m.Calibrated {
 		return 0, fmt.Errorf("%w: QAT needs a calibrated model", ErrModel)
@@ -335,7 +335,7 @@ func Argmax(pred []int32, logits []float32, c int, nodes []int32) {
 // with the tensors before it quantized and those after it in full precision
 // (no labels are used). The range of least squared error, which this
 // replaced, clips the sums of GIN's high-degree nodes or wastes levels on
-// them: on Cora, 4-bit GIN PTQ went from 66.7% to 78.7% (fp32 79.0%).
+// them (bench/accuracy/RESULTS.md has what that cost).
 func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	if err := m.Validate(in.Cols); err != nil {
 		return err
