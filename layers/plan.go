@@ -428,27 +428,12 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		return r, nil
 	}
 	for i, b := range batches {
-		t0 := time.Now()
-		var x *bittensor.Tensor
-		var sx *Input
-		key := keptKey{b, in, sparse}
-		switch {
-		case sparse:
-			sx = in
-			p.packLists(b, in)
-		case p.kept[key] != nil: // resident: the packed features are there
-		default:
-			var err error
-			if x, err = in.Pack(b.Nodes); err != nil {
-				return nil, err
-			}
-		}
-		t1 := time.Now()
-		if err := p.predict(r, b, x, sx, &key); err != nil {
+		pack, compute, err := p.runBatch(r, b, in, sparse)
+		if err != nil {
 			return nil, err
 		}
-		r.Pack += t1.Sub(t0)
-		r.Compute += time.Since(t1)
+		r.Pack += pack
+		r.Compute += compute
 		if progress != nil {
 			progress(i+1, len(batches))
 		}
@@ -497,6 +482,29 @@ func (p *Plan) mergedBatch(d *Data) *Batch {
 		m.d, m.first, m.n, m.b = d, d.Eval[0], len(d.Eval), mergeBatches(d.Eval)
 	}
 	return m.b
+}
+
+// runBatch packs batch b's features as the pass reads them (the feature
+// lists, or the bit planes unless a resident plan holds them) and runs it
+// into r; it returns the time of each half.
+func (p *Plan) runBatch(r *Result, b *Batch, in *Input, sparse bool) (pack, compute time.Duration, err error) {
+	t0 := time.Now()
+	var x *bittensor.Tensor
+	var sx *Input
+	key := keptKey{b, in, sparse}
+	switch {
+	case sparse:
+		sx = in
+		p.packLists(b, in)
+	case p.kept[key] != nil: // resident: the packed features are there
+	default:
+		if x, err = in.Pack(b.Nodes); err != nil {
+			return 0, 0, err
+		}
+	}
+	t1 := time.Now()
+	err = p.predict(r, b, x, sx, &key)
+	return t1.Sub(t0), time.Since(t1), err
 }
 
 // predict runs one batch of Run and scatters its predictions into r.

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/par"
 )
@@ -183,28 +182,12 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 	)
 	failAt.Store(int64(nb))
 	one := func(lp *Plan, lw *laneWork, i int) error {
-		b := d.Eval[i]
-		t0 := time.Now()
-		var x *bittensor.Tensor
-		var sx *Input
-		key := keptKey{b, in, sparse}
-		switch {
-		case sparse:
-			sx = in
-			lp.packLists(b, in)
-		case lp.kept[key] != nil: // resident: the packed features are there
-		default:
-			var err error
-			if x, err = in.Pack(b.Nodes); err != nil {
-				return err
-			}
-		}
-		t1 := time.Now()
-		if err := lp.predict(&lw.r, b, x, sx, &key); err != nil {
+		pack, compute, err := lp.runBatch(&lw.r, d.Eval[i], in, sparse)
+		if err != nil {
 			return err
 		}
-		lw.pack += t1.Sub(t0)
-		lw.compute += time.Since(t1)
+		lw.pack += pack
+		lw.compute += compute
 		if progress != nil {
 			mu.Lock()
 			done++
