@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"sync"
 
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/par"
@@ -31,17 +32,27 @@ func addRow(out, x, y []float32, relu bool) {
 	}
 }
 
+// addScratch is one block's scratch: the sums and their codes.
+type addScratch struct {
+	s []float32
+	q []uint32
+}
+
+var addScratchPool = sync.Pool{New: func() any { return new(addScratch) }}
+
 // addBlocks runs f over blocks of 64 rows (a column-packed output's word)
-// in parallel (on a fork, on the caller), each with its own float scratch
-// of one block.
-func (b *Backend) addBlocks(rows, cols int, f func(s []float32, r0, r1 int)) {
+// in parallel (on a fork, on the caller), each call with scratch of one
+// block.
+func (b *Backend) addBlocks(rows, cols int, f func(sc *addScratch, r0, r1 int)) {
 	blocks := (rows + 63) / 64
 	work := func(lo, hi int) {
-		s := make([]float32, 64*cols)
+		sc := addScratchPool.Get().(*addScratch)
+		sc.s, sc.q = growSlice(sc.s, 64*cols), growSlice(sc.q, 64*cols)
 		for blk := lo; blk < hi; blk++ {
 			r0 := 64 * blk
-			f(s, r0, min(rows, r0+64))
+			f(sc, r0, min(rows, r0+64))
 		}
+		addScratchPool.Put(sc)
 	}
 	if blocks*cols < 1<<14 || b.lane != nil {
 		work(0, blocks)
@@ -63,11 +74,10 @@ func (b *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requan
 		return err
 	}
 	clear(d.Words())
-	b.addBlocks(rows, n, func(s []float32, r0, r1 int) {
+	b.addBlocks(rows, n, func(sc *addScratch, r0, r1 int) {
 		k := (r1 - r0) * n
-		s = s[:k]
+		s, q := sc.s[:k], sc.q[:k]
 		addRow(s, xs[r0*n:r1*n], ys[r0*n:r1*n], relu)
-		q := make([]uint32, k)
 		quantizeRow(q, s, rq, d.Bits())
 		packBitBlock(d, q, r0, r1-r0, n)
 	})
@@ -85,9 +95,9 @@ func (b *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Req
 		return err
 	}
 	n := d.Cols
-	b.addBlocks(d.Rows, n, func(s []float32, r0, r1 int) {
+	b.addBlocks(d.Rows, n, func(sc *addScratch, r0, r1 int) {
 		for r := r0; r < r1; r++ {
-			row := s[:n]
+			row := sc.s[:n]
 			addRow(row, xs[r*n:(r+1)*n], ys[r*n:(r+1)*n], relu)
 			d.QuantizeRow(r, row, rq)
 		}
