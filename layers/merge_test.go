@@ -40,23 +40,11 @@ func TestPlanMerged(t *testing.T) {
 						if !all.Merged {
 							return
 						}
-						forward := func(b *Batch) []float32 {
-							if sparse {
-								out, _, err := plan.ForwardSparse(b, in, nil)
-								require.NoError(t, err)
-								return out
-							}
-							x, err := in.Pack(b.Nodes)
-							require.NoError(t, err)
-							out, _, err := plan.Forward(b, x, nil)
-							require.NoError(t, err)
-							return out
-						}
 						var want []float32
 						for _, b := range d.Eval {
-							want = append(want, forward(b)...)
+							want = append(want, batchLogits(t, plan, b, in, sparse)...)
 						}
-						got := forward(plan.mergedBatch(d))
+						got := batchLogits(t, plan, plan.mergedBatch(d), in, sparse)
 						require.Len(t, got, len(want))
 						for i := range want {
 							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)

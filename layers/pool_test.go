@@ -12,6 +12,7 @@ import (
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/subgraph"
 )
 
 // testBackends are the backends the plan tests run on: the reference and
@@ -35,7 +36,14 @@ func unequalData(t *testing.T, kind string, abits, wbits int, binary bool) (*Mod
 			parts[v] = 2
 		}
 	}
-	d, err := NewData(ds, parts, 3, 1)
+	return trainedOn(t, ds, parts, 3, kind, abits, wbits)
+}
+
+// trainedOn is a kind model (40 → 16 → 4, widths abits and wbits) trained
+// two fp32 epochs and calibrated on ds batched by the k parts of parts.
+func trainedOn(t *testing.T, ds *subgraph.Dataset, parts []int32, k int, kind string, abits, wbits int) (*Model, *Data, *Input) {
+	t.Helper()
+	d, err := NewData(ds, parts, k, 1)
 	require.NoError(t, err)
 	in, err := QuantizeInput(ds.Features, abits)
 	require.NoError(t, err)
@@ -45,6 +53,22 @@ func unequalData(t *testing.T, kind string, abits, wbits int, binary bool) (*Mod
 	require.NoError(t, err)
 	require.NoError(t, m.Calibrate(d, in, 0))
 	return m, d, in
+}
+
+// batchLogits is p's logits on batch b: from in's sparse codes
+// (ForwardSparse) or from its bit planes packed for b (Forward).
+func batchLogits(t *testing.T, p *Plan, b *Batch, in *Input, sparse bool) []float32 {
+	t.Helper()
+	if sparse {
+		out, _, err := p.ForwardSparse(b, in, nil)
+		require.NoError(t, err)
+		return out
+	}
+	x, err := in.Pack(b.Nodes)
+	require.NoError(t, err)
+	out, _, err := p.Forward(b, x, nil)
+	require.NoError(t, err)
+	return out
 }
 
 // TestQRunReusesOutputStorage: a plan keeps its op outputs from one batch
@@ -72,18 +96,7 @@ func TestQRunReusesOutputStorage(t *testing.T) {
 						for i := range want {
 							want[i] = -1
 						}
-						forward := func(p *Plan, b *Batch) []float32 {
-							if sparse {
-								out, _, err := p.ForwardSparse(b, in, nil)
-								require.NoError(t, err)
-								return out
-							}
-							x, err := in.Pack(b.Nodes)
-							require.NoError(t, err)
-							out, _, err := p.Forward(b, x, nil)
-							require.NoError(t, err)
-							return out
-						}
+						forward := func(p *Plan, b *Batch) []float32 { return batchLogits(t, p, b, in, sparse) }
 						// Large, small, middle, then the large one again.
 						for _, bi := range []int{0, 1, 2, 0} {
 							b := d.Eval[bi]
@@ -141,17 +154,7 @@ func TestPlanTraffic(t *testing.T) {
 						assert.GreaterOrEqual(t, run.Traffic.Ops, int64(len(plan.ops)*passes), be.Name())
 						var all []float32
 						for _, b := range d.Eval {
-							var out []float32
-							if sparse {
-								out, _, err = plan.ForwardSparse(b, in, nil)
-							} else {
-								var x *bittensor.Tensor
-								x, err = in.Pack(b.Nodes)
-								require.NoError(t, err)
-								out, _, err = plan.Forward(b, x, nil)
-							}
-							require.NoError(t, err)
-							all = append(all, out...)
+							all = append(all, batchLogits(t, plan, b, in, sparse)...)
 						}
 						logits[be.Name()] = all
 						require.NoError(t, plan.Close())

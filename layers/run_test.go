@@ -31,16 +31,7 @@ func manyBatches(t *testing.T, kind string, abits, wbits int, binary bool) (*Mod
 			parts[v] = int32(p)
 		}
 	}
-	d, err := NewData(ds, parts, k, 1)
-	require.NoError(t, err)
-	in, err := QuantizeInput(ds.Features, abits)
-	require.NoError(t, err)
-	m, err := NewModel(kind, 40, 16, 4, 2, abits, wbits, 5)
-	require.NoError(t, err)
-	_, err = m.TrainFP32(d, in, TrainConfig{Epochs: 2, LR: 0.01, Seed: 1})
-	require.NoError(t, err)
-	require.NoError(t, m.Calibrate(d, in, 0))
-	return m, d, in
+	return trainedOn(t, ds, parts, k, kind, abits, wbits)
 }
 
 // withProcs runs f with GOMAXPROCS set to n.
@@ -110,19 +101,7 @@ func TestRunLanesMatchSerial(t *testing.T) {
 								if bi != li && bi != 0 {
 									continue
 								}
-								var a, c []float32
-								if sparse {
-									a, _, err = plan.ForwardSparse(b, in, nil)
-									require.NoError(t, err)
-									c, _, err = lp.ForwardSparse(b, in, nil)
-								} else {
-									x, err := in.Pack(b.Nodes)
-									require.NoError(t, err)
-									a, _, err = plan.Forward(b, x, nil)
-									require.NoError(t, err)
-									c, _, err = lp.Forward(b, x, nil)
-								}
-								require.NoError(t, err)
+								a, c := batchLogits(t, plan, b, in, sparse), batchLogits(t, lp, b, in, sparse)
 								require.Len(t, c, len(a))
 								for j := range a {
 									require.Equal(t, math.Float32bits(a[j]), math.Float32bits(c[j]), "lane %d, batch %d, logit %d", li, bi, j)
