@@ -508,11 +508,10 @@ func availableMemory() (int64, string) {
 			avail, from = max(0, l-c), "left under this container's memory limit"
 		}
 	}
-	// MemAvailable alone let --scale 26 --edge-factor 16 start under
-	// `ulimit -v 4000000` and die in the runtime. What the process has
-	// mapped already (the Go runtime reserves about 1 GiB) is not headroom,
-	// and the heap's address space outgrows its live bytes (freed blocks
-	// stay mapped; 1.6-1.9x at scales 20-21), so half of the rest is.
+	// Under an address-space limit, MemAvailable is not the headroom: what
+	// the process has mapped already is not, and the heap's address space
+	// outgrows its live bytes (freed blocks stay mapped; the measured ratio
+	// is in bench/trust/RESULTS.md, item 7), so half of the rest is.
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &rl); err == nil && rl.Cur < math.MaxInt64 {
 		if h := max(0, int64(rl.Cur)-mappedBytes()) / 2; avail == 0 || h < avail {
