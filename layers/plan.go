@@ -32,6 +32,10 @@ type Plan struct {
 	// the next, until Close (a serving process's passes then move only the
 	// predictions); otherwise every pass uploads them and frees them after.
 	Resident bool
+	// Replay, on a resident plan whose backend records (bmm.Recorder),
+	// records the first pass that finds every batch's inputs kept and
+	// replays it as one launch from then on (a CUDA graph on a GPU).
+	Replay bool
 	// WeightBytes is the packed size of every weight tensor.
 	WeightBytes int
 	// Upload is what Compile moved to the backend, once: the weights and
@@ -65,8 +69,10 @@ type Plan struct {
 		n     int
 		b     *Batch
 	}
-	closed bool
-	par    *planLanes // Run's batch-parallel lanes (run.go)
+	closed    bool
+	par       *planLanes // Run's batch-parallel lanes (run.go)
+	replay    *replayed  // the recorded pass (replay.go)
+	replayOff bool       // the backend could not record a pass
 }
 
 // keptKey names a batch's uploads for the features of in, sparse or
@@ -293,6 +299,7 @@ func (p *Plan) Close() error {
 			}
 		}
 	}
+	p.dropReplay()
 	p.pool.close()
 	for _, g := range p.graphs {
 		g.Free()
@@ -387,6 +394,8 @@ type Result struct {
 	EdgeListBatches int
 	// Merged says the batches ran as one block-diagonal batch (Plan.Merge).
 	Merged bool
+	// Replayed says the pass ran from a recording (Plan.Replay).
+	Replayed bool
 	// Traffic is what the pass moved between host and backend and the ops
 	// it ran (the weights' upload is Plan.Upload).
 	Traffic bmm.Traffic
@@ -419,6 +428,22 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 	batches := d.Eval
 	if p.merges(d) {
 		batches, r.Merged = []*Batch{p.mergedBatch(d)}, true
+	}
+	if len(batches) > 0 && !p.closed {
+		key := replayKey{d: d, first: d.Eval[0], n: len(d.Eval), in: in, sparse: sparse, merged: r.Merged}
+		t0 := time.Now()
+		ok, err := p.replayRun(r, batches, key, in, sparse)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			r.Compute = time.Since(t0)
+			if r.Merged {
+				r.EdgeListBatches = len(d.Eval)
+			}
+			r.Traffic = p.Backend.Traffic().Sub(before)
+			return r, nil
+		}
 	}
 	if l := p.laneCount(len(batches)); l > 1 && !p.closed && p.disjointOK(d) {
 		if err := p.runLanes(l, r, d, in, sparse, progress); err != nil {

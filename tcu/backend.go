@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
@@ -32,6 +33,9 @@ type Backend struct {
 	live   map[*devMem]struct{} // operands not yet freed; Close frees them
 	closed bool
 	fns    map[string]uintptr // agg.cu's kernels
+	prof   bmm.Profile
+	tm     timing
+	rec    *recording // the pass being recorded (device thread only)
 }
 
 var _ bmm.Backend = (*Backend)(nil)
@@ -87,6 +91,19 @@ func (be *Backend) Close() error {
 		m.buf = nil
 	}
 	be.live = nil
+	if be.tm.ev[0] == 0 {
+		return errors.Join(errs...)
+	}
+	errs = append(errs, be.d.run(func() error {
+		var errs []error
+		for i, e := range be.tm.ev {
+			if e != 0 {
+				errs = append(errs, be.d.drv.do("cuEventDestroy_v2", e))
+				be.tm.ev[i] = 0
+			}
+		}
+		return errors.Join(errs...)
+	}))
 	return errors.Join(errs...)
 }
 
@@ -219,6 +236,11 @@ func (be *Backend) track(m *devMem, buf *Buffer) {
 // upload copies the region's parts into a new device buffer through the
 // pinned staging buffer and waits for the copy. Device thread only.
 func (be *Backend) upload(r *region) (*Buffer, error) {
+	if be.rec != nil {
+		return nil, fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
+	}
+	t0 := time.Now()
+	defer func() { be.prof.Upload += time.Since(t0) }()
 	buf, err := be.d.alloc(max(r.size, 4))
 	if err != nil {
 		return nil, err
@@ -234,10 +256,7 @@ func (be *Backend) upload(r *region) (*Buffer, error) {
 		for _, p := range r.parts {
 			copy(sb[p.off:], p.data)
 		}
-		err = be.d.htod(buf.ptr, st.ptr, r.size)
-		if err == nil {
-			err = be.d.drv.do("cuStreamSynchronize", be.d.stream.h)
-		}
+		err = be.waitCopy(func() error { return be.d.htod(buf.ptr, st.ptr, r.size) }, nil)
 		if err != nil {
 			_ = be.d.pool.put(buf.ptr)
 			return nil, err
@@ -538,17 +557,17 @@ func (be *Backend) ReadCodes(dst []uint8, c bmm.Codes) error {
 // download copies len(dst) bytes from src after every queued op. Device
 // thread only.
 func (be *Backend) download(dst []byte, src uintptr) error {
+	if be.rec != nil {
+		return fmt.Errorf("%w: download while a pass is recorded", ErrShape)
+	}
 	if len(dst) == 0 {
-		return be.d.drv.do("cuStreamSynchronize", be.d.stream.h)
+		return be.waitCopy(nil, nil)
 	}
 	st, err := be.d.staging(len(dst))
 	if err != nil {
 		return err
 	}
-	if err := be.d.dtoh(st.ptr, src, len(dst)); err != nil {
-		return err
-	}
-	if err := be.d.drv.do("cuStreamSynchronize", be.d.stream.h); err != nil {
+	if err := be.waitCopy(func() error { return be.d.dtoh(st.ptr, src, len(dst)) }, &be.prof.Download); err != nil {
 		return err
 	}
 	copy(dst, st.Bytes())
@@ -579,6 +598,9 @@ func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 		if err := be.launch("argmax", (len(dst)+255)/256, 256, lv.ptr(), uint64(out.ptr), uint64(len(dst)), uint64(cols)); err != nil {
 			return err
 		}
+		if be.rec != nil {
+			return be.argmaxRecorded(dst, out.ptr)
+		}
 		return be.download(asBytes(dst), out.ptr)
 	})
 }
@@ -591,10 +613,12 @@ func (be *Backend) launch(name string, blocks, threads int, params ...uint64) er
 	if be.fns[name] == 0 {
 		return fmt.Errorf("tcu: internal: kernel %s of agg.cu is not loaded (aggKernels)", name)
 	}
+	if err := be.queued(); err != nil {
+		return err
+	}
 	if err := be.d.launch(be.fns[name], [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, be.d.stream, params...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	be.tr.Ops++
 	return nil
 }
 

@@ -123,11 +123,10 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	// device memory, no copy. nprobs 1: the kernel reads no block map.
 	p1 := probParams(desc)
 	params := append([]uint64{0, 1}, p1[:]...)
-	if err := be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, params...); err != nil {
+	if err := be.queued(); err != nil {
 		return err
 	}
-	be.tr.Ops++
-	return nil
+	return be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, params...)
 }
 
 // MulBit implements bmm.Backend.

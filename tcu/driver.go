@@ -25,6 +25,8 @@ var driverSyms = []string{
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemsetD32Async",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
 	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime", "cuEventDestroy_v2",
+	"cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch",
+	"cuGraphExecDestroy", "cuGraphDestroy",
 }
 
 var (

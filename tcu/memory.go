@@ -36,6 +36,11 @@ type pool struct {
 	free  map[int][]uintptr // size class -> idle blocks
 	class map[uintptr]int   // every block the pool allocated -> its class
 	idle  int               // bytes in idle blocks
+	// total and peak: bytes of every block allocated, now and at most.
+	total, peak int64
+	// hold, while a pass is recorded, takes the blocks put back: the
+	// recording's graph still uses them.
+	hold *[]uintptr
 }
 
 func newPool(a allocator) *pool {
@@ -78,6 +83,8 @@ func (p *pool) get(n int) (uintptr, int, error) {
 		return 0, 0, err
 	}
 	p.class[b] = c
+	p.total += int64(c)
+	p.peak = max(p.peak, p.total)
 	return b, c, nil
 }
 
@@ -92,6 +99,10 @@ func (p *pool) put(b uintptr) error {
 			return fmt.Errorf("%w: block %#x freed twice", ErrShape, b)
 		}
 	}
+	if p.hold != nil {
+		*p.hold = append(*p.hold, b)
+		return nil
+	}
 	p.free[c] = append(p.free[c], b)
 	p.idle += c
 	return nil
@@ -104,6 +115,7 @@ func (p *pool) trim() error {
 		for _, b := range l {
 			errs = append(errs, p.a.free(b))
 			delete(p.class, b)
+			p.total -= int64(c)
 		}
 		delete(p.free, c)
 	}
@@ -119,7 +131,7 @@ func (p *pool) release() error {
 	}
 	p.class = map[uintptr]int{}
 	p.free = map[int][]uintptr{}
-	p.idle = 0
+	p.idle, p.total = 0, 0
 	return errors.Join(errs...)
 }
 

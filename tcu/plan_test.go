@@ -67,3 +67,64 @@ func TestPlanOnDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanReplayOnDevice runs resident plans four passes each: the first
+// uploads, the second is recorded into a CUDA graph and the last two replay
+// it with one launch. Every pass predicts what the generic backend does,
+// and a replayed pass moves nothing up and only the predictions down.
+func TestPlanReplayOnDevice(t *testing.T) {
+	k := gpuKernel(t)
+	ds, err := subgraph.Load("cora")
+	require.NoError(t, err)
+	parts := make([]int32, ds.Graph.N())
+	for v := range parts {
+		parts[v] = int32(v * 4 / len(parts))
+	}
+	d, err := layers.NewData(ds, parts, 4, 1)
+	require.NoError(t, err)
+	for _, c := range []struct{ kind, norm string }{{layers.GCN, layers.NormNone}, {layers.GIN, layers.NormBatch}, {layers.SAGE, layers.NormNone}} {
+		for _, bits := range []int{1, 4} {
+			in, err := layers.QuantizeInput(ds.Features, bits)
+			require.NoError(t, err)
+			m, err := layers.NewModel(c.kind, ds.Features.Cols, 16, ds.NumClasses, 2, bits, bits, 3)
+			require.NoError(t, err)
+			require.NoError(t, m.SetNorm(c.norm))
+			_, err = m.TrainFP32(d, in, layers.TrainConfig{Epochs: 3, LR: 0.01, Seed: 1})
+			require.NoError(t, err)
+			require.NoError(t, m.Calibrate(d, in, 0))
+			ref := bmm.NewGenericBackend()
+			rp, err := m.Compile(ref)
+			require.NoError(t, err)
+			want, err := rp.Run(d, in, true, nil)
+			require.NoError(t, err)
+			require.NoError(t, rp.Close())
+			require.NoError(t, ref.Close())
+			for _, merge := range []layers.MergeMode{layers.MergeOn, layers.MergeOff} {
+				for _, sparse := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/bits=%d/merge=%v/sparse=%v", c.kind, bits, merge, sparse), func(t *testing.T) {
+						be, err := NewBackend(k)
+						require.NoError(t, err)
+						defer be.Close()
+						p, err := m.Compile(be)
+						require.NoError(t, err)
+						defer p.Close()
+						p.Merge, p.Resident, p.Replay = merge, true, true
+						for pass := range 4 {
+							before := be.Profile()
+							run, err := p.Run(d, in, sparse, nil)
+							require.NoError(t, err)
+							require.Equal(t, want.Pred, run.Pred, "pass %d", pass)
+							require.Equal(t, pass > 0, run.Replayed, "pass %d replayed", pass)
+							if pass > 1 {
+								require.Equal(t, int64(0), run.Traffic.HostToDevice)
+								require.Equal(t, int64(4*ds.Graph.N()), run.Traffic.DeviceToHost)
+								require.Equal(t, int64(1), be.Profile().Sub(before).Launches, "one graph launch")
+								require.Positive(t, run.Traffic.Ops)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}

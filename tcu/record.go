@@ -1,0 +1,261 @@
+package tcu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/qgtc/qgtc/bmm"
+)
+
+var (
+	_ bmm.Profiler = (*Backend)(nil)
+	_ bmm.Recorder = (*Backend)(nil)
+)
+
+// Stream capture mode: relaxed, so that the pool may still allocate while a
+// pass is recorded (CU_STREAM_CAPTURE_MODE_RELAXED).
+const captureRelaxed = 2
+
+// timing is the events a Backend times its work with: a busy span opens at
+// the first kernel queued after a wait and closes before the copy or sync
+// that waits. Device thread only.
+type timing struct {
+	ev   [3]uintptr // span start, span end (= copy start), copy end
+	busy bool
+}
+
+func (be *Backend) events() error {
+	if be.tm.ev[0] != 0 {
+		return nil
+	}
+	for i := range be.tm.ev {
+		if err := be.d.drv.do("cuEventCreate", uintptr(unsafe.Pointer(&be.tm.ev[i])), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (be *Backend) record(i int) error {
+	return be.d.drv.do("cuEventRecord", be.tm.ev[i], be.d.stream.h)
+}
+
+func (be *Backend) elapsed(i, j int) time.Duration {
+	var ms float32
+	if be.d.drv.do("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), be.tm.ev[i], be.tm.ev[j]) != nil {
+		return 0
+	}
+	return time.Duration(float64(ms) * 1e6)
+}
+
+// queued counts a kernel about to be queued: it opens a busy span unless
+// one is open, and while recording it counts toward the recording instead.
+func (be *Backend) queued() error {
+	if be.rec != nil {
+		be.rec.ops++
+		return nil
+	}
+	be.tr.Ops++
+	be.prof.Launches++
+	if be.tm.busy {
+		return nil
+	}
+	if err := be.events(); err != nil {
+		return err
+	}
+	be.tm.busy = true
+	return be.record(0)
+}
+
+// waitCopy queues copy (nil: none) timed between events 1 and 2, waits for
+// the stream, and adds the busy span before it to Device and the copy to
+// *into (nil: nowhere).
+func (be *Backend) waitCopy(copy func() error, into *time.Duration) error {
+	if err := be.events(); err != nil {
+		return err
+	}
+	if err := be.record(1); err != nil {
+		return err
+	}
+	if copy != nil {
+		if err := copy(); err != nil {
+			return err
+		}
+	}
+	if err := be.record(2); err != nil {
+		return err
+	}
+	if err := be.d.drv.do("cuStreamSynchronize", be.d.stream.h); err != nil {
+		return err
+	}
+	if be.tm.busy {
+		be.prof.Device += be.elapsed(0, 1)
+		be.tm.busy = false
+	}
+	if into != nil {
+		*into += be.elapsed(1, 2)
+	}
+	return nil
+}
+
+// Profile implements bmm.Profiler: the backend's times and launches, and
+// the device memory its device's pool holds.
+func (be *Backend) Profile() bmm.Profile {
+	p := be.prof
+	_ = be.d.run(func() error {
+		p.DeviceBytes, p.PeakDeviceBytes = be.d.pool.total, be.d.pool.peak
+		return nil
+	})
+	return p
+}
+
+// recording is a pass captured into a CUDA graph.
+type recording struct {
+	be          *Backend
+	graph, exec uintptr
+	ops         int64
+	outs        []recOut
+	held        []uintptr // device blocks freed while recording: the graph still uses them
+}
+
+// recOut is an Argmax of the recording: the predictions land in host, then
+// go to dst.
+type recOut struct {
+	dst  []int32
+	host *HostBuffer
+}
+
+// Record implements bmm.Recorder: the stream is captured into a graph
+// until EndRecord.
+func (be *Backend) Record() error {
+	if err := be.open(); err != nil {
+		return err
+	}
+	if be.rec != nil {
+		return fmt.Errorf("%w: already recording", ErrShape)
+	}
+	return be.d.run(func() error {
+		if err := be.waitCopy(nil, nil); err != nil {
+			return err
+		}
+		if err := be.d.drv.do("cuStreamBeginCapture_v2", be.d.stream.h, captureRelaxed); err != nil {
+			return err
+		}
+		be.rec = &recording{be: be}
+		be.d.pool.hold = &be.rec.held
+		return nil
+	})
+}
+
+// EndRecord implements bmm.Recorder.
+func (be *Backend) EndRecord() (bmm.Recording, error) {
+	if be.rec == nil {
+		return nil, fmt.Errorf("%w: not recording", ErrShape)
+	}
+	rec := be.rec
+	err := be.d.run(func() error {
+		be.rec, be.d.pool.hold = nil, nil
+		err := be.d.drv.do("cuStreamEndCapture", be.d.stream.h, uintptr(unsafe.Pointer(&rec.graph)))
+		if err == nil {
+			err = be.d.drv.do("cuGraphInstantiateWithFlags", uintptr(unsafe.Pointer(&rec.exec)), rec.graph, 0)
+		}
+		if err != nil {
+			return errors.Join(err, rec.close())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.Replay(); err != nil {
+		_ = rec.Close()
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Replay implements bmm.Recording: one graph launch, timed, then the
+// predictions to their destinations.
+func (r *recording) Replay() error {
+	be := r.be
+	if r.exec == 0 {
+		return fmt.Errorf("%w: recording closed", ErrShape)
+	}
+	if err := be.open(); err != nil {
+		return err
+	}
+	return be.d.run(func() error {
+		if err := be.events(); err != nil {
+			return err
+		}
+		if err := be.waitCopy(nil, nil); err != nil {
+			return err
+		}
+		if err := be.record(0); err != nil {
+			return err
+		}
+		if err := be.d.drv.do("cuGraphLaunch", r.exec, be.d.stream.h); err != nil {
+			return err
+		}
+		be.tm.busy = true
+		if err := be.waitCopy(nil, nil); err != nil {
+			return err
+		}
+		be.tr.Ops += r.ops
+		be.prof.Launches++
+		for _, o := range r.outs {
+			copy(asBytes(o.dst), o.host.Bytes()[:4*len(o.dst)])
+			be.tr.DeviceToHost += int64(4 * len(o.dst))
+		}
+		return nil
+	})
+}
+
+// Ops implements bmm.Recording.
+func (r *recording) Ops() int64 { return r.ops }
+
+// Close implements bmm.Recording.
+func (r *recording) Close() error {
+	if r.be == nil {
+		return nil
+	}
+	err := r.be.d.run(r.close)
+	r.be = nil
+	return err
+}
+
+// close frees the graph, its host buffers and the blocks it held. Device
+// thread only.
+func (r *recording) close() error {
+	var errs []error
+	if r.exec != 0 {
+		errs = append(errs, r.be.d.drv.do("cuGraphExecDestroy", r.exec))
+		r.exec = 0
+	}
+	if r.graph != 0 {
+		errs = append(errs, r.be.d.drv.do("cuGraphDestroy", r.graph))
+		r.graph = 0
+	}
+	for _, o := range r.outs {
+		errs = append(errs, o.host.free())
+	}
+	r.outs = nil
+	for _, b := range r.held {
+		errs = append(errs, r.be.d.pool.put(b))
+	}
+	r.held = nil
+	return errors.Join(errs...)
+}
+
+// argmaxRecorded queues argmax's copy down into a host buffer of the
+// recording. Device thread only.
+func (be *Backend) argmaxRecorded(dst []int32, out uintptr) error {
+	h, err := be.d.allocHost(4 * len(dst))
+	if err != nil {
+		return err
+	}
+	be.rec.outs = append(be.rec.outs, recOut{dst: dst, host: h})
+	return be.d.dtoh(h.ptr, out, 4*len(dst))
+}
