@@ -44,6 +44,10 @@ type Config struct {
 	// Resident keeps the batches' inputs on the backend between passes (a
 	// serving process); otherwise each pass uploads them (cold).
 	Resident bool
+	// NoReplay runs every resident pass op by op; otherwise, on a backend
+	// that records (a GPU), the second pass is recorded and later ones
+	// replay it with one launch.
+	NoReplay bool
 	// SparseInput is whether the first product reads the sparse feature
 	// codes (same results): SparseAuto (when cheaper, also ""), SparseOn or
 	// SparseOff.

@@ -98,6 +98,24 @@ type Report struct {
 	PassH2DBytes int64     `json:"pass_h2d_bytes,omitempty"`
 	PassD2HBytes int64     `json:"pass_d2h_bytes,omitempty"`
 	PassOps      int64     `json:"pass_ops,omitempty"`
+	// Where a pass's time goes on a backend that times it (a GPU): the
+	// uploads' wall time, the device's time from its first kernel to the
+	// download (waits for the host's launches included), the download's;
+	// and the host's launches (kernels, or one replayed recording). The
+	// first pass's, then the medians of the later ones.
+	UploadMS       float64 `json:"upload_ms,omitempty"`
+	DeviceMS       float64 `json:"device_ms,omitempty"`
+	DownloadMS     float64 `json:"download_ms,omitempty"`
+	Launches       int64   `json:"launches,omitempty"`
+	PassUploadMS   float64 `json:"pass_upload_ms,omitempty"`
+	PassDeviceMS   float64 `json:"pass_device_ms,omitempty"`
+	PassDownloadMS float64 `json:"pass_download_ms,omitempty"`
+	PassLaunches   int64   `json:"pass_launches,omitempty"`
+	// Replayed: the later passes ran from a recording (one launch each).
+	Replayed bool `json:"replayed,omitempty"`
+	// Device memory the backend's device held at the end and at most.
+	DeviceBytes     int64 `json:"device_bytes,omitempty"`
+	DevicePeakBytes int64 `json:"device_peak_bytes,omitempty"`
 }
 
 // predictionsHash is Report.PredictionsSHA256 of pred.
@@ -162,10 +180,12 @@ func (j *Job) Infer() (*Report, error) {
 	}
 	defer plan.Close()
 	quantPrep := time.Since(t2) - trainTime // quantizing the input, the model and its plan
+	before := profile(plan)
 	run, err := j.Run(plan, d, in)
 	if err != nil {
 		return nil, err
 	}
+	prof := profile(plan).Sub(before)
 	total := time.Since(start) - trainTime
 	var more *Passes
 	if j.Passes > 1 {
@@ -184,10 +204,16 @@ func (j *Job) Infer() (*Report, error) {
 		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches,
 		H2DBytes: run.Traffic.HostToDevice, D2HBytes: run.Traffic.DeviceToHost, Ops: run.Traffic.Ops,
 		WeightUploadBytes: plan.Upload.HostToDevice, PredictionsSHA256: predictionsHash(run.Pred),
-		Merged: run.Merged, Resident: plan.Resident}
+		Merged: run.Merged, Resident: plan.Resident,
+		UploadMS: ms(prof.Upload), DeviceMS: ms(prof.Device), DownloadMS: ms(prof.Download), Launches: prof.Launches}
 	if more != nil {
 		r.MorePasses, r.PassMS, r.PassMedianMS = more.N, more.ComputeMS, more.MedianMS
 		r.PassH2DBytes, r.PassD2HBytes, r.PassOps = more.H2DBytes, more.D2HBytes, more.Ops
+		r.Replayed, r.PassLaunches = more.Replayed, more.Launches
+		r.PassUploadMS, r.PassDeviceMS, r.PassDownloadMS = more.UploadMS, more.DeviceMS, more.DownloadMS
+	}
+	if pr := profile(plan); pr.PeakDeviceBytes > 0 {
+		r.DeviceBytes, r.DevicePeakBytes = pr.DeviceBytes, pr.PeakDeviceBytes
 	}
 	if m.ABits == m.WBits {
 		r.Bits = m.ABits

@@ -261,7 +261,7 @@ func (j *Job) Compile(m *layers.Model) (*layers.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan.Agg, plan.Merge, plan.Resident = j.Agg, j.Merge, j.Resident
+	plan.Agg, plan.Merge, plan.Resident, plan.Replay = j.Agg, j.Merge, j.Resident, !j.NoReplay
 	return plan, nil
 }
 
@@ -297,31 +297,57 @@ type Passes struct {
 	D2HBytes   int64
 	Ops        int64
 	SameAsHead bool // every pass predicted what the first did
+	Replayed   bool // the last pass ran from a recording (layers.Plan.Replay)
+	// The medians of each pass's parts on a backend that times them
+	// (bmm.Profiler): uploads, device work, downloads; and the launches
+	// of the last pass.
+	UploadMS, DeviceMS, DownloadMS float64
+	Launches                       int64
+}
+
+// profile is plan's backend's bmm.Profile, zero where it keeps none.
+func profile(plan *layers.Plan) bmm.Profile {
+	if p, ok := plan.Backend.(bmm.Profiler); ok {
+		return p.Profile()
+	}
+	return bmm.Profile{}
+}
+
+// median is the median of v (0 for none).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[len(s)/2]
 }
 
 // More runs n more passes of plan after first, checking that each
 // predicts what first did.
 func (j *Job) More(plan *layers.Plan, d *Data, in *layers.Input, first *layers.Result, n int) (*Passes, error) {
 	ps := &Passes{N: n, SameAsHead: true}
+	var up, dev, down []float64
 	for i := range n {
+		before := profile(plan)
 		run, err := plan.Run(d.Batches, in, j.Sparse(plan, in), nil)
 		if err != nil {
 			return nil, err
 		}
+		pr := profile(plan).Sub(before)
 		j.Progress.Printf("qgtc: pass %d/%d", i+2, n+1)
 		ps.ComputeMS = append(ps.ComputeMS, ms(run.Pack+run.Compute))
+		up, dev, down = append(up, ms(pr.Upload)), append(dev, ms(pr.Device)), append(down, ms(pr.Download))
 		ps.H2DBytes, ps.D2HBytes, ps.Ops = run.Traffic.HostToDevice, run.Traffic.DeviceToHost, run.Traffic.Ops
+		ps.Launches, ps.Replayed = pr.Launches, run.Replayed
 		ps.SameAsHead = ps.SameAsHead && slices.Equal(run.Pred, first.Pred)
 	}
 	j.Progress.Done()
-	if n > 0 {
-		s := slices.Clone(ps.ComputeMS)
-		slices.Sort(s)
-		ps.MedianMS = s[len(s)/2]
-		if len(s)%2 == 0 {
-			ps.MedianMS = (s[len(s)/2-1] + s[len(s)/2]) / 2
-		}
-	}
+	ps.MedianMS = median(ps.ComputeMS)
+	ps.UploadMS, ps.DeviceMS, ps.DownloadMS = median(up), median(dev), median(down)
 	return ps, nil
 }
 

@@ -4,10 +4,12 @@
 #       conformance and whole plans against the generic backend (tcu.test),
 #       then CPU and GPU predictions (SHA-256) and the GPU pass's traffic for
 #       GCN, GIN and SAGE on every bundled node-classification dataset
-#   STEPS="speed" bash bench/e2e/run.sh   # pass times, qgtc (GPU resident and
-#       cold, merged and batch by batch, CPU) and PyG (bench/e2e/pyg.py:
-#       batched and full graph, fp32 and fp16, resident and cold) on the same
-#       partition, and the pre-redesign binary (build/e2e/qgtc-old) on the GPU
+#   STEPS="speed" bash bench/e2e/run.sh   # pass times over SPEED's graphs
+#       (name:parts; synth2m is generated there), MODELS and the widths of
+#       CURVE: qgtc on the GPU (resident with its pass replayed, op by op,
+#       cold; dense and edge-list aggregations) and on the host's cores,
+#       with each pass's breakdown; PyG (bench/e2e/pyg.py: batched and full
+#       graph, fp32 and fp16, resident and cold) on the same partition
 # Logs and tables go to $OUT (default ./out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,7 +21,7 @@ DATASETS=${DATASETS:-cora citeseer pubmed_partial amazon_photo amazon_computers 
 SPEED=${SPEED:-coauthor_physics:18 amazon_computers:7}
 MODELS=${MODELS:-gcn gin sage}
 PASSES=${PASSES:-20}
-TRAIN=${TRAIN:---epochs 30 --qat-epochs 5}
+TRAIN=${TRAIN:---epochs 10 --qat-epochs 2}
 export QGTC_CACHE=/tmp/qgtc-e2e QGTC_CACHE_DIR=/tmp/qgtc-kernels PYTHONUNBUFFERED=1
 field() { python3 -c 'import json,sys
 r=json.load(open(sys.argv[1]))
@@ -28,23 +30,23 @@ print(" ".join(f(r.get(k, 0)) for k in sys.argv[2:]))' "$@"; }
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores" | tee "$OUT/env.txt"
 
 if [[ " $STEPS " == *" check "* ]]; then
-  timeout 300 $B/tcu.test -test.v -test.run 'TestBackendSuite|TestPlanOnDevice|TestAggKernelsListed|TestPreferEdgesLaunches' -test.short \
+  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
     >"$OUT/tcu-test.log" 2>&1
   echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' "$OUT/tcu-test.log") passed, $(grep -cE '^\s*--- FAIL' "$OUT/tcu-test.log") failed; $(grep -m1 'wgmma on' "$OUT/tcu-test.log")"
   grep -E '^\s*--- FAIL' "$OUT/tcu-test.log" | head -20
   # The sanitizers on the resident backend's ops and a whole SAGE plan.
   for tool in memcheck racecheck; do
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 $B/tcu.test -test.run \
-      'TestBackendSuite/(adds|aggregations|chains)|TestPlanOnDevice/sage/bits=4/agg=(dense|sparse)' -test.short \
+      "${SANITIZE:-TestBackendSuite/(adds|aggregations|chains)|TestPlanOnDevice/sage/bits=4/agg=(dense|sparse)|TestPlanReplayOnDevice/(gcn|sage)/bits=4}" -test.short \
       >"$OUT/san-$tool.log" 2>&1 &
   done
   wait
   for tool in memcheck racecheck; do
     echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^ok|^FAIL|^PASS' "$OUT/san-$tool.log" | tail -3 | tr '\n' ' ')"
   done
-  echo "# CPU and GPU predictions, 4 bits ($TRAIN); the GPU pass's traffic, ops and time"
-  printf '%-18s %-5s %-9s %-9s %12s %10s %6s %-6s %s\n' dataset model cpu_ms gpu_ms h2d_bytes d2h_bytes ops merged same
-  for ds in $DATASETS; do
+  [ "${CHECK_CLI:-1}" = 1 ] && echo "# CPU and GPU predictions, 4 bits ($TRAIN); the GPU pass's traffic, ops and time"
+  [ "${CHECK_CLI:-1}" = 1 ] && printf '%-18s %-5s %-9s %-9s %12s %10s %6s %-6s %s\n' dataset model cpu_ms gpu_ms h2d_bytes d2h_bytes ops merged same
+  for ds in $( [ "${CHECK_CLI:-1}" = 1 ] && echo $DATASETS); do
     for m in $MODELS; do
       a=(infer --dataset "$ds" --model "$m" --bits 4 $TRAIN --json --quiet)
       $B/qgtc "${a[@]}" --device cpu >/tmp/c.json 2>/tmp/c.err || { echo "$ds $m cpu failed: $(tail -1 /tmp/c.err)"; continue; }
@@ -59,42 +61,68 @@ if [[ " $STEPS " == *" check "* ]]; then
 fi
 
 if [[ " $STEPS " == *" speed "* ]]; then
-  echo "# ms per pass over the whole graph, 4 bits, hidden 64: qgtc median of $((PASSES - 1)) passes after the first; PyG median of 20"
+  # Each run appends one JSON line (qgtc infer --json plus the run's labels)
+  # to $OUT/runs.jsonl; table.py turns them and PyG's into RESULTS tables.
+  # DATA holds partitions and models trained on the build machine
+  # (build/e2e-data/pretrain.sh), so no device time goes to training.
+  DATA=${DATA:-build/e2e-data}
+  [ -d "$DATA/cache" ] && { mkdir -p "$QGTC_CACHE"; cp -r "$DATA/cache/." "$QGTC_CACHE/"; }
+  CURVE=${CURVE:-1 2 3 4 5 6 7 8}
   for spec in $SPEED; do
-    ds=${spec%%:*} k=${spec##*:}
-    part=/tmp/$ds.part
-    $B/qgtc partition --dataset "$ds" --parts "$k" --out "$part" --quiet >/dev/null || { echo "$ds: partition failed"; continue; }
-    for m in $MODELS; do
-      a=(infer --dataset "$ds" --model "$m" --bits 4 $TRAIN --partition "$part" --passes "$PASSES" --json --quiet)
-      line="$ds $m:"
-      for v in "gpu resident:--device gpu --resident" "gpu cold:--device gpu" "gpu batch-by-batch cold:--device gpu --merge off" \
-        "cpu:--device cpu" "cpu batch-by-batch:--device cpu --merge off"; do
-        if $B/qgtc "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
-          line="$line | ${v%%:*} $(field /tmp/r.json pass_median_ms) (first $(field /tmp/r.json compute_ms), up $(field /tmp/r.json pass_h2d_bytes) B, $(field /tmp/r.json pass_ops) ops)"
-        else
-          line="$line | ${v%%:*} failed: $(tail -1 /tmp/r.err)"
-        fi
-      done
-      echo "$line"
-    done
-    if [ -x $B/qgtc-old ]; then
-      old=""
-      for i in 1 2 3 4 5 6; do
-        $B/qgtc-old infer --dataset "$ds" --bits 4 $TRAIN --parts "$k" --device gpu --json --quiet >/tmp/o.json 2>/tmp/o.err && old="$old $(field /tmp/o.json compute_ms)"
-      done
-      echo "$ds gcn: pre-redesign binary, gpu, one-shot compute_ms (first run trains):$old"
+    ds=${spec%%:*} k=${spec##*:} data=$ds weights=""
+    part=$DATA/$ds.part
+    if [ "$ds" = synth2m ]; then
+      data=/tmp/synth2m.npz
+      t0=$(date +%s.%N)
+      [ -f $data ] || $B/qgtc data synth --model planted --nodes 2000000 --avg-degree 40 --features 128 --feature-nnz 32 \
+        --communities 400 --classes 10 --seed 1 -o $data --quiet || { echo "synth2m: synth failed"; continue; }
+      echo "synth2m: generated in $(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" $t0) s"
     fi
+    if [ ! -f "$part" ]; then
+      part=/tmp/$ds.part
+      $B/qgtc partition --dataset "$data" --parts "$k" --out "$part" --json --quiet >"$OUT/partition-$ds.json" ||
+        { echo "$ds: partition failed"; continue; }
+      echo "$ds: partitioned in $(field "$OUT/partition-$ds.json" seconds) s"
+    fi
+    for m in $MODELS; do
+      for bits in $CURVE; do
+        [ "$bits" != 4 ] && [ " ${CURVE_MODELS:-gcn sage} " != *" $m "* ] && continue
+        a=(infer --dataset "$data" --model "$m" --bits "$bits" $TRAIN --partition "$part" --passes "$PASSES" --json --quiet)
+        if [ "$ds" = synth2m ]; then
+          w=$DATA/synth-$m-$bits.safetensors
+          [ -f "$w" ] || { echo "$ds $m $bits: no $w"; continue; }
+          a=(infer --dataset "$data" --weights "$w" --partition "$part" --passes "$PASSES" --json --quiet)
+        fi
+        vs=("gpu resident:--device gpu --resident" "gpu cold:--device gpu")
+        if [ "$bits" = 4 ]; then
+          vs+=("gpu resident op by op:--device gpu --resident --replay=false" "cpu:--device cpu" "cpu batch by batch:--device cpu --merge off")
+          [ "$ds" != synth2m ] && vs+=("gpu resident dense:--device gpu --resident --agg dense --merge off" "gpu resident edge lists merged:--device gpu --resident --agg sparse --merge on")
+        fi
+        line="$ds $m $bits:"
+        for v in "${vs[@]}"; do
+          if timeout 300 $B/qgtc "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
+            python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r.update(graph=sys.argv[2], variant=sys.argv[3]); print(json.dumps(r))' \
+              /tmp/r.json "$ds" "${v%%:*}" >>"$OUT/runs.jsonl"
+            line="$line | ${v%%:*} $(field /tmp/r.json pass_median_ms) (dev $(field /tmp/r.json pass_device_ms), $(field /tmp/r.json pass_launches) launches)"
+          else
+            line="$line | ${v%%:*} failed: $(tail -1 /tmp/r.err)"
+          fi
+        done
+        echo "$line"
+      done
+    done
     if python3 -c 'import torch_geometric' 2>/dev/null; then
-      $B/export --dataset "$ds" --partition "$part" --out "/tmp/$ds.pyg" &&
-        timeout 240 python3 bench/e2e/pyg.py "/tmp/$ds.pyg" --models "$(echo $MODELS | tr ' ' ,)" --reps "${PYG_REPS:-20}" --json "$OUT/pyg-$ds.json" \
+      $B/export --dataset "$data" --partition "$part" --out "/tmp/$ds.pyg" &&
+        timeout 400 python3 bench/e2e/pyg.py "/tmp/$ds.pyg" --models "$(echo $MODELS | tr ' ' ,)" --reps "${PYG_REPS:-20}" --json "$OUT/pyg-$ds.json" \
           >"$OUT/pyg-$ds.log" 2>&1
       echo "$ds pyg rc=$?"
-      python3 - "$OUT/pyg-$ds.json" <<'EOF' 2>/dev/null || tail -3 "$OUT/pyg-$ds.log"
+      python3 - "$OUT/pyg-$ds.json" <<'PY' 2>/dev/null || tail -3 "$OUT/pyg-$ds.log"
 import json, sys
 r = json.load(open(sys.argv[1]))
 for x in r["results"]:
     print(f'{r["dataset"]} {x["model"]}: pyg {x["graph"]} {x["precision"]} {x["inputs"]} {x["ms_median"]} ms')
-EOF
+PY
     fi
   done
+  python3 bench/e2e/table.py "$OUT" >"$OUT/table.md" 2>"$OUT/table.err" && cat "$OUT/table.md"
 fi

@@ -146,6 +146,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	mergeFlag := fs.String("merge", "auto", "batches whose aggregations all take the edge list run as one block-diagonal batch (same results): on, off or auto (the backend's cost model)")
 	fs.IntVar(&c.Passes, "passes", 1, "inference passes over the graph; the report adds the median of the passes after the first")
 	fs.BoolVar(&c.Resident, "resident", false, "keep the batches' inputs on the backend between passes (a serving process; else each pass uploads them)")
+	replay := fs.Bool("replay", true, "with --resident on a GPU: record the second pass as a CUDA graph and replay it (false: launch op by op)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -160,6 +161,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	if c.Passes < 1 {
 		return fmt.Errorf("%w: --passes %d must be at least 1", errUsage, c.Passes)
 	}
+	c.NoReplay = !*replay
 	if *bits < 1 || *bits > 32 {
 		return fmt.Errorf("%w: --bits %d is outside 1..32", errUsage, *bits)
 	}
@@ -267,8 +269,18 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 		if r.Resident {
 			inputs = "resident"
 		}
+		if r.Replayed {
+			inputs += ", replayed as one launch"
+		}
 		fmt.Fprintf(w, "  passes       %d more (inputs %s): median %.3f ms (pack + compute), each moving %s up, %s back in %d ops\n",
 			r.MorePasses, inputs, r.PassMedianMS, qByteSize(r.PassH2DBytes), qByteSize(r.PassD2HBytes), r.PassOps)
+		if r.PassLaunches > 0 {
+			fmt.Fprintf(w, "  a pass       upload %.3f ms, device %.3f ms, download %.3f ms, host the rest; %d launches\n",
+				r.PassUploadMS, r.PassDeviceMS, r.PassDownloadMS, r.PassLaunches)
+		}
+	}
+	if r.DevicePeakBytes > 0 {
+		fmt.Fprintf(w, "  device memory %s held, %s at most\n", qByteSize(r.DeviceBytes), qByteSize(r.DevicePeakBytes))
 	}
 	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%s); weights %s\n",
 		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), ratio, qByteSize(int64(r.WeightBytes)))
