@@ -2,6 +2,7 @@ package bmm
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/qgtc/qgtc/bittensor"
 )
@@ -166,10 +167,14 @@ type GraphOperand interface {
 // Indices[Indptr[v]:Indptr[v+1]] the source rows it sums, each times
 // Weights[p] (nil: every weight is 1; else codes of WeightBits ≤ 8 bits, as
 // in the sparse features of a first layer).
+//
+// A Graph is not changed once a backend has it: Stats remembers that it
+// checked it.
 type Graph struct {
 	Indptr, Indices []int32
 	Weights         []uint8
 	WeightBits      int
+	stats           unsafe.Pointer // *graphStats, set atomically
 }
 
 // Epi is an Epilogue whose vectors are backend operands; nil vectors skip

@@ -3,6 +3,8 @@ package bmm
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/qgtc/qgtc/bittensor"
 )
@@ -53,21 +55,49 @@ func CheckCodes(vals []uint8, rows, cols, bits int) error {
 // weights). CheckAgg refuses, for every backend alike, an aggregation whose
 // bound times the top code passes 2^31−1.
 func CheckGraph(g *Graph, srcRows int) (int64, error) {
+	d, w, err := g.Stats(srcRows)
+	return d * w, err
+}
+
+// graphStats is what Stats found for srcRows sources.
+type graphStats struct {
+	srcRows           int
+	maxDeg, maxWeight int64
+}
+
+// Stats checks g over srcRows sources as CheckGraph does and returns its
+// longest row and largest weight (1 without weights). A good graph's
+// figures are remembered, so uploading it again (every cold pass) does not
+// read it twice.
+func (g *Graph) Stats(srcRows int) (maxDeg, maxWeight int64, err error) {
+	if g != nil {
+		if s := (*graphStats)(atomic.LoadPointer(&g.stats)); s != nil && s.srcRows == srcRows {
+			return s.maxDeg, s.maxWeight, nil
+		}
+	}
+	maxDeg, maxWeight, err = checkGraph(g, srcRows)
+	if err == nil {
+		atomic.StorePointer(&g.stats, unsafe.Pointer(&graphStats{srcRows, maxDeg, maxWeight}))
+	}
+	return maxDeg, maxWeight, err
+}
+
+func checkGraph(g *Graph, srcRows int) (int64, int64, error) {
 	if g == nil || len(g.Indptr) == 0 {
-		return 0, fmt.Errorf("%w: graph without indptr (want rows+1 entries)", ErrShape)
+		return 0, 0, fmt.Errorf("%w: graph without indptr (want rows+1 entries)", ErrShape)
 	}
 	if g.Indptr[0] != 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) {
-		return 0, fmt.Errorf("%w: indptr runs from %d to %d over %d indices", ErrShape, g.Indptr[0], g.Indptr[len(g.Indptr)-1], len(g.Indices))
+		return 0, 0, fmt.Errorf("%w: indptr runs from %d to %d over %d indices", ErrShape, g.Indptr[0], g.Indptr[len(g.Indptr)-1], len(g.Indices))
 	}
 	wmax := int64(1)
 	if g.Weights != nil {
 		if g.WeightBits < 1 || g.WeightBits > 8 || len(g.Weights) != len(g.Indices) {
-			return 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
+			return 0, 0, fmt.Errorf("%w: %d weights of %d bits for %d entries", ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
 		}
 		wmax = 0
 		for p, w := range g.Weights {
 			if int(w) >= 1<<g.WeightBits {
-				return 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrRange, w, p, g.WeightBits)
+				return 0, 0, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", ErrRange, w, p, g.WeightBits)
 			}
 			wmax = max(wmax, int64(w))
 		}
@@ -77,18 +107,18 @@ func CheckGraph(g *Graph, srcRows int) (int64, error) {
 	var maxDeg int64
 	for v := 0; v+1 < len(g.Indptr); v++ {
 		if g.Indptr[v+1] < g.Indptr[v] {
-			return 0, fmt.Errorf("%w: indptr decreases at row %d", ErrShape, v)
+			return 0, 0, fmt.Errorf("%w: indptr decreases at row %d", ErrShape, v)
 		}
 		maxDeg = max(maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
 	}
 	for v := 0; v+1 < len(g.Indptr); v++ {
 		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
 			if i := g.Indices[p]; i < 0 || int(i) >= srcRows {
-				return 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v, i, srcRows)
+				return 0, 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v, i, srcRows)
 			}
 		}
 	}
-	return maxDeg * wmax, nil
+	return maxDeg, wmax, nil
 }
 
 // CheckAgg validates an aggregation of an xRows×xCols matrix of bits-bit

@@ -251,11 +251,7 @@ func (be *Backend) upload(r *region) (*Buffer, error) {
 			_ = be.d.pool.put(buf.ptr)
 			return nil, err
 		}
-		sb := st.Bytes()
-		clear(sb[:r.size])
-		for _, p := range r.parts {
-			copy(sb[p.off:], p.data)
-		}
+		r.fill(st.Bytes())
 		err = be.waitCopy(func() error { return be.d.htod(buf.ptr, st.ptr, r.size) }, nil)
 		if err != nil {
 			_ = be.d.pool.put(buf.ptr)
@@ -377,32 +373,11 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 	if len(g.Indices) > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: %d edges, at most 2^31−1", bmm.ErrShape, len(g.Indices))
 	}
-	out := &devGraph{rows: len(g.Indptr) - 1, src: srcRows, maxWeight: 1}
-	for v := 0; v < out.rows; v++ {
-		d := int64(g.Indptr[v+1]) - int64(g.Indptr[v])
-		if d < 0 {
-			return nil, fmt.Errorf("%w: indptr decreases at row %d", bmm.ErrShape, v)
-		}
-		out.maxDeg = max(out.maxDeg, d)
+	maxDeg, maxWeight, err := g.Stats(srcRows)
+	if err != nil {
+		return nil, err
 	}
-	for p, u := range g.Indices {
-		if u < 0 || int(u) >= srcRows {
-			return nil, fmt.Errorf("%w: entry %d lists source row %d of %d", bmm.ErrShape, p, u, srcRows)
-		}
-	}
-	if g.Weights != nil {
-		if g.WeightBits < 1 || g.WeightBits > 8 || len(g.Weights) != len(g.Indices) {
-			return nil, fmt.Errorf("%w: %d weights of %d bits for %d entries", bmm.ErrShape, len(g.Weights), g.WeightBits, len(g.Indices))
-		}
-		top := uint8(1<<g.WeightBits - 1)
-		out.maxWeight = 0
-		for p, w := range g.Weights {
-			if w > top {
-				return nil, fmt.Errorf("%w: weight %d of entry %d does not fit %d bits", bmm.ErrRange, w, p, g.WeightBits)
-			}
-			out.maxWeight = max(out.maxWeight, int64(w))
-		}
-	}
+	out := &devGraph{rows: len(g.Indptr) - 1, src: srcRows, maxDeg: maxDeg, maxWeight: maxWeight}
 	var r region
 	ip := r.add(asBytes(g.Indptr), 4*len(g.Indptr))
 	ix := r.add(asBytes(g.Indices), 4*max(len(g.Indices), 1))

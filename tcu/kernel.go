@@ -363,6 +363,29 @@ func (r *region) add(data []byte, n int) int {
 	return off
 }
 
+// fill writes the region into dst (at least r.size bytes): each part at its
+// offset, zeros between them. Large regions are written by several
+// goroutines, as a cold pass's uploads are memory copies into pinned
+// memory on the way to the device.
+func (r *region) fill(dst []byte) {
+	const piece = 256 << 10
+	type span struct {
+		dst, src []byte
+	}
+	var spans []span
+	end := 0
+	for _, p := range r.parts {
+		clear(dst[end:p.off])
+		for o := 0; o < len(p.data); o += piece {
+			n := min(piece, len(p.data)-o)
+			spans = append(spans, span{dst[p.off+o : p.off+o+n], p.data[o : o+n]})
+		}
+		end = p.off + len(p.data)
+	}
+	clear(dst[end:r.size])
+	par.For(len(spans), min(runtime.GOMAXPROCS(0), 8), func(i int) { copy(spans[i].dst, spans[i].src) })
+}
+
 func asBytes[T any](s []T) []byte {
 	if len(s) == 0 {
 		return nil

@@ -190,8 +190,10 @@ func (r *recording) Replay() error {
 		if err := be.events(); err != nil {
 			return err
 		}
-		if err := be.waitCopy(nil, nil); err != nil {
-			return err
+		if be.tm.busy { // close the span of ops queued before
+			if err := be.waitCopy(nil, nil); err != nil {
+				return err
+			}
 		}
 		if err := be.record(0); err != nil {
 			return err

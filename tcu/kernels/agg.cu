@@ -15,13 +15,29 @@ enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
 
 __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
 
-// agg computes G·X: warp w of the grid takes destination row v, its lanes
-// 32 consecutive columns at a time, and sums in int32 the codes of the
-// source rows the row lists (each times its weight when w is set); then the
-// epilogue, and for AGG_CODES/AGG_BITS the re-quantization. Packed rows
+// agg computes G·X: warp w of the grid takes destination row v. Its lanes
+// split into 32/L groups of L lanes, each lane summing in int32 four
+// consecutive columns (one 32-bit load where rows are word aligned) of a
+// 4L-column chunk, each group every (32/L)-th entry of the row, two at a
+// time: many rows' codes in flight per warp however narrow the output. The
+// groups' sums meet by shuffles; then lane c takes column c of each 32 for
+// the epilogue, and for AGG_CODES/AGG_BITS the re-quantization. Packed rows
 // (outByCols 0) are whole words per warp, written with ballots; packed
 // columns put row v's bit into words other rows share, so they are OR-ed
 // into the zeroed output.
+__device__ __forceinline__ void addCodes(int (&s)[4], const u8* __restrict__ row, int n, bool word, int wt) {
+  if (word) {
+    const unsigned q = *(const unsigned*)row;
+    s[0] += wt * (int)(q & 255u), s[1] += wt * (int)((q >> 8) & 255u);
+    s[2] += wt * (int)((q >> 16) & 255u), s[3] += wt * (int)(q >> 24);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    if (k < n) s[k] += wt * (int)row[k];
+  }
+}
+
 extern "C" __global__ void agg(const int* __restrict__ indptr, const int* __restrict__ indices, const u8* __restrict__ w,
                                const u8* __restrict__ x, long long rows, long long cols, long long mode, u64 out,
                                u64 colScale, u64 rowTerm, u64 colTerm, u64 colConst, u64 rowScale, u64 colBias,
@@ -35,33 +51,56 @@ extern "C" __global__ void agg(const int* __restrict__ indptr, const int* __rest
   P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
   const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
   const int e0 = indptr[v], e1 = indptr[v + 1];
-  for (long long c0 = 0; c0 < cols; c0 += 32) {
-    const long long c = c0 + lane;
-    const bool in = c < cols;
-    int s = 0;
-    if (in) {
-      for (int e = e0; e < e1; e++) {
-        const int xv = x[(long long)indices[e] * cols + c];
-        s += w ? (int)w[e] * xv : xv;
+  const bool aligned = (cols & 3) == 0;
+  for (long long c0 = 0; c0 < cols; c0 += 128) {
+    const int chunk = (int)min(cols - c0, 128LL);
+    int L = 1;
+    while (4 * L < chunk) L <<= 1;
+    const int G = 32 / L, g = lane / L, l = lane % L;
+    const long long cc = c0 + 4 * l;
+    const int n = (int)max(0LL, min(cols - cc, 4LL));
+    int s[4] = {0, 0, 0, 0};
+    if (n > 0) {
+      const bool word = aligned && n == 4;
+      int e = e0 + g;
+      for (; e + G < e1; e += 2 * G) {
+        const int i0 = indices[e], i1 = indices[e + G];
+        const int w0 = w ? (int)w[e] : 1, w1 = w ? (int)w[e + G] : 1;
+        addCodes(s, x + (long long)i0 * cols + cc, n, word, w0);
+        addCodes(s, x + (long long)i1 * cols + cc, n, word, w1);
       }
+      if (e < e1) addCodes(s, x + (long long)indices[e] * cols + cc, n, word, w ? (int)w[e] : 1);
     }
-    if (mode == AGG_FLOAT) {
-      if (in) ((float*)out)[v * cols + c] = applyEp(P, s, (int)v, (int)c);
-      continue;
+    for (int o = L; o < 32; o <<= 1) {
+#pragma unroll
+      for (int k = 0; k < 4; k++) s[k] += __shfl_xor_sync(0xffffffffu, s[k], o);
     }
-    const u32 q = in ? quantize(applyEp(P, s, (int)v, (int)c), scale, offset, (int)outBits) : 0u;
-    if (mode == AGG_CODES) {
-      if (in) ((u8*)out)[v * cols + c] = (u8)q;
-    } else if (!outByCols) {
-      u32* line = (u32*)out + v * outLw32 + (c0 >> 5);
-      for (int p = 0; p < outBits; p++) {
-        const u32 word = __ballot_sync(0xffffffffu, (q >> p) & 1u);
-        if (lane == 0) line[p * outPlane32] = word;
+    for (long long c1 = c0; c1 < c0 + chunk; c1 += 32) {
+      const long long c = c1 + lane;
+      const bool in = c < cols;
+      const int src = (int)((c - c0) >> 2) & 31, k = (int)((c - c0) & 3);
+      int t[4];
+#pragma unroll
+      for (int j = 0; j < 4; j++) t[j] = __shfl_sync(0xffffffffu, s[j], src);
+      const int sum = k == 0 ? t[0] : k == 1 ? t[1] : k == 2 ? t[2] : t[3];
+      if (mode == AGG_FLOAT) {
+        if (in) ((float*)out)[v * cols + c] = applyEp(P, sum, (int)v, (int)c);
+        continue;
       }
-    } else if (in) {
-      u32* word = (u32*)out + c * outLw32 + (v >> 5);
-      for (int p = 0; p < outBits; p++) {
-        if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (v & 31));
+      const u32 q = in ? quantize(applyEp(P, sum, (int)v, (int)c), scale, offset, (int)outBits) : 0u;
+      if (mode == AGG_CODES) {
+        if (in) ((u8*)out)[v * cols + c] = (u8)q;
+      } else if (!outByCols) {
+        u32* line = (u32*)out + v * outLw32 + (c1 >> 5);
+        for (int p = 0; p < outBits; p++) {
+          const u32 word = __ballot_sync(0xffffffffu, (q >> p) & 1u);
+          if (lane == 0) line[p * outPlane32] = word;
+        }
+      } else if (in) {
+        u32* word = (u32*)out + c * outLw32 + (v >> 5);
+        for (int p = 0; p < outBits; p++) {
+          if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (v & 31));
+        }
       }
     }
   }
