@@ -94,7 +94,7 @@ func (d *pygDict) floats(name string, shape ...int) ([]float32, error) {
 	}
 	v, err := t.Float32s()
 	if err != nil {
-		return nil, fmt.Errorf("PyG tensor %s: %w", name, err)
+		return nil, fmt.Errorf("%w: PyG tensor %s: %v", ErrModel, name, err)
 	}
 	return v, nil
 }
