@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e manycore demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop manycore demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -84,6 +84,12 @@ gpu-test:
 # host (carry build/e2e): qgtc, the tcu test binary, the PyG exporter, and
 # qgtc at E2E_OLD (the tree before the redesign) for the before/after figure.
 E2E_OLD ?= cb80f30
+# interop builds what bench/interop/run.sh carries to a GPU host with PyG.
+interop:
+	mkdir -p build/interop
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/interop/qgtc ./cmd/qgtc
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/interop/export ./bench/interop/export
+
 e2e:
 	mkdir -p build/e2e
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/e2e/qgtc ./cmd/qgtc

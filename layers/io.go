@@ -172,6 +172,11 @@ func ReadModelOrigin(r io.Reader) (*Model, *Origin, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return modelOrigin(ts, meta)
+}
+
+// modelOrigin is ReadModelOrigin of a file's tensors ts and metadata meta.
+func modelOrigin(ts map[string]*safetensors.Tensor, meta map[string]string) (*Model, *Origin, error) {
 	js, ok := meta["qgtc.qmodel"]
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: safetensors file has no qgtc.qmodel metadata (not a quantized model)", ErrModel)

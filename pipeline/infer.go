@@ -20,7 +20,10 @@ type Weights struct {
 }
 
 // ReadWeights reads the model file at path (safetensors as the cache or
-// qgtc infer write it; a file that fails its checksum is an error).
+// qgtc infer write it; a file that fails its checksum is an error), or a
+// state dict of float weights (PyG's BasicGNN names, as PyG or qgtc train
+// save them), which Infer calibrates at the job's widths and fine-tunes
+// for QATEpochs.
 func ReadWeights(path string) (*Weights, error) {
 	t0 := time.Now()
 	m, o, err := fileOrigin(path)
@@ -31,10 +34,14 @@ func ReadWeights(path string) (*Weights, error) {
 }
 
 // Adopt takes the settings a trained model fixes from w: Model, Norm,
-// ABits, WBits and, when the file records it, FeatureScale.
+// ABits, WBits (not from float weights, which are quantized at c's) and,
+// when the file records it, FeatureScale.
 func (c *Config) Adopt(w *Weights) {
 	m := w.Model
-	c.Model, c.Norm, c.ABits, c.WBits = m.Kind, m.Norm(), m.ABits, m.WBits
+	c.Model, c.Norm = m.Kind, m.Norm()
+	if m.Calibrated {
+		c.ABits, c.WBits = m.ABits, m.WBits
+	}
 	if w.Origin != nil && w.Origin.FeatureScale != "" {
 		c.FeatureScale = w.Origin.FeatureScale
 	}
@@ -161,6 +168,14 @@ func (j *Job) Infer() (*Report, error) {
 		if m, in, err = j.weightsInput(d, w); err != nil {
 			return nil, err
 		}
+		if !m.Calibrated { // float weights: calibrated (and QAT) now, uncached: no cache key names the file
+			uncached := *j
+			uncached.CacheDir = ""
+			fp = m
+			if m, trainTime, err = uncached.Quantized(d, fp, nil, in); err != nil {
+				return nil, err
+			}
+		}
 	} else {
 		if in, err = j.Input(d, j.ABits); err != nil {
 			return nil, err
@@ -222,7 +237,7 @@ func (j *Job) Infer() (*Report, error) {
 		r.Weights = j.Weights.Path
 		total += j.Weights.ReadTime
 	}
-	if trainTime > 0 && j.Cached() {
+	if trainTime > 0 && j.Cached() && j.Weights == nil {
 		r.CachedIn = j.CacheDir
 	}
 	r.TotalMS = ms(total)
@@ -258,11 +273,15 @@ func (j *Job) weightsInput(d *Data, w *Weights) (*layers.Model, *layers.Input, e
 		j.warn("weights %s were trained on %s (data %.16s), applied to %s (data %.16s): other graph, features, labels or split",
 			w.Path, o.Dataset, o.Data, j.Dataset, d.Fingerprint)
 	}
-	in, err := j.Input(d, m.ABits)
+	bits := m.ABits
+	if !m.Calibrated {
+		bits = j.ABits
+	}
+	in, err := j.Input(d, bits)
 	if err != nil {
 		return nil, nil, err
 	}
-	if in.Params != m.Input {
+	if m.Calibrated && in.Params != m.Input {
 		return nil, nil, fmt.Errorf("weights %s: features of %s quantize to %+v, the model expects %+v: %w", w.Path, ds.Name, in.Params, m.Input, layers.ErrModel)
 	}
 	return m, in, nil

@@ -372,13 +372,13 @@ func fp32Bytes(m *layers.Model) int {
 	return n
 }
 
-// fileOrigin reads the model file at path and what it records about its
-// training.
+// fileOrigin reads the model file at path (a qgtc model or a PyG state
+// dict, layers.ReadModelOrPyG) and what it records about its training.
 func fileOrigin(path string) (*layers.Model, *layers.Origin, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	return layers.ReadModelOrigin(f)
+	return layers.ReadModelOrPyG(f)
 }

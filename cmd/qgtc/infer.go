@@ -102,6 +102,9 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 	conflict := func(flag string, v any, has string) error {
 		return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
 	}
+	if !m.Calibrated {
+		return qFloatWeights(fs, c, w)
+	}
 	widths := fmt.Sprintf("a model of %d-bit activations and %d-bit weights", m.ABits, m.WBits)
 	switch {
 	case fs.Changed("abits") && c.ABits != m.ABits:
@@ -130,6 +133,42 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 	return nil
 }
 
+// qFloatWeights is qWeightsFlags for a file of float weights (a PyG state
+// dict, or qgtc train --out): quantized at --bits, fine-tuned only when
+// --qat-epochs asks, features scaled as PyG's NormalizeFeatures unless
+// --feature-scale says otherwise (the file cannot tell).
+func qFloatWeights(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) error {
+	m, file := w.Model, w.Path
+	conflict := func(flag string, v any, has string) error {
+		return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
+	}
+	switch {
+	case fs.Changed("model") && c.Model != m.Kind:
+		return conflict("model", c.Model, "a "+m.Kind+" model")
+	case fs.Changed("norm") && c.Norm != m.Norm():
+		return conflict("norm", c.Norm, "a model with norm "+m.Norm())
+	case fs.Changed("layers") && c.Layers != len(m.Layers):
+		return conflict("layers", c.Layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
+	case fs.Changed("hidden") && len(m.Layers) > 1 && c.Hidden != m.Layers[0].Lin1.Out:
+		return conflict("hidden", c.Hidden, fmt.Sprintf("a model of hidden width %d", m.Layers[0].Lin1.Out))
+	case fs.Changed("epochs"):
+		return fmt.Errorf("%w: --epochs trains fp32 weights, and --weights %s holds them (--qat-epochs fine-tunes them quantized)", errUsage, file)
+	}
+	if !fs.Changed("qat-epochs") {
+		c.QATEpochs = 0
+	}
+	if !fs.Changed("feature-scale") {
+		c.FeatureScale = layers.ScaleRows
+	}
+	how := "post-training quantization"
+	if c.QATEpochs > 0 {
+		how += fmt.Sprintf(" and %d QAT epochs", c.QATEpochs)
+	}
+	qNote("--weights %s holds float weights (%s, %d layers): %s at %d/%d bits, features scaled by --feature-scale %s", file, m.Kind, len(m.Layers), how, c.ABits, c.WBits, c.FeatureScale)
+	c.Adopt(w)
+	return nil
+}
+
 func runInfer(args []string, stdout io.Writer) error {
 	fs := newFlags("infer", stdout)
 	var c pipeline.Config
@@ -137,7 +176,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	bits := fs.Int("bits", 4, "bit width of features, activations and weights (1..32)")
 	abits := fs.Int("abits", 0, "bit width of features and activations (default --bits)")
 	wbits := fs.Int("wbits", 0, "bit width of weights (default --bits)")
-	weights := fs.String("weights", "", "quantized model file (safetensors from a previous run); default: train and cache one")
+	weights := fs.String("weights", "", "model file: a quantized model (safetensors from a previous run) or float weights to quantize at --bits (a PyG GCN/GIN/GraphSAGE state dict, qgtc train --out); default: train and cache one")
 	device := fs.String("device", "cpu", "cpu, gpu or auto (GPU when one opens, else CPU)")
 	qJobFlags(fs, &c, &quiet)
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed for the split, partition and training")
@@ -251,7 +290,11 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 		if r.CachedIn != "" {
 			where = "now cached under " + r.CachedIn
 		}
-		fmt.Fprintf(w, "  training     %.1f s (fp32 + QAT, %s)\n", r.TrainMS/1000, where)
+		what := "fp32 + QAT"
+		if r.Weights != "" {
+			what = "calibrating and fine-tuning the float weights"
+		}
+		fmt.Fprintf(w, "  training     %.1f s (%s, %s)\n", r.TrainMS/1000, what, where)
 	}
 	fmt.Fprintf(w, "  throughput   %s nodes/s (pack + compute)\n", qGroupDigits(r.NodesPerSec))
 	held := "packed bit planes"

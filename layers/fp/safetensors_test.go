@@ -108,3 +108,39 @@ func TestLoadParamsGATLegacyName(t *testing.T) {
 		assert.Equal(t, want[i], p.Data, p.Name)
 	}
 }
+
+// TestSaveIsPyGStateDict: Save writes exactly the tensors (names, shapes,
+// dtypes) of PyG 2.x's BasicGNN state dict, so load_state_dict (strict)
+// takes the file: GCN(6, 4, 2, out_channels=3), GraphSAGE(...), and
+// GIN(...) (its eps a buffer without train_eps, a parameter with it; saved
+// either way). The names are PyG's gcn_conv.py, sage_conv.py, gin_conv.py
+// and mlp.py.
+func TestSaveIsPyGStateDict(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  map[string][]int
+	}{
+		{"gcn", map[string][]int{"convs.0.lin.weight": {4, 6}, "convs.0.bias": {4}, "convs.1.lin.weight": {3, 4}, "convs.1.bias": {3}}},
+		{"sage", map[string][]int{"convs.0.lin_l.weight": {4, 6}, "convs.0.lin_l.bias": {4}, "convs.0.lin_r.weight": {4, 6},
+			"convs.1.lin_l.weight": {3, 4}, "convs.1.lin_l.bias": {3}, "convs.1.lin_r.weight": {3, 4}}},
+		{"gin", map[string][]int{"convs.0.eps": {1}, "convs.0.nn.lins.0.weight": {4, 6}, "convs.0.nn.lins.0.bias": {4},
+			"convs.0.nn.lins.1.weight": {4, 4}, "convs.0.nn.lins.1.bias": {4},
+			"convs.1.eps": {1}, "convs.1.nn.lins.0.weight": {3, 4}, "convs.1.nn.lins.0.bias": {3},
+			"convs.1.nn.lins.1.weight": {3, 3}, "convs.1.nn.lins.1.bias": {3}}},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			m, err := New(Config{Model: tc.model, In: 6, Hidden: 4, Out: 3, Layers: 2}, 1)
+			require.NoError(t, err)
+			var buf bytes.Buffer
+			require.NoError(t, Save(&buf, m))
+			ts, _, err := safetensors.Read(&buf)
+			require.NoError(t, err)
+			got := map[string][]int{}
+			for name, tn := range ts {
+				got[name] = tn.Shape
+				assert.Equal(t, "F32", tn.DType, name)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

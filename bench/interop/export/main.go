@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/qgtc/qgtc/internal/nn"
+	"github.com/qgtc/qgtc/layers/fp"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+func main() {
+	dataset := pflag.String("dataset", "cora", "bundled dataset name or path (with a shipped split)")
+	out := pflag.StringP("out", "o", "", "output folder (required)")
+	logits := pflag.StringArray("logits", nil, "NAME=FILE: write logits-NAME.npy, the fp32 logits of the qgtc train --out model FILE")
+	pflag.Parse()
+	if *out == "" || pflag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "export: usage: export --dataset D --out DIR [--logits NAME=FILE ...]")
+		os.Exit(2)
+	}
+	if err := run(*dataset, *out, *logits); err != nil {
+		fmt.Fprintln(os.Stderr, "export:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dataset, out string, logits []string) error {
+	d, err := subgraph.Load(dataset)
+	if err != nil {
+		return err
+	}
+	data, err := fp.NewData(d, true)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	x := data.Input.X
+	var xIndptr, xIndices []int32
+	var xValues []float32
+	if x.Sparse != nil {
+		xIndptr, xIndices, xValues = x.Sparse.Indptr, x.Sparse.Indices, x.Data
+	} else { // dense features: their non-zeros
+		xIndptr = make([]int32, x.Rows+1)
+		for r := range x.Rows {
+			for c, v := range x.Data[r*x.Cols : (r+1)*x.Cols] {
+				if v != 0 {
+					xIndices, xValues = append(xIndices, int32(c)), append(xValues, v)
+				}
+			}
+			xIndptr[r+1] = int32(len(xIndices))
+		}
+	}
+	g := d.Graph
+	arrays := []struct {
+		name string
+		data any
+		n    int
+	}{
+		{"indptr", g.Indptr, len(g.Indptr)}, {"indices", g.Indices, len(g.Indices)},
+		{"x_indptr", xIndptr, len(xIndptr)}, {"x_indices", xIndices, len(xIndices)}, {"x_values", xValues, len(xValues)},
+		{"labels", d.Labels, len(d.Labels)}, {"train", d.Train, len(d.Train)}, {"val", d.Val, len(d.Val)}, {"test", d.Test, len(d.Test)},
+	}
+	for _, a := range arrays {
+		if err := writeNPY(filepath.Join(out, a.name+".npy"), a.data, a.n); err != nil {
+			return err
+		}
+	}
+	for _, spec := range logits {
+		name, file, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || file == "" {
+			return fmt.Errorf("--logits %q: want NAME=FILE", spec)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		m, err := fp.Load(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		y := m.Forward(nn.NewTape(false, nil), data.Input)
+		if err := writeNPY(filepath.Join(out, "logits-"+name+".npy"), y.Data, y.Rows, y.Cols); err != nil {
+			return err
+		}
+	}
+	meta, err := json.Marshal(map[string]any{"dataset": d.Name, "nodes": g.N(), "features": d.Features.Cols, "classes": d.NumClasses})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "meta.json"), meta, 0o644)
+}
+
+// writeNPY writes an int32 or float32 array of shape dims in NumPy's
+// format 1.0.
+func writeNPY(path string, data any, dims ...int) error {
+	descr := "<i4"
+	if _, ok := data.([]float32); ok {
+		descr = "<f4"
+	}
+	shape := ""
+	for _, d := range dims {
+		shape += fmt.Sprintf("%d, ", d)
+	}
+	if len(dims) > 1 {
+		shape = strings.TrimSuffix(shape, " ")
+		shape = strings.TrimSuffix(shape, ",")
+	}
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, strings.TrimSuffix(shape, " "))
+	pad := 64 - (10+len(h)+1)%64
+	h += strings.Repeat(" ", pad%64) + "\n"
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	hdr := append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), byte(len(h)>>8))
+	if _, err := f.Write(append(hdr, h...)); err != nil {
+		f.Close()
+		return err
+	}
+	if err := binary.Write(f, binary.LittleEndian, data); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""PyG's side of bench/interop (see run.sh), on a dataset that
+bench/interop/export wrote (graph, features with rows summing to 1, labels,
+split).
+
+  pyg_interop.py check
+      exit 3 with one line when numpy, torch, torch_geometric or safetensors
+      is missing
+  pyg_interop.py train DIR --out MODELDIR [--models gcn,gin,sage]
+      trains torch_geometric.nn.models.GCN / GIN / GraphSAGE (2 layers,
+      hidden 64, dropout 0.5 between layers, Adam lr 0.01, weight decay 5e-4,
+      200 epochs, the best validation epoch kept), saves
+      MODELDIR/pyg-<model>.safetensors with safetensors.torch.save_file(
+      model.state_dict()) and prints a JSON object of accuracies
+  pyg_interop.py logits DIR --models NAME=FILE,...
+      loads each qgtc train --out FILE into PyG with load_state_dict
+      (strict), runs it on DIR's features and prints, as JSON, the largest
+      absolute difference from DIR/logits-NAME.npy (qgtc's fp32 logits),
+      the fraction of nodes whose argmax agrees and both test accuracies
+  pyg_interop.py table OUT
+      the markdown table of run.sh's results under OUT
+"""
+import argparse
+import copy
+import glob
+import json
+import os
+import sys
+import time
+
+
+def need():
+    try:
+        import numpy  # noqa: F401
+        import safetensors.torch  # noqa: F401
+        import torch  # noqa: F401
+        import torch_geometric  # noqa: F401
+    except ImportError as e:
+        print(f"pyg_interop: python module {e.name} is missing (needs numpy, torch, torch_geometric, safetensors)")
+        sys.exit(3)
+
+
+def load(d):
+    import numpy as np
+    import torch
+    meta = json.load(open(f"{d}/meta.json"))
+    a = {k: np.load(f"{d}/{k}.npy") for k in
+         ("indptr", "indices", "x_indptr", "x_indices", "x_values", "labels", "train", "val", "test")}
+    n = meta["nodes"]
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(a["indptr"]))
+    # Row v of the CSR lists v's neighbours: messages flow from them to v.
+    ei = torch.from_numpy(np.stack([a["indices"].astype(np.int64), rows]))
+    xr = np.repeat(np.arange(n, dtype=np.int64), np.diff(a["x_indptr"]))
+    x = torch.zeros(n, meta["features"], dtype=torch.float32)
+    x[torch.from_numpy(xr), torch.from_numpy(a["x_indices"].astype(np.int64))] = torch.from_numpy(a["x_values"])
+    t = lambda k: torch.from_numpy(a[k].astype(np.int64))
+    return meta, x, ei, t("labels"), t("train"), t("val"), t("test")
+
+
+def build(kind, fin, hidden, classes, train_eps=False):
+    from torch_geometric.nn.models import GCN, GIN, GraphSAGE
+    if kind == "gcn":
+        return GCN(fin, hidden, 2, out_channels=classes, dropout=0.5)
+    if kind == "sage":
+        return GraphSAGE(fin, hidden, 2, out_channels=classes, dropout=0.5)
+    if kind == "gin":
+        # qgtc's GIN is GIN-0 (eps 0, PyG's default train_eps=False).
+        return GIN(fin, hidden, 2, out_channels=classes, dropout=0.5, train_eps=train_eps)
+    raise SystemExit(f"pyg_interop: unknown model {kind}")
+
+
+def acc(logits, y, idx):
+    return (logits[idx].argmax(-1) == y[idx]).float().mean().item()
+
+
+def train(args):
+    import torch
+    from safetensors.torch import save_file
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    meta, x, ei, y, tr, va, te = load(args.dir)
+    x, ei, y = x.to(dev), ei.to(dev), y.to(dev)
+    os.makedirs(args.out, exist_ok=True)
+    res = {"dataset": meta["dataset"], "device": str(dev), "torch": torch.__version__}
+    import torch_geometric
+    res["torch_geometric"] = torch_geometric.__version__
+    for kind in args.models.split(","):
+        torch.manual_seed(args.seed)
+        m = build(kind, meta["features"], args.hidden, meta["classes"]).to(dev)
+        opt = torch.optim.Adam(m.parameters(), lr=0.01, weight_decay=5e-4)
+        best, best_val, best_ep = None, -1.0, 0
+        t0 = time.time()
+        for ep in range(args.epochs):
+            m.train()
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(m(x, ei)[tr], y[tr])
+            loss.backward()
+            opt.step()
+            m.eval()
+            with torch.no_grad():
+                v = acc(m(x, ei), y, va)
+            if v > best_val:
+                best_val, best_ep, best = v, ep, copy.deepcopy(m.state_dict())
+        m.load_state_dict(best)
+        m.eval()
+        with torch.no_grad():
+            out = m(x, ei)
+        path = f"{args.out}/pyg-{kind}.safetensors"
+        save_file({k: v.detach().cpu().contiguous() for k, v in best.items()}, path)
+        res[kind] = {"test_acc": acc(out, y, te), "val_acc": best_val, "best_epoch": best_ep,
+                     "seconds": time.time() - t0, "file": path, "tensors": sorted(best.keys())}
+    print(json.dumps(res, indent=1))
+
+
+def logits(args):
+    import numpy as np
+    import torch
+    from safetensors.torch import load_file
+    meta, x, ei, y, tr, va, te = load(args.dir)
+    res = {"dataset": meta["dataset"]}
+    for spec in args.models.split(","):
+        name, path = spec.split("=", 1)
+        sd = load_file(path)
+        kind = name.split("-")[0]
+        w0 = {"gcn": "convs.0.lin.weight", "sage": "convs.0.lin_l.weight", "gin": "convs.0.nn.lins.0.weight"}[kind]
+        m = build(kind, meta["features"], sd[w0].shape[0], meta["classes"], train_eps=True)
+        m.load_state_dict(sd, strict=True)
+        m.eval()
+        with torch.no_grad():
+            out = m(x, ei)
+        q = torch.from_numpy(np.load(f"{args.dir}/logits-{name}.npy"))
+        res[name] = {"max_abs_diff": (out - q).abs().max().item(),
+                     "argmax_agree": (out.argmax(-1) == q.argmax(-1)).float().mean().item(),
+                     "pyg_test_acc": acc(out, y, te), "qgtc_test_acc": acc(q, y, te)}
+    print(json.dumps(res, indent=1))
+
+
+def table(args):
+    def get(path):
+        try:
+            return json.load(open(path))
+        except (OSError, ValueError):
+            return None
+
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f}"
+    print("## PyG-trained models in qgtc infer (test accuracy %, Planetoid split; PTQ unless marked)\n")
+    print("| dataset | model | PyG fp32 | qgtc fp32 of the same weights | 32 bits | 8 bits | 4 bits | 4 bits + QAT |")
+    print("|---|---|---|---|---|---|---|---|")
+    logit_rows = []
+    for d in sorted(glob.glob(f"{args.out}/*/")):
+        ds = os.path.basename(d.rstrip("/"))
+        tr = get(f"{d}/pyg-train.json") or {}
+        for kind in ("gcn", "gin", "sage"):
+            if kind not in tr:
+                continue
+            cells = []
+            fp = None
+            for tag in ("32", "8", "4", "4-qat"):
+                r = get(f"{d}/infer-{kind}-{tag}.json")
+                cells.append(pct(r and r.get("accuracy")))
+                if r and fp is None:
+                    fp = r.get("fp32_accuracy")
+            print(f"| {ds} | {kind} | {pct(tr[kind]['test_acc'])} | {pct(fp)} | " + " | ".join(cells) + " |")
+        lg = get(f"{d}/logits.json") or {}
+        for name, r in lg.items():
+            if isinstance(r, dict):
+                logit_rows.append(f"| {ds} | {name} | {r['max_abs_diff']:.2e} | {100 * r['argmax_agree']:.2f} | "
+                                  f"{pct(r['qgtc_test_acc'])} | {pct(r['pyg_test_acc'])} |")
+    print("\n## qgtc-trained fp32 models loaded in PyG (load_state_dict, strict)\n")
+    print("| dataset | model | max abs logit diff | argmax agree % | qgtc test acc | PyG test acc |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(logit_rows))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("check")
+    t = sub.add_parser("train")
+    t.add_argument("dir")
+    t.add_argument("--out", required=True)
+    t.add_argument("--models", default="gcn,gin,sage")
+    t.add_argument("--hidden", type=int, default=64)
+    t.add_argument("--epochs", type=int, default=200)
+    t.add_argument("--seed", type=int, default=0)
+    lg = sub.add_parser("logits")
+    lg.add_argument("dir")
+    lg.add_argument("--models", required=True)
+    tb = sub.add_parser("table")
+    tb.add_argument("out")
+    args = p.parse_args()
+    if args.cmd != "table":
+        need()
+    {"check": lambda a: None, "train": train, "logits": logits, "table": table}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
