@@ -380,17 +380,20 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	})
 }
 
-// The GPU cost model of PreferEdges, from the rates in GPU.md: the
-// mma.sync product visits each non-zero 64×256 adjacency tile once per
-// plane of X and 8 columns of output at a time, at about 4 P bit-ops/s
-// (10.4 P peak for mma.sync b1, the staging and the epilogue taking the
-// rest); the edge list reads a byte per edge and column, gathered rows
-// that come mostly from L2, at about 1 TB/s; each launch costs a few
-// microseconds. Neither rate is measured on these kernels yet.
+// The GPU cost model of PreferEdges: the mma.sync product visits each
+// non-zero 64×256 adjacency tile once per plane of X and 8 columns of
+// output at a time, at about 4 P bit-ops/s (10.4 P peak for mma.sync b1);
+// the edge list reads a byte per edge and column, gathered rows that come
+// mostly from L2, at about 1 TB/s; and every launch of a product or an
+// aggregation over one batch of a few thousand rows costs the device about
+// 12 µs whatever its work, measured on Coauthor Physics and Amazon
+// Computers (bench/e2e/RESULTS.md): small dense products run far below the
+// rate above, so one edge-list launch over every batch beats one dense
+// product per batch there.
 const (
 	gpuDenseBitOpsPerSec = 4e15
 	gpuEdgeBytesPerSec   = 1e12
-	gpuLaunchSec         = 4e-6
+	gpuLaunchSec         = 12e-6
 )
 
 // PreferEdges implements bmm.Backend with the model above: the dense form
