@@ -98,6 +98,14 @@ type Report struct {
 	PassH2DBytes int64     `json:"pass_h2d_bytes,omitempty"`
 	PassD2HBytes int64     `json:"pass_d2h_bytes,omitempty"`
 	PassOps      int64     `json:"pass_ops,omitempty"`
+	// A sharded run (Config.Shard): which shard, and its batches of the
+	// plan ("first-last", or "none").
+	Shard        string `json:"shard,omitempty"`
+	ShardBatches string `json:"shard_batches,omitempty"`
+	// Where the predictions went (Job.Out) and, for a shard file, the
+	// model's fingerprint it records.
+	Out              string `json:"out,omitempty"`
+	ModelFingerprint string `json:"model_fingerprint,omitempty"`
 }
 
 // predictionsHash is Report.PredictionsSHA256 of pred.
@@ -162,14 +170,15 @@ func (j *Job) Infer() (*Report, error) {
 	}
 	defer plan.Close()
 	quantPrep := time.Since(t2) - trainTime // quantizing the input, the model and its plan
-	run, err := j.Run(plan, d, in)
+	sd, first, last := j.shardData(d)       // d itself unless Config.Shard is set
+	run, err := j.Run(plan, sd, in)
 	if err != nil {
 		return nil, err
 	}
 	total := time.Since(start) - trainTime
 	var more *Passes
 	if j.Passes > 1 {
-		if more, err = j.More(plan, d, in, run, j.Passes-1); err != nil {
+		if more, err = j.More(plan, sd, in, run, j.Passes-1); err != nil {
 			return nil, err
 		}
 		if !more.SameAsHead {
@@ -204,16 +213,27 @@ func (j *Job) Infer() (*Report, error) {
 	if inf := run.Pack + run.Compute; inf > 0 {
 		r.NodesPerSec = float64(run.Nodes) / inf.Seconds()
 	}
-	if len(ds.Test) > 0 {
-		a := layers.Accuracy(run.Pred, ds.Labels, ds.Test)
+	test := ds.Test
+	if j.Shard.Count > 0 {
+		test = coveredTest(sd) // a shard answers for its own nodes only
+		r.Shard, r.ShardBatches = j.Shard.String(), batchSpan(first, last)
+	}
+	if len(test) > 0 {
+		a := layers.Accuracy(run.Pred, ds.Labels, test)
 		r.Accuracy = &a
 		if fp != nil {
-			fa, err := fp.Accuracy(d.Batches, in, false, ds.Test)
+			fa, err := fp.Accuracy(sd.Batches, in, false, test)
 			if err != nil {
 				return nil, err
 			}
 			r.FP32Accuracy = &fa
 		}
+	}
+	if j.Out != "" {
+		if r.ModelFingerprint, err = j.writeOut(d, sd, m, run.Pred, first, last); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", j.Out, err)
+		}
+		r.Out = j.Out
 	}
 	r.PeakBytes = peakRSS()
 	return r, nil

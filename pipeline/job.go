@@ -36,6 +36,9 @@ type Job struct {
 	// Weights is a trained model to run instead of training one (see
 	// ReadWeights and Config.Adopt).
 	Weights *Weights
+	// Out, when set, is where Infer writes the predictions: the whole
+	// graph's (WritePredictions), or a shard file when Config.Shard is set.
+	Out string
 	// Progress reports long steps; nil is silent.
 	Progress *progress.Reporter
 	// Warnings receives one line per warning ("qgtc: warning: ...": the

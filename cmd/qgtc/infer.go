@@ -77,7 +77,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
-	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes"}
+	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard"}
 
 // qUsage turns the pipeline's complaints about its settings or its data
 // into usage errors naming the flag; other errors pass unchanged.
@@ -147,10 +147,20 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.IntVar(&c.Passes, "passes", 1, "inference passes over the graph; the report adds the median of the passes after the first")
 	fs.BoolVar(&c.Resident, "resident", false, "keep the batches' inputs on the backend between passes (a serving process; else each pass uploads them)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
+	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
+	if *shard != "" {
+		if c.Shard, err = pipeline.ParseShard(*shard); err != nil {
+			return fmt.Errorf("%w: --shard %q is not i/n with 0 <= i < n", errUsage, *shard)
+		}
+		if *out == "" {
+			return fmt.Errorf("%w: --shard %s needs --out (the shard file qgtc merge reads)", errUsage, *shard)
+		}
+	}
 	if c.Agg, err = layers.ParseAggMode(*aggFlag); err != nil {
 		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
 	}
@@ -173,7 +183,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	if err := c.Check(); err != nil {
 		return qUsage(err)
 	}
-	j := &pipeline.Job{Config: c, CacheDir: qCacheDir(), Progress: progress.New(qStderr, quiet), Warnings: qStderr}
+	j := &pipeline.Job{Config: c, CacheDir: qCacheDir(), Out: *out, Progress: progress.New(qStderr, quiet), Warnings: qStderr}
 	if *weights != "" {
 		if j.Weights, err = pipeline.ReadWeights(*weights); err != nil {
 			return fmt.Errorf("--weights %s: %w", *weights, err)
@@ -273,6 +283,12 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%s); weights %s\n",
 		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), ratio, qByteSize(int64(r.WeightBytes)))
 	fmt.Fprintf(w, "  peak memory  %s\n", qByteSize(r.PeakBytes))
+	switch {
+	case r.Shard != "":
+		fmt.Fprintf(w, "  shard        %s: batches %s of the plan, written to %s\n", r.Shard, r.ShardBatches, r.Out)
+	case r.Out != "":
+		fmt.Fprintf(w, "  predictions  written to %s\n", r.Out)
+	}
 }
 
 func qGroupDigits(v float64) string {
