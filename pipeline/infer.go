@@ -100,8 +100,10 @@ type Report struct {
 	PassOps      int64     `json:"pass_ops,omitempty"`
 	// A sharded run (Config.Shard): which shard, and its batches of the
 	// plan ("first-last", or "none").
-	Shard        string `json:"shard,omitempty"`
-	ShardBatches string `json:"shard_batches,omitempty"`
+	// Devices is each device's share of a run on several (Job.Devices).
+	Devices      []DeviceReport `json:"devices,omitempty"`
+	Shard        string         `json:"shard,omitempty"`
+	ShardBatches string         `json:"shard_batches,omitempty"`
 	// Where the predictions went (Job.Out) and, for a shard file, the
 	// model's fingerprint it records.
 	Out              string `json:"out,omitempty"`
@@ -132,7 +134,7 @@ func (j *Job) Infer() (*Report, error) {
 	if err := j.Check(); err != nil {
 		return nil, err
 	}
-	if j.Backend == nil { // before training a model it could not run
+	if len(j.backends()) == 0 { // before training a model it could not run
 		return nil, ErrNoBackend
 	}
 	d, err := j.Load()
@@ -164,21 +166,26 @@ func (j *Job) Infer() (*Report, error) {
 		}
 		trainTime = d1 + d2
 	}
-	plan, err := j.Compile(m)
+	g, err := j.CompileGroup(m) // one plan per device
 	if err != nil {
 		return nil, err
 	}
-	defer plan.Close()
+	defer g.Close()
+	plan := g.Plans[0]
 	quantPrep := time.Since(t2) - trainTime // quantizing the input, the model and its plan
 	sd, first, last := j.shardData(d)       // d itself unless Config.Shard is set
-	run, err := j.Run(plan, sd, in)
+	run, each, err := j.RunGroup(g, sd, in)
 	if err != nil {
 		return nil, err
+	}
+	var devs []DeviceReport
+	if len(g.Plans) > 1 {
+		devs = g.DeviceReports(each, first)
 	}
 	total := time.Since(start) - trainTime
 	var more *Passes
 	if j.Passes > 1 {
-		if more, err = j.More(plan, sd, in, run, j.Passes-1); err != nil {
+		if more, err = j.MoreGroup(g, sd, in, run, j.Passes-1, devs); err != nil {
 			return nil, err
 		}
 		if !more.SameAsHead {
@@ -187,13 +194,13 @@ func (j *Job) Infer() (*Report, error) {
 	}
 	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, FeatureBits: in.Params.Bits,
 		Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
-		Kernel: j.backendName(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
+		Kernel: plan.Backend.Name(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
 		PrepareMS: ms(d.BatchTime + quantPrep), PackMS: ms(run.Pack), ComputeMS: ms(run.Compute), TrainMS: ms(trainTime),
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes,
 		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches,
 		H2DBytes: run.Traffic.HostToDevice, D2HBytes: run.Traffic.DeviceToHost, Ops: run.Traffic.Ops,
-		WeightUploadBytes: plan.Upload.HostToDevice, PredictionsSHA256: predictionsHash(run.Pred),
-		Merged: run.Merged, Resident: plan.Resident}
+		WeightUploadBytes: g.upload(), PredictionsSHA256: predictionsHash(run.Pred),
+		Merged: run.Merged, Resident: plan.Resident, Devices: devs}
 	if more != nil {
 		r.MorePasses, r.PassMS, r.PassMedianMS = more.N, more.ComputeMS, more.MedianMS
 		r.PassH2DBytes, r.PassD2HBytes, r.PassOps = more.H2DBytes, more.D2HBytes, more.Ops

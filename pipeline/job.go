@@ -30,6 +30,11 @@ type Job struct {
 	// caller chooses the device (the pipeline never opens one) and closes
 	// it; Compile refuses a nil one.
 	Backend bmm.Backend
+	// Devices, when set, runs the job on these backends instead of
+	// Backend (one per GPU of a host): each runs a contiguous group of the
+	// batches, all at once (Group). DeviceNames labels them in the report.
+	Devices     []bmm.Backend
+	DeviceNames []string
 	// CacheDir holds trained models and partitions between runs; "" caches
 	// nothing.
 	CacheDir string

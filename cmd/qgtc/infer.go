@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,7 @@ func qPickBackend(device string) (bmm.Backend, io.Closer, error) {
 			note("no GPU support in this build; running on the CPU")
 			return onCPU()
 		}
-		be, c, err := openGPUBackend()
+		be, c, err := openGPUBackend(0)
 		if err != nil {
 			if device == "gpu" {
 				return nil, nil, fmt.Errorf("opening the GPU: %w", err)
@@ -50,7 +51,54 @@ func qPickBackend(device string) (bmm.Backend, io.Closer, error) {
 		}
 		return be, c, nil
 	}
-	return nil, nil, fmt.Errorf("%w: --device %q (want cpu, gpu or auto)", errUsage, device)
+	return nil, nil, fmt.Errorf("%w: --device %q (want cpu, gpu, gpu:all, gpu:0,1,... or auto)", errUsage, device)
+}
+
+// qPickDevices is qPickBackend that also takes a list of GPUs, gpu:all or
+// gpu:I,J,...: one backend each, with their names (gpu:I), when more than
+// one; the closer releases them all.
+func qPickDevices(device string) (bmm.Backend, []bmm.Backend, []string, io.Closer, error) {
+	list, ok := strings.CutPrefix(device, "gpu:")
+	if !ok {
+		be, c, err := qPickBackend(device)
+		return be, nil, nil, c, err
+	}
+	if openGPUBackend == nil || gpuCount == nil {
+		return nil, nil, nil, nil, errors.New("this build has no GPU support")
+	}
+	var ords []int
+	if list == "all" {
+		n, err := gpuCount()
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("listing the GPUs: %w", err)
+		}
+		for i := range n {
+			ords = append(ords, i)
+		}
+	} else {
+		for _, f := range strings.Split(list, ",") {
+			i, err := strconv.Atoi(f)
+			if err != nil || i < 0 || slices.Contains(ords, i) {
+				return nil, nil, nil, nil, fmt.Errorf("%w: --device %q: want gpu:all or distinct GPU numbers, e.g. gpu:0,1", errUsage, device)
+			}
+			ords = append(ords, i)
+		}
+	}
+	var bes []bmm.Backend
+	var names []string
+	var cs closers
+	for _, i := range ords {
+		be, c, err := openGPUBackend(i)
+		if err != nil {
+			cs.Close()
+			return nil, nil, nil, nil, fmt.Errorf("opening GPU %d: %w", i, err)
+		}
+		bes, names, cs = append(bes, be), append(names, fmt.Sprintf("gpu:%d", i)), append(cs, c)
+	}
+	if len(bes) == 1 {
+		return bes[0], nil, nil, cs, nil
+	}
+	return nil, bes, names, cs, nil
 }
 
 // qJobFlags registers the settings infer and sweep share into c: the
@@ -138,7 +186,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	abits := fs.Int("abits", 0, "bit width of features and activations (default --bits)")
 	wbits := fs.Int("wbits", 0, "bit width of weights (default --bits)")
 	weights := fs.String("weights", "", "quantized model file (safetensors from a previous run); default: train and cache one")
-	device := fs.String("device", "cpu", "cpu, gpu or auto (GPU when one opens, else CPU)")
+	device := fs.String("device", "cpu", "cpu, gpu, auto (GPU when one opens, else CPU), or several GPUs of this host sharing the batches: gpu:all or gpu:0,1,...")
 	qJobFlags(fs, &c, &quiet)
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed for the split, partition and training")
 	fs.StringVar(&c.SparseInput, "sparse-input", pipeline.SparseAuto, "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
@@ -192,12 +240,12 @@ func runInfer(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	be, closer, err := qPickBackend(*device)
+	be, devs, names, closer, err := qPickDevices(*device)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	j.Backend = be
+	j.Backend, j.Devices, j.DeviceNames = be, devs, names
 	r, err := j.Infer()
 	if err != nil {
 		return qUsage(err)
@@ -283,6 +331,13 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%s); weights %s\n",
 		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), ratio, qByteSize(int64(r.WeightBytes)))
 	fmt.Fprintf(w, "  peak memory  %s\n", qByteSize(r.PeakBytes))
+	for _, d := range r.Devices {
+		fmt.Fprintf(w, "  device       %s: batches %s (%d, %d nodes), pack %.1f ms, compute %.1f ms", d.Device, d.BatchSpan, d.Batches, d.Nodes, d.PackMS, d.ComputeMS)
+		if d.PassMedian > 0 {
+			fmt.Fprintf(w, ", passes' median %.3f ms", d.PassMedian)
+		}
+		fmt.Fprintln(w)
+	}
 	switch {
 	case r.Shard != "":
 		fmt.Fprintf(w, "  shard        %s: batches %s of the plan, written to %s\n", r.Shard, r.ShardBatches, r.Out)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/pipeline"
 )
 
 // TestInferShardsMerge: what the README's job array runs. The shards of a
@@ -61,5 +68,72 @@ func TestInferShardsMerge(t *testing.T) {
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, errs, c.want, "%v", c.args)
 		assert.Equal(t, 1, strings.Count(errs, "\n"), "one line: %q", errs)
+	}
+}
+
+// TestInferSeveralGPUs: --device gpu:all and gpu:I,J open one backend per
+// GPU and share the batches; CPU backends stand in for the GPUs here (the
+// GPU host runs bench/multigpu/run.sh). The predictions are the CPU run's.
+func TestInferSeveralGPUs(t *testing.T) {
+	t.Setenv("QGTC_CACHE", t.TempDir())
+	open, count := openGPUBackend, gpuCount
+	t.Cleanup(func() { openGPUBackend, gpuCount = open, count })
+	var opened []int
+	openGPUBackend = func(i int) (bmm.Backend, io.Closer, error) {
+		if i == 5 {
+			return nil, nil, errors.New("no such device")
+		}
+		opened = append(opened, i)
+		be := cpu.NewBackend(nil)
+		return be, be, nil
+	}
+	gpuCount = func() (int, error) { return 3, nil }
+	infer := func(device string) pipeline.Report {
+		code, out, errs := runCLI("infer", "--dataset", "cora", "--parts", "4", "--epochs", "2", "--qat-epochs", "0", "--passes", "2", "--resident", "--json", "--quiet", "--device", device)
+		require.Equal(t, 0, code, errs)
+		var r pipeline.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		return r
+	}
+	want := infer("cpu")
+	for _, c := range []struct {
+		device string
+		names  []string
+	}{
+		{"gpu:all", []string{"gpu:0", "gpu:1", "gpu:2"}},
+		{"gpu:2,0", []string{"gpu:2", "gpu:0"}},
+	} {
+		opened = nil
+		r := infer(c.device)
+		assert.Equal(t, want.PredictionsSHA256, r.PredictionsSHA256, c.device)
+		var names []string
+		batches := 0
+		for _, d := range r.Devices {
+			names, batches = append(names, d.Device), batches+d.Batches
+		}
+		assert.Equal(t, c.names, names, c.device)
+		assert.Equal(t, 4, batches, c.device)
+		assert.Len(t, opened, len(c.names))
+		assert.Positive(t, r.PassMedianMS)
+	}
+	r := infer("gpu:1")
+	assert.Empty(t, r.Devices, "one GPU runs as --device gpu does")
+	assert.Equal(t, want.PredictionsSHA256, r.PredictionsSHA256)
+	code, out, errs := runCLI("infer", "--dataset", "cora", "--parts", "4", "--epochs", "2", "--qat-epochs", "0", "--quiet", "--device", "gpu:0,1")
+	require.Equal(t, 0, code, errs)
+	assert.Regexp(t, `device +gpu:1: batches 2-3 \(2, [0-9]+ nodes\)`, out)
+	for _, c := range []struct {
+		device string
+		code   int
+		want   string
+	}{
+		{"gpu:0,0", 2, `--device "gpu:0,0": want gpu:all or distinct GPU numbers`},
+		{"gpu:x", 2, `--device "gpu:x"`},
+		{"gpu:", 2, `--device "gpu:"`},
+		{"gpu:0,5", 1, "opening GPU 5: no such device"},
+	} {
+		code, _, errs := runCLI("infer", "--dataset", "cora", "--quiet", "--device", c.device)
+		assert.Equal(t, c.code, code, c.device)
+		assert.Contains(t, errs, c.want, c.device)
 	}
 }
