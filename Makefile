@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop manycore demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop multigpu manycore demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -100,6 +100,14 @@ e2e:
 	rm -rf build/e2e-old
 	@echo "now run on the GPU host (device tool), carrying build/e2e:"
 	@echo "  STEPS='check speed' bash bench/e2e/run.sh   # tables and logs in \$$OUT"
+
+# multigpu builds, with no CUDA toolkit, what bench/multigpu/run.sh runs
+# on a host of several GPUs (carry build/multi).
+multigpu:
+	mkdir -p build/multi
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/multi/qgtc ./cmd/qgtc
+	@echo "now run on a multi-GPU host (device tool, e.g. nvidia-h100-x4), carrying build/multi:"
+	@echo "  STEPS='data speed' bash bench/multigpu/run.sh   # table.md and the runs' JSON in \$$OUT"
 
 # manycore builds what bench/manycore/run.sh runs on a many-core host with
 # no Go toolchain (~30 MB, carried as build/manycore): static, stripped

@@ -52,6 +52,9 @@ type Config struct {
 	// codes (same results): SparseAuto (when cheaper, also ""), SparseOn or
 	// SparseOff.
 	SparseInput string
+	// Shard runs one contiguous share of the batch plan (ShardRange); the
+	// zero Shard runs them all.
+	Shard Shard
 }
 
 // Values of Config.SparseInput.
@@ -127,6 +130,9 @@ func (c *Config) Check() error {
 	}
 	if c.Merge < layers.MergeAuto || c.Merge > layers.MergeOff {
 		return bad("Merge", int(c.Merge), "is not a layers.MergeMode")
+	}
+	if c.Shard != (Shard{}) && (c.Shard.Count < 1 || c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count) {
+		return bad("Shard", c.Shard.String(), "is not i/n with 0 <= i < n")
 	}
 	if c.Passes < 0 {
 		return bad("Passes", c.Passes, "must not be negative")

@@ -30,6 +30,12 @@
 // checksummed, and a corrupt or mismatching entry is reported, removed
 // and rebuilt. Partitions are subgraph's checksummed partition files.
 //
+// Job.Out writes the predictions (WritePredictions); with Config.Shard a
+// job runs one contiguous share of the batch plan into a shard file, and
+// Merge joins a run's shard files (shard.go). Job.Devices spreads the
+// batches over several backends of one host, gathered bit for bit as one
+// backend's (devices.go).
+//
 // The pipeline imports neither cpu nor tcu: the caller passes the backend
 // in (and closes it); a job without one cannot compile.
 package pipeline

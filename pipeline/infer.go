@@ -123,6 +123,16 @@ type Report struct {
 	// Device memory the backend's device held at the end and at most.
 	DeviceBytes     int64 `json:"device_bytes,omitempty"`
 	DevicePeakBytes int64 `json:"device_peak_bytes,omitempty"`
+	// A sharded run (Config.Shard): which shard, and its batches of the
+	// plan ("first-last", or "none").
+	// Devices is each device's share of a run on several (Job.Devices).
+	Devices      []DeviceReport `json:"devices,omitempty"`
+	Shard        string         `json:"shard,omitempty"`
+	ShardBatches string         `json:"shard_batches,omitempty"`
+	// Where the predictions went (Job.Out) and, for a shard file, the
+	// model's fingerprint it records.
+	Out              string `json:"out,omitempty"`
+	ModelFingerprint string `json:"model_fingerprint,omitempty"`
 }
 
 // predictionsHash is Report.PredictionsSHA256 of pred.
@@ -149,7 +159,7 @@ func (j *Job) Infer() (*Report, error) {
 	if err := j.Check(); err != nil {
 		return nil, err
 	}
-	if j.Backend == nil { // before training a model it could not run
+	if len(j.backends()) == 0 { // before training a model it could not run
 		return nil, ErrNoBackend
 	}
 	d, err := j.Load()
@@ -189,22 +199,28 @@ func (j *Job) Infer() (*Report, error) {
 		}
 		trainTime = d1 + d2
 	}
-	plan, err := j.Compile(m)
+	g, err := j.CompileGroup(m) // one plan per device
 	if err != nil {
 		return nil, err
 	}
-	defer plan.Close()
+	defer g.Close()
+	plan := g.Plans[0]
 	quantPrep := time.Since(t2) - trainTime // quantizing the input, the model and its plan
+	sd, first, last := j.shardData(d)       // d itself unless Config.Shard is set
 	before := profile(plan)
-	run, err := j.Run(plan, d, in)
+	run, each, err := j.RunGroup(g, sd, in)
 	if err != nil {
 		return nil, err
 	}
-	prof := profile(plan).Sub(before)
+	prof := profile(plan).Sub(before) // the first device's
+	var devs []DeviceReport
+	if len(g.Plans) > 1 {
+		devs = g.DeviceReports(each, first)
+	}
 	total := time.Since(start) - trainTime
 	var more *Passes
 	if j.Passes > 1 {
-		if more, err = j.More(plan, d, in, run, j.Passes-1); err != nil {
+		if more, err = j.MoreGroup(g, sd, in, run, j.Passes-1, devs); err != nil {
 			return nil, err
 		}
 		if !more.SameAsHead {
@@ -213,13 +229,13 @@ func (j *Job) Infer() (*Report, error) {
 	}
 	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, FeatureBits: in.Params.Bits,
 		Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
-		Kernel: j.backendName(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
+		Kernel: plan.Backend.Name(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
 		PrepareMS: ms(d.BatchTime + quantPrep), PackMS: ms(run.Pack), ComputeMS: ms(run.Compute), TrainMS: ms(trainTime),
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes,
 		SparseInput: j.Sparse(plan, in), EdgeListBatches: run.EdgeListBatches,
 		H2DBytes: run.Traffic.HostToDevice, D2HBytes: run.Traffic.DeviceToHost, Ops: run.Traffic.Ops,
-		WeightUploadBytes: plan.Upload.HostToDevice, PredictionsSHA256: predictionsHash(run.Pred),
-		Merged: run.Merged, Resident: plan.Resident,
+		WeightUploadBytes: g.upload(), PredictionsSHA256: predictionsHash(run.Pred),
+		Merged: run.Merged, Resident: plan.Resident, Devices: devs,
 		UploadMS: ms(prof.Upload), DeviceMS: ms(prof.Device), DownloadMS: ms(prof.Download), Launches: prof.Launches}
 	if more != nil {
 		r.MorePasses, r.PassMS, r.PassMedianMS = more.N, more.ComputeMS, more.MedianMS
@@ -245,16 +261,27 @@ func (j *Job) Infer() (*Report, error) {
 	if inf := run.Pack + run.Compute; inf > 0 {
 		r.NodesPerSec = float64(run.Nodes) / inf.Seconds()
 	}
-	if len(ds.Test) > 0 {
-		a := layers.Accuracy(run.Pred, ds.Labels, ds.Test)
+	test := ds.Test
+	if j.Shard.Count > 0 {
+		test = coveredTest(sd) // a shard answers for its own nodes only
+		r.Shard, r.ShardBatches = j.Shard.String(), batchSpan(first, last)
+	}
+	if len(test) > 0 {
+		a := layers.Accuracy(run.Pred, ds.Labels, test)
 		r.Accuracy = &a
 		if fp != nil {
-			fa, err := fp.Accuracy(d.Batches, in, false, ds.Test)
+			fa, err := fp.Accuracy(sd.Batches, in, false, test)
 			if err != nil {
 				return nil, err
 			}
 			r.FP32Accuracy = &fa
 		}
+	}
+	if j.Out != "" {
+		if r.ModelFingerprint, err = j.writeOut(d, sd, m, run.Pred, first, last); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", j.Out, err)
+		}
+		r.Out = j.Out
 	}
 	r.PeakBytes = peakRSS()
 	return r, nil

@@ -30,12 +30,20 @@ type Job struct {
 	// caller chooses the device (the pipeline never opens one) and closes
 	// it; Compile refuses a nil one.
 	Backend bmm.Backend
+	// Devices, when set, runs the job on these backends instead of
+	// Backend (one per GPU of a host): each runs a contiguous group of the
+	// batches, all at once (Group). DeviceNames labels them in the report.
+	Devices     []bmm.Backend
+	DeviceNames []string
 	// CacheDir holds trained models and partitions between runs; "" caches
 	// nothing.
 	CacheDir string
 	// Weights is a trained model to run instead of training one (see
 	// ReadWeights and Config.Adopt).
 	Weights *Weights
+	// Out, when set, is where Infer writes the predictions: the whole
+	// graph's (WritePredictions), or a shard file when Config.Shard is set.
+	Out string
 	// Progress reports long steps; nil is silent.
 	Progress *progress.Reporter
 	// Warnings receives one line per warning ("qgtc: warning: ...": the

@@ -18,14 +18,18 @@ import (
 
 func init() {
 	openGPUBackend = openTCUBackend
+	gpuCount = func() (int, error) {
+		devs, err := tcu.Devices()
+		return len(devs), err
+	}
 	gpuBenchBMM = benchTCU
 	infoSections = append(infoSections, gpuInfo)
 }
 
-// openTCUBackend opens GPU 0 as a bmm.Backend for compiled plans; the
-// closer releases the backend's operands, then the device.
-func openTCUBackend() (bmm.Backend, io.Closer, error) {
-	k, d, err := openTCU()
+// openTCUBackend opens GPU ordinal as a bmm.Backend for compiled plans;
+// the closer releases the backend's operands, then the device.
+func openTCUBackend(ordinal int) (bmm.Backend, io.Closer, error) {
+	k, d, err := openTCUOn(ordinal)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,8 +52,10 @@ func (cs closers) Close() error {
 	return errors.Join(errs...)
 }
 
-func openTCU() (bmm.Kernel, io.Closer, error) {
-	d, err := tcu.Open(0)
+func openTCU() (bmm.Kernel, io.Closer, error) { return openTCUOn(0) }
+
+func openTCUOn(ordinal int) (bmm.Kernel, io.Closer, error) {
+	d, err := tcu.Open(ordinal)
 	if err != nil {
 		return nil, nil, err
 	}

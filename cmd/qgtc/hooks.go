@@ -28,6 +28,10 @@ type benchShape struct {
 // is compiled in (it always is: tcu needs no toolkit to build).
 var gpuBenchBMM func(shapes []benchShape, w io.Writer) error
 
-// openGPUBackend opens GPU 0 as the backend that runs compiled plans; the
-// closer releases the backend and the device.
-var openGPUBackend func() (bmm.Backend, io.Closer, error)
+// openGPUBackend opens GPU ordinal as the backend that runs compiled
+// plans; the closer releases the backend and the device. gpuCount says how
+// many GPUs there are (--device gpu:all).
+var (
+	openGPUBackend func(ordinal int) (bmm.Backend, io.Closer, error)
+	gpuCount       func() (int, error)
+)

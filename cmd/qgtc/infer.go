@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,7 @@ func qPickBackend(device string) (bmm.Backend, io.Closer, error) {
 			note("no GPU support in this build; running on the CPU")
 			return onCPU()
 		}
-		be, c, err := openGPUBackend()
+		be, c, err := openGPUBackend(0)
 		if err != nil {
 			if device == "gpu" {
 				return nil, nil, fmt.Errorf("opening the GPU: %w", err)
@@ -50,7 +51,54 @@ func qPickBackend(device string) (bmm.Backend, io.Closer, error) {
 		}
 		return be, c, nil
 	}
-	return nil, nil, fmt.Errorf("%w: --device %q (want cpu, gpu or auto)", errUsage, device)
+	return nil, nil, fmt.Errorf("%w: --device %q (want cpu, gpu, gpu:all, gpu:0,1,... or auto)", errUsage, device)
+}
+
+// qPickDevices is qPickBackend that also takes a list of GPUs, gpu:all or
+// gpu:I,J,...: one backend each, with their names (gpu:I), when more than
+// one; the closer releases them all.
+func qPickDevices(device string) (bmm.Backend, []bmm.Backend, []string, io.Closer, error) {
+	list, ok := strings.CutPrefix(device, "gpu:")
+	if !ok {
+		be, c, err := qPickBackend(device)
+		return be, nil, nil, c, err
+	}
+	if openGPUBackend == nil || gpuCount == nil {
+		return nil, nil, nil, nil, errors.New("this build has no GPU support")
+	}
+	var ords []int
+	if list == "all" {
+		n, err := gpuCount()
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("listing the GPUs: %w", err)
+		}
+		for i := range n {
+			ords = append(ords, i)
+		}
+	} else {
+		for _, f := range strings.Split(list, ",") {
+			i, err := strconv.Atoi(f)
+			if err != nil || i < 0 || slices.Contains(ords, i) {
+				return nil, nil, nil, nil, fmt.Errorf("%w: --device %q: want gpu:all or distinct GPU numbers, e.g. gpu:0,1", errUsage, device)
+			}
+			ords = append(ords, i)
+		}
+	}
+	var bes []bmm.Backend
+	var names []string
+	var cs closers
+	for _, i := range ords {
+		be, c, err := openGPUBackend(i)
+		if err != nil {
+			cs.Close()
+			return nil, nil, nil, nil, fmt.Errorf("opening GPU %d: %w", i, err)
+		}
+		bes, names, cs = append(bes, be), append(names, fmt.Sprintf("gpu:%d", i)), append(cs, c)
+	}
+	if len(bes) == 1 {
+		return bes[0], nil, nil, cs, nil
+	}
+	return nil, bes, names, cs, nil
 }
 
 // qJobFlags registers the settings infer and sweep share into c: the
@@ -77,7 +125,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
-	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes"}
+	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard"}
 
 // qUsage turns the pipeline's complaints about its settings or its data
 // into usage errors naming the flag; other errors pass unchanged.
@@ -177,7 +225,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	abits := fs.Int("abits", 0, "bit width of features and activations (default --bits)")
 	wbits := fs.Int("wbits", 0, "bit width of weights (default --bits)")
 	weights := fs.String("weights", "", "model file: a quantized model (safetensors from a previous run) or float weights to quantize at --bits (a PyG GCN/GIN/GraphSAGE state dict, qgtc train --out); default: train and cache one")
-	device := fs.String("device", "cpu", "cpu, gpu or auto (GPU when one opens, else CPU)")
+	device := fs.String("device", "cpu", "cpu, gpu, auto (GPU when one opens, else CPU), or several GPUs of this host sharing the batches: gpu:all or gpu:0,1,...")
 	qJobFlags(fs, &c, &quiet)
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed for the split, partition and training")
 	fs.StringVar(&c.SparseInput, "sparse-input", pipeline.SparseAuto, "first product from the sparse feature codes (exact, same codes): on, off or auto (when cheaper)")
@@ -187,10 +235,20 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.BoolVar(&c.Resident, "resident", false, "keep the batches' inputs on the backend between passes (a serving process; else each pass uploads them)")
 	replay := fs.Bool("replay", true, "with --resident on a GPU: record the second pass as a CUDA graph and replay it (false: launch op by op)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
+	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
+	if *shard != "" {
+		if c.Shard, err = pipeline.ParseShard(*shard); err != nil {
+			return fmt.Errorf("%w: --shard %q is not i/n with 0 <= i < n", errUsage, *shard)
+		}
+		if *out == "" {
+			return fmt.Errorf("%w: --shard %s needs --out (the shard file qgtc merge reads)", errUsage, *shard)
+		}
+	}
 	if c.Agg, err = layers.ParseAggMode(*aggFlag); err != nil {
 		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
 	}
@@ -214,7 +272,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	if err := c.Check(); err != nil {
 		return qUsage(err)
 	}
-	j := &pipeline.Job{Config: c, CacheDir: qCacheDir(), Progress: progress.New(qStderr, quiet), Warnings: qStderr}
+	j := &pipeline.Job{Config: c, CacheDir: qCacheDir(), Out: *out, Progress: progress.New(qStderr, quiet), Warnings: qStderr}
 	if *weights != "" {
 		if j.Weights, err = pipeline.ReadWeights(*weights); err != nil {
 			return fmt.Errorf("--weights %s: %w", *weights, err)
@@ -223,12 +281,12 @@ func runInfer(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	be, closer, err := qPickBackend(*device)
+	be, devs, names, closer, err := qPickDevices(*device)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	j.Backend = be
+	j.Backend, j.Devices, j.DeviceNames = be, devs, names
 	r, err := j.Infer()
 	if err != nil {
 		return qUsage(err)
@@ -328,6 +386,19 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	fmt.Fprintf(w, "  between layers %s (%s) vs %s as int32+float32 (%s); weights %s\n",
 		qByteSize(int64(r.InterBytes)), held, qByteSize(int64(r.UnfusedBytes)), ratio, qByteSize(int64(r.WeightBytes)))
 	fmt.Fprintf(w, "  peak memory  %s\n", qByteSize(r.PeakBytes))
+	for _, d := range r.Devices {
+		fmt.Fprintf(w, "  device       %s: batches %s (%d, %d nodes), pack %.1f ms, compute %.1f ms", d.Device, d.BatchSpan, d.Batches, d.Nodes, d.PackMS, d.ComputeMS)
+		if d.PassMedian > 0 {
+			fmt.Fprintf(w, ", passes' median %.3f ms", d.PassMedian)
+		}
+		fmt.Fprintln(w)
+	}
+	switch {
+	case r.Shard != "":
+		fmt.Fprintf(w, "  shard        %s: batches %s of the plan, written to %s\n", r.Shard, r.ShardBatches, r.Out)
+	case r.Out != "":
+		fmt.Fprintf(w, "  predictions  written to %s\n", r.Out)
+	}
 }
 
 func qGroupDigits(v float64) string {
