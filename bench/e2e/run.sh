@@ -72,7 +72,9 @@ if [[ " $STEPS " == *" speed "* ]]; then
     ds=${spec%%:*} k=${spec##*:} data=$ds weights=""
     part=$DATA/$ds.part
     if [ "$ds" = synth2m ]; then
-      data=/tmp/synth2m.npz
+      # bench/multigpu/run.sh's data step writes the same graph (SYNTH_NPZ, SYNTH_PART)
+      data=${SYNTH_NPZ:-/tmp/synth2m.npz}
+      [ -n "${SYNTH_PART:-}" ] && part=$SYNTH_PART
       t0=$(date +%s.%N)
       [ -f $data ] || $B/qgtc data synth --model planted --nodes 2000000 --avg-degree 40 --features 128 --feature-nnz 32 \
         --communities 400 --classes 10 --seed 1 -o $data --quiet || { echo "synth2m: synth failed"; continue; }
@@ -100,7 +102,9 @@ if [[ " $STEPS " == *" speed "* ]]; then
         fi
         line="$ds $m $bits:"
         for v in "${vs[@]}"; do
-          if timeout 300 $B/qgtc "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
+          # CPU figures on CPU_PROCS cores (default all): a many-core GPU host's 16 as on the one-GPU host
+          pre=(); [[ ${v#*:} == *"--device cpu"* && -n "${CPU_PROCS:-}" ]] && pre=(env GOMAXPROCS=$CPU_PROCS taskset -c 0-$((CPU_PROCS - 1)))
+          if timeout 300 "${pre[@]}" $B/qgtc "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
             python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r.update(graph=sys.argv[2], variant=sys.argv[3]); print(json.dumps(r))' \
               /tmp/r.json "$ds" "${v%%:*}" >>"$OUT/runs.jsonl"
             line="$line | ${v%%:*} $(field /tmp/r.json pass_median_ms) (dev $(field /tmp/r.json pass_device_ms), $(field /tmp/r.json pass_launches) launches)"

@@ -20,8 +20,11 @@ STEPS=${STEPS:-data speed}
 NODES=${NODES:-2000000}   # synthetic graph: planted partition, with features
 DEG=${DEG:-40}            # average degree: NODES*DEG/2 undirected edges
 FEATS=${FEATS:-128}
-PARTS=${PARTS:-1000}      # about 2,000 nodes a part
-BATCH=${BATCH:-4}         # parts per batch
+FNNZ=${FNNZ:-32}          # non-zero features a node
+COMMUNITIES=${COMMUNITIES:-400}
+CLASSES=${CLASSES:-10}    # bench/e2e's synth2m: the same graph, file and partition
+PARTS=${PARTS:-40}        # 50,000 nodes a part
+BATCH=${BATCH:-1}         # parts per batch
 PASSES=${PASSES:-20}
 DEVICES=${DEVICES:-gpu:0 gpu:0,1 gpu:all}
 TRAIN=${TRAIN:---epochs 1 --qat-epochs 0}   # the timings need a model, not a good one
@@ -40,8 +43,8 @@ graphs="$syn:$DATA/synth.part:$BATCH coauthor_physics:$DATA/physics.part:1"
 
 if [[ " $STEPS " == *" data "* ]]; then
   t0=$(date +%s)
-  [ -f "$syn" ] || $B/qgtc data synth --model planted --nodes "$NODES" --avg-degree "$DEG" --features "$FEATS" \
-    --communities 256 --classes 16 --out "$syn" --quiet | tee "$OUT/synth.log"
+  [ -f "$syn" ] || $B/qgtc data synth --model planted --nodes "$NODES" --avg-degree "$DEG" --features "$FEATS" --feature-nnz "$FNNZ" \
+    --communities "$COMMUNITIES" --classes "$CLASSES" --seed 1 --out "$syn" --quiet | tee "$OUT/synth.log"
   t1=$(date +%s)
   [ -f "$DATA/synth.part" ] || $B/qgtc partition --dataset "$syn" --parts "$PARTS" --out "$DATA/synth.part" --quiet >"$OUT/partition.log" 2>&1
   [ -f "$DATA/physics.part" ] || $B/qgtc partition --dataset coauthor_physics --parts 18 --out "$DATA/physics.part" --quiet >>"$OUT/partition.log" 2>&1
