@@ -88,7 +88,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
     fi
     for m in $MODELS; do
       for bits in $CURVE; do
-        [ "$bits" != 4 ] && [ " ${CURVE_MODELS:-gcn sage} " != *" $m "* ] && continue
+        [[ "$bits" != 4 && " ${CURVE_MODELS:-gcn sage} " != *" $m "* ]] && continue
         a=(infer --dataset "$data" --model "$m" --bits "$bits" $TRAIN --partition "$part" --passes "$PASSES" --json --quiet)
         if [ "$ds" = synth2m ]; then
           w=$DATA/synth-$m-$bits.safetensors
@@ -130,3 +130,8 @@ PY
   done
   python3 bench/e2e/table.py "$OUT" >"$OUT/table.md" 2>"$OUT/table.err" && cat "$OUT/table.md"
 fi
+# The device tool returns few files: the logs of this run go into one
+# archive; runs.jsonl, PyG's JSON and the tables stay.
+keep='^(runs\.jsonl|table\.md|pyg-.*\.json|logs-.*\.tgz)$'
+(cd "$OUT" && ls | grep -vE "$keep" | tar czf "logs-$(date +%s).tgz" -T - 2>/dev/null &&
+  ls | grep -vE "$keep" | xargs rm -rf)

@@ -40,6 +40,7 @@ $B/qgtc info >"$OUT/info.txt" 2>&1
 syn=$DATA/synth/synth.npz
 # graph:partition file:parts per batch (Physics as bench/e2e runs it: 18 batches)
 graphs="$syn:$DATA/synth.part:$BATCH coauthor_physics:$DATA/physics.part:1"
+[ "${SYNTH_ONLY:-0}" = 1 ] && graphs="$syn:$DATA/synth.part:$BATCH"
 
 if [[ " $STEPS " == *" data "* ]]; then
   t0=$(date +%s)
@@ -47,7 +48,7 @@ if [[ " $STEPS " == *" data "* ]]; then
     --communities "$COMMUNITIES" --classes "$CLASSES" --seed 1 --out "$syn" --quiet | tee "$OUT/synth.log"
   t1=$(date +%s)
   [ -f "$DATA/synth.part" ] || $B/qgtc partition --dataset "$syn" --parts "$PARTS" --out "$DATA/synth.part" --quiet >"$OUT/partition.log" 2>&1
-  [ -f "$DATA/physics.part" ] || $B/qgtc partition --dataset coauthor_physics --parts 18 --out "$DATA/physics.part" --quiet >>"$OUT/partition.log" 2>&1
+  [ "${SYNTH_ONLY:-0}" = 1 ] || [ -f "$DATA/physics.part" ] || $B/qgtc partition --dataset coauthor_physics --parts 18 --out "$DATA/physics.part" --quiet >>"$OUT/partition.log" 2>&1
   t2=$(date +%s)
   for g in $graphs; do # train and cache each model once, on the CPU
     IFS=: read -r ds part batch <<<"$g"
