@@ -380,18 +380,16 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	})
 }
 
-// The GPU cost model of PreferEdges: the mma.sync product visits each
-// non-zero 64×256 adjacency tile once per plane of X and 8 columns of
-// output at a time, at about 4 P bit-ops/s (10.4 P peak for mma.sync b1);
-// the edge list reads a byte per edge and column, gathered rows that come
-// mostly from L2, at about 1 TB/s; and every launch of a product or an
-// aggregation over one batch of a few thousand rows costs the device about
-// 12 µs whatever its work, measured on Coauthor Physics and Amazon
-// Computers (bench/e2e/RESULTS.md): small dense products run far below the
-// rate above, so one edge-list launch over every batch beats one dense
-// product per batch there.
+// The GPU cost model of PreferEdges, from whole passes on an H100
+// (bench/e2e/RESULTS.md): the mma.sync product over one batch's non-zero
+// 64×256 adjacency tiles runs at about 1 P bit-ops/s (a plane of X and 8
+// output columns at a time); the edge list reads a byte per edge and column,
+// gathered rows that come mostly from L2, at about 1 TB/s; and every launch
+// of a product or an aggregation over one batch costs the device about
+// 12 µs whatever its work, so one edge-list launch over every batch beats
+// one dense product per batch.
 const (
-	gpuDenseBitOpsPerSec = 4e15
+	gpuDenseBitOpsPerSec = 1e15
 	gpuEdgeBytesPerSec   = 1e12
 	gpuLaunchSec         = 12e-6
 )

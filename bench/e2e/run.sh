@@ -96,9 +96,11 @@ if [[ " $STEPS " == *" speed "* ]]; then
           a=(infer --dataset "$data" --weights "$w" --partition "$part" --passes "$PASSES" --json --quiet)
         fi
         vs=("gpu resident:--device gpu --resident" "gpu cold:--device gpu")
-        if [ "$bits" = 4 ]; then
+        if [[ $ds == synth2m && $m == gcn ]]; then
+          vs+=("cpu:--device cpu" "cpu batch by batch:--device cpu --merge off")
+        elif [[ $bits == 4 && $ds != synth2m ]]; then
           vs+=("gpu resident op by op:--device gpu --resident --replay=false" "cpu:--device cpu" "cpu batch by batch:--device cpu --merge off")
-          [ "$ds" != synth2m ] && vs+=("gpu resident dense:--device gpu --resident --agg dense --merge off" "gpu resident edge lists merged:--device gpu --resident --agg sparse --merge on")
+          vs+=("gpu resident dense:--device gpu --resident --agg dense --merge off" "gpu resident edge lists merged:--device gpu --resident --agg sparse --merge on")
         fi
         line="$ds $m $bits:"
         for v in "${vs[@]}"; do
