@@ -34,7 +34,9 @@ type Batch struct {
 	tiles int
 	// feat keeps, per quantized input, the batch's view of its codes: each
 	// node's code sum and, made on first use, the feature lists as an
-	// aggregation's graph with its weight bound (bmm.CheckGraph's).
+	// aggregation's graph with its weight bound (bmm.CheckGraph's) and the
+	// codes packed into bit planes (a pass that uploads its inputs again
+	// does not pack them again).
 	feat struct {
 		sync.Mutex
 		in      *Input
@@ -42,6 +44,7 @@ type Batch struct {
 		graph   *bmm.Graph
 		bound   int64
 		adjMade bool
+		packed  *bittensor.Tensor
 	}
 	// both is DInv·FeatScale, the first GCN product's row scale, made once.
 	bothOnce sync.Once
@@ -210,7 +213,23 @@ func (b *Batch) featFor(in *Input) {
 		sums[i] = in.rowSums[v]
 	}
 	b.feat.in, b.feat.sums = in, sums
-	b.feat.graph, b.feat.bound, b.feat.adjMade = nil, 0, false
+	b.feat.graph, b.feat.bound, b.feat.adjMade, b.feat.packed = nil, 0, false, nil
+}
+
+// packed is in's codes of b's nodes packed by rows (Input.Pack), made on
+// first use and kept: the caller does not change it.
+func (b *Batch) packed(in *Input) (*bittensor.Tensor, error) {
+	b.feat.Lock()
+	defer b.feat.Unlock()
+	b.featFor(in)
+	if b.feat.packed == nil {
+		x, err := in.Pack(b.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		b.feat.packed = x
+	}
+	return b.feat.packed, nil
 }
 
 // N is the number of nodes in the batch.

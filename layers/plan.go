@@ -382,8 +382,8 @@ func (p *Plan) forwardLogits(b *Batch, x *bittensor.Tensor, sx *Input, trace Tra
 type Result struct {
 	Pred []int32 // predicted class per node (−1: in no batch)
 	// Pack is packing each batch's feature codes: into bit planes, or
-	// (sparse) into the feature lists and code sums of its first product,
-	// made on a batch's first run and kept.
+	// (sparse) into the feature lists and code sums of its first product;
+	// either is made on a batch's first run and kept.
 	Pack    time.Duration
 	Compute time.Duration // uploads, ops and the predictions' download
 	Stats   Stats         // summed over batches
@@ -523,7 +523,7 @@ func (p *Plan) runBatch(r *Result, b *Batch, in *Input, sparse bool) (pack, comp
 		p.packLists(b, in)
 	case p.kept[key] != nil: // resident: the packed features are there
 	default:
-		if x, err = in.Pack(b.Nodes); err != nil {
+		if x, err = b.packed(in); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -717,7 +717,7 @@ func (ps *pass) features(x *bittensor.Tensor, sx *Input) error {
 	if f := ps.need(0); f.rows {
 		if x == nil && sx != nil {
 			var err error
-			if x, err = sx.Pack(b.Nodes); err != nil {
+			if x, err = b.packed(sx); err != nil {
 				return err
 			}
 		}
