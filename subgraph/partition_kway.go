@@ -31,6 +31,7 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 		k:        k,
 		tr:       tr,
 	}
+	rb.threads = opt.Threads
 	rb.run(cg, k, splitmix(opt.Seed^0x5bd1e995), where, 0, 0)
 	kr := newKwayRefiner(k, opt, rng64(opt.Seed, 2))
 	// Refinement work is counted in nodes: every level's, the finest
@@ -65,6 +66,7 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 type recursiveBisector struct {
 	ub       float64 // allowed imbalance of each bisection
 	ncuts    int     // bisections tried per split near the top, the best kept
+	threads  int     // goroutines for the passes over a large graph
 	topDepth int     // splits at depth < topDepth try ncuts bisections, deeper ones one
 	sem      chan struct{}
 	k        int          // parts of the whole split, for progress
@@ -91,7 +93,7 @@ func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off
 	if depth < rb.topDepth {
 		ncuts = rb.ncuts
 	}
-	where := mlBisect(g, float64(k0)/float64(k), rb.ub, ncuts, rng64(seed, 0))
+	where := mlBisect(g, float64(k0)/float64(k), rb.ub, ncuts, rb.threads, rng64(seed, 0))
 	subs, vmaps := splitGraph(g, where)
 	var halves sync.WaitGroup
 	defer halves.Wait()
@@ -177,6 +179,7 @@ func splitGraph(g *wgraph, where []uint8) (subs [2]*wgraph, vmaps [2][]int32) {
 type kwayRefiner struct {
 	k       int
 	ub      float64
+	threads int // for the passes over every vertex; moves stay serial
 	r       *rand.PCG
 	g       *wgraph
 	where   []int32
@@ -195,7 +198,7 @@ type kwayRefiner struct {
 }
 
 func newKwayRefiner(k int, opt PartitionOptions, r *rand.PCG) *kwayRefiner {
-	return &kwayRefiner{k: k, ub: opt.Imbalance, r: r, conn: make([]int32, k), pwgts: make([]int64, k)}
+	return &kwayRefiner{k: k, ub: opt.Imbalance, threads: opt.Threads, r: r, conn: make([]int32, k), pwgts: make([]int64, k)}
 }
 
 // setup attaches a level's graph and partition.
@@ -272,17 +275,19 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 	n := g.n()
 	id, ed := grow(kr.id, n), grow(kr.ed, n)
 	kr.id, kr.ed = id, ed
-	for v := 0; v < n; v++ {
-		var a, b int32
-		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
-			if where[g.adjncy[e]] == where[v] {
-				a += g.adjwgt[e]
-			} else {
-				b += g.adjwgt[e]
+	forRows(g, kr.threads, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			var a, b int32
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				if where[g.adjncy[e]] == where[v] {
+					a += g.adjwgt[e]
+				} else {
+					b += g.adjwgt[e]
+				}
 			}
+			id[v], ed[v] = a, b
 		}
-		id[v], ed[v] = a, b
-	}
+	})
 	if kr.q == nil || len(kr.q.pos) < n {
 		kr.q = newPQueue(n)
 	}
