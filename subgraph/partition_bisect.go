@@ -445,10 +445,9 @@ func mlBisect(g *wgraph, frac, ub float64, ncuts, threads int, r *rand.PCG) []ui
 	if cg.n() > 1000 {
 		tries = 1
 	}
-	s := newBisectScratch(g.n())
-	var best []uint8
-	bestCut := int64(-1)
-	for try := 0; try < max(1, ncuts); try++ {
+	// One try: initial bisections of the coarsest graph, projected back
+	// level by level with balance and FM refinement.
+	try := func(r *rand.PCG, s *bisectScratch) ([]uint8, int64) {
 		where := growBisection(cg, frac, ub, tries, r)
 		cut := int64(-1)
 		for l := len(cmaps) - 1; l >= 0; l-- {
@@ -468,9 +467,39 @@ func mlBisect(g *wgraph, frac, ub float64, ncuts, threads int, r *rand.PCG) []ui
 		if cut < 0 {
 			cut = bisectCut(g, where)
 		}
-		if bestCut < 0 || cut < bestCut {
-			best, bestCut = where, cut
+		return where, cut
+	}
+	ncuts = max(1, ncuts)
+	wheres := make([][]uint8, ncuts)
+	cuts := make([]int64, ncuts)
+	if ncuts > 1 && threads > 1 && len(g.adjncy) >= parallelMatchEdges {
+		// A large graph's tries run side by side, each from its own
+		// stream drawn here, so the result is the same on any threads.
+		var wg sync.WaitGroup
+		for i := range ncuts {
+			tr := rng64(r.Uint64(), uint64(i))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wheres[i], cuts[i] = try(tr, newBisectScratch(g.n()))
+			}()
+		}
+		wg.Wait()
+	} else if len(g.adjncy) >= parallelMatchEdges {
+		for i := range ncuts {
+			wheres[i], cuts[i] = try(rng64(r.Uint64(), uint64(i)), newBisectScratch(g.n()))
+		}
+	} else {
+		s := newBisectScratch(g.n())
+		for i := range ncuts {
+			wheres[i], cuts[i] = try(r, s)
 		}
 	}
-	return best
+	best := 0
+	for i := range ncuts {
+		if cuts[i] < cuts[best] {
+			best = i
+		}
+	}
+	return wheres[best]
 }
