@@ -193,8 +193,17 @@ type kwayRefiner struct {
 	id, ed  []int32
 	dirty   []int32 // pass+1 when the vertex's degrees changed in that pass
 	q       *pqueue
-	strict  bool           // no overshoot: the final pass after balancing
-	onPass  func(pass int) // called after each pass with the passes done
+	strict  bool // no overshoot: the final pass after balancing
+
+	// preconnect's results for this pass (pre, preStamp): vertex v's
+	// neighbour parts and connections are preP/preC[preChunk[v]][preOff[v]:][:preLn[v]]
+	// where preMark[v] == preStamp, while changed[v] != preStamp.
+	pre                     bool
+	preStamp                uint32
+	preMark, changed        []uint32
+	preChunk, preOff, preLn []int32
+	preP, preC              [][]int32
+	onPass                  func(pass int) // called after each pass with the passes done
 }
 
 func newKwayRefiner(k int, opt PartitionOptions, r *rand.PCG) *kwayRefiner {
@@ -227,6 +236,69 @@ func (kr *kwayRefiner) connect(v int32) {
 			kr.touched = append(kr.touched, p)
 		}
 		kr.conn[p] += g.adjwgt[e]
+	}
+}
+
+// preconnect computes, on the refiner's threads, what connect would give
+// for each of a pass's candidates, so that the serial pass only replays it
+// for those none of whose neighbours has moved since (connectAt). It does
+// nothing on one thread or a small graph, where connect's scan is cheaper
+// than the bookkeeping; the pass is the same either way.
+func (kr *kwayRefiner) preconnect(bnd []int32) bool {
+	g := kr.g
+	n := g.n()
+	if kr.threads <= 1 || len(g.adjncy) < parallelEdges || len(bnd) < 2*kr.threads {
+		return false
+	}
+	kr.preStamp++
+	if len(kr.changed) < n {
+		kr.preMark, kr.changed = make([]uint32, n), make([]uint32, n)
+		kr.preChunk, kr.preOff, kr.preLn = make([]int32, n), make([]int32, n), make([]int32, n)
+	}
+	chunks := kr.threads
+	if len(kr.preP) < chunks {
+		kr.preP, kr.preC = make([][]int32, chunks), make([][]int32, chunks)
+	}
+	var wg sync.WaitGroup
+	for c := range chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn := make([]int32, kr.k)
+			ps, cs := kr.preP[c][:0], kr.preC[c][:0]
+			for _, v := range bnd[c*len(bnd)/chunks : (c+1)*len(bnd)/chunks] {
+				start := len(ps)
+				for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+					p := kr.where[g.adjncy[e]]
+					if conn[p] == 0 {
+						ps = append(ps, p)
+					}
+					conn[p] += g.adjwgt[e]
+				}
+				for _, p := range ps[start:] {
+					cs = append(cs, conn[p])
+					conn[p] = 0
+				}
+				kr.preMark[v] = kr.preStamp
+				kr.preChunk[v], kr.preOff[v], kr.preLn[v] = int32(c), int32(start), int32(len(ps)-start)
+			}
+			kr.preP[c], kr.preC[c] = ps, cs
+		}()
+	}
+	wg.Wait()
+	return true
+}
+
+// connectAt is connect, from preconnect's results where they still hold.
+func (kr *kwayRefiner) connectAt(v int32) {
+	if !kr.pre || kr.preMark[v] != kr.preStamp || kr.changed[v] == kr.preStamp {
+		kr.connect(v)
+		return
+	}
+	c, off, ln := kr.preChunk[v], kr.preOff[v], kr.preLn[v]
+	kr.touched = append(kr.touched[:0], kr.preP[c][off:off+ln]...)
+	for i, p := range kr.touched {
+		kr.conn[p] = kr.preC[c][int(off)+i]
 	}
 }
 
@@ -328,6 +400,7 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			q.insert(v, kr.key(v))
 			status[v] = kr.stamp
 		}
+		kr.pre = kr.preconnect(bnd)
 		moves := 0
 		gains := int64(0)
 		for {
@@ -340,7 +413,7 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			if id[v] > 0 && kr.pwgts[from]-vw < kr.minpw {
 				continue
 			}
-			kr.connect(v)
+			kr.connectAt(v)
 			to, c := kr.refineTarget(from, vw, id[v])
 			blocked := to < 0 && kr.canGain(from, id[v])
 			kr.release()
@@ -368,6 +441,9 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
 				u := g.adjncy[e]
 				w := g.adjwgt[e]
+				if kr.pre {
+					kr.changed[u] = kr.preStamp // its connections are not preconnect's any more
+				}
 				switch where[u] {
 				case from:
 					id[u] -= w
