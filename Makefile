@@ -104,6 +104,7 @@ manycore:
 	mkdir -p build/manycore/old
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o build/manycore/layers.test ./layers
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o build/manycore/qgtc ./cmd/qgtc
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o build/manycore/export ./bench/e2e/export
 	@set -e; src=$$(mktemp -d); trap 'rm -rf $$src' EXIT; \
 		git archive $(OLD_REF) | tar -x -C $$src; \
 		cd $$src && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(CURDIR)/build/manycore/old/layers.test ./layers && \
