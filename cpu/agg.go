@@ -269,7 +269,7 @@ func aggBit(lane *aggScratch, dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epi
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	clear(dst.Words())
+	clearWords(lane != nil, dst.Words())
 	runAgg(lane, a, x, m, func(s *aggScratch, v0, rows int) {
 		applyQuantizePackRows(dst, &s.q, s.acc, x.Stride, v0, rows, n, ep, rq)
 	})
@@ -341,6 +341,29 @@ func runAgg(lane *aggScratch, a Adj, x Codes, m int, finish func(s *aggScratch, 
 		return
 	}
 	par.Run(min(runtime.GOMAXPROCS(0), blocks), func(int) { work(&aggScratch{}) })
+}
+
+// clearWordsGrain is the slice length (64 KiB of words) from which
+// clearWords splits the clearing over the cores.
+const clearWordsGrain = 1 << 13
+
+// clearWords zeroes w, on every core when it is large and the caller is not
+// a fork (whose ops stay on its goroutine). A fresh output is first
+// touched here: on one core, a one-shot pass took each of its page faults
+// in turn (bench/manycore/RESULTS.md).
+func clearWords(fork bool, w []uint64) {
+	chunks := len(w) / clearWordsGrain
+	if fork || chunks < 2 || runtime.GOMAXPROCS(0) == 1 {
+		clear(w)
+		return
+	}
+	par.For(chunks, runtime.GOMAXPROCS(0), func(i int) {
+		hi := (i + 1) * clearWordsGrain
+		if i == chunks-1 {
+			hi = len(w)
+		}
+		clear(w[i*clearWordsGrain : hi])
+	})
 }
 
 // QuantizeRow is the kernels' re-quantizer: q[j] = rq.Quantize(y[j], bits).

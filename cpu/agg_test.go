@@ -297,3 +297,27 @@ func TestNewCodesIn(t *testing.T) {
 	_, err = NewCodesIn(old, -1, 3, 2)
 	assert.ErrorIs(t, err, ErrCodes)
 }
+
+// TestAggBitDirtyDestination: a destination large enough for clearWords to
+// split its clearing over the cores, filled with ones first (a pooled
+// output of an earlier pass), gets the same bits as a fresh one.
+func TestAggBitDirtyDestination(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	const m, k, d = 3000, 200, 64
+	c := newAggCase(t, r, m, k, d, 4, 0, 6)
+	ep := &bmm.Epilogue{ColScale: randScale(r, d), ReLU: true}
+	rq := bmm.Requant{Scale: 0.37, Offset: 0.25}
+	for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+		want, err := bittensor.New(m, d, 8, packing, bittensor.DefaultPadding)
+		require.NoError(t, err)
+		require.NoError(t, AggBit(want, c.a, c.x, ep, rq))
+		got, err := bittensor.New(m, d, 8, packing, bittensor.DefaultPadding)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(got.Words()), 2*clearWordsGrain)
+		for i := range got.Words() {
+			got.Words()[i] = ^uint64(0)
+		}
+		require.NoError(t, AggBit(got, c.a, c.x, ep, rq))
+		assert.True(t, want.Equal(got), "%v", packing)
+	}
+}
