@@ -57,6 +57,37 @@ func fromGraph(g *Graph, threads int) *wgraph {
 		src = &Graph{Indptr: xadj, Indices: adj}
 	}
 	w := &wgraph{xadj: make([]int32, n+1), vwgt: make([]int32, n), tvwgt: int64(n)}
+	if threads > 1 && len(src.Indices) >= parallelEdges {
+		// The same rows, counted and then filled on the cores.
+		rows := &wgraph{xadj: src.Indptr, adjncy: src.Indices}
+		forRows(rows, threads, func(lo, hi int) {
+			for v := lo; v < hi; v++ {
+				c := int32(0)
+				for _, u := range src.Neighbors(v) {
+					if int(u) != v {
+						c++
+					}
+				}
+				w.xadj[v+1], w.vwgt[v] = c, 1
+			}
+		})
+		for v := 0; v < n; v++ {
+			w.xadj[v+1] += w.xadj[v]
+		}
+		w.adjncy, w.adjwgt = make([]int32, w.xadj[n]), make([]int32, w.xadj[n])
+		forRows(rows, threads, func(lo, hi int) {
+			for v := lo; v < hi; v++ {
+				p := w.xadj[v]
+				for _, u := range src.Neighbors(v) {
+					if int(u) != v {
+						w.adjncy[p], w.adjwgt[p] = u, 1
+						p++
+					}
+				}
+			}
+		})
+		return w
+	}
 	w.adjncy = make([]int32, 0, len(src.Indices))
 	for v := 0; v < n; v++ {
 		for _, u := range src.Neighbors(v) {

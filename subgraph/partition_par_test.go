@@ -98,3 +98,33 @@ func TestProposeRoundsMatching(t *testing.T) {
 		assert.Equal(t, want, c.match, "%d threads", threads)
 	}
 }
+
+// TestParallelBuildsMatchSerial: fromGraph and splitGraph give the same
+// working graphs on the cores as on one, self-loops dropped.
+func TestParallelBuildsMatchSerial(t *testing.T) {
+	g := parGraph(t)
+	loops := &Graph{Indptr: make([]int32, g.N()+1)}
+	for v := 0; v < g.N(); v++ {
+		row := g.Neighbors(v)
+		i, _ := slices.BinarySearch(row, int32(v))
+		loops.Indices = append(loops.Indices, row[:i]...)
+		if v%3 == 0 {
+			loops.Indices = append(loops.Indices, int32(v))
+		}
+		loops.Indices = append(loops.Indices, row[i:]...)
+		loops.Indptr[v+1] = int32(len(loops.Indices))
+	}
+	for _, h := range []*Graph{g, loops} {
+		want := fromGraph(h, 1)
+		got := fromGraph(h, 4)
+		require.Equal(t, want, got)
+		where := make([]uint8, want.n())
+		for v := range where {
+			where[v] = uint8(edgeHash(int32(v), 1) & 1)
+		}
+		ws, wv := splitGraph(want, where, 1)
+		gs, gv := splitGraph(want, where, 3)
+		assert.Equal(t, ws, gs)
+		assert.Equal(t, wv, gv)
+	}
+}
