@@ -112,13 +112,14 @@ multigpu:
 # manycore builds what bench/manycore/run.sh runs on a many-core host with
 # no Go toolchain (~30 MB, carried as build/manycore): static, stripped
 # binaries of this tree and, in build/manycore/old, of OLD_REF (main before
-# issue 19's work) as the baseline.
+# issue 19's work) as the baseline; OLD_REF= (empty) builds no old binaries.
 OLD_REF ?= 7ef343e
 manycore:
 	mkdir -p build/manycore/old
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o build/manycore/layers.test ./layers
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o build/manycore/qgtc ./cmd/qgtc
-	@set -e; src=$$(mktemp -d); trap 'rm -rf $$src' EXIT; \
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o build/manycore/export ./bench/e2e/export
+	@set -e; [ -n "$(OLD_REF)" ] || exit 0; src=$$(mktemp -d); trap 'rm -rf $$src' EXIT; \
 		git archive $(OLD_REF) | tar -x -C $$src; \
 		cd $$src && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(CURDIR)/build/manycore/old/layers.test ./layers && \
 		CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(CURDIR)/build/manycore/old/qgtc ./cmd/qgtc

@@ -161,7 +161,19 @@ type Adj struct {
 // the weights w (nil, or one per entry below 2^wbits, wbits <= 8) and
 // returns the operand. The aggregation functions then check only shapes.
 func NewAdj(g CSR, w []uint8, wbits, nsrc int) (Adj, error) {
+	return newAdj(g, w, wbits, nsrc, false)
+}
+
+// newAdj is NewAdj; with cores, a large graph's checks run on every core
+// first (a one-shot pass uploads its graphs inside the timed pass), and
+// the serial checks run only to word the error of a graph they refuse.
+func newAdj(g CSR, w []uint8, wbits, nsrc int, cores bool) (Adj, error) {
 	g = CSR{Indptr: g.Indptr, Indices: g.Indices}
+	if cores && len(g.Indices) >= adjParEntries && runtime.GOMAXPROCS(0) > 1 && (w == nil || len(w) == len(g.Indices)) {
+		if a, ok := scanAdj(g, w, wbits, nsrc); ok {
+			return a, nil
+		}
+	}
 	if err := g.Validate(nsrc); err != nil {
 		return Adj{}, err
 	}
@@ -184,6 +196,73 @@ func NewAdj(g CSR, w []uint8, wbits, nsrc int) (Adj, error) {
 		a.maxDeg = max(a.maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
 	}
 	return a, nil
+}
+
+// adjParEntries is the entry count from which newAdj checks on the cores.
+const adjParEntries = 1 << 16
+
+// scanAdj makes the Adj of a graph with weights w (nil, or one per entry)
+// when every check NewAdj makes passes, row ranges on every core; ok false
+// when one fails or wbits is out of range.
+func scanAdj(g CSR, w []uint8, wbits, nsrc int) (a Adj, ok bool) {
+	n := len(g.Indptr) - 1
+	if n < 0 || g.Indptr[0] != 0 || int(g.Indptr[n]) != len(g.Indices) || (w != nil && (wbits < 1 || wbits > 8)) {
+		return Adj{}, false
+	}
+	top := uint8(1<<max(wbits, 1) - 1)
+	workers := runtime.GOMAXPROCS(0)
+	chunk := (n + workers - 1) / workers
+	type part struct {
+		bad          bool
+		maxDeg, wmax int64
+		_            [40]byte
+	}
+	parts := make([]part, workers)
+	par.Run(workers, func(i int) {
+		p := &parts[i]
+		lo, hi := min(n, i*chunk), min(n, (i+1)*chunk)
+		for v := lo; v < hi; v++ {
+			s, e := g.Indptr[v], g.Indptr[v+1]
+			if s < 0 || e < s || int(e) > len(g.Indices) {
+				p.bad = true // and the slices below would be out of range
+				return
+			}
+			p.maxDeg = max(p.maxDeg, int64(e-s))
+		}
+		if lo == hi {
+			return
+		}
+		s, e := g.Indptr[lo], g.Indptr[hi]
+		for _, u := range g.Indices[s:e] {
+			if u < 0 || int(u) >= nsrc {
+				p.bad = true
+				return
+			}
+		}
+		if w != nil {
+			for _, x := range w[s:e] {
+				if x > top {
+					p.bad = true
+					return
+				}
+				p.wmax = max(p.wmax, int64(x))
+			}
+		}
+	})
+	a = Adj{g: g, nsrc: nsrc, wmax: 1}
+	if w != nil {
+		a.w, a.wmax = w, 0
+	}
+	for _, p := range parts {
+		if p.bad {
+			return Adj{}, false
+		}
+		a.maxDeg = max(a.maxDeg, p.maxDeg)
+		if w != nil {
+			a.wmax = max(a.wmax, p.wmax)
+		}
+	}
+	return a, true
 }
 
 // Rows is the number of rows of the product.
@@ -269,7 +348,7 @@ func aggBit(lane *aggScratch, dst *bittensor.Tensor, a Adj, x Codes, ep *bmm.Epi
 	if err := ep.Validate(m, n); err != nil {
 		return err
 	}
-	clear(dst.Words())
+	clearWords(lane != nil, dst.Words())
 	runAgg(lane, a, x, m, func(s *aggScratch, v0, rows int) {
 		applyQuantizePackRows(dst, &s.q, s.acc, x.Stride, v0, rows, n, ep, rq)
 	})
@@ -341,6 +420,29 @@ func runAgg(lane *aggScratch, a Adj, x Codes, m int, finish func(s *aggScratch, 
 		return
 	}
 	par.Run(min(runtime.GOMAXPROCS(0), blocks), func(int) { work(&aggScratch{}) })
+}
+
+// clearWordsGrain is the slice length (64 KiB of words) from which
+// clearWords splits the clearing over the cores.
+const clearWordsGrain = 1 << 13
+
+// clearWords zeroes w, on every core when it is large and the caller is not
+// a fork (whose ops stay on its goroutine). A fresh output is first
+// touched here: on one core, a one-shot pass took each of its page faults
+// in turn (bench/manycore/RESULTS.md).
+func clearWords(fork bool, w []uint64) {
+	chunks := len(w) / clearWordsGrain
+	if fork || chunks < 2 || runtime.GOMAXPROCS(0) == 1 {
+		clear(w)
+		return
+	}
+	par.For(chunks, runtime.GOMAXPROCS(0), func(i int) {
+		hi := (i + 1) * clearWordsGrain
+		if i == chunks-1 {
+			hi = len(w)
+		}
+		clear(w[i*clearWordsGrain : hi])
+	})
 }
 
 // QuantizeRow is the kernels' re-quantizer: q[j] = rq.Quantize(y[j], bits).

@@ -297,3 +297,76 @@ func TestNewCodesIn(t *testing.T) {
 	_, err = NewCodesIn(old, -1, 3, 2)
 	assert.ErrorIs(t, err, ErrCodes)
 }
+
+// TestAggBitDirtyDestination: a destination large enough for clearWords to
+// split its clearing over the cores, filled with ones first (a pooled
+// output of an earlier pass), gets the same bits as a fresh one.
+func TestAggBitDirtyDestination(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	const m, k, d = 3000, 200, 64
+	c := newAggCase(t, r, m, k, d, 4, 0, 6)
+	ep := &bmm.Epilogue{ColScale: randScale(r, d), ReLU: true}
+	rq := bmm.Requant{Scale: 0.37, Offset: 0.25}
+	for _, packing := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+		want, err := bittensor.New(m, d, 8, packing, bittensor.DefaultPadding)
+		require.NoError(t, err)
+		require.NoError(t, AggBit(want, c.a, c.x, ep, rq))
+		got, err := bittensor.New(m, d, 8, packing, bittensor.DefaultPadding)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(got.Words()), 2*clearWordsGrain)
+		for i := range got.Words() {
+			got.Words()[i] = ^uint64(0)
+		}
+		require.NoError(t, AggBit(got, c.a, c.x, ep, rq))
+		assert.True(t, want.Equal(got), "%v", packing)
+	}
+}
+
+// TestNewAdjOnCores: a large graph's checks on the cores give NewAdj's Adj,
+// and a graph they refuse gets NewAdj's error (never a panic).
+func TestNewAdjOnCores(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 2))
+	const m, nsrc = 5000, 3000
+	g := CSR{Indptr: make([]int32, m+1)}
+	for v := 0; v < m; v++ {
+		for range r.IntN(30) {
+			g.Indices = append(g.Indices, int32(r.IntN(nsrc)))
+		}
+		g.Indptr[v+1] = int32(len(g.Indices))
+	}
+	require.GreaterOrEqual(t, len(g.Indices), adjParEntries)
+	w := make([]uint8, len(g.Indices))
+	for i := range w {
+		w[i] = uint8(1 + r.IntN(7))
+	}
+	for _, ws := range [][]uint8{nil, w} {
+		want, err := NewAdj(g, ws, 3, nsrc)
+		require.NoError(t, err)
+		got, err := newAdj(g, ws, 3, nsrc, true)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+	clone := func() CSR {
+		return CSR{Indptr: append([]int32(nil), g.Indptr...), Indices: append([]int32(nil), g.Indices...)}
+	}
+	bad := map[string]func() (CSR, []uint8, int){
+		"index past nsrc":     func() (CSR, []uint8, int) { c := clone(); c.Indices[len(c.Indices)-1] = nsrc; return c, nil, 3 },
+		"negative index":      func() (CSR, []uint8, int) { c := clone(); c.Indices[7] = -1; return c, nil, 3 },
+		"indptr falls":        func() (CSR, []uint8, int) { c := clone(); c.Indptr[m/2] = c.Indptr[m/2+1] + 1; return c, nil, 3 },
+		"indptr past end":     func() (CSR, []uint8, int) { c := clone(); c.Indptr[10] = int32(len(c.Indices) + 5); return c, nil, 3 },
+		"negative indptr":     func() (CSR, []uint8, int) { c := clone(); c.Indptr[m-3] = -4; return c, nil, 3 },
+		"weight too wide":     func() (CSR, []uint8, int) { ww := append([]uint8(nil), w...); ww[len(ww)-1] = 8; return g, ww, 3 },
+		"weight bits 0":       func() (CSR, []uint8, int) { return g, w, 0 },
+		"weights short":       func() (CSR, []uint8, int) { return g, w[1:], 3 },
+		"last indptr differs": func() (CSR, []uint8, int) { c := clone(); c.Indptr[m]--; return c, nil, 3 },
+	}
+	for name, mk := range bad {
+		t.Run(name, func(t *testing.T) {
+			c, ws, bits := mk()
+			_, want := NewAdj(c, ws, bits, nsrc)
+			require.Error(t, want)
+			_, got := newAdj(c, ws, bits, nsrc, true)
+			assert.Equal(t, want, got)
+		})
+	}
+}

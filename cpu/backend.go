@@ -106,7 +106,7 @@ func (b *Backend) WrapCodes(c Codes) (bmm.Codes, error) {
 // CheckGraph words the error of a bad one as every backend does.
 func (b *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, error) {
 	if g != nil {
-		a, err := NewAdj(CSR{Indptr: g.Indptr, Indices: g.Indices}, g.Weights, g.WeightBits, srcRows)
+		a, err := newAdj(CSR{Indptr: g.Indptr, Indices: g.Indices}, g.Weights, g.WeightBits, srcRows, b.lane == nil)
 		if err == nil {
 			return &graphOperand{b.Operand(), a, a.maxDeg * a.wmax}, nil
 		}

@@ -73,7 +73,7 @@ func (b *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requan
 	if err != nil {
 		return err
 	}
-	clear(d.Words())
+	clearWords(b.lane != nil, d.Words())
 	b.addBlocks(rows, n, func(sc *addScratch, r0, r1 int) {
 		k := (r1 - r0) * n
 		s, q := sc.s[:k], sc.q[:k]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
 )
@@ -18,7 +19,7 @@ var ErrMETIS = errors.New("subgraph: bad METIS file")
 // neighbours, 1-based. The graph written is g's symmetric closure without
 // self-loops, the graph Partition works on, so cuts are comparable.
 func WriteMETIS(w io.Writer, g *Graph) error {
-	wg := fromGraph(g)
+	wg := fromGraph(g, runtime.GOMAXPROCS(0))
 	bw := bufio.NewWriterSize(w, 1<<20)
 	fmt.Fprintf(bw, "%d %d\n", wg.n(), len(wg.adjncy)/2)
 	var line []byte

@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 )
 
@@ -35,7 +36,7 @@ func PartitionMETIS(g *Graph, k int, opt PartitionOptions) (*Partitioning, error
 	if k == 1 {
 		return p, nil
 	}
-	w := fromGraph(g)
+	w := fromGraph(g, runtime.GOMAXPROCS(0))
 	var options [C.METIS_NOPTIONS]C.idx_t
 	C.METIS_SetDefaultOptions(&options[0])
 	options[C.METIS_OPTION_SEED] = C.idx_t(opt.Seed & 0x7fffffff)

@@ -3,6 +3,7 @@ package subgraph
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 )
 
 // pqueue is a max-heap of vertices keyed by gain, with a locator so keys can
@@ -121,13 +122,14 @@ func (q *pqueue) down(i int) {
 // bisection is a 2-way partition of a working graph with its FM state:
 // id/ed are each vertex's edge weight to its own and to the other side.
 type bisection struct {
-	g      *wgraph
-	where  []uint8
-	id, ed []int32
-	pwgts  [2]int64
-	tpwgts [2]int64 // target weights
-	maxpw  [2]int64 // allowed weights
-	cut    int64
+	g       *wgraph
+	where   []uint8
+	id, ed  []int32
+	pwgts   [2]int64
+	tpwgts  [2]int64 // target weights
+	maxpw   [2]int64 // allowed weights
+	cut     int64
+	threads int // goroutines for params on a large graph
 }
 
 func newBisection(g *wgraph, frac, ub float64) *bisection {
@@ -143,22 +145,32 @@ func newBisection(g *wgraph, frac, ub float64) *bisection {
 // params recomputes pwgts, id, ed and cut from where.
 func (b *bisection) params() {
 	g := b.g
+	var mu sync.Mutex
 	b.pwgts = [2]int64{}
 	b.cut = 0
-	for v := 0; v < g.n(); v++ {
-		me := b.where[v]
-		b.pwgts[me] += int64(g.vwgt[v])
-		var id, ed int32
-		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
-			if b.where[g.adjncy[e]] == me {
-				id += g.adjwgt[e]
-			} else {
-				ed += g.adjwgt[e]
+	forRows(g, b.threads, func(lo, hi int) {
+		var pw [2]int64
+		var cut int64
+		for v := lo; v < hi; v++ {
+			me := b.where[v]
+			pw[me] += int64(g.vwgt[v])
+			var id, ed int32
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				if b.where[g.adjncy[e]] == me {
+					id += g.adjwgt[e]
+				} else {
+					ed += g.adjwgt[e]
+				}
 			}
+			b.id[v], b.ed[v] = id, ed
+			cut += int64(ed)
 		}
-		b.id[v], b.ed[v] = id, ed
-		b.cut += int64(ed)
-	}
+		mu.Lock() // integer sums: the same in any order
+		b.pwgts[0] += pw[0]
+		b.pwgts[1] += pw[1]
+		b.cut += cut
+		mu.Unlock()
+	})
 	b.cut /= 2
 }
 
@@ -421,10 +433,10 @@ func growBisection(g *wgraph, frac, ub float64, tries int, r *rand.PCG) []uint8 
 // coarsening (each from its own initial bisections) and keeps the smallest
 // cut; re-coarsening per try, as METIS does, cost twice as much in our
 // tests without a better cut.
-func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
+func mlBisect(g *wgraph, frac, ub float64, ncuts, threads int, r *rand.PCG) []uint8 {
 	const coarsenTo = 40
 	maxvwgt := int32(min(int64(math.MaxInt32), max(1, int64(1.5*float64(g.tvwgt)/coarsenTo))))
-	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, 1, r, nil)
+	graphs, cmaps := coarsen(g, coarsenTo, maxvwgt, threads, r, nil)
 	cg := graphs[len(graphs)-1]
 	// Two growing tries (one on a coarsest graph that stayed large): the
 	// ncuts repetitions already diversify, and four or eight tries cost
@@ -433,10 +445,9 @@ func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
 	if cg.n() > 1000 {
 		tries = 1
 	}
-	s := newBisectScratch(g.n())
-	var best []uint8
-	bestCut := int64(-1)
-	for try := 0; try < max(1, ncuts); try++ {
+	// One try: initial bisections of the coarsest graph, projected back
+	// level by level with balance and FM refinement.
+	try := func(r *rand.PCG, s *bisectScratch) ([]uint8, int64) {
 		where := growBisection(cg, frac, ub, tries, r)
 		cut := int64(-1)
 		for l := len(cmaps) - 1; l >= 0; l-- {
@@ -447,6 +458,7 @@ func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
 			}
 			b := newBisection(fg, frac, ub)
 			b.where = fw
+			b.threads = threads
 			b.params()
 			b.balance(s.q[0])
 			b.fm(10, s.q, s.moved[:fg.n()], s.swaps[:fg.n()])
@@ -455,9 +467,39 @@ func mlBisect(g *wgraph, frac, ub float64, ncuts int, r *rand.PCG) []uint8 {
 		if cut < 0 {
 			cut = bisectCut(g, where)
 		}
-		if bestCut < 0 || cut < bestCut {
-			best, bestCut = where, cut
+		return where, cut
+	}
+	ncuts = max(1, ncuts)
+	wheres := make([][]uint8, ncuts)
+	cuts := make([]int64, ncuts)
+	if ncuts > 1 && threads > 1 && len(g.adjncy) >= parallelMatchEdges {
+		// A large graph's tries run side by side, each from its own
+		// stream drawn here, so the result is the same on any threads.
+		var wg sync.WaitGroup
+		for i := range ncuts {
+			tr := rng64(r.Uint64(), uint64(i))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wheres[i], cuts[i] = try(tr, newBisectScratch(g.n()))
+			}()
+		}
+		wg.Wait()
+	} else if len(g.adjncy) >= parallelMatchEdges {
+		for i := range ncuts {
+			wheres[i], cuts[i] = try(rng64(r.Uint64(), uint64(i)), newBisectScratch(g.n()))
+		}
+	} else {
+		s := newBisectScratch(g.n())
+		for i := range ncuts {
+			wheres[i], cuts[i] = try(r, s)
 		}
 	}
-	return best
+	best := 0
+	for i := range ncuts {
+		if cuts[i] < cuts[best] {
+			best = i
+		}
+	}
+	return wheres[best]
 }

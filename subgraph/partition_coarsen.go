@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // wgraph is the partitioner's working graph: symmetric CSR without
@@ -21,10 +22,14 @@ func (g *wgraph) n() int { return len(g.xadj) - 1 }
 
 // fromGraph turns a Graph into a unit-weight working graph, symmetrizing it
 // and dropping self-loops when needed.
-func fromGraph(g *Graph) *wgraph {
+func fromGraph(g *Graph, threads int) *wgraph {
 	n := g.N()
 	src := g
-	if !isSymmetric(g) {
+	sym, ok := symmetricRows(g, threads)
+	if !ok {
+		sym = isSymmetric(g)
+	}
+	if !sym {
 		rev := g.Reverse()
 		xadj := make([]int32, n+1)
 		adj := make([]int32, 0, len(g.Indices)+len(rev.Indices))
@@ -52,6 +57,37 @@ func fromGraph(g *Graph) *wgraph {
 		src = &Graph{Indptr: xadj, Indices: adj}
 	}
 	w := &wgraph{xadj: make([]int32, n+1), vwgt: make([]int32, n), tvwgt: int64(n)}
+	if threads > 1 && len(src.Indices) >= parallelEdges {
+		// The same rows, counted and then filled on the cores.
+		rows := &wgraph{xadj: src.Indptr, adjncy: src.Indices}
+		forRows(rows, threads, func(lo, hi int) {
+			for v := lo; v < hi; v++ {
+				c := int32(0)
+				for _, u := range src.Neighbors(v) {
+					if int(u) != v {
+						c++
+					}
+				}
+				w.xadj[v+1], w.vwgt[v] = c, 1
+			}
+		})
+		for v := 0; v < n; v++ {
+			w.xadj[v+1] += w.xadj[v]
+		}
+		w.adjncy, w.adjwgt = make([]int32, w.xadj[n]), make([]int32, w.xadj[n])
+		forRows(rows, threads, func(lo, hi int) {
+			for v := lo; v < hi; v++ {
+				p := w.xadj[v]
+				for _, u := range src.Neighbors(v) {
+					if int(u) != v {
+						w.adjncy[p], w.adjwgt[p] = u, 1
+						p++
+					}
+				}
+			}
+		})
+		return w
+	}
 	w.adjncy = make([]int32, 0, len(src.Indices))
 	for v := 0; v < n; v++ {
 		for _, u := range src.Neighbors(v) {
@@ -79,6 +115,7 @@ func isSymmetric(g *Graph) bool {
 type coarsener struct {
 	match, perm, htable []int32
 	deg                 []int32
+	cand                []int32 // proposeRounds' scratch
 }
 
 // coarsen builds the multilevel hierarchy: graphs[0] is g, graphs[i+1] is
@@ -91,7 +128,7 @@ func coarsen(g *wgraph, to int, maxvwgt int32, threads int, r *rand.PCG, level f
 	graphs = []*wgraph{g}
 	var c coarsener
 	for cur := g; cur.n() > to && len(cur.adjncy) > 0; {
-		cmap, cn := c.matchLevel(cur, maxvwgt, r)
+		cmap, cn := c.matchLevel(cur, maxvwgt, threads, r)
 		var next *wgraph
 		if threads > 1 && len(cur.adjncy) >= parallelContractEdges {
 			next = contractParallel(cur, cmap, cn, c.match, threads)
@@ -113,11 +150,12 @@ func coarsen(g *wgraph, to int, maxvwgt int32, threads int, r *rand.PCG, level f
 
 // matchLevel computes a sorted heavy-edge matching (vertices visited by
 // increasing degree, see degreeOrder, each matched to its unmatched
-// neighbour over the heaviest edge that keeps the pair under maxvwgt), adds
+// neighbour over the heaviest edge that keeps the pair under maxvwgt; on a
+// large graph most pairs come first from proposeRounds), adds
 // two-hop matches when more than 10% stay unmatched, and numbers the coarse
 // vertices in order of their smallest member. It returns the coarse map and
 // the coarse vertex count.
-func (c *coarsener) matchLevel(g *wgraph, maxvwgt int32, r *rand.PCG) ([]int32, int) {
+func (c *coarsener) matchLevel(g *wgraph, maxvwgt int32, threads int, r *rand.PCG) ([]int32, int) {
 	n := g.n()
 	c.match = grow(c.match, n)
 	c.perm = grow(c.perm, n)
@@ -126,6 +164,9 @@ func (c *coarsener) matchLevel(g *wgraph, maxvwgt int32, r *rand.PCG) ([]int32, 
 		match[i] = -1
 	}
 	degreeOrder(g, perm, &c.deg, r)
+	if len(g.adjncy) >= parallelMatchEdges {
+		c.proposeRounds(g, maxvwgt, threads)
+	}
 	unmatched := 0
 	lastFree := 0 // isolated vertices pair with the next free vertex in perm order
 	for pi, v := range perm {
@@ -181,6 +222,83 @@ func (c *coarsener) matchLevel(g *wgraph, maxvwgt int32, r *rand.PCG) ([]int32, 
 		}
 	}
 	return cmap, int(cn)
+}
+
+// parallelMatchEdges is the graph size from which matching starts with
+// rounds of mutual proposals (proposeRounds). It is a size, not a thread
+// count, so that a graph's partition never depends on the threads.
+const parallelMatchEdges = 1 << 20
+
+// proposeRounds matches most vertices of a large graph in parallel, the
+// same way on any number of threads: in each round every unmatched vertex
+// proposes to its unmatched neighbour over the heaviest edge that keeps the
+// pair under maxvwgt (ties by a hash of the edge, which spreads the
+// proposals: ties to the lowest degree sent most of a level's vertices to a
+// few), and two vertices that propose to each other match. The greedy
+// visit of matchLevel then takes the vertices left over.
+func (c *coarsener) proposeRounds(g *wgraph, maxvwgt int32, threads int) {
+	n := g.n()
+	match := c.match
+	c.cand = grow(c.cand, n)
+	cand := c.cand
+	for v := range cand {
+		cand[v] = -1
+	}
+	for round := 0; round < 6; round++ {
+		// A proposal stands while its target is free (the others can only
+		// have gone), and a vertex with none never gets one (-2): only
+		// vertices whose target matched elsewhere look again.
+		forRows(g, threads, func(lo, hi int) {
+			for v := lo; v < hi; v++ {
+				if match[v] >= 0 || cand[v] == -2 || (cand[v] >= 0 && match[cand[v]] < 0) {
+					continue
+				}
+				best, bw, bh := int32(-1), int32(-1), uint32(0)
+				vw := g.vwgt[v]
+				for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+					u := g.adjncy[e]
+					w := g.adjwgt[e]
+					if w < bw || match[u] >= 0 || vw+g.vwgt[u] > maxvwgt {
+						continue
+					}
+					if h := edgeHash(int32(v), u); w > bw || h > bh {
+						best, bw, bh = u, w, h
+					}
+				}
+				if best < 0 {
+					best = -2
+				}
+				cand[v] = best
+			}
+		})
+		var made atomic.Int64
+		forRows(g, threads, func(lo, hi int) {
+			m := 0
+			for v := lo; v < hi; v++ {
+				if u := cand[v]; u >= 0 && match[v] < 0 && cand[u] == int32(v) {
+					match[v] = u
+					m++
+				}
+			}
+			made.Add(int64(m))
+		})
+		// Later rounds find fewer and fewer pairs; the greedy visit is
+		// cheaper than another round over every vertex for the last few.
+		if made.Load() < int64(n)/50 {
+			break
+		}
+	}
+}
+
+// edgeHash orders the edges of equal weight, the same from either end.
+func edgeHash(a, b int32) uint32 {
+	if a > b {
+		a, b = b, a
+	}
+	x := uint64(uint32(a))<<32 | uint64(uint32(b))
+	x = (x ^ x>>33) * 0xff51afd7ed558ccd
+	x = (x ^ x>>33) * 0xc4ceb9fe1a85ec53
+	return uint32(x >> 32)
 }
 
 // match2Hop pairs unmatched vertices of degree <= maxDeg that share a

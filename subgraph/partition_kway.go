@@ -31,6 +31,7 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 		k:        k,
 		tr:       tr,
 	}
+	rb.threads = opt.Threads
 	rb.run(cg, k, splitmix(opt.Seed^0x5bd1e995), where, 0, 0)
 	kr := newKwayRefiner(k, opt, rng64(opt.Seed, 2))
 	// Refinement work is counted in nodes: every level's, the finest
@@ -65,6 +66,7 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 type recursiveBisector struct {
 	ub       float64 // allowed imbalance of each bisection
 	ncuts    int     // bisections tried per split near the top, the best kept
+	threads  int     // goroutines for the passes over a large graph
 	topDepth int     // splits at depth < topDepth try ncuts bisections, deeper ones one
 	sem      chan struct{}
 	k        int          // parts of the whole split, for progress
@@ -91,8 +93,8 @@ func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off
 	if depth < rb.topDepth {
 		ncuts = rb.ncuts
 	}
-	where := mlBisect(g, float64(k0)/float64(k), rb.ub, ncuts, rng64(seed, 0))
-	subs, vmaps := splitGraph(g, where)
+	where := mlBisect(g, float64(k0)/float64(k), rb.ub, ncuts, rb.threads, rng64(seed, 0))
+	subs, vmaps := splitGraph(g, where, rb.threads)
 	var halves sync.WaitGroup
 	defer halves.Wait()
 	for s := 0; s < 2; s++ {
@@ -129,8 +131,11 @@ func (rb *recursiveBisector) run(g *wgraph, k int, seed uint64, out []int32, off
 
 // splitGraph returns the subgraphs induced by each side of a bisection and,
 // for each, the parent vertex of every subgraph vertex.
-func splitGraph(g *wgraph, where []uint8) (subs [2]*wgraph, vmaps [2][]int32) {
+func splitGraph(g *wgraph, where []uint8, threads int) (subs [2]*wgraph, vmaps [2][]int32) {
 	n := g.n()
+	if threads > 1 && len(g.adjncy) >= parallelEdges {
+		return splitGraphParallel(g, where, threads)
+	}
 	label := make([]int32, n)
 	var cnt [2]int32
 	var ne [2]int32
@@ -170,6 +175,59 @@ func splitGraph(g *wgraph, where []uint8) (subs [2]*wgraph, vmaps [2][]int32) {
 	return subs, vmaps
 }
 
+// splitGraphParallel is splitGraph with the rows counted and filled on the
+// cores: the same subgraphs.
+func splitGraphParallel(g *wgraph, where []uint8, threads int) (subs [2]*wgraph, vmaps [2][]int32) {
+	n := g.n()
+	label := make([]int32, n)
+	deg := make([]int32, n) // v's neighbours on its side
+	var cnt [2]int32
+	for v := 0; v < n; v++ {
+		label[v] = cnt[where[v]]
+		cnt[where[v]]++
+	}
+	forRows(g, threads, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			s, d := where[v], int32(0)
+			for _, u := range g.adjncy[g.xadj[v]:g.xadj[v+1]] {
+				if where[u] == s {
+					d++
+				}
+			}
+			deg[v] = d
+		}
+	})
+	for s := 0; s < 2; s++ {
+		subs[s] = &wgraph{xadj: make([]int32, cnt[s]+1), vwgt: make([]int32, cnt[s])}
+		vmaps[s] = make([]int32, cnt[s])
+	}
+	for v := 0; v < n; v++ {
+		sg, l := subs[where[v]], label[v]
+		sg.xadj[l+1] = sg.xadj[l] + deg[v]
+		sg.vwgt[l] = g.vwgt[v]
+		sg.tvwgt += int64(g.vwgt[v])
+		vmaps[where[v]][l] = int32(v)
+	}
+	for s := 0; s < 2; s++ {
+		m := subs[s].xadj[cnt[s]]
+		subs[s].adjncy, subs[s].adjwgt = make([]int32, m), make([]int32, m)
+	}
+	forRows(g, threads, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			s := where[v]
+			sg := subs[s]
+			p := sg.xadj[label[v]]
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				if u := g.adjncy[e]; where[u] == s {
+					sg.adjncy[p], sg.adjwgt[p] = label[u], g.adjwgt[e]
+					p++
+				}
+			}
+		}
+	})
+	return subs, vmaps
+}
+
 // kwayRefiner improves a k-way partition level by level with greedy
 // boundary moves (METIS's Greedy_KWayOptimize): a boundary vertex moves to
 // the neighbouring part it is most connected to when that lowers the cut,
@@ -177,6 +235,7 @@ func splitGraph(g *wgraph, where []uint8) (subs [2]*wgraph, vmaps [2][]int32) {
 type kwayRefiner struct {
 	k       int
 	ub      float64
+	threads int // for the passes over every vertex; moves stay serial
 	r       *rand.PCG
 	g       *wgraph
 	where   []int32
@@ -190,12 +249,21 @@ type kwayRefiner struct {
 	id, ed  []int32
 	dirty   []int32 // pass+1 when the vertex's degrees changed in that pass
 	q       *pqueue
-	strict  bool           // no overshoot: the final pass after balancing
-	onPass  func(pass int) // called after each pass with the passes done
+	strict  bool // no overshoot: the final pass after balancing
+
+	// preconnect's results for this pass (pre, preStamp): vertex v's
+	// neighbour parts and connections are preP/preC[preChunk[v]][preOff[v]:][:preLn[v]]
+	// where preMark[v] == preStamp, while changed[v] != preStamp.
+	pre                     bool
+	preStamp                uint32
+	preMark, changed        []uint32
+	preChunk, preOff, preLn []int32
+	preP, preC              [][]int32
+	onPass                  func(pass int) // called after each pass with the passes done
 }
 
 func newKwayRefiner(k int, opt PartitionOptions, r *rand.PCG) *kwayRefiner {
-	return &kwayRefiner{k: k, ub: opt.Imbalance, r: r, conn: make([]int32, k), pwgts: make([]int64, k)}
+	return &kwayRefiner{k: k, ub: opt.Imbalance, threads: opt.Threads, r: r, conn: make([]int32, k), pwgts: make([]int64, k)}
 }
 
 // setup attaches a level's graph and partition.
@@ -224,6 +292,69 @@ func (kr *kwayRefiner) connect(v int32) {
 			kr.touched = append(kr.touched, p)
 		}
 		kr.conn[p] += g.adjwgt[e]
+	}
+}
+
+// preconnect computes, on the refiner's threads, what connect would give
+// for each of a pass's candidates, so that the serial pass only replays it
+// for those none of whose neighbours has moved since (connectAt). It does
+// nothing on one thread or a small graph, where connect's scan is cheaper
+// than the bookkeeping; the pass is the same either way.
+func (kr *kwayRefiner) preconnect(bnd []int32) bool {
+	g := kr.g
+	n := g.n()
+	if kr.threads <= 1 || len(g.adjncy) < parallelEdges || len(bnd) < 2*kr.threads {
+		return false
+	}
+	kr.preStamp++
+	if len(kr.changed) < n {
+		kr.preMark, kr.changed = make([]uint32, n), make([]uint32, n)
+		kr.preChunk, kr.preOff, kr.preLn = make([]int32, n), make([]int32, n), make([]int32, n)
+	}
+	chunks := kr.threads
+	if len(kr.preP) < chunks {
+		kr.preP, kr.preC = make([][]int32, chunks), make([][]int32, chunks)
+	}
+	var wg sync.WaitGroup
+	for c := range chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn := make([]int32, kr.k)
+			ps, cs := kr.preP[c][:0], kr.preC[c][:0]
+			for _, v := range bnd[c*len(bnd)/chunks : (c+1)*len(bnd)/chunks] {
+				start := len(ps)
+				for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+					p := kr.where[g.adjncy[e]]
+					if conn[p] == 0 {
+						ps = append(ps, p)
+					}
+					conn[p] += g.adjwgt[e]
+				}
+				for _, p := range ps[start:] {
+					cs = append(cs, conn[p])
+					conn[p] = 0
+				}
+				kr.preMark[v] = kr.preStamp
+				kr.preChunk[v], kr.preOff[v], kr.preLn[v] = int32(c), int32(start), int32(len(ps)-start)
+			}
+			kr.preP[c], kr.preC[c] = ps, cs
+		}()
+	}
+	wg.Wait()
+	return true
+}
+
+// connectAt is connect, from preconnect's results where they still hold.
+func (kr *kwayRefiner) connectAt(v int32) {
+	if !kr.pre || kr.preMark[v] != kr.preStamp || kr.changed[v] == kr.preStamp {
+		kr.connect(v)
+		return
+	}
+	c, off, ln := kr.preChunk[v], kr.preOff[v], kr.preLn[v]
+	kr.touched = append(kr.touched[:0], kr.preP[c][off:off+ln]...)
+	for i, p := range kr.touched {
+		kr.conn[p] = kr.preC[c][int(off)+i]
 	}
 }
 
@@ -272,17 +403,19 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 	n := g.n()
 	id, ed := grow(kr.id, n), grow(kr.ed, n)
 	kr.id, kr.ed = id, ed
-	for v := 0; v < n; v++ {
-		var a, b int32
-		for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
-			if where[g.adjncy[e]] == where[v] {
-				a += g.adjwgt[e]
-			} else {
-				b += g.adjwgt[e]
+	forRows(g, kr.threads, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			var a, b int32
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				if where[g.adjncy[e]] == where[v] {
+					a += g.adjwgt[e]
+				} else {
+					b += g.adjwgt[e]
+				}
 			}
+			id[v], ed[v] = a, b
 		}
-		id[v], ed[v] = a, b
-	}
+	})
 	if kr.q == nil || len(kr.q.pos) < n {
 		kr.q = newPQueue(n)
 	}
@@ -323,6 +456,7 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			q.insert(v, kr.key(v))
 			status[v] = kr.stamp
 		}
+		kr.pre = kr.preconnect(bnd)
 		moves := 0
 		gains := int64(0)
 		for {
@@ -335,7 +469,7 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			if id[v] > 0 && kr.pwgts[from]-vw < kr.minpw {
 				continue
 			}
-			kr.connect(v)
+			kr.connectAt(v)
 			to, c := kr.refineTarget(from, vw, id[v])
 			blocked := to < 0 && kr.canGain(from, id[v])
 			kr.release()
@@ -363,6 +497,9 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
 				u := g.adjncy[e]
 				w := g.adjwgt[e]
+				if kr.pre {
+					kr.changed[u] = kr.preStamp // its connections are not preconnect's any more
+				}
 				switch where[u] {
 				case from:
 					id[u] -= w

@@ -222,7 +222,7 @@ func TestStatsMatchBruteForce(t *testing.T) {
 				assert.InDelta(t, float64(edges-cut)/float64(edges), s.KeptFraction, 1e-12)
 			}
 			// The partitioner's own cut on its working graph agrees.
-			wg := fromGraph(g)
+			wg := fromGraph(g, 2)
 			assert.Equal(t, cut, wcut(wg, p.Parts))
 		})
 	}
@@ -278,7 +278,7 @@ func TestMETISRoundTrip(t *testing.T) {
 			require.NoError(t, WriteMETIS(&buf, g))
 			h, err := ReadMETIS(&buf)
 			require.NoError(t, err)
-			w := fromGraph(g)
+			w := fromGraph(g, 2)
 			assert.Equal(t, w.xadj, h.Indptr)
 			assert.True(t, slices.Equal(w.adjncy, h.Indices), "adjacency differs")
 		})
@@ -341,11 +341,11 @@ func FuzzReadMETIS(f *testing.F) {
 func TestContractParallelMatchesSerial(t *testing.T) {
 	g, _, err := PlantedPartition(30000, 30, 10, 0.3, 3)
 	require.NoError(t, err)
-	w := fromGraph(g)
+	w := fromGraph(g, 2)
 	r := rng64(1, 1)
 	var c coarsener
 	for level := 0; level < 3; level++ {
-		cmap, cn := c.matchLevel(w, 1<<20, r)
+		cmap, cn := c.matchLevel(w, 1<<20, 2, r)
 		serial := contract(w, cmap, cn, c.match, &c.htable)
 		for _, threads := range []int{2, 3, 7} {
 			par := contractParallel(w, cmap, cn, c.match, threads)
@@ -365,7 +365,7 @@ func TestPartitionSmallComponents(t *testing.T) {
 	g := d.Graph
 	const k = 50
 	opt := PartitionOptions{Imbalance: DefaultImbalance, Seed: 1, Threads: 1, Iterations: 10}
-	wg := fromGraph(g)
+	wg := fromGraph(g, 2)
 	packed := make([]int32, g.N())
 	require.True(t, packSmallComponents(wg, k, opt, packed))
 	plain := make([]int32, g.N())
@@ -401,5 +401,5 @@ func TestPartitionSmallComponents(t *testing.T) {
 	// A single connected graph is left to the plain path.
 	one, _, err := PlantedPartition(2000, 10, 8, 0.1, 1)
 	require.NoError(t, err)
-	assert.False(t, packSmallComponents(fromGraph(one), 10, opt, make([]int32, 2000)))
+	assert.False(t, packSmallComponents(fromGraph(one, 1), 10, opt, make([]int32, 2000)))
 }

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Issue 19 on a many-core host with no Go toolchain: the 4-bit GCN pass at
 # GOMAXPROCS 1..16, warm (layers BenchmarkQGCNSpeed) and one-shot (`qgtc
-# infer --json` compute_ms), old (build/manycore/old: main before this work) against
-# new, PyTorch fp32 with as many threads, and the multilevel partition at 1
-# and all cores with its edge cut, on Coauthor Physics (testdata), a 1M-node
-# planted graph (512 features) and a 2M-node one (128 features) that the
-# built qgtc generates here. Built by `make manycore` (static binaries in
-# build/manycore, ~30 MB); run from the repository root:
+# infer --json --passes P`: the first pass's compute_ms against the median
+# of the later passes of the same process), PyTorch fp32 at as many threads
+# over the whole graph (torch_cpu.py: torch_geometric GCNConv and
+# torch.sparse.mm), and the multilevel partition at every core count with
+# its edge cut, on Coauthor Physics (testdata), a 1M-node planted graph (512
+# features) and a 2M-node one (avg degree 20: 40M stored edges; 128
+# features) that the built qgtc generates here with fixed seeds. Built by
+# `make manycore` (static binaries in build/manycore, ~35 MB; old binaries,
+# main before issue 19's work, are optional and measured last); run from the
+# repository root:
 #   bash bench/manycore/run.sh          # table.md, results.tsv and log.txt in $OUT
 # Every step is bounded by what is left of BUDGET seconds (default 450) and
 # steps are taken in order of need, so the table holds whatever finished.
 # Knobs: SCALE (node counts × SCALE, 1; a dry run on 2 cores: 0.02),
 # CORES ("1 2 4 8 16", cut to nproc), WARM (passes per warm figure, 5),
-# REPS (one-shot runs per core count and binary, 1), TORCH_CPUS (threads
-# torch runs with, the largest of CORES), OLDNEW_DATA (built-in graphs of the
-# old/new warm comparison, "coauthor_physics planted-1m").
+# PASSES (passes of each one-shot process, 5), REPS (one-shot processes per
+# core count, 1), TORCH_CPUS (threads torch runs with, the largest of
+# CORES), OLDNEW_DATA (built-in graphs of the old/new warm comparison,
+# "coauthor_physics planted-1m").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -24,6 +29,7 @@ BUDGET=${BUDGET:-450}
 SCALE=${SCALE:-1}
 WARM=${WARM:-5}
 REPS=${REPS:-1}
+PASSES=${PASSES:-5}
 OLDNEW_DATA=${OLDNEW_DATA:-coauthor_physics planted-1m}
 W=${WORK:-${TMPDIR:-/tmp}/qgtc-manycore}
 mkdir -p "$OUT" "$W"
@@ -42,7 +48,7 @@ CSV=$(IFS=,; echo "${cores[*]}")
 TORCH_CPUS=${TORCH_CPUS:-$MAXC}
 NEW=$BIN/qgtc
 OLD=$BIN/old/qgtc
-for f in "$NEW" "$BIN/layers.test"; do
+for f in "$NEW" "$BIN/layers.test" "$BIN/export"; do
   [ -x "$f" ] || { echo "missing $f: build it first (make manycore)" >&2; exit 2; }
 done
 HAVE_OLD=1
@@ -81,7 +87,7 @@ K1=$((N1 / 2000))
 K2=$((N2 / 2000))
 run 60 "$NEW" data synth --quiet --model planted --nodes "$N1" --communities "$K1" --avg-degree 10 --mixing 0.1 --seed 1 \
   --features 512 --feature-nnz 16 --classes 10 -o "$W/planted1m.npz" > /dev/null || exit 1
-run 90 "$NEW" data synth --quiet --model planted --nodes "$N2" --communities "$K2" --avg-degree 10 --mixing 0.1 --seed 2 \
+run 90 "$NEW" data synth --quiet --model planted --nodes "$N2" --communities "$K2" --avg-degree 20 --mixing 0.1 --seed 2 \
   --features 128 --feature-nnz 16 --classes 10 -o "$W/synth2m.npz" > /dev/null || exit 1
 GRAPHS="physics planted1m synth2m"
 declare -A DS PARTS
@@ -89,20 +95,26 @@ DS[physics]=coauthor_physics PARTS[physics]=18
 DS[planted1m]=$W/planted1m.npz PARTS[planted1m]=$K1
 DS[synth2m]=$W/synth2m.npz PARTS[synth2m]=$K2
 
-# 2. Partitions: the files every later step batches by (new, all cores),
-# and the 1M-node partition at 1 and all cores, new and old, timed.
+# part BINARY LABEL GRAPH CORES [OUT]: one timed partition and its edge cut.
+part() {
+  local bin=$1 label=$2 g=$3 c=$4 out=${5:-}
+  run 60 env GOMAXPROCS="$c" "$bin" partition --dataset "${DS[$g]}" --parts "${PARTS[$g]}" --json --quiet \
+    ${out:+--out "$out"} > "$W/part.json" &&
+    res partition "$g" "$label" "$c" "$(jget "$W/part.json" seconds edge_cut nodes edges)"
+}
+
+# 2. Partitions: the files every later step batches by (new, all cores:
+# also the all-cores timing), then 1 core on the large graphs.
 for g in $GRAPHS; do
-  run 60 env GOMAXPROCS="$MAXC" "$NEW" partition --dataset "${DS[$g]}" --parts "${PARTS[$g]}" --json --quiet \
-    --out "$W/$g.part" > "$W/part.json" || exit 1
-  res partition "$g" new "$MAXC" "$(jget "$W/part.json" seconds edge_cut nodes edges)"
+  part "$NEW" new "$g" "$MAXC" "$W/$g.part" || exit 1
 done
-for c in 1 "$MAXC"; do
-  [ "$c" = "$MAXC" ] || run 120 env GOMAXPROCS="$c" "$NEW" partition --dataset "${DS[planted1m]}" --parts "$K1" --json --quiet > "$W/part.json" &&
-    res partition planted1m new "$c" "$(jget "$W/part.json" seconds edge_cut nodes edges)"
+for g in planted1m synth2m; do
+  [ "$MAXC" = 1 ] || part "$NEW" new "$g" 1
 done
 
 # 3. Models: a 4-bit GCN (hidden 64) calibrated on untrained weights per
-# graph (--epochs 0: speed does not need accuracy), read by every one-shot run.
+# graph (--epochs 0: speed does not need accuracy), read by every one-shot
+# run; and each graph exported for torch.
 declare -A MODEL
 for g in $GRAPHS; do
   run 60 env GOMAXPROCS="$MAXC" "$NEW" infer --dataset "${DS[$g]}" --partition "$W/$g.part" --bits 4 --epochs 0 --qat-epochs 0 \
@@ -113,64 +125,79 @@ done
 
 # warm BINARY LABEL SPEC NAMES EST [IMPLS]: BenchmarkQGCNSpeed's 4-bit pass (as the
 # plan picks: batches of up to 2^18 rows merged into one pass; and
-# batchwise, never merged: lanes of whole batches), and torch at
-# TORCH_CPUS, at every core count, for the graphs NAMES (QGTC_SPEED_DATA
-# SPEC, or built-in names with SPEC empty).
+# batchwise, never merged: lanes of whole batches) at every core count, for
+# the graphs NAMES (QGTC_SPEED_DATA SPEC, or built-in names with SPEC empty).
 warm() {
-  local bin=$1 label=$2 spec=$3 names=$4 est=$5 impls=${6:-qgtc|qgtc-batchwise|torch-fp32}
-  run "$est" env QGTC_SPEED_DATA="$spec" QGTC_TORCH_CPUS="$TORCH_CPUS" "$bin" -test.run '^$' \
+  local bin=$1 label=$2 spec=$3 names=$4 est=$5 impls=${6:-qgtc|qgtc-batchwise}
+  run "$est" env QGTC_SPEED_DATA="$spec" "$bin" -test.run '^$' \
     -test.bench "QGCNSpeed/data=($names)\$/impl=($impls)\$/bits=4\$" -test.cpu "$CSV" \
     -test.benchtime "${WARM}x" -test.timeout 0 > "$W/warm.txt"
   cat "$W/warm.txt" >> "$LOG"
   awk -v label="$label" '/^BenchmarkQGCNSpeed/ {
       n = split($1, p, "/"); data = p[2]; sub(/^data=/, "", data)
-      impl = ($1 ~ /torch-fp32/) ? "torch" : ($1 ~ /qgtc-batchwise/) ? label "-batchwise" : label
+      impl = ($1 ~ /torch-fp32/) ? "torch-batches" : ($1 ~ /qgtc-batchwise/) ? label "-batchwise" : label
       c = 1; if (match($1, /-[0-9]+$/)) c = substr($1, RSTART + 1)
       ms = ""; for (i = 2; i < NF; i++) if ($(i+1) == "ms/pass") ms = $i
       if (ms != "") printf "warm\t%s\t%s\t%s\t%s\n", data, impl, c, ms }' "$W/warm.txt" >> "$RES"
 }
-# oneshot BINARY LABEL GRAPH CORES: qgtc infer in a fresh process.
+# oneshot BINARY LABEL GRAPH CORES [ENV...] [-- FLAGS...]: qgtc infer in a
+# fresh process, PASSES passes: the first pass's compute_ms and the median
+# of the later passes (pack + compute each) of the same process.
 oneshot() {
   local bin=$1 label=$2 g=$3 c=$4
-  run 30 env GOMAXPROCS="$c" "$bin" infer --dataset "${DS[$g]}" --partition "$W/$g.part" --weights "${MODEL[$g]}" \
-    --json --quiet > "$W/os.json" &&
-    res oneshot "$g" "$label" "$c" "$(jget "$W/os.json" compute_ms pack_ms total_ms predictions_sha256)"
+  shift 4
+  local envs=() flags=()
+  while (($#)) && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  (($#)) && shift
+  flags=("$@")
+  local passes=$PASSES
+  [ "$label" = old ] && passes= # the old binary knows no --passes
+  run 30 env GOMAXPROCS="$c" "${envs[@]}" "$bin" infer --dataset "${DS[$g]}" --partition "$W/$g.part" --weights "${MODEL[$g]}" \
+    --json --quiet ${passes:+--passes "$passes"} "${flags[@]}" > "$W/os.json" &&
+    res oneshot "$g" "$label" "$c" "$(jget "$W/os.json" compute_ms pack_ms total_ms predictions_sha256 pass_median_ms merged)"
+}
+# torchrun GRAPH: PyTorch fp32 over the whole graph at TORCH_CPUS threads.
+torchrun() {
+  local g=$1
+  [ -d "$W/$g.torch" ] || run 60 "$BIN/export" --dataset "${DS[$g]}" --partition "$W/$g.part" --out "$W/$g.torch" >> "$LOG" || return
+  run 90 python3 bench/manycore/torch_cpu.py "$W/$g.torch" --threads "$TORCH_CPUS" --reps "$WARM" > "$W/torch.json" &&
+    res torch "$g" "$TORCH_CPUS" "$(jget "$W/torch.json" ms_per_pass sparse_ms pyg_ms threads torch)"
 }
 
-# 4. Warm passes, new, on the files the CLI reads (same batches).
+# 4. Warm passes, new, on the files the CLI reads (same batches), and
+# torch at TORCH_CPUS threads on the same graphs.
 SPEC="physics=coauthor_physics,$W/physics.part;planted1m=$W/planted1m.npz,$W/planted1m.part;synth2m=$W/synth2m.npz,$W/synth2m.part"
 for g in $GRAPHS; do
   warm "$BIN/layers.test" new "$SPEC" "$g" 40
+  torchrun "$g"
 done
-# 5. One-shot runs, new, then old at 1 and all cores.
+# 5. One-shot runs, new, at every core count.
 for g in $GRAPHS; do
   for c in "${cores[@]}"; do
     for _ in $(seq "$REPS"); do oneshot "$NEW" new "$g" "$c"; done
   done
 done
+# 6. Where a cold pass loses, on Physics at all cores: the same run with
+# the collector off (GOGC=off), never merged, and with the runtime's GC
+# trace in the log.
+oneshot "$NEW" new-gcoff physics "$MAXC" GOGC=off
+oneshot "$NEW" new-unmerged physics "$MAXC" -- --merge off
+oneshot "$NEW" new-gctrace physics "$MAXC" GODEBUG=gctrace=1
+# 7. The partition at the other core counts.
+for g in planted1m synth2m; do
+  for c in "${cores[@]}"; do
+    [ "$c" = 1 ] || [ "$c" = "$MAXC" ] || part "$NEW" new "$g" "$c"
+  done
+done
+# 8. Old binaries, when built: partition, one-shot and warm at 1 and all cores.
 if ((HAVE_OLD)); then
+  for c in 1 "$MAXC"; do part "$OLD" old planted1m "$c"; done
   for g in $GRAPHS; do
     for c in 1 "$MAXC"; do oneshot "$OLD" old "$g" "$c"; done
   done
-fi
-# 6. Old against new on the built-in graphs (planted-1m: 512 binary
-# features, communities as the batches), the old binary first.
-if ((HAVE_OLD)); then
   for d in $OLDNEW_DATA; do
-    warm "$BIN/old/layers.test" old "" "$d" 60 qgtc # the old binary knows no QGTC_TORCH_CPUS
+    warm "$BIN/old/layers.test" old "" "$d" 60 qgtc
     warm "$BIN/layers.test" new "" "$d" 60 "qgtc|qgtc-batchwise"
-  done
-fi
-# 7. The 1M-node partition, old, and one-shot at the other core counts.
-if ((HAVE_OLD)); then
-  for c in 1 "$MAXC"; do
-    run 120 env GOMAXPROCS="$c" "$OLD" partition --dataset "${DS[planted1m]}" --parts "$K1" --json --quiet > "$W/part.json" &&
-      res partition planted1m old "$c" "$(jget "$W/part.json" seconds edge_cut nodes edges)"
-  done
-  for g in $GRAPHS; do
-    for c in "${cores[@]}"; do
-      [ "$c" = 1 ] || [ "$c" = "$MAXC" ] || oneshot "$OLD" old "$g" "$c"
-    done
   done
 fi
 
