@@ -421,9 +421,7 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		}
 	}
 	r := &Result{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
-	for i := range r.Pred {
-		r.Pred[i] = -1
-	}
+	fillPred(r.Pred)
 	before := p.Backend.Traffic()
 	batches := d.Eval
 	if p.merges(d) {
@@ -547,9 +545,7 @@ func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input, key 
 	if err := p.Backend.Argmax(pred, ps.logits(), p.Model.Classes); err != nil {
 		return err
 	}
-	for i, v := range b.Nodes {
-		r.Pred[v] = pred[i]
-	}
+	scatterPred(r.Pred, b.Nodes, pred)
 	r.Stats.InterBytes += ps.st.InterBytes
 	r.Stats.UnfusedBytes += ps.st.UnfusedBytes
 	r.Nodes += n

@@ -66,9 +66,7 @@ func (p *Plan) replayRun(r *Result, batches []*Batch, key replayKey, in *Input, 
 	}
 	rp := p.replay
 	for i, b := range rp.batches {
-		for j, v := range b.Nodes {
-			r.Pred[v] = rp.preds[i][j]
-		}
+		scatterPred(r.Pred, b.Nodes, rp.preds[i])
 		r.Nodes += b.N()
 	}
 	r.Stats.InterBytes += rp.stats.InterBytes

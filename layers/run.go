@@ -244,3 +244,29 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 	r.Compute = wall - r.Pack
 	return nil
 }
+
+// predChunk is the share of a prediction vector one core fills or
+// scatters: a merged pass over millions of nodes spends milliseconds on
+// the host here, as long as its device work.
+const predChunk = 1 << 16
+
+// fillPred sets every prediction to −1 (in no batch).
+func fillPred(pred []int32) {
+	par.For((len(pred)+predChunk-1)/predChunk, runtime.GOMAXPROCS(0), func(i int) {
+		s := pred[i*predChunk : min(len(pred), (i+1)*predChunk)]
+		for j := range s {
+			s[j] = -1
+		}
+	})
+}
+
+// scatterPred writes a batch's predictions at its nodes (distinct, as a
+// batch's are).
+func scatterPred(dst, nodes, pred []int32) {
+	par.For((len(nodes)+predChunk-1)/predChunk, runtime.GOMAXPROCS(0), func(i int) {
+		lo, hi := i*predChunk, min(len(nodes), (i+1)*predChunk)
+		for j, v := range nodes[lo:hi] {
+			dst[v] = pred[lo+j]
+		}
+	})
+}

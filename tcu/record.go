@@ -208,7 +208,9 @@ func (r *recording) Replay() error {
 		be.tr.Ops += r.ops
 		be.prof.Launches++
 		for _, o := range r.outs {
-			copy(asBytes(o.dst), o.host.Bytes()[:4*len(o.dst)])
+			var reg region
+			reg.add(o.host.Bytes()[:4*len(o.dst)], 4*len(o.dst))
+			reg.fill(asBytes(o.dst)) // on several cores when large
 			be.tr.DeviceToHost += int64(4 * len(o.dst))
 		}
 		return nil
