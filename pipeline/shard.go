@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/qgtc/qgtc/internal/npy"
 	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/qgtc/qgtc/layers"
 )
@@ -210,20 +211,6 @@ func writeShard(path string, h ShardHeader, sd *Data, pred []int32) error {
 	})
 }
 
-// npyHeader is the .npy v1.0 header of n int32, padded to 64 bytes.
-func npyHeader(n int) []byte {
-	dict := fmt.Sprintf("{'descr': '<i4', 'fortran_order': False, 'shape': (%d,), }", n)
-	pad := 64 - (10+len(dict)+1)%64
-	if pad == 64 {
-		pad = 0
-	}
-	h := []byte("\x93NUMPY\x01\x00")
-	h = binary.LittleEndian.AppendUint16(h, uint16(len(dict)+pad+1))
-	h = append(h, dict...)
-	h = append(h, bytes.Repeat([]byte{' '}, pad)...)
-	return append(h, '\n')
-}
-
 // WritePredictions writes pred (a class per node, −1 for none) to path as
 // a .npy of int32, through a temporary file renamed into place.
 func WritePredictions(path string, pred []int32) error {
@@ -241,7 +228,7 @@ func WritePredictions(path string, pred []int32) error {
 // fill, which must put exactly n.
 func writeNPY(path string, n int, fill func(put func(int32) error) error) error {
 	return writeCacheFile(path, func(w io.Writer) error {
-		if _, err := w.Write(npyHeader(n)); err != nil {
+		if _, err := w.Write(npy.Header("<i4", n)); err != nil {
 			return err
 		}
 		var b [4]byte
@@ -284,7 +271,7 @@ func ReadPredictions(path string) ([]int32, error) {
 	}
 	var n int
 	_, err = fmt.Sscanf(string(dict), "{'descr': '<i4', 'fortran_order': False, 'shape': (%d,), }", &n)
-	if err != nil || n < 0 || n > math.MaxInt32 || !bytes.Equal(append(pre, dict...), npyHeader(n)) {
+	if err != nil || n < 0 || n > math.MaxInt32 || !bytes.Equal(append(pre, dict...), npy.Header("<i4", n)) {
 		return nil, fmt.Errorf("%s: not a predictions file (a one-dimensional int32 .npy as qgtc writes it)", path)
 	}
 	if want := int64(10+hl) + 4*int64(n); st.Size() != want {

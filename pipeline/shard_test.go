@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/internal/npy"
 )
 
 func TestShardRange(t *testing.T) {
@@ -168,14 +170,14 @@ func FuzzReadShard(f *testing.F) {
 
 // FuzzReadPredictions: the same for predictions files.
 func FuzzReadPredictions(f *testing.F) {
-	f.Add(append(npyHeader(2), 1, 0, 0, 0, 255, 255, 255, 255))
-	f.Add(npyHeader(0))
+	f.Add(append(npy.Header("<i4", 2), 1, 0, 0, 0, 255, 255, 255, 255))
+	f.Add(npy.Header("<i4", 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(t.TempDir(), "p.npy")
 		require.NoError(t, os.WriteFile(p, b, 0o644))
 		pred, err := ReadPredictions(p)
 		if err == nil {
-			assert.Equal(t, len(b), len(npyHeader(len(pred)))+4*len(pred))
+			assert.Equal(t, len(b), len(npy.Header("<i4", len(pred)))+4*len(pred))
 		}
 	})
 }

@@ -70,13 +70,14 @@ func TestDependencyDirection(t *testing.T) {
 		"internal/progress":    {},
 		"internal/safetensors": {},
 		"internal/learn":       {},
+		"internal/npy":         {},
 		"layers/fp":            {"bittensor", "bmm", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
 		// layers runs its plans on whatever bmm.Backend its caller compiles
 		// them for: it reaches neither backend (nor the fp32 templates).
 		"layers": {"bittensor", "bmm", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph"},
 		// pipeline runs on the backend its caller passes in: no backend, no
 		// templates, even through layers.
-		"pipeline": {"bittensor", "bmm", "datasets", "internal/atomicfile", "internal/learn", "internal/par",
+		"pipeline": {"bittensor", "bmm", "datasets", "internal/atomicfile", "internal/learn", "internal/npy", "internal/par",
 			"internal/progress", "internal/safetensors", "layers", "quantize", "subgraph"},
 	}
 	for pkg, ok := range allowed {

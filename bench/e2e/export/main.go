@@ -1,15 +1,14 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/qgtc/qgtc/internal/npy"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -62,7 +61,7 @@ func run(dataset, partition, out string) error {
 		{"parts", pf.Partitioning().Parts, g.N()},
 	}
 	for _, a := range arrays {
-		if err := writeNPY(filepath.Join(out, a.name+".npy"), a.data, a.n); err != nil {
+		if err := npy.WriteFile(filepath.Join(out, a.name+".npy"), a.data, a.n); err != nil {
 			return err
 		}
 	}
@@ -72,30 +71,4 @@ func run(dataset, partition, out string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "meta.json"), meta, 0o644)
-}
-
-// writeNPY writes a one-dimensional int32 or float32 array in NumPy's
-// format 1.0.
-func writeNPY(path string, data any, n int) error {
-	descr := "<i4"
-	if _, ok := data.([]float32); ok {
-		descr = "<f4"
-	}
-	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", descr, n)
-	pad := 64 - (10+len(h)+1)%64
-	h += strings.Repeat(" ", pad%64) + "\n"
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	hdr := append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), byte(len(h)>>8))
-	if _, err := f.Write(append(hdr, h...)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := binary.Write(f, binary.LittleEndian, data); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/qgtc/qgtc/internal/nn"
+	"github.com/qgtc/qgtc/internal/npy"
 	"github.com/qgtc/qgtc/layers/fp"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -69,7 +69,7 @@ func run(dataset, out string, logits []string) error {
 		{"labels", d.Labels, len(d.Labels)}, {"train", d.Train, len(d.Train)}, {"val", d.Val, len(d.Val)}, {"test", d.Test, len(d.Test)},
 	}
 	for _, a := range arrays {
-		if err := writeNPY(filepath.Join(out, a.name+".npy"), a.data, a.n); err != nil {
+		if err := npy.WriteFile(filepath.Join(out, a.name+".npy"), a.data, a.n); err != nil {
 			return err
 		}
 	}
@@ -88,7 +88,7 @@ func run(dataset, out string, logits []string) error {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 		y := m.Forward(nn.NewTape(false, nil), data.Input)
-		if err := writeNPY(filepath.Join(out, "logits-"+name+".npy"), y.Data, y.Rows, y.Cols); err != nil {
+		if err := npy.WriteFile(filepath.Join(out, "logits-"+name+".npy"), y.Data, y.Rows, y.Cols); err != nil {
 			return err
 		}
 	}
@@ -97,38 +97,4 @@ func run(dataset, out string, logits []string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "meta.json"), meta, 0o644)
-}
-
-// writeNPY writes an int32 or float32 array of shape dims in NumPy's
-// format 1.0.
-func writeNPY(path string, data any, dims ...int) error {
-	descr := "<i4"
-	if _, ok := data.([]float32); ok {
-		descr = "<f4"
-	}
-	shape := ""
-	for _, d := range dims {
-		shape += fmt.Sprintf("%d, ", d)
-	}
-	if len(dims) > 1 {
-		shape = strings.TrimSuffix(shape, " ")
-		shape = strings.TrimSuffix(shape, ",")
-	}
-	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, strings.TrimSuffix(shape, " "))
-	pad := 64 - (10+len(h)+1)%64
-	h += strings.Repeat(" ", pad%64) + "\n"
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	hdr := append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), byte(len(h)>>8))
-	if _, err := f.Write(append(hdr, h...)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := binary.Write(f, binary.LittleEndian, data); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
