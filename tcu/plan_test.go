@@ -18,24 +18,10 @@ import (
 // the first product. The predictions and every logit agree bit for bit.
 func TestPlanOnDevice(t *testing.T) {
 	k := gpuKernel(t)
-	ds, err := subgraph.Load("cora")
-	require.NoError(t, err)
-	parts := make([]int32, ds.Graph.N())
-	for v := range parts {
-		parts[v] = int32(v * 4 / len(parts))
-	}
-	d, err := layers.NewData(ds, parts, 4, 1)
-	require.NoError(t, err)
+	ds, d := coraQuarters(t)
 	for _, c := range []struct{ kind, norm string }{{layers.GCN, layers.NormNone}, {layers.GIN, layers.NormBatch}, {layers.SAGE, layers.NormNone}} {
 		for _, bits := range []int{1, 2, 4, 8} {
-			in, err := layers.QuantizeInput(ds.Features, bits)
-			require.NoError(t, err)
-			m, err := layers.NewModel(c.kind, ds.Features.Cols, 16, ds.NumClasses, 2, bits, bits, 3)
-			require.NoError(t, err)
-			require.NoError(t, m.SetNorm(c.norm))
-			_, err = m.TrainFP32(d, in, layers.TrainConfig{Epochs: 3, LR: 0.01, Seed: 1})
-			require.NoError(t, err)
-			require.NoError(t, m.Calibrate(d, in, 0))
+			m, in := coraModel(t, ds, d, c.kind, c.norm, bits)
 			for _, agg := range []layers.AggMode{layers.AggAuto, layers.AggDense, layers.AggSparse} {
 				for _, sparse := range []bool{false, true} {
 					name := fmt.Sprintf("%s/bits=%d/agg=%v/sparse=%v", c.kind, bits, agg, sparse)
@@ -74,24 +60,10 @@ func TestPlanOnDevice(t *testing.T) {
 // and a replayed pass moves nothing up and only the predictions down.
 func TestPlanReplayOnDevice(t *testing.T) {
 	k := gpuKernel(t)
-	ds, err := subgraph.Load("cora")
-	require.NoError(t, err)
-	parts := make([]int32, ds.Graph.N())
-	for v := range parts {
-		parts[v] = int32(v * 4 / len(parts))
-	}
-	d, err := layers.NewData(ds, parts, 4, 1)
-	require.NoError(t, err)
+	ds, d := coraQuarters(t)
 	for _, c := range []struct{ kind, norm string }{{layers.GCN, layers.NormNone}, {layers.GIN, layers.NormBatch}, {layers.SAGE, layers.NormNone}} {
 		for _, bits := range []int{1, 4} {
-			in, err := layers.QuantizeInput(ds.Features, bits)
-			require.NoError(t, err)
-			m, err := layers.NewModel(c.kind, ds.Features.Cols, 16, ds.NumClasses, 2, bits, bits, 3)
-			require.NoError(t, err)
-			require.NoError(t, m.SetNorm(c.norm))
-			_, err = m.TrainFP32(d, in, layers.TrainConfig{Epochs: 3, LR: 0.01, Seed: 1})
-			require.NoError(t, err)
-			require.NoError(t, m.Calibrate(d, in, 0))
+			m, in := coraModel(t, ds, d, c.kind, c.norm, bits)
 			ref := bmm.NewGenericBackend()
 			rp, err := m.Compile(ref)
 			require.NoError(t, err)
@@ -127,4 +99,33 @@ func TestPlanReplayOnDevice(t *testing.T) {
 			}
 		}
 	}
+}
+
+// coraQuarters is Cora in four batches of consecutive nodes.
+func coraQuarters(t *testing.T) (*subgraph.Dataset, *layers.Data) {
+	t.Helper()
+	ds, err := subgraph.Load("cora")
+	require.NoError(t, err)
+	parts := make([]int32, ds.Graph.N())
+	for v := range parts {
+		parts[v] = int32(v * 4 / len(parts))
+	}
+	d, err := layers.NewData(ds, parts, 4, 1)
+	require.NoError(t, err)
+	return ds, d
+}
+
+// coraModel is a kind model (hidden 16, norm, bits wide) trained three fp32
+// epochs on d and calibrated, with its quantized input.
+func coraModel(t *testing.T, ds *subgraph.Dataset, d *layers.Data, kind, norm string, bits int) (*layers.Model, *layers.Input) {
+	t.Helper()
+	in, err := layers.QuantizeInput(ds.Features, bits)
+	require.NoError(t, err)
+	m, err := layers.NewModel(kind, ds.Features.Cols, 16, ds.NumClasses, 2, bits, bits, 3)
+	require.NoError(t, err)
+	require.NoError(t, m.SetNorm(norm))
+	_, err = m.TrainFP32(d, in, layers.TrainConfig{Epochs: 3, LR: 0.01, Seed: 1})
+	require.NoError(t, err)
+	require.NoError(t, m.Calibrate(d, in, 0))
+	return m, in
 }
