@@ -147,6 +147,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.IntVar(&c.Passes, "passes", 1, "inference passes over the graph; the report adds the median of the passes after the first")
 	fs.BoolVar(&c.Resident, "resident", false, "keep the batches' inputs on the backend between passes (a serving process; else each pass uploads them)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -169,6 +170,10 @@ func runInfer(args []string, stdout io.Writer) error {
 	}
 	if *wbits != 0 {
 		c.WBits = *wbits
+	}
+	if pipeline.GraphDataset(c.Dataset) {
+		qGraphDefaults(fs, &c)
+		return qGraphRun("infer", fs, c, [][2]int{{c.ABits, c.WBits}}, *fold, *device, quiet, *asJSON, "", stdout)
 	}
 	if err := c.Check(); err != nil {
 		return qUsage(err)
