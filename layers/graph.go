@@ -133,6 +133,11 @@ func newGraphBatch(set *subgraph.GraphSet, graphs []int32, packed bool) (*GraphB
 type GraphModel struct {
 	*Model
 	Readout Params
+	// Scale multiplies the readout's sums: 1/(mean graph size) of the
+	// training graphs makes an average graph's logits the size of one
+	// node's scores, so an Adam step moves them about as much (a large
+	// graph's sum would jump with every step); the sum stays a sum.
+	Scale float32
 }
 
 // NewGraphModel returns a randomly initialised GIN graph classifier with
@@ -147,17 +152,23 @@ func NewGraphModel(in, hidden, classes, layers, abits, wbits int, norm string, s
 	if err := m.SetNorm(norm); err != nil {
 		return nil, err
 	}
-	return &GraphModel{Model: m}, nil
+	return &GraphModel{Model: m, Scale: 1}, nil
 }
 
 // Clone returns a deep copy of gm.
 func (gm *GraphModel) Clone() *GraphModel {
-	return &GraphModel{Model: gm.Model.Clone(), Readout: gm.Readout}
+	return &GraphModel{Model: gm.Model.Clone(), Readout: gm.Readout, Scale: gm.Scale}
 }
 
-// readoutEpi is the readout's epilogue: Σ_v s(q_v + z) = s·C + s·z·n_g.
+// readoutEpi is the readout's epilogue: Scale·Σ_v s(q_v + z) = Scale·s·C +
+// Scale·s·z·n_g.
 func (gm *GraphModel) readoutEpi(sizes []float32) *bmm.Epilogue {
-	return aggEpilogue(&planOp{}, gm.Readout, gm.Classes, &Batch{Deg: sizes}, true)
+	ep := aggEpilogue(&planOp{}, gm.Readout, gm.Classes, &Batch{Deg: sizes}, true)
+	for j := range ep.ColScale {
+		ep.ColScale[j] *= gm.Scale
+		ep.ColTerm[j] *= gm.Scale
+	}
+	return ep
 }
 
 // readoutQuant is the readout's quantizer as the backend's AddCodes
@@ -201,7 +212,7 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 			if ep != nil {
 				logits[k] = ep.ApplyFloat(float32(sums[k]), r, j)
 			} else {
-				logits[k] = float32(sums[k])
+				logits[k] = float32(float64(gm.Scale) * sums[k])
 			}
 		}
 	}
@@ -343,9 +354,8 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 }
 
 // readoutBackward is the gradient at the node scores y from dl, the
-// gradient at the graph logits: each node takes its graph's, times the
-// readout's scale and the straight-through mask of its quantizer (quant;
-// the scale makes it the gradient of the dequantized sum).
+// gradient at the graph logits: each node takes its graph's times Scale,
+// through the straight-through mask of the readout's quantizer (quant).
 func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl []float64, quant bool) []float64 {
 	c := gm.Classes
 	d := make([]float64, len(y))
@@ -361,7 +371,7 @@ func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl []float64, 
 			for j := range c {
 				k := int(v)*c + j
 				if inRange == nil || inRange[k] {
-					d[k] = dl[r*c+j]
+					d[k] = dl[r*c+j] * float64(gm.Scale)
 				}
 			}
 		}

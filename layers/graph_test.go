@@ -75,6 +75,7 @@ func proteinsGraphs(t *testing.T, bits int) (*subgraph.GraphSet, []int32, *Graph
 	require.NoError(t, err)
 	gm, err := NewGraphModel(set.NumTags, 8, set.NumClasses, 2, bits, bits, NormBatch, 1)
 	require.NoError(t, err)
+	gm.Scale = 1.0 / 39
 	_, err = gm.TrainGraphs(set, graphs, in, false, GraphTrainConfig{Epochs: 2, LR: 0.01, Dropout: 0.5, PerBatch: 16, Seed: 1})
 	require.NoError(t, err)
 	bs, err := NewGraphBatches(set, graphs, 16, true)
@@ -146,6 +147,7 @@ func TestGraphGradient(t *testing.T) {
 	require.NoError(t, err)
 	gm, err := NewGraphModel(set.NumTags, 6, set.NumClasses, 2, 8, 8, NormNone, 3)
 	require.NoError(t, err)
+	gm.Scale = 0.25
 	bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
 	require.NoError(t, err)
 	b := bs[0]

@@ -20,7 +20,7 @@ import (
 // shuffled into batches of trainGraphs (Xu et al.'s 32) every epoch, test
 // batches of evalGraphs block-diagonal graphs.
 const (
-	graphLR, graphWD, graphDropout = 0.01, 0, 0.5
+	graphLR, graphWD, graphDropout = 0.01, 0, 0
 	graphQATLR                     = 0.001
 	trainGraphs, evalGraphs        = 32, 128
 	graphCalibBatches              = 2
@@ -161,6 +161,11 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		if err != nil {
 			return nil, err
 		}
+		var nodes int
+		for _, g := range fold.Train {
+			nodes += int(set.Offsets[g+1] - set.Offsets[g])
+		}
+		fp.Scale = float32(float64(len(fold.Train)) / float64(max(nodes, 1)))
 		_, err = fp.TrainGraphs(set, fold.Train, in32, false, layers.GraphTrainConfig{Epochs: j.Epochs, LR: graphLR,
 			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs, Seed: j.Seed + uint64(k),
 			Progress: func(ep int, loss float64) {
