@@ -267,6 +267,7 @@ type GraphTrainConfig struct {
 	WeightDecay float32
 	Dropout     float32 // full precision only
 	PerBatch    int     // graphs per training batch
+	Halve       int     // halve the learning rate every Halve epochs (Xu et al.: 50); 0: constant
 	Seed        uint64  // the batches' shuffle and dropout
 	// Progress, when set, is called after every epoch with the mean
 	// training loss.
@@ -322,6 +323,9 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 	order := slices.Clone(train)
 	var loss float64
 	for ep := 1; ep <= cfg.Epochs; ep++ {
+		if cfg.Halve > 0 && ep > 1 && (ep-1)%cfg.Halve == 0 {
+			opt.LR /= 2
+		}
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		batches, err := NewGraphBatches(set, order, cfg.PerBatch, false)
 		if err != nil {
