@@ -128,10 +128,16 @@ func newGraphBatch(set *subgraph.GraphSet, graphs []int32, packed bool) (*GraphB
 }
 
 // GraphModel is a GIN graph classifier: Model (Kind GIN, Classes the graph
-// classes) gives each node its class scores, which the sum readout adds up
-// per graph. Readout quantizes the scores (ReadoutBits) once calibrated.
+// classes) and Heads give each node its class scores, which the sum
+// readout adds up per graph. Readout quantizes the scores (ReadoutBits)
+// once calibrated.
 type GraphModel struct {
 	*Model
+	// Heads are Xu et al.'s readouts of the earlier layers: Heads[l]
+	// (no bias) scores every node from the input of GIN layer l (the
+	// features for l = 0), and the scores of every head are added to the
+	// last layer's before the sum. Nil: the last layer's only.
+	Heads   []Linear
 	Readout Params
 	// Scale multiplies the readout's sums: 1/(mean graph size) of the
 	// training graphs makes an average graph's logits the size of one
@@ -152,12 +158,155 @@ func NewGraphModel(in, hidden, classes, layers, abits, wbits int, norm string, s
 	if err := m.SetNorm(norm); err != nil {
 		return nil, err
 	}
-	return &GraphModel{Model: m, Scale: 1}, nil
+	gm := &GraphModel{Model: m, Scale: 1}
+	r := rand.New(rand.NewPCG(seed, 0x6865616473))
+	for l := range layers {
+		fi := hidden
+		if l == 0 {
+			fi = in
+		}
+		h := glorot(r, fi, classes)
+		h.B = nil
+		gm.Heads = append(gm.Heads, h)
+	}
+	return gm, nil
 }
 
 // Clone returns a deep copy of gm.
 func (gm *GraphModel) Clone() *GraphModel {
-	return &GraphModel{Model: gm.Model.Clone(), Readout: gm.Readout, Scale: gm.Scale}
+	c := &GraphModel{Model: gm.Model.Clone(), Readout: gm.Readout, Scale: gm.Scale}
+	for _, h := range gm.Heads {
+		c.Heads = append(c.Heads, h.clone())
+	}
+	return c
+}
+
+// headInput is the value Heads[l] reads: the input of GIN layer l.
+func (gm *GraphModel) headInput(ops []planOp, l int) int { return ops[3*l].in[0] }
+
+// checkHeads checks the heads' shapes against the model's.
+func (gm *GraphModel) checkHeads() error {
+	if gm.Kind != GIN || len(gm.Heads) > len(gm.Layers) {
+		return fmt.Errorf("%w: a graph classifier is a GIN with at most a head per layer (%s, %d heads, %d layers)", ErrModel, gm.Kind, len(gm.Heads), len(gm.Layers))
+	}
+	for l, h := range gm.Heads {
+		if h.In != gm.Layers[l].Lin1.In || h.Out != gm.Classes || len(h.W) != h.In*h.Out || h.B != nil {
+			return fmt.Errorf("%w: head %d is %d→%d with %d weights and %d biases, layer %d reads %d, %d classes",
+				ErrModel, l, h.In, h.Out, len(h.W), len(h.B), l, gm.Layers[l].Lin1.In, gm.Classes)
+		}
+	}
+	return nil
+}
+
+// headRun is one head's pass: its weights and what it read, for the
+// backward pass.
+type headRun struct {
+	w      *simWeights
+	h      []float64 // its input as read (codes when quant), nil for the features
+	p      Params    // the input's params
+	v      int       // the value read
+	drop   []bool
+	sparse bool
+}
+
+// nodeScores runs the GIN on b and adds the heads' scores to its last
+// layer's, in head order (bmm.AddValue, as AddFloat on the backend).
+func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*simState, []float32, []headRun, error) {
+	if err := gm.checkHeads(); err != nil {
+		return nil, nil, nil, err
+	}
+	st, y, err := gm.simRun(b.Batch, in, qUpTo(quant), -1, dropout, rng, nil, wc)
+	if err != nil || len(gm.Heads) == 0 {
+		return st, y, nil, err
+	}
+	n, c := b.N(), gm.Classes
+	acc := slices.Clone(y)
+	runs := make([]headRun, len(gm.Heads))
+	for l := range gm.Heads {
+		head := &gm.Heads[l]
+		hr := &runs[l]
+		hr.v = gm.headInput(st.ops, l)
+		hr.w = wc.get(head, gm.WBits, quant)
+		wsrc := hr.w.deq
+		if quant {
+			wsrc = hr.w.codes
+		}
+		var prod []float64
+		var rowSums []float32
+		if hr.v == 0 {
+			s := st.features(quant, gm.Input)
+			hr.sparse, hr.p = true, gm.Input
+			prod = spmmDense(s, wsrc, n, c)
+			if quant {
+				rowSums = sparseRowSums(s)
+			}
+		} else {
+			src := &st.vals[hr.v]
+			hr.h, hr.p, hr.drop = src.read(quant), src.p, src.drop
+			prod = matMul(hr.h, wsrc, n, src.width, c)
+			if quant {
+				rowSums = denseRowSums(hr.h, n, src.width)
+			}
+		}
+		ep := linEpilogue(&planOp{kind: qLin, lin: head}, hr.p, hr.w, head.In, rowSums, b.Batch, quant)
+		for r := range n {
+			for j := range c {
+				k := r*c + j
+				acc[k] = bmm.AddValue(acc[k], ep.ApplyFloat(float32(prod[k]), r, j), false)
+			}
+		}
+	}
+	return st, acc, runs, nil
+}
+
+// headsBackward accumulates the heads' weight gradients from d, the
+// gradient at the node scores, and hands the gradient at each value a
+// head read to the GIN's backward pass (st.extra).
+func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g *simGrads) {
+	n, c := st.n, gm.Classes
+	st.extra = map[int][]float64{}
+	for l, hr := range runs {
+		head := &gm.Heads[l]
+		h := hr.h
+		if hr.sparse {
+			h = st.input.vals
+		}
+		if st.quant {
+			deq := make([]float64, len(h))
+			for k, q := range h {
+				deq[k] = dequant(q, hr.p)
+			}
+			h = deq
+		}
+		weightGrad(g.w[head], d, n, c, head, h, hr.sparse, st.input)
+		if hr.v == 0 {
+			continue // the features take no gradient
+		}
+		dh := st.extra[hr.v]
+		if dh == nil {
+			dh = make([]float64, n*head.In)
+			st.extra[hr.v] = dh
+		}
+		keep := 1 / (1 - float64(st.dropout))
+		for r := range n {
+			drow := d[r*c : (r+1)*c]
+			for kk := range head.In {
+				k := r*head.In + kk
+				if hr.drop != nil && hr.drop[k] {
+					continue
+				}
+				var s float64
+				wr := hr.w.deq[kk*c : (kk+1)*c]
+				for j, x := range drow {
+					s += x * wr[j]
+				}
+				if hr.drop != nil {
+					s *= keep
+				}
+				dh[k] += s
+			}
+		}
+	}
 }
 
 // readoutEpi is the readout's epilogue: Scale·Σ_v s(q_v + z) = Scale·s·C +
@@ -186,10 +335,10 @@ func (gm *GraphModel) readoutQuant(y []float32) []float64 {
 // backward pass), the node scores and the graph logits (len(b.Graphs) ×
 // Classes): the integer sum of the quantized scores through the readout
 // epilogue (quant), or the float sum of the scores.
-func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*simState, []float32, []float32, error) {
-	st, y, err := gm.simRun(b.Batch, in, qUpTo(quant), -1, dropout, rng, nil, wc)
+func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*simState, []float32, []headRun, []float32, error) {
+	st, y, runs, err := gm.nodeScores(b, in, quant, dropout, rng, wc)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	c := gm.Classes
 	ng := len(b.Graphs)
@@ -216,7 +365,7 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 			}
 		}
 	}
-	return st, y, logits, nil
+	return st, y, runs, logits, nil
 }
 
 // GraphLogits returns the graph logits of every batch, in batch order,
@@ -229,7 +378,7 @@ func (gm *GraphModel) GraphLogits(batches []*GraphBatch, in *Input, quant bool) 
 	wc := weightCache{}
 	out := make([][]float32, len(batches))
 	for i, b := range batches {
-		_, _, lg, err := gm.graphForward(b, in, quant, 0, nil, wc)
+		_, _, _, lg, err := gm.graphForward(b, in, quant, 0, nil, wc)
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +450,11 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 	var decay []bool
 	g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{},
 		gamma: map[*BatchNorm][]float32{}, beta: map[*BatchNorm][]float32{}}
-	for _, l := range gm.linears() {
+	lins := gm.linears()
+	for l := range gm.Heads {
+		lins = append(lins, &gm.Heads[l])
+	}
+	for _, l := range lins {
 		g.w[l] = make([]float32, len(l.W))
 		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
 		if l.B != nil {
@@ -333,7 +486,7 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		}
 		loss = 0
 		for _, b := range batches {
-			st, y, logits, err := gm.graphForward(b, in, quant, cfg.Dropout, fwdRng, nil)
+			st, y, runs, logits, err := gm.graphForward(b, in, quant, cfg.Dropout, fwdRng, nil)
 			if err != nil {
 				return 0, err
 			}
@@ -346,7 +499,9 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 			for _, gr := range grads {
 				clear(gr)
 			}
-			gm.simBackward(st, gm.readoutBackward(b, y, dl, quant), g)
+			dy := gm.readoutBackward(b, y, dl, quant)
+			gm.headsBackward(st, runs, dy, g)
+			gm.simBackward(st, dy, g)
 			opt.Step(params, grads, decay)
 		}
 		loss /= float64(len(order))
@@ -402,7 +557,7 @@ func (gm *GraphModel) CalibrateGraphs(batches []*GraphBatch, in *Input, maxBatch
 	var sample []float32
 	wc := weightCache{}
 	for _, b := range batches {
-		_, y, err := gm.simRun(b.Batch, in, qUpTo(true), -1, 0, nil, nil, wc)
+		_, y, _, err := gm.nodeScores(b, in, true, 0, nil, wc)
 		if err != nil {
 			return err
 		}
@@ -418,20 +573,38 @@ func (gm *GraphModel) CalibrateGraphs(batches []*GraphBatch, in *Input, maxBatch
 type GraphPlan struct {
 	*Plan
 	model   *GraphModel
+	heads   []planHead
 	scale   bmm.Vector // the readout epilogue's ColScale
 	term    bmm.Vector // and ColTerm
 	rq      bmm.Requant
 	uploads bmm.Traffic
 }
 
+// planHead is a head on the backend: the value it reads, its weight codes
+// packed by columns (and one byte each for a sparse first product of the
+// features) and its epilogue's static vectors.
+type planHead struct {
+	v     int
+	w     bmm.Bits
+	codes bmm.Codes
+	epi   bmm.Epi
+}
+
 // CompileGraphs compiles gm for be.
 func (gm *GraphModel) CompileGraphs(be bmm.Backend) (*GraphPlan, error) {
+	if err := gm.checkHeads(); err != nil {
+		return nil, err
+	}
 	p, err := gm.Compile(be)
 	if err != nil {
 		return nil, err
 	}
 	gp := &GraphPlan{Plan: p, model: gm, rq: requantOf(gm.Readout)}
 	before := be.Traffic()
+	if err := gp.compileHeads(); err != nil {
+		gp.Close()
+		return nil, err
+	}
 	ep := gm.readoutEpi(nil)
 	if gp.scale, err = be.UploadVector(ep.ColScale); err == nil {
 		gp.term, err = be.UploadVector(ep.ColTerm)
@@ -444,14 +617,63 @@ func (gm *GraphModel) CompileGraphs(be bmm.Backend) (*GraphPlan, error) {
 	return gp, nil
 }
 
-// Close frees what the plan holds on its backend.
-func (gp *GraphPlan) Close() error {
-	for _, v := range []bmm.Vector{gp.scale, gp.term} {
-		if v != nil {
-			v.Free()
+func (gp *GraphPlan) compileHeads() error {
+	gm, be := gp.model, gp.Backend
+	for l := range gm.Heads {
+		head := &gm.Heads[l]
+		ph := planHead{v: gm.headInput(gp.ops, l)}
+		w := prepareWeights(head, gm.WBits, true)
+		codes := make([]int32, len(w.codes))
+		for j, c := range w.codes {
+			codes[j] = int32(uint32(c))
+		}
+		t, err := bittensor.Pack(codes, head.In, head.Out, gm.WBits, bittensor.ByCols, bittensor.DefaultPadding)
+		if err != nil {
+			return err
+		}
+		gp.heads = append(gp.heads, ph)
+		hp := &gp.heads[len(gp.heads)-1]
+		if hp.w, err = be.UploadBits(t); err != nil {
+			return fmt.Errorf("layers: uploading head %d: %w", l, err)
+		}
+		gp.WeightBytes += 8 * len(t.Words())
+		if ph.v == 0 && gm.WBits <= 8 {
+			b := make([]uint8, len(codes))
+			for j, c := range codes {
+				b[j] = uint8(c)
+			}
+			if hp.codes, err = be.UploadCodes(b, head.In, head.Out, gm.WBits); err != nil {
+				return fmt.Errorf("layers: uploading head %d: %w", l, err)
+			}
+		}
+		ep := linEpilogue(&planOp{kind: qLin, lin: head}, gp.params[ph.v], w, head.In, nil, &Batch{}, true)
+		for _, f := range []struct {
+			dst *bmm.Vector
+			v   []float32
+		}{{&hp.epi.ColScale, ep.ColScale}, {&hp.epi.ColTerm, ep.ColTerm}, {&hp.epi.ColConst, ep.ColConst}} {
+			if f.v == nil {
+				continue
+			}
+			if *f.dst, err = be.UploadVector(f.v); err != nil {
+				return fmt.Errorf("layers: uploading head %d's epilogue: %w", l, err)
+			}
 		}
 	}
-	gp.scale, gp.term = nil, nil
+	return nil
+}
+
+// Close frees what the plan holds on its backend.
+func (gp *GraphPlan) Close() error {
+	ops := []bmm.Operand{gp.scale, gp.term}
+	for _, h := range gp.heads {
+		ops = append(ops, h.w, h.codes, h.epi.ColScale, h.epi.ColTerm, h.epi.ColConst)
+	}
+	for _, o := range ops {
+		if o != nil {
+			o.Free()
+		}
+	}
+	gp.scale, gp.term, gp.heads = nil, nil, nil
 	return gp.Plan.Close()
 }
 
@@ -526,6 +748,37 @@ func (gp *GraphPlan) forward(b *GraphBatch, in *Input, sparse bool, read func(bm
 			o.Free()
 		}
 	}()
+	scores := ps.logits()
+	for l := range gp.heads {
+		h := &gp.heads[l]
+		ep := h.epi
+		out, err := be.NewVector(n * c)
+		if err != nil {
+			return nil, err
+		}
+		owned = append(owned, out)
+		switch {
+		case h.v == 0 && ps.sparseFirst && h.codes != nil:
+			ep.RowTerm = ps.featSums
+			err = be.AggFloat(out, ps.feat, h.codes, &ep)
+		default:
+			if ep.RowTerm, err = ps.rowSums(h.v); err == nil {
+				err = be.MulFloat(out, ps.vals[h.v].rows, h.w, &ep)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("layers: head %d: %w", l, err)
+		}
+		sum, err := be.NewVector(n * c)
+		if err != nil {
+			return nil, err
+		}
+		owned = append(owned, sum)
+		if err := be.AddFloat(sum, scores, out, false); err != nil {
+			return nil, fmt.Errorf("layers: head %d: %w", l, err)
+		}
+		scores = sum
+	}
 	zeros, err := be.UploadVector(make([]float32, n*c))
 	if err != nil {
 		return nil, err
@@ -536,7 +789,7 @@ func (gp *GraphPlan) forward(b *GraphBatch, in *Input, sparse bool, read func(bm
 		return nil, err
 	}
 	owned = append(owned, codes)
-	if err := be.AddCodes(codes, ps.logits(), zeros, false, gp.rq); err != nil {
+	if err := be.AddCodes(codes, scores, zeros, false, gp.rq); err != nil {
 		return nil, fmt.Errorf("layers: readout codes: %w", err)
 	}
 	pool, err := be.UploadGraph(&b.Pool, n)

@@ -138,8 +138,9 @@ func TestGraphPlanMatchesSimulation(t *testing.T) {
 	}
 }
 
-// TestGraphGradient checks the readout's backward pass against a finite
-// difference of the fp32 graph loss in one weight of each linear.
+// TestGraphGradient checks the readout's and the heads' backward pass
+// against a finite difference of the fp32 graph loss in one weight of each
+// linear, the heads' included.
 func TestGraphGradient(t *testing.T) {
 	set, err := subgraph.LoadGraphSet(filepath.Join("..", "testdata", "proteins"))
 	require.NoError(t, err)
@@ -151,20 +152,27 @@ func TestGraphGradient(t *testing.T) {
 	bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
 	require.NoError(t, err)
 	b := bs[0]
+	lins := gm.linears()
+	for l := range gm.Heads {
+		lins = append(lins, &gm.Heads[l])
+	}
+	require.Len(t, gm.Heads, 2)
 	loss := func() (float64, *simGrads) {
-		st, y, lg, err := gm.graphForward(b, in, false, 0, nil, nil)
+		st, y, runs, lg, err := gm.graphForward(b, in, false, 0, nil, nil)
 		require.NoError(t, err)
 		idx := []int{0, 1, 2, 3}
 		l, dl := crossEntropy(lg, gm.Classes, set.Labels, b.Graphs, idx)
 		g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
-		for _, lin := range gm.linears() {
+		for _, lin := range lins {
 			g.w[lin], g.b[lin] = make([]float32, len(lin.W)), make([]float32, len(lin.B))
 		}
-		gm.simBackward(st, gm.readoutBackward(b, y, dl, false), g)
+		dy := gm.readoutBackward(b, y, dl, false)
+		gm.headsBackward(st, runs, dy, g)
+		gm.simBackward(st, dy, g)
 		return l, g
 	}
 	_, g := loss()
-	for li, lin := range gm.linears() {
+	for li, lin := range lins {
 		k := len(lin.W) / 2
 		w0 := lin.W[k]
 		const h = 1e-2
