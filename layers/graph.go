@@ -417,7 +417,12 @@ type GraphTrainConfig struct {
 	Dropout     float32 // full precision only
 	PerBatch    int     // graphs per training batch
 	Halve       int     // halve the learning rate every Halve epochs (Xu et al.: 50); 0: constant
-	Seed        uint64  // the batches' shuffle and dropout
+	// Frozen (full precision) runs the last Frozen epochs with the batch
+	// norms frozen, as QAT runs: their running statistics folded in, no
+	// dropout, so the training pass is the evaluation pass (whose running
+	// statistics otherwise lag the weights: bench/accuracy/RESULTS.md).
+	Frozen int
+	Seed   uint64 // the batches' shuffle and dropout
 	// Progress, when set, is called after every epoch with the mean
 	// training loss.
 	Progress func(epoch int, loss float64)
@@ -478,6 +483,9 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 	for ep := 1; ep <= cfg.Epochs; ep++ {
 		if cfg.Halve > 0 && ep > 1 && (ep-1)%cfg.Halve == 0 {
 			opt.LR /= 2
+		}
+		if ep > cfg.Epochs-cfg.Frozen {
+			fwdRng = nil
 		}
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		batches, err := NewGraphBatches(set, order, cfg.PerBatch, false)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -183,5 +184,23 @@ func TestGraphGradient(t *testing.T) {
 		lin.W[k] = w0
 		num := (up - down) / (2 * h)
 		assert.InDelta(t, num, float64(g.w[lin][k]), 2e-3+0.02*math.Abs(num), "linear %d weight %d", li, k)
+	}
+}
+
+// TestGraphFrozen: frozen epochs train with the batch norms' running
+// statistics (left as they are), others update them.
+func TestGraphFrozen(t *testing.T) {
+	set := tinyGraphSet(t)
+	in, err := QuantizeInput(set.Features, 8)
+	require.NoError(t, err)
+	for _, frozen := range []int{0, 2} {
+		gm, err := NewGraphModel(set.NumTags, 4, set.NumClasses, 2, 8, 8, NormBatch, 1)
+		require.NoError(t, err)
+		before := slices.Clone(gm.Layers[0].BN.Mean)
+		w := slices.Clone(gm.Layers[0].Lin1.W)
+		_, err = gm.TrainGraphs(set, []int32{0, 1, 2}, in, false, GraphTrainConfig{Epochs: 2, LR: 0.01, PerBatch: 3, Frozen: frozen})
+		require.NoError(t, err)
+		assert.Equal(t, frozen > 0, slices.Equal(before, gm.Layers[0].BN.Mean), "frozen %d: running means kept", frozen)
+		assert.NotEqual(t, w, gm.Layers[0].Lin1.W, "frozen %d: the weights train", frozen)
 	}
 }

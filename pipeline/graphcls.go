@@ -23,6 +23,7 @@ import (
 const (
 	graphLR, graphWD, graphDropout = 0.01, 0, 0
 	graphHalve                     = 20
+	graphFrozen                    = 20 // the last fp32 epochs with batch norm frozen
 	graphQATLR                     = 0.001
 	trainGraphs, evalGraphs        = 32, 128
 	graphCalibBatches              = 2
@@ -169,7 +170,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		}
 		fp.Scale = float32(float64(len(fold.Train)) / float64(max(nodes, 1)))
 		_, err = fp.TrainGraphs(set, fold.Train, in32, false, layers.GraphTrainConfig{Epochs: j.Epochs, LR: graphLR,
-			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs, Halve: graphHalve, Seed: j.Seed + uint64(k),
+			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs, Halve: graphHalve, Frozen: graphFrozen, Seed: j.Seed + uint64(k),
 			Progress: func(ep int, loss float64) {
 				j.Progress.Printf("qgtc: fold %d: fp32 epoch %d/%d loss %.3f", k, ep, j.Epochs, loss)
 			}})
