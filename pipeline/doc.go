@@ -30,6 +30,12 @@
 // checksummed, and a corrupt or mismatching entry is reported, removed
 // and rebuilt. Partitions are subgraph's checksummed partition files.
 //
+// Graph-classification datasets (GraphDataset: a TU text file with its
+// 10fold_idx folds, e.g. PROTEINS) run GraphClassify instead: per fold a
+// GIN graph classifier (layers.GraphModel) trained in fp32, then per width
+// calibrated, fine-tuned with QAT and run on the backend over the fold's
+// test graphs, reported as mean ± std over the folds. Nothing is cached.
+//
 // The pipeline imports neither cpu nor tcu: the caller passes the backend
 // in (and closes it); a job without one cannot compile.
 package pipeline

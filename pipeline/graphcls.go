@@ -17,13 +17,12 @@ import (
 // fine-tuned with QAT and run on the backend over the fold's test graphs.
 
 // The graph-classification recipe: Adam with these settings, the rate
-// halved every graphHalve epochs, the graphs shuffled into batches of
-// trainGraphs (Xu et al.'s 32) every epoch, test batches of evalGraphs
-// block-diagonal graphs.
+// halved after each third of the fp32 epochs and the last third run with
+// batch norm frozen (layers.GraphTrainConfig), the graphs shuffled into
+// batches of trainGraphs (Xu et al.'s 32) every epoch, test batches of
+// evalGraphs block-diagonal graphs.
 const (
 	graphLR, graphWD, graphDropout = 0.01, 0, 0
-	graphHalve                     = 20
-	graphFrozen                    = 20 // the last fp32 epochs with batch norm frozen
 	graphQATLR                     = 0.001
 	trainGraphs, evalGraphs        = 32, 128
 	graphCalibBatches              = 2
@@ -170,7 +169,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		}
 		fp.Scale = float32(float64(len(fold.Train)) / float64(max(nodes, 1)))
 		_, err = fp.TrainGraphs(set, fold.Train, in32, false, layers.GraphTrainConfig{Epochs: j.Epochs, LR: graphLR,
-			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs, Halve: graphHalve, Frozen: graphFrozen, Seed: j.Seed + uint64(k),
+			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs, Halve: max(1, j.Epochs/3), Frozen: j.Epochs / 3, Seed: j.Seed + uint64(k),
 			Progress: func(ep int, loss float64) {
 				j.Progress.Printf("qgtc: fold %d: fp32 epoch %d/%d loss %.3f", k, ep, j.Epochs, loss)
 			}})
