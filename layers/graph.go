@@ -580,12 +580,11 @@ func (gm *GraphModel) CalibrateGraphs(batches []*GraphBatch, in *Input, maxBatch
 // backend, so that only the graph logits come back.
 type GraphPlan struct {
 	*Plan
-	model   *GraphModel
-	heads   []planHead
-	scale   bmm.Vector // the readout epilogue's ColScale
-	term    bmm.Vector // and ColTerm
-	rq      bmm.Requant
-	uploads bmm.Traffic
+	model *GraphModel
+	heads []planHead
+	scale bmm.Vector // the readout epilogue's ColScale
+	term  bmm.Vector // and ColTerm
+	rq    bmm.Requant
 }
 
 // planHead is a head on the backend: the value it reads, its weight codes
@@ -689,11 +688,10 @@ func (gp *GraphPlan) Close() error {
 // first product from their codes, else their bit planes) and returns the
 // graph logits, len(b.Graphs) × Classes.
 func (gp *GraphPlan) Forward(b *GraphBatch, in *Input, sparse bool) ([]float32, error) {
-	logits, err := gp.forward(b, in, sparse, func(be bmm.Backend, v bmm.Vector) ([]float32, error) {
+	return gp.forward(b, in, sparse, func(be bmm.Backend, v bmm.Vector) ([]float32, error) {
 		out := make([]float32, len(b.Graphs)*gp.model.Classes)
 		return out, be.ReadVector(out, v)
 	})
-	return logits, err
 }
 
 // Predict runs every batch on the backend and returns each graph's
