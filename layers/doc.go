@@ -19,6 +19,13 @@
 // on the backend. Batch is one Cluster-GCN batch (a group of partitions,
 // its adjacency and normalization).
 //
+// GraphModel is the graph classifier (QGTC's batched GIN): GraphBatch puts
+// whole graphs side by side block-diagonally, the GIN and its per-layer
+// heads score every node, and the sum readout per graph runs on the backend
+// as an aggregation (AggFloat over a graph whose rows are the graphs), so
+// GraphPlan gives the simulation's graph logits bit for bit on every
+// backend.
+//
 // Models are saved as safetensors (internal/safetensors) with PyTorch-style
 // names and a checksummed metadata record (WriteModel, ReadModel); Origin
 // records what a model was trained on.

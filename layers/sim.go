@@ -237,6 +237,9 @@ type simState struct {
 	// batch's statistics): the normalized values and 1/√(σ² + ε).
 	bnXhat   [][]float64
 	bnInvStd [][]float64
+	// extra holds gradients at values from readers outside the DAG (the
+	// graph readout's per-layer heads), added to what the ops give them.
+	extra map[int][]float64
 }
 
 // features returns the batch's features as op reads them: as gathered, or
@@ -627,6 +630,9 @@ func (m *Model) simBackward(st *simState, dLogits []float64, g *simGrads) {
 	n := st.n
 	dv := make([][]float64, len(st.ops)+1) // the gradient at each value
 	dv[len(st.ops)] = dLogits
+	for v, d := range st.extra {
+		dv[v] = d
+	}
 	// flow adds d into the gradient of value v; d is not used after.
 	flow := func(v int, d []float64) {
 		if dv[v] == nil {

@@ -35,6 +35,11 @@
 // Merge joins a run's shard files (shard.go). Job.Devices spreads the
 // batches over several backends of one host, gathered bit for bit as one
 // backend's (devices.go).
+// Graph-classification datasets (GraphDataset: a TU text file with its
+// 10fold_idx folds, e.g. PROTEINS) run GraphClassify instead: per fold a
+// GIN graph classifier (layers.GraphModel) trained in fp32, then per width
+// calibrated, fine-tuned with QAT and run on the backend over the fold's
+// test graphs, reported as mean ± std over the folds. Nothing is cached.
 //
 // The pipeline imports neither cpu nor tcu: the caller passes the backend
 // in (and closes it); a job without one cannot compile.

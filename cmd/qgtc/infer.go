@@ -237,6 +237,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
 	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
+	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -268,6 +269,10 @@ func runInfer(args []string, stdout io.Writer) error {
 	}
 	if *wbits != 0 {
 		c.WBits = *wbits
+	}
+	if pipeline.GraphDataset(c.Dataset) {
+		qGraphDefaults(fs, &c)
+		return qGraphRun("infer", fs, c, [][2]int{{c.ABits, c.WBits}}, *fold, *device, quiet, *asJSON, "", stdout)
 	}
 	if err := c.Check(); err != nil {
 		return qUsage(err)

@@ -51,12 +51,25 @@ func runSweep(args []string, stdout io.Writer) error {
 	fs.Uint64Var(&c.Seed, "seed", 0, "first seed")
 	device := fs.String("device", "cpu", "cpu, gpu or auto")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
+	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	bits, err := qParseBits(*bitList)
 	if err != nil {
 		return err
+	}
+	if pipeline.GraphDataset(c.Dataset) {
+		qGraphDefaults(fs, &c)
+		if !fs.Changed("bits") {
+			bits = []int{2, 4, 8}
+		}
+		var widths [][2]int
+		for _, b := range bits {
+			widths = append(widths, [2]int{b, b})
+		}
+		c.ABits, c.WBits = bits[0], bits[0]
+		return qGraphRun("sweep", fs, c, widths, *fold, *device, quiet, *asJSON, *out, stdout)
 	}
 	c.ABits, c.WBits = bits[0], bits[0]
 	if err := c.Check(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/layers/fp"
+	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -86,8 +87,12 @@ func runTrain(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the trained model (best validation seed) as safetensors")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
 	if err := parseFlagsArgs(fs, args); err != nil { // checkTrainFlags explains a stray argument
 		return err
+	}
+	if pipeline.GraphDataset(*dataset) {
+		return qGraphTrain(fs, *dataset, *fold, *asJSON, *quiet, stdout)
 	}
 	m := strings.ToLower(*model)
 	if err := checkTrainFlags(fs, m); err != nil {

@@ -1,0 +1,206 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// tinyGraphSet is three graphs: a path 0-1-2, a lone node, an edge 4-5.
+func tinyGraphSet(t *testing.T) *subgraph.GraphSet {
+	g, err := subgraph.FromEdges(6, []int32{0, 1, 4}, []int32{1, 2, 5}, subgraph.BuildOptions{Symmetrize: true})
+	require.NoError(t, err)
+	f := &subgraph.Features{Rows: 6, Cols: 2, Indptr: []int32{0, 1, 2, 3, 4, 5, 6}, Indices: []int32{0, 1, 0, 1, 1, 0}}
+	return &subgraph.GraphSet{Graph: g, Offsets: []int32{0, 3, 4, 6}, Labels: []int32{0, 1, 0}, NumClasses: 2,
+		Tags: f.Indices, NumTags: 2, Features: f}
+}
+
+func TestGraphBatches(t *testing.T) {
+	set := tinyGraphSet(t)
+	bs, err := NewGraphBatches(set, []int32{2, 0, 1}, 2, true)
+	require.NoError(t, err)
+	require.Len(t, bs, 2)
+	b := bs[0]
+	assert.Equal(t, []int32{4, 5, 0, 1, 2}, b.Nodes)
+	assert.Equal(t, []int32{0, 2, 4, 6, 9, 11}, b.Indptr)
+	assert.Equal(t, []int32{0, 1, 0, 1, 2, 3, 2, 3, 4, 3, 4}, b.Indices, "block-diagonal, self-loops sorted in")
+	assert.Equal(t, []int32{2, 0}, b.Graphs)
+	assert.Equal(t, []int32{0, 2, 5}, b.Pool.Indptr)
+	assert.Equal(t, []int32{0, 1, 2, 3, 4}, b.Pool.Indices)
+	assert.Equal(t, []float32{2, 3}, b.Sizes)
+	assert.Equal(t, []float32{2, 2, 2, 3, 2}, b.Deg)
+	for r := range b.N() {
+		for c := range b.N() {
+			want := uint32(0)
+			for _, u := range b.Indices[b.Indptr[r]:b.Indptr[r+1]] {
+				if int(u) == c {
+					want = 1
+				}
+			}
+			assert.Equal(t, want, b.Adj.At(r, c), "adjacency bit (%d, %d)", r, c)
+		}
+	}
+	assert.Equal(t, []int32{3}, bs[1].Nodes)
+	assert.Equal(t, []int32{0}, bs[1].Indices, "a lone node keeps its self-loop")
+
+	_, err = NewGraphBatches(set, []int32{3}, 1, false)
+	assert.ErrorIs(t, err, ErrModel)
+	_, err = NewGraphBatches(set, []int32{0}, 0, false)
+	assert.ErrorIs(t, err, ErrModel)
+	cross := tinyGraphSet(t)
+	cross.Offsets = []int32{0, 2, 4, 6} // the edge 1-2 now joins two graphs
+	_, err = NewGraphBatches(cross, []int32{0}, 1, false)
+	assert.ErrorIs(t, err, ErrModel)
+}
+
+// proteinsGraphs loads PROTEINS and a small trained-and-calibrated GIN
+// graph classifier on its first graphs.
+func proteinsGraphs(t *testing.T, bits int) (*subgraph.GraphSet, []int32, *GraphModel, *Input) {
+	t.Helper()
+	set, err := subgraph.LoadGraphSet(filepath.Join("..", "testdata", "proteins"))
+	require.NoError(t, err)
+	graphs := make([]int32, 48)
+	for i := range graphs {
+		graphs[i] = int32(i * 23) // both classes, small and large graphs
+	}
+	in, err := QuantizeInput(set.Features, bits)
+	require.NoError(t, err)
+	gm, err := NewGraphModel(set.NumTags, 8, set.NumClasses, 2, bits, bits, NormBatch, 1)
+	require.NoError(t, err)
+	gm.Scale = 1.0 / 39
+	_, err = gm.TrainGraphs(set, graphs, in, false, GraphTrainConfig{Epochs: 2, LR: 0.01, Dropout: 0.5, PerBatch: 16, Seed: 1})
+	require.NoError(t, err)
+	bs, err := NewGraphBatches(set, graphs, 16, true)
+	require.NoError(t, err)
+	require.NoError(t, gm.CalibrateGraphs(bs, in, 1))
+	return set, graphs, gm, in
+}
+
+// TestGraphPlanMatchesSimulation: the graph logits a plan computes on the
+// generic and the cpu backend, with dense or edge-list aggregations and
+// either first product, are the simulation's bit for bit, the readout
+// included; QAT keeps it so.
+func TestGraphPlanMatchesSimulation(t *testing.T) {
+	for _, bits := range []int{2, 4} {
+		set, graphs, gm, in := proteinsGraphs(t, bits)
+		_, err := gm.TrainGraphs(set, graphs, in, true, GraphTrainConfig{Epochs: 1, LR: 0.001, PerBatch: 16, Seed: 2})
+		require.NoError(t, err)
+		bs, err := NewGraphBatches(set, graphs, 20, true)
+		require.NoError(t, err)
+		want, err := gm.GraphLogits(bs, in, true)
+		require.NoError(t, err)
+		var first [][]float32
+		for _, be := range []bmm.Backend{bmm.NewGenericBackend(), cpu.NewBackend(nil)} {
+			for _, agg := range []AggMode{AggDense, AggSparse} {
+				for _, sparse := range []bool{false, true} {
+					t.Run(fmt.Sprintf("bits=%d/%s/agg=%v/sparse=%v", bits, be.Name(), agg, sparse), func(t *testing.T) {
+						gp, err := gm.CompileGraphs(be)
+						require.NoError(t, err)
+						defer gp.Close()
+						gp.Agg = agg
+						var all [][]float32
+						for i, b := range bs {
+							got, err := gp.Forward(b, in, sparse)
+							require.NoError(t, err)
+							require.Len(t, got, len(want[i]))
+							for k := range got {
+								require.Equal(t, math.Float32bits(want[i][k]), math.Float32bits(got[k]), "batch %d logit %d", i, k)
+							}
+							all = append(all, got)
+						}
+						if first == nil {
+							first = all
+						}
+						assert.Equal(t, first, all, "every backend and mode gives the same logits")
+						pred, err := gp.Predict(bs, in, sparse, set.NumGraphs())
+						require.NoError(t, err)
+						acc, err := gm.GraphAccuracy(bs, in, set.Labels, true)
+						require.NoError(t, err)
+						var hit int
+						for _, g := range graphs {
+							if pred[g] == set.Labels[g] {
+								hit++
+							}
+						}
+						assert.InDelta(t, acc, float64(hit)/float64(len(graphs)), 1e-12)
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestGraphGradient checks the readout's and the heads' backward pass
+// against a finite difference of the fp32 graph loss in one weight of each
+// linear, the heads' included.
+func TestGraphGradient(t *testing.T) {
+	set, err := subgraph.LoadGraphSet(filepath.Join("..", "testdata", "proteins"))
+	require.NoError(t, err)
+	in, err := QuantizeInput(set.Features, 8)
+	require.NoError(t, err)
+	gm, err := NewGraphModel(set.NumTags, 6, set.NumClasses, 2, 8, 8, NormNone, 3)
+	require.NoError(t, err)
+	gm.Scale = 0.25
+	bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
+	require.NoError(t, err)
+	b := bs[0]
+	lins := gm.linears()
+	for l := range gm.Heads {
+		lins = append(lins, &gm.Heads[l])
+	}
+	require.Len(t, gm.Heads, 2)
+	loss := func() (float64, *simGrads) {
+		st, y, runs, lg, err := gm.graphForward(b, in, false, 0, nil, nil)
+		require.NoError(t, err)
+		idx := []int{0, 1, 2, 3}
+		l, dl := crossEntropy(lg, gm.Classes, set.Labels, b.Graphs, idx)
+		g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
+		for _, lin := range lins {
+			g.w[lin], g.b[lin] = make([]float32, len(lin.W)), make([]float32, len(lin.B))
+		}
+		dy := gm.readoutBackward(b, y, dl, false)
+		gm.headsBackward(st, runs, dy, g)
+		gm.simBackward(st, dy, g)
+		return l, g
+	}
+	_, g := loss()
+	for li, lin := range lins {
+		k := len(lin.W) / 2
+		w0 := lin.W[k]
+		const h = 1e-2
+		lin.W[k] = w0 + h
+		up, _ := loss()
+		lin.W[k] = w0 - h
+		down, _ := loss()
+		lin.W[k] = w0
+		num := (up - down) / (2 * h)
+		assert.InDelta(t, num, float64(g.w[lin][k]), 2e-3+0.02*math.Abs(num), "linear %d weight %d", li, k)
+	}
+}
+
+// TestGraphFrozen: frozen epochs train with the batch norms' running
+// statistics (left as they are), others update them.
+func TestGraphFrozen(t *testing.T) {
+	set := tinyGraphSet(t)
+	in, err := QuantizeInput(set.Features, 8)
+	require.NoError(t, err)
+	for _, frozen := range []int{0, 2} {
+		gm, err := NewGraphModel(set.NumTags, 4, set.NumClasses, 2, 8, 8, NormBatch, 1)
+		require.NoError(t, err)
+		before := slices.Clone(gm.Layers[0].BN.Mean)
+		w := slices.Clone(gm.Layers[0].Lin1.W)
+		_, err = gm.TrainGraphs(set, []int32{0, 1, 2}, in, false, GraphTrainConfig{Epochs: 2, LR: 0.01, PerBatch: 3, Frozen: frozen})
+		require.NoError(t, err)
+		assert.Equal(t, frozen > 0, slices.Equal(before, gm.Layers[0].BN.Mean), "frozen %d: running means kept", frozen)
+		assert.NotEqual(t, w, gm.Layers[0].Lin1.W, "frozen %d: the weights train", frozen)
+	}
+}
