@@ -186,8 +186,8 @@ func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration
 	if err := m.SetNorm(j.Norm); err != nil {
 		return nil, 0, err
 	}
-	_, err = m.TrainFP32(d.Batches, in, layers.TrainConfig{Epochs: j.Epochs, LR: fp32LR, WeightDecay: fp32WD, Dropout: fp32Dropout,
-		Patience: fp32Patience, Seed: j.Seed, Progress: func(ep int, loss, val float64) {
+	_, err = m.TrainFP32(d.Batches, in, layers.TrainConfig{Epochs: j.Epochs, LR: float32(j.LR), WeightDecay: float32(j.WeightDecay),
+		Dropout: float32(j.Dropout), Patience: j.Patience, Seed: j.Seed, Progress: func(ep int, loss, val float64) {
 			j.Progress.Printf("qgtc: training fp32 %s on %s: epoch %d/%d loss %.3f val %.1f%%", j.Model, ds.Name, ep, j.Epochs, loss, 100*val)
 		}})
 	j.Progress.Done()
@@ -235,7 +235,7 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*laye
 		}
 	}
 	if j.QATEpochs > 0 {
-		_, err := m.QAT(d.Batches, in, layers.TrainConfig{Epochs: j.QATEpochs, LR: qatLR, WeightDecay: qatWD, Patience: qatPatience, Seed: j.Seed, LearnScales: j.LSQ,
+		_, err := m.QAT(d.Batches, in, layers.TrainConfig{Epochs: j.QATEpochs, LR: float32(j.QATLR), WeightDecay: float32(j.QATWeightDecay), Patience: j.QATPatience, Seed: j.Seed, LearnScales: j.LSQ,
 			Progress: func(ep int, loss, val float64) {
 				j.Progress.Printf("qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.ABits, j.WBits, j.Model, ep, j.QATEpochs, loss, 100*val)
 			}})

@@ -58,6 +58,7 @@ func runSweep(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	qRecipe(fs, &c)
 	c.ABits, c.WBits = bits[0], bits[0]
 	if err := c.Check(); err != nil {
 		return qUsage(err)
