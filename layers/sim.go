@@ -106,6 +106,25 @@ func linEpilogue(op *planOp, ph Params, w *simWeights, k int, rowSums []float32,
 			ep.ColConst[j] = float32(float64(s) * zh * (w.colSum[j] + float64(k)*float64(pw.Zero())))
 		}
 	}
+	if e := op.outEq; e != nil {
+		// (t − shift)/scale per column: every term before the row scale
+		// divided, the shift taken from the bias.
+		bias := make([]float32, n)
+		for j := range bias {
+			inv := 1 / e.scale[j]
+			ep.ColScale[j] *= inv
+			ep.ColTerm[j] *= inv
+			if ep.ColConst != nil {
+				ep.ColConst[j] *= inv
+			}
+			b := float32(0)
+			if ep.ColBias != nil {
+				b = ep.ColBias[j]
+			}
+			bias[j] = (b - e.shift[j]) * inv
+		}
+		ep.ColBias = bias
+	}
 	return ep
 }
 
@@ -121,6 +140,11 @@ func aggEpilogue(op *planOp, pz Params, n int, b *Batch, quant bool) *bmm.Epilog
 		for j := range ep.ColScale {
 			ep.ColScale[j] = pz.Scale
 			ep.ColTerm[j] = float32(pz.Scale * pz.Zero())
+			if e := op.inEq; e != nil {
+				// Σ_u (scale·v + shift) = scale·Σ_u v + shift·deg.
+				ep.ColScale[j] *= e.scale[j]
+				ep.ColTerm[j] = ep.ColTerm[j]*e.scale[j] + e.shift[j]
+			}
 		}
 	}
 	if op.bn != nil {
@@ -195,6 +219,7 @@ type simVal struct {
 	// drawn (in place) by the first of them: a layer's input is dropped
 	// once, whatever reads it.
 	drop []bool
+	eq   *chanEq // per-channel map of the codes' values (Layer.ZScale)
 }
 
 // read returns v as an op reads it: the codes for a quantized op, the
@@ -207,6 +232,10 @@ func (v *simVal) read(quant bool) []float64 {
 		v.deq = make([]float64, len(v.data))
 		for k, q := range v.data {
 			v.deq[k] = dequant(q, v.p)
+			if v.eq != nil {
+				j := k % v.width
+				v.deq[k] = v.deq[k]*float64(v.eq.scale[j]) + float64(v.eq.shift[j])
+			}
 		}
 	}
 	return v.deq
@@ -432,7 +461,7 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 				v.data[j] = float64(c)
 			}
 			st.codes[i] = codes
-			v.quant, v.p = true, p
+			v.quant, v.p, v.eq = true, p, op.outEq
 		} else {
 			for j, x := range y {
 				v.data[j] = float64(x)
@@ -655,7 +684,14 @@ func (m *Model) simBackward(st *simState, dLogits []float64, g *simGrads) {
 			}
 		}
 		if gs := g.scale[op.out]; gs != nil && st.quant && st.codes[i] != nil {
-			gs[0] += float32(scaleGrad(*op.out, y, st.codes[i], dt))
+			d := dt // the gradient at the real values; the codes' values are (real − shift)/scale
+			if e := op.outEq; e != nil {
+				d = make([]float64, len(dt))
+				for k, x := range dt {
+					d[k] = x * float64(e.scale[k%width])
+				}
+			}
+			gs[0] += float32(scaleGrad(*op.out, y, st.codes[i], d))
 		}
 		rs := op.scale(st.batch)
 		var bias []float32

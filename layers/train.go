@@ -345,6 +345,9 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	if maxBatches > 0 && len(batches) > maxBatches {
 		batches = batches[:maxBatches]
 	}
+	for i := range m.Layers {
+		m.Layers[i].ZScale, m.Layers[i].ZShift = nil, nil
+	}
 	ops := m.ops()
 	m.Calibrated = true
 	wc := weightCache{} // the weights do not change while calibrating
@@ -367,13 +370,27 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 		var sample []float32
 		outs := make([][]float32, len(batches))
 		prefix := make([][]simVal, len(batches))
-		for bi, b := range batches {
-			st, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
-			if err != nil {
+		pass := func() error {
+			sample = sample[:0]
+			for bi, b := range batches {
+				st, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
+				if err != nil {
+					return err
+				}
+				outs[bi], prefix[bi] = y, st.vals[:i+1]
+				sample = append(sample, y...)
+			}
+			return nil
+		}
+		if err := pass(); err != nil {
+			return err
+		}
+		if ly := ops[i].eqOf; ly != nil && m.ChannelZ {
+			ly.ZScale, ly.ZShift = channelEq(outs, ly.Lin1.Out)
+			ops = m.ops()
+			if err := pass(); err != nil {
 				return err
 			}
-			outs[bi], prefix[bi] = y, st.vals[:i+1]
-			sample = append(sample, y...)
 		}
 		const maxSample = 1 << 19
 		if len(sample) > maxSample {
@@ -400,17 +417,47 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 		}
 		*ops[i].out = best
 		for bi, y := range outs {
-			res[bi] = &resume{from: i + 1, vals: withOutput(prefix[bi], y, rowWidth(y, batches[bi].N()), best)}
+			res[bi] = &resume{from: i + 1, vals: withOutput(prefix[bi], y, rowWidth(y, batches[bi].N()), best, ops[i].outEq)}
 		}
 	}
 	return nil
 }
 
+// channelEq returns the mean and the mean absolute deviation of each of
+// the w columns of the rows in outs: ZShift and ZScale (1 for a constant
+// column), so that each channel's codes span its own values.
+func channelEq(outs [][]float32, w int) (scale, shift []float32) {
+	sum, dev := make([]float64, w), make([]float64, w)
+	var n int
+	for _, y := range outs {
+		for k, v := range y {
+			sum[k%w] += float64(v)
+		}
+		n += len(y) / w
+	}
+	scale, shift = make([]float32, w), make([]float32, w)
+	for j := range sum {
+		shift[j] = float32(sum[j] / float64(max(1, n)))
+	}
+	for _, y := range outs {
+		for k, v := range y {
+			dev[k%w] += math.Abs(float64(v) - float64(shift[k%w]))
+		}
+	}
+	for j := range dev {
+		scale[j] = float32(dev[j] / float64(max(1, n)))
+		if !(scale[j] > 0) || math.IsInf(float64(scale[j]), 0) || math.IsNaN(float64(shift[j])) {
+			scale[j], shift[j] = 1, 0
+		}
+	}
+	return scale, shift
+}
+
 // withOutput returns the values vals (0..i) followed by op i's output y
 // (rows of width values) quantized with p, for a pass resumed at op i+1.
-func withOutput(vals []simVal, y []float32, width int, p Params) []simVal {
+func withOutput(vals []simVal, y []float32, width int, p Params, eq *chanEq) []simVal {
 	inv, off := p.Requant()
-	v := simVal{data: make([]float64, len(y)), width: width, quant: true, p: p}
+	v := simVal{data: make([]float64, len(y)), width: width, quant: true, p: p, eq: eq}
 	for j, x := range y {
 		v.data[j] = float64(qQuant(x, inv, off, p.Bits))
 	}
@@ -432,12 +479,13 @@ func rowWidth(y []float32, n int) int {
 // computes (tested), without rerunning ops 0..i. The weights come from wc
 // (nil: prepared now).
 func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, prefix [][]simVal, wc weightCache) (float64, error) {
-	p := *m.ops()[i].out
+	op := m.ops()[i]
+	p := *op.out
 	var kl float64
 	var n int
 	c := m.Classes
 	for bi, b := range batches {
-		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, vals: withOutput(prefix[bi], outs[bi], rowWidth(outs[bi], b.N()), p)}, wc)
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, vals: withOutput(prefix[bi], outs[bi], rowWidth(outs[bi], b.N()), p, op.outEq)}, wc)
 		if err != nil {
 			return 0, err
 		}
