@@ -150,6 +150,8 @@ type modelKey struct {
 	QATWD       float64 `json:"qat_wd,omitempty"`
 	QATPatience int     `json:"qat_patience,omitempty"`
 	LSQ         bool    `json:"lsq,omitempty"`
+	ChannelZ    bool    `json:"channel_z,omitempty"`
+	SignW       bool    `json:"sign_w,omitempty"`
 }
 
 // modelKey returns the key of j's fp32 model on d (quant false) or of its
@@ -160,7 +162,7 @@ func (j *Job) modelKey(d *Data, quant bool) string {
 		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, Patience: j.Patience}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
-		k.QATEpochs, k.LSQ = j.QATEpochs, j.LSQ
+		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights()
 		k.QATLR, k.QATWD, k.QATPatience = j.QATLR, j.QATWeightDecay, j.QATPatience
 	}
 	js, err := json.Marshal(k)

@@ -35,6 +35,14 @@ type Config struct {
 	Epochs         int    // full-precision epochs
 	QATEpochs      int    // quantization-aware fine-tuning epochs (0: post-training quantization only)
 	LSQ            bool   // QAT learns the activation step sizes
+	// ChannelZ gives the update products per-channel ranges
+	// (layers.Model.ChannelZ): ChannelAuto (also "") at activation widths
+	// up to 2 bits, ChannelOn or ChannelOff.
+	ChannelZ string
+	// SignWeights makes 1-bit weights ±mean|w| per channel
+	// (layers.Model.SetSignWeights): ChannelAuto (also "") and ChannelOn
+	// do, ChannelOff keeps the two levels of least squared error.
+	SignWeights string
 	// LR, WeightDecay, Dropout and Patience (epochs without a better
 	// validation accuracy before stopping, 0: never) train the fp32 model,
 	// QATLR, QATWeightDecay and QATPatience fine-tune it (see Recipe).
@@ -57,6 +65,27 @@ type Config struct {
 	// SparseOff.
 	SparseInput string
 }
+
+// Values of Config.ChannelZ and Config.SignWeights.
+const (
+	ChannelAuto = "auto"
+	ChannelOn   = "on"
+	ChannelOff  = "off"
+)
+
+// channelZ is whether the job's quantized model has per-channel Z ranges.
+func (c *Config) channelZ() bool {
+	switch c.ChannelZ {
+	case ChannelOn:
+		return true
+	case ChannelOff:
+		return false
+	}
+	return c.ABits <= 2
+}
+
+// signWeights is whether the job's 1-bit weights are binarized by sign.
+func (c *Config) signWeights() bool { return c.WBits == 1 && c.SignWeights != ChannelOff }
 
 // Values of Config.SparseInput.
 const (
@@ -123,6 +152,16 @@ func (c *Config) Check() error {
 	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:
 	default:
 		return bad("FeatureScale", c.FeatureScale, "(want sqrt, mean, rows or none)")
+	}
+	switch c.ChannelZ {
+	case "", ChannelAuto, ChannelOn, ChannelOff:
+	default:
+		return bad("ChannelZ", c.ChannelZ, "(want auto, on or off)")
+	}
+	switch c.SignWeights {
+	case "", ChannelAuto, ChannelOn, ChannelOff:
+	default:
+		return bad("SignWeights", c.SignWeights, "(want auto, on or off)")
 	}
 	switch c.SparseInput {
 	case "", SparseAuto, SparseOn, SparseOff:

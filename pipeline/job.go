@@ -202,7 +202,8 @@ func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration
 // quantization) on up to 8 batches of d.
 func (j *Job) Calibrate(d *Data, fp *layers.Model, in *layers.Input) (*layers.Model, error) {
 	m := fp.Clone()
-	m.ABits, m.WBits = j.ABits, j.WBits
+	m.ABits, m.WBits, m.ChannelZ = j.ABits, j.WBits, j.channelZ()
+	m.SetSignWeights(j.signWeights())
 	j.Progress.Printf("qgtc: calibrating %d/%d-bit %s", j.ABits, j.WBits, j.Model)
 	defer j.Progress.Done()
 	if err := m.Calibrate(d.Batches, in, calibBatches); err != nil {
@@ -219,7 +220,7 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*laye
 	key := j.modelKey(d, true)
 	path := j.modelPath(d, fmt.Sprintf("a%dw%d", j.ABits, j.WBits), key)
 	fits := func(m *layers.Model) bool {
-		return m.Calibrated && m.Kind == j.Model && m.ABits == j.ABits && m.WBits == j.WBits && m.Input == in.Params
+		return m.Calibrated && m.Kind == j.Model && m.ABits == j.ABits && m.WBits == j.WBits && m.Input == in.Params && m.ChannelZ == j.channelZ() && m.SignWeights() == j.signWeights()
 	}
 	if m := j.cachedModel(path, key, fits); m != nil {
 		return m, 0, nil

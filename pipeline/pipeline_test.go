@@ -164,6 +164,7 @@ func TestCacheSettings(t *testing.T) {
 		{"qat-lr", func(c *Config) { c.QATLR = 0.01 }},
 		{"qat-weight-decay", func(c *Config) { c.QATWeightDecay = 0 }},
 		{"qat-patience", func(c *Config) { c.QATPatience = 1 }},
+		{"channel-z", func(c *Config) { c.ChannelZ = ChannelOn }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := *base
@@ -443,6 +444,8 @@ func TestConfigCheck(t *testing.T) {
 		{"Dropout", func(c *Config) { c.Dropout = 1 }},
 		{"Patience", func(c *Config) { c.Patience = -1 }},
 		{"QATPatience", func(c *Config) { c.QATPatience = -3 }},
+		{"ChannelZ", func(c *Config) { c.ChannelZ = "yes" }},
+		{"SignWeights", func(c *Config) { c.SignWeights = "maybe" }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c := ok

@@ -70,6 +70,8 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.IntVar(&c.Epochs, "epochs", def.Epochs, "full-precision training epochs (when training)"+recipe)
 	fs.IntVar(&c.QATEpochs, "qat-epochs", def.QATEpochs, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)"+recipe)
 	fs.BoolVar(&c.LSQ, "lsq", def.LSQ, "QAT learns each activation quantizer's step size (LSQ)")
+	fs.StringVar(&c.SignWeights, "sign-weights", pipeline.ChannelAuto, "1-bit weights: on or auto (sign times the channel's mean |w|) or off (the two levels of least squared error)")
+	fs.StringVar(&c.ChannelZ, "channel-z", pipeline.ChannelAuto, "per-channel ranges of the update products (exact, folded into the epilogues): on, off or auto (at 1 and 2 bits)")
 	fs.StringVar(&c.Norm, "norm", def.Norm, "gin: normalization inside each MLP, none or batch (when training)"+recipe)
 	fs.Float64Var(&c.LR, "lr", def.LR, "full-precision learning rate (Adam)"+recipe)
 	fs.Float64Var(&c.WeightDecay, "weight-decay", def.WeightDecay, "full-precision weight decay"+recipe)
@@ -92,7 +94,7 @@ func qRecipe(fs *pflag.FlagSet, c *pipeline.Config) {
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
 	"QATEpochs": "qat-epochs", "LR": "lr", "WeightDecay": "weight-decay", "Dropout": "dropout", "Patience": "patience",
-	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes"}
+	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "ChannelZ": "channel-z", "SignWeights": "sign-weights"}
 
 // qUsage turns the pipeline's complaints about its settings or its data
 // into usage errors naming the flag; other errors pass unchanged.
@@ -136,7 +138,7 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 	case fs.Changed("feature-scale") && o != nil && c.FeatureScale != o.FeatureScale:
 		return conflict("feature-scale", c.FeatureScale, "a model trained with feature scale "+o.FeatureScale)
 	}
-	for _, f := range []string{"epochs", "qat-epochs", "lsq", "lr", "weight-decay", "dropout", "patience", "qat-lr", "qat-weight-decay", "qat-patience"} {
+	for _, f := range []string{"epochs", "qat-epochs", "lsq", "channel-z", "sign-weights", "lr", "weight-decay", "dropout", "patience", "qat-lr", "qat-weight-decay", "qat-patience"} {
 		if fs.Changed(f) {
 			return fmt.Errorf("%w: --%s only applies when training, and --weights %s is a trained model", errUsage, f, file)
 		}
