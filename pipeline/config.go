@@ -37,7 +37,7 @@ type Config struct {
 	LSQ            bool   // QAT learns the activation step sizes
 	// ChannelZ gives the update products per-channel ranges
 	// (layers.Model.ChannelZ): ChannelAuto (also "") at activation widths
-	// up to 2 bits, ChannelOn or ChannelOff.
+	// 1-bit activations, ChannelOn or ChannelOff.
 	ChannelZ string
 	// SignWeights makes 1-bit weights ±mean|w| per channel
 	// (layers.Model.SetSignWeights): ChannelAuto (also "") and ChannelOn
@@ -81,7 +81,7 @@ func (c *Config) channelZ() bool {
 	case ChannelOff:
 		return false
 	}
-	return c.ABits <= 2
+	return c.ABits == 1
 }
 
 // signWeights is whether the job's 1-bit weights are binarized by sign.
