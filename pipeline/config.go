@@ -36,8 +36,8 @@ type Config struct {
 	QATEpochs      int    // quantization-aware fine-tuning epochs (0: post-training quantization only)
 	LSQ            bool   // QAT learns the activation step sizes
 	// ChannelZ gives the update products per-channel ranges
-	// (layers.Model.ChannelZ): ChannelAuto (also "") at activation widths
-	// 1-bit activations, ChannelOn or ChannelOff.
+	// (layers.Model.ChannelZ): ChannelAuto (also "") with 1-bit
+	// activations, ChannelOn or ChannelOff.
 	ChannelZ string
 	// SignWeights makes 1-bit weights ±mean|w| per channel
 	// (layers.Model.SetSignWeights): ChannelAuto (also "") and ChannelOn
