@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -140,4 +141,36 @@ func TestChannelZFile(t *testing.T) {
 	_, meta, err = safetensors.Read(&buf)
 	require.NoError(t, err)
 	assert.Contains(t, meta["qgtc.qmodel"], `"format":3`)
+}
+
+// TestPreciseBN: after full-precision training with PreciseBN on one
+// batch, the running statistics are the batch's own, so inference (the
+// folded running statistics) gives the logits of a training-mode pass
+// without dropout; the moving average does not.
+func TestPreciseBN(t *testing.T) {
+	ds := qSynth(t, 300, 4, 40, false, 3)
+	d, err := NewData(ds, nil, 1, 1)
+	require.NoError(t, err)
+	in, err := QuantizeInput(ds.Features, 8)
+	require.NoError(t, err)
+	gap := func(precise bool) float64 {
+		m, err := NewModel(GIN, 40, 16, 4, 2, 8, 8, 5)
+		require.NoError(t, err)
+		require.NoError(t, m.SetNorm(NormBatch))
+		_, err = m.TrainFP32(d, in, TrainConfig{Epochs: 8, LR: 0.01, Dropout: 0.5, Seed: 1, PreciseBN: precise})
+		require.NoError(t, err)
+		b := d.Eval[0]
+		_, eval, err := m.simForward(b, in, false, -1, 0, nil)
+		require.NoError(t, err)
+		c := m.Clone() // the training-mode pass moves the running statistics
+		_, train, err := c.simForward(b, in, false, -1, 0, rand.New(rand.NewPCG(0, 0)))
+		require.NoError(t, err)
+		var g float64
+		for i := range eval {
+			g = max(g, math.Abs(float64(eval[i]-train[i])))
+		}
+		return g
+	}
+	assert.Less(t, gap(true), 1e-3)
+	assert.Greater(t, gap(false), 1e-2)
 }

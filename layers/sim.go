@@ -266,6 +266,8 @@ type simState struct {
 	// batch's statistics): the normalized values and 1/√(σ² + ε).
 	bnXhat   [][]float64
 	bnInvStd [][]float64
+	// bnMean and bnVar are those batch statistics (preciseBN).
+	bnMean, bnVar [][]float64
 }
 
 // features returns the batch's features as op reads them: as gathered, or
@@ -350,7 +352,8 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 	st := &simState{quant: quant, ops: ops, n: b.N(), batch: b, dropout: dropout, inCodes: quant,
 		weights: make([]*simWeights, no), vals: make([]simVal, no+1), acts: make([][]float64, no),
 		drops: make([][]bool, no), outs: make([][]float32, no), widths: make([]int, no), inP: make([]Params, no),
-		codes: make([][]int32, no), bnXhat: make([][]float64, no), bnInvStd: make([][]float64, no)}
+		codes: make([][]int32, no), bnXhat: make([][]float64, no), bnInvStd: make([][]float64, no),
+		bnMean: make([][]float64, no), bnVar: make([][]float64, no)}
 	if upTo < no && upTo > 0 {
 		st.quant = false // mixed: no backward pass
 	}
@@ -436,7 +439,7 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 				}
 			})
 			if op.kind == qAgg && op.bn != nil && rng != nil {
-				st.bnXhat[i], st.bnInvStd[i] = bnTrain(op.bn, y, n, width, op.relu)
+				st.bnXhat[i], st.bnInvStd[i], st.bnMean[i], st.bnVar[i] = bnTrain(op.bn, y, n, width, op.relu)
 			}
 		case qAdd:
 			x, z := src.data, st.vals[op.in[1]].data
@@ -492,9 +495,11 @@ func dropOut(vals []float64, p float32, rng *rand.Rand) []bool {
 // with the batch's statistics, applies bn's affine map and the ReLU when
 // relu, and updates bn's running statistics (unbiased variance, momentum
 // learn.BNMomentum, as PyTorch). It returns the normalized values and
-// 1/√(σ² + ε) per channel for the backward pass.
-func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
+// 1/√(σ² + ε) per channel for the backward pass, and the batch's mean and
+// variance (the biased one it normalized with) per channel.
+func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd, means, vars []float64) {
 	xhat, invStd = make([]float64, n*w), make([]float64, w)
+	means, vars = make([]float64, w), make([]float64, w)
 	for j := 0; j < w; j++ {
 		var mean, v float64
 		for r := 0; r < n; r++ {
@@ -525,8 +530,9 @@ func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []fl
 		}
 		bn.Mean[j] = float32((1-learn.BNMomentum)*float64(bn.Mean[j]) + learn.BNMomentum*mean)
 		bn.Var[j] = float32((1-learn.BNMomentum)*float64(bn.Var[j]) + learn.BNMomentum*unbiased)
+		means[j], vars[j] = mean, v
 	}
-	return xhat, invStd
+	return xhat, invStd, means, vars
 }
 
 // spmmDense returns S·B for sparse S (n rows) and dense B (K×w).

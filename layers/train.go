@@ -78,6 +78,12 @@ type TrainConfig struct {
 	// with the LSQ gradient (Esser et al., 2020), its zero point fixed in
 	// units of the step; the weights' ranges are recomputed every step.
 	LearnScales bool
+	// PreciseBN (full precision only) sets the batch norms' running
+	// statistics to the graph's under the epoch's weights before each
+	// validation (preciseBN), instead of the moving average of the
+	// training steps' batch statistics, which lags the weights and carries
+	// dropout's variance.
+	PreciseBN bool
 	// Progress, when set, is called after every epoch.
 	Progress func(epoch int, loss, valAcc float64)
 }
@@ -230,6 +236,11 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 				l.p.Scale, l.p.Lower = sc, float32(l.c*float64(sc))
 			}
 		}
+		if cfg.PreciseBN && !quant {
+			if err := m.preciseBN(d, in); err != nil {
+				return 0, err
+			}
+		}
 		acc, err := m.Accuracy(d, in, quant, d.Val)
 		if err != nil {
 			return 0, err
@@ -250,6 +261,45 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		m.Layers = bestModel.Layers
 	}
 	return best, nil
+}
+
+// preciseBN sets each batch norm's running statistics to its input's mean
+// and variance over d's Eval batches (weighted by their sizes) in one
+// training-mode pass without dropout: the statistics inference will meet.
+// A model without batch norm is left as it is.
+func (m *Model) preciseBN(d *Data, in *Input) error {
+	ops := m.ops()
+	sum := map[*BatchNorm][2][]float64{}
+	var total float64
+	rng := rand.New(rand.NewPCG(0, 0)) // batch statistics; no dropout draws
+	for _, b := range d.Eval {
+		st, _, err := m.simRun(b, in, 0, -1, 0, rng, nil, nil)
+		if err != nil {
+			return err
+		}
+		n := float64(b.N())
+		total += n
+		for i, op := range ops {
+			if op.bn == nil || st.bnMean[i] == nil {
+				continue
+			}
+			s, ok := sum[op.bn]
+			if !ok {
+				s = [2][]float64{make([]float64, len(op.bn.Mean)), make([]float64, len(op.bn.Var))}
+				sum[op.bn] = s
+			}
+			for j := range s[0] {
+				s[0][j] += n * st.bnMean[i][j]
+				s[1][j] += n * st.bnVar[i][j]
+			}
+		}
+	}
+	for bn, s := range sum {
+		for j := range bn.Mean {
+			bn.Mean[j], bn.Var[j] = float32(s[0][j]/total), float32(s[1][j]/total)
+		}
+	}
+	return nil
 }
 
 // crossEntropy is the mean softmax cross-entropy over rows idx of logits

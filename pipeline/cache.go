@@ -142,6 +142,7 @@ type modelKey struct {
 	WD          float64 `json:"wd"`
 	Dropout     float64 `json:"dropout"`
 	Patience    int     `json:"patience"`
+	PreciseBN   bool    `json:"precise_bn"`      // layers.TrainConfig.PreciseBN
 	ABits       int     `json:"abits,omitempty"` // the quantized model's
 	WBits       int     `json:"wbits,omitempty"`
 	Calib       int     `json:"calib,omitempty"`
@@ -159,7 +160,7 @@ type modelKey struct {
 func (j *Job) modelKey(d *Data, quant bool) string {
 	k := modelKey{Version: cacheVersion, Format: "qgtc.qmodel/3", Data: d.Fingerprint, Kind: j.Model, Norm: j.Norm, Scale: j.FeatureScale,
 		Hidden: j.Hidden, Layers: j.Layers, Parts: d.Parts, Partition: d.PartitionSum, Batch: j.Batch, Seed: j.Seed, Epochs: j.Epochs,
-		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, Patience: j.Patience}
+		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, Patience: j.Patience, PreciseBN: true}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
 		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights()
