@@ -174,3 +174,26 @@ func TestPreciseBN(t *testing.T) {
 	assert.Less(t, gap(true), 1e-3)
 	assert.Greater(t, gap(false), 1e-2)
 }
+
+// TestChannelZQAT: QAT (with learned step sizes) trains a model with
+// per-channel Z ranges, which stay fixed, and its bit-kernel inference
+// still predicts what the simulation does.
+func TestChannelZQAT(t *testing.T) {
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, d, in := channelModel(t, c.kind, c.norm, 1, 1, true)
+			scale := m.Layers[0].ZScale
+			_, err := m.QAT(d, in, TrainConfig{Epochs: 2, LR: 0.01, Seed: 2, LearnScales: true})
+			require.NoError(t, err)
+			assert.Equal(t, scale, m.Layers[0].ZScale)
+			pred, err := m.Predict(d, in, true)
+			require.NoError(t, err)
+			p, err := m.Compile(cpu.NewBackend(nil))
+			require.NoError(t, err)
+			defer p.Close()
+			r, err := p.Run(d, in, true, nil)
+			require.NoError(t, err)
+			assert.Equal(t, pred, r.Pred)
+		})
+	}
+}
