@@ -12,23 +12,20 @@ import (
 // take them all from RecipeFor and let its flags override some. The
 // figures behind each choice are in bench/accuracy/RESULTS.md.
 type Recipe struct {
-	Norm      string // GIN's MLP normalization
-	Parts     int    // graph partitions (0: AutoParts)
-	Epochs    int
-	LR        float64
-	WD        float64
-	Dropout   float64
-	Patience  int
-	QATEpochs int
-	QATLR     float64
-	QATWD     float64
-	QATPat    int
+	Norm                     string // GIN's MLP normalization
+	Parts                    int    // graph partitions (0: AutoParts)
+	Epochs                   int
+	LR, WeightDecay, Dropout float64
+	Patience                 int
+	QATEpochs                int
+	QATLR, QATWeightDecay    float64
+	QATPatience              int
 }
 
 // baseRecipe trains GCN and SAGE everywhere and GIN on the sparse
 // citation graphs.
-var baseRecipe = Recipe{Norm: layers.NormNone, Epochs: 200, LR: 0.01, WD: 5e-4, Dropout: 0.5, Patience: 50,
-	QATEpochs: 40, QATLR: 0.003, QATWD: 5e-4, QATPat: 15}
+var baseRecipe = Recipe{Norm: layers.NormNone, Epochs: 200, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5,
+	Patience: 50, QATEpochs: 40, QATLR: 0.003, QATWeightDecay: 5e-4, QATPatience: 15}
 
 // denseGraphs are the bundled co-purchase and co-authorship graphs, whose
 // mean degree (30-40 on Amazon) makes GIN's sum aggregation dwarf a node's
@@ -72,11 +69,11 @@ func (c *Config) UseRecipe(r Recipe, keep func(field string) bool) {
 	}
 	set("Epochs", &c.Epochs, r.Epochs)
 	set("LR", &c.LR, r.LR)
-	set("WeightDecay", &c.WeightDecay, r.WD)
+	set("WeightDecay", &c.WeightDecay, r.WeightDecay)
 	set("Dropout", &c.Dropout, r.Dropout)
 	set("Patience", &c.Patience, r.Patience)
 	set("QATEpochs", &c.QATEpochs, r.QATEpochs)
 	set("QATLR", &c.QATLR, r.QATLR)
-	set("QATWeightDecay", &c.QATWeightDecay, r.QATWD)
-	set("QATPatience", &c.QATPatience, r.QATPat)
+	set("QATWeightDecay", &c.QATWeightDecay, r.QATWeightDecay)
+	set("QATPatience", &c.QATPatience, r.QATPatience)
 }
