@@ -417,6 +417,9 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	} else {
 		unsigned := negative == 0 || (f.Dense == nil && negative*100 <= nonZero)
 		in.Params = bestRange(sample, bits, unsigned)
+		if unsigned && bits <= 2 {
+			in.Params = keepPresent(in.Params, sample)
+		}
 	}
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
@@ -454,6 +457,28 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	}
 	in.prepOnce.Do(func() { in.rowSums, in.allOnes = sums, ones })
 	return in, nil
+}
+
+// keepPresent returns p, or when p rounds the smallest positive value of
+// sample to code 0, the range of the same width whose first level keeps it:
+// a count feature's 1s are most of its entries, and at 1 or 2 bits the
+// least squared error over the values rounds them all away, which leaves
+// the model the rare large counts only (bench/accuracy/RESULTS.md). Wider
+// codes have levels enough for both.
+func keepPresent(p Params, sample []float32) Params {
+	vmin := float32(math.Inf(1))
+	for _, v := range sample {
+		if v > 0 && v < vmin {
+			vmin = v
+		}
+	}
+	inv, off := p.Requant()
+	if math.IsInf(float64(vmin), 1) || qQuant(vmin, inv, off, p.Bits) != 0 {
+		return p
+	}
+	// A step just under 2·vmin puts vmin above the first threshold (step/2).
+	step := 1.99 * float64(vmin)
+	return paramsFor(p.Bits, 0, step*(math.Exp2(float64(p.Bits))-1))
 }
 
 func featureNNZ(f *subgraph.Features) int {

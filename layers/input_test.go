@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"math"
 	"strconv"
 	"testing"
 
@@ -88,4 +89,71 @@ func BenchmarkQuantizeInput(b *testing.B) {
 			b.ReportMetric(float64(f.Rows)*float64(b.N)/b.Elapsed().Seconds(), "nodes/s")
 		})
 	}
+}
+
+// TestQuantizeInputKeepsCounts: count features (mostly 1s, a few large
+// counts) at 1 and 2 bits keep every stored entry non-zero; the range of
+// least squared error rounded the 1s to 0 (Coauthor Physics at 1 bit:
+// chance). Wider codes keep the squared-error range.
+func TestQuantizeInputKeepsCounts(t *testing.T) {
+	f := sparseOnes(200, 100, 7)
+	for i := range f.Values {
+		if i%5 == 0 {
+			f.Values[i] = float32(3 + i%40) // rare large counts
+		}
+	}
+	for _, bits := range []int{1, 2, 4} {
+		in, err := QuantizeInput(f, bits)
+		require.NoError(t, err)
+		zeros := 0
+		for _, c := range in.Codes {
+			if c == 0 {
+				zeros++
+			}
+		}
+		if bits <= 2 {
+			assert.Zero(t, zeros, "bits %d: stored entries with code 0", bits)
+		}
+		assert.Equal(t, len(f.Values), len(in.Codes), "bits %d: the codes stay sparse", bits)
+	}
+}
+
+// TestSignWeights: 1-bit weights are ±mean|w| per channel, every weight
+// keeping its sign, even when a few large weights dwarf the rest.
+func TestSignWeights(t *testing.T) {
+	l := Linear{In: 200, Out: 2, W: make([]float32, 400)}
+	for k := range l.W {
+		l.W[k] = float32(k%7-3) * 1e-3
+		if k%97 == 0 {
+			l.W[k] = 2 // a rare large weight
+		}
+	}
+	l.Sign = true
+	ps, codes := weightParams(&l, 1)
+	for j := 0; j < l.Out; j++ {
+		var a float64
+		for _, w := range l.W[j*l.In : (j+1)*l.In] {
+			a += math.Abs(float64(w))
+		}
+		a /= float64(l.In)
+		for k, w := range l.W[j*l.In : (j+1)*l.In] {
+			v := dequant(codes[k*l.Out+j], ps[j])
+			assert.InDelta(t, a, math.Abs(v), 1e-6*a, "channel %d weight %d", j, k)
+			if w != 0 {
+				assert.Equal(t, w > 0, v > 0, "channel %d weight %d (%v) keeps its sign", j, k, w)
+			}
+		}
+	}
+	// The rule of older files, kept for them, does not keep the signs here.
+	l.Sign = false
+	ps, codes = weightParams(&l, 1)
+	flipped := 0
+	for j := 0; j < l.Out; j++ {
+		for k, w := range l.W[j*l.In : (j+1)*l.In] {
+			if w != 0 && (w > 0) != (dequant(codes[k*l.Out+j], ps[j]) > 0) {
+				flipped++
+			}
+		}
+	}
+	assert.Positive(t, flipped)
 }

@@ -26,6 +26,8 @@ type fileMeta struct {
 	NormRows   bool     `json:"norm_rows"`
 	Input      Params   `json:"input"`
 	Params     []layerP `json:"params"`
+	// SignWeights (format 4): 1-bit weights are ±mean|w| (Linear.Sign).
+	SignWeights bool `json:"sign_weights,omitempty"`
 }
 
 // fileFormat is the current version of the saved model layout: 2 adds the GIN
@@ -34,6 +36,12 @@ type fileMeta struct {
 // marks models calibrated on the output (KL) rather than the squared
 // error, so cached models of either older kind are retrained.
 const fileFormat = 3
+
+// fileFormatEq is the format of a model with per-channel Z ranges
+// (layers.i.z_scale, z_shift) or sign-binarized 1-bit weights: a reader of
+// format 3 would run it without them, so it refuses these files; a model
+// with neither is still written as format 3.
+const fileFormatEq = 4
 
 type layerP struct {
 	Z   Params `json:"z"`
@@ -76,6 +84,9 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
 	meta := fileMeta{Format: fileFormat, Kind: m.Kind, Classes: m.Classes, ABits: m.ABits, WBits: m.WBits, Calibrated: m.Calibrated, Input: m.Input, NormRows: m.NormRows}
 	ts := map[string]*safetensors.Tensor{}
+	if m.SignWeights() {
+		meta.Format, meta.SignWeights = fileFormatEq, true
+	}
 	for i, ly := range m.Layers {
 		meta.Params = append(meta.Params, layerP{ly.Z, ly.U, ly.Out})
 		put := func(name string, l *Linear) {
@@ -92,6 +103,11 @@ func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
 			for _, t := range bnTensors(bn) {
 				ts[fmt.Sprintf("layers.%d.bn.%s", i, t.name)] = safetensors.F32(*t.v)
 			}
+		}
+		if ly.ZScale != nil {
+			meta.Format = fileFormatEq
+			ts[fmt.Sprintf("layers.%d.z_scale", i)] = safetensors.F32(ly.ZScale)
+			ts[fmt.Sprintf("layers.%d.z_shift", i)] = safetensors.F32(ly.ZShift)
 		}
 	}
 	js, err := json.Marshal(meta)
@@ -206,8 +222,8 @@ func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrModel, err)
 	}
-	if mt.Format != fileFormat {
-		return nil, fmt.Errorf("%w: model file format %d, this version reads %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat)
+	if mt.Format != fileFormat && mt.Format != fileFormatEq {
+		return nil, fmt.Errorf("%w: model file format %d, this version reads %d and %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat, fileFormatEq)
 	}
 	m := &Model{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
 	get := func(i int, name string) (*Linear, error) {
@@ -257,11 +273,30 @@ func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 				}
 			}
 		}
+		for _, z := range []struct {
+			name string
+			v    *[]float32
+		}{{"z_scale", &ly.ZScale}, {"z_shift", &ly.ZShift}} {
+			t, ok := ts[fmt.Sprintf("layers.%d.%s", i, z.name)]
+			switch {
+			case ok && mt.Format != fileFormatEq:
+				return nil, fmt.Errorf("%w: layer %d has tensor %s in a file of format %d", ErrModel, i, z.name, mt.Format)
+			case ok:
+				if *z.v, err = t.Float32s(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		m.ChannelZ = m.ChannelZ || ly.ZScale != nil
 		m.Layers = append(m.Layers, ly)
 	}
 	if len(m.Layers) == 0 {
 		return nil, fmt.Errorf("%w: no layers", ErrModel)
 	}
+	if mt.SignWeights && mt.Format != fileFormatEq {
+		return nil, fmt.Errorf("%w: sign_weights in a file of format %d", ErrModel, mt.Format)
+	}
+	m.SetSignWeights(mt.SignWeights)
 	if err := m.Validate(m.Layers[0].Lin1.In); err != nil {
 		return nil, err
 	}

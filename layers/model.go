@@ -48,6 +48,10 @@ type Linear struct {
 	In, Out int
 	W       []float32 // Out×In
 	B       []float32 // Out, or nil
+	// Sign makes its 1-bit weights ±mean|w| per output channel
+	// (signParams) instead of the two levels of least squared error, the
+	// rule of the model files before format 4 (Model.SetSignWeights).
+	Sign bool
 }
 
 // Model is a GCN, GIN or GraphSAGE whose every product runs on bit tensors: the float
@@ -72,6 +76,10 @@ type Model struct {
 	// product's epilogue: the features keep their exact codes (1 bit when
 	// binary) and the scale is applied in float32 after the integer sum.
 	NormRows bool
+	// ChannelZ makes Calibrate set each layer's ZScale and ZShift (from the
+	// channels' mean and mean absolute deviation); without it Calibrate
+	// clears them.
+	ChannelZ bool
 }
 
 // BatchNorm is the batch normalization of a GIN MLP's hidden layer (after
@@ -120,6 +128,13 @@ type Layer struct {
 	// Out quantizes the layer's output, the next layer's input; unused on
 	// the last layer, which emits float32 logits.
 	Out Params
+	// ZScale and ZShift (nil: none) give Z per-channel ranges through its
+	// per-tensor quantizer: Z's epilogue emits (Z − ZShift)/ZScale per
+	// column, and the aggregation's epilogue multiplies back and adds
+	// ZShift·deg, both folded into per-column terms the kernels already
+	// have. One pair of levels for all of Z's channels is what 1-bit
+	// activations cannot afford (Model.ChannelZ).
+	ZScale, ZShift []float32
 }
 
 // NewModel returns a randomly initialised (Glorot) kind model: in → hidden
@@ -217,6 +232,20 @@ func (m *Model) SetNorm(norm string) error {
 	return nil
 }
 
+// SetSignWeights sets the 1-bit weight rule of every linear of m
+// (Linear.Sign); call it before calibrating.
+func (m *Model) SetSignWeights(on bool) {
+	for _, l := range m.linears() {
+		l.Sign = on
+	}
+}
+
+// SignWeights says whether m's linears binarize their weights by sign.
+func (m *Model) SignWeights() bool {
+	ls := m.linears()
+	return len(ls) > 0 && ls[0].Sign
+}
+
 // Clone returns a deep copy of m.
 func (m *Model) Clone() *Model {
 	c := *m
@@ -290,6 +319,16 @@ func (m *Model) Validate(in int) error {
 			prev = l.Out
 		}
 	}
+	for i, ly := range m.Layers {
+		if n := ly.Lin1.Out; (ly.ZScale != nil || ly.ZShift != nil) && (len(ly.ZScale) != n || len(ly.ZShift) != n) {
+			return fmt.Errorf("%w: layer %d has %d Z scales and %d shifts for %d channels", ErrModel, i, len(ly.ZScale), len(ly.ZShift), n)
+		}
+		for j, c := range ly.ZScale {
+			if !(c > 0) || math.IsInf(float64(c), 0) || math.IsNaN(float64(ly.ZShift[j])) || math.IsInf(float64(ly.ZShift[j]), 0) {
+				return fmt.Errorf("%w: layer %d channel %d has Z scale %v and shift %v (want a positive scale, finite both)", ErrModel, i, j, c, ly.ZShift[j])
+			}
+		}
+	}
 	if prev != m.Classes {
 		return fmt.Errorf("%w: last layer has %d outputs for %d classes", ErrModel, prev, m.Classes)
 	}
@@ -333,6 +372,23 @@ type planOp struct {
 	// linear when the MLP has a batch norm (see simForward).
 	keep bool
 	out  *Params
+	// outEq (Z's qLin) divides the output per channel before its
+	// quantizer, inEq (the aggregation reading Z) multiplies it back:
+	// Layer.ZScale and ZShift, nil without. eqOf is the layer whose Z the
+	// op makes (calibration sets its ZScale and ZShift).
+	outEq, inEq *chanEq
+	eqOf        *Layer
+}
+
+// chanEq is a per-channel affine map of a quantized value: real = scale·v +
+// shift per column.
+type chanEq struct{ scale, shift []float32 }
+
+func (ly *Layer) zEq() *chanEq {
+	if ly.ZScale == nil {
+		return nil
+	}
+	return &chanEq{ly.ZScale, ly.ZShift}
 }
 
 // ops flattens m into the DAG that both the bit-kernel inference and the
@@ -358,18 +414,19 @@ func (m *Model) ops() []planOp {
 			}
 			ops = append(ops, o...)
 		}
+		eq := ly.zEq()
 		switch m.Kind {
 		case GCN:
-			chain(planOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z},
-				planOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out})
+			chain(planOp{kind: qLin, lin: &ly.Lin1, rowScale: true, out: &ly.Z, outEq: eq, eqOf: ly},
+				planOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out, inEq: eq})
 		case GIN:
-			chain(planOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z},
-				planOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U},
+			chain(planOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z, outEq: eq, eqOf: ly},
+				planOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U, inEq: eq},
 				planOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
 		case SAGE:
 			ops = append(ops,
-				planOp{kind: qLin, in: []int{h}, lin: &ly.Lin1, out: &ly.Z},
-				planOp{kind: qAgg, in: []int{at + 1}, nbr: true, mean: true, biasOf: &ly.Lin1},
+				planOp{kind: qLin, in: []int{h}, lin: &ly.Lin1, out: &ly.Z, outEq: eq, eqOf: ly},
+				planOp{kind: qAgg, in: []int{at + 1}, nbr: true, mean: true, biasOf: &ly.Lin1, inEq: eq},
 				planOp{kind: qLin, in: []int{h}, lin: ly.Lin2},
 				planOp{kind: qAdd, in: []int{at + 2, at + 3}, relu: i != last, out: out})
 		}
@@ -402,13 +459,35 @@ func weightParams(l *Linear, bits int) ([]Params, []float64) {
 	codes := make([]float64, l.In*l.Out)
 	for j := 0; j < l.Out; j++ {
 		row := l.W[j*l.In : (j+1)*l.In]
-		ps[j] = bestRange(row, bits, false)
+		if bits == 1 && l.Sign {
+			ps[j] = signParams(row)
+		} else {
+			ps[j] = bestRange(row, bits, false)
+		}
 		inv, off := ps[j].Requant()
 		for k, w := range row {
 			codes[k*l.Out+j] = float64(qQuant(w, inv, off, bits))
 		}
 	}
 	return ps, codes
+}
+
+// signParams is the 1-bit range of levels ±α, α = mean |w| (XNOR-Net's and
+// Bi-GCN's per-channel binarization): every weight keeps its sign. The two
+// levels of least squared error sit at the spike of near-zero weights and
+// at the few large ones when most of a wide first layer's inputs are rare,
+// which maps nearly every weight to one level; on Coauthor Physics that
+// leaves the model at chance (bench/accuracy/RESULTS.md).
+func signParams(w []float32) Params {
+	var a float64
+	for _, v := range w {
+		a += math.Abs(float64(v))
+	}
+	a /= float64(max(1, len(w)))
+	if !(a > 0) || math.IsInf(a, 0) {
+		a = 1
+	}
+	return paramsFor(1, -a, a)
 }
 
 // qQuant is the one quantizer of the package: bmm.Requant's formula, so

@@ -106,6 +106,25 @@ func linEpilogue(op *planOp, ph Params, w *simWeights, k int, rowSums []float32,
 			ep.ColConst[j] = float32(float64(s) * zh * (w.colSum[j] + float64(k)*float64(pw.Zero())))
 		}
 	}
+	if e := op.outEq; e != nil {
+		// (t − shift)/scale per column: every term before the row scale
+		// divided, the shift taken from the bias.
+		bias := make([]float32, n)
+		for j := range bias {
+			inv := 1 / e.scale[j]
+			ep.ColScale[j] *= inv
+			ep.ColTerm[j] *= inv
+			if ep.ColConst != nil {
+				ep.ColConst[j] *= inv
+			}
+			b := float32(0)
+			if ep.ColBias != nil {
+				b = ep.ColBias[j]
+			}
+			bias[j] = (b - e.shift[j]) * inv
+		}
+		ep.ColBias = bias
+	}
 	return ep
 }
 
@@ -121,6 +140,11 @@ func aggEpilogue(op *planOp, pz Params, n int, b *Batch, quant bool) *bmm.Epilog
 		for j := range ep.ColScale {
 			ep.ColScale[j] = pz.Scale
 			ep.ColTerm[j] = float32(pz.Scale * pz.Zero())
+			if e := op.inEq; e != nil {
+				// Σ_u (scale·v + shift) = scale·Σ_u v + shift·deg.
+				ep.ColScale[j] *= e.scale[j]
+				ep.ColTerm[j] = ep.ColTerm[j]*e.scale[j] + e.shift[j]
+			}
 		}
 	}
 	if op.bn != nil {
@@ -195,6 +219,7 @@ type simVal struct {
 	// drawn (in place) by the first of them: a layer's input is dropped
 	// once, whatever reads it.
 	drop []bool
+	eq   *chanEq // per-channel map of the codes' values (Layer.ZScale)
 }
 
 // read returns v as an op reads it: the codes for a quantized op, the
@@ -207,6 +232,10 @@ func (v *simVal) read(quant bool) []float64 {
 		v.deq = make([]float64, len(v.data))
 		for k, q := range v.data {
 			v.deq[k] = dequant(q, v.p)
+			if v.eq != nil {
+				j := k % v.width
+				v.deq[k] = v.deq[k]*float64(v.eq.scale[j]) + float64(v.eq.shift[j])
+			}
 		}
 	}
 	return v.deq
@@ -240,6 +269,8 @@ type simState struct {
 	// extra holds gradients at values from readers outside the DAG (the
 	// graph readout's per-layer heads), added to what the ops give them.
 	extra map[int][]float64
+	// bnMean and bnVar are those batch statistics (preciseBN).
+	bnMean, bnVar [][]float64
 }
 
 // features returns the batch's features as op reads them: as gathered, or
@@ -324,7 +355,8 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 	st := &simState{quant: quant, ops: ops, n: b.N(), batch: b, dropout: dropout, inCodes: quant,
 		weights: make([]*simWeights, no), vals: make([]simVal, no+1), acts: make([][]float64, no),
 		drops: make([][]bool, no), outs: make([][]float32, no), widths: make([]int, no), inP: make([]Params, no),
-		codes: make([][]int32, no), bnXhat: make([][]float64, no), bnInvStd: make([][]float64, no)}
+		codes: make([][]int32, no), bnXhat: make([][]float64, no), bnInvStd: make([][]float64, no),
+		bnMean: make([][]float64, no), bnVar: make([][]float64, no)}
 	if upTo < no && upTo > 0 {
 		st.quant = false // mixed: no backward pass
 	}
@@ -410,7 +442,7 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 				}
 			})
 			if op.kind == qAgg && op.bn != nil && rng != nil {
-				st.bnXhat[i], st.bnInvStd[i] = bnTrain(op.bn, y, n, width, op.relu)
+				st.bnXhat[i], st.bnInvStd[i], st.bnMean[i], st.bnVar[i] = bnTrain(op.bn, y, n, width, op.relu)
 			}
 		case qAdd:
 			x, z := src.data, st.vals[op.in[1]].data
@@ -435,7 +467,7 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 				v.data[j] = float64(c)
 			}
 			st.codes[i] = codes
-			v.quant, v.p = true, p
+			v.quant, v.p, v.eq = true, p, op.outEq
 		} else {
 			for j, x := range y {
 				v.data[j] = float64(x)
@@ -466,9 +498,11 @@ func dropOut(vals []float64, p float32, rng *rand.Rand) []bool {
 // with the batch's statistics, applies bn's affine map and the ReLU when
 // relu, and updates bn's running statistics (unbiased variance, momentum
 // learn.BNMomentum, as PyTorch). It returns the normalized values and
-// 1/√(σ² + ε) per channel for the backward pass.
-func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []float64) {
+// 1/√(σ² + ε) per channel for the backward pass, and the batch's mean and
+// variance (the biased one it normalized with) per channel.
+func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd, means, vars []float64) {
 	xhat, invStd = make([]float64, n*w), make([]float64, w)
+	means, vars = make([]float64, w), make([]float64, w)
 	for j := 0; j < w; j++ {
 		var mean, v float64
 		for r := 0; r < n; r++ {
@@ -499,8 +533,9 @@ func bnTrain(bn *BatchNorm, y []float32, n, w int, relu bool) (xhat, invStd []fl
 		}
 		bn.Mean[j] = float32((1-learn.BNMomentum)*float64(bn.Mean[j]) + learn.BNMomentum*mean)
 		bn.Var[j] = float32((1-learn.BNMomentum)*float64(bn.Var[j]) + learn.BNMomentum*unbiased)
+		means[j], vars[j] = mean, v
 	}
-	return xhat, invStd
+	return xhat, invStd, means, vars
 }
 
 // spmmDense returns S·B for sparse S (n rows) and dense B (K×w).
@@ -661,7 +696,14 @@ func (m *Model) simBackward(st *simState, dLogits []float64, g *simGrads) {
 			}
 		}
 		if gs := g.scale[op.out]; gs != nil && st.quant && st.codes[i] != nil {
-			gs[0] += float32(scaleGrad(*op.out, y, st.codes[i], dt))
+			d := dt // the gradient at the real values; the codes' values are (real − shift)/scale
+			if e := op.outEq; e != nil {
+				d = make([]float64, len(dt))
+				for k, x := range dt {
+					d[k] = x * float64(e.scale[k%width])
+				}
+			}
+			gs[0] += float32(scaleGrad(*op.out, y, st.codes[i], d))
 		}
 		rs := op.scale(st.batch)
 		var bias []float32

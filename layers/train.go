@@ -78,6 +78,12 @@ type TrainConfig struct {
 	// with the LSQ gradient (Esser et al., 2020), its zero point fixed in
 	// units of the step; the weights' ranges are recomputed every step.
 	LearnScales bool
+	// PreciseBN (full precision only) sets the batch norms' running
+	// statistics to the graph's under the epoch's weights before each
+	// validation (preciseBN), instead of the moving average of the
+	// training steps' batch statistics, which lags the weights and carries
+	// dropout's variance.
+	PreciseBN bool
 	// Progress, when set, is called after every epoch.
 	Progress func(epoch int, loss, valAcc float64)
 }
@@ -230,6 +236,11 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 				l.p.Scale, l.p.Lower = sc, float32(l.c*float64(sc))
 			}
 		}
+		if cfg.PreciseBN && !quant {
+			if err := m.preciseBN(d, in); err != nil {
+				return 0, err
+			}
+		}
 		acc, err := m.Accuracy(d, in, quant, d.Val)
 		if err != nil {
 			return 0, err
@@ -250,6 +261,45 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		m.Layers = bestModel.Layers
 	}
 	return best, nil
+}
+
+// preciseBN sets each batch norm's running statistics to its input's mean
+// and variance over d's Eval batches (weighted by their sizes) in one
+// training-mode pass without dropout: the statistics inference will meet.
+// A model without batch norm is left as it is.
+func (m *Model) preciseBN(d *Data, in *Input) error {
+	ops := m.ops()
+	sum := map[*BatchNorm][2][]float64{}
+	var total float64
+	rng := rand.New(rand.NewPCG(0, 0)) // batch statistics; no dropout draws
+	for _, b := range d.Eval {
+		st, _, err := m.simRun(b, in, 0, -1, 0, rng, nil, nil)
+		if err != nil {
+			return err
+		}
+		n := float64(b.N())
+		total += n
+		for i, op := range ops {
+			if op.bn == nil || st.bnMean[i] == nil {
+				continue
+			}
+			s, ok := sum[op.bn]
+			if !ok {
+				s = [2][]float64{make([]float64, len(op.bn.Mean)), make([]float64, len(op.bn.Var))}
+				sum[op.bn] = s
+			}
+			for j := range s[0] {
+				s[0][j] += n * st.bnMean[i][j]
+				s[1][j] += n * st.bnVar[i][j]
+			}
+		}
+	}
+	for bn, s := range sum {
+		for j := range bn.Mean {
+			bn.Mean[j], bn.Var[j] = float32(s[0][j]/total), float32(s[1][j]/total)
+		}
+	}
+	return nil
 }
 
 // crossEntropy is the mean softmax cross-entropy over rows idx of logits
@@ -345,6 +395,9 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	if maxBatches > 0 && len(batches) > maxBatches {
 		batches = batches[:maxBatches]
 	}
+	for i := range m.Layers {
+		m.Layers[i].ZScale, m.Layers[i].ZShift = nil, nil
+	}
 	ops := m.ops()
 	m.Calibrated = true
 	wc := weightCache{} // the weights do not change while calibrating
@@ -367,13 +420,27 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 		var sample []float32
 		outs := make([][]float32, len(batches))
 		prefix := make([][]simVal, len(batches))
-		for bi, b := range batches {
-			st, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
-			if err != nil {
+		pass := func() error {
+			sample = sample[:0]
+			for bi, b := range batches {
+				st, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
+				if err != nil {
+					return err
+				}
+				outs[bi], prefix[bi] = y, st.vals[:i+1]
+				sample = append(sample, y...)
+			}
+			return nil
+		}
+		if err := pass(); err != nil {
+			return err
+		}
+		if ly := ops[i].eqOf; ly != nil && m.ChannelZ {
+			ly.ZScale, ly.ZShift = channelEq(outs, ly.Lin1.Out)
+			ops = m.ops()
+			if err := pass(); err != nil {
 				return err
 			}
-			outs[bi], prefix[bi] = y, st.vals[:i+1]
-			sample = append(sample, y...)
 		}
 		const maxSample = 1 << 19
 		if len(sample) > maxSample {
@@ -400,17 +467,47 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 		}
 		*ops[i].out = best
 		for bi, y := range outs {
-			res[bi] = &resume{from: i + 1, vals: withOutput(prefix[bi], y, rowWidth(y, batches[bi].N()), best)}
+			res[bi] = &resume{from: i + 1, vals: withOutput(prefix[bi], y, rowWidth(y, batches[bi].N()), best, ops[i].outEq)}
 		}
 	}
 	return nil
 }
 
+// channelEq returns the mean and the mean absolute deviation of each of
+// the w columns of the rows in outs: ZShift and ZScale (1 for a constant
+// column), so that each channel's codes span its own values.
+func channelEq(outs [][]float32, w int) (scale, shift []float32) {
+	sum, dev := make([]float64, w), make([]float64, w)
+	var n int
+	for _, y := range outs {
+		for k, v := range y {
+			sum[k%w] += float64(v)
+		}
+		n += len(y) / w
+	}
+	scale, shift = make([]float32, w), make([]float32, w)
+	for j := range sum {
+		shift[j] = float32(sum[j] / float64(max(1, n)))
+	}
+	for _, y := range outs {
+		for k, v := range y {
+			dev[k%w] += math.Abs(float64(v) - float64(shift[k%w]))
+		}
+	}
+	for j := range dev {
+		scale[j] = float32(dev[j] / float64(max(1, n)))
+		if !(scale[j] > 0) || math.IsInf(float64(scale[j]), 0) || math.IsNaN(float64(shift[j])) {
+			scale[j], shift[j] = 1, 0
+		}
+	}
+	return scale, shift
+}
+
 // withOutput returns the values vals (0..i) followed by op i's output y
 // (rows of width values) quantized with p, for a pass resumed at op i+1.
-func withOutput(vals []simVal, y []float32, width int, p Params) []simVal {
+func withOutput(vals []simVal, y []float32, width int, p Params, eq *chanEq) []simVal {
 	inv, off := p.Requant()
-	v := simVal{data: make([]float64, len(y)), width: width, quant: true, p: p}
+	v := simVal{data: make([]float64, len(y)), width: width, quant: true, p: p, eq: eq}
 	for j, x := range y {
 		v.data[j] = float64(qQuant(x, inv, off, p.Bits))
 	}
@@ -432,12 +529,13 @@ func rowWidth(y []float32, n int) int {
 // computes (tested), without rerunning ops 0..i. The weights come from wc
 // (nil: prepared now).
 func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs [][]float32, prefix [][]simVal, wc weightCache) (float64, error) {
-	p := *m.ops()[i].out
+	op := m.ops()[i]
+	p := *op.out
 	var kl float64
 	var n int
 	c := m.Classes
 	for bi, b := range batches {
-		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, vals: withOutput(prefix[bi], outs[bi], rowWidth(outs[bi], b.N()), p)}, wc)
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, vals: withOutput(prefix[bi], outs[bi], rowWidth(outs[bi], b.N()), p, op.outEq)}, wc)
 		if err != nil {
 			return 0, err
 		}

@@ -29,7 +29,7 @@ import (
 
 // cacheVersion changes whenever what a key covers or how a cached model
 // is trained changes, so older entries are never reused.
-const cacheVersion = 1
+const cacheVersion = 2
 
 // fileName turns a dataset name (possibly a path) into a file name part.
 func fileName(name string) string {
@@ -119,12 +119,9 @@ func Fingerprint(ds *subgraph.Dataset) string {
 	return hex.EncodeToString(q.h.Sum(nil)[:16])
 }
 
-// Training settings that are not in Config; they are part of every key.
-const (
-	fp32LR, fp32WD, fp32Dropout, fp32Patience = 0.01, 5e-4, 0.5, 50
-	qatLR, qatWD, qatPatience                 = 0.003, 5e-4, 15
-	calibBatches                              = 8
-)
+// calibBatches is the calibration's batch count; it is part of every
+// quantized model's key.
+const calibBatches = 8
 
 // modelKey is everything a cached model depends on; its hash is the key.
 type modelKey struct {
@@ -145,6 +142,7 @@ type modelKey struct {
 	WD          float64 `json:"wd"`
 	Dropout     float64 `json:"dropout"`
 	Patience    int     `json:"patience"`
+	PreciseBN   bool    `json:"precise_bn"`      // layers.TrainConfig.PreciseBN
 	ABits       int     `json:"abits,omitempty"` // the quantized model's
 	WBits       int     `json:"wbits,omitempty"`
 	Calib       int     `json:"calib,omitempty"`
@@ -153,6 +151,8 @@ type modelKey struct {
 	QATWD       float64 `json:"qat_wd,omitempty"`
 	QATPatience int     `json:"qat_patience,omitempty"`
 	LSQ         bool    `json:"lsq,omitempty"`
+	ChannelZ    bool    `json:"channel_z,omitempty"`
+	SignW       bool    `json:"sign_w,omitempty"`
 }
 
 // modelKey returns the key of j's fp32 model on d (quant false) or of its
@@ -160,11 +160,11 @@ type modelKey struct {
 func (j *Job) modelKey(d *Data, quant bool) string {
 	k := modelKey{Version: cacheVersion, Format: "qgtc.qmodel/3", Data: d.Fingerprint, Kind: j.Model, Norm: j.Norm, Scale: j.FeatureScale,
 		Hidden: j.Hidden, Layers: j.Layers, Parts: d.Parts, Partition: d.PartitionSum, Batch: j.Batch, Seed: j.Seed, Epochs: j.Epochs,
-		LR: fp32LR, WD: fp32WD, Dropout: fp32Dropout, Patience: fp32Patience}
+		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, Patience: j.Patience, PreciseBN: true}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
-		k.QATEpochs, k.LSQ = j.QATEpochs, j.LSQ
-		k.QATLR, k.QATWD, k.QATPatience = qatLR, qatWD, qatPatience
+		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights()
+		k.QATLR, k.QATWD, k.QATPatience = j.QATLR, j.QATWeightDecay, j.QATPatience
 	}
 	js, err := json.Marshal(k)
 	if err != nil {

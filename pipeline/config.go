@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/qgtc/qgtc/layers"
 )
@@ -34,6 +35,21 @@ type Config struct {
 	Epochs         int    // full-precision epochs
 	QATEpochs      int    // quantization-aware fine-tuning epochs (0: post-training quantization only)
 	LSQ            bool   // QAT learns the activation step sizes
+	// ChannelZ gives the update products per-channel ranges
+	// (layers.Model.ChannelZ): ChannelAuto (also "") with 1-bit
+	// activations, ChannelOn or ChannelOff.
+	ChannelZ string
+	// SignWeights makes 1-bit weights ±mean|w| per channel
+	// (layers.Model.SetSignWeights): ChannelAuto (also "") and ChannelOn
+	// do, ChannelOff keeps the two levels of least squared error.
+	SignWeights string
+	// LR, WeightDecay, Dropout and Patience (epochs without a better
+	// validation accuracy before stopping, 0: never) train the fp32 model,
+	// QATLR, QATWeightDecay and QATPatience fine-tune it (see Recipe).
+	LR, WeightDecay, Dropout float64
+	Patience                 int
+	QATLR, QATWeightDecay    float64
+	QATPatience              int
 
 	// Running.
 	Agg   layers.AggMode   // dense or edge-list aggregations
@@ -57,6 +73,27 @@ type Config struct {
 	Shard Shard
 }
 
+// Values of Config.ChannelZ and Config.SignWeights.
+const (
+	ChannelAuto = "auto"
+	ChannelOn   = "on"
+	ChannelOff  = "off"
+)
+
+// channelZ is whether the job's quantized model has per-channel Z ranges.
+func (c *Config) channelZ() bool {
+	switch c.ChannelZ {
+	case ChannelOn:
+		return true
+	case ChannelOff:
+		return false
+	}
+	return c.ABits == 1
+}
+
+// signWeights is whether the job's 1-bit weights are binarized by sign.
+func (c *Config) signWeights() bool { return c.WBits == 1 && c.SignWeights != ChannelOff }
+
 // Values of Config.SparseInput.
 const (
 	SparseAuto = "auto"
@@ -65,11 +102,14 @@ const (
 )
 
 // DefaultConfig is the job qgtc infer runs when given only a dataset: a
-// 4-bit two-layer GCN of width 64, trained 200 fp32 epochs and 40 QAT
-// epochs.
+// 4-bit two-layer GCN of width 64, trained with the dataset's Recipe (see
+// RecipeFor; set Model, then call UseRecipe to train another kind with
+// its own).
 func DefaultConfig(dataset string) Config {
-	return Config{Dataset: dataset, Model: layers.GCN, ABits: 4, WBits: 4, Batch: 1, FeatureScale: layers.ScaleSqrt,
-		Hidden: 64, Layers: 2, Norm: layers.NormNone, Epochs: 200, QATEpochs: 40, SparseInput: SparseAuto}
+	c := Config{Dataset: dataset, Model: layers.GCN, ABits: 4, WBits: 4, Batch: 1, FeatureScale: layers.ScaleSqrt,
+		Hidden: 64, Layers: 2, SparseInput: SparseAuto}
+	c.UseRecipe(RecipeFor(dataset, c.Model), nil)
+	return c
 }
 
 // AutoParts is the partition count of Parts 0 for n nodes: one batch up to
@@ -120,6 +160,16 @@ func (c *Config) Check() error {
 	default:
 		return bad("FeatureScale", c.FeatureScale, "(want sqrt, mean, rows or none)")
 	}
+	switch c.ChannelZ {
+	case "", ChannelAuto, ChannelOn, ChannelOff:
+	default:
+		return bad("ChannelZ", c.ChannelZ, "(want auto, on or off)")
+	}
+	switch c.SignWeights {
+	case "", ChannelAuto, ChannelOn, ChannelOff:
+	default:
+		return bad("SignWeights", c.SignWeights, "(want auto, on or off)")
+	}
 	switch c.SparseInput {
 	case "", SparseAuto, SparseOn, SparseOff:
 	default:
@@ -160,6 +210,28 @@ func (c *Config) Check() error {
 		return bad("Epochs", c.Epochs, "must not be negative")
 	case c.QATEpochs < 0:
 		return bad("QATEpochs", c.QATEpochs, "must not be negative")
+	case c.Patience < 0:
+		return bad("Patience", c.Patience, "must not be negative (0: never stop early)")
+	case c.QATPatience < 0:
+		return bad("QATPatience", c.QATPatience, "must not be negative (0: never stop early)")
+	case c.Dropout < 0 || c.Dropout >= 1 || math.IsNaN(c.Dropout):
+		return bad("Dropout", c.Dropout, "is outside [0, 1)")
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"LR", c.LR}, {"QATLR", c.QATLR}} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			return bad(f.name, f.v, "must be a positive number")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"WeightDecay", c.WeightDecay}, {"QATWeightDecay", c.QATWeightDecay}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return bad(f.name, f.v, "must not be negative")
+		}
 	}
 	return nil
 }

@@ -194,8 +194,8 @@ func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration
 	if err := m.SetNorm(j.Norm); err != nil {
 		return nil, 0, err
 	}
-	_, err = m.TrainFP32(d.Batches, in, layers.TrainConfig{Epochs: j.Epochs, LR: fp32LR, WeightDecay: fp32WD, Dropout: fp32Dropout,
-		Patience: fp32Patience, Seed: j.Seed, Progress: func(ep int, loss, val float64) {
+	_, err = m.TrainFP32(d.Batches, in, layers.TrainConfig{Epochs: j.Epochs, LR: float32(j.LR), WeightDecay: float32(j.WeightDecay),
+		Dropout: float32(j.Dropout), Patience: j.Patience, PreciseBN: true, Seed: j.Seed, Progress: func(ep int, loss, val float64) {
 			j.Progress.Printf("qgtc: training fp32 %s on %s: epoch %d/%d loss %.3f val %.1f%%", j.Model, ds.Name, ep, j.Epochs, loss, 100*val)
 		}})
 	j.Progress.Done()
@@ -210,7 +210,8 @@ func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration
 // quantization) on up to 8 batches of d.
 func (j *Job) Calibrate(d *Data, fp *layers.Model, in *layers.Input) (*layers.Model, error) {
 	m := fp.Clone()
-	m.ABits, m.WBits = j.ABits, j.WBits
+	m.ABits, m.WBits, m.ChannelZ = j.ABits, j.WBits, j.channelZ()
+	m.SetSignWeights(j.signWeights())
 	j.Progress.Printf("qgtc: calibrating %d/%d-bit %s", j.ABits, j.WBits, j.Model)
 	defer j.Progress.Done()
 	if err := m.Calibrate(d.Batches, in, calibBatches); err != nil {
@@ -227,7 +228,7 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*laye
 	key := j.modelKey(d, true)
 	path := j.modelPath(d, fmt.Sprintf("a%dw%d", j.ABits, j.WBits), key)
 	fits := func(m *layers.Model) bool {
-		return m.Calibrated && m.Kind == j.Model && m.ABits == j.ABits && m.WBits == j.WBits && m.Input == in.Params
+		return m.Calibrated && m.Kind == j.Model && m.ABits == j.ABits && m.WBits == j.WBits && m.Input == in.Params && m.ChannelZ == j.channelZ() && m.SignWeights() == j.signWeights()
 	}
 	if m := j.cachedModel(path, key, fits); m != nil {
 		return m, 0, nil
@@ -243,7 +244,7 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*laye
 		}
 	}
 	if j.QATEpochs > 0 {
-		_, err := m.QAT(d.Batches, in, layers.TrainConfig{Epochs: j.QATEpochs, LR: qatLR, WeightDecay: qatWD, Patience: qatPatience, Seed: j.Seed, LearnScales: j.LSQ,
+		_, err := m.QAT(d.Batches, in, layers.TrainConfig{Epochs: j.QATEpochs, LR: float32(j.QATLR), WeightDecay: float32(j.QATWeightDecay), Patience: j.QATPatience, Seed: j.Seed, LearnScales: j.LSQ,
 			Progress: func(ep int, loss, val float64) {
 				j.Progress.Printf("qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.ABits, j.WBits, j.Model, ep, j.QATEpochs, loss, 100*val)
 			}})

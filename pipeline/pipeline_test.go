@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,6 +157,14 @@ func TestCacheSettings(t *testing.T) {
 		{"hidden", func(c *Config) { c.Hidden = 32 }},
 		{"lsq", func(c *Config) { c.LSQ = true }},
 		{"feature-scale", func(c *Config) { c.FeatureScale = layers.ScaleRows }},
+		{"lr", func(c *Config) { c.LR = 0.02 }},
+		{"weight-decay", func(c *Config) { c.WeightDecay = 0 }},
+		{"dropout", func(c *Config) { c.Dropout = 0.2 }},
+		{"patience", func(c *Config) { c.Patience = 3 }},
+		{"qat-lr", func(c *Config) { c.QATLR = 0.01 }},
+		{"qat-weight-decay", func(c *Config) { c.QATWeightDecay = 0 }},
+		{"qat-patience", func(c *Config) { c.QATPatience = 1 }},
+		{"channel-z", func(c *Config) { c.ChannelZ = ChannelOn }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := *base
@@ -428,6 +437,15 @@ func TestConfigCheck(t *testing.T) {
 		{"Parts", func(c *Config) { c.Parts = -5 }},
 		{"Epochs", func(c *Config) { c.Epochs = -2 }},
 		{"QATEpochs", func(c *Config) { c.QATEpochs = -1 }},
+		{"LR", func(c *Config) { c.LR = 0 }},
+		{"QATLR", func(c *Config) { c.QATLR = math.Inf(1) }},
+		{"WeightDecay", func(c *Config) { c.WeightDecay = -1e-4 }},
+		{"QATWeightDecay", func(c *Config) { c.QATWeightDecay = math.NaN() }},
+		{"Dropout", func(c *Config) { c.Dropout = 1 }},
+		{"Patience", func(c *Config) { c.Patience = -1 }},
+		{"QATPatience", func(c *Config) { c.QATPatience = -3 }},
+		{"ChannelZ", func(c *Config) { c.ChannelZ = "yes" }},
+		{"SignWeights", func(c *Config) { c.SignWeights = "maybe" }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c := ok

@@ -107,25 +107,42 @@ func qPickDevices(device string) (bmm.Backend, []bmm.Backend, []string, io.Close
 // pipeline.DefaultConfig's.
 func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	def := pipeline.DefaultConfig("")
+	const recipe = "; default: the dataset's and model's recipe, the figure shown where none is specific"
 	fs.StringVar(&c.Dataset, "dataset", "", "dataset name (cora, citeseer, amazon_photo, coauthor_physics, ...) or path (required)")
 	fs.StringVar(&c.Model, "model", def.Model, "model: gcn, gin or sage")
-	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes)")
+	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes; gin on the Amazon and Coauthor graphs: 1)")
 	fs.IntVar(&c.Batch, "batch", def.Batch, "partitions per batch")
 	fs.StringVar(&c.PartitionFile, "partition", "", "batch by this partition file (qgtc partition --out) instead of partitioning; --parts defaults to its K")
 	fs.IntVar(&c.Hidden, "hidden", def.Hidden, "hidden width (when training)")
 	fs.IntVar(&c.Layers, "layers", def.Layers, "graph layers (when training)")
-	fs.IntVar(&c.Epochs, "epochs", def.Epochs, "full-precision training epochs (when training)")
-	fs.IntVar(&c.QATEpochs, "qat-epochs", def.QATEpochs, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)")
+	fs.IntVar(&c.Epochs, "epochs", def.Epochs, "full-precision training epochs (when training)"+recipe)
+	fs.IntVar(&c.QATEpochs, "qat-epochs", def.QATEpochs, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)"+recipe)
 	fs.BoolVar(&c.LSQ, "lsq", def.LSQ, "QAT learns each activation quantizer's step size (LSQ)")
-	fs.StringVar(&c.Norm, "norm", def.Norm, "gin: normalization inside each MLP, none or batch (when training)")
+	fs.StringVar(&c.SignWeights, "sign-weights", pipeline.ChannelAuto, "1-bit weights: on or auto (sign times the channel's mean |w|) or off (the two levels of least squared error)")
+	fs.StringVar(&c.ChannelZ, "channel-z", pipeline.ChannelAuto, "per-channel ranges of the update products (exact, folded into the epilogues): on, off or auto (at 1 bit)")
+	fs.StringVar(&c.Norm, "norm", def.Norm, "gin: normalization inside each MLP, none or batch (when training)"+recipe)
+	fs.Float64Var(&c.LR, "lr", def.LR, "full-precision learning rate (Adam)"+recipe)
+	fs.Float64Var(&c.WeightDecay, "weight-decay", def.WeightDecay, "full-precision weight decay"+recipe)
+	fs.Float64Var(&c.Dropout, "dropout", def.Dropout, "full-precision dropout"+recipe)
+	fs.IntVar(&c.Patience, "patience", def.Patience, "stop full-precision training after this many epochs without a better validation accuracy (0: never)"+recipe)
+	fs.Float64Var(&c.QATLR, "qat-lr", def.QATLR, "QAT learning rate"+recipe)
+	fs.Float64Var(&c.QATWeightDecay, "qat-weight-decay", def.QATWeightDecay, "QAT weight decay"+recipe)
+	fs.IntVar(&c.QATPatience, "qat-patience", def.QATPatience, "stop QAT after this many epochs without a better validation accuracy (0: never)"+recipe)
 	fs.StringVar(&c.FeatureScale, "feature-scale", def.FeatureScale, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
 	fs.BoolVar(quiet, "quiet", false, "no progress on stderr")
+}
+
+// qRecipe fills c's training settings from the recipe of its dataset and
+// model, except those given as flags.
+func qRecipe(fs *pflag.FlagSet, c *pipeline.Config) {
+	c.UseRecipe(pipeline.RecipeFor(c.Dataset, c.Model), func(field string) bool { return fs.Changed(qConfigFlags[field]) })
 }
 
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
-	"QATEpochs": "qat-epochs", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard"}
+	"QATEpochs": "qat-epochs", "LR": "lr", "WeightDecay": "weight-decay", "Dropout": "dropout", "Patience": "patience",
+	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard", "ChannelZ": "channel-z", "SignWeights": "sign-weights"}
 
 // qUsage turns the pipeline's complaints about its settings or its data
 // into usage errors naming the flag; other errors pass unchanged.
@@ -172,7 +189,7 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 	case fs.Changed("feature-scale") && o != nil && c.FeatureScale != o.FeatureScale:
 		return conflict("feature-scale", c.FeatureScale, "a model trained with feature scale "+o.FeatureScale)
 	}
-	for _, f := range []string{"epochs", "qat-epochs", "lsq"} {
+	for _, f := range []string{"epochs", "qat-epochs", "lsq", "channel-z", "sign-weights", "lr", "weight-decay", "dropout", "patience", "qat-lr", "qat-weight-decay", "qat-patience"} {
 		if fs.Changed(f) {
 			return fmt.Errorf("%w: --%s only applies when training, and --weights %s is a trained model", errUsage, f, file)
 		}
@@ -263,6 +280,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	if *bits < 1 || *bits > 32 {
 		return fmt.Errorf("%w: --bits %d is outside 1..32", errUsage, *bits)
 	}
+	qRecipe(fs, &c)
 	c.ABits, c.WBits = *bits, *bits
 	if *abits != 0 {
 		c.ABits = *abits

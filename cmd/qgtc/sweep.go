@@ -71,6 +71,7 @@ func runSweep(args []string, stdout io.Writer) error {
 		c.ABits, c.WBits = bits[0], bits[0]
 		return qGraphRun("sweep", fs, c, widths, *fold, *device, quiet, *asJSON, *out, stdout)
 	}
+	qRecipe(fs, &c)
 	c.ABits, c.WBits = bits[0], bits[0]
 	if err := c.Check(); err != nil {
 		return qUsage(err)

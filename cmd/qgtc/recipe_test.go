@@ -1,0 +1,51 @@
+package main
+
+import (
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/layers"
+	"github.com/qgtc/qgtc/pipeline"
+)
+
+// TestQRecipe: with only dataset and model given, infer and sweep train
+// with the dataset's recipe (GIN on Amazon Photo: batch norm, one batch);
+// each training flag given overrides its setting, and every flag a recipe
+// sets is a flag of qJobFlags.
+func TestQRecipe(t *testing.T) {
+	parse := func(args ...string) pipeline.Config {
+		fs := newFlags("infer", io.Discard)
+		var c pipeline.Config
+		var quiet bool
+		qJobFlags(fs, &c, &quiet)
+		require.NoError(t, parseFlags(fs, args))
+		qRecipe(fs, &c)
+		return c
+	}
+	c := parse("--dataset", "amazon_photo", "--model", "gin")
+	r := pipeline.RecipeFor("amazon_photo", layers.GIN)
+	assert.Equal(t, layers.NormBatch, c.Norm)
+	assert.Equal(t, 1, c.Parts)
+	assert.Equal(t, r.Epochs, c.Epochs)
+	c = parse("--dataset", "amazon_photo", "--model", "gin", "--norm", "none", "--parts", "4", "--lr", "0.02", "--patience", "0")
+	assert.Equal(t, layers.NormNone, c.Norm)
+	assert.Equal(t, 4, c.Parts)
+	assert.Equal(t, 0.02, c.LR)
+	assert.Equal(t, 0, c.Patience)
+	assert.Equal(t, r.QATLR, c.QATLR, "flags not given keep the recipe's")
+	c = parse("--dataset", "cora", "--model", "gin")
+	assert.Equal(t, layers.NormNone, c.Norm)
+	assert.Equal(t, 0, c.Parts)
+
+	fs := newFlags("infer", io.Discard)
+	var cc pipeline.Config
+	var quiet bool
+	qJobFlags(fs, &cc, &quiet)
+	cc.UseRecipe(r, func(field string) bool {
+		assert.NotNil(t, fs.Lookup(qConfigFlags[field]), "Config.%s has no flag", field)
+		return false
+	})
+}

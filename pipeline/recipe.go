@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/qgtc/qgtc/layers"
+)
+
+// Recipe is how a model is trained when no trained one is given: the
+// settings of Config that shape training, as one value so a front end can
+// take them all from RecipeFor and let its flags override some. The
+// figures behind each choice are in bench/accuracy/RESULTS.md.
+type Recipe struct {
+	Norm                     string // GIN's MLP normalization
+	Parts                    int    // graph partitions (0: AutoParts)
+	Epochs                   int
+	LR, WeightDecay, Dropout float64
+	Patience                 int
+	QATEpochs                int
+	QATLR, QATWeightDecay    float64
+	QATPatience              int
+}
+
+// baseRecipe trains GCN and SAGE everywhere and GIN on the sparse
+// citation graphs.
+var baseRecipe = Recipe{Norm: layers.NormNone, Epochs: 200, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5,
+	Patience: 50, QATEpochs: 40, QATLR: 0.003, QATWeightDecay: 5e-4, QATPatience: 15}
+
+// denseGraphs are the bundled co-purchase and co-authorship graphs, whose
+// mean degree (30-40 on Amazon) makes GIN's sum aggregation dwarf a node's
+// own features: without a batch norm GIN does not train there.
+var denseGraphs = map[string]bool{"amazon_computers": true, "amazon_photo": true, "coauthor_cs": true, "coauthor_physics": true}
+
+// RecipeFor is the training recipe of model on dataset (a bundled name or
+// a path, matched by its base name; other data gets the base recipe).
+func RecipeFor(dataset, model string) Recipe {
+	r := baseRecipe
+	name := strings.ToLower(filepath.Base(dataset))
+	if model == layers.GIN && denseGraphs[name] {
+		// One batch: the batch statistics of a METIS part (one community)
+		// are not the graph's.
+		r.Norm, r.Parts, r.Epochs = layers.NormBatch, 1, 300
+	}
+	return r
+}
+
+// UseRecipe sets c's training settings from r, except the Config fields
+// (by name: "Norm", "Parts", "Epochs", "LR", "WeightDecay", "Dropout",
+// "Patience", "QATEpochs", "QATLR", "QATWeightDecay", "QATPatience") for
+// which keep returns true: those the user set. A nil keep takes them all.
+func (c *Config) UseRecipe(r Recipe, keep func(field string) bool) {
+	set := func(field string, dst, v any) {
+		if keep != nil && keep(field) {
+			return
+		}
+		switch d := dst.(type) {
+		case *string:
+			*d = v.(string)
+		case *int:
+			*d = v.(int)
+		case *float64:
+			*d = v.(float64)
+		}
+	}
+	set("Norm", &c.Norm, r.Norm)
+	if c.PartitionFile == "" { // a partition file sets the batches
+		set("Parts", &c.Parts, r.Parts)
+	}
+	set("Epochs", &c.Epochs, r.Epochs)
+	set("LR", &c.LR, r.LR)
+	set("WeightDecay", &c.WeightDecay, r.WeightDecay)
+	set("Dropout", &c.Dropout, r.Dropout)
+	set("Patience", &c.Patience, r.Patience)
+	set("QATEpochs", &c.QATEpochs, r.QATEpochs)
+	set("QATLR", &c.QATLR, r.QATLR)
+	set("QATWeightDecay", &c.QATWeightDecay, r.QATWeightDecay)
+	set("QATPatience", &c.QATPatience, r.QATPatience)
+}

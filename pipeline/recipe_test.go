@@ -1,0 +1,40 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/qgtc/qgtc/layers"
+)
+
+// TestRecipeFor: GIN on the dense graphs gets its batch norm and one
+// batch, by name or by path; other models and graphs the base recipe.
+func TestRecipeFor(t *testing.T) {
+	for _, ds := range []string{"amazon_photo", "/data/Amazon_Computers", "coauthor_physics"} {
+		r := RecipeFor(ds, layers.GIN)
+		assert.Equal(t, layers.NormBatch, r.Norm, ds)
+		assert.Equal(t, 1, r.Parts, ds)
+	}
+	assert.Equal(t, baseRecipe, RecipeFor("cora", layers.GIN))
+	assert.Equal(t, baseRecipe, RecipeFor("amazon_photo", layers.GCN))
+	c := DefaultConfig("amazon_photo")
+	c.Model = layers.GIN
+	c.UseRecipe(RecipeFor(c.Dataset, c.Model), nil)
+	assert.NoError(t, c.Check())
+}
+
+// TestUseRecipeKeeps: the fields a front end reports as set keep their
+// values, the others take the recipe's; a partition file keeps Parts.
+func TestUseRecipeKeeps(t *testing.T) {
+	c := DefaultConfig("amazon_photo")
+	c.Model, c.LR, c.Epochs, c.Parts = layers.GIN, 0.05, 7, 0
+	c.UseRecipe(RecipeFor(c.Dataset, c.Model), func(f string) bool { return f == "LR" || f == "Epochs" })
+	assert.Equal(t, 0.05, c.LR)
+	assert.Equal(t, 7, c.Epochs)
+	assert.Equal(t, layers.NormBatch, c.Norm)
+	assert.Equal(t, 1, c.Parts)
+	c.Parts, c.PartitionFile = 0, "parts.qgpart"
+	c.UseRecipe(RecipeFor(c.Dataset, c.Model), nil)
+	assert.Equal(t, 0, c.Parts, "a partition file's K is the job's")
+}
