@@ -33,7 +33,8 @@ const (
 // 32, trained 60 fp32 epochs and 10 QAT epochs per fold.
 func DefaultGraphConfig(dataset string) Config {
 	return Config{Dataset: dataset, Model: layers.GIN, ABits: 4, WBits: 4, Batch: 1, FeatureScale: layers.ScaleNone,
-		Hidden: 32, Layers: 3, Norm: layers.NormBatch, Epochs: 60, QATEpochs: 10, SparseInput: SparseAuto}
+		Hidden: 32, Layers: 3, Norm: layers.NormBatch, Epochs: 60, QATEpochs: 10, SparseInput: SparseAuto,
+		LR: graphLR, WeightDecay: graphWD, Dropout: graphDropout, QATLR: graphQATLR}
 }
 
 // GraphDataset reports whether nameOrPath names a graph-classification

@@ -32,6 +32,9 @@ func qGraphDefaults(fs *pflag.FlagSet, c *pipeline.Config) {
 			f()
 		}
 	}
+	// The graph recipe's rates, not the node recipe's (no flag sets them).
+	c.LR, c.WeightDecay, c.Dropout, c.Patience = def.LR, def.WeightDecay, def.Dropout, def.Patience
+	c.QATLR, c.QATWeightDecay, c.QATPatience = def.QATLR, def.QATWeightDecay, def.QATPatience
 }
 
 // qGraphFolds is --fold as GraphClassify's folds: 0 is every fold.
