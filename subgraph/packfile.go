@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 )
 
@@ -435,3 +436,17 @@ func (r readSource) bytes(off, length int64) ([]byte, error) {
 
 func (readSource) release(int64, int64) {}
 func (r readSource) close() error       { return r.f.Close() }
+
+// AppendIndices decodes the batch's CSR: it fills indptr (length Nodes+1)
+// and appends the column indices to dst.
+func (p *Packed) AppendIndices(dst []int32, indptr []int32) []int32 {
+	le := binary.LittleEndian
+	for r := 0; r <= p.Nodes; r++ {
+		indptr[r] = int32(le.Uint32(p.buf[p.indptrOff+4*r:]))
+	}
+	dst = slices.Grow(dst, p.Edges)
+	for e := range p.Edges {
+		dst = append(dst, int32(p.index(e)))
+	}
+	return dst
+}

@@ -1,0 +1,192 @@
+package pipeline
+
+import (
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/qgtc/qgtc/internal/atomicfile"
+	"github.com/qgtc/qgtc/layers"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// Packed batch files (subgraph.PackedFile): WritePacked writes the batches
+// a job's Infer runs, with their feature codes, node ids and scales;
+// InferPacked runs a model over such a file batch by batch, holding one
+// batch (and the predictions) beyond the model, with the predictions Infer
+// gives over the same partition.
+
+// fingerprint16 is a hex fingerprint (128 bits) as the file stores it.
+func fingerprint16(s string) [16]byte {
+	var f [16]byte
+	b, err := hex.DecodeString(s)
+	if err == nil {
+		copy(f[:], b)
+	}
+	return f
+}
+
+// WritePacked writes d's inference batches (after Partition) with in's
+// codes (the model's input quantization) to path, atomically, and returns
+// the number of batches.
+func (j *Job) WritePacked(path string, d *Data, in *layers.Input) (int, error) {
+	eval := d.Batches.Eval
+	info := subgraph.PackFileInfo{Nodes: d.Dataset.Graph.N(), FeatureCodes: len(in.Codes), AllOnes: in.AllOnes(),
+		Scales: d.Batches.NodeScale != nil, Batches: len(eval), FeatCols: in.Cols,
+		QBits: in.Params.Bits, QScale: in.Params.Scale, QLower: in.Params.Lower,
+		Data: fingerprint16(d.Fingerprint), Partition: fingerprint16(PlanFingerprint(d.Batches)), ScaleMode: j.FeatureScale}
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Abort()
+	err = subgraph.WritePackedBatches(f, info, func(i int) (subgraph.PackFileBatch, error) {
+		j.Progress.Printf("qgtc: packing batch %d/%d", i+1, len(eval))
+		lb := eval[i]
+		n := lb.N()
+		// The file's CSR leaves the diagonal to its self-loop flag; rows are
+		// local, so the batch's own codes (Input.Pack) are its rows.
+		sb := &subgraph.Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(lb.Indices)-n),
+			Adj: lb.Adj, SelfLoops: true}
+		for r := range n {
+			sb.Nodes[r] = int32(r)
+			for _, c := range lb.Indices[lb.Indptr[r]:lb.Indptr[r+1]] {
+				if c != int32(r) {
+					sb.Indices = append(sb.Indices, c)
+				}
+			}
+			sb.Indptr[r+1] = int32(len(sb.Indices))
+		}
+		x, err := in.Pack(lb.Nodes)
+		if err != nil {
+			return subgraph.PackFileBatch{}, err
+		}
+		buf, err := sb.Pack(x)
+		if err != nil {
+			return subgraph.PackFileBatch{}, fmt.Errorf("batch %d: %w", i, err)
+		}
+		return subgraph.PackFileBatch{Packed: buf, Nodes: lb.Nodes, Scale: lb.FeatScale}, nil
+	})
+	j.Progress.Done()
+	if err != nil {
+		return 0, err
+	}
+	return len(eval), f.Commit()
+}
+
+// PackedReport is what InferPacked measured. Times are in milliseconds.
+type PackedReport struct {
+	File              string  `json:"file"`
+	Model             string  `json:"model"`
+	ABits             int     `json:"abits"`
+	WBits             int     `json:"wbits"`
+	Nodes             int     `json:"nodes"` // of the graph
+	Batches           int     `json:"batches"`
+	BatchNodes        int     `json:"batch_nodes"` // predicted
+	Kernel            string  `json:"kernel"`
+	SparseInput       bool    `json:"sparse_input"`
+	ReadMS            float64 `json:"read_ms"` // checksums, validation and unpacking
+	PackMS            float64 `json:"pack_ms"`
+	ComputeMS         float64 `json:"compute_ms"`
+	TotalMS           float64 `json:"total_ms"`
+	NodesPerSec       float64 `json:"nodes_per_sec"`
+	PeakBytes         int64   `json:"peak_bytes"`
+	PredictionsSHA256 string  `json:"predictions_sha256"` // as Report's
+	Pred              []int32 `json:"-"`
+}
+
+// InferPacked runs j.Weights (a calibrated model) over the packed batch
+// file at path in batch order on j.Backend. The model must take the file's
+// feature codes (the same quantizer and columns) and, where it records
+// them, have been trained on the file's data with its feature scale.
+func (j *Job) InferPacked(path string) (*PackedReport, error) {
+	start := time.Now()
+	w := j.Weights
+	if w == nil || !w.Model.Calibrated {
+		return nil, fmt.Errorf("%w: inference from a packed batch file needs a quantized model (--weights from qgtc infer or train)", ErrData)
+	}
+	pf, err := subgraph.OpenPackedBatches(path)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	m, info := w.Model, pf.Info
+	params := layers.Params{Bits: info.QBits, Scale: info.QScale, Lower: info.QLower}
+	switch {
+	case params != m.Input || info.FeatCols != m.Layers[0].Lin1.In:
+		return nil, fmt.Errorf("%s: %w: features of %d columns quantized with %+v, model %s expects %d with %+v",
+			path, layers.ErrModel, info.FeatCols, params, w.Path, m.Layers[0].Lin1.In, m.Input)
+	case w.Origin != nil && w.Origin.Data != "" && fingerprint16(w.Origin.Data) != info.Data:
+		return nil, fmt.Errorf("%s: packed from data %x, model %s was trained on data %.32s (%s)", path, info.Data, w.Path, w.Origin.Data, w.Origin.Dataset)
+	case w.Origin != nil && w.Origin.FeatureScale != "" && w.Origin.FeatureScale != info.ScaleMode:
+		return nil, fmt.Errorf("%s: features scaled by %q, model %s was trained with %q", path, info.ScaleMode, w.Path, w.Origin.FeatureScale)
+	case m.NormRows && !info.Scales:
+		return nil, fmt.Errorf("%s: the file carries no feature scales and model %s scales its input rows", path, w.Path)
+	}
+	plan, err := j.Compile(m)
+	if err != nil {
+		return nil, err
+	}
+	defer plan.Close()
+	sparse := plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits)
+	switch j.SparseInput {
+	case SparseOn:
+		sparse = true
+	case SparseOff:
+		sparse = false
+	}
+	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
+		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes)}
+	for i := range r.Pred {
+		r.Pred[i] = -1
+	}
+	seen := make([]uint64, (info.Nodes+63)/64)
+	var read, pack, compute time.Duration
+	for i := range pf.Len() {
+		j.Progress.Printf("qgtc: packed batch %d/%d", i+1, pf.Len())
+		t0 := time.Now()
+		pk, fb, err := pf.Batch(i)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range fb.Nodes {
+			if seen[v/64]&(1<<(v%64)) != 0 {
+				return nil, fmt.Errorf("%s: batch %d: %w: node %d is in an earlier batch too", path, i, subgraph.ErrPackFile, v)
+			}
+			seen[v/64] |= 1 << (v % 64)
+		}
+		pb := &layers.PackedBatch{Nodes: fb.Nodes, Indptr: make([]int32, pk.Nodes+1), FeatScale: fb.Scale}
+		pb.Indices = pk.AppendIndices(nil, pb.Indptr)
+		if pb.Adj, err = pk.Adjacency(); err == nil {
+			pb.Feat, err = pk.Features()
+		}
+		if err == nil && pb.Feat == nil {
+			err = fmt.Errorf("%w: no features", subgraph.ErrPackFile)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
+		}
+		if !pk.SelfLoops {
+			return nil, fmt.Errorf("%s: batch %d: %w: no self-loops (the file was not written for inference)", path, i, subgraph.ErrPackFile)
+		}
+		if !info.Scales {
+			pb.FeatScale = nil
+		}
+		read += time.Since(t0)
+		p, c, err := plan.RunPacked(pb, params, info.AllOnes, sparse, r.Pred)
+		if err != nil {
+			return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
+		}
+		pack, compute = pack+p, compute+c
+		r.BatchNodes += len(fb.Nodes)
+		pf.Release(i)
+	}
+	j.Progress.Done()
+	r.ReadMS, r.PackMS, r.ComputeMS, r.TotalMS = ms(read), ms(pack), ms(compute), ms(time.Since(start))
+	if t := read + pack + compute; t > 0 {
+		r.NodesPerSec = float64(r.BatchNodes) / t.Seconds()
+	}
+	r.PredictionsSHA256 = predictionsHash(r.Pred)
+	r.PeakBytes = peakRSS()
+	return r, nil
+}
