@@ -190,3 +190,26 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 	r.PeakBytes = peakRSS()
 	return r, nil
 }
+
+// PackPartition writes the packed batch file of ds, loaded already, as
+// Infer with this partition (parts into k, perBatch parts a batch) batches
+// it: codes quantized at bits, features scaled by j.FeatureScale, the split
+// (and so the data fingerprint) as Load makes it with j.Seed.
+func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k, perBatch, bits int) (int, error) {
+	if ds.Features == nil || ds.Labels == nil {
+		return 0, fmt.Errorf("%w: dataset %s needs node features and single-label classes for inference", ErrData, ds.Name)
+	}
+	if len(ds.Train) == 0 {
+		ds.RandomSplit(20, 30, j.Seed)
+	}
+	d := &Data{Dataset: ds, Fingerprint: Fingerprint(ds), Parts: k}
+	var err error
+	if d.Batches, err = layers.NewDataScaled(ds, parts, k, perBatch, j.FeatureScale); err != nil {
+		return 0, err
+	}
+	in, err := j.Input(d, bits)
+	if err != nil {
+		return 0, err
+	}
+	return j.WritePacked(path, d, in)
+}

@@ -237,8 +237,12 @@ func runInfer(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
 	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
+	packed := fs.String("packed", "", "run --weights over this packed batch file (qgtc partition --pack-out) batch by batch, without the dataset")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *packed != "" {
+		return inferPacked(fs, *packed, *weights, *device, *asJSON, quiet, stdout)
 	}
 	var err error
 	if *shard != "" {
