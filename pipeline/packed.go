@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -30,48 +31,80 @@ func fingerprint16(s string) [16]byte {
 // codes (the model's input quantization) to path, atomically, and returns
 // the number of batches.
 func (j *Job) WritePacked(path string, d *Data, in *layers.Input) (int, error) {
-	eval := d.Batches.Eval
-	info := subgraph.PackFileInfo{Nodes: d.Dataset.Graph.N(), FeatureCodes: len(in.Codes), AllOnes: in.AllOnes(),
-		Scales: d.Batches.NodeScale != nil, Batches: len(eval), FeatCols: in.Cols,
+	q := d.Batches
+	return j.writePacked(path, d.Dataset, d.Fingerprint, q.Parts, q.K, q.PerBatch, q.NodeScale, in)
+}
+
+// writePacked writes the batches Infer runs over ds with parts into k
+// (nil: one part), perBatch parts a batch: the batcher's plan as layers
+// makes its Eval batches, each built when written, so that only the graph,
+// the codes and one batch are held. nodeScale is each node's feature scale.
+func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string, parts []int32, k, perBatch int, nodeScale []float32, in *layers.Input) (int, error) {
+	g := ds.Graph
+	p := &subgraph.Partitioning{K: k, Parts: parts}
+	if parts == nil || k <= 1 {
+		p = &subgraph.Partitioning{K: 1, Parts: make([]int32, g.N())}
+	}
+	// layers.evalBatches' plan with the diagonal left to the self-loop flag
+	// (the packed format's CSR holds none): the same groups and rows.
+	plan, err := subgraph.Batches(g, p, subgraph.BatchOptions{PartsPerBatch: min(max(1, perBatch), p.K),
+		Rows: subgraph.BandRows, SelfLoops: true})
+	if err != nil {
+		return 0, err
+	}
+	info := subgraph.PackFileInfo{Nodes: g.N(), FeatureCodes: len(in.Codes), AllOnes: in.AllOnes(),
+		Scales: nodeScale != nil, Batches: plan.Len(), FeatCols: in.Cols,
 		QBits: in.Params.Bits, QScale: in.Params.Scale, QLower: in.Params.Lower,
-		Data: fingerprint16(d.Fingerprint), Partition: fingerprint16(PlanFingerprint(d.Batches)), ScaleMode: j.FeatureScale}
+		Data: fingerprint16(fingerprint), ScaleMode: j.FeatureScale}
+	// PlanFingerprint's hash, over the batches as they are written.
+	fp := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
+	fp.tag("plan", 2)
+	fp.u64(uint64(g.N()))
+	fp.u64(uint64(plan.Len()))
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Abort()
-	err = subgraph.WritePackedBatches(f, info, func(i int) (subgraph.PackFileBatch, error) {
-		j.Progress.Printf("qgtc: packing batch %d/%d", i+1, len(eval))
-		lb := eval[i]
-		n := lb.N()
-		// The file's CSR leaves the diagonal to its self-loop flag; rows are
-		// local, so the batch's own codes (Input.Pack) are its rows.
-		sb := &subgraph.Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(lb.Indices)-n),
-			Adj: lb.Adj, SelfLoops: true}
-		for r := range n {
-			sb.Nodes[r] = int32(r)
-			for _, c := range lb.Indices[lb.Indptr[r]:lb.Indptr[r+1]] {
-				if c != int32(r) {
-					sb.Indices = append(sb.Indices, c)
-				}
-			}
-			sb.Indptr[r+1] = int32(len(sb.Indices))
-		}
-		x, err := in.Pack(lb.Nodes)
+	err = subgraph.WritePackedBatches(f, &info, func(i int) (subgraph.PackFileBatch, error) {
+		j.Progress.Printf("qgtc: packing batch %d/%d", i+1, plan.Len())
+		b, err := plan.Batch(i)
 		if err != nil {
 			return subgraph.PackFileBatch{}, err
 		}
-		buf, err := sb.Pack(x)
+		fp.i32s("batch", b.Nodes)
+		x, err := in.Pack(b.Nodes)
+		if err != nil {
+			return subgraph.PackFileBatch{}, err
+		}
+		// The batch's own codes are its rows: pack them as rows 0..n-1.
+		nodes := b.Nodes
+		b.Nodes = make([]int32, len(nodes))
+		for r := range b.Nodes {
+			b.Nodes[r] = int32(r)
+		}
+		buf, err := b.Pack(x)
 		if err != nil {
 			return subgraph.PackFileBatch{}, fmt.Errorf("batch %d: %w", i, err)
 		}
-		return subgraph.PackFileBatch{Packed: buf, Nodes: lb.Nodes, Scale: lb.FeatScale}, nil
+		out := subgraph.PackFileBatch{Packed: buf, Nodes: nodes}
+		if nodeScale != nil {
+			out.Scale = make([]float32, len(nodes))
+			for r, v := range nodes {
+				out.Scale[r] = nodeScale[v]
+			}
+		}
+		if i == plan.Len()-1 {
+			fp.flush()
+			copy(info.Partition[:], fp.h.Sum(nil))
+		}
+		return out, nil
 	})
 	j.Progress.Done()
 	if err != nil {
 		return 0, err
 	}
-	return len(eval), f.Commit()
+	return plan.Len(), f.Commit()
 }
 
 // PackedReport is what InferPacked measured. Times are in milliseconds.
@@ -199,17 +232,17 @@ func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k,
 	if ds.Features == nil || ds.Labels == nil {
 		return 0, fmt.Errorf("%w: dataset %s needs node features and single-label classes for inference", ErrData, ds.Name)
 	}
+	switch j.FeatureScale {
+	case layers.ScaleMean, layers.ScaleRows, layers.ScaleSqrt, layers.ScaleNone:
+	default:
+		return 0, &ConfigError{"FeatureScale", j.FeatureScale, "is not mean, sqrt, rows or none"}
+	}
 	if len(ds.Train) == 0 {
 		ds.RandomSplit(20, 30, j.Seed)
 	}
-	d := &Data{Dataset: ds, Fingerprint: Fingerprint(ds), Parts: k}
-	var err error
-	if d.Batches, err = layers.NewDataScaled(ds, parts, k, perBatch, j.FeatureScale); err != nil {
-		return 0, err
-	}
-	in, err := j.Input(d, bits)
+	in, err := layers.QuantizeInput(ds.Features, bits)
 	if err != nil {
 		return 0, err
 	}
-	return j.WritePacked(path, d, in)
+	return j.writePacked(path, ds, Fingerprint(ds), parts, k, perBatch, layers.FeatureScale(ds.Features, j.FeatureScale), in)
 }

@@ -33,6 +33,11 @@ func packedFixture(t *testing.T, dataset string) (string, *Weights, Config) {
 	nb, err := wj.WritePacked(path, d, in)
 	require.NoError(t, err)
 	require.Equal(t, 3, nb)
+	pf, err := subgraph.OpenPackedBatches(path)
+	require.NoError(t, err)
+	defer pf.Close()
+	assert.Equal(t, fingerprint16(PlanFingerprint(d.Batches)), pf.Info.Partition, "the file's batches are Infer's")
+	assert.Equal(t, fingerprint16(d.Fingerprint), pf.Info.Data)
 	return path, w, j.Config
 }
 

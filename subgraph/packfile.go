@@ -111,13 +111,16 @@ func (info *PackFileInfo) check() error {
 
 // WritePackedBatches writes info.Batches batches, next(i) giving batch i,
 // to w: the header and table are written last, at offset 0, once every
-// batch's place and checksum are known, so only one batch is held at a time.
-// Each batch is validated (ReadPacked) before it is written.
-func WritePackedBatches(w PackFileWriter, info PackFileInfo, next func(i int) (PackFileBatch, error)) error {
+// batch's place and checksum are known, so only one batch is held at a time
+// (and next may set what the header says of all of them, a fingerprint
+// over their nodes). Each batch is validated (ReadPacked) before it is
+// written.
+func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (PackFileBatch, error)) error {
 	if err := info.check(); err != nil {
 		return err
 	}
-	table := make([]byte, packFileHeader+packFileEntry*info.Batches)
+	nb := info.Batches
+	table := make([]byte, packFileHeader+packFileEntry*nb)
 	pos := int64(len(table))
 	if _, err := w.Write(table); err != nil {
 		return err
@@ -134,7 +137,7 @@ func WritePackedBatches(w PackFileWriter, info PackFileInfo, next func(i int) (P
 		return nil
 	}
 	le := binary.LittleEndian
-	for i := range info.Batches {
+	for i := range nb {
 		b, err := next(i)
 		if err != nil {
 			return err
@@ -172,7 +175,10 @@ func WritePackedBatches(w PackFileWriter, info PackFileInfo, next func(i int) (P
 	if err := pad(alignPage(pos)); err != nil {
 		return err
 	}
-	putPackFileHeader(table, &info)
+	if err := info.check(); err != nil || info.Batches != nb {
+		return fmt.Errorf("%w: the header changed while the batches were written: %v", ErrPackFile, err)
+	}
+	putPackFileHeader(table, info)
 	_, err := w.WriteAt(table, 0)
 	return err
 }

@@ -31,7 +31,7 @@ func packFileFixture(t testing.TB) ([]byte, PackFileInfo, []PackFileBatch) {
 		QScale: 0.5, QLower: -0.25, Data: [16]byte{1, 2}, Partition: [16]byte{3, 4}, ScaleMode: "sqrt"}
 	var in []PackFileBatch
 	w := &memWriter{}
-	require.NoError(t, WritePackedBatches(w, info, func(i int) (PackFileBatch, error) {
+	require.NoError(t, WritePackedBatches(w, &info, func(i int) (PackFileBatch, error) {
 		b, err := bp.Batch(i)
 		if err != nil {
 			return PackFileBatch{}, err
