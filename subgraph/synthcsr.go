@@ -20,6 +20,9 @@ func symCSR(n int, src, dst []int32) (*Graph, error) {
 		return nil, fmt.Errorf("%w: %d nodes, %d sources, %d destinations", ErrGraph, n, len(src), len(dst))
 	}
 	workers := runtime.GOMAXPROCS(0)
+	if workers == 1 { // the atomics cost a fifth to a half more on one core (bench/scale/RESULTS.md)
+		return FromEdges(n, src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	}
 	const edgeChunk = 1 << 16
 	chunks := (len(src) + edgeChunk - 1) / edgeChunk
 	overEdges := func(fn func(u, v int32)) {
