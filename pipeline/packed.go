@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/qgtc/qgtc/internal/atomicfile"
@@ -66,13 +69,13 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 		return 0, err
 	}
 	defer f.Abort()
-	err = subgraph.WritePackedBatches(f, &info, func(i int) (subgraph.PackFileBatch, error) {
-		j.Progress.Printf("qgtc: packing batch %d/%d", i+1, plan.Len())
+	// Batches are built and packed on all cores, a few ahead of the one
+	// being written (tokens bound how many are held), and written in order.
+	build := func(i int) (subgraph.PackFileBatch, error) {
 		b, err := plan.Batch(i)
 		if err != nil {
 			return subgraph.PackFileBatch{}, err
 		}
-		fp.i32s("batch", b.Nodes)
 		x, err := in.Pack(b.Nodes)
 		if err != nil {
 			return subgraph.PackFileBatch{}, err
@@ -94,11 +97,54 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 				out.Scale[r] = nodeScale[v]
 			}
 		}
-		if i == plan.Len()-1 {
+		return out, nil
+	}
+	type built struct {
+		b   subgraph.PackFileBatch
+		err error
+	}
+	nb, workers := plan.Len(), runtime.GOMAXPROCS(0)
+	results := make([]chan built, nb)
+	for i := range results {
+		results[i] = make(chan built, 1)
+	}
+	tokens := make(chan struct{}, 2*workers)
+	stop := make(chan struct{})
+	var taken atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+				i := int(taken.Add(1) - 1)
+				if i >= nb {
+					return
+				}
+				b, err := build(i)
+				results[i] <- built{b, err}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	err = subgraph.WritePackedBatches(f, &info, func(i int) (subgraph.PackFileBatch, error) {
+		j.Progress.Printf("qgtc: packing batch %d/%d", i+1, nb)
+		r := <-results[i]
+		<-tokens
+		if r.err != nil {
+			return subgraph.PackFileBatch{}, r.err
+		}
+		fp.i32s("batch", r.b.Nodes)
+		if i == nb-1 {
 			fp.flush()
 			copy(info.Partition[:], fp.h.Sum(nil))
 		}
-		return out, nil
+		return r.b, nil
 	})
 	j.Progress.Done()
 	if err != nil {
