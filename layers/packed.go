@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // PackedBatch is one inference batch as a packed batch file holds it
@@ -163,4 +165,73 @@ func (p *Plan) SparseCheaperSize(rows, cols, codes, bits int) bool {
 	tiles := (rows + 63) / 64 * ((cols + pad - 1) / pad)
 	return p.Backend.PreferEdges(bmm.AggCost{Rows: rows, Cols: p.widths[1], Edges: codes,
 		DenseTiles: tiles, Bits: bits * p.Model.WBits})
+}
+
+// RunPackedAll runs packed batches 0..n-1, load(i) reading batch i, as Run
+// runs batches: on lanes, one per core, where the backend forks and the
+// batches are enough (laneCount), else one after the other. Each lane holds
+// one batch at a time; done(i), when not nil, is called once batch i's
+// predictions are in pred. The batches must not share a node. It returns
+// the lanes' summed load, pack and compute times and the lowest failing
+// batch's error (lanes stop taking batches after a failure).
+func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) (read, pack, compute time.Duration, err error) {
+	l := p.laneCount(n)
+	lanes := []*Plan{p}
+	if l > 1 && !p.closed {
+		lanes = make([]*Plan, l)
+		for i := range lanes {
+			if lanes[i], err = p.lane(i); err != nil {
+				return 0, 0, 0, err
+			}
+			lanes[i].Agg, lanes[i].Merge, lanes[i].Resident = p.Agg, p.Merge, p.Resident
+		}
+	}
+	type laneTimes struct {
+		read, pack, compute time.Duration
+		err                 error
+		errAt               int
+		_                   [64]byte
+	}
+	work := make([]laneTimes, len(lanes))
+	var next, failed atomic.Int64
+	failed.Store(int64(n))
+	par.Run(len(lanes), func(w int) {
+		lt := &work[w]
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n || int64(i) > failed.Load() {
+				return
+			}
+			t0 := time.Now()
+			pb, err := load(i)
+			lt.read += time.Since(t0)
+			var pk, c time.Duration
+			if err == nil {
+				pk, c, err = lanes[w].RunPacked(pb, params, allOnes, sparse, pred)
+			}
+			if err != nil {
+				if lt.err == nil || i < lt.errAt {
+					lt.err, lt.errAt = err, i
+				}
+				for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
+				}
+				return
+			}
+			lt.pack, lt.compute = lt.pack+pk, lt.compute+c
+			if done != nil {
+				done(i)
+			}
+		}
+	})
+	first := -1
+	for w := range work {
+		read, pack, compute = read+work[w].read, pack+work[w].pack, compute+work[w].compute
+		if work[w].err != nil && (first < 0 || work[w].errAt < work[first].errAt) {
+			first = w
+		}
+	}
+	if first >= 0 {
+		return read, pack, compute, work[first].err
+	}
+	return read, pack, compute, nil
 }

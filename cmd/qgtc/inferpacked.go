@@ -60,8 +60,8 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, asJSON, quiet 
 		return enc.Encode(r)
 	}
 	fmt.Fprintf(stdout, "%s: %s a%dw%d on %s, %d batches, %d of %d nodes\n", r.File, r.Model, r.ABits, r.WBits, r.Kernel, r.Batches, r.BatchNodes, r.Nodes)
-	fmt.Fprintf(stdout, "read %.1f ms, pack %.1f ms, compute %.1f ms, total %.1f ms, %.0f nodes/s, peak RSS %s\n",
-		r.ReadMS, r.PackMS, r.ComputeMS, r.TotalMS, r.NodesPerSec, fmtBytes(r.PeakBytes))
+	fmt.Fprintf(stdout, "pass %.1f ms (%.0f nodes/s; read %.1f, pack %.1f, compute %.1f ms summed over the cores), total %.1f ms, peak RSS %s\n",
+		r.PassMS, r.NodesPerSec, r.ReadMS, r.PackMS, r.ComputeMS, r.TotalMS, fmtBytes(r.PeakBytes))
 	fmt.Fprintf(stdout, "predictions sha256 %s\n", r.PredictionsSHA256)
 	return nil
 }
