@@ -171,7 +171,8 @@ func (p *Plan) SparseCheaperSize(rows, cols, codes, bits int) bool {
 // runs batches: on lanes, one per core, where the backend forks and the
 // batches are enough (laneCount), else one after the other. Each lane holds
 // one batch at a time; done(i), when not nil, is called once batch i's
-// predictions are in pred. The batches must not share a node. It returns
+// predictions are in pred, on that batch's lane (so from several
+// goroutines at once). The batches must not share a node. It returns
 // the lanes' summed load, pack and compute times and the lowest failing
 // batch's error (lanes stop taking batches after a failure).
 func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) (read, pack, compute time.Duration, err error) {
