@@ -24,7 +24,7 @@ var ErrPackFile = errors.New("subgraph: bad packed batch file")
 //	0    8     magic "QGPBFILE"
 //	8    4     version (1)
 //	12   4     flags: 1 = every stored feature code is 1, 2 = feature scales present
-//	16   8     graph nodes N
+//	16   8     graph nodes N (the batches' nodes: each node is in one batch)
 //	24   8     stored feature codes of the whole graph
 //	32   4     batch count B
 //	36   4     feature columns
@@ -137,6 +137,7 @@ func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (
 		return nil
 	}
 	le := binary.LittleEndian
+	written := int64(0)
 	for i := range nb {
 		b, err := next(i)
 		if err != nil {
@@ -157,6 +158,7 @@ func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (
 				return fmt.Errorf("%w: batch %d: node %d outside the graph's %d", ErrPackFile, i, v, info.Nodes)
 			}
 		}
+		written += int64(p.Nodes)
 		blob := batchBlob(b)
 		if err := pad(alignPage(pos)); err != nil {
 			return err
@@ -171,6 +173,9 @@ func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (
 		if err != nil {
 			return err
 		}
+	}
+	if written != int64(info.Nodes) {
+		return fmt.Errorf("%w: the batches hold %d nodes of the graph's %d (each node must be in one batch)", ErrPackFile, written, info.Nodes)
 	}
 	if err := pad(alignPage(pos)); err != nil {
 		return err
@@ -333,6 +338,7 @@ func openPacked(f *os.File, path string) (*PackedFile, error) {
 		return nil, err
 	}
 	prev := tableEnd
+	total := int64(0)
 	pf.entries = make([]packFileEntryT, nb)
 	for i := range pf.entries {
 		e := buf[packFileHeader+packFileEntry*i:]
@@ -345,6 +351,12 @@ func openPacked(f *os.File, path string) (*PackedFile, error) {
 		}
 		pf.entries[i] = packFileEntryT{off: int64(off), length: int64(length), nodes: int(n), crc: le.Uint32(e[20:])}
 		prev = int64(off + length)
+		total += int64(n)
+	}
+	// Every node is in one batch: so the graph's size, which a reader
+	// allocates by, is bounded by the file's (4 bytes of node id each).
+	if total != int64(nodes) {
+		return nil, fmt.Errorf("%w: the batches hold %d nodes, the header says the graph has %d", ErrPackFile, total, nodes)
 	}
 	if pf.src, err = newPackSource(f, size); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package subgraph
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -101,13 +102,14 @@ func TestPackFileCrafted(t *testing.T) {
 	}
 	entry := packFileHeader // batch 0's table entry
 	cases := map[string]func(b []byte) []byte{
-		"truncated header": func(b []byte) []byte { return b[:100] },
-		"truncated batch":  func(b []byte) []byte { return b[:len(b)-PackFilePage-1] },
-		"bad magic":        func(b []byte) []byte { b[0] = 'X'; return b },
-		"header bit flip":  func(b []byte) []byte { b[20] ^= 1; return b },
-		"huge batch count": func(b []byte) []byte { le.PutUint32(b[32:], 1<<30); resum(b); return b },
-		"table past end":   func(b []byte) []byte { le.PutUint32(b[32:], MaxPackFileBatches); resum(b); return b },
-		"huge nodes":       func(b []byte) []byte { le.PutUint64(b[16:], 1<<40); resum(b); return b },
+		"truncated header":  func(b []byte) []byte { return b[:100] },
+		"truncated batch":   func(b []byte) []byte { return b[:len(b)-PackFilePage-1] },
+		"bad magic":         func(b []byte) []byte { b[0] = 'X'; return b },
+		"header bit flip":   func(b []byte) []byte { b[20] ^= 1; return b },
+		"huge batch count":  func(b []byte) []byte { le.PutUint32(b[32:], 1<<30); resum(b); return b },
+		"table past end":    func(b []byte) []byte { le.PutUint32(b[32:], MaxPackFileBatches); resum(b); return b },
+		"huge nodes":        func(b []byte) []byte { le.PutUint64(b[16:], 1<<40); resum(b); return b },
+		"nodes not covered": func(b []byte) []byte { le.PutUint64(b[16:], 1<<30); resum(b); return b },
 		"offset past end": func(b []byte) []byte {
 			le.PutUint64(b[entry:], uint64(len(b)+PackFilePage)&^(PackFilePage-1))
 			resum(b)
@@ -149,16 +151,53 @@ func FuzzOpenPackedBatches(f *testing.F) {
 	good, _, _ := packFileFixture(f)
 	f.Add(good)
 	f.Add(good[:packFileHeader+packFileEntry])
-	f.Fuzz(func(t *testing.T, data []byte) {
-		pf, err := OpenPackedBatches(writePackTemp(t, data))
+	// One file per fuzzing process, rewritten for each input: a temporary
+	// folder per input would cost more than the parse.
+	path := filepath.Join(f.TempDir(), fmt.Sprintf("in-%d.qgpb", os.Getpid()))
+	open := func(t *testing.T, data []byte) {
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		pf, err := OpenPackedBatches(path)
 		if err != nil {
 			return
 		}
 		defer pf.Close()
-		for i := range pf.Len() {
-			pf.Batch(i) // must not panic
+		for i := range pf.Len() { // none of it may panic
+			if p, _, err := pf.Batch(i); err == nil {
+				p.Adjacency()
+				p.Features()
+			}
 		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		open(t, data)
+		// Again with the checksums made right, so that mutations reach the
+		// checks behind them.
+		open(t, fixChecksums(bytes.Clone(data)))
 	})
 }
 
 func crc32Castagnoli(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// fixChecksums sets the header's and every in-range batch's CRC-32C to
+// what the bytes hold, as a crafted file would.
+func fixChecksums(b []byte) []byte {
+	if len(b) < packFileHeader {
+		return b
+	}
+	le := binary.LittleEndian
+	nb := int64(le.Uint32(b[32:]))
+	end := packFileHeader + packFileEntry*nb
+	if end > int64(len(b)) {
+		return b
+	}
+	for i := int64(0); i < nb; i++ {
+		e := b[packFileHeader+packFileEntry*i:]
+		off, length := le.Uint64(e[0:]), le.Uint64(e[8:])
+		if off <= uint64(len(b)) && length <= uint64(len(b))-off {
+			le.PutUint32(e[20:], crc32Castagnoli(b[off:off+length]))
+		}
+	}
+	le.PutUint32(b[52:], 0)
+	le.PutUint32(b[52:], crc32Castagnoli(b[:end]))
+	return b
+}
