@@ -28,26 +28,26 @@ func init() {
 
 // partitionReport is what `qgtc partition --json` prints.
 type partitionReport struct {
-	Dataset       string       `json:"dataset"`
-	Nodes         int          `json:"nodes"`
-	Edges         int64        `json:"edges"`
-	Parts         int          `json:"parts"`
-	Seed          uint64       `json:"seed"`
-	Source        string       `json:"source"` // computed, cache, or the partition file evaluated
-	EdgeCut       int64        `json:"edge_cut"`
-	KeptFraction  float64      `json:"kept_fraction"`
-	InvK          float64      `json:"inv_k"`
-	Imbalance     float64      `json:"imbalance"`
-	MinPart       int          `json:"min_part"`
-	MaxPart       int          `json:"max_part"`
-	EmptyParts    int          `json:"empty_parts"`
-	Seconds       float64      `json:"seconds"`     // wall-clock partitioning time
-	CPUSeconds    float64      `json:"cpu_seconds"` // process CPU time while partitioning (all threads)
-	LoadSeconds   float64      `json:"load_seconds"`
-	Out           string       `json:"out,omitempty"`
-	Batching      *batchReport `json:"batching,omitempty"`
-	PackOut       string       `json:"pack_out,omitempty"`
-	PackedBatches int          `json:"packed_batches,omitempty"`
+	Dataset      string       `json:"dataset"`
+	Nodes        int          `json:"nodes"`
+	Edges        int64        `json:"edges"`
+	Parts        int          `json:"parts"`
+	Seed         uint64       `json:"seed"`
+	Source       string       `json:"source"` // computed, cache, or the partition file evaluated
+	EdgeCut      int64        `json:"edge_cut"`
+	KeptFraction float64      `json:"kept_fraction"`
+	InvK         float64      `json:"inv_k"`
+	Imbalance    float64      `json:"imbalance"`
+	MinPart      int          `json:"min_part"`
+	MaxPart      int          `json:"max_part"`
+	EmptyParts   int          `json:"empty_parts"`
+	Seconds      float64      `json:"seconds"`     // wall-clock partitioning time
+	CPUSeconds   float64      `json:"cpu_seconds"` // process CPU time while partitioning (all threads)
+	LoadSeconds  float64      `json:"load_seconds"`
+	Out          string       `json:"out,omitempty"`
+	Batching     *batchReport `json:"batching,omitempty"`
+	PackOut      string       `json:"pack_out,omitempty"`
+	Packed       int          `json:"packed_batches,omitempty"`
 }
 
 // batchReport sums the batching and packing of every batch.
@@ -239,7 +239,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	}
 	if *packOut != "" {
 		j := &pipeline.Job{Config: pipeline.Config{FeatureScale: *featScale, Seed: *seed}, Progress: prog}
-		if rep.PackedBatches, err = j.PackPartition(*packOut, d, p.Parts, *k, *batchParts, *featBits); err != nil {
+		if rep.Packed, err = j.PackPartition(*packOut, d, p.Parts, *k, *batchParts, *featBits); err != nil {
 			return qUsage(err)
 		}
 		rep.PackOut = *packOut
@@ -263,7 +263,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		fmt.Fprintf(w, "wrote %s\n", rep.Out)
 	}
 	if rep.PackOut != "" {
-		fmt.Fprintf(w, "wrote %s (%d packed batches)\n", rep.PackOut, rep.PackedBatches)
+		fmt.Fprintf(w, "wrote %s (%d packed batches)\n", rep.PackOut, rep.Packed)
 	}
 	return nil
 }
