@@ -589,13 +589,7 @@ func (p *Plan) byteFirst(in *Input) bool {
 // lists as the edge list and the padded feature matrix as the dense
 // operand, whose a·w plane products stand for the aggregated width.
 func (p *Plan) SparseCheaper(in *Input) bool {
-	if !p.byteFirst(in) {
-		return false
-	}
-	pad := bittensor.DefaultPadding.Bits
-	tiles := (in.Rows + 63) / 64 * ((in.Cols + pad - 1) / pad)
-	return p.Backend.PreferEdges(bmm.AggCost{Rows: in.Rows, Cols: p.widths[1], Edges: len(in.Codes),
-		DenseTiles: tiles, Bits: in.Params.Bits * p.Model.WBits})
+	return p.SparseCheaperSize(in.Rows, in.Cols, len(in.Codes), in.Params.Bits)
 }
 
 // requantOf is p's quantizer as a fused-epilogue re-quantization.

@@ -120,7 +120,7 @@ func RMAT(scale, edgeFactor int, a, b, c float64, seed uint64) (*Graph, error) {
 	for i := range src {
 		src[i], dst[i] = perm[src[i]], perm[dst[i]]
 	}
-	return FromEdges(n, src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	return symCSR(n, src, dst)
 }
 
 // permutation returns a seeded random permutation of [0, n).
@@ -204,7 +204,7 @@ func PlantedPartition(n, k int, avgDeg, mixing float64, seed uint64) (*Graph, []
 			src[i], dst[i] = int32(u), v
 		}
 	})
-	g, err := FromEdges(n, src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
+	g, err := symCSR(n, src, dst)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/progress"
+	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -264,8 +265,26 @@ func dataSynth(args []string, w io.Writer) error {
 	classes := fs.Int("classes", 0, "planted, with --features: classes, each node's community modulo this (0: the communities)")
 	maxMem := fs.String("max-memory", "", "refuse a graph whose generation and output would need more memory than this, e.g. 8GiB (default: the memory available on this machine, less under a container limit or ulimit -v; 4GiB where that cannot be read)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	packOut := fs.String("pack-out", "", "planted, with --features: write the graph straight into this packed batch file for qgtc infer --packed instead of -o, partitioned by community (part = community mod --parts); -o FILE.npz with the same flags writes the same data")
+	parts := fs.Int("parts", 0, "with --pack-out: parts, each whole communities")
+	batch := fs.Int("batch", 1, "with --pack-out: parts per batch")
+	featBits := fs.Int("feature-bits", 4, "with --pack-out: bits of the feature codes (the model's activation bits)")
+	featScale := fs.String("feature-scale", pipeline.DefaultConfig("").FeatureScale, "with --pack-out: the feature scale the model is trained with")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *packOut != "" {
+		if *out != "" || fs.NArg() != 0 || *model != "planted" {
+			return fmt.Errorf("%w: data synth --pack-out wants --model planted, no -o and no other arguments", errUsage)
+		}
+		return synthPackOut(w, synthPack{out: *packOut, parts: *parts, batch: *batch, bits: *featBits, scale: *featScale,
+			nodes: *nodes, k: *k, avgDeg: *avgDeg, mixing: *mixing, features: *features, nnz: *featNNZ, classes: *classes,
+			seed: *seed, maxMem: *maxMem, quiet: *quiet})
+	}
+	for _, f := range []string{"parts", "batch", "feature-bits", "feature-scale"} {
+		if fs.Changed(f) {
+			return fmt.Errorf("%w: --%s applies with --pack-out only", errUsage, f)
+		}
 	}
 	if *out == "" || fs.NArg() != 0 {
 		return fmt.Errorf("%w: data synth wants -o FILE and no other arguments", errUsage)

@@ -255,8 +255,12 @@ func runInfer(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
 	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
 	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
+	packed := fs.String("packed", "", "run --weights over this packed batch file (qgtc partition --pack-out) batch by batch, without the dataset")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *packed != "" {
+		return inferPacked(fs, *packed, *weights, *device, *asJSON, quiet, stdout)
 	}
 	var err error
 	if *shard != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/progress"
+	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -45,6 +46,8 @@ type partitionReport struct {
 	LoadSeconds  float64      `json:"load_seconds"`
 	Out          string       `json:"out,omitempty"`
 	Batching     *batchReport `json:"batching,omitempty"`
+	PackOut      string       `json:"pack_out,omitempty"`
+	Packed       int          `json:"packed_batches,omitempty"`
 }
 
 // batchReport sums the batching and packing of every batch.
@@ -85,6 +88,8 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	batchParts := fs.Int("batch", 0, "also build Cluster-GCN batches of this many parts and pack them (at most --parts)")
 	featBits := fs.Int("feature-bits", 1, "bits per packed feature (codes min(round(x), 2^b-1); 1 bit = x != 0)")
 	selfLoops := fs.Bool("self-loops", true, "batch adjacencies include the diagonal")
+	packOut := fs.String("pack-out", "", "with --batch: write the inference batches (as qgtc infer --parts K --batch Q batches them), feature codes at --feature-bits as infer quantizes them, into this packed batch file for qgtc infer --packed")
+	featScale := fs.String("feature-scale", pipeline.DefaultConfig("").FeatureScale, "with --pack-out: the feature scale the model was trained with")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -106,6 +111,8 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		return fmt.Errorf("%w: --batch %d must be 0 (no batches) or more", errUsage, *batchParts)
 	case *batchParts > 0 && *k == 0:
 		return fmt.Errorf("%w: --batch needs --parts", errUsage)
+	case *packOut != "" && *batchParts == 0:
+		return fmt.Errorf("%w: --pack-out needs --batch", errUsage)
 	case *batchParts > *k:
 		return fmt.Errorf("%w: --batch %d is more than --parts %d", errUsage, *batchParts, *k)
 	case *featBits < 1 || *featBits > bittensor.MaxBits:
@@ -230,6 +237,13 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		}
 		rep.Batching = br
 	}
+	if *packOut != "" {
+		j := &pipeline.Job{Config: pipeline.Config{FeatureScale: *featScale, Seed: *seed}, Progress: prog}
+		if rep.Packed, err = j.PackPartition(*packOut, d, p.Parts, *k, *batchParts, *featBits); err != nil {
+			return qUsage(err)
+		}
+		rep.PackOut = *packOut
+	}
 	if *asJSON {
 		enc := json.NewEncoder(w)
 		return enc.Encode(rep)
@@ -247,6 +261,9 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	}
 	if rep.Out != "" {
 		fmt.Fprintf(w, "wrote %s\n", rep.Out)
+	}
+	if rep.PackOut != "" {
+		fmt.Fprintf(w, "wrote %s (%d packed batches)\n", rep.PackOut, rep.Packed)
 	}
 	return nil
 }

@@ -1,0 +1,238 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/par"
+)
+
+// PackedBatch is one inference batch as a packed batch file holds it
+// (subgraph.PackedFile): the local CSR without the diagonal, the 1-bit
+// adjacency with it, the feature codes as bit planes and the nodes' global
+// ids and feature scales. Plan.RunPacked runs it without the graph or the
+// whole graph's Input.
+type PackedBatch struct {
+	Nodes           []int32 // global ids, in row order
+	Indptr, Indices []int32 // local CSR, rows sorted, no diagonal
+	Adj             *bittensor.Tensor
+	Feat            *bittensor.Tensor // codes, ByRows, one plane per bit
+	FeatScale       []float32         // nil: none
+}
+
+// AllOnes reports whether every stored code of in is 1 (binary features):
+// what a packed batch file records so that a batch's own input, made from
+// its planes, takes the same first-product path as the whole graph's.
+func (in *Input) AllOnes() bool {
+	in.prepare()
+	return in.allOnes
+}
+
+// RunPacked runs plan on one packed batch and writes its predictions into
+// pred at the batch's global ids. params is the codes' quantizer and
+// allOnes the whole input's Input.AllOnes; sparse is the first product's
+// choice for the whole input (Plan.SparseCheaperSize). What the batch
+// leaves in the plan (its graph uploads) is dropped before it returns, so a
+// pass over many batches holds one at a time.
+func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, pred []int32) (pack, compute time.Duration, err error) {
+	t0 := time.Now()
+	n := len(pb.Nodes)
+	if params != p.Model.Input {
+		return 0, 0, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, params, p.Model.Input)
+	}
+	if pb.Feat == nil || pb.Feat.Rows() != n || pb.Feat.Bits() != params.Bits || pb.Feat.Packing() != bittensor.ByRows ||
+		pb.Feat.Cols() != p.Model.Layers[0].Lin1.In || len(pb.Indptr) != n+1 || pb.Adj == nil || pb.Adj.Rows() != n ||
+		(pb.FeatScale != nil && len(pb.FeatScale) != n) {
+		return 0, 0, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
+	}
+	b := &Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(pb.Indices)+n),
+		Adj: pb.Adj, Deg: make([]float32, n), DInv: make([]float32, n), FeatScale: pb.FeatScale}
+	// Â in the CSR, the diagonal sorted into each row, as the batcher's
+	// LoopsInCSR makes it; the tile mask as the batcher sets it.
+	pad := pb.Adj.Padding()
+	mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
+	for r := range n {
+		b.Nodes[r] = int32(r)
+		lo, hi := pb.Indptr[r], pb.Indptr[r+1]
+		if lo < 0 || hi < lo || int(hi) > len(pb.Indices) {
+			return 0, 0, fmt.Errorf("%w: packed batch row %d spans %d..%d of %d entries", ErrModel, r, lo, hi, len(pb.Indices))
+		}
+		self := false
+		for _, c := range pb.Indices[lo:hi] {
+			if !self && c > int32(r) {
+				b.Indices, self = append(b.Indices, int32(r)), true
+			}
+			b.Indices = append(b.Indices, c)
+		}
+		if !self {
+			b.Indices = append(b.Indices, int32(r))
+		}
+		b.Indptr[r+1] = int32(len(b.Indices))
+		for _, c := range b.Indices[b.Indptr[r]:] {
+			mask.Set(r, int(c))
+		}
+		d := b.Indptr[r+1] - b.Indptr[r]
+		b.Deg[r] = float32(d)
+		b.DInv[r] = float32(1 / math.Sqrt(float64(d)))
+	}
+	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
+	b.tiles = denseTiles(mask)
+	in := planesInput(pb.Feat, params, allOnes)
+	if sparse {
+		if err := p.checkInput(in); err != nil {
+			return 0, 0, err
+		}
+	}
+	sums := make([]float32, n)
+	copy(sums, in.rowSums)
+	b.feat.in, b.feat.sums, b.feat.packed = in, sums, pb.Feat
+	var x *bittensor.Tensor
+	var sx *Input
+	if sparse {
+		sx = in
+		p.packLists(b, in)
+	} else {
+		x = pb.Feat
+	}
+	defer p.forget(b)
+	t1 := time.Now()
+	r := &Result{Pred: make([]int32, n)}
+	if err := p.predict(r, b, x, sx, nil); err != nil {
+		return 0, 0, err
+	}
+	for i, v := range pb.Nodes {
+		pred[v] = r.Pred[i]
+	}
+	return t1.Sub(t0), time.Since(t1), nil
+}
+
+// forget frees the graph uploads the plan keeps for b.
+func (p *Plan) forget(b *Batch) {
+	for k, g := range p.graphs {
+		if k.b == b {
+			g.Free()
+			delete(p.graphs, k)
+		}
+	}
+}
+
+// planesInput is the Input of x's rows: each row's non-zero codes, read
+// from its bit planes, with their sums; allOnes is the whole input's.
+// It has no float values (the quantized pass reads none).
+func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
+	n, lw := x.Rows(), x.LineWords()
+	in := &Input{Rows: n, Cols: x.Cols(), Params: params, Indptr: make([]int32, n+1)}
+	sums := make([]float32, n)
+	for r := range n {
+		var s int64
+		for w := range lw {
+			var any uint64
+			for pl := range x.Bits() {
+				any |= x.Line(pl, r)[w]
+			}
+			for any != 0 {
+				c := w*64 + bits.TrailingZeros64(any)
+				any &= any - 1
+				var q uint32
+				for pl := range x.Bits() {
+					q |= uint32(x.Line(pl, r)[w]>>(c%64)&1) << pl
+				}
+				in.Indices = append(in.Indices, int32(c))
+				in.Codes = append(in.Codes, q)
+				s += int64(q)
+			}
+		}
+		in.Indptr[r+1] = int32(len(in.Indices))
+		sums[r] = float32(s)
+	}
+	in.prepOnce.Do(func() { in.rowSums, in.allOnes = sums, allOnes })
+	return in
+}
+
+// SparseCheaperSize is SparseCheaper for an input of rows × cols codes of
+// bits, codes of them stored: what a packed batch file's header says of the
+// whole graph's input.
+func (p *Plan) SparseCheaperSize(rows, cols, codes, bits int) bool {
+	if !p.byteFirst(&Input{Params: Params{Bits: bits}}) {
+		return false
+	}
+	pad := bittensor.DefaultPadding.Bits
+	tiles := (rows + 63) / 64 * ((cols + pad - 1) / pad)
+	return p.Backend.PreferEdges(bmm.AggCost{Rows: rows, Cols: p.widths[1], Edges: codes,
+		DenseTiles: tiles, Bits: bits * p.Model.WBits})
+}
+
+// RunPackedAll runs packed batches 0..n-1, load(i) reading batch i, as Run
+// runs batches: on lanes, one per core, where the backend forks and the
+// batches are enough (laneCount), else one after the other. Each lane holds
+// one batch at a time; done(i), when not nil, is called once batch i's
+// predictions are in pred, on that batch's lane (so from several
+// goroutines at once). The batches must not share a node. It returns
+// the lanes' summed load, pack and compute times and the lowest failing
+// batch's error (lanes stop taking batches after a failure).
+func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) (read, pack, compute time.Duration, err error) {
+	l := p.laneCount(n)
+	lanes := []*Plan{p}
+	if l > 1 && !p.closed {
+		lanes = make([]*Plan, l)
+		for i := range lanes {
+			if lanes[i], err = p.lane(i); err != nil {
+				return 0, 0, 0, err
+			}
+			lanes[i].Agg, lanes[i].Merge, lanes[i].Resident = p.Agg, p.Merge, p.Resident
+		}
+	}
+	type laneTimes struct {
+		read, pack, compute time.Duration
+		err                 error
+		errAt               int
+		_                   [64]byte
+	}
+	work := make([]laneTimes, len(lanes))
+	var next, failed atomic.Int64
+	failed.Store(int64(n))
+	par.Run(len(lanes), func(w int) {
+		lt := &work[w]
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n || int64(i) > failed.Load() {
+				return
+			}
+			t0 := time.Now()
+			pb, err := load(i)
+			lt.read += time.Since(t0)
+			var pk, c time.Duration
+			if err == nil {
+				pk, c, err = lanes[w].RunPacked(pb, params, allOnes, sparse, pred)
+			}
+			if err != nil {
+				if lt.err == nil || i < lt.errAt {
+					lt.err, lt.errAt = err, i
+				}
+				for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
+				}
+				return
+			}
+			lt.pack, lt.compute = lt.pack+pk, lt.compute+c
+			if done != nil {
+				done(i)
+			}
+		}
+	})
+	first := -1
+	for w := range work {
+		read, pack, compute = read+work[w].read, pack+work[w].pack, compute+work[w].compute
+		if work[w].err != nil && (first < 0 || work[w].errAt < work[first].errAt) {
+			first = w
+		}
+	}
+	if first >= 0 {
+		return read, pack, compute, work[first].err
+	}
+	return read, pack, compute, nil
+}

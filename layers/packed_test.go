@@ -1,0 +1,103 @@
+package layers
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/cpu"
+)
+
+// packedOf is batch b as a packed batch file gives it back: the CSR without
+// its diagonal, the codes of its rows as bit planes.
+func packedOf(t *testing.T, b *Batch, in *Input) *PackedBatch {
+	pb := &PackedBatch{Nodes: b.Nodes, Indptr: make([]int32, b.N()+1), Adj: b.Adj, FeatScale: b.FeatScale}
+	for r := range b.N() {
+		for _, c := range b.Indices[b.Indptr[r]:b.Indptr[r+1]] {
+			if c != int32(r) {
+				pb.Indices = append(pb.Indices, c)
+			}
+		}
+		pb.Indptr[r+1] = int32(len(pb.Indices))
+	}
+	x, err := in.Pack(b.Nodes)
+	require.NoError(t, err)
+	pb.Feat = x
+	return pb
+}
+
+// TestRunPackedMatchesRun: packed batches, one at a time on 1 or 4 lanes,
+// predict what Run predicts over the same batches, for every model, with
+// sparse and dense first products and every aggregation, binary and
+// multi-bit codes (whose stored zero codes the planes drop); the plans keep
+// nothing of the batches afterwards.
+func TestRunPackedMatchesRun(t *testing.T) {
+	for _, kind := range []string{GCN, GIN, SAGE} {
+		for _, tc := range []struct {
+			abits, wbits int
+			binary       bool
+		}{{1, 1, true}, {4, 4, false}, {12, 4, false}} {
+			m, d, in := manyBatches(t, kind, tc.abits, tc.wbits, tc.binary)
+			packed := make([]*PackedBatch, len(d.Eval))
+			for i, b := range d.Eval {
+				packed[i] = packedOf(t, b, in)
+			}
+			for _, mode := range []AggMode{AggAuto, AggDense, AggSparse} {
+				for _, sparse := range []bool{false, true} {
+					for _, procs := range []int{1, 4} {
+						name := fmt.Sprintf("%s/a=%d/w=%d/%s/sparse-input=%v/procs=%d", kind, tc.abits, tc.wbits, mode, sparse, procs)
+						t.Run(name, func(t *testing.T) {
+							withProcs(procs, func() {
+								p, err := m.Compile(cpu.NewBackend(nil))
+								require.NoError(t, err)
+								defer p.Close()
+								p.Agg = mode
+								want, err := p.Run(d, in, sparse, nil)
+								require.NoError(t, err)
+								kept := func() []int { // graphs the plan and its lanes keep
+									n := []int{len(p.graphs)}
+									if p.par != nil {
+										for _, lp := range p.par.lanes {
+											n = append(n, len(lp.graphs))
+										}
+									}
+									return n
+								}
+								before := kept()
+								got := make([]int32, d.Graph.N())
+								for i := range got {
+									got[i] = -1
+								}
+								var mu sync.Mutex // done runs on the lanes
+								var seen []int
+								_, _, _, err = p.RunPackedAll(len(packed), func(i int) (*PackedBatch, error) { return packed[i], nil },
+									func(i int) { mu.Lock(); seen = append(seen, i); mu.Unlock() }, in.Params, in.AllOnes(), sparse, got)
+								require.NoError(t, err)
+								assert.Equal(t, want.Pred, got)
+								slices.Sort(seen)
+								assert.Equal(t, seen, seqTo(len(packed)))
+								after := kept()
+								assert.Equal(t, before, after[:len(before)], "graphs kept of packed batches")
+								for _, n := range after[len(before):] { // lanes made by RunPackedAll
+									assert.Zero(t, n, "graphs kept of packed batches")
+								}
+							})
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func seqTo(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}

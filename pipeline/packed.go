@@ -1,0 +1,303 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/qgtc/qgtc/internal/atomicfile"
+	"github.com/qgtc/qgtc/layers"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// Packed batch files (subgraph.PackedFile): WritePacked writes the batches
+// a job's Infer runs, with their feature codes, node ids and scales;
+// InferPacked runs a model over such a file batch by batch, holding one
+// batch (and the predictions) beyond the model, with the predictions Infer
+// gives over the same partition.
+
+// fingerprint16 is a hex fingerprint (128 bits) as the file stores it.
+func fingerprint16(s string) [16]byte {
+	var f [16]byte
+	b, err := hex.DecodeString(s)
+	if err == nil {
+		copy(f[:], b)
+	}
+	return f
+}
+
+// WritePacked writes d's inference batches (after Partition) with in's
+// codes (the model's input quantization) to path, atomically, and returns
+// the number of batches.
+func (j *Job) WritePacked(path string, d *Data, in *layers.Input) (int, error) {
+	q := d.Batches
+	return j.writePacked(path, d.Dataset, d.Fingerprint, q.Parts, q.K, q.PerBatch, q.NodeScale, in)
+}
+
+// writePacked writes the batches Infer runs over ds with parts into k
+// (nil: one part), perBatch parts a batch: the batcher's plan as layers
+// makes its Eval batches, each built when written, so that only the graph,
+// the codes and one batch are held. nodeScale is each node's feature scale.
+func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string, parts []int32, k, perBatch int, nodeScale []float32, in *layers.Input) (int, error) {
+	g := ds.Graph
+	p := &subgraph.Partitioning{K: k, Parts: parts}
+	if parts == nil || k <= 1 {
+		p = &subgraph.Partitioning{K: 1, Parts: make([]int32, g.N())}
+	}
+	// layers.evalBatches' plan with the diagonal left to the self-loop flag
+	// (the packed format's CSR holds none): the same groups and rows.
+	plan, err := subgraph.Batches(g, p, subgraph.BatchOptions{PartsPerBatch: min(max(1, perBatch), p.K),
+		Rows: subgraph.BandRows, SelfLoops: true})
+	if err != nil {
+		return 0, err
+	}
+	info := subgraph.PackFileInfo{Nodes: g.N(), FeatureCodes: len(in.Codes), AllOnes: in.AllOnes(),
+		Scales: nodeScale != nil, Batches: plan.Len(), FeatCols: in.Cols,
+		QBits: in.Params.Bits, QScale: in.Params.Scale, QLower: in.Params.Lower,
+		Data: fingerprint16(fingerprint), ScaleMode: j.FeatureScale}
+	// PlanFingerprint's hash, over the batches as they are written.
+	fp := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
+	fp.tag("plan", 2)
+	fp.u64(uint64(g.N()))
+	fp.u64(uint64(plan.Len()))
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Abort()
+	// Batches are built and packed on all cores, a few ahead of the one
+	// being written (tokens bound how many are held), and written in order.
+	build := func(i int) (subgraph.PackFileBatch, error) {
+		b, err := plan.Batch(i)
+		if err != nil {
+			return subgraph.PackFileBatch{}, err
+		}
+		x, err := in.Pack(b.Nodes)
+		if err != nil {
+			return subgraph.PackFileBatch{}, err
+		}
+		// The batch's own codes are its rows: pack them as rows 0..n-1.
+		nodes := b.Nodes
+		b.Nodes = make([]int32, len(nodes))
+		for r := range b.Nodes {
+			b.Nodes[r] = int32(r)
+		}
+		buf, err := b.Pack(x)
+		if err != nil {
+			return subgraph.PackFileBatch{}, fmt.Errorf("batch %d: %w", i, err)
+		}
+		out := subgraph.PackFileBatch{Packed: buf, Nodes: nodes}
+		if nodeScale != nil {
+			out.Scale = make([]float32, len(nodes))
+			for r, v := range nodes {
+				out.Scale[r] = nodeScale[v]
+			}
+		}
+		return out, nil
+	}
+	type built struct {
+		b   subgraph.PackFileBatch
+		err error
+	}
+	nb, workers := plan.Len(), runtime.GOMAXPROCS(0)
+	results := make([]chan built, nb)
+	for i := range results {
+		results[i] = make(chan built, 1)
+	}
+	tokens := make(chan struct{}, 2*workers)
+	stop := make(chan struct{})
+	var taken atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+				i := int(taken.Add(1) - 1)
+				if i >= nb {
+					return
+				}
+				b, err := build(i)
+				results[i] <- built{b, err}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	err = subgraph.WritePackedBatches(f, &info, func(i int) (subgraph.PackFileBatch, error) {
+		j.Progress.Printf("qgtc: packing batch %d/%d", i+1, nb)
+		r := <-results[i]
+		<-tokens
+		if r.err != nil {
+			return subgraph.PackFileBatch{}, r.err
+		}
+		fp.i32s("batch", r.b.Nodes)
+		if i == nb-1 {
+			fp.flush()
+			copy(info.Partition[:], fp.h.Sum(nil))
+		}
+		return r.b, nil
+	})
+	j.Progress.Done()
+	if err != nil {
+		return 0, err
+	}
+	return plan.Len(), f.Commit()
+}
+
+// PackedReport is what InferPacked measured. Times are in milliseconds.
+type PackedReport struct {
+	File        string `json:"file"`
+	Model       string `json:"model"`
+	ABits       int    `json:"abits"`
+	WBits       int    `json:"wbits"`
+	Nodes       int    `json:"nodes"` // of the graph
+	Batches     int    `json:"batches"`
+	BatchNodes  int    `json:"batch_nodes"` // predicted
+	Kernel      string `json:"kernel"`
+	SparseInput bool   `json:"sparse_input"`
+	// Read (checksums, validation, unpacking), pack and compute are summed
+	// over the lanes; PassMS is the pass's wall time, NodesPerSec its rate.
+	ReadMS            float64 `json:"read_ms"`
+	PackMS            float64 `json:"pack_ms"`
+	ComputeMS         float64 `json:"compute_ms"`
+	PassMS            float64 `json:"pass_ms"`
+	TotalMS           float64 `json:"total_ms"`
+	NodesPerSec       float64 `json:"nodes_per_sec"`
+	PeakBytes         int64   `json:"peak_bytes"`
+	PredictionsSHA256 string  `json:"predictions_sha256"` // as Report's
+	Pred              []int32 `json:"-"`
+}
+
+// InferPacked runs j.Weights (a calibrated model) over the packed batch
+// file at path in batch order on j.Backend. The model must take the file's
+// feature codes (the same quantizer and columns) and, where it records
+// them, have been trained on the file's data with its feature scale.
+func (j *Job) InferPacked(path string) (*PackedReport, error) {
+	start := time.Now()
+	w := j.Weights
+	if w == nil || !w.Model.Calibrated {
+		return nil, fmt.Errorf("%w: inference from a packed batch file needs a quantized model (--weights from qgtc infer or train)", ErrData)
+	}
+	pf, err := subgraph.OpenPackedBatches(path)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	m, info := w.Model, pf.Info
+	params := layers.Params{Bits: info.QBits, Scale: info.QScale, Lower: info.QLower}
+	switch {
+	case params != m.Input || info.FeatCols != m.Layers[0].Lin1.In:
+		return nil, fmt.Errorf("%s: %w: features of %d columns quantized with %+v, model %s expects %d with %+v",
+			path, layers.ErrModel, info.FeatCols, params, w.Path, m.Layers[0].Lin1.In, m.Input)
+	case w.Origin != nil && w.Origin.Data != "" && fingerprint16(w.Origin.Data) != info.Data:
+		return nil, fmt.Errorf("%s: packed from data %x, model %s was trained on data %.32s (%s)", path, info.Data, w.Path, w.Origin.Data, w.Origin.Dataset)
+	case w.Origin != nil && w.Origin.FeatureScale != "" && w.Origin.FeatureScale != info.ScaleMode:
+		return nil, fmt.Errorf("%s: features scaled by %q, model %s was trained with %q", path, info.ScaleMode, w.Path, w.Origin.FeatureScale)
+	case m.NormRows && !info.Scales:
+		return nil, fmt.Errorf("%s: the file carries no feature scales and model %s scales its input rows", path, w.Path)
+	}
+	plan, err := j.Compile(m)
+	if err != nil {
+		return nil, err
+	}
+	defer plan.Close()
+	sparse := plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits)
+	switch j.SparseInput {
+	case SparseOn:
+		sparse = true
+	case SparseOff:
+		sparse = false
+	}
+	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
+		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes)}
+	for i := range r.Pred {
+		r.Pred[i] = -1
+	}
+	seen := make([]uint64, (info.Nodes+63)/64)
+	load := func(i int) (*layers.PackedBatch, error) {
+		pk, fb, err := pf.Batch(i)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range fb.Nodes {
+			if atomic.OrUint64(&seen[v/64], 1<<(v%64))&(1<<(v%64)) != 0 {
+				return nil, fmt.Errorf("%s: batch %d: %w: node %d is in another batch too", path, i, subgraph.ErrPackFile, v)
+			}
+		}
+		if !pk.SelfLoops {
+			return nil, fmt.Errorf("%s: batch %d: %w: no self-loops (the file was not written for inference)", path, i, subgraph.ErrPackFile)
+		}
+		pb := &layers.PackedBatch{Nodes: fb.Nodes, Indptr: make([]int32, pk.Nodes+1), FeatScale: fb.Scale}
+		pb.Indices = pk.AppendIndices(nil, pb.Indptr)
+		if pb.Adj, err = pk.Adjacency(); err == nil {
+			pb.Feat, err = pk.Features()
+		}
+		if err == nil && pb.Feat == nil {
+			err = fmt.Errorf("%w: no features", subgraph.ErrPackFile)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
+		}
+		return pb, nil
+	}
+	var mu sync.Mutex // progress
+	finished := 0
+	done := func(i int) {
+		pf.Release(i)
+		mu.Lock()
+		finished++
+		j.Progress.Printf("qgtc: packed batch %d/%d", finished, pf.Len())
+		mu.Unlock()
+	}
+	t0 := time.Now()
+	read, pack, compute, err := plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, r.Pred)
+	wall := time.Since(t0)
+	j.Progress.Done()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range r.Pred {
+		if p >= 0 {
+			r.BatchNodes++
+		}
+	}
+	r.ReadMS, r.PackMS, r.ComputeMS, r.PassMS, r.TotalMS = ms(read), ms(pack), ms(compute), ms(wall), ms(time.Since(start))
+	if wall > 0 {
+		r.NodesPerSec = float64(r.BatchNodes) / wall.Seconds()
+	}
+	r.PredictionsSHA256 = predictionsHash(r.Pred)
+	r.PeakBytes = peakRSS()
+	return r, nil
+}
+
+// PackPartition writes the packed batch file of ds, loaded already, as
+// Infer with this partition (parts into k, perBatch parts a batch) batches
+// it: codes quantized at bits, features scaled by j.FeatureScale, the split
+// (and so the data fingerprint) as Load makes it with j.Seed.
+func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k, perBatch, bits int) (int, error) {
+	if ds.Features == nil || ds.Labels == nil {
+		return 0, fmt.Errorf("%w: dataset %s needs node features and single-label classes for inference", ErrData, ds.Name)
+	}
+	switch j.FeatureScale {
+	case layers.ScaleMean, layers.ScaleRows, layers.ScaleSqrt, layers.ScaleNone:
+	default:
+		return 0, &ConfigError{"FeatureScale", j.FeatureScale, "is not mean, sqrt, rows or none"}
+	}
+	if len(ds.Train) == 0 {
+		ds.RandomSplit(20, 30, j.Seed)
+	}
+	in, err := layers.QuantizeInput(ds.Features, bits)
+	if err != nil {
+		return 0, err
+	}
+	return j.writePacked(path, ds, Fingerprint(ds), parts, k, perBatch, layers.FeatureScale(ds.Features, j.FeatureScale), in)
+}

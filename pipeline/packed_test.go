@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/subgraph"
+)
+
+// packedFixture trains a model on dataset (6 parts, 2 per batch: 3
+// batches), writes the packed batch file of the same partition and returns
+// its path and the model.
+func packedFixture(t *testing.T, dataset string) (string, *Weights, Config) {
+	cache := t.TempDir()
+	j, _ := fastJob(dataset, cache)
+	j.Parts, j.Batch = 6, 2
+	infer(t, j)
+	w, err := ReadWeights(modelFile(t, cache, "a4w4"))
+	require.NoError(t, err)
+	wj := &Job{Config: j.Config, Backend: cpu.NewBackend(nil), CacheDir: cache, Weights: w}
+	wj.Adopt(w)
+	d, err := wj.Load()
+	require.NoError(t, err)
+	require.NoError(t, wj.Partition(d))
+	in, err := wj.Input(d, w.Model.ABits)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), dataset+".qgpb")
+	nb, err := wj.WritePacked(path, d, in)
+	require.NoError(t, err)
+	require.Equal(t, 3, nb)
+	pf, err := subgraph.OpenPackedBatches(path)
+	require.NoError(t, err)
+	defer pf.Close()
+	assert.Equal(t, fingerprint16(PlanFingerprint(d.Batches)), pf.Info.Partition, "the file's batches are Infer's")
+	assert.Equal(t, fingerprint16(d.Fingerprint), pf.Info.Data)
+	return path, w, j.Config
+}
+
+func TestInferPacked(t *testing.T) {
+	for _, ds := range []string{"cora", "citeseer"} {
+		t.Run(ds, func(t *testing.T) {
+			path, w, c := packedFixture(t, ds)
+			for _, sparse := range []string{SparseAuto, SparseOn, SparseOff} {
+				c.SparseInput = sparse
+				want, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).Infer()
+				require.NoError(t, err)
+				got, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).InferPacked(path)
+				require.NoError(t, err)
+				assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256, "sparse input %s", sparse)
+				assert.Equal(t, want.SparseInput, got.SparseInput, "sparse input %s", sparse)
+				assert.Equal(t, 3, got.Batches)
+				assert.Equal(t, want.Nodes, got.BatchNodes)
+			}
+		})
+	}
+}
+
+func TestInferPackedRefuses(t *testing.T) {
+	path, w, c := packedFixture(t, "cora")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	run := func(t *testing.T, file string, w *Weights) error {
+		_, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).InferPacked(file)
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "\n")
+		return err
+	}
+	t.Run("truncated", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "t.qgpb")
+		require.NoError(t, os.WriteFile(file, data[:len(data)/2], 0o644))
+		assert.ErrorIs(t, run(t, file, w), subgraph.ErrPackFile)
+	})
+	t.Run("other data", func(t *testing.T) {
+		o := *w.Origin
+		o.Data = "00112233445566778899aabbccddeeff"
+		other := *w
+		other.Origin = &o
+		assert.Contains(t, run(t, path, &other).Error(), "was trained on data 00112233")
+	})
+	t.Run("other scale", func(t *testing.T) {
+		o := *w.Origin
+		o.FeatureScale = "none"
+		other := *w
+		other.Origin = &o
+		assert.Contains(t, run(t, path, &other).Error(), `model`)
+	})
+	t.Run("no model", func(t *testing.T) {
+		assert.ErrorIs(t, run(t, path, nil), ErrData)
+	})
+}
