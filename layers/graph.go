@@ -451,28 +451,11 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		return 0, fmt.Errorf("%w: no training graphs", ErrModel)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x67726170685f636c))
-	var params, grads [][]float32
-	var decay []bool
-	g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{},
-		gamma: map[*BatchNorm][]float32{}, beta: map[*BatchNorm][]float32{}}
 	lins := gm.linears()
 	for l := range gm.Heads {
 		lins = append(lins, &gm.Heads[l])
 	}
-	for _, l := range lins {
-		g.w[l] = make([]float32, len(l.W))
-		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
-		if l.B != nil {
-			g.b[l] = make([]float32, len(l.B))
-			params, grads, decay = append(params, l.B), append(grads, g.b[l]), append(decay, false)
-		}
-	}
-	for i := range gm.Layers {
-		if bn := gm.Layers[i].BN; bn != nil {
-			g.gamma[bn], g.beta[bn] = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Beta))
-			params, grads, decay = append(params, bn.Gamma, bn.Beta), append(grads, g.gamma[bn], g.beta[bn]), append(decay, false, false)
-		}
-	}
+	g, params, grads, decay := newSimGrads(lins, gm.Layers)
 	opt := learn.NewAdam(float64(cfg.LR), float64(cfg.WeightDecay))
 	fwdRng := rng
 	if quant {

@@ -123,6 +123,28 @@ func (m *Model) QAT(d *Data, in *Input, cfg TrainConfig) (float64, error) {
 	return m.train(d, in, cfg, true)
 }
 
+// newSimGrads makes the gradients of lins and of the layers' batch norms,
+// and lists them with their parameters for Adam (decay: weights only).
+func newSimGrads(lins []*Linear, layers []Layer) (g *simGrads, params, grads [][]float32, decay []bool) {
+	g = &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{},
+		gamma: map[*BatchNorm][]float32{}, beta: map[*BatchNorm][]float32{}}
+	for _, l := range lins {
+		g.w[l] = make([]float32, len(l.W))
+		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
+		if l.B != nil {
+			g.b[l] = make([]float32, len(l.B))
+			params, grads, decay = append(params, l.B), append(grads, g.b[l]), append(decay, false)
+		}
+	}
+	for i := range layers {
+		if bn := layers[i].BN; bn != nil {
+			g.gamma[bn], g.beta[bn] = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Beta))
+			params, grads, decay = append(params, bn.Gamma, bn.Beta), append(grads, g.gamma[bn], g.beta[bn]), append(decay, false, false)
+		}
+	}
+	return g, params, grads, decay
+}
+
 func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64, error) {
 	if err := m.Validate(in.Cols); err != nil {
 		return 0, err
@@ -136,24 +158,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		isTrain[v] = true
 	}
 	lins := m.linears()
-	var params, grads [][]float32
-	var decay []bool
-	g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
-	for _, l := range lins {
-		g.w[l] = make([]float32, len(l.W))
-		params, grads, decay = append(params, l.W), append(grads, g.w[l]), append(decay, true)
-		if l.B != nil {
-			g.b[l] = make([]float32, len(l.B))
-			params, grads, decay = append(params, l.B), append(grads, g.b[l]), append(decay, false)
-		}
-	}
-	g.gamma, g.beta = map[*BatchNorm][]float32{}, map[*BatchNorm][]float32{}
-	for i := range m.Layers {
-		if bn := m.Layers[i].BN; bn != nil {
-			g.gamma[bn], g.beta[bn] = make([]float32, len(bn.Gamma)), make([]float32, len(bn.Beta))
-			params, grads, decay = append(params, bn.Gamma, bn.Beta), append(grads, g.gamma[bn], g.beta[bn]), append(decay, false, false)
-		}
-	}
+	g, params, grads, decay := newSimGrads(lins, m.Layers)
 	// LSQ: each activation quantizer's step size s as a parameter, held
 	// as log s (Adam moves a parameter by about lr a step whatever its
 	// size: in log space that is a relative change of the step, what LSQ's
