@@ -424,7 +424,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
 	// Sized up front: grown by append, the three arrays were copied and
-	// held twice over (a 1M-node graph's input: 2 s of 5 in data synth --pack-out).
+	// held twice over (bench/scale/RESULTS.md).
 	stored := int64(nonZero)
 	if zero != 0 {
 		stored = int64(f.Rows) * int64(f.Cols)

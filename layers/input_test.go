@@ -93,8 +93,8 @@ func BenchmarkQuantizeInput(b *testing.B) {
 
 // TestQuantizeInputKeepsCounts: count features (mostly 1s, a few large
 // counts) at 1 and 2 bits keep every stored entry non-zero; the range of
-// least squared error rounded the 1s to 0 (Coauthor Physics at 1 bit:
-// chance). Wider codes keep the squared-error range.
+// least squared error rounded the 1s to 0 (bench/accuracy/RESULTS.md).
+// Wider codes keep the squared-error range.
 func TestQuantizeInputKeepsCounts(t *testing.T) {
 	f := sparseOnes(200, 100, 7)
 	for i := range f.Values {

@@ -380,14 +380,13 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	})
 }
 
-// The GPU cost model of PreferEdges, from whole passes on an H100
-// (bench/e2e/RESULTS.md): the mma.sync product over one batch's non-zero
-// 64×256 adjacency tiles runs at about 1 P bit-ops/s (a plane of X and 8
-// output columns at a time); the edge list reads a byte per edge and column,
-// gathered rows that come mostly from L2, at about 1 TB/s; and every launch
-// of a product or an aggregation over one batch costs the device about
-// 12 µs whatever its work, so one edge-list launch over every batch beats
-// one dense product per batch.
+// The GPU cost model of PreferEdges, its rates fitted to whole passes
+// (bench/e2e/RESULTS.md): the mma.sync product visits one batch's non-zero
+// 64×256 adjacency tiles a plane of X and 8 output columns at a time; the
+// edge list reads a byte per edge and column, gathered mostly from L2; and
+// every launch over one batch costs the device a fixed time whatever its
+// work, so one edge-list launch over every batch beats one dense product
+// per batch.
 const (
 	gpuDenseBitOpsPerSec = 1e15
 	gpuEdgeBytesPerSec   = 1e12

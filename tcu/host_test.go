@@ -655,12 +655,12 @@ func TestPreferEdgesLaunches(t *testing.T) {
 	assert.True(t, be.PreferEdges(all), "18 batches: one edge-list launch beats 18 dense ones")
 	assert.True(t, be.PreferMerged(18, 18*1900))
 	assert.False(t, be.PreferMerged(1, 1900))
-	// Amazon Computers in 7 batches, where one merged edge-list pass ran
-	// 0.26 ms on an H100 against 0.76 ms for the dense products.
+	// Amazon Computers in 7 batches, where one merged edge-list pass beat
+	// the dense products on an H100 (bench/e2e/RESULTS.md).
 	computers := bmm.AggCost{Rows: 13752, Cols: 64, Edges: 401634, DenseTiles: 1349, Bits: 4, Batches: 7}
 	assert.True(t, be.PreferEdges(computers), "Amazon Computers, 7 batches")
-	// A 50,000-node batch of the 2M-node synthetic graph: its dense
-	// products ran 0.6 ms each.
+	// A 50,000-node batch of the 2M-node synthetic graph, whose dense
+	// products lost to edge lists (bench/multigpu/RESULTS.md).
 	synth := bmm.AggCost{Rows: 50000, Cols: 64, Edges: 1800000, DenseTiles: 152000, Bits: 4}
 	assert.True(t, be.PreferEdges(synth), "2M-node synthetic graph, one batch")
 }
