@@ -164,9 +164,7 @@ func qUsage(err error) error {
 // when training, is a usage error naming both values.
 func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.Weights) error {
 	m, o, file := w.Model, w.Origin, w.Path
-	conflict := func(flag string, v any, has string) error {
-		return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
-	}
+	conflict := func(flag string, v any, has string) error { return qConflict(file, flag, v, has) }
 	if !m.Calibrated {
 		return qFloatWeights(fs, c, w)
 	}
@@ -178,15 +176,11 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 		return conflict("wbits", c.WBits, widths)
 	case fs.Changed("bits") && ((!fs.Changed("abits") && bits != m.ABits) || (!fs.Changed("wbits") && bits != m.WBits)):
 		return conflict("bits", bits, widths)
-	case fs.Changed("model") && c.Model != m.Kind:
-		return conflict("model", c.Model, "a "+m.Kind+" model")
-	case fs.Changed("norm") && c.Norm != m.Norm():
-		return conflict("norm", c.Norm, "a model with norm "+m.Norm())
-	case fs.Changed("layers") && c.Layers != len(m.Layers):
-		return conflict("layers", c.Layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
-	case fs.Changed("hidden") && (m.Kind == layers.GIN || len(m.Layers) > 1) && c.Hidden != m.Layers[0].Lin1.Out:
-		return conflict("hidden", c.Hidden, fmt.Sprintf("a model of hidden width %d", m.Layers[0].Lin1.Out))
-	case fs.Changed("feature-scale") && o != nil && c.FeatureScale != o.FeatureScale:
+	}
+	if err := qShapeConflict(fs, c, w); err != nil {
+		return err
+	}
+	if fs.Changed("feature-scale") && o != nil && c.FeatureScale != o.FeatureScale {
 		return conflict("feature-scale", c.FeatureScale, "a model trained with feature scale "+o.FeatureScale)
 	}
 	for _, f := range []string{"epochs", "qat-epochs", "lsq", "channel-z", "sign-weights", "lr", "weight-decay", "dropout", "patience", "qat-lr", "qat-weight-decay", "qat-patience"} {
@@ -198,24 +192,40 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 	return nil
 }
 
+// qConflict is the usage error of flag's value v disagreeing with the
+// model file, which has what has says.
+func qConflict(file, flag string, v any, has string) error {
+	return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
+}
+
+// qShapeConflict is the first of --model, --norm, --layers and --hidden
+// given explicitly that disagrees with the model file w, quantized or
+// float (nil: none).
+func qShapeConflict(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) error {
+	m := w.Model
+	switch {
+	case fs.Changed("model") && c.Model != m.Kind:
+		return qConflict(w.Path, "model", c.Model, "a "+m.Kind+" model")
+	case fs.Changed("norm") && c.Norm != m.Norm():
+		return qConflict(w.Path, "norm", c.Norm, "a model with norm "+m.Norm())
+	case fs.Changed("layers") && c.Layers != len(m.Layers):
+		return qConflict(w.Path, "layers", c.Layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
+	case fs.Changed("hidden") && (m.Kind == layers.GIN || len(m.Layers) > 1) && c.Hidden != m.Layers[0].Lin1.Out:
+		return qConflict(w.Path, "hidden", c.Hidden, fmt.Sprintf("a model of hidden width %d", m.Layers[0].Lin1.Out))
+	}
+	return nil
+}
+
 // qFloatWeights is qWeightsFlags for a file of float weights (a PyG state
 // dict, or qgtc train --out): quantized at --bits, fine-tuned only when
 // --qat-epochs asks, features scaled as PyG's NormalizeFeatures unless
 // --feature-scale says otherwise (the file cannot tell).
 func qFloatWeights(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) error {
 	m, file := w.Model, w.Path
-	conflict := func(flag string, v any, has string) error {
-		return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
+	if err := qShapeConflict(fs, c, w); err != nil {
+		return err
 	}
 	switch {
-	case fs.Changed("model") && c.Model != m.Kind:
-		return conflict("model", c.Model, "a "+m.Kind+" model")
-	case fs.Changed("norm") && c.Norm != m.Norm():
-		return conflict("norm", c.Norm, "a model with norm "+m.Norm())
-	case fs.Changed("layers") && c.Layers != len(m.Layers):
-		return conflict("layers", c.Layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
-	case fs.Changed("hidden") && len(m.Layers) > 1 && c.Hidden != m.Layers[0].Lin1.Out:
-		return conflict("hidden", c.Hidden, fmt.Sprintf("a model of hidden width %d", m.Layers[0].Lin1.Out))
 	case fs.Changed("epochs"):
 		return fmt.Errorf("%w: --epochs trains fp32 weights, and --weights %s holds them (--qat-epochs fine-tunes them quantized)", errUsage, file)
 	}
