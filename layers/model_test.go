@@ -237,11 +237,7 @@ func planLogits(t *testing.T, m *Model, be bmm.Backend, in *Input, b *Batch) []f
 	plan, err := m.Compile(be)
 	require.NoError(t, err)
 	defer plan.Close()
-	x, err := in.Pack(b.Nodes)
-	require.NoError(t, err)
-	got, _, err := plan.Forward(b, x, nil)
-	require.NoError(t, err)
-	return got
+	return batchLogits(t, plan, b, in, false)
 }
 
 // TestQInfer32Bits checks 32-bit codes end to end: products beyond int64
