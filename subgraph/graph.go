@@ -107,15 +107,10 @@ func FromEdges(n int, src, dst []int32, opt BuildOptions) (*Graph, error) {
 			deg[v+1]++
 		}
 	}
-	for v := 0; v < n; v++ {
-		deg[v+1] += deg[v]
+	fill, idx, err := rowStarts(deg)
+	if err != nil {
+		return nil, err
 	}
-	if deg[n] > 1<<31-1 {
-		return nil, fmt.Errorf("%w: %d edges exceed int32 indexing", ErrGraph, deg[n])
-	}
-	fill := make([]int64, n)
-	copy(fill, deg[:n])
-	idx := make([]int32, deg[n])
 	put := func(u, v int32) {
 		if opt.SelfLoops == RemoveSelfLoops && u == v {
 			return
@@ -398,4 +393,20 @@ func (g *Graph) DegreeStats() DegreeStats {
 		s.Median = float64(d[m-1]+d[m]) / 2
 	}
 	return s
+}
+
+// rowStarts turns deg (row v's count at deg[v+1], deg[0] = 0) into row
+// offsets in place and returns each row's next free slot and the indices
+// to fill: the two passes of building a CSR from an edge stream.
+func rowStarts(deg []int64) (fill []int64, idx []int32, err error) {
+	n := len(deg) - 1
+	for v := range n {
+		deg[v+1] += deg[v]
+	}
+	if deg[n] > 1<<31-1 {
+		return nil, nil, fmt.Errorf("%w: %d edges exceed int32 indexing", ErrGraph, deg[n])
+	}
+	fill = make([]int64, n)
+	copy(fill, deg[:n])
+	return fill, make([]int32, deg[n]), nil
 }

@@ -38,15 +38,10 @@ func symCSR(n int, src, dst []int32) (*Graph, error) {
 	}
 	deg := make([]int64, n+1)
 	overEdges(func(u, _ int32) { atomic.AddInt64(&deg[u+1], 1) })
-	for v := range n {
-		deg[v+1] += deg[v]
+	fill, idx, err := rowStarts(deg)
+	if err != nil {
+		return nil, err
 	}
-	if deg[n] > 1<<31-1 {
-		return nil, fmt.Errorf("%w: %d edges exceed int32 indexing", ErrGraph, deg[n])
-	}
-	fill := make([]int64, n)
-	copy(fill, deg[:n])
-	idx := make([]int32, deg[n])
 	overEdges(func(u, v int32) { idx[atomic.AddInt64(&fill[u], 1)-1] = v })
 	// Sort and dedupe each row in place, its length into fill; then compact.
 	const rowChunk = 1 << 12
