@@ -91,15 +91,15 @@ func (be *Backend) Close() error {
 		m.buf = nil
 	}
 	be.live = nil
-	if be.tm.ev[0] == 0 {
+	if be.tm.ev[0] == nil {
 		return errors.Join(errs...)
 	}
 	errs = append(errs, be.d.run(func() error {
 		var errs []error
 		for i, e := range be.tm.ev {
-			if e != 0 {
-				errs = append(errs, be.d.drv.do("cuEventDestroy_v2", e))
-				be.tm.ev[i] = 0
+			if e != nil {
+				errs = append(errs, e.destroy())
+				be.tm.ev[i] = nil
 			}
 		}
 		return errors.Join(errs...)

@@ -214,8 +214,19 @@ type Event struct {
 
 // NewEvent creates a timing event.
 func (d *Device) NewEvent() (*Event, error) {
+	var e *Event
+	err := d.run(func() error {
+		var err error
+		e, err = d.newEvent()
+		return err
+	})
+	return e, err
+}
+
+// newEvent is NewEvent on the device thread.
+func (d *Device) newEvent() (*Event, error) {
 	e := &Event{d: d}
-	if err := d.run(func() error { return d.drv.do("cuEventCreate", uintptr(unsafe.Pointer(&e.h)), 0) }); err != nil {
+	if err := d.drv.do("cuEventCreate", uintptr(unsafe.Pointer(&e.h)), 0); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -232,19 +243,28 @@ func (e *Event) Sync() error {
 }
 
 // Close destroys the event.
-func (e *Event) Close() error {
-	return e.d.run(func() error { return e.d.drv.do("cuEventDestroy_v2", e.h) })
-}
+func (e *Event) Close() error { return e.d.run(e.destroy) }
+
+func (e *Event) destroy() error { return e.d.drv.do("cuEventDestroy_v2", e.h) }
 
 // Elapsed is the time between two completed events.
 func Elapsed(start, end *Event) (time.Duration, error) {
-	var ms float32
+	var t time.Duration
 	err := start.d.run(func() error {
 		if err := start.d.drv.do("cuEventSynchronize", end.h); err != nil {
 			return err
 		}
-		return start.d.drv.do("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), start.h, end.h)
+		var err error
+		t, err = elapsed(start, end)
+		return err
 	})
+	return t, err
+}
+
+// elapsed is the time between two completed events, on the device thread.
+func elapsed(start, end *Event) (time.Duration, error) {
+	var ms float32
+	err := start.d.drv.do("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), start.h, end.h)
 	return time.Duration(float64(ms) * 1e6), err
 }
 

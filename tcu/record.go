@@ -22,32 +22,33 @@ const captureRelaxed = 2
 // the first kernel queued after a wait and closes before the copy or sync
 // that waits. Device thread only.
 type timing struct {
-	ev   [3]uintptr // span start, span end (= copy start), copy end
+	ev   [3]*Event // span start, span end (= copy start), copy end
 	busy bool
 }
 
 func (be *Backend) events() error {
-	if be.tm.ev[0] != 0 {
-		return nil
-	}
 	for i := range be.tm.ev {
-		if err := be.d.drv.do("cuEventCreate", uintptr(unsafe.Pointer(&be.tm.ev[i])), 0); err != nil {
-			return err
+		if be.tm.ev[i] == nil {
+			e, err := be.d.newEvent()
+			if err != nil {
+				return err
+			}
+			be.tm.ev[i] = e
 		}
 	}
 	return nil
 }
 
-func (be *Backend) record(i int) error {
-	return be.d.drv.do("cuEventRecord", be.tm.ev[i], be.d.stream.h)
-}
+func (be *Backend) record(i int) error { return be.tm.ev[i].record(be.d.stream) }
 
-func (be *Backend) elapsed(i, j int) time.Duration {
-	var ms float32
-	if be.d.drv.do("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), be.tm.ev[i], be.tm.ev[j]) != nil {
+// since is the time from event i to event j, both completed; 0 if the
+// driver cannot tell.
+func (be *Backend) since(i, j int) time.Duration {
+	t, err := elapsed(be.tm.ev[i], be.tm.ev[j])
+	if err != nil {
 		return 0
 	}
-	return time.Duration(float64(ms) * 1e6)
+	return t
 }
 
 // queued counts a kernel about to be queued: it opens a busy span unless
@@ -91,11 +92,11 @@ func (be *Backend) waitCopy(copy func() error, into *time.Duration) error {
 		return err
 	}
 	if be.tm.busy {
-		be.prof.Device += be.elapsed(0, 1)
+		be.prof.Device += be.since(0, 1)
 		be.tm.busy = false
 	}
 	if into != nil {
-		*into += be.elapsed(1, 2)
+		*into += be.since(1, 2)
 	}
 	return nil
 }
