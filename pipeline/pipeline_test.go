@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/internal/childtest"
 	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/internal/safetensors"
 	"github.com/qgtc/qgtc/layers"
@@ -595,16 +596,7 @@ func TestCacheWriteInterrupted(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCacheWriteInterrupted$")
 	cmd.Env = append(os.Environ(), "QGTC_CACHE_WRITE_CHILD="+filepath.Join(dir, "g.qgpart"))
 	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(60 * time.Second)
-	for started := false; !started; time.Sleep(5 * time.Millisecond) {
-		require.True(t, time.Now().Before(deadline), "the child never started writing")
-		es, _ := os.ReadDir(dir)
-		for _, e := range es {
-			if fi, err := e.Info(); err == nil && fi.Size() > 0 {
-				started = true
-			}
-		}
-	}
+	childtest.WaitWriting(t, dir)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	var exit *exec.ExitError
 	require.ErrorAs(t, cmd.Wait(), &exit)

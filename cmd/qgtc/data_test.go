@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/internal/childtest"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -348,17 +350,7 @@ func TestDataSynthInterrupted(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestDataSynthInterrupted$")
 			cmd.Env = append(os.Environ(), "QGTC_SYNTH_CHILD="+filepath.Join(dir, name))
 			require.NoError(t, cmd.Start())
-			// Wait until the temporary file has bytes in it: mid-write.
-			deadline := time.Now().Add(60 * time.Second)
-			for started := false; !started; time.Sleep(5 * time.Millisecond) {
-				require.True(t, time.Now().Before(deadline), "the child never started writing")
-				es, _ := os.ReadDir(dir)
-				for _, e := range es {
-					if fi, err := e.Info(); err == nil && fi.Size() > 0 {
-						started = true
-					}
-				}
-			}
+			childtest.WaitWriting(t, dir) // the temporary file has bytes in it: mid-write
 			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 			err := cmd.Wait()
 			var exit *exec.ExitError
