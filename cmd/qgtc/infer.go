@@ -294,7 +294,6 @@ func runInfer(args []string, stdout io.Writer) error {
 	if *bits < 1 || *bits > 32 {
 		return fmt.Errorf("%w: --bits %d is outside 1..32", errUsage, *bits)
 	}
-	qRecipe(fs, &c)
 	c.ABits, c.WBits = *bits, *bits
 	if *abits != 0 {
 		c.ABits = *abits
@@ -306,6 +305,7 @@ func runInfer(args []string, stdout io.Writer) error {
 		qGraphDefaults(fs, &c)
 		return qGraphRun("infer", fs, c, [][2]int{{c.ABits, c.WBits}}, *fold, *device, quiet, *asJSON, "", stdout)
 	}
+	qRecipe(fs, &c)
 	if err := c.Check(); err != nil {
 		return qUsage(err)
 	}
