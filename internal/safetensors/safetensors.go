@@ -170,10 +170,13 @@ func Read(r io.Reader) (map[string]*Tensor, map[string]string, error) {
 		}
 		end = s.end
 	}
-	data := make([]byte, end)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return nil, nil, fmt.Errorf("%w: data section of %d bytes: %v", ErrFormat, end, err)
+	// Grown as bytes arrive: a header claiming gigabytes over a short file
+	// fails after reading what is there, not after allocating the claim.
+	var buf bytes.Buffer
+	if n, err := io.CopyN(&buf, r, end); err != nil {
+		return nil, nil, fmt.Errorf("%w: data section of %d bytes ends after %d: %v", ErrFormat, end, n, err)
 	}
+	data := buf.Bytes()
 	if n, _ := r.Read(make([]byte, 1)); n > 0 {
 		return nil, nil, fmt.Errorf("%w: bytes after the %d-byte data section", ErrFormat, end)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -108,4 +109,18 @@ func FuzzRead(f *testing.F) {
 			require.Equal(t, meta, meta2)
 		}
 	})
+}
+
+// TestReadBoundsClaims: a header that claims 16 GiB of data over a file of
+// 16 bytes is refused after reading those bytes, having allocated about
+// what the file holds, not what its header claims.
+func TestReadBoundsClaims(t *testing.T) {
+	file := stFile(`{"a":{"dtype":"F64","shape":[2147483647],"data_offsets":[0,17179869176]}}`, f32le(1, 2, 3, 4))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err := Read(bytes.NewReader(file))
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ErrFormat)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated reading a 16-byte data section")
 }
