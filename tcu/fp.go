@@ -195,20 +195,7 @@ func (d *Device) uploadCSR(g templates.CSR, nsrc, heavy, chunk int) (*FPGraph, e
 		return nil, fmt.Errorf("%w: heavy rows above %d edges in chunks of %d", ErrShape, heavy, chunk)
 	}
 	fg := &FPGraph{d: d, rows: g.Rows(), nsrc: nsrc, nnz: g.NNZ(), heavy: heavy, chunk: chunk}
-	var chunks, hrows []int32
-	seg := int32(0)
-	for v := 0; v < fg.rows; v++ {
-		p0, p1 := int(g.Indptr[v]), int(g.Indptr[v+1])
-		if p1-p0 <= heavy {
-			continue
-		}
-		first := seg
-		for p := p0; p < p1; p += chunk {
-			chunks = append(chunks, int32(v), int32(p), int32(min(p+chunk, p1)), seg)
-			seg++
-		}
-		hrows = append(hrows, int32(v), first, seg-first)
-	}
+	chunks, hrows := splitRows(g.Indptr, heavy, chunk)
 	fg.nchunks, fg.nheavy = len(chunks)/4, len(hrows)/3
 	err := d.run(func() error {
 		var err error
@@ -230,6 +217,32 @@ func (d *Device) uploadCSR(g templates.CSR, nsrc, heavy, chunk int) (*FPGraph, e
 		return nil, err
 	}
 	return fg, nil
+}
+
+// splitRows cuts the rows of more than heavy edges into chunks of chunk
+// edges: chunks holds (row, p0, p1, segment) per chunk, hrows (row, first
+// segment, segments) per heavy row; segments number the chunks in order.
+func splitRows(indptr []int32, heavy, chunk int) (chunks, hrows []int32) {
+	seg := int32(0)
+	for v := 0; v+1 < len(indptr); v++ {
+		p0, p1 := int(indptr[v]), int(indptr[v+1])
+		if p1-p0 <= heavy {
+			continue
+		}
+		first := seg
+		for p := p0; p < p1; p += chunk {
+			chunks = append(chunks, int32(v), int32(p), int32(min(p+chunk, p1)), seg)
+			seg++
+		}
+		hrows = append(hrows, int32(v), first, seg-first)
+	}
+	return chunks, hrows
+}
+
+// grid is the launch grid for items work items (groups), tiles along y.
+func (gm fpGeom) grid(items int) [3]uint32 {
+	gpb := fpBlock / gm.g
+	return [3]uint32{uint32((items + gpb - 1) / gpb), uint32(gm.tiles), 1}
 }
 
 // upload copies b into a new pooled buffer (at least one word) and waits.
@@ -350,18 +363,9 @@ func (d *Device) PrepareSpMM(out *Buffer, g *FPGraph, a SpMMArgs) (*FPCall, erro
 		return nil, fmt.Errorf("%w: feature width %d", ErrShape, a.F)
 	}
 	f, fe := a.F, max(a.FE, 1)
-	ew := ewNone
-	if m.e {
-		switch {
-		case f%fe != 0:
-			return nil, fmt.Errorf("%w: edge width %d does not divide f = %d", ErrShape, fe, f)
-		case fe == 1:
-			ew = ewScalar
-		case fe == f:
-			ew = ewVector
-		default:
-			ew = ewHeads
-		}
+	ew, err := edgeMode(m, f, fe)
+	if err != nil {
+		return nil, err
 	}
 	checks := []struct {
 		name string
@@ -396,12 +400,11 @@ func (d *Device) PrepareSpMM(out *Buffer, g *FPGraph, a SpMMArgs) (*FPCall, erro
 				return err
 			}
 		}
-		gpb := fpBlock / gm.g
-		c.launches = append(c.launches, fpLaunch{fn: fns[0], grid: [3]uint32{uint32((g.nchunks + g.rows + gpb - 1) / gpb), uint32(gm.tiles), 1},
+		c.launches = append(c.launches, fpLaunch{fn: fns[0], grid: gm.grid(g.nchunks + g.rows),
 			params: []uint64{ptrOf(g.indptr), ptrOf(g.indices), ptrOf(g.eids), ptrOf(a.X), ptrOf(a.E), ptrOf(a.Y), ptrOf(out),
 				ptrOf(c.scratch), ptrOf(g.chunks), uint64(g.nchunks), uint64(g.rows), uint64(f), uint64(fe), uint64(g.heavy)}})
 		if g.nheavy > 0 {
-			c.launches = append(c.launches, fpLaunch{fn: fns[1], grid: [3]uint32{uint32((g.nheavy + gpb - 1) / gpb), uint32(gm.tiles), 1},
+			c.launches = append(c.launches, fpLaunch{fn: fns[1], grid: gm.grid(g.nheavy),
 				params: []uint64{ptrOf(g.heavyRows), uint64(g.nheavy), ptrOf(g.indptr), ptrOf(c.scratch), ptrOf(out), uint64(f)}})
 		}
 		return nil
@@ -411,6 +414,35 @@ func (d *Device) PrepareSpMM(out *Buffer, g *FPGraph, a SpMMArgs) (*FPCall, erro
 		return nil, err
 	}
 	return c, nil
+}
+
+// edgeMode is the EW of a message reading fe edge values per edge at width f.
+func edgeMode(m fpMessage, f, fe int) (int, error) {
+	switch {
+	case !m.e:
+		return ewNone, nil
+	case f%fe != 0:
+		return 0, fmt.Errorf("%w: edge width %d does not divide f = %d", ErrShape, fe, f)
+	case fe == 1:
+		return ewScalar, nil
+	case fe == f:
+		return ewVector, nil
+	}
+	return ewHeads, nil
+}
+
+// sddmmGeom is an SDDMM's output width per edge and geometry: for u_dot_v
+// a group covers one head (grid.y is the head), else the feature tiles.
+func sddmmGeom(dot bool, f, heads int) (int, fpGeom, error) {
+	if !dot {
+		return f, geomFor(f, f, fpMaxSlots), nil
+	}
+	gm := geomFor(f/heads, f, 16)
+	if gm.tiles != 1 {
+		return 0, gm, fmt.Errorf("%w: a u_dot_v head of %d columns is wider than one group covers", ErrShape, f/heads)
+	}
+	gm.tiles = heads
+	return heads, gm, nil
 }
 
 // fpOpts are the NVRTC options of the fp kernels.
@@ -479,13 +511,9 @@ func (d *Device) PrepareSDDMM(out *Buffer, g *FPGraph, a SDDMMArgs) (*FPCall, er
 	if f%heads != 0 {
 		return nil, fmt.Errorf("%w: %d heads do not divide f = %d", ErrShape, heads, f)
 	}
-	width, gm := f, geomFor(f, f, fpMaxSlots)
-	if dot {
-		width, gm = heads, geomFor(f/heads, f, 16)
-		if gm.tiles != 1 {
-			return nil, fmt.Errorf("%w: a u_dot_v head of %d columns is wider than one group covers", ErrShape, f/heads)
-		}
-		gm.tiles = heads
+	width, gm, err := sddmmGeom(dot, f, heads)
+	if err != nil {
+		return nil, err
 	}
 	for _, c := range []struct {
 		name string
@@ -508,8 +536,7 @@ func (d *Device) PrepareSDDMM(out *Buffer, g *FPGraph, a SDDMMArgs) (*FPCall, er
 	if err != nil {
 		return nil, err
 	}
-	gpb := fpBlock / gm.g
-	c.launches = append(c.launches, fpLaunch{fn: fns[0], grid: [3]uint32{uint32((g.nchunks + g.rows + gpb - 1) / gpb), uint32(gm.tiles), 1},
+	c.launches = append(c.launches, fpLaunch{fn: fns[0], grid: gm.grid(g.nchunks + g.rows),
 		params: []uint64{ptrOf(g.indptr), ptrOf(g.indices), ptrOf(g.eids), ptrOf(a.X), ptrOf(a.Y), ptrOf(out),
 			ptrOf(g.chunks), uint64(g.nchunks), uint64(g.rows), uint64(f), uint64(heads), uint64(g.heavy)}})
 	return c, nil

@@ -1,6 +1,7 @@
 package tcu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math"
@@ -352,4 +353,186 @@ func TestFPEdgeCases(t *testing.T) {
 	assert.ErrorIs(t, err, ErrShape, "out of 1 float for 2")
 	_, err = d.PrepareSDDMM(small, dg, SDDMMArgs{Op: templates.UDotV, X: small, Y: small, F: 3, Heads: 2})
 	assert.ErrorIs(t, err, ErrShape, "heads that do not divide f")
+}
+
+// fpEmuCase is one emulated launch of TestFPKernelEmulated.
+type fpEmuCase struct {
+	sddmm    bool
+	msg      templates.Msg
+	red      templates.Reduce
+	op       templates.SDDMMOp
+	f, fe    int // fe: edge values per edge (SpMM) or heads (u_dot_v)
+	ids      bool
+	heavy, c int // split limits (templates' defaults when 0)
+}
+
+func (c fpEmuCase) String() string {
+	if c.sddmm {
+		return fmt.Sprintf("sddmm_%v_f%d_h%d_ids%v_heavy%d", c.op, c.f, c.fe, c.ids, c.heavy)
+	}
+	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d", c.msg, c.red, c.f, c.fe, c.ids, c.heavy)
+}
+
+// TestFPKernelEmulated runs generated fp kernels on the CPU, compiled as
+// C++ by clang++ with testdata/fp_emu.h (lanes as coroutines meeting at
+// every shuffle), on a small skewed graph, against the CPU templates: the
+// kernels' indexing, group masks, shuffles and the heavy-row split are
+// checked here, before a GPU sees them. The GPU conformance tests remain
+// the word on NVRTC, the memory model and speed.
+func TestFPKernelEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles and runs emulated kernels")
+	}
+	clang, err := exec.LookPath("clang++")
+	if err != nil {
+		t.Skip("no clang++ on PATH (apt install clang)")
+	}
+	prelude, err := filepath.Abs("testdata/fp_emu.h")
+	require.NoError(t, err)
+	mainSrc, err := os.ReadFile("testdata/fp_emu_main.inc")
+	require.NoError(t, err)
+	var cases []fpEmuCase
+	for m, mm := range fpMessages {
+		fes := []int{1}
+		if mm.e {
+			fes = []int{1, 2, 16}
+		}
+		for _, fe := range fes {
+			cases = append(cases, fpEmuCase{msg: m, red: templates.Sum, f: 16, fe: fe, ids: fe == 2})
+		}
+	}
+	for _, red := range []templates.Reduce{templates.Mean, templates.Max, templates.Min} {
+		cases = append(cases, fpEmuCase{msg: templates.CopyU, red: red, f: 130, fe: 1, ids: true, heavy: 8, c: 3},
+			fpEmuCase{msg: templates.UAddV, red: red, f: 3, fe: 1})
+	}
+	cases = append(cases,
+		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 1, fe: 1, heavy: 8, c: 3},
+		fpEmuCase{msg: templates.UMulE, red: templates.Max, f: 256, fe: 1, ids: true},
+		fpEmuCase{sddmm: true, op: templates.UDotV, f: 16, fe: 1},
+		fpEmuCase{sddmm: true, op: templates.UDotV, f: 16, fe: 2, ids: true, heavy: 8, c: 3},
+		fpEmuCase{sddmm: true, op: templates.UDotV, f: 130, fe: 1, ids: true},
+		fpEmuCase{sddmm: true, op: templates.UDotV, f: 1, fe: 1},
+		fpEmuCase{sddmm: true, op: templates.UMulVOp, f: 3, fe: 1, heavy: 8, c: 3},
+		fpEmuCase{sddmm: true, op: templates.USubVOp, f: 256, fe: 1, ids: true})
+	r := rand.New(rand.NewPCG(20, 3))
+	const rows, nsrc = 90, 110
+	graphs := map[bool]templates.CSR{false: emuCSR(r, rows, nsrc, false), true: emuCSR(r, rows, nsrc, true)}
+	dir := t.TempDir()
+	for _, c := range cases {
+		g := graphs[c.ids]
+		f := c.f
+		x, y := randFloats(r, nsrc*f), randFloats(r, rows*f)
+		var e []float32
+		if !c.sddmm && fpMessages[c.msg].e {
+			e = randFloats(r, g.NNZ()*c.fe)
+		}
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			heavy, chunk := fpHeavy, fpChunk
+			if c.heavy > 0 {
+				heavy, chunk = c.heavy, c.c
+			}
+			chunks, hrows := splitRows(g.Indptr, heavy, chunk)
+			var src string
+			var gm fpGeom
+			var want, scale []float32
+			var outLen int
+			if c.sddmm {
+				width, gmm, err := sddmmGeom(c.op == templates.UDotV, f, c.fe)
+				require.NoError(t, err)
+				gm = gmm
+				src, err = sddmmSource(c.op, c.ids, gm)
+				require.NoError(t, err)
+				src += "#define EMU_SDDMM 1\n"
+				outLen = g.NNZ() * width
+				want = make([]float32, outLen)
+				require.NoError(t, templates.SDDMM(want, g, c.op, x, y, f, c.fe, nil))
+				if c.op == templates.UDotV {
+					scale = make([]float32, outLen)
+					require.NoError(t, templates.SDDMM(scale, g, c.op, absAll(x), absAll(y), f, c.fe, nil))
+				}
+			} else {
+				mm := fpMessages[c.msg]
+				ew, err := edgeMode(mm, f, c.fe)
+				require.NoError(t, err)
+				gm = geomFor(f, f, fpMaxSlots)
+				src, err = spmmSource(c.msg, c.red, ew, c.ids, gm)
+				require.NoError(t, err)
+				outLen = rows * f
+				xs, ys := x, y
+				if !mm.x {
+					xs = nil
+				}
+				if !mm.y {
+					ys = nil
+				}
+				x, y = xs, ys
+				want = make([]float32, outLen)
+				require.NoError(t, templates.SpMM(want, g, c.msg, c.red, xs, e, ys, f, nil, nil))
+				if c.red == templates.Sum || c.red == templates.Mean {
+					scale = make([]float32, outLen)
+					require.NoError(t, templates.SpMM(scale, g, c.msg, c.red, absAll(xs), absAll(e), absAll(ys), f, nil, nil))
+				}
+			}
+			name := filepath.Join(dir, c.String())
+			require.NoError(t, os.WriteFile(name+".cc", []byte(src+string(mainSrc)), 0o644))
+			out, err := exec.Command(clang, "-std=c++17", "-O1", "-w", "-include", prelude, "-o", name, name+".cc").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			var in []byte
+			put := func(v int) { in = binary.LittleEndian.AppendUint64(in, uint64(v)) }
+			kind := 0
+			if c.sddmm {
+				kind = 1
+			}
+			main, comb := gm.grid(len(chunks)/4+rows), gm.grid(len(hrows)/3)
+			for _, v := range []int{kind, rows, f, c.fe, heavy, len(chunks) / 4, len(hrows) / 3, int(main[0]), int(main[1]), int(comb[0]), gm.g, outLen} {
+				put(v)
+			}
+			for _, a := range [][]byte{asBytes(g.Indptr), asBytes(g.Indices), asBytes(g.EdgeIDs), asBytes(chunks), asBytes(hrows),
+				asBytes(x), asBytes(e), asBytes(y)} {
+				put(len(a))
+				in = append(in, a...)
+			}
+			require.NoError(t, os.WriteFile(name+".in", in, 0o644))
+			out, err = exec.Command(name, name+".in", name+".out").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			raw, err := os.ReadFile(name + ".out")
+			require.NoError(t, err)
+			require.Len(t, raw, 4*outLen)
+			got := make([]float32, outLen)
+			for i := range got {
+				got[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+			closeTo(t, c.String(), got, want, scale)
+		})
+	}
+}
+
+// emuCSR is skewedCSR at the emulator's scale: empty rows, short rows and
+// a few hubs of a few hundred edges.
+func emuCSR(r *rand.Rand, rows, nsrc int, ids bool) templates.CSR {
+	indptr := make([]int32, rows+1)
+	var idx []int32
+	for v := 0; v < rows; v++ {
+		deg := 0
+		switch x := r.IntN(100); {
+		case x < 15:
+		case x < 90:
+			deg = 1 + r.IntN(12)
+		default:
+			deg = 130 + r.IntN(200)
+		}
+		for i := 0; i < deg; i++ {
+			idx = append(idx, int32(r.IntN(nsrc)))
+		}
+		indptr[v+1] = int32(len(idx))
+	}
+	g := templates.CSR{Indptr: indptr, Indices: idx}
+	if ids {
+		g.EdgeIDs = make([]int32, len(idx))
+		for i, p := range r.Perm(len(idx)) {
+			g.EdgeIDs[i] = int32(p)
+		}
+	}
+	return g
 }
