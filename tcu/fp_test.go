@@ -88,7 +88,7 @@ func TestFPKernelSyntax(t *testing.T) {
 			for r := range fpReductions {
 				for _, ew := range ews {
 					for _, eid := range []bool{false, true} {
-						src, err := spmmSource(m, r, ew, eid, gm)
+						src, err := spmmSource(m, r, ew, eid, eid && r == templates.Sum, gm)
 						require.NoError(t, err)
 						write(fmt.Sprintf("spmm_%v_%v_f%d_ew%d_eid%v", m, r, f, ew, eid), src)
 					}
@@ -273,6 +273,55 @@ func TestFPSpMMConformance(t *testing.T) {
 	}
 }
 
+// TestFPSampledSpMM checks ES-SpMM's mode (UploadSampledCSR) against the
+// CPU templates on the same sample (templates.SampleCSR with the device's
+// window), sums scaled by deg(v)/kept(v), edge values read by g's ids.
+func TestFPSampledSpMM(t *testing.T) {
+	d := fpDevice(t)
+	r := rand.New(rand.NewPCG(20, 4))
+	const rows, nsrc, limit = 700, 900, 32
+	g := skewedCSR(r, rows, nsrc, true)
+	for _, f := range []int{16, 130} {
+		dg, err := d.UploadSampledCSR(g, nsrc, limit, f)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, dg.Close()) })
+		require.True(t, dg.Sampled())
+		s, orig, scale := templates.SampleCSR(g, limit, d.sampleWindow(f), true)
+		require.Equal(t, s.NNZ(), dg.NNZ())
+		require.Less(t, s.NNZ(), g.NNZ(), "the sample drops edges")
+		x := randFloats(r, nsrc*f)
+		for _, c := range []struct {
+			m   templates.Msg
+			red templates.Reduce
+			fe  int
+		}{{templates.CopyU, templates.Sum, 1}, {templates.UMulE, templates.Sum, 1}, {templates.UMulE, templates.Sum, f},
+			{templates.CopyU, templates.Mean, 1}, {templates.CopyU, templates.Max, 1}} {
+			t.Run(fmt.Sprintf("f=%d/%v_%v/fe=%d", f, c.m, c.red, c.fe), func(t *testing.T) {
+				var e, es []float32
+				if c.m == templates.UMulE {
+					e = randFloats(r, g.NNZ()*c.fe)
+					es = make([]float32, len(orig)*c.fe)
+					for p, id := range orig {
+						copy(es[p*c.fe:(p+1)*c.fe], e[int(id)*c.fe:(int(id)+1)*c.fe])
+					}
+				}
+				want, mag := make([]float32, rows*f), make([]float32, rows*f)
+				require.NoError(t, templates.SpMM(want, s, c.m, c.red, x, es, nil, f, nil, nil))
+				require.NoError(t, templates.SpMM(mag, s, c.m, c.red, absAll(x), absAll(es), nil, f, nil, nil))
+				if c.red == templates.Sum {
+					for i := range want {
+						want[i] *= scale[i/f]
+						mag[i] *= scale[i/f]
+					}
+				}
+				got := make([]float32, rows*f)
+				require.NoError(t, runSpMM(d, got, dg, c.m, c.red, x, e, nil, f, c.fe))
+				closeTo(t, "sampled", got, want, mag)
+			})
+		}
+	}
+}
+
 // runSpMM is SpMMHost on an uploaded graph.
 func runSpMM(d *Device, out []float32, g *FPGraph, m templates.Msg, red templates.Reduce, x, e, y []float32, f, fe int) error {
 	return d.hostCall(out, [][]float32{x, e, y}, func(o *Buffer, in []*Buffer) (*FPCall, error) {
@@ -363,14 +412,15 @@ type fpEmuCase struct {
 	op       templates.SDDMMOp
 	f, fe    int // fe: edge values per edge (SpMM) or heads (u_dot_v)
 	ids      bool
-	heavy, c int // split limits (templates' defaults when 0)
+	heavy, c int  // split limits (templates' defaults when 0)
+	sampled  bool // ES-SpMM: the graph is SampleCSR's (limit 20), sums scaled
 }
 
 func (c fpEmuCase) String() string {
 	if c.sddmm {
 		return fmt.Sprintf("sddmm_%v_f%d_h%d_ids%v_heavy%d", c.op, c.f, c.fe, c.ids, c.heavy)
 	}
-	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d", c.msg, c.red, c.f, c.fe, c.ids, c.heavy)
+	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d_sampled%v", c.msg, c.red, c.f, c.fe, c.ids, c.heavy, c.sampled)
 }
 
 // TestFPKernelEmulated runs generated fp kernels on the CPU, compiled as
@@ -408,6 +458,8 @@ func TestFPKernelEmulated(t *testing.T) {
 	cases = append(cases,
 		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 1, fe: 1, heavy: 8, c: 3},
 		fpEmuCase{msg: templates.UMulE, red: templates.Max, f: 256, fe: 1, ids: true},
+		fpEmuCase{msg: templates.UMulE, red: templates.Sum, f: 16, fe: 1, sampled: true, heavy: 8, c: 3},
+		fpEmuCase{msg: templates.CopyU, red: templates.Mean, f: 64, fe: 1, sampled: true},
 		fpEmuCase{sddmm: true, op: templates.UDotV, f: 16, fe: 1},
 		fpEmuCase{sddmm: true, op: templates.UDotV, f: 16, fe: 2, ids: true, heavy: 8, c: 3},
 		fpEmuCase{sddmm: true, op: templates.UDotV, f: 130, fe: 1, ids: true},
@@ -426,6 +478,23 @@ func TestFPKernelEmulated(t *testing.T) {
 		if !c.sddmm && fpMessages[c.msg].e {
 			e = randFloats(r, g.NNZ()*c.fe)
 		}
+		// The CPU reference of a sampled case runs on the sample with its
+		// edge values gathered by position, scaled afterwards.
+		gRef, eRef := g, e
+		var scale []float32
+		if c.sampled {
+			var orig []int32
+			gRef, orig, scale = templates.SampleCSR(g, 20, 30, true)
+			require.Less(t, gRef.NNZ(), g.NNZ(), "the sample drops edges")
+			g = gRef
+			g.EdgeIDs = orig
+			if e != nil {
+				eRef = make([]float32, len(orig)*c.fe)
+				for p, id := range orig {
+					copy(eRef[p*c.fe:(p+1)*c.fe], e[int(id)*c.fe:(int(id)+1)*c.fe])
+				}
+			}
+		}
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			heavy, chunk := fpHeavy, fpChunk
@@ -435,7 +504,7 @@ func TestFPKernelEmulated(t *testing.T) {
 			chunks, hrows := splitRows(g.Indptr, heavy, chunk)
 			var src string
 			var gm fpGeom
-			var want, scale []float32
+			var want, mag []float32
 			var outLen int
 			if c.sddmm {
 				width, gmm, err := sddmmGeom(c.op == templates.UDotV, f, c.fe)
@@ -448,15 +517,15 @@ func TestFPKernelEmulated(t *testing.T) {
 				want = make([]float32, outLen)
 				require.NoError(t, templates.SDDMM(want, g, c.op, x, y, f, c.fe, nil))
 				if c.op == templates.UDotV {
-					scale = make([]float32, outLen)
-					require.NoError(t, templates.SDDMM(scale, g, c.op, absAll(x), absAll(y), f, c.fe, nil))
+					mag = make([]float32, outLen)
+					require.NoError(t, templates.SDDMM(mag, g, c.op, absAll(x), absAll(y), f, c.fe, nil))
 				}
 			} else {
 				mm := fpMessages[c.msg]
 				ew, err := edgeMode(mm, f, c.fe)
 				require.NoError(t, err)
 				gm = geomFor(f, f, fpMaxSlots)
-				src, err = spmmSource(c.msg, c.red, ew, c.ids, gm)
+				src, err = spmmSource(c.msg, c.red, ew, g.EdgeIDs != nil, c.sampled && c.red == templates.Sum, gm)
 				require.NoError(t, err)
 				outLen = rows * f
 				xs, ys := x, y
@@ -468,10 +537,16 @@ func TestFPKernelEmulated(t *testing.T) {
 				}
 				x, y = xs, ys
 				want = make([]float32, outLen)
-				require.NoError(t, templates.SpMM(want, g, c.msg, c.red, xs, e, ys, f, nil, nil))
+				require.NoError(t, templates.SpMM(want, gRef, c.msg, c.red, xs, eRef, ys, f, nil, nil))
 				if c.red == templates.Sum || c.red == templates.Mean {
-					scale = make([]float32, outLen)
-					require.NoError(t, templates.SpMM(scale, g, c.msg, c.red, absAll(xs), absAll(e), absAll(ys), f, nil, nil))
+					mag = make([]float32, outLen)
+					require.NoError(t, templates.SpMM(mag, gRef, c.msg, c.red, absAll(xs), absAll(eRef), absAll(ys), f, nil, nil))
+				}
+				if c.sampled && c.red == templates.Sum {
+					for i := range want {
+						want[i] *= scale[i/f]
+						mag[i] *= scale[i/f]
+					}
 				}
 			}
 			name := filepath.Join(dir, c.String())
@@ -489,7 +564,7 @@ func TestFPKernelEmulated(t *testing.T) {
 				put(v)
 			}
 			for _, a := range [][]byte{asBytes(g.Indptr), asBytes(g.Indices), asBytes(g.EdgeIDs), asBytes(chunks), asBytes(hrows),
-				asBytes(x), asBytes(e), asBytes(y)} {
+				asBytes(x), asBytes(e), asBytes(y), asBytes(scale)} {
 				put(len(a))
 				in = append(in, a...)
 			}
@@ -503,7 +578,7 @@ func TestFPKernelEmulated(t *testing.T) {
 			for i := range got {
 				got[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 			}
-			closeTo(t, c.String(), got, want, scale)
+			closeTo(t, c.String(), got, want, mag)
 		})
 	}
 }

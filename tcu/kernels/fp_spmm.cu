@@ -13,7 +13,17 @@
 //                    3 fe values (column k reads e[id*fe + k/(f/fe)])
 //   MSG(x, e, y)     the message of one column
 //   RED_INIT, RED(a, m), MERGE(a, p), FINISH(a, deg)   the reduction
+//   ROW_SCALE        multiply each finished row v by rowScale[v] (ES-SpMM's
+//                    sampled sums: deg(v)/kept(v))
 #include "fp.cuh"
+
+__device__ __forceinline__ float finish(float a, int deg, const float* __restrict__ rowScale, int v) {
+  a = FINISH(a, deg);
+#if ROW_SCALE
+  a *= rowScale[v];
+#endif
+  return a;
+}
 
 // gather reduces U edges, broadcast from lane j.. of the group, into acc.
 template <int NU>
@@ -69,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(256)
     fp_spmm(const int* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ eids,
             const float* __restrict__ x, const float* __restrict__ e, const float* __restrict__ y,
             float* __restrict__ out, float* __restrict__ part, const int* __restrict__ chunks, i64 nchunks, i64 rows,
-            i64 f, i64 fe, i64 heavy) {
+            i64 f, i64 fe, i64 heavy, const float* __restrict__ rowScale) {
   const int gl = threadIdx.x & (G - 1);
   const i64 gid = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
   int v, p0, p1, seg;
@@ -122,7 +132,7 @@ extern "C" __global__ void __launch_bounds__(256)
       storev(part + (i64)seg * f + c, t);
     } else {
 #pragma unroll
-      for (int k = 0; k < VW; k++) t.v[k] = FINISH(t.v[k], deg);
+      for (int k = 0; k < VW; k++) t.v[k] = finish(t.v[k], deg, rowScale, v);
       storev(out + (i64)v * f + c, t);
     }
   }
@@ -132,7 +142,8 @@ extern "C" __global__ void __launch_bounds__(256)
 // and finishes the row. heavyRows holds (row, first segment, segments).
 extern "C" __global__ void __launch_bounds__(256)
     fp_spmm_combine(const int* __restrict__ heavyRows, i64 nheavy, const int* __restrict__ indptr,
-                    const float* __restrict__ part, float* __restrict__ out, i64 f) {
+                    const float* __restrict__ part, float* __restrict__ out, i64 f,
+                    const float* __restrict__ rowScale) {
   const int gl = threadIdx.x & (G - 1);
   const i64 gid = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
   if (gid >= nheavy) return;
@@ -150,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(256)
       for (int k = 0; k < VW; k++) MERGE(a.v[k], p.v[k]);
     }
 #pragma unroll
-    for (int k = 0; k < VW; k++) a.v[k] = FINISH(a.v[k], deg);
+    for (int k = 0; k < VW; k++) a.v[k] = finish(a.v[k], deg, rowScale, v);
     storev(out + (i64)v * f + c, a);
   }
 }

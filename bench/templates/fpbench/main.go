@@ -14,6 +14,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -41,6 +42,7 @@ type options struct {
 	synthDegree float64
 	exportOnly  bool
 	check       bool
+	esLimit     int
 }
 
 func main() {
@@ -48,13 +50,15 @@ func main() {
 	pflag.StringSliceVar(&o.graphs, "graphs", []string{"cora", "citeseer", "pubmed_partial", "amazon_photo", "amazon_computers",
 		"coauthor_cs", "coauthor_physics", "synth"}, "bundled dataset names or paths; synth is the planted-partition graph")
 	pflag.IntSliceVar(&o.widths, "widths", []int{16, 64, 128, 256}, "feature widths")
-	pflag.StringSliceVar(&o.ops, "ops", []string{"copy_u_sum", "u_mul_e_sum", "u_dot_v"}, "ops to time (also copy_u_mean, copy_u_max, u_add_v_sum)")
+	pflag.StringSliceVar(&o.ops, "ops", []string{"copy_u_sum", "u_mul_e_sum", "u_dot_v", "copy_u_sum_es"},
+		"ops to time (also copy_u_mean, copy_u_max, u_add_v_sum); _es: on ES-SpMM's sample (tcu.UploadSampledCSR)")
 	pflag.StringVar(&o.out, "out", "fpdata", "folder for the graphs' CSR (.npy) read by baselines.py")
 	pflag.Float64Var(&o.budget, "budget", 1, "scales the time spent per measurement (about 0.3·budget seconds)")
 	pflag.IntVar(&o.synthNodes, "synth-nodes", 2_000_000, "synth: nodes (qgtc data synth --model planted --nodes)")
 	pflag.Float64Var(&o.synthDegree, "synth-degree", 10, "synth: average degree (--avg-degree)")
 	pflag.BoolVar(&o.exportOnly, "export-only", false, "write the graphs' .npy files and stop (no GPU needed)")
 	pflag.BoolVar(&o.check, "check", true, "check the results at f=16 against the CPU templates before timing")
+	pflag.IntVar(&o.esLimit, "es-limit", 32, "_es ops: edges kept per row")
 	pflag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fpbench:", err)
@@ -93,16 +97,23 @@ func writeNPY(path string, data []int32) error {
 	return f.Close()
 }
 
-func run(o options) error {
+// checkFailed records a check that failed; run fails after the timings.
+var checkFailed bool
+
+func run(o options) (err error) {
 	var d *tcu.Device
 	if !o.exportOnly {
-		var err error
 		if d, err = tcu.Open(0); err != nil {
 			return err
 		}
 		defer d.Close()
 		fmt.Fprintf(os.Stderr, "# %v, NVRTC %s\n", d.Info(), d.NVRTCVersion())
 	}
+	defer func() {
+		if err == nil && checkFailed {
+			err = errors.New("results differ from the CPU templates (see CHECK FAILED above)")
+		}
+	}()
 	for _, name := range o.graphs {
 		t0 := time.Now()
 		g, err := loadGraph(name, o)
@@ -135,10 +146,11 @@ func run(o options) error {
 
 // op is one timed template call.
 type op struct {
-	name  string
-	sddmm bool
-	msg   templates.Msg
-	red   templates.Reduce
+	name    string
+	sddmm   bool
+	sampled bool
+	msg     templates.Msg
+	red     templates.Reduce
 }
 
 var ops = map[string]op{
@@ -148,6 +160,8 @@ var ops = map[string]op{
 	"copy_u_max":  {name: "copy_u_max", msg: templates.CopyU, red: templates.Max},
 	"u_add_v_sum": {name: "u_add_v_sum", msg: templates.UAddV, red: templates.Sum},
 	"u_dot_v":     {name: "u_dot_v", sddmm: true},
+	// ES-SpMM's inference mode: copy_u sum on the cache-first sample, scaled.
+	"copy_u_sum_es": {name: "copy_u_sum_es", msg: templates.CopyU, red: templates.Sum, sampled: true},
 }
 
 func benchGraph(d *tcu.Device, name string, g templates.CSR, o options) error {
@@ -184,6 +198,12 @@ func benchGraph(d *tcu.Device, name string, g templates.CSR, o options) error {
 			if !ok {
 				return fmt.Errorf("unknown op %q", opName)
 			}
+			if p.sampled {
+				if err := benchSampled(d, name, g, dg, p, xbuf, out, f, o); err != nil {
+					return err
+				}
+				continue
+			}
 			var c *tcu.FPCall
 			if p.sddmm {
 				c, err = d.PrepareSDDMM(out, dg, tcu.SDDMMArgs{Op: templates.UDotV, X: xbuf, Y: xbuf, F: f})
@@ -194,9 +214,10 @@ func benchGraph(d *tcu.Device, name string, g templates.CSR, o options) error {
 				return err
 			}
 			if o.check && f == 16 {
+				// A wrong result is reported and the timings go on; run fails at the end.
 				if err := check(c, out, p, g, x, w, f); err != nil {
-					c.Close()
-					return err
+					fmt.Fprintf(os.Stderr, "# CHECK FAILED %s: %v\n", name, err)
+					checkFailed = true
 				}
 			}
 			med, per, samples, err := measure(c, o.budget)
@@ -210,6 +231,52 @@ func benchGraph(d *tcu.Device, name string, g templates.CSR, o options) error {
 		xbuf.Free()
 		out.Free()
 	}
+	return nil
+}
+
+// benchSampled times p on ES-SpMM's sample of g at width f and logs how
+// far its result is from the exact one (relative L2 error).
+func benchSampled(d *tcu.Device, name string, g templates.CSR, dg *tcu.FPGraph, p op, xbuf, out *tcu.Buffer, f int, o options) error {
+	sg, err := d.UploadSampledCSR(g, g.Rows(), o.esLimit, f)
+	if err != nil {
+		return err
+	}
+	defer sg.Close()
+	exact, err := d.PrepareSpMM(out, dg, tcu.SpMMArgs{Msg: p.msg, Reduce: p.red, X: xbuf, F: f})
+	if err != nil {
+		return err
+	}
+	defer exact.Close()
+	c, err := d.PrepareSpMM(out, sg, tcu.SpMMArgs{Msg: p.msg, Reduce: p.red, X: xbuf, F: f})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	n := g.Rows() * f
+	want, got := make([]float32, n), make([]float32, n)
+	for _, s := range []struct {
+		c   *tcu.FPCall
+		dst []float32
+	}{{exact, want}, {c, got}} {
+		if err := s.c.Run(); err != nil {
+			return err
+		}
+		if err := out.Read(asBytes(s.dst)); err != nil {
+			return err
+		}
+	}
+	var num, den float64
+	for i := range want {
+		num += float64(got[i]-want[i]) * float64(got[i]-want[i])
+		den += float64(want[i]) * float64(want[i])
+	}
+	med, per, samples, err := measure(c, o.budget)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s\t%s\t%d\tqgtc\t%.3f\n", name, p.name, f, float64(med)/1e3)
+	fmt.Fprintf(os.Stderr, "# %s %s: %.1f us (median of %d × %d); sample keeps %d of %d edges (limit %d), relative L2 error %.3g\n",
+		name, c, float64(med)/1e3, samples, per, sg.NNZ(), g.NNZ(), o.esLimit, math.Sqrt(num/max(den, 1e-30)))
 	return nil
 }
 
