@@ -2,6 +2,7 @@ package tcu
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -199,11 +201,30 @@ func absAll(x []float32) []float32 {
 // float4-aligned narrow and wide, float2-only (130), and two slots.
 var fpWidths = []int{1, 3, 16, 64, 130, 256}
 
+var (
+	fpOnce sync.Once
+	fpDev  *Device // closed by TestMain
+	fpErr  error
+)
+
+// fpDevice opens device 0 once for the fp tests, or skips. It is not
+// gpuKernel's: the fp kernels need no bit kernel, whose wgmma self-check
+// would compile the bit kernels first.
 func fpDevice(t *testing.T) *Device {
 	if testing.Short() {
 		t.Skip("GPU conformance is not short")
 	}
-	return gpuKernel(t).d
+	fpOnce.Do(func() {
+		fpDev, fpErr = Open(0)
+		if fpErr == nil {
+			fmt.Fprintf(os.Stderr, "tcu fp: %v; NVRTC %s\n", fpDev.Info(), fpDev.NVRTCVersion())
+		}
+	})
+	if errors.Is(fpErr, ErrUnavailable) {
+		t.Skipf("no GPU: %v", fpErr)
+	}
+	require.NoError(t, fpErr)
+	return fpDev
 }
 
 // TestFPSpMMConformance runs every message × reduction on skewed random
