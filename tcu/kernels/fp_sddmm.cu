@@ -27,7 +27,7 @@ __device__ __forceinline__ void edges(const float (&yv)[R][VW], unsigned gm, int
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const i64 c = c0 + (i64)r * G * VW;
-    if (c >= lim) break;
+    if (c >= lim) continue;
     vt xv[NU];
 #pragma unroll
     for (int i = 0; i < NU; i++) xv[i] = loadv(x + (i64)u[i] * f + c);

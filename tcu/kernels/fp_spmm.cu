@@ -41,7 +41,7 @@ __device__ __forceinline__ void gather(float (&acc)[R][VW], const float (&yv)[R]
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const i64 c = c0 + (i64)r * G * VW;
-    if (c >= f) break;
+    if (c >= f) continue;  // not break: the loop unrolls whole, acc stays in registers
     vt xv[NU], ev[NU];
 #pragma unroll
     for (int i = 0; i < NU; i++) {
@@ -124,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const i64 c = c0 + (i64)r * G * VW;
-    if (c >= f) break;
+    if (c >= f) continue;
     vt t;
 #pragma unroll
     for (int k = 0; k < VW; k++) t.v[k] = acc[r][k];
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const i64 c = c0 + (i64)r * G * VW;
-    if (c >= f) break;
+    if (c >= f) continue;
     vt a = loadv(part + (i64)s0 * f + c);
     for (int s = 1; s < ns; s++) {
       const vt p = loadv(part + (i64)(s0 + s) * f + c);
