@@ -210,7 +210,7 @@ var (
 // fpDevice opens device 0 once for the fp tests, or skips. It is not
 // gpuKernel's: the fp kernels need no bit kernel, whose wgmma self-check
 // would compile the bit kernels first.
-func fpDevice(t *testing.T) *Device {
+func fpDevice(t testing.TB) *Device {
 	if testing.Short() {
 		t.Skip("GPU conformance is not short")
 	}
@@ -631,4 +631,54 @@ func emuCSR(r *rand.Rand, rows, nsrc int, ids bool) templates.CSR {
 		}
 	}
 	return g
+}
+
+// BenchmarkFPSpMM times the device templates on a skewed random graph of
+// 100k rows (CUDA events around back-to-back runs, FPCall.Time) and
+// reports edges per second; bench/templates compares them with cuSPARSE
+// and PyG on real graphs.
+func BenchmarkFPSpMM(b *testing.B) {
+	d := fpDevice(b)
+	r := rand.New(rand.NewPCG(20, 5))
+	const rows = 100_000
+	g := skewedCSR(r, rows, rows, false)
+	dg, err := d.UploadCSR(g, rows)
+	require.NoError(b, err)
+	defer dg.Close()
+	w, err := d.Alloc(4 * g.NNZ())
+	require.NoError(b, err)
+	defer w.Free()
+	require.NoError(b, w.Write(asBytes(randFloats(r, g.NNZ()))))
+	for _, f := range []int{16, 64, 256} {
+		x, err := d.Alloc(4 * rows * f)
+		require.NoError(b, err)
+		require.NoError(b, x.Write(asBytes(randFloats(r, rows*f))))
+		out, err := d.Alloc(4 * max(rows*f, g.NNZ()))
+		require.NoError(b, err)
+		for _, op := range []string{"copy_u_sum", "u_mul_e_sum", "copy_u_max", "u_dot_v"} {
+			b.Run(fmt.Sprintf("op=%s/f=%d", op, f), func(b *testing.B) {
+				var c *FPCall
+				var err error
+				switch op {
+				case "copy_u_sum":
+					c, err = d.PrepareSpMM(out, dg, SpMMArgs{Msg: templates.CopyU, Reduce: templates.Sum, X: x, F: f})
+				case "u_mul_e_sum":
+					c, err = d.PrepareSpMM(out, dg, SpMMArgs{Msg: templates.UMulE, Reduce: templates.Sum, X: x, E: w, F: f})
+				case "copy_u_max":
+					c, err = d.PrepareSpMM(out, dg, SpMMArgs{Msg: templates.CopyU, Reduce: templates.Max, X: x, F: f})
+				case "u_dot_v":
+					c, err = d.PrepareSDDMM(out, dg, SDDMMArgs{Op: templates.UDotV, X: x, Y: x, F: f})
+				}
+				require.NoError(b, err)
+				defer c.Close()
+				b.ResetTimer()
+				ts, err := c.Time(1, b.N)
+				require.NoError(b, err)
+				b.ReportMetric(float64(ts[0].Nanoseconds()), "gpu-ns/op")
+				b.ReportMetric(float64(g.NNZ())/ts[0].Seconds(), "edges/s")
+			})
+		}
+		require.NoError(b, x.Free())
+		require.NoError(b, out.Free())
+	}
 }
