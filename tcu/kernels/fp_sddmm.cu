@@ -57,6 +57,17 @@ __device__ __forceinline__ void edges(const float (&yv)[R][VW], unsigned gm, int
 #endif
 }
 
+// loadEdge reads the source and id of the edge at position p, if p < p1.
+__device__ __forceinline__ void loadEdge(const int* __restrict__ indices, const int* __restrict__ eids, int p, int p1,
+                                         int& u, int& id) {
+  if (p < p1) {
+    u = indices[p];
+#if HAS_EID
+    id = eids[p];
+#endif
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     fp_sddmm(const int* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ eids,
              const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ out,
@@ -85,18 +96,16 @@ extern "C" __global__ void __launch_bounds__(256)
       for (int k = 0; k < VW; k++) yv[r][k] = t.v[k];
     }
   }
+  // The next batch's edges load while the group works on the current one.
+  int myu = 0, mye = p0 + gl;
+  loadEdge(indices, eids, p0 + gl, p1, myu, mye);
   for (int pb = p0; pb < p1; pb += G) {
-    const int p = pb + gl;
-    int myu = 0, mye = p;
-    if (p < p1) {
-      myu = indices[p];
-#if HAS_EID
-      mye = eids[p];
-#endif
-    }
+    int nu = 0, ne = pb + G + gl;
+    loadEdge(indices, eids, pb + G + gl, p1, nu, ne);
     const int n = min(G, p1 - pb);
     int j = 0;
     for (; j + U <= n; j += U) edges<U>(yv, gm, gl, j, pb, myu, mye, x, out, f, heads, h, c0, lim);
     for (; j < n; j++) edges<1>(yv, gm, gl, j, pb, myu, mye, x, out, f, heads, h, c0, lim);
+    myu = nu, mye = ne;
   }
 }

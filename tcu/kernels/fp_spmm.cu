@@ -75,6 +75,24 @@ __device__ __forceinline__ void gather(float (&acc)[R][VW], const float (&yv)[R]
   }
 }
 
+// loadEdge reads what a lane contributes to a batch: the source, id and
+// (EW 1) weight of the edge at position p, if p < p1.
+__device__ __forceinline__ void loadEdge(const int* __restrict__ indices, const int* __restrict__ eids,
+                                         const float* __restrict__ e, int p, int p1, int& u, int& id, float& w) {
+  u = 0, id = p, w = 0.f;
+  if (p < p1) {
+#if MSG_X
+    u = indices[p];
+#endif
+#if HAS_EID
+    id = eids[p];
+#endif
+#if EW == 1
+    w = e[id];
+#endif
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     fp_spmm(const int* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ eids,
             const float* __restrict__ x, const float* __restrict__ e, const float* __restrict__ y,
@@ -100,25 +118,20 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 #endif
   }
+  // Each lane loads one edge of the next batch while the group gathers
+  // the current one, so the index loads overlap the feature loads.
+  int myu, mye;
+  float myw;
+  loadEdge(indices, eids, e, p0 + gl, p1, myu, mye, myw);
   for (int pb = p0; pb < p1; pb += G) {
-    const int p = pb + gl;
-    int myu = 0, mye = p;
-    float myw = 0.f;
-    if (p < p1) {
-#if MSG_X
-      myu = indices[p];
-#endif
-#if HAS_EID
-      mye = eids[p];
-#endif
-#if EW == 1
-      myw = e[mye];
-#endif
-    }
+    int nu, ne;
+    float nw;
+    loadEdge(indices, eids, e, pb + G + gl, p1, nu, ne, nw);
     const int n = min(G, p1 - pb);
     int j = 0;
     for (; j + U <= n; j += U) gather<U>(acc, yv, gm, j, pb, myu, mye, myw, x, e, f, fe, c0);
     for (; j < n; j++) gather<1>(acc, yv, gm, j, pb, myu, mye, myw, x, e, f, fe, c0);
+    myu = nu, mye = ne, myw = nw;
   }
   const int deg = p1 - p0;
 #pragma unroll
