@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop multigpu manycore demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop multigpu manycore templates-gpu demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -126,6 +126,17 @@ manycore:
 	@du -sh build/manycore
 	@echo "now run on the many-core host (device tool, carrying build/manycore):"
 	@echo "  bash bench/manycore/run.sh   # table.md, results.tsv, log.txt in \$$OUT"
+
+# templates-gpu builds, with no CUDA toolkit, what bench/templates/run.sh
+# runs on a GPU host (carry build/templates): the tcu test binary (the fp
+# conformance tests) and fpbench, static and stripped.
+templates-gpu:
+	mkdir -p build/templates
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o build/templates/tcu.test ./tcu
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/templates/fpbench ./bench/templates/fpbench
+	@du -sh build/templates
+	@echo "now run on the GPU host (device tool), carrying build/templates:"
+	@echo "  BUDGET=1 bash bench/templates/run.sh   # table.md and logs.tgz in \$$OUT"
 
 # demo: the default job, 4-bit GCN inference on the bundled Cora (the first
 # run trains and caches the model, later runs load it).

@@ -58,6 +58,21 @@
 //   - batches: MulIntBatch and MulBitBatch run many independent products
 //     (the subgraphs of a layer) in one launch.
 //
+// Full precision. fp.go holds the GPU twins of the float32 graph
+// templates (package templates): SpMM for every message and reduction and
+// SDDMM for every op of the templates' spec, each variant generated from
+// that spec (kernels/fp_spmm.cu, fp_sddmm.cu with a #define prelude per
+// message, reduction, edge-operand mode and geometry) and compiled like the
+// bit kernels. The mapping is TLPGNN's: a group of lanes per destination row
+// (narrow features put several rows in a warp), lanes over the features in
+// vector loads, the row's edges broadcast by shuffles, reduction in
+// registers with no atomics; rows past a degree limit run in chunks merged
+// in order by a second kernel (hybrid balancing); u_dot_v sums its lanes
+// with a butterfly of shuffles. UploadCSR puts a graph on the device,
+// PrepareSpMM/PrepareSDDMM bind device buffers into an FPCall that a
+// training loop runs every step; SpMMHost/SDDMMHost take host slices.
+// UploadSampledCSR is ES-SpMM's cache-first sampling, opt-in, for inference.
+//
 // Bench times products (int, or MulBit with BenchOptions.OutBits) with
 // CUDA events around the kernels only (uint16 outputs where they fit, as
 // MulInt launches them; the config string says "o161"); the benchmarks in bench_test.go and

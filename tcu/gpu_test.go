@@ -28,6 +28,12 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if fpDev != nil {
+		if err := fpDev.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the fp tests' device:", err)
+			code = 1
+		}
+	}
 	if gpuK != nil {
 		if err := gpuK.d.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "closing device:", err)

@@ -25,7 +25,9 @@
 // Beside the templates: Sgemm (a BLIS-style float32 GEMM, AVX2+FMA
 // microkernel generated with avo from _asm), and the hashed dropout masks
 // (Splitmix64, DropKeep) that let a backward regenerate a forward's mask.
-// The package runs on the CPU; a GPU twin of the templates will live in tcu.
+// The package runs on the CPU; its GPU twin (SpMM, SDDMM) is in tcu
+// (tcu.PrepareSpMM, tcu.PrepareSDDMM), generated from the same Msg,
+// Reduce and SDDMMOp values.
 //
 // Files follow cpu's layout (x.go, x_generic.go, x_amd64.go, x_noasm.go,
 // generated x_gen_amd64.{go,s}); spmm_amd64.s is the exception, written by

@@ -59,7 +59,7 @@ func TestDependencyDirection(t *testing.T) {
 		// cpu shares the templates' CSR type so one graph feeds both paths.
 		"cpu":                  {"bittensor", "bmm", "internal/par", "quantize", "templates"},
 		"templates":            {"internal/par"},
-		"tcu":                  {"bittensor", "bmm", "internal/par", "quantize"},
+		"tcu":                  {"bittensor", "bmm", "internal/par", "quantize", "templates"}, // fp kernels: the templates' spec and CSR
 		"datasets":             {},
 		"subgraph":             {"bittensor", "datasets", "internal/par"},
 		"internal/nn":          {"internal/par", "templates"},

@@ -1,0 +1,49 @@
+#!/bin/bash
+# bench/templates/run.sh: qgtc's full-precision GPU templates on a GPU host
+# (no Go there): the GPU conformance tests, then the timings against
+# cuSPARSE and PyG. Build first, here: `make templates-gpu` (build/templates),
+# then on the host, carrying build/templates:
+#
+#   BUDGET=1 bash bench/templates/run.sh      # about 3-4 minutes on an H100
+#
+# BUDGET scales the time per measurement (0.3 is a quick pass). STEPS picks
+# "test bench" (both, the default) or one. Writes $OUT/table.md and
+# $OUT/logs.tgz (test log, fpbench and baseline logs and TSVs, nvidia-smi).
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/templates-out}
+BUDGET=${BUDGET:-1}
+STEPS=${STEPS:-"test bench"}
+B=build/templates
+W=$(mktemp -d)
+L=$W/logs
+mkdir -p "$OUT" "$L"
+export QGTC_CACHE_DIR=$W/kernels
+nvidia-smi >"$L/nvidia-smi.txt" 2>&1
+echo "BUDGET=$BUDGET STEPS=$STEPS $(date -u +%FT%TZ)" >"$L/run.txt"
+for s in $STEPS; do
+	case $s in
+	test)
+		# GPU conformance (relative 1e-5 against the CPU templates).
+		t0=$(date +%s)
+		timeout 150 "$B/tcu.test" -test.run '^TestFP(SpMMConformance|SDDMMConformance|SampledSpMM|EdgeCases)$' -test.v -test.count=1 >"$L/test.log" 2>&1
+		echo "test rc=$? $(($(date +%s) - t0))s" | tee -a "$L/run.txt"
+		grep -E '^(--- FAIL|FAIL|ok|PASS)' "$L/test.log" | head -20
+		;;
+	bench)
+		# The graphs first, so that the baselines run even if fpbench stops early.
+		"$B/fpbench" --export-only --out "$W/data" 2>"$L/export.log" || echo "export rc=$?" | tee -a "$L/run.txt"
+		t0=$(date +%s)
+		timeout 200 "$B/fpbench" --out "$W/data" --budget "$BUDGET" >"$L/qgtc.tsv" 2>"$L/fpbench.log"
+		echo "fpbench rc=$? $(($(date +%s) - t0))s" | tee -a "$L/run.txt"
+		t0=$(date +%s)
+		timeout 200 python3 bench/templates/baselines.py --data "$W/data" --budget "$BUDGET" >"$L/torch.tsv" 2>"$L/baselines.log"
+		echo "baselines rc=$? $(($(date +%s) - t0))s" | tee -a "$L/run.txt"
+		python3 bench/templates/table.py "$L/qgtc.tsv" "$L/torch.tsv" >"$OUT/table.md" 2>>"$L/run.txt"
+		tail -8 "$OUT/table.md"
+		;;
+	esac
+done
+tar czf "$OUT/logs.tgz" -C "$W" logs
+cat "$L/run.txt"
+rm -rf "$W"
