@@ -42,12 +42,13 @@ func (p Profile) Sub(q Profile) Profile {
 // replay them later with one launch (a CUDA graph on a GPU).
 type Recorder interface {
 	Backend
-	// Record starts recording: the ops that follow, Argmax included, are
-	// recorded instead of run, until EndRecord runs them once. Argmax's
-	// destination is filled only then, and again at each Replay, so the
-	// caller keeps it. Upload, Read and Free are not allowed meanwhile
-	// (Free of an op's output included: keep every operand the recorded
-	// ops touch alive until the Recording is closed).
+	// Record starts recording: the ops that follow, Argmax and ReadInts
+	// included, are recorded instead of run, until EndRecord runs them
+	// once. Their destinations are filled only then, and again at each
+	// Replay, so the caller keeps them. Upload, the other Reads and Free
+	// are not allowed meanwhile (Free of an op's output included: keep
+	// every operand the recorded ops touch alive until the Recording is
+	// closed).
 	Record() error
 	// EndRecord ends the recording and runs what was recorded once. On an
 	// error nothing stays recorded.
@@ -57,7 +58,8 @@ type Recorder interface {
 // A Recording is a recorded pass.
 type Recording interface {
 	// Replay runs the recorded ops again on the operands' current
-	// contents and fills the Argmax destinations, waiting for them.
+	// contents and fills the Argmax and ReadInts destinations, waiting
+	// for them.
 	Replay() error
 	// Ops is the number of ops a replay runs.
 	Ops() int64

@@ -352,26 +352,44 @@ func (b *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 	b.CountOp()
 	b.parRows(len(dst), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			row := l[r*cols : (r+1)*cols]
-			// The largest value first (the max builtin has no data-dependent
-			// branch), then its first position: about one mispredicted branch
-			// per row instead of one per new running best.
-			bv := row[0]
-			for _, x := range row[1:] {
-				bv = max(bv, x)
-			}
-			if bv != bv { // a NaN: the running-best scan, whose > never takes one
-				dst[r] = bmm.ArgmaxRow(row)
-				continue
-			}
-			best := 0
-			for row[best] != bv {
-				best++
-			}
-			dst[r] = int32(best)
+			dst[r] = argmaxRow(l[r*cols : (r+1)*cols])
 		}
 	})
 	return nil
+}
+
+// ArgmaxTo implements bmm.Backend: Argmax's rows, each written at its
+// index (distinct, so the rows in parallel never meet).
+func (b *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols int) error {
+	d, idx, l, err := b.ArgmaxOperands(dst, at, logits, cols)
+	if err != nil {
+		return err
+	}
+	b.CountOp()
+	b.parRows(len(idx), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			d[idx[r]] = argmaxRow(l[r*cols : (r+1)*cols])
+		}
+	})
+	return nil
+}
+
+// argmaxRow is bmm.ArgmaxRow: the largest value first (the max builtin
+// has no data-dependent branch), then its first position, about one
+// mispredicted branch per row instead of one per new running best.
+func argmaxRow(row []float32) int32 {
+	bv := row[0]
+	for _, x := range row[1:] {
+		bv = max(bv, x)
+	}
+	if bv != bv { // a NaN: the running-best scan, whose > never takes one
+		return bmm.ArgmaxRow(row)
+	}
+	best := 0
+	for row[best] != bv {
+		best++
+	}
+	return int32(best)
 }
 
 // ReadCodes implements bmm.Backend.

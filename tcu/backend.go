@@ -570,11 +570,11 @@ func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 			return err
 		}
 		defer be.d.pool.put(out.ptr)
-		if err := be.launch("argmax", (len(dst)+255)/256, 256, lv.ptr(), uint64(out.ptr), uint64(len(dst)), uint64(cols)); err != nil {
+		if err := be.launch("argmax", (len(dst)+255)/256, 256, lv.ptr(), 0, uint64(out.ptr), uint64(len(dst)), uint64(cols)); err != nil {
 			return err
 		}
 		if be.rec != nil {
-			return be.argmaxRecorded(dst, out.ptr)
+			return be.copyRecorded(dst, out.ptr)
 		}
 		return be.download(asBytes(dst), out.ptr)
 	})

@@ -121,8 +121,8 @@ type recording struct {
 	held        []uintptr // device blocks freed while recording: the graph still uses them
 }
 
-// recOut is an Argmax of the recording: the predictions land in host, then
-// go to dst.
+// recOut is an Argmax or ReadInts of the recording: the predictions land
+// in host, then go to dst.
 type recOut struct {
 	dst  []int32
 	host *HostBuffer
@@ -254,9 +254,9 @@ func (r *recording) close() error {
 	return errors.Join(errs...)
 }
 
-// argmaxRecorded queues argmax's copy down into a host buffer of the
-// recording. Device thread only.
-func (be *Backend) argmaxRecorded(dst []int32, out uintptr) error {
+// copyRecorded queues the copy of an Argmax or ReadInts down into a host
+// buffer of the recording. Device thread only.
+func (be *Backend) copyRecorded(dst []int32, out uintptr) error {
 	h, err := be.d.allocHost(4 * len(dst))
 	if err != nil {
 		return err

@@ -211,8 +211,11 @@ extern "C" __global__ void rowsums(const u64* __restrict__ a, float* __restrict_
 
 // argmax writes each row's first column of its largest value, scanning
 // with > from column 0 (a NaN never wins, one in column 0 keeps 0), as
-// layers.QArgmax: a thread per row, rows are a few classes wide.
-extern "C" __global__ void argmax(const float* __restrict__ y, int* __restrict__ out, long long rows, long long cols) {
+// layers.QArgmax: a thread per row, rows are a few classes wide. Row r
+// goes to out[idx[r]] (ArgmaxTo: a batch's nodes in a graph-sized array,
+// distinct, so no two threads meet), or to out[r] where idx is null.
+extern "C" __global__ void argmax(const float* __restrict__ y, const int* __restrict__ idx, int* __restrict__ out,
+                                  long long rows, long long cols) {
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* row = y + r * cols;
@@ -222,5 +225,5 @@ extern "C" __global__ void argmax(const float* __restrict__ y, int* __restrict__
     const float x = row[j];
     if (x > run) run = x, best = j;
   }
-  out[r] = best;
+  out[idx ? idx[r] : r] = best;
 }
