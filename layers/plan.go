@@ -421,7 +421,6 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		}
 	}
 	r := &Result{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
-	fillPred(r.Pred)
 	before := p.Backend.Traffic()
 	batches := d.Eval
 	if p.merges(d) {
@@ -443,6 +442,7 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 			return r, nil
 		}
 	}
+	fillPred(r.Pred) // a replay writes every node; the other passes only their batches'
 	if l := p.laneCount(len(batches)); l > 1 && !p.closed && p.disjointOK(d) {
 		if err := p.runLanes(l, r, d, in, sparse, progress); err != nil {
 			return nil, err
@@ -634,6 +634,7 @@ type batchIn struct {
 	feat                bmm.GraphOperand
 	dinv, fs, dfs, mean bmm.Vector
 	featSums            bmm.Vector
+	nodes               bmm.Index // the batch's nodes, where a replay's argmax writes
 	x                   value
 	// sparseFirst: the linears of the features sum W's code rows over the
 	// feature lists (feat).

@@ -13,8 +13,8 @@ import (
 
 // taping is the generic backend as a bmm.Recorder: while recording, ops
 // are kept as closures and run at EndRecord and each Replay, which first
-// clears the Argmax destinations, so a plan that reads them early or
-// keeps stale ones fails.
+// clears the Argmax and ReadInts destinations, so a plan that reads them
+// early or keeps stale ones fails.
 type taping struct {
 	bmm.Backend
 	tape    []func() error
@@ -149,6 +149,31 @@ func (t *taping) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 	return t.do(func() error { return t.Backend.Argmax(dst, logits, cols) })
 }
 
+func (t *taping) UploadIndex(idx []int32, bound int) (bmm.Index, error) {
+	if t.on {
+		return nil, errTaped
+	}
+	return t.Backend.UploadIndex(idx, bound)
+}
+
+func (t *taping) NewInts(n int, fill int32) (bmm.Ints, error) {
+	if t.on {
+		return nil, errTaped // a fill recorded would run at every replay
+	}
+	return t.Backend.NewInts(n, fill)
+}
+
+func (t *taping) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols int) error {
+	return t.do(func() error { return t.Backend.ArgmaxTo(dst, at, logits, cols) })
+}
+
+func (t *taping) ReadInts(dst []int32, v bmm.Ints) error {
+	if t.on {
+		t.dsts = append(t.dsts, dst)
+	}
+	return t.do(func() error { return t.Backend.ReadInts(dst, v) })
+}
+
 // TestPlanReplay: a resident plan with Replay records its second pass and
 // replays it from then on; every pass predicts what a plain plan does, over
 // batches run merged and one by one, from sparse and packed features. A
@@ -190,5 +215,51 @@ func TestPlanReplay(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPlanReplayUncovered: a replay scatters its predictions on the
+// backend into one graph-sized array set to −1 once. With a batch left
+// out, its nodes stay −1 in every replayed pass; with a batch twice in a
+// merged pass (a node twice in one index, which the backend refuses) the
+// replay scatters on the host. Either way every pass predicts what a
+// plain plan does.
+func TestPlanReplayUncovered(t *testing.T) {
+	m, d, in := unequalData(t, GCN, 4, 4, false)
+	for _, c := range []struct {
+		name  string
+		eval  []*Batch
+		merge MergeMode
+	}{
+		{"gap/merged", []*Batch{d.Eval[0], d.Eval[2]}, MergeOn},
+		{"gap/batches", []*Batch{d.Eval[2], d.Eval[0]}, MergeOff},
+		{"twice/merged", []*Batch{d.Eval[1], d.Eval[1]}, MergeOn},
+		{"twice/batches", []*Batch{d.Eval[1], d.Eval[1]}, MergeOff},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dd := *d
+			dd.Eval = c.eval
+			ref := bmm.NewGenericBackend()
+			rp, err := m.Compile(ref)
+			require.NoError(t, err)
+			want, err := rp.Run(&dd, in, false, nil)
+			require.NoError(t, err)
+			require.NoError(t, rp.Close())
+			require.Contains(t, want.Pred, int32(-1), "some node in no batch")
+			be := &taping{Backend: bmm.NewGenericBackend()}
+			p, err := m.Compile(be)
+			require.NoError(t, err)
+			p.Merge, p.Resident, p.Replay = c.merge, true, true
+			for pass := range 4 {
+				run, err := p.Run(&dd, in, false, nil)
+				require.NoError(t, err)
+				require.Equal(t, want.Pred, run.Pred, "pass %d", pass)
+				require.Equal(t, pass > 0, run.Replayed, "pass %d", pass)
+			}
+			require.Equal(t, 3, be.replays)
+			require.Equal(t, c.name != "twice/merged", p.replay.dst != nil, "scattered on the backend")
+			require.NoError(t, p.Close())
+			require.NoError(t, be.Close())
+		})
 	}
 }
