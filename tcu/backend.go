@@ -35,6 +35,7 @@ type Backend struct {
 	fns    map[string]uintptr // agg.cu's kernels
 	prof   bmm.Profile
 	tm     timing
+	kp     kprof      // per-kernel timing (kprof.go)
 	rec    *recording // the pass being recorded (device thread only)
 }
 
@@ -95,7 +96,7 @@ func (be *Backend) Close() error {
 		return errors.Join(errs...)
 	}
 	errs = append(errs, be.d.run(func() error {
-		var errs []error
+		errs := []error{be.closeKernelEvents()}
 		for i, e := range be.tm.ev {
 			if e != nil {
 				errs = append(errs, e.destroy())
@@ -554,6 +555,7 @@ func (be *Backend) download(dst []byte, src uintptr) error {
 // first largest, NaN never winning, as layers.QArgmax), then the int32
 // predictions come back.
 func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
+	be.setOp("Argmax")
 	lv, err := be.vector(logits)
 	if err != nil {
 		return err
@@ -591,10 +593,13 @@ func (be *Backend) launch(name string, blocks, threads int, params ...uint64) er
 	if err := be.queued(); err != nil {
 		return err
 	}
+	if err := be.kernelBegin(name, blocks, threads); err != nil {
+		return err
+	}
 	if err := be.d.launch(be.fns[name], [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, be.d.stream, params...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return nil
+	return be.kernelEnd()
 }
 
 // The operand checks: a live operand of this backend, or ErrForeign.

@@ -126,11 +126,20 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	if err := be.queued(); err != nil {
 		return err
 	}
-	return be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, params...)
+	if be.kp.on {
+		if err := be.kernelBegin("bmm_mma "+cfg.String(), blocks, cfg.threads()); err != nil {
+			return err
+		}
+	}
+	if err := be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, params...); err != nil {
+		return err
+	}
+	return be.kernelEnd()
 }
 
 // MulBit implements bmm.Backend.
 func (be *Backend) MulBit(dst bmm.Bits, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("MulBit")
 	da, db, m, n, err := be.product(a, b)
 	if err != nil {
 		return err
@@ -151,6 +160,7 @@ func (be *Backend) MulBit(dst bmm.Bits, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requa
 
 // MulFloat implements bmm.Backend.
 func (be *Backend) MulFloat(dst bmm.Vector, a, b bmm.Bits, ep *bmm.Epi) error {
+	be.setOp("MulFloat")
 	da, db, m, n, err := be.product(a, b)
 	if err != nil {
 		return err
@@ -172,6 +182,7 @@ func (be *Backend) MulFloat(dst bmm.Vector, a, b bmm.Bits, ep *bmm.Epi) error {
 // MulCodes implements bmm.Backend (see mul): the codes are those MulBit
 // packs, the same epilogue value through the same quantizer.
 func (be *Backend) MulCodes(dst bmm.Codes, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("MulCodes")
 	da, db, m, n, err := be.product(a, b)
 	if err != nil {
 		return err
@@ -315,11 +326,18 @@ func (be *Backend) zeroOut(dst *devBits) error {
 	if dst == nil {
 		return nil
 	}
-	return be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords())
+	if err := be.kernelBegin("memset", 0, 0); err != nil {
+		return err
+	}
+	if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
+		return err
+	}
+	return be.kernelEnd()
 }
 
 // AggBit implements bmm.Backend.
 func (be *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("AggBit")
 	dd, err := be.bitsOf(dst)
 	if err != nil {
 		return err
@@ -329,6 +347,7 @@ func (be *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm
 
 // AggCodes implements bmm.Backend.
 func (be *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("AggCodes")
 	dc, err := be.codes(dst)
 	if err != nil {
 		return err
@@ -339,6 +358,7 @@ func (be *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *
 // AggFloat implements bmm.Backend: dst holds rows·cols values, rows those
 // of g.
 func (be *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi) error {
+	be.setOp("AggFloat")
 	dv, err := be.vector(dst)
 	if err != nil {
 		return err
@@ -359,6 +379,7 @@ func (be *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep 
 
 // RowSums implements bmm.Backend: a warp per row of a (packed by rows).
 func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
+	be.setOp("RowSums")
 	dv, err := be.vector(dst)
 	if err != nil {
 		return err
@@ -431,6 +452,7 @@ func (be *Backend) addOp(mode int, o uint64, rows, cols, qbits int, dst *devBits
 
 // AddBit implements bmm.Backend.
 func (be *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	be.setOp("AddBit")
 	dd, err := be.bitsOf(dst)
 	if err != nil {
 		return err
@@ -440,6 +462,7 @@ func (be *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requa
 
 // AddCodes implements bmm.Backend.
 func (be *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	be.setOp("AddCodes")
 	dc, err := be.codes(dst)
 	if err != nil {
 		return err
@@ -449,6 +472,7 @@ func (be *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Re
 
 // AddFloat implements bmm.Backend.
 func (be *Backend) AddFloat(dst bmm.Vector, x, y bmm.Vector, relu bool) error {
+	be.setOp("AddFloat")
 	dv, err := be.vector(dst)
 	if err != nil {
 		return err

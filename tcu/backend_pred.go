@@ -84,6 +84,7 @@ func (be *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols 
 	if err := bmm.CheckArgmaxTo(d.n, ix.n, ix.bound, lv.n, cols); err != nil {
 		return err
 	}
+	be.setOp("ArgmaxTo")
 	return be.d.run(func() error {
 		return be.launch("argmax", (ix.n+255)/256, 256, lv.ptr(), ix.ptr(), d.ptr(), uint64(ix.n), uint64(cols))
 	})

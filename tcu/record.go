@@ -95,6 +95,7 @@ func (be *Backend) waitCopy(copy func() error, into *time.Duration) error {
 		be.prof.Device += be.since(0, 1)
 		be.tm.busy = false
 	}
+	be.kernelRead()
 	if into != nil {
 		*into += be.since(1, 2)
 	}
