@@ -17,9 +17,8 @@ import (
 // layout itself, so an op's packed output is the next op's operand as it
 // lies; the wgmma kernel's tiled layout depends on each launch's tile and
 // is left to a later change. Products past int32 are summed from plane
-// groups on the device (mul). Aggregations, re-quantization into byte
-// codes, the wide products' sums and epilogue, row sums and argmax are
-// kernels/agg.cu.
+// groups on the device (mul). Aggregations, the wide products' sums and
+// epilogue, row sums and argmax are kernels/agg.cu.
 //
 // Traffic counts every byte copied between host and device: the uploads
 // and the downloads of Argmax and the Read methods. Ops copy nothing (a
@@ -42,7 +41,7 @@ type Backend struct {
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg", "requant", "widen", "wideout", "add", "rowsums", "argmax"}
+var aggKernels = []string{"agg", "widen", "wideout", "add", "rowsums", "argmax"}
 
 // NewBackend returns the resident backend on k's device. It compiles (or
 // loads from the kernel cache) kernels/agg.cu up front, so that a broken

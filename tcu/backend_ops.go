@@ -75,7 +75,7 @@ func (p planes) ptr() uint64 { return p.t.ptr() + uint64(8*p.p0*p.t.lay.planeWor
 // first): the launch Kernel.prepare makes for one job, with device
 // addresses for every operand and no copy at all: the descriptor is a
 // kernel parameter. Device thread only.
-func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
+func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, qbits int, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
 	m, n := a.t.rows, b.t.cols
 	if mode == modeBit {
 		if err := be.zeroOut(dst); err != nil {
@@ -110,10 +110,13 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	if l, ok := a.t.lists[cfg.bm]; ok {
 		p.Kptr, p.Kidx = l[0], l[1]
 	}
-	if mode == modeBit {
+	switch mode {
+	case modeBit:
 		p.OutBits, p.OutByCols = int32(dst.bits), b2i(dst.packing == bittensor.ByCols)
 		p.OutLw32, p.OutPlane = int32(2*dst.lay.lw), int64(2*dst.lay.planeWords())
 		p.RqScale, p.RqOffset = rq.Scale, rq.Offset
+	case modeCodes:
+		p.OutBits, p.RqScale, p.RqOffset = int32(qbits), rq.Scale, rq.Offset
 	}
 	desc, blocks, err := packLaunch([]prob{p}, cfg.bm, cfg.bn)
 	if err != nil {
@@ -220,22 +223,13 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 	if bmm.MaxSum(k, a.bits, b.bits) <= math.MaxInt32 {
 		switch mode {
 		case outFloat:
-			return be.mulLaunch(modeFloat, out, nil, whole(a), whole(b), ep, relu, rq)
+			return be.mulLaunch(modeFloat, out, nil, 0, whole(a), whole(b), ep, relu, rq)
 		case outBits:
-			return be.mulLaunch(modeBit, out, dst, whole(a), whole(b), ep, relu, rq)
+			return be.mulLaunch(modeBit, out, dst, 0, whole(a), whole(b), ep, relu, rq)
 		}
-		if m*n == 0 {
-			return nil
-		}
-		tmp, err := be.d.alloc(4 * m * n)
-		if err != nil {
-			return err
-		}
-		defer be.d.pool.put(tmp.ptr) // reused only by work queued after requant
-		if err := be.mulLaunch(modeFloat, uint64(tmp.ptr), nil, whole(a), whole(b), ep, relu, rq); err != nil {
-			return err
-		}
-		return be.launch("requant", be.gridFor(m*n), 256, uint64(tmp.ptr), out, uint64(m*n), f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits))
+		// The codes straight from the epilogue: the float MulFloat writes,
+		// through the quantizer MulBit packs with, one launch.
+		return be.mulLaunch(modeCodes, out, nil, qbits, whole(a), whole(b), ep, relu, rq)
 	}
 	if err := be.zeroOut(dst); err != nil {
 		return err
@@ -257,7 +251,7 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 	for i0 := 0; i0 < a.bits; i0 += ga {
 		for j0 := 0; j0 < b.bits; j0 += gb {
 			pa, pb := planes{a, i0, min(ga, a.bits-i0)}, planes{b, j0, min(gb, b.bits-j0)}
-			if err := be.mulLaunch(modeInt, part, nil, pa, pb, [6]uint64{}, false, rq); err != nil {
+			if err := be.mulLaunch(modeInt, part, nil, 0, pa, pb, [6]uint64{}, false, rq); err != nil {
 				return err
 			}
 			if err := be.launch("widen", be.gridFor(m*n), 256, part, acc, uint64(m*n), uint64(b2i(exact)), uint64(i0+j0)); err != nil {

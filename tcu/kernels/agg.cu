@@ -1,9 +1,8 @@
 // The resident backend's kernels beside the bit products (tcu/backend.go):
 // edge-list aggregation of byte codes with the fused epilogue into float,
-// byte-code or packed-bit outputs; float to byte-code re-quantization; the
-// sums and epilogue of products past int32; the sum of two float
-// branches; row sums of packed codes;
-// argmax per row. Every parameter is 64 bits wide
+// byte-code or packed-bit outputs; the sums and epilogue of products past
+// int32; the sum of two float branches; row sums of packed codes; argmax
+// per row. Every parameter is 64 bits wide
 // (Device.launch); floats arrive as their bit patterns. The epilogue and the
 // re-quantization are common.cuh's, bit for bit bmm's.
 #include "common.cuh"
@@ -126,16 +125,6 @@ __device__ __forceinline__ void storeOut(float t, long long i, long long r, long
   u32* word = (u32*)out + line * outLw32 + (pos >> 5);
   for (int p = 0; p < outBits; p++) {
     if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (pos & 31));
-  }
-}
-
-// requant writes the byte codes of n float32 values: MulCodes is the float
-// product followed by this, the same codes MulBit packs.
-extern "C" __global__ void requant(const float* __restrict__ y, u8* __restrict__ out, long long n, long long rqScale,
-                                   long long rqOffset, long long bits) {
-  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    out[i] = (u8)quantize(y[i], scale, offset, (int)bits);
   }
 }
 
