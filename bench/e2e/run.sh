@@ -35,14 +35,14 @@ print(" ".join(f(r.get(k, 0)) for k in sys.argv[2:]))' "$@"; }
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores" | tee "$OUT/env.txt"
 
 if [[ " $STEPS " == *" check "* ]]; then
-  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
+  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestPlanReplayUncoveredOnDevice|TestKernelProfileOnDevice|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
     >"$OUT/tcu-test.log" 2>&1
   echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' "$OUT/tcu-test.log") passed, $(grep -cE '^\s*--- FAIL' "$OUT/tcu-test.log") failed; $(grep -m1 'wgmma on' "$OUT/tcu-test.log")"
   grep -E '^\s*--- FAIL' "$OUT/tcu-test.log" | head -20
   # The sanitizers on the resident backend's ops and a whole SAGE plan.
   for tool in memcheck racecheck; do
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 $B/tcu.test -test.run \
-      "${SANITIZE:-TestBackendSuite/(adds|aggregations|chains)|TestPlanOnDevice/sage/bits=4/agg=(dense|sparse)|TestPlanReplayOnDevice/(gcn|sage)/bits=4}" -test.short \
+      "${SANITIZE:-TestBackendSuite/(adds|aggregations|chains|requant|argmaxto)|TestPlanOnDevice/sage/bits=4/agg=(dense|sparse)|TestPlanReplayOnDevice/(gcn|sage)/bits=4}" -test.short \
       >"$OUT/san-$tool.log" 2>&1 &
   done
   wait
