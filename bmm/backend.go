@@ -24,7 +24,9 @@ import (
 //
 // Ops may run asynchronously: an op's inputs must stay untouched and alive
 // until a later Argmax or Read (which wait for every op before them), and
-// operands are released with Free once no op will read them. A Backend is
+// operands are released with Free once no op queued later will read them
+// (Free may come before the ops queued earlier finish: the backend keeps
+// the memory until they have). A Backend is
 // used by one goroutine at a time; a Forker gives more goroutines forks of
 // itself that run ops at the same time on the same operands.
 type Backend interface {

@@ -96,7 +96,7 @@ func (p *Plan) record(rec bmm.Recorder, batches []*Batch, key replayKey, in *Inp
 	rp := &replayed{key: key}
 	// The nodes go up, and the predictions are set to −1, before
 	// recording: neither is part of a replay.
-	idx := p.nodeIndexes(batches, key.d.Graph.N(), in, sparse)
+	idx := p.nodeIndexes(batches, key.d.Graph.N())
 	if idx != nil {
 		var err error
 		if rp.dst, err = p.Backend.NewInts(key.d.Graph.N(), -1); err != nil {
@@ -179,23 +179,17 @@ func (p *Plan) returnOuts(rp *replayed) {
 	}
 }
 
-// nodeIndexes returns each batch's nodes as an index on the backend,
-// uploaded once and kept with the batch's other uploads; nil where the
-// backend refuses one (a node twice in a merged batch, or outside the
-// graph), and the pass then scatters on the host.
-func (p *Plan) nodeIndexes(batches []*Batch, n int, in *Input, sparse bool) []bmm.Index {
+// nodeIndexes returns each batch's nodes as an index on the backend
+// (nodeIndex); nil where the backend refuses one, and the pass then
+// scatters on the host.
+func (p *Plan) nodeIndexes(batches []*Batch, n int) []bmm.Index {
 	idx := make([]bmm.Index, len(batches))
 	for i, b := range batches {
-		k := p.kept[keptKey{b, in, sparse}]
-		if k.nodes == nil {
-			ix, err := p.Backend.UploadIndex(b.Nodes, n)
-			if err != nil {
-				return nil
-			}
-			k.nodes = ix
-			k.owned = append(k.owned, ix)
+		ix, err := p.nodeIndex(b, n)
+		if err != nil || ix == nil {
+			return nil
 		}
-		idx[i] = k.nodes
+		idx[i] = ix
 	}
 	return idx
 }
