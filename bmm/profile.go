@@ -18,7 +18,8 @@ type Profiler interface {
 // Profile is what a Profiler measured since it was made.
 type Profile struct {
 	// Upload is the wall time of the uploads: packing into staging memory
-	// and the copies up.
+	// and the copies up (where a copy runs without the host waiting for
+	// it, queuing it: the copy itself counts in Device).
 	Upload time.Duration
 	// Device is the device's time from the first op queued after a wait to
 	// the next wait (a download or an upload that syncs); gaps where the

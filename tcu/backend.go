@@ -233,8 +233,13 @@ func (be *Backend) track(m *devMem, buf *Buffer) {
 	be.live[m] = struct{}{}
 }
 
-// upload copies the region's parts into a new device buffer through the
-// pinned staging buffer and waits for the copy. Device thread only.
+// upload copies the region's parts into a new device buffer through a
+// pinned buffer of the upload ring, and queues the copy on the stream
+// without waiting for it: ops queued after it read it, and the host goes
+// on packing the next upload meanwhile. (A freed block the buffer reuses
+// is written only after the ops queued before, which read it.) Uploads
+// past upRingMax go through the shared staging buffer and wait. Device
+// thread only.
 func (be *Backend) upload(r *region) (*Buffer, error) {
 	if be.rec != nil {
 		return nil, fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
@@ -245,7 +250,26 @@ func (be *Backend) upload(r *region) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.size > 0 {
+	if r.size > 0 && r.size <= upRingMax {
+		err := func() error {
+			s, err := be.d.upStaging(r.size)
+			if err != nil {
+				return err
+			}
+			r.fill(s.h.Bytes())
+			if err := be.spanOpen(); err != nil { // the copy is device time
+				return err
+			}
+			if err := be.d.htod(buf.ptr, s.h.ptr, r.size); err != nil {
+				return err
+			}
+			return be.d.copied(s)
+		}()
+		if err != nil {
+			_ = be.d.pool.put(buf.ptr)
+			return nil, err
+		}
+	} else if r.size > 0 {
 		st, err := be.d.staging(r.size)
 		if err != nil {
 			_ = be.d.pool.put(buf.ptr)

@@ -60,6 +60,12 @@ func (be *Backend) queued() error {
 	}
 	be.tr.Ops++
 	be.prof.Launches++
+	return be.spanOpen()
+}
+
+// spanOpen opens a busy span unless one is open: before a kernel, or an
+// upload's copy that nothing waits for.
+func (be *Backend) spanOpen() error {
 	if be.tm.busy {
 		return nil
 	}

@@ -35,7 +35,7 @@ print(" ".join(f(r.get(k, 0)) for k in sys.argv[2:]))' "$@"; }
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores" | tee "$OUT/env.txt"
 
 if [[ " $STEPS " == *" check "* ]]; then
-  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestPlanReplayUncoveredOnDevice|TestKernelProfileOnDevice|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
+  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestPlanReplayUncoveredOnDevice|TestKernelProfileOnDevice|TestUploadRing|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
     >"$OUT/tcu-test.log" 2>&1
   echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' "$OUT/tcu-test.log") passed, $(grep -cE '^\s*--- FAIL' "$OUT/tcu-test.log") failed; $(grep -m1 'wgmma on' "$OUT/tcu-test.log")"
   grep -E '^\s*--- FAIL' "$OUT/tcu-test.log" | head -20
