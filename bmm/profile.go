@@ -74,6 +74,16 @@ type Recording interface {
 	Close() error
 }
 
+// A ReplayerInto is a Recording that can fill other destinations than the
+// ones recorded: ReplayInto replays it with its ReadInts destinations, in
+// the order they were recorded, replaced by dsts (each of its length),
+// for this replay and the later ones. A caller whose destination is new
+// each pass saves a copy.
+type ReplayerInto interface {
+	Recording
+	ReplayInto(dsts ...[]int32) error
+}
+
 // KernelTime is the device time of one kernel (or memset) a
 // KernelProfiler launched.
 type KernelTime struct {

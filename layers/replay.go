@@ -15,7 +15,8 @@ type replayed struct {
 	// dst holds every node's prediction on the backend, −1 outside the
 	// batches (set once: every replay writes the same nodes), where each
 	// batch's argmax scatters (ArgmaxTo); all is the recording's one
-	// ReadInts of it. Without them (a node in two batches of a merged
+	// ReadInts of it (until a bmm.ReplayerInto replays into each pass's
+	// result instead). Without them (a node in two batches of a merged
 	// pass, whose index the backend refuses), preds are the recording's
 	// Argmax destinations, per batch, scattered on the host.
 	dst   bmm.Ints
@@ -69,13 +70,24 @@ func (p *Plan) replayRun(r *Result, batches []*Batch, key replayKey, in *Input, 
 			return false, nil
 		}
 		p.replay = rp
-	} else if err := p.replay.rec.Replay(); err != nil {
-		return true, err
+		if rp.all != nil {
+			copyPred(r.Pred, rp.all)
+		}
+	} else if ri, ok := p.replay.rec.(bmm.ReplayerInto); ok && p.replay.all != nil {
+		// The predictions straight into this pass's result: no copy between.
+		if err := ri.ReplayInto(r.Pred); err != nil {
+			return true, err
+		}
+	} else {
+		if err := p.replay.rec.Replay(); err != nil {
+			return true, err
+		}
+		if p.replay.all != nil {
+			copyPred(r.Pred, p.replay.all)
+		}
 	}
 	rp := p.replay
-	if rp.all != nil {
-		copyPred(r.Pred, rp.all)
-	} else {
+	if rp.all == nil {
 		fillPred(r.Pred)
 		for i, b := range rp.batches {
 			scatterPred(r.Pred, b.Nodes, rp.preds[i])

@@ -599,7 +599,7 @@ func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 			return err
 		}
 		if be.rec != nil {
-			return be.copyRecorded(dst, out.ptr)
+			return be.copyRecorded(dst, out.ptr, false)
 		}
 		return be.download(asBytes(dst), out.ptr)
 	})

@@ -109,7 +109,7 @@ func (be *Backend) ReadInts(dst []int32, v bmm.Ints) error {
 			if len(dst) == 0 {
 				return nil
 			}
-			return be.copyRecorded(dst, d.buf.ptr)
+			return be.copyRecorded(dst, d.buf.ptr, true)
 		}
 		return be.download(asBytes(dst), d.buf.ptr)
 	})

@@ -133,7 +133,8 @@ func coraModel(t *testing.T, ds *subgraph.Dataset, d *layers.Data, kind, norm st
 // TestPlanReplayUncoveredOnDevice: a replay over three of Cora's four
 // batches scatters its predictions on the device into one array set to −1
 // once; the left-out batch's nodes stay −1 in every replayed pass, as in
-// the generic backend's plain pass, merged or batch by batch.
+// the generic backend's plain pass, merged or batch by batch; each pass's
+// result stays its own (the replays fill each pass's result directly).
 func TestPlanReplayUncoveredOnDevice(t *testing.T) {
 	k := gpuKernel(t)
 	ds, d := coraQuarters(t)
@@ -157,11 +158,16 @@ func TestPlanReplayUncoveredOnDevice(t *testing.T) {
 			require.NoError(t, err)
 			defer p.Close()
 			p.Merge, p.Resident, p.Replay = merge, true, true
+			var runs []*layers.Result
 			for pass := range 4 {
 				run, err := p.Run(&dd, in, false, nil)
 				require.NoError(t, err)
 				require.Equal(t, want.Pred, run.Pred, "pass %d", pass)
 				require.Equal(t, pass > 0, run.Replayed, "pass %d replayed", pass)
+				runs = append(runs, run)
+			}
+			for i, run := range runs { // a replay fills its own pass's result only
+				require.Equal(t, want.Pred, run.Pred, "pass %d, after the later ones", i)
 			}
 		})
 	}
