@@ -171,9 +171,8 @@ func (h *Host) NewInts(n int, fill int32) (Ints, error) {
 // ArgmaxOperands resolves and checks ArgmaxTo's operands: the
 // destination's values, the index's and the logits'.
 func (h *Host) ArgmaxOperands(dst Ints, at Index, logits Vector, cols int) (d, idx []int32, l []float32, err error) {
-	di, ok := dst.(*HostInts)
-	if !ok || !di.Alive(h) {
-		return nil, nil, nil, Foreign("argmax destination")
+	if d, err = h.Ints(dst, "argmax destination"); err != nil {
+		return nil, nil, nil, err
 	}
 	ix, ok := at.(*HostIndex)
 	if !ok || !ix.Alive(h) {
@@ -182,19 +181,28 @@ func (h *Host) ArgmaxOperands(dst Ints, at Index, logits Vector, cols int) (d, i
 	if l, err = h.Floats(logits, "logits"); err != nil {
 		return nil, nil, nil, err
 	}
-	return di.V, ix.V, l, CheckArgmaxTo(len(di.V), len(ix.V), ix.Max, len(l), cols)
+	return d, ix.V, l, CheckArgmaxTo(len(d), len(ix.V), ix.Max, len(l), cols)
+}
+
+// Ints returns the values of h's live operand v, or ErrForeign naming
+// what.
+func (h *Host) Ints(v Ints, what string) ([]int32, error) {
+	if s, ok := v.(*HostInts); ok && s.Alive(h) {
+		return s.V, nil
+	}
+	return nil, Foreign(what)
 }
 
 // ReadInts implements Backend.
 func (h *Host) ReadInts(dst []int32, v Ints) error {
-	s, ok := v.(*HostInts)
-	if !ok || !s.Alive(h) {
-		return Foreign("ints")
+	s, err := h.Ints(v, "ints")
+	if err != nil {
+		return err
 	}
-	if len(dst) != len(s.V) {
-		return fmt.Errorf("%w: reading %d ints into %d", ErrShape, len(s.V), len(dst))
+	if len(dst) != len(s) {
+		return fmt.Errorf("%w: reading %d ints into %d", ErrShape, len(s), len(dst))
 	}
-	copy(dst, s.V)
+	copy(dst, s)
 	return nil
 }
 

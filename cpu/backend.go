@@ -374,6 +374,35 @@ func (b *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols i
 	return nil
 }
 
+// NewInts implements bmm.Backend: the fill on all cores (a graph's
+// predictions: millions of values, once a pass).
+func (b *Backend) NewInts(n int, fill int32) (bmm.Ints, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %d ints", bmm.ErrShape, n)
+	}
+	v := make([]int32, n)
+	b.parRows(n, func(lo, hi int) {
+		s := v[lo:hi]
+		for i := range s {
+			s[i] = fill
+		}
+	})
+	return &bmm.HostInts{HostOperand: b.Operand(), V: v}, nil
+}
+
+// ReadInts implements bmm.Backend: the copy on all cores.
+func (b *Backend) ReadInts(dst []int32, v bmm.Ints) error {
+	s, err := b.Ints(v, "ints")
+	if err != nil {
+		return err
+	}
+	if len(dst) != len(s) {
+		return fmt.Errorf("%w: reading %d ints into %d", bmm.ErrShape, len(s), len(dst))
+	}
+	b.parRows(len(s), func(lo, hi int) { copy(dst[lo:hi], s[lo:hi]) })
+	return nil
+}
+
 // argmaxRow is bmm.ArgmaxRow: the largest value first (the max builtin
 // has no data-dependent branch), then its first position, about one
 // mispredicted branch per row instead of one per new running best.
