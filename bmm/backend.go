@@ -24,7 +24,9 @@ import (
 //
 // Ops may run asynchronously: an op's inputs must stay untouched and alive
 // until a later Argmax or Read (which wait for every op before them), and
-// operands are released with Free once no op will read them. A Backend is
+// operands are released with Free once no op queued later will read them
+// (Free may come before the ops queued earlier finish: the backend keeps
+// the memory until they have). A Backend is
 // used by one goroutine at a time; a Forker gives more goroutines forks of
 // itself that run ops at the same time on the same operands.
 type Backend interface {
@@ -44,10 +46,18 @@ type Backend interface {
 	// UploadGraph makes g an aggregation's left operand over srcRows rows.
 	UploadGraph(g *Graph, srcRows int) (GraphOperand, error)
 
+	// UploadIndex makes idx, distinct values in [0, bound), a backend
+	// operand: the nodes a batch's rows stand for, where ArgmaxTo writes.
+	// A value out of range or repeated is refused with ErrIndex. The
+	// reference rule of UploadBits holds.
+	UploadIndex(idx []int32, bound int) (Index, error)
+
 	// NewBits, NewCodes and NewVector allocate outputs on the backend.
 	NewBits(rows, cols, bits int, packing bittensor.Packing) (Bits, error)
 	NewCodes(rows, cols, bits int) (Codes, error)
 	NewVector(n int) (Vector, error)
+	// NewInts allocates n int32 values, each set to fill.
+	NewInts(n int, fill int32) (Ints, error)
 
 	// MulBit writes rq(ep(A·B)) into dst (M×N, any packing): the fused
 	// inter-layer step. A is packed by rows, B by columns.
@@ -82,9 +92,18 @@ type Backend interface {
 	// the first largest value, a NaN never replacing the best. It waits
 	// for every op before it.
 	Argmax(dst []int32, logits Vector, cols int) error
+	// ArgmaxTo writes ArgmaxRow of row r of the rows×cols logits (rows =
+	// at.Len()) into dst[at[r]] on the backend and leaves dst's other
+	// values as they are: the predictions of every batch go to one
+	// graph-sized operand at the batches' nodes, and come back in one
+	// ReadInts. at.Bound() must not pass dst.Len() (ErrShape).
+	ArgmaxTo(dst Ints, at Index, logits Vector, cols int) error
 	// ReadVector copies v to the host (logits on request) after every op
 	// before it.
 	ReadVector(dst []float32, v Vector) error
+	// ReadInts copies v to the host (len(dst) = v.Len()) after every op
+	// before it.
+	ReadInts(dst []int32, v Ints) error
 	// ReadBits returns a host copy of b (default padding) and ReadCodes
 	// copies c's codes row-major into dst (len rows·cols), after every op
 	// before them: for traces of intermediates and for bmmtest, which
@@ -157,6 +176,20 @@ type Vector interface {
 	Len() int
 }
 
+// Ints is int32 values on a backend: predictions.
+type Ints interface {
+	Operand
+	Len() int
+}
+
+// Index is distinct values below Bound on a backend: the nodes of a
+// batch's rows.
+type Index interface {
+	Operand
+	Len() int
+	Bound() int
+}
+
 // GraphOperand is an uploaded Graph.
 type GraphOperand interface {
 	Operand
@@ -216,4 +249,7 @@ var (
 	ErrForeign = errors.New("bmm: operand of another backend or freed")
 	// ErrRange: an uploaded code or weight does not fit its bit width.
 	ErrRange = errors.New("bmm: value does not fit its bit width")
+	// ErrIndex: an uploaded index is negative, not below its bound, or
+	// repeated.
+	ErrIndex = errors.New("bmm: index out of range or repeated")
 )

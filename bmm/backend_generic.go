@@ -295,6 +295,18 @@ func (g *genericBackend) Argmax(dst []int32, logits Vector, cols int) error {
 	return nil
 }
 
+func (g *genericBackend) ArgmaxTo(dst Ints, at Index, logits Vector, cols int) error {
+	d, idx, l, err := g.ArgmaxOperands(dst, at, logits, cols)
+	if err != nil {
+		return err
+	}
+	g.CountOp()
+	for r, v := range idx {
+		d[v] = ArgmaxRow(l[r*cols : (r+1)*cols])
+	}
+	return nil
+}
+
 // PreferEdges compares the generic kernel's word operations: a dense
 // aggregation ANDs and counts, per non-zero tile, 64 rows × 4 words for
 // every column and bit plane (it skips no tile, but the tile count is the

@@ -3,6 +3,7 @@ package bmm
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -150,6 +151,51 @@ func CheckRowSums(n int, a *bittensor.Tensor) error {
 func CheckArgmax(rows, n, cols int) error {
 	if cols < 1 || n != rows*cols {
 		return fmt.Errorf("%w: argmax of %d logits as %d rows of %d columns", ErrShape, n, rows, cols)
+	}
+	return nil
+}
+
+// CheckArgmaxTo validates ArgmaxTo of rows×cols logits (n values) at an
+// index of rows values below bound into dst values.
+func CheckArgmaxTo(dst, rows, bound, n, cols int) error {
+	if err := CheckArgmax(rows, n, cols); err != nil {
+		return err
+	}
+	if bound > dst {
+		return fmt.Errorf("%w: argmax at an index bounded by %d into %d values", ErrShape, bound, dst)
+	}
+	return nil
+}
+
+// CheckIndex checks that idx holds distinct values in [0, bound): where
+// a scatter writes, so that no two rows race for one value.
+func CheckIndex(idx []int32, bound int) error {
+	if bound < 0 {
+		return fmt.Errorf("%w: bound %d", ErrIndex, bound)
+	}
+	for i, v := range idx {
+		if v < 0 || int(v) >= bound {
+			return fmt.Errorf("%w: index %d is %d, outside [0, %d)", ErrIndex, i, v, bound)
+		}
+	}
+	// A bitmap over the bound when idx fills enough of it, else a sorted
+	// copy: a small batch of a large graph allocates no graph-sized map.
+	if len(idx) >= bound/32 {
+		seen := make([]uint64, (bound+63)/64)
+		for i, v := range idx {
+			if seen[v/64]&(1<<(v%64)) != 0 {
+				return fmt.Errorf("%w: index %d repeats value %d", ErrIndex, i, v)
+			}
+			seen[v/64] |= 1 << (v % 64)
+		}
+		return nil
+	}
+	s := slices.Clone(idx)
+	slices.Sort(s)
+	for i := 1; i < len(s); i++ {
+		if s[i] == s[i-1] {
+			return fmt.Errorf("%w: value %d repeats", ErrIndex, s[i])
+		}
 	}
 	return nil
 }

@@ -19,8 +19,9 @@
 // where it computes (host slices on the CPU, device memory on a GPU) and
 // runs whole ops on them: fused products into bits, byte codes or floats,
 // aggregations over an edge list (Graph), sums of two float branches
-// (Add*), row sums, argmax. NewGenericBackend
-// is its reference, written plainly on the Generic kernel; products past
+// (Add*), row sums, argmax (to the host, or scattered at a batch's nodes
+// into one graph-sized operand: ArgmaxTo). NewGenericBackend is its
+// reference, written plainly on the Generic kernel; products past
 // int32 go through WideProduct (plane groups, PlaneGroups) on every
 // backend; the Check* functions are the operand rules all backends share,
 // so that they fail alike. bmmtest.TestBackend checks a backend against

@@ -12,8 +12,8 @@ import (
 // generic and cpu backends embed it): bits and vectors wrap the caller's
 // tensors and slices without copying, operands know their Host, Free and
 // Close make them foreign, and ops are counted. It implements the Backend
-// methods that do not compute: uploads and allocations of bits and
-// vectors, their reads, Traffic and Close.
+// methods that do not compute: uploads and allocations of bits, vectors,
+// ints and indices, their reads, Traffic and Close.
 //
 // A Host may have forks (ForkInto): hosts of a backend's forks (Forker),
 // which share its operands and count their ops apart.
@@ -87,6 +87,24 @@ type HostVector struct {
 
 func (v *HostVector) Len() int { return len(v.V) }
 
+// HostInts is a host int32 operand.
+type HostInts struct {
+	HostOperand
+	V []int32
+}
+
+func (v *HostInts) Len() int { return len(v.V) }
+
+// HostIndex is a host index operand: distinct values below Max.
+type HostIndex struct {
+	HostOperand
+	V   []int32
+	Max int
+}
+
+func (v *HostIndex) Len() int   { return len(v.V) }
+func (v *HostIndex) Bound() int { return v.Max }
+
 // Foreign is ErrForeign for the operand named what.
 func Foreign(what string) error { return fmt.Errorf("%w: %s", ErrForeign, what) }
 
@@ -128,6 +146,64 @@ func (h *Host) NewVector(n int) (Vector, error) {
 		return nil, fmt.Errorf("%w: vector of %d values", ErrShape, n)
 	}
 	return &HostVector{h.Operand(), make([]float32, n)}, nil
+}
+
+// UploadIndex implements Backend: the operand is idx itself, checked.
+func (h *Host) UploadIndex(idx []int32, bound int) (Index, error) {
+	if err := CheckIndex(idx, bound); err != nil {
+		return nil, err
+	}
+	return &HostIndex{h.Operand(), idx, bound}, nil
+}
+
+// NewInts implements Backend.
+func (h *Host) NewInts(n int, fill int32) (Ints, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %d ints", ErrShape, n)
+	}
+	v := make([]int32, n)
+	for i := range v {
+		v[i] = fill
+	}
+	return &HostInts{h.Operand(), v}, nil
+}
+
+// ArgmaxOperands resolves and checks ArgmaxTo's operands: the
+// destination's values, the index's and the logits'.
+func (h *Host) ArgmaxOperands(dst Ints, at Index, logits Vector, cols int) (d, idx []int32, l []float32, err error) {
+	if d, err = h.Ints(dst, "argmax destination"); err != nil {
+		return nil, nil, nil, err
+	}
+	ix, ok := at.(*HostIndex)
+	if !ok || !ix.Alive(h) {
+		return nil, nil, nil, Foreign("argmax index")
+	}
+	if l, err = h.Floats(logits, "logits"); err != nil {
+		return nil, nil, nil, err
+	}
+	return d, ix.V, l, CheckArgmaxTo(len(d), len(ix.V), ix.Max, len(l), cols)
+}
+
+// Ints returns the values of h's live operand v, or ErrForeign naming
+// what.
+func (h *Host) Ints(v Ints, what string) ([]int32, error) {
+	if s, ok := v.(*HostInts); ok && s.Alive(h) {
+		return s.V, nil
+	}
+	return nil, Foreign(what)
+}
+
+// ReadInts implements Backend.
+func (h *Host) ReadInts(dst []int32, v Ints) error {
+	s, err := h.Ints(v, "ints")
+	if err != nil {
+		return err
+	}
+	if len(dst) != len(s) {
+		return fmt.Errorf("%w: reading %d ints into %d", ErrShape, len(s), len(dst))
+	}
+	copy(dst, s)
+	return nil
 }
 
 // Tensor returns the tensor of h's live operand o, or ErrForeign naming

@@ -352,26 +352,73 @@ func (b *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 	b.CountOp()
 	b.parRows(len(dst), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			row := l[r*cols : (r+1)*cols]
-			// The largest value first (the max builtin has no data-dependent
-			// branch), then its first position: about one mispredicted branch
-			// per row instead of one per new running best.
-			bv := row[0]
-			for _, x := range row[1:] {
-				bv = max(bv, x)
-			}
-			if bv != bv { // a NaN: the running-best scan, whose > never takes one
-				dst[r] = bmm.ArgmaxRow(row)
-				continue
-			}
-			best := 0
-			for row[best] != bv {
-				best++
-			}
-			dst[r] = int32(best)
+			dst[r] = argmaxRow(l[r*cols : (r+1)*cols])
 		}
 	})
 	return nil
+}
+
+// ArgmaxTo implements bmm.Backend: Argmax's rows, each written at its
+// index (distinct, so the rows in parallel never meet).
+func (b *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols int) error {
+	d, idx, l, err := b.ArgmaxOperands(dst, at, logits, cols)
+	if err != nil {
+		return err
+	}
+	b.CountOp()
+	b.parRows(len(idx), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			d[idx[r]] = argmaxRow(l[r*cols : (r+1)*cols])
+		}
+	})
+	return nil
+}
+
+// NewInts implements bmm.Backend: the fill on all cores (a graph's
+// predictions: millions of values, once a pass).
+func (b *Backend) NewInts(n int, fill int32) (bmm.Ints, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %d ints", bmm.ErrShape, n)
+	}
+	v := make([]int32, n)
+	b.parRows(n, func(lo, hi int) {
+		s := v[lo:hi]
+		for i := range s {
+			s[i] = fill
+		}
+	})
+	return &bmm.HostInts{HostOperand: b.Operand(), V: v}, nil
+}
+
+// ReadInts implements bmm.Backend: the copy on all cores.
+func (b *Backend) ReadInts(dst []int32, v bmm.Ints) error {
+	s, err := b.Ints(v, "ints")
+	if err != nil {
+		return err
+	}
+	if len(dst) != len(s) {
+		return fmt.Errorf("%w: reading %d ints into %d", bmm.ErrShape, len(s), len(dst))
+	}
+	b.parRows(len(s), func(lo, hi int) { copy(dst[lo:hi], s[lo:hi]) })
+	return nil
+}
+
+// argmaxRow is bmm.ArgmaxRow: the largest value first (the max builtin
+// has no data-dependent branch), then its first position, about one
+// mispredicted branch per row instead of one per new running best.
+func argmaxRow(row []float32) int32 {
+	bv := row[0]
+	for _, x := range row[1:] {
+		bv = max(bv, x)
+	}
+	if bv != bv { // a NaN: the running-best scan, whose > never takes one
+		return bmm.ArgmaxRow(row)
+	}
+	best := 0
+	for row[best] != bv {
+		best++
+	}
+	return int32(best)
 }
 
 // ReadCodes implements bmm.Backend.

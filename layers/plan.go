@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -69,6 +70,10 @@ type Plan struct {
 		n     int
 		b     *Batch
 	}
+	// nodeIdx holds each batch's nodes as a backend index, where its
+	// argmax writes (ArgmaxTo); nil for a batch the backend refused (a
+	// node twice in a merged batch).
+	nodeIdx   map[*Batch]bmm.Index
 	closed    bool
 	par       *planLanes // Run's batch-parallel lanes (run.go)
 	replay    *replayed  // the recorded pass (replay.go)
@@ -309,6 +314,10 @@ func (p *Plan) Close() error {
 		in.free()
 	}
 	p.kept = nil
+	for _, ix := range p.nodeIdx {
+		free(ix)
+	}
+	p.nodeIdx = nil
 	p.closeLanes()
 	return nil
 }
@@ -421,7 +430,6 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		}
 	}
 	r := &Result{Pred: make([]int32, d.Graph.N()), Batches: len(d.Eval)}
-	fillPred(r.Pred)
 	before := p.Backend.Traffic()
 	batches := d.Eval
 	if p.merges(d) {
@@ -444,14 +452,31 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		}
 	}
 	if l := p.laneCount(len(batches)); l > 1 && !p.closed && p.disjointOK(d) {
+		fillPred(r.Pred)
 		if err := p.runLanes(l, r, d, in, sparse, progress); err != nil {
 			return nil, err
 		}
 		r.Traffic = p.Backend.Traffic().Sub(before)
 		return r, nil
 	}
+	// The batches' predictions go to one array on the backend, read once
+	// at the end: no wait between batches, so the host packs and uploads
+	// a batch while the device still runs the one before.
+	idx, dst, err := p.scatterTo(batches, d.Graph.N())
+	if err != nil {
+		return nil, err
+	}
+	if dst == nil {
+		fillPred(r.Pred)
+	} else {
+		defer dst.Free()
+	}
 	for i, b := range batches {
-		pack, compute, err := p.runBatch(r, b, in, sparse)
+		var at bmm.Index
+		if dst != nil {
+			at = idx[i]
+		}
+		pack, compute, err := p.runBatchTo(r, b, in, sparse, dst, at)
 		if err != nil {
 			return nil, err
 		}
@@ -460,6 +485,13 @@ func (p *Plan) Run(d *Data, in *Input, sparse bool, progress func(done, total in
 		if progress != nil {
 			progress(i+1, len(batches))
 		}
+	}
+	if dst != nil {
+		t0 := time.Now()
+		if err := p.Backend.ReadInts(r.Pred, dst); err != nil {
+			return nil, err
+		}
+		r.Compute += time.Since(t0)
 	}
 	if r.Merged {
 		r.EdgeListBatches = len(d.Eval)
@@ -511,6 +543,12 @@ func (p *Plan) mergedBatch(d *Data) *Batch {
 // lists, or the bit planes unless a resident plan holds them) and runs it
 // into r; it returns the time of each half.
 func (p *Plan) runBatch(r *Result, b *Batch, in *Input, sparse bool) (pack, compute time.Duration, err error) {
+	return p.runBatchTo(r, b, in, sparse, nil, nil)
+}
+
+// runBatchTo is runBatch whose predictions go to dst at the index at on
+// the backend (ArgmaxTo), or with dst nil to r.Pred.
+func (p *Plan) runBatchTo(r *Result, b *Batch, in *Input, sparse bool, dst bmm.Ints, at bmm.Index) (pack, compute time.Duration, err error) {
 	t0 := time.Now()
 	var x *bittensor.Tensor
 	var sx *Input
@@ -526,26 +564,38 @@ func (p *Plan) runBatch(r *Result, b *Batch, in *Input, sparse bool) (pack, comp
 		}
 	}
 	t1 := time.Now()
-	err = p.predict(r, b, x, sx, &key)
+	err = p.predictTo(r, b, x, sx, &key, dst, at)
 	return t1.Sub(t0), time.Since(t1), err
 }
 
 // predict runs one batch of Run and scatters its predictions into r.
 func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input, key *keptKey) error {
+	return p.predictTo(r, b, x, sx, key, nil, nil)
+}
+
+// predictTo is predict whose predictions go, with dst, to dst at the
+// index at on the backend (ArgmaxTo).
+func (p *Plan) predictTo(r *Result, b *Batch, x *bittensor.Tensor, sx *Input, key *keptKey, dst bmm.Ints, at bmm.Index) error {
 	ps, err := p.pass(b, x, sx, nil, key)
 	defer ps.release()
 	if err != nil {
 		return err
 	}
 	n := b.N()
-	if cap(p.pred) < n {
-		p.pred = make([]int32, n)
+	if dst != nil {
+		if err := p.Backend.ArgmaxTo(dst, at, ps.logits(), p.Model.Classes); err != nil {
+			return err
+		}
+	} else {
+		if cap(p.pred) < n {
+			p.pred = make([]int32, n)
+		}
+		pred := p.pred[:n]
+		if err := p.Backend.Argmax(pred, ps.logits(), p.Model.Classes); err != nil {
+			return err
+		}
+		scatterPred(r.Pred, b.Nodes, pred)
 	}
-	pred := p.pred[:n]
-	if err := p.Backend.Argmax(pred, ps.logits(), p.Model.Classes); err != nil {
-		return err
-	}
-	scatterPred(r.Pred, b.Nodes, pred)
 	r.Stats.InterBytes += ps.st.InterBytes
 	r.Stats.UnfusedBytes += ps.st.UnfusedBytes
 	r.Nodes += n
@@ -553,6 +603,52 @@ func (p *Plan) predict(r *Result, b *Batch, x *bittensor.Tensor, sx *Input, key 
 		r.EdgeListBatches++
 	}
 	return nil
+}
+
+// nodeIndex returns b's nodes as an index below n on the backend,
+// uploaded on b's first run and kept until Close; nil where the backend
+// refuses it (a node twice, in a merged batch), asked once.
+func (p *Plan) nodeIndex(b *Batch, n int) (bmm.Index, error) {
+	if ix, ok := p.nodeIdx[b]; ok && (ix == nil || ix.Bound() == n) {
+		return ix, nil
+	}
+	ix, err := p.Backend.UploadIndex(b.Nodes, n)
+	if errors.Is(err, bmm.ErrIndex) {
+		ix, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if old := p.nodeIdx[b]; old != nil {
+		old.Free()
+	}
+	if p.nodeIdx == nil {
+		p.nodeIdx = map[*Batch]bmm.Index{}
+	}
+	p.nodeIdx[b] = ix
+	return ix, nil
+}
+
+// scatterTo returns each batch's node index and an array of n
+// predictions set to −1 on the backend for ArgmaxTo; a nil array where
+// some batch has no index (its predictions then go through the host).
+func (p *Plan) scatterTo(batches []*Batch, n int) ([]bmm.Index, bmm.Ints, error) {
+	if len(batches) == 0 || p.closed {
+		return nil, nil, nil
+	}
+	idx := make([]bmm.Index, len(batches))
+	for i, b := range batches {
+		ix, err := p.nodeIndex(b, n)
+		if err != nil || ix == nil {
+			return nil, nil, err
+		}
+		idx[i] = ix
+	}
+	dst, err := p.Backend.NewInts(n, -1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return idx, dst, nil
 }
 
 // edges reports whether b's aggregations run from its edge list.

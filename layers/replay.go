@@ -12,10 +12,19 @@ type replayed struct {
 	key     replayKey
 	rec     bmm.Recording
 	batches []*Batch
-	preds   [][]int32 // the recording's Argmax destinations, per batch
-	outs    []pooled  // the ops' outputs, out of the pool while recorded
-	stats   Stats
-	edges   int // batches aggregated over edge lists
+	// dst holds every node's prediction on the backend, −1 outside the
+	// batches (set once: every replay writes the same nodes), where each
+	// batch's argmax scatters (ArgmaxTo); all is the recording's one
+	// ReadInts of it (until a bmm.ReplayerInto replays into each pass's
+	// result instead). Without them (a node in two batches of a merged
+	// pass, whose index the backend refuses), preds are the recording's
+	// Argmax destinations, per batch, scattered on the host.
+	dst   bmm.Ints
+	all   []int32
+	preds [][]int32
+	outs  []pooled // the ops' outputs, out of the pool while recorded
+	stats Stats
+	edges int // batches aggregated over edge lists
 }
 
 // replayKey names what a recording ran: the batches and the features.
@@ -61,12 +70,30 @@ func (p *Plan) replayRun(r *Result, batches []*Batch, key replayKey, in *Input, 
 			return false, nil
 		}
 		p.replay = rp
-	} else if err := p.replay.rec.Replay(); err != nil {
-		return true, err
+		if rp.all != nil {
+			copyPred(r.Pred, rp.all)
+		}
+	} else if ri, ok := p.replay.rec.(bmm.ReplayerInto); ok && p.replay.all != nil {
+		// The predictions straight into this pass's result: no copy between.
+		if err := ri.ReplayInto(r.Pred); err != nil {
+			return true, err
+		}
+	} else {
+		if err := p.replay.rec.Replay(); err != nil {
+			return true, err
+		}
+		if p.replay.all != nil {
+			copyPred(r.Pred, p.replay.all)
+		}
 	}
 	rp := p.replay
-	for i, b := range rp.batches {
-		scatterPred(r.Pred, b.Nodes, rp.preds[i])
+	if rp.all == nil {
+		fillPred(r.Pred)
+		for i, b := range rp.batches {
+			scatterPred(r.Pred, b.Nodes, rp.preds[i])
+		}
+	}
+	for _, b := range rp.batches {
 		r.Nodes += b.N()
 	}
 	r.Stats.InterBytes += rp.stats.InterBytes
@@ -78,22 +105,39 @@ func (p *Plan) replayRun(r *Result, batches []*Batch, key replayKey, in *Input, 
 
 // record records one pass over batches and runs it.
 func (p *Plan) record(rec bmm.Recorder, batches []*Batch, key replayKey, in *Input, sparse bool) (*replayed, error) {
+	rp := &replayed{key: key}
+	// The nodes go up, and the predictions are set to −1, before
+	// recording: neither is part of a replay.
+	idx := p.nodeIndexes(batches, key.d.Graph.N())
+	if idx != nil {
+		var err error
+		if rp.dst, err = p.Backend.NewInts(key.d.Graph.N(), -1); err != nil {
+			return nil, err
+		}
+		rp.all = make([]int32, key.d.Graph.N())
+	}
 	if err := rec.Record(); err != nil {
+		p.returnOuts(rp)
 		return nil, err
 	}
-	rp := &replayed{key: key}
 	var sx *Input
 	if sparse {
 		sx = in
 	}
 	err := func() error {
-		for _, b := range batches {
+		for i, b := range batches {
 			k := keptKey{b, in, sparse}
 			ps, err := p.pass(b, nil, sx, nil, &k)
 			if err == nil {
-				pred := make([]int32, b.N())
-				if err = p.Backend.Argmax(pred, ps.logits(), p.Model.Classes); err == nil {
-					rp.batches, rp.preds = append(rp.batches, b), append(rp.preds, pred)
+				if idx != nil {
+					err = p.Backend.ArgmaxTo(rp.dst, idx[i], ps.logits(), p.Model.Classes)
+				} else {
+					pred := make([]int32, b.N())
+					err = p.Backend.Argmax(pred, ps.logits(), p.Model.Classes)
+					rp.preds = append(rp.preds, pred)
+				}
+				if err == nil {
+					rp.batches = append(rp.batches, b)
 					rp.stats.InterBytes += ps.st.InterBytes
 					rp.stats.UnfusedBytes += ps.st.UnfusedBytes
 					if ps.edges {
@@ -106,6 +150,9 @@ func (p *Plan) record(rec bmm.Recorder, batches []*Batch, key replayKey, in *Inp
 			if err != nil {
 				return err
 			}
+		}
+		if idx != nil {
+			return p.Backend.ReadInts(rp.all, rp.dst)
 		}
 		return nil
 	}()
@@ -131,9 +178,30 @@ func (p *Plan) dropReplay() {
 	p.replay = nil
 }
 
+// returnOuts gives a recording's outputs back to the pool and frees its
+// predictions.
 func (p *Plan) returnOuts(rp *replayed) {
 	for _, o := range rp.outs {
 		p.pool.put(o)
 	}
 	rp.outs = nil
+	if rp.dst != nil {
+		rp.dst.Free()
+		rp.dst = nil
+	}
+}
+
+// nodeIndexes returns each batch's nodes as an index on the backend
+// (nodeIndex); nil where the backend refuses one, and the pass then
+// scatters on the host.
+func (p *Plan) nodeIndexes(batches []*Batch, n int) []bmm.Index {
+	idx := make([]bmm.Index, len(batches))
+	for i, b := range batches {
+		ix, err := p.nodeIndex(b, n)
+		if err != nil || ix == nil {
+			return nil
+		}
+		idx[i] = ix
+	}
+	return idx
 }

@@ -260,6 +260,14 @@ func fillPred(pred []int32) {
 	})
 }
 
+// copyPred copies a whole prediction vector, on several cores when large.
+func copyPred(dst, src []int32) {
+	par.For((len(src)+predChunk-1)/predChunk, runtime.GOMAXPROCS(0), func(i int) {
+		lo, hi := i*predChunk, min(len(src), (i+1)*predChunk)
+		copy(dst[lo:hi], src[lo:hi])
+	})
+}
+
 // scatterPred writes a batch's predictions at its nodes (distinct, as a
 // batch's are).
 func scatterPred(dst, nodes, pred []int32) {

@@ -17,9 +17,8 @@ import (
 // layout itself, so an op's packed output is the next op's operand as it
 // lies; the wgmma kernel's tiled layout depends on each launch's tile and
 // is left to a later change. Products past int32 are summed from plane
-// groups on the device (mul). Aggregations, re-quantization into byte
-// codes, the wide products' sums and epilogue, row sums and argmax are
-// kernels/agg.cu.
+// groups on the device (mul). Aggregations, the wide products' sums and
+// epilogue, row sums and argmax are kernels/agg.cu.
 //
 // Traffic counts every byte copied between host and device: the uploads
 // and the downloads of Argmax and the Read methods. Ops copy nothing (a
@@ -35,13 +34,14 @@ type Backend struct {
 	fns    map[string]uintptr // agg.cu's kernels
 	prof   bmm.Profile
 	tm     timing
+	kp     kprof      // per-kernel timing (kprof.go)
 	rec    *recording // the pass being recorded (device thread only)
 }
 
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg", "requant", "widen", "wideout", "add", "rowsums", "argmax"}
+var aggKernels = []string{"agg", "widen", "wideout", "add", "rowsums", "argmax"}
 
 // NewBackend returns the resident backend on k's device. It compiles (or
 // loads from the kernel cache) kernels/agg.cu up front, so that a broken
@@ -95,7 +95,7 @@ func (be *Backend) Close() error {
 		return errors.Join(errs...)
 	}
 	errs = append(errs, be.d.run(func() error {
-		var errs []error
+		errs := []error{be.closeKernelEvents()}
 		for i, e := range be.tm.ev {
 			if e != nil {
 				errs = append(errs, e.destroy())
@@ -233,8 +233,13 @@ func (be *Backend) track(m *devMem, buf *Buffer) {
 	be.live[m] = struct{}{}
 }
 
-// upload copies the region's parts into a new device buffer through the
-// pinned staging buffer and waits for the copy. Device thread only.
+// upload copies the region's parts into a new device buffer through a
+// pinned buffer of the upload ring, and queues the copy on the stream
+// without waiting for it: ops queued after it read it, and the host goes
+// on packing the next upload meanwhile. (A freed block the buffer reuses
+// is written only after the ops queued before, which read it.) Uploads
+// past upRingMax go through the shared staging buffer and wait. Device
+// thread only.
 func (be *Backend) upload(r *region) (*Buffer, error) {
 	if be.rec != nil {
 		return nil, fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
@@ -245,7 +250,26 @@ func (be *Backend) upload(r *region) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.size > 0 {
+	if r.size > 0 && r.size <= upRingMax {
+		err := func() error {
+			s, err := be.d.upStaging(r.size)
+			if err != nil {
+				return err
+			}
+			r.fill(s.h.Bytes())
+			if err := be.spanOpen(); err != nil { // the copy is device time
+				return err
+			}
+			if err := be.d.htod(buf.ptr, s.h.ptr, r.size); err != nil {
+				return err
+			}
+			return be.d.copied(s)
+		}()
+		if err != nil {
+			_ = be.d.pool.put(buf.ptr)
+			return nil, err
+		}
+	} else if r.size > 0 {
 		st, err := be.d.staging(r.size)
 		if err != nil {
 			_ = be.d.pool.put(buf.ptr)
@@ -554,6 +578,7 @@ func (be *Backend) download(dst []byte, src uintptr) error {
 // first largest, NaN never winning, as layers.QArgmax), then the int32
 // predictions come back.
 func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
+	be.setOp("Argmax")
 	lv, err := be.vector(logits)
 	if err != nil {
 		return err
@@ -570,11 +595,11 @@ func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 			return err
 		}
 		defer be.d.pool.put(out.ptr)
-		if err := be.launch("argmax", (len(dst)+255)/256, 256, lv.ptr(), uint64(out.ptr), uint64(len(dst)), uint64(cols)); err != nil {
+		if err := be.launch("argmax", (len(dst)+255)/256, 256, lv.ptr(), 0, uint64(out.ptr), uint64(len(dst)), uint64(cols)); err != nil {
 			return err
 		}
 		if be.rec != nil {
-			return be.argmaxRecorded(dst, out.ptr)
+			return be.copyRecorded(dst, out.ptr, false)
 		}
 		return be.download(asBytes(dst), out.ptr)
 	})
@@ -591,10 +616,13 @@ func (be *Backend) launch(name string, blocks, threads int, params ...uint64) er
 	if err := be.queued(); err != nil {
 		return err
 	}
+	if err := be.kernelBegin(name, blocks, threads); err != nil {
+		return err
+	}
 	if err := be.d.launch(be.fns[name], [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, be.d.stream, params...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return nil
+	return be.kernelEnd()
 }
 
 // The operand checks: a live operand of this backend, or ErrForeign.

@@ -75,7 +75,7 @@ func (p planes) ptr() uint64 { return p.t.ptr() + uint64(8*p.p0*p.t.lay.planeWor
 // first): the launch Kernel.prepare makes for one job, with device
 // addresses for every operand and no copy at all: the descriptor is a
 // kernel parameter. Device thread only.
-func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
+func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, qbits int, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
 	m, n := a.t.rows, b.t.cols
 	if mode == modeBit {
 		if err := be.zeroOut(dst); err != nil {
@@ -110,10 +110,13 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	if l, ok := a.t.lists[cfg.bm]; ok {
 		p.Kptr, p.Kidx = l[0], l[1]
 	}
-	if mode == modeBit {
+	switch mode {
+	case modeBit:
 		p.OutBits, p.OutByCols = int32(dst.bits), b2i(dst.packing == bittensor.ByCols)
 		p.OutLw32, p.OutPlane = int32(2*dst.lay.lw), int64(2*dst.lay.planeWords())
 		p.RqScale, p.RqOffset = rq.Scale, rq.Offset
+	case modeCodes:
+		p.OutBits, p.RqScale, p.RqOffset = int32(qbits), rq.Scale, rq.Offset
 	}
 	desc, blocks, err := packLaunch([]prob{p}, cfg.bm, cfg.bn)
 	if err != nil {
@@ -126,11 +129,20 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, a, b planes, ep
 	if err := be.queued(); err != nil {
 		return err
 	}
-	return be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, params...)
+	if be.kp.on {
+		if err := be.kernelBegin("bmm_mma "+cfg.String(), blocks, cfg.threads()); err != nil {
+			return err
+		}
+	}
+	if err := be.d.launch(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(cfg.threads()), 1, 1}, cfg.smem(mode), be.d.stream, params...); err != nil {
+		return err
+	}
+	return be.kernelEnd()
 }
 
 // MulBit implements bmm.Backend.
 func (be *Backend) MulBit(dst bmm.Bits, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("MulBit")
 	da, db, m, n, err := be.product(a, b)
 	if err != nil {
 		return err
@@ -151,6 +163,7 @@ func (be *Backend) MulBit(dst bmm.Bits, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requa
 
 // MulFloat implements bmm.Backend.
 func (be *Backend) MulFloat(dst bmm.Vector, a, b bmm.Bits, ep *bmm.Epi) error {
+	be.setOp("MulFloat")
 	da, db, m, n, err := be.product(a, b)
 	if err != nil {
 		return err
@@ -172,6 +185,7 @@ func (be *Backend) MulFloat(dst bmm.Vector, a, b bmm.Bits, ep *bmm.Epi) error {
 // MulCodes implements bmm.Backend (see mul): the codes are those MulBit
 // packs, the same epilogue value through the same quantizer.
 func (be *Backend) MulCodes(dst bmm.Codes, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("MulCodes")
 	da, db, m, n, err := be.product(a, b)
 	if err != nil {
 		return err
@@ -209,22 +223,13 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 	if bmm.MaxSum(k, a.bits, b.bits) <= math.MaxInt32 {
 		switch mode {
 		case outFloat:
-			return be.mulLaunch(modeFloat, out, nil, whole(a), whole(b), ep, relu, rq)
+			return be.mulLaunch(modeFloat, out, nil, 0, whole(a), whole(b), ep, relu, rq)
 		case outBits:
-			return be.mulLaunch(modeBit, out, dst, whole(a), whole(b), ep, relu, rq)
+			return be.mulLaunch(modeBit, out, dst, 0, whole(a), whole(b), ep, relu, rq)
 		}
-		if m*n == 0 {
-			return nil
-		}
-		tmp, err := be.d.alloc(4 * m * n)
-		if err != nil {
-			return err
-		}
-		defer be.d.pool.put(tmp.ptr) // reused only by work queued after requant
-		if err := be.mulLaunch(modeFloat, uint64(tmp.ptr), nil, whole(a), whole(b), ep, relu, rq); err != nil {
-			return err
-		}
-		return be.launch("requant", be.gridFor(m*n), 256, uint64(tmp.ptr), out, uint64(m*n), f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits))
+		// The codes straight from the epilogue: the float MulFloat writes,
+		// through the quantizer MulBit packs with, one launch.
+		return be.mulLaunch(modeCodes, out, nil, qbits, whole(a), whole(b), ep, relu, rq)
 	}
 	if err := be.zeroOut(dst); err != nil {
 		return err
@@ -246,7 +251,7 @@ func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devB
 	for i0 := 0; i0 < a.bits; i0 += ga {
 		for j0 := 0; j0 < b.bits; j0 += gb {
 			pa, pb := planes{a, i0, min(ga, a.bits-i0)}, planes{b, j0, min(gb, b.bits-j0)}
-			if err := be.mulLaunch(modeInt, part, nil, pa, pb, [6]uint64{}, false, rq); err != nil {
+			if err := be.mulLaunch(modeInt, part, nil, 0, pa, pb, [6]uint64{}, false, rq); err != nil {
 				return err
 			}
 			if err := be.launch("widen", be.gridFor(m*n), 256, part, acc, uint64(m*n), uint64(b2i(exact)), uint64(i0+j0)); err != nil {
@@ -315,11 +320,18 @@ func (be *Backend) zeroOut(dst *devBits) error {
 	if dst == nil {
 		return nil
 	}
-	return be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords())
+	if err := be.kernelBegin("memset", 0, 0); err != nil {
+		return err
+	}
+	if err := be.d.memset32(dst.buf.ptr, 0, 2*dst.bits*dst.lay.planeWords()); err != nil {
+		return err
+	}
+	return be.kernelEnd()
 }
 
 // AggBit implements bmm.Backend.
 func (be *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("AggBit")
 	dd, err := be.bitsOf(dst)
 	if err != nil {
 		return err
@@ -329,6 +341,7 @@ func (be *Backend) AggBit(dst bmm.Bits, g bmm.GraphOperand, x bmm.Codes, ep *bmm
 
 // AggCodes implements bmm.Backend.
 func (be *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi, rq bmm.Requant) error {
+	be.setOp("AggCodes")
 	dc, err := be.codes(dst)
 	if err != nil {
 		return err
@@ -339,6 +352,7 @@ func (be *Backend) AggCodes(dst bmm.Codes, g bmm.GraphOperand, x bmm.Codes, ep *
 // AggFloat implements bmm.Backend: dst holds rows·cols values, rows those
 // of g.
 func (be *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi) error {
+	be.setOp("AggFloat")
 	dv, err := be.vector(dst)
 	if err != nil {
 		return err
@@ -359,6 +373,7 @@ func (be *Backend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep 
 
 // RowSums implements bmm.Backend: a warp per row of a (packed by rows).
 func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
+	be.setOp("RowSums")
 	dv, err := be.vector(dst)
 	if err != nil {
 		return err
@@ -431,6 +446,7 @@ func (be *Backend) addOp(mode int, o uint64, rows, cols, qbits int, dst *devBits
 
 // AddBit implements bmm.Backend.
 func (be *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	be.setOp("AddBit")
 	dd, err := be.bitsOf(dst)
 	if err != nil {
 		return err
@@ -440,6 +456,7 @@ func (be *Backend) AddBit(dst bmm.Bits, x, y bmm.Vector, relu bool, rq bmm.Requa
 
 // AddCodes implements bmm.Backend.
 func (be *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Requant) error {
+	be.setOp("AddCodes")
 	dc, err := be.codes(dst)
 	if err != nil {
 		return err
@@ -449,6 +466,7 @@ func (be *Backend) AddCodes(dst bmm.Codes, x, y bmm.Vector, relu bool, rq bmm.Re
 
 // AddFloat implements bmm.Backend.
 func (be *Backend) AddFloat(dst bmm.Vector, x, y bmm.Vector, relu bool) error {
+	be.setOp("AddFloat")
 	dv, err := be.vector(dst)
 	if err != nil {
 		return err

@@ -29,9 +29,13 @@ type Device struct {
 
 	stream *Stream // the default stream kernels and copies run on
 	pool   *pool
-	host   *HostBuffer     // pinned staging buffer, grown on demand (device thread only)
-	args   *HostBuffer     // pinned kernel-parameter block (device thread only)
-	fnSmem map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
+	host   *HostBuffer // pinned staging buffer, grown on demand (device thread only)
+	// ring holds the pinned buffers of uploads that do not wait for their
+	// copy (upStaging; device thread only).
+	ring     []upSlot
+	ringNext int
+	args     *HostBuffer     // pinned kernel-parameter block (device thread only)
+	fnSmem   map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
 }
 
 type module struct {
@@ -142,6 +146,7 @@ func (d *Device) Close() error {
 			if d.pool != nil {
 				keep(d.pool.release())
 			}
+			keep(d.freeRing())
 			for _, h := range []**HostBuffer{&d.host, &d.args} {
 				if *h != nil {
 					keep((*h).free())

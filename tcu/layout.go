@@ -137,6 +137,7 @@ const (
 	modeInt   = 0
 	modeFloat = 1
 	modeBit   = 2
+	modeCodes = 3 // byte codes, row-major: MulCodes without a float pass between
 )
 
 // prob is one product of a launch; its binary form is kernels/common.cuh's

@@ -292,3 +292,87 @@ func (d *Device) staging(n int) (*HostBuffer, error) {
 	d.host = h
 	return h, nil
 }
+
+// upSlots is how many uploads may be in flight at once, each copied from
+// its own pinned buffer: the host fills the next while the device copies
+// (and computes) what came before.
+const upSlots = 4
+
+// upRingMax is the largest upload that takes a ring slot; a larger one
+// takes the shared staging buffer and waits for its copy, so that the ring
+// never holds upSlots buffers of that size.
+const upRingMax = 64 << 20
+
+// upSlot is one pinned upload buffer and the event recorded after the last
+// copy from it.
+type upSlot struct {
+	h    *HostBuffer
+	ev   *Event
+	busy bool // a copy from h may still run
+}
+
+// upStaging returns the next ring slot with room for n bytes, once the
+// copy last queued from it has finished. Device thread only.
+func (d *Device) upStaging(n int) (*upSlot, error) {
+	if d.ring == nil {
+		d.ring = make([]upSlot, upSlots)
+	}
+	s := &d.ring[d.ringNext]
+	d.ringNext = (d.ringNext + 1) % len(d.ring)
+	if s.busy {
+		if err := d.drv.do("cuEventSynchronize", s.ev.h); err != nil {
+			return nil, err
+		}
+		s.busy = false
+	}
+	if s.ev == nil {
+		e, err := d.newEvent()
+		if err != nil {
+			return nil, err
+		}
+		s.ev = e
+	}
+	if s.h == nil || s.h.size < n {
+		size := max(n, 1<<20)
+		if s.h != nil {
+			size = max(size, s.h.size*3/2)
+			if err := s.h.free(); err != nil {
+				return nil, err
+			}
+			s.h = nil
+		}
+		h, err := d.allocHost(size)
+		if err != nil {
+			return nil, err
+		}
+		s.h = h
+	}
+	return s, nil
+}
+
+// copied marks s in use by the copy just queued from it. Device thread
+// only.
+func (d *Device) copied(s *upSlot) error {
+	if err := s.ev.record(d.stream); err != nil {
+		return err
+	}
+	s.busy = true
+	return nil
+}
+
+// freeRing frees the ring's buffers and events; the stream is idle.
+// Device thread only.
+func (d *Device) freeRing() error {
+	var errs []error
+	for i := range d.ring {
+		s := &d.ring[i]
+		if s.h != nil {
+			errs = append(errs, s.h.free())
+		}
+		if s.ev != nil {
+			errs = append(errs, s.ev.destroy())
+		}
+	}
+	d.ring = nil
+	return errors.Join(errs...)
+}

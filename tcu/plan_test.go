@@ -129,3 +129,98 @@ func coraModel(t *testing.T, ds *subgraph.Dataset, d *layers.Data, kind, norm st
 	require.NoError(t, m.Calibrate(d, in, 0))
 	return m, in
 }
+
+// TestPlanReplayUncoveredOnDevice: a replay over three of Cora's four
+// batches scatters its predictions on the device into one array set to −1
+// once; the left-out batch's nodes stay −1 in every replayed pass, as in
+// the generic backend's plain pass, merged or batch by batch; each pass's
+// result stays its own (the replays fill each pass's result directly).
+func TestPlanReplayUncoveredOnDevice(t *testing.T) {
+	k := gpuKernel(t)
+	ds, d := coraQuarters(t)
+	dd := *d
+	dd.Eval = []*layers.Batch{d.Eval[3], d.Eval[0], d.Eval[2]}
+	m, in := coraModel(t, ds, d, layers.GCN, layers.NormNone, 4)
+	ref := bmm.NewGenericBackend()
+	rp, err := m.Compile(ref)
+	require.NoError(t, err)
+	want, err := rp.Run(&dd, in, false, nil)
+	require.NoError(t, err)
+	require.NoError(t, rp.Close())
+	require.NoError(t, ref.Close())
+	require.Contains(t, want.Pred, int32(-1))
+	for _, merge := range []layers.MergeMode{layers.MergeOn, layers.MergeOff} {
+		t.Run(fmt.Sprintf("merge=%v", merge), func(t *testing.T) {
+			be, err := NewBackend(k)
+			require.NoError(t, err)
+			defer be.Close()
+			p, err := m.Compile(be)
+			require.NoError(t, err)
+			defer p.Close()
+			p.Merge, p.Resident, p.Replay = merge, true, true
+			var runs []*layers.Result
+			for pass := range 4 {
+				run, err := p.Run(&dd, in, false, nil)
+				require.NoError(t, err)
+				require.Equal(t, want.Pred, run.Pred, "pass %d", pass)
+				require.Equal(t, pass > 0, run.Replayed, "pass %d replayed", pass)
+				runs = append(runs, run)
+			}
+			for i, run := range runs { // a replay fills its own pass's result only
+				require.Equal(t, want.Pred, run.Pred, "pass %d, after the later ones", i)
+			}
+		})
+	}
+}
+
+// TestKernelProfileOnDevice: a resident plan run op by op with the
+// kernels timed gives, per pass, one segment of the same kernels (every
+// launch of the pass, each with a positive time, and its memsets); a
+// replayed pass is one launch and is not timed kernel by kernel.
+func TestKernelProfileOnDevice(t *testing.T) {
+	k := gpuKernel(t)
+	ds, d := coraQuarters(t)
+	m, in := coraModel(t, ds, d, layers.GCN, layers.NormNone, 4)
+	for _, replay := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replay=%v", replay), func(t *testing.T) {
+			be, err := NewBackend(k)
+			require.NoError(t, err)
+			defer be.Close()
+			p, err := m.Compile(be)
+			require.NoError(t, err)
+			defer p.Close()
+			p.Merge, p.Resident, p.Replay = layers.MergeOn, true, replay
+			_, err = p.Run(d, in, false, nil) // uploads
+			require.NoError(t, err)
+			_, err = p.Run(d, in, false, nil) // records, when replaying
+			require.NoError(t, err)
+			be.ProfileKernels(true)
+			be.KernelSegments()
+			var ops int64
+			for range 5 {
+				run, err := p.Run(d, in, false, nil)
+				require.NoError(t, err)
+				ops = run.Traffic.Ops
+			}
+			be.ProfileKernels(false)
+			segs := be.KernelSegments()
+			if replay {
+				require.Empty(t, segs, "a replay is one launch")
+				return
+			}
+			g := bmm.GroupKernels(segs)
+			require.NotEmpty(t, g)
+			require.Equal(t, 5, g[0].Segments)
+			var launches int64
+			for _, kt := range g[0].Kernels {
+				require.Positive(t, kt.MS, "%s %s", kt.Op, kt.Kernel)
+				require.NotEmpty(t, kt.Op)
+				if kt.Kernel != "memset" {
+					launches++
+				}
+			}
+			require.Equal(t, ops, launches, "every launch of the pass timed")
+			t.Logf("%+v", g[0])
+		})
+	}
+}

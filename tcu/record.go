@@ -60,6 +60,12 @@ func (be *Backend) queued() error {
 	}
 	be.tr.Ops++
 	be.prof.Launches++
+	return be.spanOpen()
+}
+
+// spanOpen opens a busy span unless one is open: before a kernel, or an
+// upload's copy that nothing waits for.
+func (be *Backend) spanOpen() error {
 	if be.tm.busy {
 		return nil
 	}
@@ -95,6 +101,7 @@ func (be *Backend) waitCopy(copy func() error, into *time.Duration) error {
 		be.prof.Device += be.since(0, 1)
 		be.tm.busy = false
 	}
+	be.kernelRead()
 	if into != nil {
 		*into += be.since(1, 2)
 	}
@@ -121,11 +128,36 @@ type recording struct {
 	held        []uintptr // device blocks freed while recording: the graph still uses them
 }
 
-// recOut is an Argmax of the recording: the predictions land in host, then
-// go to dst.
+// recOut is an Argmax or ReadInts of the recording: the predictions land
+// in host, then go to dst.
 type recOut struct {
-	dst  []int32
-	host *HostBuffer
+	dst   []int32
+	host  *HostBuffer
+	reads bool // a ReadInts (ReplayInto may change its dst)
+}
+
+var _ bmm.ReplayerInto = (*recording)(nil)
+
+// ReplayInto implements bmm.ReplayerInto.
+func (r *recording) ReplayInto(dsts ...[]int32) error {
+	var reads []*recOut
+	for i := range r.outs {
+		if r.outs[i].reads {
+			reads = append(reads, &r.outs[i])
+		}
+	}
+	if len(dsts) != len(reads) {
+		return fmt.Errorf("%w: %d destinations for %d recorded reads", ErrShape, len(dsts), len(reads))
+	}
+	for i, o := range reads {
+		if len(dsts[i]) != len(o.dst) {
+			return fmt.Errorf("%w: destination %d has %d values, the read %d", ErrShape, i, len(dsts[i]), len(o.dst))
+		}
+	}
+	for i, o := range reads {
+		o.dst = dsts[i]
+	}
+	return r.Replay()
 }
 
 // Record implements bmm.Recorder: the stream is captured into a graph
@@ -254,13 +286,13 @@ func (r *recording) close() error {
 	return errors.Join(errs...)
 }
 
-// argmaxRecorded queues argmax's copy down into a host buffer of the
-// recording. Device thread only.
-func (be *Backend) argmaxRecorded(dst []int32, out uintptr) error {
+// copyRecorded queues the copy of an Argmax (reads false) or ReadInts
+// down into a host buffer of the recording. Device thread only.
+func (be *Backend) copyRecorded(dst []int32, out uintptr, reads bool) error {
 	h, err := be.d.allocHost(4 * len(dst))
 	if err != nil {
 		return err
 	}
-	be.rec.outs = append(be.rec.outs, recOut{dst: dst, host: h})
+	be.rec.outs = append(be.rec.outs, recOut{dst: dst, host: h, reads: reads})
 	return be.d.dtoh(h.ptr, out, 4*len(dst))
 }

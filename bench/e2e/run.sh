@@ -10,12 +10,17 @@
 #       cold; dense and edge-list aggregations) and on the host's cores,
 #       with each pass's breakdown; PyG (bench/e2e/pyg.py: batched and full
 #       graph, fp32 and fp16, resident and cold) on the same partition
+#   QGTC=build/e2e/qgtc-old    # speed: time another qgtc (make e2e E2E_OLD=<commit>)
+#   PYG=0                      # speed: leave PyG out (it is the same for both)
+#   KERNELS=1                  # speed: also one op-by-op resident run per model at
+#       4 bits with --profile-kernels: each kernel's median, kernels-<graph>-<model>.json
 # Logs and tables go to $OUT (default ./out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 B=${B:-build/e2e}
+QGTC=${QGTC:-$B/qgtc}
 STEPS=${STEPS:-check speed}
 DATASETS=${DATASETS:-cora citeseer pubmed_partial amazon_photo amazon_computers coauthor_cs coauthor_physics}
 SPEED=${SPEED:-coauthor_physics:18 amazon_computers:7}
@@ -30,14 +35,14 @@ print(" ".join(f(r.get(k, 0)) for k in sys.argv[2:]))' "$@"; }
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores" | tee "$OUT/env.txt"
 
 if [[ " $STEPS " == *" check "* ]]; then
-  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
+  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestPlanReplayUncoveredOnDevice|TestKernelProfileOnDevice|TestUploadRing|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
     >"$OUT/tcu-test.log" 2>&1
   echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' "$OUT/tcu-test.log") passed, $(grep -cE '^\s*--- FAIL' "$OUT/tcu-test.log") failed; $(grep -m1 'wgmma on' "$OUT/tcu-test.log")"
   grep -E '^\s*--- FAIL' "$OUT/tcu-test.log" | head -20
   # The sanitizers on the resident backend's ops and a whole SAGE plan.
   for tool in memcheck racecheck; do
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 $B/tcu.test -test.run \
-      "${SANITIZE:-TestBackendSuite/(adds|aggregations|chains)|TestPlanOnDevice/sage/bits=4/agg=(dense|sparse)|TestPlanReplayOnDevice/(gcn|sage)/bits=4}" -test.short \
+      "${SANITIZE:-TestBackendSuite/(adds|aggregations|chains|requant|argmaxto)|TestPlanOnDevice/sage/bits=4/agg=(dense|sparse)|TestPlanReplayOnDevice/(gcn|sage)/bits=4}" -test.short \
       >"$OUT/san-$tool.log" 2>&1 &
   done
   wait
@@ -106,7 +111,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
         for v in "${vs[@]}"; do
           # CPU figures on CPU_PROCS cores (default all): a many-core GPU host's 16 as on the one-GPU host
           pre=(); [[ ${v#*:} == *"--device cpu"* && -n "${CPU_PROCS:-}" ]] && pre=(env GOMAXPROCS=$CPU_PROCS taskset -c 0-$((CPU_PROCS - 1)))
-          if timeout 300 "${pre[@]}" $B/qgtc "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
+          if timeout 300 "${pre[@]}" $QGTC "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
             python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r.update(graph=sys.argv[2], variant=sys.argv[3]); print(json.dumps(r))' \
               /tmp/r.json "$ds" "${v%%:*}" >>"$OUT/runs.jsonl"
             line="$line | ${v%%:*} $(field /tmp/r.json pass_median_ms) (dev $(field /tmp/r.json pass_device_ms), $(field /tmp/r.json pass_launches) launches)"
@@ -115,9 +120,24 @@ if [[ " $STEPS " == *" speed "* ]]; then
           fi
         done
         echo "$line"
+        if [[ ${KERNELS:-0} = 1 && $bits == 4 ]]; then
+          # Per-kernel medians of the op-by-op resident pass (the timing adds host time: pass times from the runs above).
+          if timeout 300 $QGTC "${a[@]}" --device gpu --resident --replay=false --profile-kernels >"$OUT/kernels-$ds-$m.json" 2>/tmp/r.err; then
+            python3 - "$OUT/kernels-$ds-$m.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for g in r.get("kernels", []):
+    print(f'{r["dataset"]} {r["model"]} kernels: {len(g["kernels"])} launches, {g["ms"]:.3f} ms ({g["segments"]} segments)')
+    for k in g["kernels"]:
+        print(f'  {k["ms"]:8.4f} ms  {k["op"]:<9} {k["kernel"]} ({k["grid"]}x{k["block"]})')
+PY
+          else
+            echo "$ds $m kernels failed: $(tail -1 /tmp/r.err)"
+          fi
+        fi
       done
     done
-    if python3 -c 'import torch_geometric' 2>/dev/null; then
+    if [[ ${PYG:-1} = 1 ]] && python3 -c 'import torch_geometric' 2>/dev/null; then
       $B/export --dataset "$data" --partition "$part" --out "/tmp/$ds.pyg" &&
         timeout 400 python3 bench/e2e/pyg.py "/tmp/$ds.pyg" --models "$(echo $MODELS | tr ' ' ,)" --reps "${PYG_REPS:-20}" --json "$OUT/pyg-$ds.json" \
           >"$OUT/pyg-$ds.log" 2>&1
@@ -134,6 +154,6 @@ PY
 fi
 # The device tool returns few files: the logs of this run go into one
 # archive; runs.jsonl, PyG's JSON and the tables stay.
-keep='^(runs\.jsonl|table\.md|pyg-.*\.json|logs-.*\.tgz)$'
+keep='^(runs\.jsonl|table\.md|pyg-.*\.json|kernels-.*\.json|logs-.*\.tgz)$'
 (cd "$OUT" && ls | grep -vE "$keep" | tar czf "logs-$(date +%s).tgz" -T - 2>/dev/null &&
   ls | grep -vE "$keep" | xargs rm -rf)

@@ -41,6 +41,7 @@ func TestBackend(t *testing.T, open func(t *testing.T) bmm.Backend) {
 		{"adds", (*harness).adds},
 		{"rowsums", (*harness).rowSums},
 		{"argmax", (*harness).argmax},
+		{"argmaxto", (*harness).argmaxTo},
 		{"readvector", (*harness).readVector},
 		{"chains", (*harness).chains},
 		{"errors", (*harness).errs},
@@ -685,6 +686,80 @@ func (h *harness) argmax(r *rand.Rand) {
 		}
 		h.argmaxOf(h.vector(v), rows, cols, fmt.Sprintf("%d×%d", rows, cols))
 	}
+}
+
+// argmaxTo scatters the argmax of batches of rows at distinct indices
+// into one destination of bound values set to −1: both backends' values,
+// written and untouched alike, must match; indices out of range or
+// repeated, and destinations shorter than an index's bound, are refused.
+func (h *harness) argmaxTo(r *rand.Rand) {
+	for _, bound := range []int{0, 1, 63, 64, 65, 257, 4099} {
+		for _, cols := range []int{1, 7, 41} {
+			var g, ref bmm.Ints
+			var err error
+			g, err = h.got.NewInts(bound, -1)
+			require.NoError(h.t, err, "NewInts %d", bound)
+			ref, err = h.ref.NewInts(bound, -1)
+			require.NoError(h.t, err)
+			// Two batches over disjoint nodes, leaving some nodes in none.
+			perm := r.Perm(bound)
+			cut := len(perm) / 3
+			for _, nodes := range [][]int{perm[:cut], perm[cut : cut+len(perm)/2]} {
+				idx := make([]int32, len(nodes))
+				for i, v := range nodes {
+					idx[i] = int32(v)
+				}
+				gi, err := h.got.UploadIndex(idx, bound)
+				require.NoError(h.t, err, "UploadIndex of %d below %d", len(idx), bound)
+				ri, err := h.ref.UploadIndex(append([]int32(nil), idx...), bound)
+				require.NoError(h.t, err)
+				v := make([]float32, len(idx)*cols)
+				for i := range v {
+					v[i] = float32(r.IntN(5)) // many ties
+					if r.IntN(30) == 0 {
+						v[i] = float32(math.NaN())
+					}
+				}
+				l := h.vector(v)
+				require.NoError(h.t, h.got.ArgmaxTo(g, gi, l.g, cols), "ArgmaxTo %d rows of %d below %d", len(idx), cols, bound)
+				require.NoError(h.t, h.ref.ArgmaxTo(ref, ri, l.r, cols))
+			}
+			gv, rv := make([]int32, bound), make([]int32, bound)
+			for i := range gv {
+				gv[i] = -7 // poison
+			}
+			require.NoError(h.t, h.got.ReadInts(gv, g), "ReadInts")
+			require.NoError(h.t, h.ref.ReadInts(rv, ref))
+			require.Equal(h.t, rv, gv, "ArgmaxTo into %d values, %d columns", bound, cols)
+			for _, p := range perm[cut+len(perm)/2:] {
+				require.Equal(h.t, int32(-1), rv[p], "reference: a node in no batch")
+			}
+		}
+	}
+	for _, c := range []struct {
+		idx   []int32
+		bound int
+	}{
+		{[]int32{0, 5}, 5}, {[]int32{-1}, 3}, {[]int32{2, 1, 2}, 3}, {[]int32{7, 100, 7}, 1 << 20}, {[]int32{0}, 0},
+	} {
+		_, err := h.got.UploadIndex(c.idx, c.bound)
+		assert.ErrorIs(h.t, err, bmm.ErrIndex, "UploadIndex %v below %d", c.idx, c.bound)
+	}
+	dst, err := h.got.NewInts(4, -1)
+	require.NoError(h.t, err)
+	at, err := h.got.UploadIndex([]int32{4, 0}, 5)
+	require.NoError(h.t, err)
+	l, err := h.got.UploadVector(make([]float32, 6))
+	require.NoError(h.t, err)
+	assert.ErrorIs(h.t, h.got.ArgmaxTo(dst, at, l, 3), bmm.ErrShape, "an index bounded by 5 into 4 values")
+	big, err := h.got.NewInts(5, -1)
+	require.NoError(h.t, err)
+	assert.ErrorIs(h.t, h.got.ArgmaxTo(big, at, l, 2), bmm.ErrShape, "6 logits as 2 rows of 2")
+	require.NoError(h.t, h.got.ArgmaxTo(big, at, l, 3))
+	assert.ErrorIs(h.t, h.got.ReadInts(make([]int32, 4), big), bmm.ErrShape, "reading 5 ints into 4")
+	out := make([]int32, 5)
+	require.NoError(h.t, h.got.ReadInts(out, big))
+	assert.Equal(h.t, []int32{0, -1, -1, -1, 0}, out)
 }
 
 // readVector reads back uploaded values, NaN payloads and all, and an

@@ -276,6 +276,19 @@ func (b brokenBackend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 	return nil
 }
 
+func (b brokenBackend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols int) error {
+	if b.bug != "argmaxrows" {
+		return b.Backend.ArgmaxTo(dst, at, logits, cols)
+	}
+	// Each row written at its own position instead of its index.
+	pred := make([]int32, at.Len())
+	if err := b.Backend.Argmax(pred, logits, cols); err != nil {
+		return err
+	}
+	copy(dst.(*bmm.HostInts).V, pred)
+	return nil
+}
+
 func (b brokenBackend) AggFloat(dst bmm.Vector, g bmm.GraphOperand, x bmm.Codes, ep *bmm.Epi) error {
 	if b.bug == "noepilogue" {
 		ep = nil // the float output changes whenever an epilogue is set
@@ -319,11 +332,11 @@ func TestBackendMutantsAreCaught(t *testing.T) {
 		return
 	}
 	if testing.Short() {
-		t.Skip("runs the suite six more times in child processes; not in -short")
+		t.Skip("runs the suite seven more times in child processes; not in -short")
 	}
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	for _, bug := range []string{"lasttie", "noepilogue", "rqoffset", "rowsums", "nomulbit", "addrelu"} {
+	for _, bug := range []string{"lasttie", "noepilogue", "rqoffset", "rowsums", "nomulbit", "addrelu", "argmaxrows"} {
 		t.Run(bug, func(t *testing.T) {
 			cmd := exec.Command(exe, "-test.run=^TestBackendMutantsAreCaught$", "-test.short")
 			cmd.Env = append(os.Environ(), "BMMTEST_BACKEND_MUTANT="+bug)

@@ -261,6 +261,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	fs.IntVar(&c.Passes, "passes", 1, "inference passes over the graph; the report adds the median of the passes after the first")
 	fs.BoolVar(&c.Resident, "resident", false, "keep the batches' inputs on the backend between passes (a serving process; else each pass uploads them)")
 	replay := fs.Bool("replay", true, "with --resident on a GPU: record the second pass as a CUDA graph and replay it (false: launch op by op)")
+	profileKernels := fs.Bool("profile-kernels", false, "time each kernel the GPU launches op by op (use with --replay=false: a replayed pass is one launch) and report each kernel's median over the passes (JSON: kernels); the timing adds host time to every launch, so take pass times from a run without it")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
 	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
@@ -324,17 +325,57 @@ func runInfer(args []string, stdout io.Writer) error {
 	}
 	defer closer.Close()
 	j.Backend, j.Devices, j.DeviceNames = be, devs, names
+	var kp bmm.KernelProfiler
+	if *profileKernels {
+		var ok bool
+		if kp, ok = be.(bmm.KernelProfiler); !ok {
+			return fmt.Errorf("%w: --profile-kernels needs one GPU (--device gpu): it times the GPU's kernels", errUsage)
+		}
+		kp.ProfileKernels(true)
+	}
 	r, err := j.Infer()
 	if err != nil {
 		return qUsage(err)
 	}
+	var kernels []bmm.KernelGroup
+	if kp != nil {
+		kernels = repeatedKernels(bmm.GroupKernels(kp.KernelSegments()))
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return enc.Encode(struct {
+			*pipeline.Report
+			Kernels []bmm.KernelGroup `json:"kernels,omitempty"`
+		}{r, kernels})
 	}
 	printInfer(stdout, r)
+	printKernels(stdout, kernels)
 	return nil
+}
+
+// repeatedKernels keeps the groups of kernels launched in more than one
+// segment (the passes after the first, each batch of them), or all when
+// none repeats (one pass).
+func repeatedKernels(g []bmm.KernelGroup) []bmm.KernelGroup {
+	n := 0
+	for n < len(g) && g[n].Segments > 1 {
+		n++
+	}
+	if n == 0 {
+		return g
+	}
+	return g[:n]
+}
+
+// printKernels prints each group's kernels with their medians.
+func printKernels(w io.Writer, groups []bmm.KernelGroup) {
+	for _, g := range groups {
+		fmt.Fprintf(w, "  kernels      %d launches, %.3f ms in all (medians over %d segments)\n", len(g.Kernels), g.MS, g.Segments)
+		for _, k := range g.Kernels {
+			fmt.Fprintf(w, "    %8.3f ms  %-9s %s (%d×%d)\n", k.MS, k.Op, k.Kernel, k.Grid, k.Block)
+		}
+	}
 }
 
 func printInfer(w io.Writer, r *pipeline.Report) {

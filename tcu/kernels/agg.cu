@@ -1,9 +1,8 @@
 // The resident backend's kernels beside the bit products (tcu/backend.go):
 // edge-list aggregation of byte codes with the fused epilogue into float,
-// byte-code or packed-bit outputs; float to byte-code re-quantization; the
-// sums and epilogue of products past int32; the sum of two float
-// branches; row sums of packed codes;
-// argmax per row. Every parameter is 64 bits wide
+// byte-code or packed-bit outputs; the sums and epilogue of products past
+// int32; the sum of two float branches; row sums of packed codes; argmax
+// per row. Every parameter is 64 bits wide
 // (Device.launch); floats arrive as their bit patterns. The epilogue and the
 // re-quantization are common.cuh's, bit for bit bmm's.
 #include "common.cuh"
@@ -129,16 +128,6 @@ __device__ __forceinline__ void storeOut(float t, long long i, long long r, long
   }
 }
 
-// requant writes the byte codes of n float32 values: MulCodes is the float
-// product followed by this, the same codes MulBit packs.
-extern "C" __global__ void requant(const float* __restrict__ y, u8* __restrict__ out, long long n, long long rqScale,
-                                   long long rqOffset, long long bits) {
-  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    out[i] = (u8)quantize(y[i], scale, offset, (int)bits);
-  }
-}
-
 // widen adds one plane group's int32 products, times 2^shift, into the
 // sums: exactly in int64 (exact set), else in float64, as bmm's
 // WideProduct (layers' qWideProduct) does on the host.
@@ -211,8 +200,11 @@ extern "C" __global__ void rowsums(const u64* __restrict__ a, float* __restrict_
 
 // argmax writes each row's first column of its largest value, scanning
 // with > from column 0 (a NaN never wins, one in column 0 keeps 0), as
-// layers.QArgmax: a thread per row, rows are a few classes wide.
-extern "C" __global__ void argmax(const float* __restrict__ y, int* __restrict__ out, long long rows, long long cols) {
+// layers.QArgmax: a thread per row, rows are a few classes wide. Row r
+// goes to out[idx[r]] (ArgmaxTo: a batch's nodes in a graph-sized array,
+// distinct, so no two threads meet), or to out[r] where idx is null.
+extern "C" __global__ void argmax(const float* __restrict__ y, const int* __restrict__ idx, int* __restrict__ out,
+                                  long long rows, long long cols) {
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* row = y + r * cols;
@@ -222,5 +214,5 @@ extern "C" __global__ void argmax(const float* __restrict__ y, int* __restrict__
     const float x = row[j];
     if (x > run) run = x, best = j;
   }
-  out[r] = best;
+  out[idx ? idx[r] : r] = best;
 }

@@ -29,7 +29,8 @@ struct Prob {
 };                                                              // 168
 static_assert(sizeof(Prob) == 168, "Prob layout");
 
-enum { MODE_INT = 0, MODE_FLOAT = 1, MODE_BIT = 2 };
+// MODE_CODES: the re-quantized code as one byte, row-major (MulCodes).
+enum { MODE_INT = 0, MODE_FLOAT = 1, MODE_BIT = 2, MODE_CODES = 3 };
 
 // OUT16=1: MODE_INT outputs are stored as uint16 (the host chooses it only
 // when every product fits, K·(2^a-1)·(2^b-1) <= 65535, and widens them to
@@ -97,8 +98,9 @@ __device__ __forceinline__ u32 quantize(float y, float scale, float offset, int 
   return __float2uint_rz(floorf(v));
 }
 
-// emit stores product c at (m, n): int (outT) or float32 straight to the
-// row-major output, or the re-quantized code into the block's q tile
+// emit stores product c at (m, n): int (outT), float32 or the
+// re-quantized byte code straight to the row-major output, or the
+// re-quantized code into the block's q tile
 // (ldq words per row) for packBits. Out-of-range positions store code 0.
 // Not inlined: the epilogue runs once per output, and an inlined copy per
 // accumulator register made NVRTC take seconds per kernel variant. P is the
@@ -110,6 +112,8 @@ __device__ __noinline__ void emit(const Prob* __restrict__ Pg, int c, int m, int
     if (ok) ((outT*)P.out)[(long long)m * P.N + n] = (outT)c;
   } else if (P.mode == MODE_FLOAT) {
     if (ok) ((float*)P.out)[(long long)m * P.N + n] = applyEp(P, c, m, n);
+  } else if (P.mode == MODE_CODES) {
+    if (ok) ((unsigned char*)P.out)[(long long)m * P.N + n] = (unsigned char)quantize(applyEp(P, c, m, n), P.rqScale, P.rqOffset, P.outBits);
   } else {
     q[qi] = ok ? quantize(applyEp(P, c, m, n), P.rqScale, P.rqOffset, P.outBits) : 0u;
   }

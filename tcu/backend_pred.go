@@ -1,0 +1,116 @@
+package tcu
+
+import (
+	"fmt"
+
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// devInts is int32 values in device memory: a graph's predictions.
+type devInts struct {
+	devMem
+	n int
+}
+
+func (v *devInts) Len() int { return v.n }
+
+// devIndex is distinct int32 values below bound in device memory: a
+// batch's nodes.
+type devIndex struct {
+	devMem
+	n, bound int
+}
+
+func (v *devIndex) Len() int   { return v.n }
+func (v *devIndex) Bound() int { return v.bound }
+
+// UploadIndex implements bmm.Backend: idx is checked on the host (the
+// kernel trusts it: a repeated value would be a race) and copied once.
+func (be *Backend) UploadIndex(idx []int32, bound int) (bmm.Index, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if err := bmm.CheckIndex(idx, bound); err != nil {
+		return nil, err
+	}
+	var r region
+	r.add(asBytes(idx), 4*len(idx))
+	out := &devIndex{n: len(idx), bound: bound}
+	return orNil(out, be.d.run(func() error {
+		buf, err := be.upload(&r)
+		if err == nil {
+			be.track(&out.devMem, buf)
+		}
+		return err
+	}))
+}
+
+// NewInts implements bmm.Backend: the fill is a memset, not a launch.
+func (be *Backend) NewInts(n int, fill int32) (bmm.Ints, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %d ints", bmm.ErrShape, n)
+	}
+	v := &devInts{n: n}
+	err := be.d.run(func() error {
+		if err := be.newMem(&v.devMem, 4*n); err != nil || fill == 0 {
+			return err
+		}
+		return be.d.memset32(v.buf.ptr, uint32(fill), max(n, 1))
+	})
+	return orNil(v, err)
+}
+
+// ArgmaxTo implements bmm.Backend: Argmax's kernel, each row written at
+// its index in dst on the device; nothing comes back.
+func (be *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols int) error {
+	if err := be.open(); err != nil {
+		return err
+	}
+	d, ok := dst.(*devInts)
+	if !ok || be.mine(&d.devMem) != nil {
+		return fmt.Errorf("%w: argmax destination", bmm.ErrForeign)
+	}
+	ix, ok := at.(*devIndex)
+	if !ok || be.mine(&ix.devMem) != nil {
+		return fmt.Errorf("%w: argmax index", bmm.ErrForeign)
+	}
+	lv, err := be.vector(logits)
+	if err != nil {
+		return err
+	}
+	if err := bmm.CheckArgmaxTo(d.n, ix.n, ix.bound, lv.n, cols); err != nil {
+		return err
+	}
+	be.setOp("ArgmaxTo")
+	return be.d.run(func() error {
+		return be.launch("argmax", (ix.n+255)/256, 256, lv.ptr(), ix.ptr(), d.ptr(), uint64(ix.n), uint64(cols))
+	})
+}
+
+// ReadInts implements bmm.Backend. While a pass is recorded the copy is
+// recorded too, into a pinned buffer of the recording, and dst is filled
+// at each replay.
+func (be *Backend) ReadInts(dst []int32, v bmm.Ints) error {
+	if err := be.open(); err != nil {
+		return err
+	}
+	d, ok := v.(*devInts)
+	if !ok || be.mine(&d.devMem) != nil {
+		return fmt.Errorf("%w: ints", bmm.ErrForeign)
+	}
+	if len(dst) != d.n {
+		return fmt.Errorf("%w: reading %d ints into %d", bmm.ErrShape, d.n, len(dst))
+	}
+	return be.d.run(func() error {
+		if be.rec != nil {
+			if len(dst) == 0 {
+				return nil
+			}
+			return be.copyRecorded(dst, d.buf.ptr, true)
+		}
+		return be.download(asBytes(dst), d.buf.ptr)
+	})
+}

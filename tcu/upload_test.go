@@ -1,0 +1,65 @@
+package tcu
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// TestUploadRing: uploads queue their copies without waiting, each from a
+// pinned buffer of the ring, reused once its copy has run. Twenty-four
+// uploads (six rounds of the ring) of growing and shrinking sizes (the
+// slots regrow) from one host slice overwritten right after each upload,
+// a sum queued on each pair, all read back only at the end; then one
+// upload past upRingMax (the waiting path). Every value is the one
+// uploaded.
+func TestUploadRing(t *testing.T) {
+	k := gpuKernel(t)
+	be, err := NewBackend(k)
+	require.NoError(t, err)
+	defer be.Close()
+	sizes := []int{1, 7, 1 << 10, 300 << 10, 1 << 20, 3 << 20, 5 << 20, 5, 2 << 20, 9, 6 << 20, 1 << 18}
+	host := make([]float32, 6<<20)
+	var want [][]float32
+	var sums []bmm.Vector
+	for i, n := range sizes {
+		var xy [2]bmm.Vector
+		for h := range xy {
+			v := host[:n]
+			for j := range v {
+				v[j] = float32(i*1000 + h*100000 + j%997)
+			}
+			if h == 0 {
+				want = append(want, make([]float32, n))
+			}
+			for j := range v {
+				want[i][j] += v[j]
+			}
+			xy[h], err = be.UploadVector(v)
+			require.NoError(t, err, "upload %d of %d values", i, n)
+			clear(v) // the upload took the values: the host may reuse its memory at once
+		}
+		s, err := be.NewVector(n)
+		require.NoError(t, err)
+		require.NoError(t, be.AddFloat(s, xy[0], xy[1], false))
+		sums = append(sums, s)
+		xy[0].Free() // freed before the sum ran: the pool reuses it only after
+		xy[1].Free()
+	}
+	for i, s := range sums {
+		got := make([]float32, s.Len())
+		require.NoError(t, be.ReadVector(got, s), "sum %d", i)
+		require.Equal(t, want[i], got, "sum %d of %d values", i, s.Len())
+	}
+	big := make([]float32, upRingMax/4+1024) // past the ring: the waiting path
+	for j := range big {
+		big[j] = float32(j % 4099)
+	}
+	x, err := be.UploadVector(big)
+	require.NoError(t, err)
+	got := make([]float32, len(big))
+	require.NoError(t, be.ReadVector(got, x))
+	require.Equal(t, big, got)
+}
