@@ -12,6 +12,7 @@
 #       graph, fp32 and fp16, resident and cold) on the same partition
 #   QGTC=build/e2e/qgtc-old    # speed: time another qgtc (make e2e E2E_OLD=<commit>)
 #   PYG=0                      # speed: leave PyG out (it is the same for both)
+#   VARIANTS='^gpu (resident|cold)$'  # speed: only the variants whose label matches
 #   KERNELS=1                  # speed: also one op-by-op resident run per model at
 #       4 bits with --profile-kernels: each kernel's median, kernels-<graph>-<model>.json
 # Logs and tables go to $OUT (default ./out).
@@ -109,6 +110,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
         fi
         line="$ds $m $bits:"
         for v in "${vs[@]}"; do
+          [[ -n ${VARIANTS:-} && ! ${v%%:*} =~ $VARIANTS ]] && continue
           # CPU figures on CPU_PROCS cores (default all): a many-core GPU host's 16 as on the one-GPU host
           pre=(); [[ ${v#*:} == *"--device cpu"* && -n "${CPU_PROCS:-}" ]] && pre=(env GOMAXPROCS=$CPU_PROCS taskset -c 0-$((CPU_PROCS - 1)))
           if timeout 300 "${pre[@]}" $QGTC "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
