@@ -1,10 +1,12 @@
 package layers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
 
+	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 )
 
@@ -90,6 +92,9 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 				}
 				p.keepGraph(u.key, o)
 			}
+			if err := p.fillPool(b, in, sparse); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
@@ -109,6 +114,7 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 		if err != nil {
 			return err
 		}
+		lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -132,6 +138,26 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 		}()
 	}
 	wg.Wait()
+	// Each lane's outputs for its own share of the batches, which Run
+	// gives it first (runLanes).
+	var poolErr error
+	var mu sync.Mutex
+	for w := range lanes {
+		lp := p.par.lanes[w]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, b := range rest[w*len(rest)/lanes : (w+1)*len(rest)/lanes] {
+				if err := lp.fillPool(b, in, sparse); err != nil {
+					mu.Lock()
+					poolErr = cmp.Or(poolErr, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	var failed error // the first batch's error, as Run would report it
 	for i := range out {
 		for _, m := range out[i] {
@@ -145,7 +171,7 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 			failed = errs[i]
 		}
 	}
-	return failed
+	return cmp.Or(failed, poolErr)
 }
 
 // keepGraph keeps o, a host graph operand, as the plan's graph key.
@@ -154,4 +180,57 @@ func (p *Plan) keepGraph(key graphKey, o bmm.GraphOperand) {
 		p.graphs = map[graphKey]bmm.GraphOperand{}
 	}
 	p.graphs[key] = o
+}
+
+// fillPool puts into p's pool the outputs a pass over b takes from it
+// (as pass.op and pass.rowSums ask for them), and sizes p's prediction
+// buffer for b, so that the first pass finds them made as later ones do.
+func (p *Plan) fillPool(b *Batch, in *Input, sparse bool) error {
+	ps := &pass{p: p, b: b, edges: p.edges(b), batchIn: &batchIn{}}
+	ps.sparseFirst = sparse && p.sparseLists(b, in) != nil
+	n := b.N()
+	sums := map[int]bool{}
+	for i := range p.ops {
+		op := &p.ops[i]
+		f := ps.need(i + 1)
+		if i < len(p.ops)-1 && !f.any() {
+			continue
+		}
+		if op.kind == qLin && !ps.sparseOp(i) && !sums[op.in[0]] {
+			sums[op.in[0]] = true
+			if _, err := ps.vector(n); err != nil {
+				return err
+			}
+		}
+		width := p.widths[i+1]
+		if op.out == nil {
+			if _, err := ps.vector(n * width); err != nil {
+				return err
+			}
+			continue
+		}
+		bits := op.out.Bits
+		if f.rows {
+			if _, err := ps.bits(n, width, bits, bittensor.ByRows); err != nil {
+				return err
+			}
+		}
+		if f.cols {
+			if _, err := ps.bits(n, width, bits, bittensor.ByCols); err != nil {
+				return err
+			}
+		}
+		if f.codes {
+			if _, err := ps.codes(n, width, bits); err != nil {
+				return err
+			}
+		}
+	}
+	for _, o := range ps.pooled {
+		p.pool.put(o)
+	}
+	if cap(p.pred) < n {
+		p.pred = make([]int32, n)
+	}
+	return nil
 }

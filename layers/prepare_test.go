@@ -25,6 +25,23 @@ func graphKeys(p *Plan) (own, lanes []graphKey) {
 
 // sameKeys compares graph keys by batch index in d (a merged batch, each
 // plan's own, as "merged").
+// poolSize counts the outputs in p's pool and its lanes'.
+func poolSize(p *Plan) int {
+	count := func(q *opPool) (n int) {
+		for _, l := range q.free {
+			n += len(l)
+		}
+		return n
+	}
+	n := count(&p.pool)
+	if p.par != nil {
+		for _, lp := range p.par.lanes {
+			n += count(&lp.pool)
+		}
+	}
+	return n
+}
+
 func sameKeys(t *testing.T, d *Data, want, got []graphKey) {
 	t.Helper()
 	key := func(k graphKey) string {
@@ -48,8 +65,10 @@ func sameKeys(t *testing.T, d *Data, want, got []graphKey) {
 
 // TestPlanPrepare: after Prepare, Run's first pass uploads no graph (the
 // plan holds every one the pass reads, the same a Run without Prepare
-// makes and keeps) and predicts what a plan without Prepare does: batch
-// by batch, on lanes and merged, with and without feature lists.
+// makes and keeps) and, batch by batch or merged, allocates no output (the
+// pool holds them), and
+// predicts what a plan without Prepare does: batch by batch, on lanes and
+// merged, with and without feature lists.
 func TestPlanPrepare(t *testing.T) {
 	for _, kind := range []string{GCN, SAGE} {
 		m, d, in := manyBatches(t, kind, 4, 4, false)
@@ -75,6 +94,8 @@ func TestPlanPrepare(t *testing.T) {
 							require.NotEmpty(t, own)
 							assert.Empty(t, lanes, "Prepare keeps every graph in the plan")
 							sameKeys(t, d, append(refOwn, refLanes...), own)
+							outputs := poolSize(plan)
+							require.Positive(t, outputs)
 							for rep := range 2 {
 								got, err := plan.Run(d, in, sparse, nil)
 								require.NoError(t, err)
@@ -84,6 +105,10 @@ func TestPlanPrepare(t *testing.T) {
 								own2, lanes2 := graphKeys(plan)
 								assert.Len(t, own2, len(own), "run %d uploaded no graph of its own", rep)
 								assert.Empty(t, lanes2, "nor did its lanes")
+								if !got.Merged && plan.laneCount(len(d.Eval)) > 1 {
+									continue // a lane that helps with another's share takes shapes of that share
+								}
+								assert.Equal(t, outputs, poolSize(plan), "run %d made no output of its own", rep)
 							}
 						})
 					})
