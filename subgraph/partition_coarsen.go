@@ -446,7 +446,7 @@ func contract(g *wgraph, cmap []int32, cn int, match []int32, htable *[]int32) *
 
 // parallelContractEdges is the graph size from which contraction is split
 // over goroutines (below it the start-up costs more than it saves).
-const parallelContractEdges = 1 << 20
+const parallelContractEdges = parallelEdges
 
 // contractParallel is contract split over threads goroutines by ranges of
 // coarse vertices of about equal edge volume, several per goroutine; each
