@@ -80,7 +80,10 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 	}
 	rest := batches
 	lanes := p.laneCount(len(rest))
-	if lanes < 2 { // one batch (merged) checked on every core, or one core
+	if lanes > 1 && !p.disjointOK(d) {
+		lanes = 1 // Run takes the serial loop too
+	}
+	if lanes < 2 { // as Run: one batch (merged) checked on every core, or the serial loop
 		for _, b := range rest {
 			for _, u := range graphsOf(b) {
 				if p.graphs[u.key] != nil {

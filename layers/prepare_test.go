@@ -117,3 +117,24 @@ func TestPlanPrepare(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPrepareOverlap: batches that share a node run on the serial loop
+// (TestRunLanesFallBack), and Prepare readies that loop, not lanes.
+func TestPlanPrepareOverlap(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	over := *d
+	over.Eval = append(append([]*Batch(nil), d.Eval...), d.Eval[5])
+	withProcs(4, func() {
+		plan, err := m.Compile(cpu.NewBackend(nil))
+		require.NoError(t, err)
+		defer plan.Close()
+		plan.Agg, plan.Merge = AggSparse, MergeOff
+		require.NoError(t, plan.Prepare(&over, in, true))
+		outputs := poolSize(plan)
+		require.Positive(t, outputs)
+		_, err = plan.Run(&over, in, true, nil)
+		require.NoError(t, err)
+		assert.Empty(t, plan.par.lanes, "no lanes made, by Prepare or Run")
+		assert.Equal(t, outputs, poolSize(plan), "the serial loop found its outputs made")
+	})
+}
