@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"unsafe"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
@@ -126,7 +127,49 @@ func (b *Backend) NewCodes(rows, cols, nbits int) (bmm.Codes, error) {
 	if err != nil {
 		return nil, err
 	}
+	touch(b.lane != nil, c.data)
 	return &codesOperand{b.Operand(), c}, nil
+}
+
+// NewBits implements bmm.Backend (bmm.Host's, touched).
+func (b *Backend) NewBits(rows, cols, nbits int, packing bittensor.Packing) (bmm.Bits, error) {
+	o, err := b.Host.NewBits(rows, cols, nbits, packing)
+	if err == nil {
+		touch(b.lane != nil, o.(*bmm.HostBits).T.Words())
+	}
+	return o, err
+}
+
+// NewVector implements bmm.Backend (bmm.Host's, touched).
+func (b *Backend) NewVector(n int) (bmm.Vector, error) {
+	o, err := b.Host.NewVector(n)
+	if err == nil {
+		touch(b.lane != nil, o.(*bmm.HostVector).V)
+	}
+	return o, err
+}
+
+// touch writes the pages of a fresh output of 64 KiB or more where it is
+// allocated, on every core (a fork: on its goroutine), rather than in the
+// op that first writes it: a plan allocates its outputs ahead of its first
+// pass (layers.Plan.Prepare), which then takes no page fault of its own.
+func touch[E any](fork bool, s []E) {
+	var e E
+	grain := clearWordsGrain * 8 / int(unsafe.Sizeof(e))
+	chunks := len(s) / grain
+	switch {
+	case chunks < 1:
+	case fork || chunks < 2 || runtime.GOMAXPROCS(0) == 1:
+		clear(s)
+	default:
+		par.For(chunks, runtime.GOMAXPROCS(0), func(i int) {
+			hi := (i + 1) * grain
+			if i == chunks-1 {
+				hi = len(s)
+			}
+			clear(s[i*grain : hi])
+		})
+	}
 }
 
 func (b *Backend) codes(o bmm.Codes, what string) (Codes, error) {

@@ -229,3 +229,27 @@ func TestBackendPreferMerged(t *testing.T) {
 	runtime.GOMAXPROCS(1)
 	assert.False(t, b.PreferMerged(3, 1000), "one core: nothing to save")
 }
+
+// TestTouch: touch writes every element of an output of a grain or more
+// (zero, as fresh), whatever its size around the grain and whoever calls
+// it (a root on the cores, a fork).
+func TestTouch(t *testing.T) {
+	for _, n := range []int{0, 1, clearWordsGrain - 1, clearWordsGrain, 2*clearWordsGrain + 1, 5 * clearWordsGrain} {
+		for _, fork := range []bool{false, true} {
+			w := make([]uint64, n)
+			for i := range w {
+				w[i] = 1
+			}
+			f := make([]float32, 2*n)
+			for i := range f {
+				f[i] = 1
+			}
+			touch(fork, w)
+			touch(fork, f)
+			if n >= clearWordsGrain { // smaller ones are left to the op that writes them
+				assert.NotContains(t, w, uint64(1), "n=%d fork=%v: words", n, fork)
+				assert.NotContains(t, f, float32(1), "n=%d fork=%v: floats", n, fork)
+			}
+		}
+	}
+}

@@ -15,7 +15,10 @@
 // plus lin_r of the node). Plan.Run runs it over the Eval batches of a Data
 // with features quantized once (Input): each batch's inputs go up once,
 // the ops run on backend operands, and only the predictions come back
-// (Result.Traffic counts the bytes). Plan.Close frees what the plan holds
+// (Result.Traffic counts the bytes). Plan.Prepare, before the first Run,
+// makes what that pass would otherwise make and keep (checked graphs,
+// feature lists, outputs), so that a timed first pass is a pass like the
+// later ones. Plan.Close frees what the plan holds
 // on the backend. Batch is one Cluster-GCN batch (a group of partitions,
 // its adjacency and normalization).
 //

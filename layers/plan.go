@@ -60,6 +60,9 @@ type Plan struct {
 	// host memory): checking a graph again every pass costs, on one core,
 	// about what aggregating over it costs on all of them.
 	graphs map[graphKey]bmm.GraphOperand
+	// shared is a lane's view of its plan's graphs (Prepare's), which the
+	// plan does not change while lanes run.
+	shared map[graphKey]bmm.GraphOperand
 	pred   []int32 // one batch's predictions, reused
 	// kept holds the batches' uploads of a resident plan.
 	kept map[keptKey]*batchIn
@@ -787,8 +790,7 @@ func (ps *pass) features(x *bittensor.Tensor, sx *Input) error {
 		// Codes or weights past 8 bits, or feature lists whose sums could
 		// pass int32, take the dense first product.
 		var err error
-		g, bound := b.featRows(sx, p.byteFirst(sx))
-		if g != nil && float64(bound)*(math.Exp2(float64(m.WBits))-1) <= math.MaxInt32 {
+		if g := p.sparseLists(b, sx); g != nil {
 			ps.sparseFirst = true
 			if ps.feat, err = ps.uploadGraph(g, sx.Cols, graphKey{b: b, in: sx}); err != nil {
 				return err
@@ -829,6 +831,16 @@ func (ps *pass) features(x *bittensor.Tensor, sx *Input) error {
 	}
 	ps.x, ps.made = ps.vals[0], true
 	return nil
+}
+
+// sparseLists is the graph of b's feature lists in sx when the first
+// product sums weight rows over them, nil when it takes the dense one.
+func (p *Plan) sparseLists(b *Batch, sx *Input) *bmm.Graph {
+	g, bound := b.featRows(sx, p.byteFirst(sx))
+	if g == nil || float64(bound)*(math.Exp2(float64(p.Model.WBits))-1) > math.MaxInt32 {
+		return nil
+	}
+	return g
 }
 
 // logits is the last op's output.
@@ -878,6 +890,9 @@ func (ps *pass) uploadOnce(dst *bmm.Vector, v []float32) (bmm.Vector, error) {
 func (ps *pass) uploadGraph(g *bmm.Graph, src int, key graphKey) (bmm.GraphOperand, error) {
 	p := ps.p
 	if o := p.graphs[key]; o != nil {
+		return o, nil
+	}
+	if o := p.shared[key]; o != nil { // a lane: the graphs its plan prepared
 		return o, nil
 	}
 	before := p.Backend.Traffic()

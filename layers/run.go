@@ -68,7 +68,7 @@ func (p *Plan) lane(i int) (*Plan, error) {
 		lp.Backend = fb
 		lp.pool = opPool{}
 		lp.run = make([]bmm.Epi, len(p.run))
-		lp.graphs, lp.pred, lp.par, lp.kept = nil, nil, nil, nil
+		lp.graphs, lp.shared, lp.pred, lp.par, lp.kept = nil, nil, nil, nil, nil
 		lp.merged.d, lp.merged.first, lp.merged.b = nil, nil, nil
 		p.par.lanes = append(p.par.lanes, lp)
 	}
@@ -164,6 +164,7 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 	}
 	for _, lp := range lanes { // the settings may have changed since the lanes were made
 		lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
+		lp.shared = p.graphs
 	}
 	nb := len(d.Eval)
 	shares := make([]laneShare, l)

@@ -605,3 +605,15 @@ func TestCacheWriteInterrupted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, es, "no entry and no temporary file")
 }
+
+// TestSetupReported: on the CPU the plan's setup for the batches (graph
+// checks, feature lists) runs before the first pass and is reported as
+// setup_ms, a part of prepare_ms; later passes predict what the first did.
+func TestSetupReported(t *testing.T) {
+	j, _ := fastJob("cora", t.TempDir())
+	j.Passes = 3
+	r := infer(t, j)
+	assert.Positive(t, r.SetupMS)
+	assert.LessOrEqual(t, r.SetupMS, r.PrepareMS)
+	assert.Equal(t, 2, r.MorePasses)
+}

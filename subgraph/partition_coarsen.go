@@ -1,6 +1,7 @@
 package subgraph
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -445,20 +446,21 @@ func contract(g *wgraph, cmap []int32, cn int, match []int32, htable *[]int32) *
 
 // parallelContractEdges is the graph size from which contraction is split
 // over goroutines (below it the start-up costs more than it saves).
-const parallelContractEdges = 1 << 20
+const parallelContractEdges = parallelEdges
 
 // contractParallel is contract split over threads goroutines by ranges of
-// coarse vertices of about equal edge volume; each builds its coarse rows
-// with its own hash table, and the rows are concatenated in order, so the
-// result is identical to contract's.
+// coarse vertices of about equal edge volume, several per goroutine; each
+// range's rows are built with its goroutine's hash table, then copied into
+// place on the cores, so the result is identical to contract's.
 func contractParallel(g *wgraph, cmap []int32, cn int, match []int32, threads int) *wgraph {
-	n := g.n()
 	leader := make([]int32, cn)
-	for v := 0; v < n; v++ {
-		if int(match[v]) >= v {
-			leader[cmap[v]] = int32(v)
+	forRows(g, threads, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			if int(match[v]) >= v {
+				leader[cmap[v]] = int32(v)
+			}
 		}
-	}
+	})
 	vol := func(c int) int {
 		v := leader[c]
 		d := int(g.xadj[v+1] - g.xadj[v])
@@ -467,85 +469,90 @@ func contractParallel(g *wgraph, cmap []int32, cn int, match []int32, threads in
 		}
 		return d
 	}
+	// Coarse vertices are numbered in the order of their leaders, so the
+	// fine rows before a leader measure the volume before its coarse
+	// vertex (the partners aside): ranges are found by binary search.
+	pieces := threads * chunksPerThread
+	per := len(g.adjncy)/pieces + 1
 	bounds := []int{0}
-	per := len(g.adjncy)/threads + 1
-	acc := 0
-	for c := 0; c < cn; c++ {
-		acc += vol(c)
-		if acc >= per && len(bounds) < threads {
-			bounds = append(bounds, c+1)
-			acc = 0
-		}
+	for c := 0; c < cn; {
+		target := g.xadj[leader[c]] + int32(per)
+		next, _ := slices.BinarySearchFunc(leader[c+1:], target, func(v, t int32) int { return cmp.Compare(g.xadj[v], t) })
+		c += next + 1
+		bounds = append(bounds, c)
 	}
-	bounds = append(bounds, cn)
 	type piece struct{ deg, adj, wgt []int32 }
-	pieces := make([]piece, len(bounds)-1)
+	ps := make([]piece, len(bounds)-1)
 	cg := &wgraph{xadj: make([]int32, cn+1), vwgt: make([]int32, cn), tvwgt: g.tvwgt}
+	var next atomic.Int32
 	var wg sync.WaitGroup
-	for t := range pieces {
+	for range min(threads, len(ps)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lo, hi := bounds[t], bounds[t+1]
 			ht := make([]int32, cn)
 			for i := range ht {
 				ht[i] = -1
 			}
-			room := 0
-			for c := lo; c < hi; c++ {
-				room += vol(c)
-			}
-			pc := piece{deg: make([]int32, hi-lo), adj: make([]int32, 0, room), wgt: make([]int32, 0, room)}
-			for c := lo; c < hi; c++ {
-				v := leader[c]
-				u := match[v]
-				start := int32(len(pc.adj))
-				members := [2]int32{v, u}
-				nm := 2
-				cg.vwgt[c] = g.vwgt[v]
-				if u == v {
-					nm = 1
-				} else {
-					cg.vwgt[c] += g.vwgt[u]
+			for t := int(next.Add(1)) - 1; t < len(ps); t = int(next.Add(1)) - 1 {
+				lo, hi := bounds[t], bounds[t+1]
+				room := 0
+				for c := lo; c < hi; c++ {
+					room += vol(c)
 				}
-				for _, x := range members[:nm] {
-					for e := g.xadj[x]; e < g.xadj[x+1]; e++ {
-						cw := cmap[g.adjncy[e]]
-						if int(cw) == c {
-							continue
-						}
-						if p := ht[cw]; p >= 0 {
-							pc.wgt[p] += g.adjwgt[e]
-						} else {
-							ht[cw] = int32(len(pc.adj))
-							pc.adj = append(pc.adj, cw)
-							pc.wgt = append(pc.wgt, g.adjwgt[e])
+				pc := piece{deg: make([]int32, hi-lo), adj: make([]int32, 0, room), wgt: make([]int32, 0, room)}
+				for c := lo; c < hi; c++ {
+					v := leader[c]
+					u := match[v]
+					start := int32(len(pc.adj))
+					members := [2]int32{v, u}
+					nm := 2
+					cg.vwgt[c] = g.vwgt[v]
+					if u == v {
+						nm = 1
+					} else {
+						cg.vwgt[c] += g.vwgt[u]
+					}
+					for _, x := range members[:nm] {
+						for e := g.xadj[x]; e < g.xadj[x+1]; e++ {
+							cw := cmap[g.adjncy[e]]
+							if int(cw) == c {
+								continue
+							}
+							if p := ht[cw]; p >= 0 {
+								pc.wgt[p] += g.adjwgt[e]
+							} else {
+								ht[cw] = int32(len(pc.adj))
+								pc.adj = append(pc.adj, cw)
+								pc.wgt = append(pc.wgt, g.adjwgt[e])
+							}
 						}
 					}
+					for _, cw := range pc.adj[start:] {
+						ht[cw] = -1
+					}
+					pc.deg[c-lo] = int32(len(pc.adj)) - start
 				}
-				for _, cw := range pc.adj[start:] {
-					ht[cw] = -1
-				}
-				pc.deg[c-lo] = int32(len(pc.adj)) - start
+				ps[t] = pc
 			}
-			pieces[t] = pc
 		}()
 	}
 	wg.Wait()
-	total := 0
-	for t, pc := range pieces {
+	offs := make([]int, len(ps)+1)
+	for t, pc := range ps {
+		offs[t+1] = offs[t] + len(pc.adj)
+	}
+	cg.adjncy, cg.adjwgt = make([]int32, offs[len(ps)]), make([]int32, offs[len(ps)])
+	runChunks(bounds, threads, func(t, lo, _ int) {
+		pc := ps[t]
+		x := int32(offs[t])
 		for i, d := range pc.deg {
-			c := bounds[t] + i
-			cg.xadj[c+1] = cg.xadj[c] + d
+			x += d
+			cg.xadj[lo+i+1] = x
 		}
-		total += len(pc.adj)
-	}
-	cg.adjncy = make([]int32, 0, total)
-	cg.adjwgt = make([]int32, 0, total)
-	for _, pc := range pieces {
-		cg.adjncy = append(cg.adjncy, pc.adj...)
-		cg.adjwgt = append(cg.adjwgt, pc.wgt...)
-	}
+		copy(cg.adjncy[offs[t]:], pc.adj)
+		copy(cg.adjwgt[offs[t]:], pc.wgt)
+	})
 	return cg
 }
 

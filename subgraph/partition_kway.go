@@ -42,10 +42,12 @@ func kwayPartition(g *wgraph, k int, opt PartitionOptions, out []int32) {
 	}
 	for l := len(graphs) - 1; l >= 0; l-- {
 		if l < len(graphs)-1 {
-			fine := make([]int32, graphs[l].n())
-			for v, c := range cmaps[l] {
-				fine[v] = where[c]
-			}
+			fine, cmap, coarse := make([]int32, graphs[l].n()), cmaps[l], where
+			forRows(graphs[l], opt.Threads, func(lo, hi int) {
+				for v := lo; v < hi; v++ {
+					fine[v] = coarse[cmap[v]]
+				}
+			})
 			where = fine
 		}
 		ln := graphs[l].n()
@@ -431,7 +433,9 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 		// Only vertices with ed >= id can gain (or break even): no part
 		// can hold more than all of v's external edges. After the first
 		// pass only vertices whose degrees changed are looked at again.
-		if pass == 0 {
+		if pass == 0 && splitRows(g, kr.threads) {
+			bnd = collectRows(g, kr.threads, bnd, func(v int32) bool { return ed[v] > 0 && ed[v] >= id[v] })
+		} else if pass == 0 {
 			for v := int32(0); int(v) < n; v++ {
 				if ed[v] > 0 && ed[v] >= id[v] {
 					bnd = append(bnd, v)

@@ -11,24 +11,56 @@ const parallelEdges = 1 << 18
 
 // forRows calls f over consecutive vertex ranges of g that together cover
 // every vertex once, on up to threads goroutines when g is large enough.
-// The ranges have about equal edge volume. f must only write state owned by
-// its range, so the result is the same whatever threads is.
+// The ranges have about equal edge volume, several per goroutine, taken in
+// turn as goroutines come free: one core held up elsewhere (a busy host,
+// or a range of dense rows) no longer holds up the whole pass. f must only
+// write state owned by its range, so the result is the same whatever
+// threads is.
 func forRows(g *wgraph, threads int, f func(lo, hi int)) {
-	n := g.n()
-	if threads <= 1 || len(g.adjncy) < parallelEdges || n < 2 {
-		f(0, n)
+	if !splitRows(g, threads) {
+		f(0, g.n())
 		return
 	}
-	per := len(g.adjncy)/threads + 1
+	runChunks(rowChunks(g, threads*chunksPerThread), threads, func(_, lo, hi int) { f(lo, hi) })
+}
+
+// chunksPerThread is how many ranges forRows makes per goroutine.
+const chunksPerThread = 4
+
+// splitRows reports whether a pass over g's rows is worth splitting.
+func splitRows(g *wgraph, threads int) bool {
+	return threads > 1 && len(g.adjncy) >= parallelEdges && g.n() >= 2
+}
+
+// runChunks calls f(c, bounds[c], bounds[c+1]) for every range c, on up to
+// threads goroutines that take the ranges in turn.
+func runChunks(bounds []int, threads int, f func(c, lo, hi int)) {
+	chunks := len(bounds) - 1
+	var next atomic.Int32
 	var wg sync.WaitGroup
-	lo := 0
-	for lo < n {
-		hi := lo + 1
+	for range min(threads, chunks) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := int(next.Add(1)) - 1; c < chunks; c = int(next.Add(1)) - 1 {
+				f(c, bounds[c], bounds[c+1])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// rowChunks splits g's vertices into at most parts consecutive ranges of
+// about equal edge volume, each at least one vertex: range c is
+// bounds[c]..bounds[c+1].
+func rowChunks(g *wgraph, parts int) []int {
+	n := g.n()
+	per := len(g.adjncy)/parts + 1
+	bounds := []int{0}
+	for lo := 0; lo < n; {
+		hi := n
 		// The first vertex whose row starts at or past lo's start + per.
-		target := g.xadj[lo] + int32(per)
-		if int(target) >= len(g.adjncy) {
-			hi = n
-		} else {
+		if target := g.xadj[lo] + int32(per); int(target) < len(g.adjncy) {
 			a, b := lo+1, n
 			for a < b {
 				m := int(uint(a+b) >> 1)
@@ -40,14 +72,39 @@ func forRows(g *wgraph, threads int, f func(lo, hi int)) {
 			}
 			hi = max(a, lo+1)
 		}
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			f(lo, hi)
-		}(lo, hi)
+		bounds = append(bounds, hi)
 		lo = hi
 	}
-	wg.Wait()
+	return bounds
+}
+
+// collectRows appends to dst, in increasing order, the vertices of g for
+// which keep is true, tested on threads goroutines over ranges of rows
+// when g is large enough.
+func collectRows(g *wgraph, threads int, dst []int32, keep func(v int32) bool) []int32 {
+	if !splitRows(g, threads) {
+		for v := int32(0); int(v) < g.n(); v++ {
+			if keep(v) {
+				dst = append(dst, v)
+			}
+		}
+		return dst
+	}
+	bounds := rowChunks(g, threads*chunksPerThread)
+	parts := make([][]int32, len(bounds)-1)
+	runChunks(bounds, threads, func(c, lo, hi int) {
+		var part []int32
+		for v := int32(lo); int(v) < hi; v++ {
+			if keep(v) {
+				part = append(part, v)
+			}
+		}
+		parts[c] = part
+	})
+	for _, part := range parts {
+		dst = append(dst, part...)
+	}
+	return dst
 }
 
 // componentSizes returns the vertex counts of g's connected components, in

@@ -2,6 +2,7 @@ package subgraph
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -126,5 +127,38 @@ func TestParallelBuildsMatchSerial(t *testing.T) {
 		gs, gv := splitGraph(want, where, 3)
 		assert.Equal(t, ws, gs)
 		assert.Equal(t, wv, gv)
+	}
+}
+
+// TestRowChunks: forRows' ranges cover every vertex once, in order, and
+// collectRows keeps what a serial filter keeps, in the same order, however
+// many goroutines take the ranges.
+func TestRowChunks(t *testing.T) {
+	w := fromGraph(parGraph(t), 1)
+	for _, parts := range []int{1, 2, 7, 64, w.n() + 5} {
+		b := rowChunks(w, parts)
+		require.Equal(t, 0, b[0])
+		require.Equal(t, w.n(), b[len(b)-1])
+		assert.LessOrEqual(t, len(b)-1, parts+1, "about parts ranges")
+		for i := 1; i < len(b); i++ {
+			require.Less(t, b[i-1], b[i], "ranges of at least one vertex")
+		}
+	}
+	keep := func(v int32) bool { return w.xadj[v+1]-w.xadj[v] > 8 || v%97 == 0 }
+	want := collectRows(w, 1, nil, keep)
+	require.NotEmpty(t, want)
+	require.Less(t, len(want), w.n())
+	for _, threads := range []int{2, 3, 16} {
+		got := collectRows(w, threads, []int32{-1}, keep)
+		assert.Equal(t, append([]int32{-1}, want...), got, "%d threads", threads)
+		seen := make([]atomic.Int32, w.n())
+		forRows(w, threads, func(lo, hi int) {
+			for v := lo; v < hi; v++ {
+				seen[v].Add(1)
+			}
+		})
+		for v := range seen {
+			require.Equal(t, int32(1), seen[v].Load(), "vertex %d, %d threads", v, threads)
+		}
 	}
 }

@@ -19,7 +19,11 @@
 # PASSES (passes of each one-shot process, 5), REPS (one-shot processes per
 # core count, 1), TORCH_CPUS (threads torch runs with, the largest of
 # CORES), OLDNEW_DATA (built-in graphs of the old/new warm comparison,
-# "coauthor_physics planted-1m").
+# "coauthor_physics planted-1m"), STEPS (the measurements to take, "all"
+# or some of: warm torch oneshot variants partition old; the graphs, the
+# partition files and, for oneshot and variants, the models are always
+# made), e.g. STEPS="partition oneshot" for the partition at every core
+# count and the one-shot runs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -31,6 +35,8 @@ WARM=${WARM:-5}
 REPS=${REPS:-1}
 PASSES=${PASSES:-5}
 OLDNEW_DATA=${OLDNEW_DATA:-coauthor_physics planted-1m}
+STEPS=${STEPS:-all}
+want() { [ "$STEPS" = all ] || [[ " $STEPS " == *" $1 "* ]]; }
 W=${WORK:-${TMPDIR:-/tmp}/qgtc-manycore}
 mkdir -p "$OUT" "$W"
 LOG=$OUT/log.txt
@@ -108,15 +114,18 @@ part() {
 for g in $GRAPHS; do
   part "$NEW" new "$g" "$MAXC" "$W/$g.part" || exit 1
 done
-for g in planted1m synth2m; do
-  [ "$MAXC" = 1 ] || part "$NEW" new "$g" 1
-done
+if want partition; then
+  for g in planted1m synth2m; do
+    [ "$MAXC" = 1 ] || part "$NEW" new "$g" 1
+  done
+fi
 
 # 3. Models: a 4-bit GCN (hidden 64) calibrated on untrained weights per
 # graph (--epochs 0: speed does not need accuracy), read by every one-shot
 # run; and each graph exported for torch.
 declare -A MODEL
 for g in $GRAPHS; do
+  { want oneshot || want variants || want old; } || break
   run 60 env GOMAXPROCS="$MAXC" "$NEW" infer --dataset "${DS[$g]}" --partition "$W/$g.part" --bits 4 --epochs 0 --qat-epochs 0 \
     --json --quiet > "$W/train.json" || exit 1
   MODEL[$g]=$(ls "$QGTC_CACHE"/models/"$(basename "${DS[$g]}" .npz)"-gcn-*-a4w4.safetensors | head -1)
@@ -154,7 +163,7 @@ oneshot() {
   [ "$label" = old ] && passes= # the old binary knows no --passes
   run 30 env GOMAXPROCS="$c" "${envs[@]}" "$bin" infer --dataset "${DS[$g]}" --partition "$W/$g.part" --weights "${MODEL[$g]}" \
     --json --quiet ${passes:+--passes "$passes"} "${flags[@]}" > "$W/os.json" &&
-    res oneshot "$g" "$label" "$c" "$(jget "$W/os.json" compute_ms pack_ms total_ms predictions_sha256 pass_median_ms merged)"
+    res oneshot "$g" "$label" "$c" "$(jget "$W/os.json" compute_ms pack_ms total_ms predictions_sha256 pass_median_ms merged setup_ms)"
 }
 # torchrun GRAPH: PyTorch fp32 over the whole graph at TORCH_CPUS threads.
 torchrun() {
@@ -168,11 +177,11 @@ torchrun() {
 # torch at TORCH_CPUS threads on the same graphs.
 SPEC="physics=coauthor_physics,$W/physics.part;planted1m=$W/planted1m.npz,$W/planted1m.part;synth2m=$W/synth2m.npz,$W/synth2m.part"
 for g in $GRAPHS; do
-  warm "$BIN/layers.test" new "$SPEC" "$g" 40
-  torchrun "$g"
+  want warm && warm "$BIN/layers.test" new "$SPEC" "$g" 40
+  want torch && torchrun "$g"
 done
 # 5. One-shot runs, new, at every core count.
-for g in $GRAPHS; do
+want oneshot && for g in $GRAPHS; do
   for c in "${cores[@]}"; do
     for _ in $(seq "$REPS"); do oneshot "$NEW" new "$g" "$c"; done
   done
@@ -180,17 +189,19 @@ done
 # 6. Where a cold pass loses, on Physics at all cores: the same run with
 # the collector off (GOGC=off), never merged, and with the runtime's GC
 # trace in the log.
-oneshot "$NEW" new-gcoff physics "$MAXC" GOGC=off
-oneshot "$NEW" new-unmerged physics "$MAXC" -- --merge off
-oneshot "$NEW" new-gctrace physics "$MAXC" GODEBUG=gctrace=1
+if want variants; then
+  oneshot "$NEW" new-gcoff physics "$MAXC" GOGC=off
+  oneshot "$NEW" new-unmerged physics "$MAXC" -- --merge off
+  oneshot "$NEW" new-gctrace physics "$MAXC" GODEBUG=gctrace=1
+fi
 # 7. The partition at the other core counts.
-for g in planted1m synth2m; do
+want partition && for g in planted1m synth2m; do
   for c in "${cores[@]}"; do
     [ "$c" = 1 ] || [ "$c" = "$MAXC" ] || part "$NEW" new "$g" "$c"
   done
 done
 # 8. Old binaries, when built: partition, one-shot and warm at 1 and all cores.
-if ((HAVE_OLD)); then
+if ((HAVE_OLD)) && want old; then
   for c in 1 "$MAXC"; do part "$OLD" old planted1m "$c"; done
   for g in $GRAPHS; do
     for c in 1 "$MAXC"; do oneshot "$OLD" old "$g" "$c"; done

@@ -1,7 +1,7 @@
 """Turns bench/manycore/run.sh's results.tsv into the markdown tables of
 issue 19's targets. Rows of results.tsv:
   warm      GRAPH IMPL CORES MS_PER_PASS        (IMPL: new, new-batchwise, old, old-batchwise)
-  oneshot   GRAPH BIN  CORES COMPUTE_MS PACK_MS TOTAL_MS SHA256 [PASS_MEDIAN_MS MERGED]
+  oneshot   GRAPH BIN  CORES COMPUTE_MS PACK_MS TOTAL_MS SHA256 [PASS_MEDIAN_MS MERGED [SETUP_MS]]
   torch     GRAPH THREADS MS_PER_PASS SPARSE_MS PYG_MS THREADS_USED VERSION
   partition GRAPH BIN  CORES SECONDS EDGE_CUT NODES EDGES
 """
@@ -13,6 +13,7 @@ warm = collections.defaultdict(list)      # (graph, impl, cores) -> ms
 oneshot = collections.defaultdict(list)   # (graph, bin, cores) -> first pass compute ms
 later = collections.defaultdict(list)     # (graph, bin, cores) -> median of the later passes, same process
 merged = {}                               # (graph, bin, cores) -> "True"/"False"
+setup = collections.defaultdict(list)     # (graph, bin, cores) -> setup_ms (Plan.Prepare, before the first pass)
 sha = collections.defaultdict(set)        # graph -> hashes
 torch = {}                                # graph -> (threads, ms, sparse, pyg)
 part = collections.defaultdict(list)      # (graph, bin, cores) -> [(s, cut)]
@@ -38,6 +39,8 @@ for line in open(sys.argv[1]):
                 later[k].append(float(f[8]))
             if len(f) > 9:
                 merged[k] = f[9]
+            if len(f) > 10 and num(f[10]) is not None:
+                setup[k].append(float(f[10]))
         elif f[0] == "torch":
             torch[f[1]] = (int(f[2]), num(f[3]), num(f[4]), num(f[5]))
         elif f[0] == "partition":
@@ -64,6 +67,7 @@ for g in graphs:
     for impl, d, label in [("new", warm, "warm, as the plan picks"), ("new-batchwise", warm, "warm, never merged"),
                            ("old", warm, "warm old"),
                            ("new", oneshot, "one-shot first pass"), ("new", later, "one-shot later passes"),
+                           ("new", setup, "one-shot setup before the first pass (setup_ms)"),
                            ("old", oneshot, "one-shot old")]:
         vals = [med(d, (g, impl, c)) for c in cores]
         if all(v is None for v in vals):

@@ -419,8 +419,12 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 	if r.SparseInput {
 		pack += " (feature lists)" // gathered once per batch for the sparse first product
 	}
-	fmt.Fprintf(w, "  latency      load %.1f ms | partition %.1f ms%s | prepare %.1f ms | %s | compute %.1f ms | other %.1f ms | total %.1f ms\n",
-		rd(r.LoadMS), rd(r.PartitionMS), cached, rd(r.PrepareMS), pack, rd(r.ComputeMS), total-sum, total)
+	setup := ""
+	if r.SetupMS > 0 { // the batches' graph checks and feature lists, made before the first pass
+		setup = fmt.Sprintf(" (%.1f ms setup)", rd(r.SetupMS))
+	}
+	fmt.Fprintf(w, "  latency      load %.1f ms | partition %.1f ms%s | prepare %.1f ms%s | %s | compute %.1f ms | other %.1f ms | total %.1f ms\n",
+		rd(r.LoadMS), rd(r.PartitionMS), cached, rd(r.PrepareMS), setup, pack, rd(r.ComputeMS), total-sum, total)
 	if r.TrainMS > 0 {
 		where := "not cached"
 		if r.CachedIn != "" {
