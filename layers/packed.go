@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,14 +42,39 @@ func (in *Input) AllOnes() bool {
 // pass over many batches holds one at a time.
 func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, pred []int32) (pack, compute time.Duration, err error) {
 	t0 := time.Now()
+	pp, err := p.PreparePacked(pb, params, allOnes, sparse)
+	if err != nil {
+		return 0, 0, err
+	}
+	t1 := time.Now()
+	return t1.Sub(t0), time.Since(t1), p.RunPrepared(pp, pred)
+}
+
+// PreparedBatch is a packed batch made ready on the host for
+// Plan.RunPrepared: Â's CSR, degrees, tile mask and, for the sparse first
+// product, the feature lists.
+type PreparedBatch struct {
+	nodes []int32 // global ids
+	b     *Batch
+	x     *bittensor.Tensor
+	sx    *Input
+}
+
+// Nodes is the batch's node count.
+func (pp *PreparedBatch) Nodes() int { return len(pp.nodes) }
+
+// PreparePacked does RunPacked's host work on pb: it touches no backend
+// and no state of p, so several goroutines may prepare batches while one
+// runs them (RunPackedStream).
+func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse bool) (*PreparedBatch, error) {
 	n := len(pb.Nodes)
 	if params != p.Model.Input {
-		return 0, 0, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, params, p.Model.Input)
+		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, params, p.Model.Input)
 	}
 	if pb.Feat == nil || pb.Feat.Rows() != n || pb.Feat.Bits() != params.Bits || pb.Feat.Packing() != bittensor.ByRows ||
 		pb.Feat.Cols() != p.Model.Layers[0].Lin1.In || len(pb.Indptr) != n+1 || pb.Adj == nil || pb.Adj.Rows() != n ||
 		(pb.FeatScale != nil && len(pb.FeatScale) != n) {
-		return 0, 0, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
+		return nil, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
 	}
 	b := &Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(pb.Indices)+n),
 		Adj: pb.Adj, Deg: make([]float32, n), DInv: make([]float32, n), FeatScale: pb.FeatScale}
@@ -60,7 +86,7 @@ func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, p
 		b.Nodes[r] = int32(r)
 		lo, hi := pb.Indptr[r], pb.Indptr[r+1]
 		if lo < 0 || hi < lo || int(hi) > len(pb.Indices) {
-			return 0, 0, fmt.Errorf("%w: packed batch row %d spans %d..%d of %d entries", ErrModel, r, lo, hi, len(pb.Indices))
+			return nil, fmt.Errorf("%w: packed batch row %d spans %d..%d of %d entries", ErrModel, r, lo, hi, len(pb.Indices))
 		}
 		self := false
 		for _, c := range pb.Indices[lo:hi] {
@@ -85,30 +111,37 @@ func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, p
 	in := planesInput(pb.Feat, params, allOnes)
 	if sparse {
 		if err := p.checkInput(in); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 	}
 	sums := make([]float32, n)
 	copy(sums, in.rowSums)
 	b.feat.in, b.feat.sums, b.feat.packed = in, sums, pb.Feat
-	var x *bittensor.Tensor
-	var sx *Input
+	pp := &PreparedBatch{nodes: pb.Nodes, b: b}
 	if sparse {
-		sx = in
+		pp.sx = in
 		p.packLists(b, in)
 	} else {
-		x = pb.Feat
+		pp.x = pb.Feat
 	}
-	defer p.forget(b)
-	t1 := time.Now()
+	return pp, nil
+}
+
+// RunPrepared runs a batch made by PreparePacked (on this plan or another
+// compiled from the same model) on p's backend and writes its predictions
+// into pred at the batch's global ids; the batch's uploads are dropped
+// before it returns.
+func (p *Plan) RunPrepared(pp *PreparedBatch, pred []int32) error {
+	defer p.forget(pp.b)
+	n := len(pp.nodes)
 	r := &Result{Pred: make([]int32, n)}
-	if err := p.predict(r, b, x, sx, nil); err != nil {
-		return 0, 0, err
+	if err := p.predict(r, pp.b, pp.x, pp.sx, nil); err != nil {
+		return err
 	}
-	for i, v := range pb.Nodes {
+	for i, v := range pp.nodes {
 		pred[v] = r.Pred[i]
 	}
-	return t1.Sub(t0), time.Since(t1), nil
+	return nil
 }
 
 // forget frees the graph uploads the plan keeps for b.
@@ -235,4 +268,120 @@ func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done 
 		return read, pack, compute, work[first].err
 	}
 	return read, pack, compute, nil
+}
+
+// StreamTimes is what RunPackedStream measured: the host workers' read and
+// prepare times summed, and per device its batches, nodes, the time it ran
+// them and the time it waited for the host to have one ready.
+type StreamTimes struct {
+	Read, Prepare time.Duration
+	Batches       []int
+	Nodes         []int
+	Run, Wait     []time.Duration
+}
+
+// RunPackedStream runs packed batches 0..n-1 over devices (plans compiled
+// from one model, one per backend): workers goroutines read and prepare
+// batches on the host (PreparePacked), at most ahead of them ready and not
+// yet taken, while each device takes the next batch in order as soon as it
+// is free, so a device computes while the host prepares what follows.
+// Predictions go to pred at the batches' global ids, which must not
+// repeat: the result does not depend on which device ran which batch.
+// done(i), when not nil, is called once batch i's predictions are in pred.
+// It returns the lowest failing batch's error.
+func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) (StreamTimes, error) {
+	nd := len(devices)
+	st := StreamTimes{Batches: make([]int, nd), Nodes: make([]int, nd), Run: make([]time.Duration, nd), Wait: make([]time.Duration, nd)}
+	if nd == 0 {
+		return st, fmt.Errorf("%w: no device to run packed batches on", ErrModel)
+	}
+	workers, ahead = max(1, workers), max(1, ahead)
+	type ready struct {
+		pp  *PreparedBatch
+		err error
+	}
+	slots := make([]chan ready, n)
+	for i := range slots {
+		slots[i] = make(chan ready, 1)
+	}
+	// tokens bound the batches prepared and not yet taken by a device; both
+	// sides take batches in increasing order, so a device waiting on batch
+	// i never waits behind tokens held by batches after it.
+	tokens := make(chan struct{}, ahead)
+	stop := make(chan struct{})
+	var failed atomic.Int64
+	failed.Store(int64(n))
+	fail := func(i int) {
+		for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
+		}
+	}
+	var taken, next atomic.Int64
+	var read, prep atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+				i := int(taken.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				pb, err := load(i)
+				t1 := time.Now()
+				var pp *PreparedBatch
+				if err == nil {
+					pp, err = devices[0].PreparePacked(pb, params, allOnes, sparse)
+				}
+				read.Add(int64(t1.Sub(t0)))
+				prep.Add(int64(time.Since(t1)))
+				slots[i] <- ready{pp, err}
+			}
+		})
+	}
+	errs := make([]error, n)
+	var dw sync.WaitGroup
+	for d, p := range devices {
+		dw.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || int64(i) > failed.Load() {
+					return
+				}
+				t0 := time.Now()
+				r := <-slots[i]
+				<-tokens
+				t1 := time.Now()
+				st.Wait[d] += t1.Sub(t0)
+				err := r.err
+				if err == nil {
+					err = p.RunPrepared(r.pp, pred)
+				}
+				st.Run[d] += time.Since(t1)
+				if err != nil {
+					errs[i] = err
+					fail(i)
+					return
+				}
+				st.Batches[d]++
+				st.Nodes[d] += r.pp.Nodes()
+				if done != nil {
+					done(i)
+				}
+			}
+		})
+	}
+	dw.Wait()
+	close(stop)
+	// Workers blocked on a full slot cannot be: each slot holds one.
+	wg.Wait()
+	st.Read, st.Prepare = time.Duration(read.Load()), time.Duration(prep.Load())
+	if f := failed.Load(); f < int64(n) {
+		return st, errs[f]
+	}
+	return st, nil
 }

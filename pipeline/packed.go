@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
@@ -164,24 +166,75 @@ type PackedReport struct {
 	BatchNodes  int    `json:"batch_nodes"` // predicted
 	Kernel      string `json:"kernel"`
 	SparseInput bool   `json:"sparse_input"`
+	// Mode is how the batches ran: "lanes" (one batch per core, each core
+	// reading, preparing and computing its own) or "stream" (host workers
+	// prepare batches while each device computes the one before).
+	Mode    string `json:"mode"`
+	Workers int    `json:"workers,omitempty"` // stream: host goroutines preparing batches
+	// OpenMS is opening the backends (device init, set by the caller) and
+	// CompileMS compiling the model on them (weights uploaded): start-up,
+	// outside every pass.
+	OpenMS    float64 `json:"open_ms,omitempty"`
+	CompileMS float64 `json:"compile_ms"`
 	// Read (checksums, validation, unpacking), pack and compute are summed
-	// over the lanes; PassMS is the pass's wall time, NodesPerSec its rate.
-	ReadMS            float64 `json:"read_ms"`
-	PackMS            float64 `json:"pack_ms"`
-	ComputeMS         float64 `json:"compute_ms"`
-	PassMS            float64 `json:"pass_ms"`
-	TotalMS           float64 `json:"total_ms"`
-	NodesPerSec       float64 `json:"nodes_per_sec"`
-	PeakBytes         int64   `json:"peak_bytes"`
-	PredictionsSHA256 string  `json:"predictions_sha256"` // as Report's
-	Pred              []int32 `json:"-"`
+	// over the lanes or host workers (stream: pack is the host's preparing
+	// and compute the devices' running), for the first pass; PassMS is the
+	// first pass's wall time, NodesPerSec its rate.
+	ReadMS      float64 `json:"read_ms"`
+	PackMS      float64 `json:"pack_ms"`
+	ComputeMS   float64 `json:"compute_ms"`
+	PassMS      float64 `json:"pass_ms"`
+	TotalMS     float64 `json:"total_ms"`
+	NodesPerSec float64 `json:"nodes_per_sec"`
+	// Passes after the first (--passes): each one's wall time, their
+	// median and its rate, and whether each predicted what the first did.
+	Passes          int       `json:"passes"`
+	MorePassMS      []float64 `json:"more_pass_ms,omitempty"`
+	PassMedianMS    float64   `json:"pass_median_ms,omitempty"`
+	SteadyNodesPerS float64   `json:"steady_nodes_per_sec,omitempty"`
+	SameAsFirst     bool      `json:"same_as_first"`
+	// PeakBytes is the process's peak resident set (host memory), and
+	// DevicePeakBytes the most device memory any one device held (backends
+	// that count it, bmm.Profiler).
+	PeakBytes         int64               `json:"peak_bytes"`
+	DevicePeakBytes   int64               `json:"device_peak_bytes,omitempty"`
+	Devices           []PackedDeviceShare `json:"devices,omitempty"`
+	PredictionsSHA256 string              `json:"predictions_sha256"` // as Report's
+	Pred              []int32             `json:"-"`
+}
+
+// PackedDeviceShare is one device's part of a streamed first pass.
+type PackedDeviceShare struct {
+	Device          string  `json:"device"`
+	Batches         int     `json:"batches"`
+	Nodes           int     `json:"nodes"`
+	RunMS           float64 `json:"run_ms"`  // running its batches
+	WaitMS          float64 `json:"wait_ms"` // waiting for the host to have one ready
+	DevicePeakBytes int64   `json:"device_peak_bytes,omitempty"`
+}
+
+// PackedOptions are InferPacked's choices beyond the job's.
+type PackedOptions struct {
+	// OtherData runs a model trained on other data than the file's (the
+	// same features, quantizer and classes): a small graph's model over a
+	// large synthetic one. The fingerprints then differ by design.
+	OtherData bool
+	// Stream forces the streamed run on a backend that could run lanes
+	// (the CPU), to test it; several devices or a GPU always stream.
+	Stream bool
 }
 
 // InferPacked runs j.Weights (a calibrated model) over the packed batch
-// file at path in batch order on j.Backend. The model must take the file's
-// feature codes (the same quantizer and columns) and, where it records
-// them, have been trained on the file's data with its feature scale.
+// file at path in batch order on j.Backend, or spread over j.Devices. The
+// model must take the file's feature codes (the same quantizer and
+// columns) and, where it records them, have been trained on the file's
+// data with its feature scale. It runs j.Passes passes (at least one).
 func (j *Job) InferPacked(path string) (*PackedReport, error) {
+	return j.InferPackedWith(path, PackedOptions{})
+}
+
+// InferPackedWith is InferPacked with options.
+func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, error) {
 	start := time.Now()
 	w := j.Weights
 	if w == nil || !w.Model.Calibrated {
@@ -198,18 +251,21 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 	case params != m.Input || info.FeatCols != m.Layers[0].Lin1.In:
 		return nil, fmt.Errorf("%s: %w: features of %d columns quantized with %+v, model %s expects %d with %+v",
 			path, layers.ErrModel, info.FeatCols, params, w.Path, m.Layers[0].Lin1.In, m.Input)
-	case w.Origin != nil && w.Origin.Data != "" && fingerprint16(w.Origin.Data) != info.Data:
+	case !o.OtherData && w.Origin != nil && w.Origin.Data != "" && fingerprint16(w.Origin.Data) != info.Data:
 		return nil, fmt.Errorf("%s: packed from data %x, model %s was trained on data %.32s (%s)", path, info.Data, w.Path, w.Origin.Data, w.Origin.Dataset)
 	case w.Origin != nil && w.Origin.FeatureScale != "" && w.Origin.FeatureScale != info.ScaleMode:
 		return nil, fmt.Errorf("%s: features scaled by %q, model %s was trained with %q", path, info.ScaleMode, w.Path, w.Origin.FeatureScale)
 	case m.NormRows && !info.Scales:
 		return nil, fmt.Errorf("%s: the file carries no feature scales and model %s scales its input rows", path, w.Path)
 	}
-	plan, err := j.Compile(m)
+	t0 := time.Now()
+	g, err := j.CompileGroup(m)
 	if err != nil {
 		return nil, err
 	}
-	defer plan.Close()
+	defer g.Close()
+	compile := time.Since(t0)
+	plan := g.Plans[0]
 	sparse := plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits)
 	switch j.SparseInput {
 	case SparseOn:
@@ -217,11 +273,11 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 	case SparseOff:
 		sparse = false
 	}
+	_, forks := plan.Backend.(bmm.Forker)
+	stream := o.Stream || len(g.Plans) > 1 || !forks
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
-		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes)}
-	for i := range r.Pred {
-		r.Pred[i] = -1
-	}
+		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
+		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes"}
 	seen := make([]uint64, (info.Nodes+63)/64)
 	load := func(i int) (*layers.PackedBatch, error) {
 		pk, fb, err := pf.Batch(i)
@@ -258,22 +314,70 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 		j.Progress.Printf("qgtc: packed batch %d/%d", finished, pf.Len())
 		mu.Unlock()
 	}
-	t0 := time.Now()
-	read, pack, compute, err := plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, r.Pred)
-	wall := time.Since(t0)
-	j.Progress.Done()
-	if err != nil {
-		return nil, err
+	workers := runtime.GOMAXPROCS(0)
+	var first []int32
+	for pass := range r.Passes {
+		pred := r.Pred
+		if pass > 0 {
+			pred = make([]int32, info.Nodes)
+		}
+		for i := range pred {
+			pred[i] = -1
+		}
+		clear(seen)
+		finished = 0
+		t0 := time.Now()
+		var read, pack, compute time.Duration
+		var st layers.StreamTimes
+		if stream {
+			st, err = layers.RunPackedStream(g.Plans, workers, 2*workers+2*len(g.Plans), pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+			read, pack = st.Read, st.Prepare
+			for _, d := range st.Run {
+				compute += d
+			}
+		} else {
+			read, pack, compute, err = plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+		}
+		wall := time.Since(t0)
+		j.Progress.Done()
+		if err != nil {
+			return nil, err
+		}
+		if pass > 0 {
+			r.MorePassMS = append(r.MorePassMS, ms(wall))
+			r.SameAsFirst = r.SameAsFirst && slices.Equal(pred, first)
+			continue
+		}
+		first = pred
+		r.ReadMS, r.PackMS, r.ComputeMS, r.PassMS = ms(read), ms(pack), ms(compute), ms(wall)
+		if stream {
+			r.Mode, r.Workers = "stream", workers
+			for d := range g.Plans {
+				r.Devices = append(r.Devices, PackedDeviceShare{Device: g.Names[d], Batches: st.Batches[d], Nodes: st.Nodes[d],
+					RunMS: ms(st.Run[d]), WaitMS: ms(st.Wait[d])})
+			}
+		}
 	}
 	for _, p := range r.Pred {
 		if p >= 0 {
 			r.BatchNodes++
 		}
 	}
-	r.ReadMS, r.PackMS, r.ComputeMS, r.PassMS, r.TotalMS = ms(read), ms(pack), ms(compute), ms(wall), ms(time.Since(start))
-	if wall > 0 {
-		r.NodesPerSec = float64(r.BatchNodes) / wall.Seconds()
+	if r.PassMS > 0 {
+		r.NodesPerSec = float64(r.BatchNodes) / (r.PassMS / 1e3)
 	}
+	if len(r.MorePassMS) > 0 {
+		r.PassMedianMS = median(r.MorePassMS)
+		r.SteadyNodesPerS = float64(r.BatchNodes) / (r.PassMedianMS / 1e3)
+	}
+	for d, p := range g.Plans {
+		peak := profile(p).PeakDeviceBytes
+		r.DevicePeakBytes = max(r.DevicePeakBytes, peak)
+		if d < len(r.Devices) {
+			r.Devices[d].DevicePeakBytes = peak
+		}
+	}
+	r.TotalMS = ms(time.Since(start))
 	r.PredictionsSHA256 = predictionsHash(r.Pred)
 	r.PeakBytes = peakRSS()
 	return r, nil
