@@ -37,14 +37,16 @@ func fingerprint16(s string) [16]byte {
 // the number of batches.
 func (j *Job) WritePacked(path string, d *Data, in *layers.Input) (int, error) {
 	q := d.Batches
-	return j.writePacked(path, d.Dataset, d.Fingerprint, q.Parts, q.K, q.PerBatch, q.NodeScale, in)
+	return j.writePacked(path, d.Dataset, func() string { return d.Fingerprint }, q.Parts, q.K, q.PerBatch, q.NodeScale, in)
 }
 
 // writePacked writes the batches Infer runs over ds with parts into k
 // (nil: one part), perBatch parts a batch: the batcher's plan as layers
 // makes its Eval batches, each built when written, so that only the graph,
 // the codes and one batch are held. nodeScale is each node's feature scale.
-func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string, parts []int32, k, perBatch int, nodeScale []float32, in *layers.Input) (int, error) {
+// fingerprint gives the data fingerprint, asked for once the last batch is
+// built (it may be computed meanwhile: the header is written last).
+func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() string, parts []int32, k, perBatch int, nodeScale []float32, in *layers.Input) (int, error) {
 	g := ds.Graph
 	p := &subgraph.Partitioning{K: k, Parts: parts}
 	if parts == nil || k <= 1 {
@@ -60,7 +62,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 	info := subgraph.PackFileInfo{Nodes: g.N(), FeatureCodes: len(in.Codes), AllOnes: in.AllOnes(),
 		Scales: nodeScale != nil, Batches: plan.Len(), FeatCols: in.Cols,
 		QBits: in.Params.Bits, QScale: in.Params.Scale, QLower: in.Params.Lower,
-		Data: fingerprint16(fingerprint), ScaleMode: j.FeatureScale}
+		ScaleMode: j.FeatureScale}
 	// PlanFingerprint's hash, over the batches as they are written.
 	fp := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
 	fp.tag("plan", 2)
@@ -98,6 +100,10 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 			for r, v := range nodes {
 				out.Scale[r] = nodeScale[v]
 			}
+		}
+		// Validated, laid out and checksummed here, on the builders' cores.
+		if err := out.Seal(&info); err != nil {
+			return subgraph.PackFileBatch{}, fmt.Errorf("batch %d: %w", i, err)
 		}
 		return out, nil
 	}
@@ -145,6 +151,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 		if i == nb-1 {
 			fp.flush()
 			copy(info.Partition[:], fp.h.Sum(nil))
+			info.Data = fingerprint16(fingerprint())
 		}
 		return r.b, nil
 	})
@@ -399,9 +406,16 @@ func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k,
 	if len(ds.Train) == 0 {
 		ds.RandomSplit(20, 30, j.Seed)
 	}
+	// The fingerprint hashes every byte of the data on one core (tens of
+	// seconds at 100M nodes): it runs beside the quantizing and packing,
+	// which only read the data too.
+	fp := make(chan string, 1)
+	go func() { fp <- Fingerprint(ds) }()
+	fingerprint := sync.OnceValue(func() string { return <-fp })
+	defer fingerprint()
 	in, err := layers.QuantizeInput(ds.Features, bits)
 	if err != nil {
 		return 0, err
 	}
-	return j.writePacked(path, ds, Fingerprint(ds), parts, k, perBatch, layers.FeatureScale(ds.Features, j.FeatureScale), in)
+	return j.writePacked(path, ds, fingerprint, parts, k, perBatch, layers.FeatureScale(ds.Features, j.FeatureScale), in)
 }
