@@ -21,9 +21,14 @@ import (
 type PackedBatch struct {
 	Nodes           []int32 // global ids, in row order
 	Indptr, Indices []int32 // local CSR, rows sorted, no diagonal
-	Adj             *bittensor.Tensor
-	Feat            *bittensor.Tensor // codes, ByRows, one plane per bit
-	FeatScale       []float32         // nil: none
+	// Adj is the 1-bit adjacency; when nil, MakeAdj makes it for a batch
+	// whose aggregations run dense (a 50,000-node batch's is 312 MB, which
+	// an edge-list batch never reads), and Padding is its padding.
+	Adj       *bittensor.Tensor
+	MakeAdj   func() (*bittensor.Tensor, error)
+	Padding   bittensor.Padding
+	Feat      *bittensor.Tensor // codes, ByRows, one plane per bit
+	FeatScale []float32         // nil: none
 }
 
 // AllOnes reports whether every stored code of in is 1 (binary features):
@@ -72,7 +77,7 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, params, p.Model.Input)
 	}
 	if pb.Feat == nil || pb.Feat.Rows() != n || pb.Feat.Bits() != params.Bits || pb.Feat.Packing() != bittensor.ByRows ||
-		pb.Feat.Cols() != p.Model.Layers[0].Lin1.In || len(pb.Indptr) != n+1 || pb.Adj == nil || pb.Adj.Rows() != n ||
+		pb.Feat.Cols() != p.Model.Layers[0].Lin1.In || len(pb.Indptr) != n+1 || (pb.Adj == nil && pb.MakeAdj == nil) || (pb.Adj != nil && pb.Adj.Rows() != n) ||
 		(pb.FeatScale != nil && len(pb.FeatScale) != n) {
 		return nil, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
 	}
@@ -80,7 +85,10 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		Adj: pb.Adj, Deg: make([]float32, n), DInv: make([]float32, n), FeatScale: pb.FeatScale}
 	// Â in the CSR, the diagonal sorted into each row, as the batcher's
 	// LoopsInCSR makes it; the tile mask as the batcher sets it.
-	pad := pb.Adj.Padding()
+	pad := pb.Padding
+	if pb.Adj != nil {
+		pad = pb.Adj.Padding()
+	}
 	mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
 	for r := range n {
 		b.Nodes[r] = int32(r)
@@ -108,6 +116,16 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	}
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 	b.tiles = denseTiles(mask)
+	if b.Adj == nil && !p.edges(b) {
+		adj, err := pb.MakeAdj()
+		if err != nil {
+			return nil, err
+		}
+		if adj.Rows() != n || adj.Cols() != n {
+			return nil, fmt.Errorf("%w: packed batch of %d nodes has a %d×%d adjacency", ErrModel, n, adj.Rows(), adj.Cols())
+		}
+		b.Adj = adj
+	}
 	in := planesInput(pb.Feat, params, allOnes)
 	if sparse {
 		if err := p.checkInput(in); err != nil {

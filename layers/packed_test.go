@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/cpu"
 )
 
@@ -147,6 +149,35 @@ func TestRunPackedStream(t *testing.T) {
 			})
 		}
 	}
+	// Without Adj, the adjacency is made only where a batch runs dense.
+	t.Run("lazy adjacency", func(t *testing.T) {
+		for _, mode := range []AggMode{AggDense, AggSparse} {
+			p, err := m.Compile(cpu.NewBackend(nil))
+			require.NoError(t, err)
+			defer p.Close()
+			p.Agg = mode
+			want, err := p.Run(d, in, false, nil)
+			require.NoError(t, err)
+			var made atomic.Int64
+			got := make([]int32, d.Graph.N())
+			for i := range got {
+				got[i] = -1
+			}
+			_, err = RunPackedStream([]*Plan{p}, 2, 3, len(packed), func(i int) (*PackedBatch, error) {
+				lazy := *packed[i]
+				lazy.Adj, lazy.Padding = nil, packed[i].Adj.Padding()
+				lazy.MakeAdj = func() (*bittensor.Tensor, error) { made.Add(1); return packed[i].Adj, nil }
+				return &lazy, nil
+			}, nil, in.Params, in.AllOnes(), false, got)
+			require.NoError(t, err)
+			assert.Equal(t, want.Pred, got, "%s", mode)
+			if mode == AggDense {
+				assert.Equal(t, int64(len(packed)), made.Load())
+			} else {
+				assert.Zero(t, made.Load(), "adjacencies made for edge-list batches")
+			}
+		}
+	})
 	t.Run("load fails", func(t *testing.T) {
 		require.GreaterOrEqual(t, len(packed), 4)
 		other, err := m.Compile(cpu.NewBackend(nil))

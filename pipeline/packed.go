@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/layers"
@@ -173,6 +174,7 @@ type PackedReport struct {
 	BatchNodes  int    `json:"batch_nodes"` // predicted
 	Kernel      string `json:"kernel"`
 	SparseInput bool   `json:"sparse_input"`
+	Agg         string `json:"agg"` // aggregations: auto (per batch), dense or sparse
 	// Mode is how the batches ran: "lanes" (one batch per core, each core
 	// reading, preparing and computing its own) or "stream" (host workers
 	// prepare batches while each device computes the one before).
@@ -284,7 +286,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	stream := o.Stream || len(g.Plans) > 1 || !forks
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
-		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes"}
+		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
 	seen := make([]uint64, (info.Nodes+63)/64)
 	load := func(i int) (*layers.PackedBatch, error) {
 		pk, fb, err := pf.Batch(i)
@@ -299,11 +301,17 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		if !pk.SelfLoops {
 			return nil, fmt.Errorf("%s: batch %d: %w: no self-loops (the file was not written for inference)", path, i, subgraph.ErrPackFile)
 		}
-		pb := &layers.PackedBatch{Nodes: fb.Nodes, Indptr: make([]int32, pk.Nodes+1), FeatScale: fb.Scale}
+		// The adjacency is made only for a batch that runs dense (MakeAdj).
+		pb := &layers.PackedBatch{Nodes: fb.Nodes, Indptr: make([]int32, pk.Nodes+1), FeatScale: fb.Scale,
+			Padding: pk.Padding, MakeAdj: func() (*bittensor.Tensor, error) {
+				t, err := pk.Adjacency()
+				if err != nil {
+					return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
+				}
+				return t, nil
+			}}
 		pb.Indices = pk.AppendIndices(nil, pb.Indptr)
-		if pb.Adj, err = pk.Adjacency(); err == nil {
-			pb.Feat, err = pk.Features()
-		}
+		pb.Feat, err = pk.Features()
 		if err == nil && pb.Feat == nil {
 			err = fmt.Errorf("%w: no features", subgraph.ErrPackFile)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/qgtc/qgtc/internal/progress"
+	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/pipeline"
 	"github.com/spf13/pflag"
 )
@@ -14,7 +15,7 @@ import (
 // packedFlags are the infer flags that apply with --packed: the file fixes
 // the data, partition and batches, and the model file the rest.
 var packedFlags = map[string]bool{"packed": true, "weights": true, "device": true, "json": true, "quiet": true, "sparse-input": true,
-	"passes": true, "other-data": true}
+	"passes": true, "other-data": true, "agg": true}
 
 // inferPacked is qgtc infer --packed FILE --weights W: inference from a
 // packed batch file, a few batches resident at a time: on the CPU's
@@ -45,6 +46,11 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes int, ot
 	}
 	if c.SparseInput != pipeline.SparseAuto && c.SparseInput != pipeline.SparseOn && c.SparseInput != pipeline.SparseOff {
 		return fmt.Errorf("%w: --sparse-input %q (want on, off or auto)", errUsage, c.SparseInput)
+	}
+	if f := fs.Lookup("agg"); f != nil {
+		if c.Agg, err = layers.ParseAggMode(f.Value.String()); err != nil {
+			return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, f.Value.String())
+		}
 	}
 	c.Passes = passes
 	j := &pipeline.Job{Config: c, Weights: w, Progress: progress.New(qStderr, quiet), Warnings: qStderr}
