@@ -13,6 +13,7 @@
 #   big1       infer --packed on $DEV, --passes $BPASSES: first vs later passes
 #   big2       the same on $MULTI (both GPUs): the multi-GPU ratio
 #   multi2m    the 2M graph in memory on $MULTI, resident and cold
+#   big1-lanes2 the big graph on $DEV with two backends (streams) on the GPU
 #   packed2m   the 2M graph's batches as a packed file, on $DEV and $MULTI: the same
 #              predictions as in memory, and the streamed rate beside it
 # Everything goes to $OUT: table.md, steps.txt and logs.tgz (the JSON, stderr,
@@ -112,6 +113,8 @@ if [ -n "$model" ]; then
   fi
   mem multi2m-resident "$MULTI" --resident
   mem multi2m-cold "$MULTI"
+  # Two backends (streams) a GPU: one's uploads under the other's kernels.
+  [ -f "$big" ] && [ "$DEV" != cpu ] && step big1-lanes2 30 $B/qgtc "${b[@]}" --device "$DEV" --gpu-lanes 2
   if step pack2m 20 $B/qgtc partition --dataset "$syn" --parts 40 --cache "$part" --batch 1 --feature-bits 4 --pack-out "$WORK/synth2m.qgpb" --quiet; then
     p=(infer --packed "$WORK/synth2m.qgpb" --weights "$model" --passes "$PASSES" --json --quiet)
     step packed2m-1 15 $B/qgtc "${p[@]}" --device "$DEV"
@@ -139,7 +142,7 @@ gib = lambda b: "%.2f" % (b / 2**30) if b else "-"
 print("| run | device | nodes | first pass ms | later passes' median ms | nodes/s (median) | start-up ms | peak host GiB | peak device GiB | predictions |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 rate = {}
-for name in ["mem2m-resident", "mem2m-cold", "multi2m-resident", "multi2m-cold", "packed2m-1", "packed2m-2", "packed2m-1-sparse", "big1", "big2"]:
+for name in ["mem2m-resident", "mem2m-cold", "multi2m-resident", "multi2m-cold", "packed2m-1", "packed2m-2", "packed2m-1-sparse", "big1", "big2", "big1-lanes2"]:
     r = load(name)
     if r is None:
         print(f"| {name} | - | - | not run or failed | | | | | | |")
@@ -170,13 +173,14 @@ print()
 ratio("big1", "mem2m-resident", "big graph streamed on one GPU against the 2M graph in memory, resident (nodes/s)")
 ratio("big1", "mem2m-cold", "big graph streamed on one GPU against the 2M graph in memory, cold (nodes/s)")
 ratio("big2", "big1", "big graph, 2 GPUs against 1")
+ratio("big1-lanes2", "big1", "big graph, one GPU, 2 streams against 1")
 ratio("multi2m-resident", "mem2m-resident", "2M graph resident, 2 GPUs against 1")
 ratio("multi2m-cold", "mem2m-cold", "2M graph cold, 2 GPUs against 1")
 ratio("packed2m-2", "packed2m-1", "2M graph streamed, 2 GPUs against 1")
 m, p = load("mem2m-resident"), load("packed2m-1")
 if m and p:
     print(f"- 2M graph packed = in memory, bit for bit: {m['predictions_sha256'] == p['predictions_sha256']}")
-for name in ["big1", "big2", "packed2m-1", "packed2m-2"]:
+for name in ["big1", "big2", "big1-lanes2", "packed2m-1", "packed2m-2"]:
     r = load(name)
     if r:
         print(f"- {name}: same predictions every pass {r.get('same_as_first')}; first pass read {r['read_ms']:.0f} / prepare {r['pack_ms']:.0f} / run {r['compute_ms']:.0f} ms summed; " +

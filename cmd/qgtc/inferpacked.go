@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/pipeline"
@@ -15,12 +17,12 @@ import (
 // packedFlags are the infer flags that apply with --packed: the file fixes
 // the data, partition and batches, and the model file the rest.
 var packedFlags = map[string]bool{"packed": true, "weights": true, "device": true, "json": true, "quiet": true, "sparse-input": true,
-	"passes": true, "other-data": true, "agg": true}
+	"passes": true, "other-data": true, "agg": true, "gpu-lanes": true}
 
 // inferPacked is qgtc infer --packed FILE --weights W: inference from a
 // packed batch file, a few batches resident at a time: on the CPU's
 // cores, or streamed to one GPU or several (gpu:all, gpu:0,1).
-func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes int, otherData, asJSON, quiet bool, stdout io.Writer) error {
+func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLanes int, otherData, asJSON, quiet bool, stdout io.Writer) error {
 	var bad string
 	fs.Visit(func(f *pflag.Flag) {
 		if !packedFlags[f.Name] && bad == "" {
@@ -35,6 +37,9 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes int, ot
 	}
 	if passes < 1 {
 		return fmt.Errorf("%w: --passes %d must be at least 1", errUsage, passes)
+	}
+	if gpuLanes < 1 || gpuLanes > 8 || (gpuLanes > 1 && !strings.HasPrefix(device, "gpu")) {
+		return fmt.Errorf("%w: --gpu-lanes %d: want 1..8, more than 1 only on GPUs", errUsage, gpuLanes)
 	}
 	w, err := pipeline.ReadWeights(weights)
 	if err != nil {
@@ -57,7 +62,7 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes int, ot
 	// Opening the devices (driver init, module loads) is start-up, timed
 	// apart from the passes.
 	t0 := time.Now()
-	be, devs, names, closer, err := qPickDevices(device)
+	be, devs, names, closer, err := qPickLanes(device, gpuLanes)
 	if err != nil {
 		return err
 	}
@@ -88,4 +93,31 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes int, ot
 	}
 	fmt.Fprintf(stdout, "predictions sha256 %s\n", r.PredictionsSHA256)
 	return nil
+}
+
+// qPickLanes is qPickDevices with each GPU opened lanes times: backends
+// of one context, each with its own stream and thread, which the streamed
+// run feeds as separate devices.
+func qPickLanes(device string, lanes int) (bmm.Backend, []bmm.Backend, []string, io.Closer, error) {
+	if lanes == 1 {
+		return qPickDevices(device)
+	}
+	var bes []bmm.Backend
+	var names []string
+	var cs closers
+	for l := range lanes {
+		be, devs, ns, c, err := qPickDevices(device)
+		if err != nil {
+			cs.Close()
+			return nil, nil, nil, nil, err
+		}
+		cs = append(cs, c)
+		if be != nil {
+			devs, ns = []bmm.Backend{be}, []string{device}
+		}
+		for i := range devs {
+			bes, names = append(bes, devs[i]), append(names, fmt.Sprintf("%s/lane%d", ns[i], l))
+		}
+	}
+	return nil, bes, names, cs, nil
 }

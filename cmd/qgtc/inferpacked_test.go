@@ -47,6 +47,8 @@ func TestInferPackedCLI(t *testing.T) {
 		{"infer", "--packed", file},
 		{"infer", "--packed", file, "--weights", model, "--passes", "0"},
 		{"infer", "--dataset", "cora", "--other-data"},
+		{"infer", "--dataset", "cora", "--gpu-lanes", "2"},
+		{"infer", "--packed", file, "--weights", model, "--gpu-lanes", "2", "--device", "cpu"},
 		{"partition", "--dataset", "cora", "--parts", "6", "--pack-out", file},
 	} {
 		code, _, errs := runCLI(args...)
