@@ -5,9 +5,9 @@
 # when the budget runs out:
 #   synth2m    the 2M-node graph of bench/multigpu (deg 40, 128 features, 32 a node,
 #              400 communities, 10 classes) as .npz, partition into 40 parts
-#   model2m    a 4-bit GCN (hidden 64) trained ($TRAIN) on it, cached; it also
+#   model2m    a 4-bit GCN (hidden 64) calibrated ($TRAIN) on it, cached; it also
 #              fits the big graph (128 features, the same quantizer, 10 classes)
-#   mem2m      in-memory pass rate on $DEV, resident and cold, --passes $PASSES
+#   mem2m      in-memory pass rate on $DEV, resident (--passes $PASSES) and cold ($CPASSES)
 #   gen100     the big graph (100M nodes, deg 16, 16 features a node) written
 #              straight into a packed batch file in $WORK (local disk): time, peak RSS
 #   big1       infer --packed on $DEV, --passes $BPASSES: first vs later passes
@@ -19,7 +19,7 @@
 # Everything goes to $OUT: table.md, steps.txt and logs.tgz (the JSON, stderr,
 # nvidia-smi samples). Knobs: BUDGET (s), SCALE (fraction of both graphs'
 # nodes; 0.01 to try it on a small machine), DEV/MULTI (cpu to try it without
-# a GPU), WORK, B, AGG100, TRAIN, PASSES, BPASSES.
+# a GPU), WORK, B, AGG100, TRAIN, PASSES, CPASSES, BPASSES.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}
@@ -32,7 +32,8 @@ MULTI=${MULTI:-gpu:all}
 WORK=${WORK:-${TMPDIR:-/tmp}/qgtc-scale}
 PASSES=${PASSES:-5}
 BPASSES=${BPASSES:-3}
-TRAIN=${TRAIN:---epochs 1 --qat-epochs 0} # the timings need a model, not a good one
+TRAIN=${TRAIN:---epochs 0 --qat-epochs 0} # calibrated, untrained: the timings need a model, not a good one
+CPASSES=${CPASSES:-3}    # cold passes re-upload everything: ~5 s each at 2M on one H100 (bench/multigpu)
 AGG100=${AGG100:-sparse} # edge lists: a 50,000-node batch's 1-bit adjacency is 312 MB
 CLASSES100=${CLASSES100:-10} # the 2M graph's, so its model fits
 T0=$SECONDS
@@ -96,12 +97,12 @@ if [ -f "$part" ] && step model2m 40 $B/qgtc infer --dataset "$syn" --partition 
   model=$(ls "$QGTC_CACHE"/models/*-a4w4.safetensors 2>/dev/null | head -1)
   note "model: $model"
 fi
-mem() { # NAME DEVICE [--resident]
-  step "$1" 20 $B/qgtc infer --dataset "$syn" --partition "$part" --weights "$model" --device "$2" ${3:-} --passes "$PASSES" --json --quiet
+mem() { # NAME DEVICE PASSES [--resident]
+  step "$1" 20 $B/qgtc infer --dataset "$syn" --partition "$part" --weights "$model" --device "$2" ${4:-} --passes "$3" --json --quiet
 }
 if [ -n "$model" ]; then
-  mem mem2m-resident "$DEV" --resident
-  mem mem2m-cold "$DEV"
+  mem mem2m-resident "$DEV" "$PASSES" --resident
+  mem mem2m-cold "$DEV" "$CPASSES"
   # 100M nodes: ~1-2 minutes on 32 cores (bench/scale/RESULTS.md); a minute is left for the passes.
   step gen100 $(scaled 20 150) $B/qgtc data synth --model planted --nodes "$N100" --communities "$K100" --avg-degree 16 --features 128 \
     --feature-nnz 16 --classes "$CLASSES100" --seed 1 --pack-out "$big" --parts "$P100" --quiet &&
@@ -111,8 +112,8 @@ if [ -n "$model" ]; then
     step big1 30 $B/qgtc "${b[@]}" --device "$DEV"
     step big2 30 $B/qgtc "${b[@]}" --device "$MULTI"
   fi
-  mem multi2m-resident "$MULTI" --resident
-  mem multi2m-cold "$MULTI"
+  mem multi2m-resident "$MULTI" "$PASSES" --resident
+  mem multi2m-cold "$MULTI" "$CPASSES"
   # Two backends (streams) a GPU: one's uploads under the other's kernels.
   [ -f "$big" ] && [ "$DEV" != cpu ] && step big1-lanes2 30 $B/qgtc "${b[@]}" --device "$DEV" --gpu-lanes 2
   if step pack2m 20 $B/qgtc partition --dataset "$syn" --parts 40 --cache "$part" --batch 1 --feature-bits 4 --pack-out "$WORK/synth2m.qgpb" --quiet; then
