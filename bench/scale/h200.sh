@@ -7,7 +7,8 @@
 #              400 communities, 10 classes) as .npz, partition into 40 parts
 #   model2m    a 4-bit GCN (hidden 64) calibrated ($TRAIN) on it, cached; it also
 #              fits the big graph (128 features, the same quantizer, 10 classes)
-#   mem2m      in-memory pass rate on $DEV, resident (--passes $PASSES) and cold ($CPASSES)
+#   mem2m      in-memory pass rate on $DEV, resident (--passes $PASSES); cold ($CPASSES)
+#              runs after big2
 #   gen100     the big graph (100M nodes, deg 16, 16 features a node) written
 #              straight into a packed batch file in $WORK (local disk): time, peak RSS
 #   big1       infer --packed on $DEV, --passes $BPASSES: first vs later passes
@@ -102,7 +103,6 @@ mem() { # NAME DEVICE PASSES [--resident]
 }
 if [ -n "$model" ]; then
   mem mem2m-resident "$DEV" "$PASSES" --resident
-  mem mem2m-cold "$DEV" "$CPASSES"
   # 100M nodes: ~1-2 minutes on 32 cores (bench/scale/RESULTS.md); a minute is left for the passes.
   step gen100 $(scaled 20 150) $B/qgtc data synth --model planted --nodes "$N100" --communities "$K100" --avg-degree 16 --features 128 \
     --feature-nnz 16 --classes "$CLASSES100" --seed 1 --pack-out "$big" --parts "$P100" --quiet &&
@@ -112,6 +112,7 @@ if [ -n "$model" ]; then
     step big1 30 $B/qgtc "${b[@]}" --device "$DEV"
     step big2 30 $B/qgtc "${b[@]}" --device "$MULTI"
   fi
+  mem mem2m-cold "$DEV" "$CPASSES"
   mem multi2m-resident "$MULTI" "$PASSES" --resident
   mem multi2m-cold "$MULTI" "$CPASSES"
   # Two backends (streams) a GPU: one's uploads under the other's kernels.
