@@ -89,7 +89,13 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	if pb.Adj != nil {
 		pad = pb.Adj.Padding()
 	}
-	mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
+	// The tile count only feeds the dense-or-edge-list choice, which
+	// AggSparse has made: no mask then (a quarter of a batch's preparing).
+	tiled := p.Agg != AggSparse
+	var mask bittensor.TileMask
+	if tiled {
+		mask = bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
+	}
 	for r := range n {
 		b.Nodes[r] = int32(r)
 		lo, hi := pb.Indptr[r], pb.Indptr[r+1]
@@ -107,15 +113,19 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 			b.Indices = append(b.Indices, int32(r))
 		}
 		b.Indptr[r+1] = int32(len(b.Indices))
-		for _, c := range b.Indices[b.Indptr[r]:] {
-			mask.Set(r, int(c))
+		if tiled {
+			for _, c := range b.Indices[b.Indptr[r]:] {
+				mask.Set(r, int(c))
+			}
 		}
 		d := b.Indptr[r+1] - b.Indptr[r]
 		b.Deg[r] = float32(d)
 		b.DInv[r] = float32(1 / math.Sqrt(float64(d)))
 	}
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
-	b.tiles = denseTiles(mask)
+	if tiled {
+		b.tiles = denseTiles(mask)
+	}
 	if b.Adj == nil && !p.edges(b) {
 		adj, err := pb.MakeAdj()
 		if err != nil {
