@@ -185,6 +185,10 @@ type PackedReport struct {
 	// outside every pass.
 	OpenMS    float64 `json:"open_ms,omitempty"`
 	CompileMS float64 `json:"compile_ms"`
+	// WarmupMS is one batch run on each device before the passes
+	// (streamed runs): the kernels a device compiles on first use and its
+	// first allocations, start-up too.
+	WarmupMS float64 `json:"warmup_ms,omitempty"`
 	// Read (checksums, validation, unpacking), pack and compute are summed
 	// over the lanes or host workers (stream: pack is the host's preparing
 	// and compute the devices' running), for the first pass; PassMS is the
@@ -330,6 +334,24 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		mu.Unlock()
 	}
 	workers := runtime.GOMAXPROCS(0)
+	if stream && pf.Len() > 0 {
+		t0 := time.Now()
+		for _, p := range g.Plans {
+			pb, err := load(0)
+			var pp *layers.PreparedBatch
+			if err == nil {
+				pp, err = p.PreparePacked(pb, params, info.AllOnes, sparse)
+			}
+			if err == nil {
+				err = p.RunPrepared(pp, r.Pred) // the first pass writes every prediction again
+			}
+			if err != nil {
+				return nil, err
+			}
+			clear(seen)
+		}
+		r.WarmupMS = ms(time.Since(t0))
+	}
 	var first []int32
 	for pass := range r.Passes {
 		pred := r.Pred

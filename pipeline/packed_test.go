@@ -80,6 +80,7 @@ func TestInferPackedStream(t *testing.T) {
 		got, err := j.InferPackedWith(path, PackedOptions{Stream: true})
 		require.NoError(t, err)
 		assert.Equal(t, "stream", got.Mode)
+		assert.Positive(t, got.WarmupMS)
 		assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256, "%d devices", devices)
 		assert.Equal(t, want.BatchNodes, got.BatchNodes)
 		assert.True(t, got.SameAsFirst)

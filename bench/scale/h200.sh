@@ -151,7 +151,7 @@ for name in ["mem2m-resident", "mem2m-cold", "multi2m-resident", "multi2m-cold",
         continue
     if "mode" in r:  # infer --packed
         nodes, first, med = r["batch_nodes"], r["pass_ms"], r.get("pass_median_ms") or r["pass_ms"]
-        start = "open %.0f + compile %.0f" % (r.get("open_ms", 0), r.get("compile_ms", 0))
+        start = "open %.0f + compile %.0f + warm-up %.0f" % (r.get("open_ms", 0), r.get("compile_ms", 0), r.get("warmup_ms", 0))
         dev = r["kernel"] + " " + " ".join("%s:%d" % (d["device"], d["batches"]) for d in r.get("devices") or [])
     else:
         nodes, first = r["nodes"], r["pack_ms"] + r["compute_ms"]
