@@ -334,6 +334,10 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		mu.Unlock()
 	}
 	workers := runtime.GOMAXPROCS(0)
+	if stream {
+		// A core for each device's goroutine, which stages its uploads.
+		workers = max(1, workers-len(g.Plans))
+	}
 	if stream && pf.Len() > 0 {
 		t0 := time.Now()
 		for _, p := range g.Plans {
