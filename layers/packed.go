@@ -52,7 +52,8 @@ func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, p
 		return 0, 0, err
 	}
 	t1 := time.Now()
-	return t1.Sub(t0), time.Since(t1), p.RunPrepared(pp, pred)
+	err = p.RunPrepared(pp, pred)
+	return t1.Sub(t0), time.Since(t1), err
 }
 
 // PreparedBatch is a packed batch made ready on the host for
@@ -68,9 +69,9 @@ type PreparedBatch struct {
 // Nodes is the batch's node count.
 func (pp *PreparedBatch) Nodes() int { return len(pp.nodes) }
 
-// PreparePacked does RunPacked's host work on pb: it touches no backend
-// and no state of p, so several goroutines may prepare batches while one
-// runs them (RunPackedStream).
+// PreparePacked does RunPacked's host work on pb: it changes no state of
+// p and asks its backend only for the cost model (PreferEdges), so several
+// goroutines may prepare batches while one runs them (RunPackedStream).
 func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse bool) (*PreparedBatch, error) {
 	n := len(pb.Nodes)
 	if params != p.Model.Input {
