@@ -60,6 +60,10 @@ const (
 
 var packFileMagic = [8]byte{'Q', 'G', 'P', 'B', 'F', 'I', 'L', 'E'}
 
+// writebackChunk is how much WritePackedBatches writes between asking the
+// system to start writing it to disk (startWriteback).
+const writebackChunk = 256 << 20
+
 // PackFileInfo is what a packed batch file says of the whole plan.
 type PackFileInfo struct {
 	Nodes        int  // the graph's
@@ -164,7 +168,7 @@ func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (
 		return nil
 	}
 	le := binary.LittleEndian
-	written := int64(0)
+	written, synced := int64(0), int64(0)
 	for i := range nb {
 		b, err := next(i)
 		if err != nil {
@@ -189,6 +193,10 @@ func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (
 		pos += int64(k)
 		if err != nil {
 			return err
+		}
+		if pos-synced >= writebackChunk {
+			startWriteback(w, synced, pos-synced)
+			synced = pos
 		}
 	}
 	if written != int64(info.Nodes) {
