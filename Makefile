@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop multigpu manycore templates-gpu demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop multigpu manycore templates-gpu scale demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -108,6 +108,16 @@ multigpu:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/multi/qgtc ./cmd/qgtc
 	@echo "now run on a multi-GPU host (device tool, e.g. nvidia-h100-x4), carrying build/multi:"
 	@echo "  STEPS='data speed' bash bench/multigpu/run.sh   # table.md and the runs' JSON in \$$OUT"
+
+# scale builds what bench/scale/h200.sh runs on a host of two GPUs in one
+# call (carry build/scale): a static, stripped qgtc.
+scale:
+	mkdir -p build/scale
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/scale/qgtc ./cmd/qgtc
+	@du -sh build/scale
+	@echo "now run on the GPU host (device tool, nvidia-h200-x2, carrying build/scale), e.g.:"
+	@echo "  BUDGET=510 OUT=\$$OUT bash bench/scale/h200.sh   # table.md, steps.txt, logs.tgz in \$$OUT"
+	@echo "  (no GPU: SCALE=0.01 DEV=cpu MULTI=cpu bash bench/scale/h200.sh)"
 
 # manycore builds what bench/manycore/run.sh runs on a many-core host with
 # no Go toolchain (~30 MB, carried as build/manycore): static, stripped

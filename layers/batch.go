@@ -368,6 +368,30 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 	if bits < 1 || bits > 32 {
 		return nil, fmt.Errorf("%w: feature bits %d", ErrBits, bits)
 	}
+	if f.Dense == nil {
+		return quantizeSparse(f, bits), nil
+	}
+	return quantizeRows(f, bits), nil
+}
+
+// inputParams is QuantizeInput's range for features whose values (a
+// strided sample of the non-zeros) and counts are given.
+func inputParams(binary bool, negative, nonZero int, sample []float32, bits int, dense bool) Params {
+	// A signed range gives 0 a non-zero code, which makes every absent
+	// entry of sparse features a stored one (rows×cols codes).
+	if binary {
+		return paramsFor(1, 0, 1) // codes equal the values: exact
+	}
+	unsigned := negative == 0 || (!dense && negative*100 <= nonZero)
+	p := bestRange(sample, bits, unsigned)
+	if unsigned && bits <= 2 {
+		p = keepPresent(p, sample)
+	}
+	return p
+}
+
+// quantizeRows is QuantizeInput row after row, for either layout.
+func quantizeRows(f *subgraph.Features, bits int) *Input {
 	in := &Input{Rows: f.Rows, Cols: f.Cols, Indptr: make([]int32, f.Rows+1)}
 	// Collect (col, value) per row from either layout.
 	row := func(r int, visit func(c int32, v float32)) {
@@ -410,17 +434,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 			i++
 		})
 	}
-	// A signed range gives 0 a non-zero code, which makes every absent
-	// entry of sparse features a stored one (rows×cols codes).
-	if binary {
-		in.Params = paramsFor(1, 0, 1) // codes equal the values: exact
-	} else {
-		unsigned := negative == 0 || (f.Dense == nil && negative*100 <= nonZero)
-		in.Params = bestRange(sample, bits, unsigned)
-		if unsigned && bits <= 2 {
-			in.Params = keepPresent(in.Params, sample)
-		}
-	}
+	in.Params = inputParams(binary, negative, nonZero, sample, bits, f.Dense != nil)
 	inv, off := in.Params.Requant()
 	zero := qQuant(0, inv, off, in.Params.Bits)
 	// Sized up front: grown by append, the three arrays were copied and
@@ -463,7 +477,7 @@ func QuantizeInput(f *subgraph.Features, bits int) (*Input, error) {
 		sums[r] = float32(sum)
 	}
 	in.prepOnce.Do(func() { in.rowSums, in.allOnes = sums, ones })
-	return in, nil
+	return in
 }
 
 // keepPresent returns p, or when p rounds the smallest positive value of

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,9 +21,14 @@ import (
 type PackedBatch struct {
 	Nodes           []int32 // global ids, in row order
 	Indptr, Indices []int32 // local CSR, rows sorted, no diagonal
-	Adj             *bittensor.Tensor
-	Feat            *bittensor.Tensor // codes, ByRows, one plane per bit
-	FeatScale       []float32         // nil: none
+	// Adj is the 1-bit adjacency; when nil, MakeAdj makes it for a batch
+	// whose aggregations run dense (a 50,000-node batch's is 312 MB, which
+	// an edge-list batch never reads), and Padding is its padding.
+	Adj       *bittensor.Tensor
+	MakeAdj   func() (*bittensor.Tensor, error)
+	Padding   bittensor.Padding
+	Feat      *bittensor.Tensor // codes, ByRows, one plane per bit
+	FeatScale []float32         // nil: none
 }
 
 // AllOnes reports whether every stored code of in is 1 (binary features):
@@ -41,26 +47,61 @@ func (in *Input) AllOnes() bool {
 // pass over many batches holds one at a time.
 func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, pred []int32) (pack, compute time.Duration, err error) {
 	t0 := time.Now()
+	pp, err := p.PreparePacked(pb, params, allOnes, sparse)
+	if err != nil {
+		return 0, 0, err
+	}
+	t1 := time.Now()
+	err = p.RunPrepared(pp, pred)
+	return t1.Sub(t0), time.Since(t1), err
+}
+
+// PreparedBatch is a packed batch made ready on the host for
+// Plan.RunPrepared: Â's CSR, degrees, tile mask and, for the sparse first
+// product, the feature lists.
+type PreparedBatch struct {
+	nodes []int32 // global ids
+	b     *Batch
+	x     *bittensor.Tensor
+	sx    *Input
+}
+
+// Nodes is the batch's node count.
+func (pp *PreparedBatch) Nodes() int { return len(pp.nodes) }
+
+// PreparePacked does RunPacked's host work on pb: it changes no state of
+// p and asks its backend only for the cost model (PreferEdges), so several
+// goroutines may prepare batches while one runs them (RunPackedStream).
+func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse bool) (*PreparedBatch, error) {
 	n := len(pb.Nodes)
 	if params != p.Model.Input {
-		return 0, 0, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, params, p.Model.Input)
+		return nil, fmt.Errorf("%w: features quantized with %+v, the model expects %+v", ErrModel, params, p.Model.Input)
 	}
 	if pb.Feat == nil || pb.Feat.Rows() != n || pb.Feat.Bits() != params.Bits || pb.Feat.Packing() != bittensor.ByRows ||
-		pb.Feat.Cols() != p.Model.Layers[0].Lin1.In || len(pb.Indptr) != n+1 || pb.Adj == nil || pb.Adj.Rows() != n ||
+		pb.Feat.Cols() != p.Model.Layers[0].Lin1.In || len(pb.Indptr) != n+1 || (pb.Adj == nil && pb.MakeAdj == nil) || (pb.Adj != nil && pb.Adj.Rows() != n) ||
 		(pb.FeatScale != nil && len(pb.FeatScale) != n) {
-		return 0, 0, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
+		return nil, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
 	}
 	b := &Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(pb.Indices)+n),
 		Adj: pb.Adj, Deg: make([]float32, n), DInv: make([]float32, n), FeatScale: pb.FeatScale}
 	// Â in the CSR, the diagonal sorted into each row, as the batcher's
 	// LoopsInCSR makes it; the tile mask as the batcher sets it.
-	pad := pb.Adj.Padding()
-	mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
+	pad := pb.Padding
+	if pb.Adj != nil {
+		pad = pb.Adj.Padding()
+	}
+	// The tile count only feeds the dense-or-edge-list choice, which
+	// AggSparse has made: no mask then (a quarter of a batch's preparing).
+	tiled := p.Agg != AggSparse
+	var mask bittensor.TileMask
+	if tiled {
+		mask = bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
+	}
 	for r := range n {
 		b.Nodes[r] = int32(r)
 		lo, hi := pb.Indptr[r], pb.Indptr[r+1]
 		if lo < 0 || hi < lo || int(hi) > len(pb.Indices) {
-			return 0, 0, fmt.Errorf("%w: packed batch row %d spans %d..%d of %d entries", ErrModel, r, lo, hi, len(pb.Indices))
+			return nil, fmt.Errorf("%w: packed batch row %d spans %d..%d of %d entries", ErrModel, r, lo, hi, len(pb.Indices))
 		}
 		self := false
 		for _, c := range pb.Indices[lo:hi] {
@@ -73,42 +114,63 @@ func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, p
 			b.Indices = append(b.Indices, int32(r))
 		}
 		b.Indptr[r+1] = int32(len(b.Indices))
-		for _, c := range b.Indices[b.Indptr[r]:] {
-			mask.Set(r, int(c))
+		if tiled {
+			for _, c := range b.Indices[b.Indptr[r]:] {
+				mask.Set(r, int(c))
+			}
 		}
 		d := b.Indptr[r+1] - b.Indptr[r]
 		b.Deg[r] = float32(d)
 		b.DInv[r] = float32(1 / math.Sqrt(float64(d)))
 	}
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
-	b.tiles = denseTiles(mask)
+	if tiled {
+		b.tiles = denseTiles(mask)
+	}
+	if b.Adj == nil && !p.edges(b) {
+		adj, err := pb.MakeAdj()
+		if err != nil {
+			return nil, err
+		}
+		if adj.Rows() != n || adj.Cols() != n {
+			return nil, fmt.Errorf("%w: packed batch of %d nodes has a %d×%d adjacency", ErrModel, n, adj.Rows(), adj.Cols())
+		}
+		b.Adj = adj
+	}
 	in := planesInput(pb.Feat, params, allOnes)
 	if sparse {
 		if err := p.checkInput(in); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 	}
 	sums := make([]float32, n)
 	copy(sums, in.rowSums)
 	b.feat.in, b.feat.sums, b.feat.packed = in, sums, pb.Feat
-	var x *bittensor.Tensor
-	var sx *Input
+	pp := &PreparedBatch{nodes: pb.Nodes, b: b}
 	if sparse {
-		sx = in
+		pp.sx = in
 		p.packLists(b, in)
 	} else {
-		x = pb.Feat
+		pp.x = pb.Feat
 	}
-	defer p.forget(b)
-	t1 := time.Now()
+	return pp, nil
+}
+
+// RunPrepared runs a batch made by PreparePacked (on this plan or another
+// compiled from the same model) on p's backend and writes its predictions
+// into pred at the batch's global ids; the batch's uploads are dropped
+// before it returns.
+func (p *Plan) RunPrepared(pp *PreparedBatch, pred []int32) error {
+	defer p.forget(pp.b)
+	n := len(pp.nodes)
 	r := &Result{Pred: make([]int32, n)}
-	if err := p.predict(r, b, x, sx, nil); err != nil {
-		return 0, 0, err
+	if err := p.predict(r, pp.b, pp.x, pp.sx, nil); err != nil {
+		return err
 	}
-	for i, v := range pb.Nodes {
+	for i, v := range pp.nodes {
 		pred[v] = r.Pred[i]
 	}
-	return t1.Sub(t0), time.Since(t1), nil
+	return nil
 }
 
 // forget frees the graph uploads the plan keeps for b.
@@ -123,31 +185,45 @@ func (p *Plan) forget(b *Batch) {
 
 // planesInput is the Input of x's rows: each row's non-zero codes, read
 // from its bit planes, with their sums; allOnes is the whole input's.
-// It has no float values (the quantized pass reads none).
+// It has no float values (the quantized pass reads none). The lists are
+// sized by a popcount first: grown by append they were a fifth of a
+// streamed batch's host time.
 func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
-	n, lw := x.Rows(), x.LineWords()
+	n, lw, nb := x.Rows(), x.LineWords(), x.Bits()
+	words, pw := x.Words(), x.PlaneWords()
 	in := &Input{Rows: n, Cols: x.Cols(), Params: params, Indptr: make([]int32, n+1)}
+	// anyBits is the OR of word w of row r over the planes.
+	anyBits := func(r, w int) uint64 {
+		var v uint64
+		for pl := range nb {
+			v |= words[pl*pw+r*lw+w]
+		}
+		return v
+	}
+	total := 0
+	for r := range n {
+		for w := range lw {
+			total += bits.OnesCount64(anyBits(r, w))
+		}
+	}
+	in.Indices, in.Codes = make([]int32, total), make([]uint32, total)
 	sums := make([]float32, n)
+	at := 0
 	for r := range n {
 		var s int64
 		for w := range lw {
-			var any uint64
-			for pl := range x.Bits() {
-				any |= x.Line(pl, r)[w]
-			}
-			for any != 0 {
-				c := w*64 + bits.TrailingZeros64(any)
-				any &= any - 1
+			for v := anyBits(r, w); v != 0; v &= v - 1 {
+				k := bits.TrailingZeros64(v)
 				var q uint32
-				for pl := range x.Bits() {
-					q |= uint32(x.Line(pl, r)[w]>>(c%64)&1) << pl
+				for pl := range nb {
+					q |= uint32(words[pl*pw+r*lw+w]>>k&1) << pl
 				}
-				in.Indices = append(in.Indices, int32(c))
-				in.Codes = append(in.Codes, q)
+				in.Indices[at], in.Codes[at] = int32(w*64+k), q
+				at++
 				s += int64(q)
 			}
 		}
-		in.Indptr[r+1] = int32(len(in.Indices))
+		in.Indptr[r+1] = int32(at)
 		sums[r] = float32(s)
 	}
 	in.prepOnce.Do(func() { in.rowSums, in.allOnes = sums, allOnes })
@@ -235,4 +311,120 @@ func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done 
 		return read, pack, compute, work[first].err
 	}
 	return read, pack, compute, nil
+}
+
+// StreamTimes is what RunPackedStream measured: the host workers' read and
+// prepare times summed, and per device its batches, nodes, the time it ran
+// them and the time it waited for the host to have one ready.
+type StreamTimes struct {
+	Read, Prepare time.Duration
+	Batches       []int
+	Nodes         []int
+	Run, Wait     []time.Duration
+}
+
+// RunPackedStream runs packed batches 0..n-1 over devices (plans compiled
+// from one model, one per backend): workers goroutines read and prepare
+// batches on the host (PreparePacked), at most ahead of them ready and not
+// yet taken, while each device takes the next batch in order as soon as it
+// is free, so a device computes while the host prepares what follows.
+// Predictions go to pred at the batches' global ids, which must not
+// repeat: the result does not depend on which device ran which batch.
+// done(i), when not nil, is called once batch i's predictions are in pred.
+// It returns the lowest failing batch's error.
+func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) (StreamTimes, error) {
+	nd := len(devices)
+	st := StreamTimes{Batches: make([]int, nd), Nodes: make([]int, nd), Run: make([]time.Duration, nd), Wait: make([]time.Duration, nd)}
+	if nd == 0 {
+		return st, fmt.Errorf("%w: no device to run packed batches on", ErrModel)
+	}
+	workers, ahead = max(1, workers), max(1, ahead)
+	type ready struct {
+		pp  *PreparedBatch
+		err error
+	}
+	slots := make([]chan ready, n)
+	for i := range slots {
+		slots[i] = make(chan ready, 1)
+	}
+	// tokens bound the batches prepared and not yet taken by a device; both
+	// sides take batches in increasing order, so a device waiting on batch
+	// i never waits behind tokens held by batches after it.
+	tokens := make(chan struct{}, ahead)
+	stop := make(chan struct{})
+	var failed atomic.Int64
+	failed.Store(int64(n))
+	fail := func(i int) {
+		for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
+		}
+	}
+	var taken, next atomic.Int64
+	var read, prep atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+				i := int(taken.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				pb, err := load(i)
+				t1 := time.Now()
+				var pp *PreparedBatch
+				if err == nil {
+					pp, err = devices[0].PreparePacked(pb, params, allOnes, sparse)
+				}
+				read.Add(int64(t1.Sub(t0)))
+				prep.Add(int64(time.Since(t1)))
+				slots[i] <- ready{pp, err}
+			}
+		})
+	}
+	errs := make([]error, n)
+	var dw sync.WaitGroup
+	for d, p := range devices {
+		dw.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || int64(i) > failed.Load() {
+					return
+				}
+				t0 := time.Now()
+				r := <-slots[i]
+				<-tokens
+				t1 := time.Now()
+				st.Wait[d] += t1.Sub(t0)
+				err := r.err
+				if err == nil {
+					err = p.RunPrepared(r.pp, pred)
+				}
+				st.Run[d] += time.Since(t1)
+				if err != nil {
+					errs[i] = err
+					fail(i)
+					return
+				}
+				st.Batches[d]++
+				st.Nodes[d] += r.pp.Nodes()
+				if done != nil {
+					done(i)
+				}
+			}
+		})
+	}
+	dw.Wait()
+	close(stop)
+	// Workers blocked on a full slot cannot be: each slot holds one.
+	wg.Wait()
+	st.Read, st.Prepare = time.Duration(read.Load()), time.Duration(prep.Load())
+	if f := failed.Load(); f < int64(n) {
+		return st, errs[f]
+	}
+	return st, nil
 }

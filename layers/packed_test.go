@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/cpu"
 )
 
@@ -100,4 +102,96 @@ func seqTo(n int) []int {
 		s[i] = i
 	}
 	return s
+}
+
+// TestRunPackedStream: batches prepared by host workers and run on one or
+// three devices (plans on CPU backends) predict what Run predicts, every
+// batch once, with few workers and little lookahead; a batch that fails to
+// load stops the run with the lowest failing batch's error.
+func TestRunPackedStream(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	packed := make([]*PackedBatch, len(d.Eval))
+	for i, b := range d.Eval {
+		packed[i] = packedOf(t, b, in)
+	}
+	ref, err := m.Compile(cpu.NewBackend(nil))
+	require.NoError(t, err)
+	defer ref.Close()
+	for _, sparse := range []bool{false, true} {
+		want, err := ref.Run(d, in, sparse, nil)
+		require.NoError(t, err)
+		for _, tc := range []struct{ devices, workers, ahead int }{{1, 1, 1}, {1, 4, 2}, {3, 2, 8}} {
+			t.Run(fmt.Sprintf("sparse=%v/devices=%d/workers=%d/ahead=%d", sparse, tc.devices, tc.workers, tc.ahead), func(t *testing.T) {
+				plans := make([]*Plan, tc.devices)
+				for i := range plans {
+					plans[i], err = m.Compile(cpu.NewBackend(nil))
+					require.NoError(t, err)
+					defer plans[i].Close()
+				}
+				got := make([]int32, d.Graph.N())
+				for i := range got {
+					got[i] = -1
+				}
+				var mu sync.Mutex
+				var seen []int
+				st, err := RunPackedStream(plans, tc.workers, tc.ahead, len(packed), func(i int) (*PackedBatch, error) { return packed[i], nil },
+					func(i int) { mu.Lock(); seen = append(seen, i); mu.Unlock() }, in.Params, in.AllOnes(), sparse, got)
+				require.NoError(t, err)
+				assert.Equal(t, want.Pred, got)
+				slices.Sort(seen)
+				assert.Equal(t, seqTo(len(packed)), seen)
+				total := 0
+				for i, p := range plans {
+					total += st.Batches[i]
+					assert.Empty(t, p.graphs, "graphs kept of packed batches")
+				}
+				assert.Equal(t, len(packed), total)
+			})
+		}
+	}
+	// Without Adj, the adjacency is made only where a batch runs dense.
+	t.Run("lazy adjacency", func(t *testing.T) {
+		for _, mode := range []AggMode{AggDense, AggSparse} {
+			p, err := m.Compile(cpu.NewBackend(nil))
+			require.NoError(t, err)
+			defer p.Close()
+			p.Agg = mode
+			want, err := p.Run(d, in, false, nil)
+			require.NoError(t, err)
+			var made atomic.Int64
+			got := make([]int32, d.Graph.N())
+			for i := range got {
+				got[i] = -1
+			}
+			_, err = RunPackedStream([]*Plan{p}, 2, 3, len(packed), func(i int) (*PackedBatch, error) {
+				lazy := *packed[i]
+				lazy.Adj, lazy.Padding = nil, packed[i].Adj.Padding()
+				lazy.MakeAdj = func() (*bittensor.Tensor, error) { made.Add(1); return packed[i].Adj, nil }
+				return &lazy, nil
+			}, nil, in.Params, in.AllOnes(), false, got)
+			require.NoError(t, err)
+			assert.Equal(t, want.Pred, got, "%s", mode)
+			if mode == AggDense {
+				assert.Equal(t, int64(len(packed)), made.Load())
+			} else {
+				assert.Zero(t, made.Load(), "adjacencies made for edge-list batches")
+			}
+		}
+	})
+	t.Run("load fails", func(t *testing.T) {
+		require.GreaterOrEqual(t, len(packed), 4)
+		other, err := m.Compile(cpu.NewBackend(nil))
+		require.NoError(t, err)
+		defer other.Close()
+		plans := []*Plan{ref, other}
+		got := make([]int32, d.Graph.N())
+		_, err = RunPackedStream(plans, 3, 4, len(packed), func(i int) (*PackedBatch, error) {
+			if i == 2 || i == 3 {
+				return nil, fmt.Errorf("batch %d unreadable", i)
+			}
+			return packed[i], nil
+		}, nil, in.Params, in.AllOnes(), false, got)
+		require.Error(t, err)
+		assert.Equal(t, "batch 2 unreadable", err.Error())
+	})
 }

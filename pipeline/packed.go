@@ -5,10 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
@@ -35,14 +38,16 @@ func fingerprint16(s string) [16]byte {
 // the number of batches.
 func (j *Job) WritePacked(path string, d *Data, in *layers.Input) (int, error) {
 	q := d.Batches
-	return j.writePacked(path, d.Dataset, d.Fingerprint, q.Parts, q.K, q.PerBatch, q.NodeScale, in)
+	return j.writePacked(path, d.Dataset, func() string { return d.Fingerprint }, q.Parts, q.K, q.PerBatch, q.NodeScale, in)
 }
 
 // writePacked writes the batches Infer runs over ds with parts into k
 // (nil: one part), perBatch parts a batch: the batcher's plan as layers
 // makes its Eval batches, each built when written, so that only the graph,
 // the codes and one batch are held. nodeScale is each node's feature scale.
-func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string, parts []int32, k, perBatch int, nodeScale []float32, in *layers.Input) (int, error) {
+// fingerprint gives the data fingerprint, asked for once the last batch is
+// built (it may be computed meanwhile: the header is written last).
+func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() string, parts []int32, k, perBatch int, nodeScale []float32, in *layers.Input) (int, error) {
 	g := ds.Graph
 	p := &subgraph.Partitioning{K: k, Parts: parts}
 	if parts == nil || k <= 1 {
@@ -58,7 +63,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 	info := subgraph.PackFileInfo{Nodes: g.N(), FeatureCodes: len(in.Codes), AllOnes: in.AllOnes(),
 		Scales: nodeScale != nil, Batches: plan.Len(), FeatCols: in.Cols,
 		QBits: in.Params.Bits, QScale: in.Params.Scale, QLower: in.Params.Lower,
-		Data: fingerprint16(fingerprint), ScaleMode: j.FeatureScale}
+		ScaleMode: j.FeatureScale}
 	// PlanFingerprint's hash, over the batches as they are written.
 	fp := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
 	fp.tag("plan", 2)
@@ -96,6 +101,10 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 			for r, v := range nodes {
 				out.Scale[r] = nodeScale[v]
 			}
+		}
+		// Validated, laid out and checksummed here, on the builders' cores.
+		if err := out.Seal(&info); err != nil {
+			return subgraph.PackFileBatch{}, fmt.Errorf("batch %d: %w", i, err)
 		}
 		return out, nil
 	}
@@ -143,6 +152,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint string,
 		if i == nb-1 {
 			fp.flush()
 			copy(info.Partition[:], fp.h.Sum(nil))
+			info.Data = fingerprint16(fingerprint())
 		}
 		return r.b, nil
 	})
@@ -164,24 +174,80 @@ type PackedReport struct {
 	BatchNodes  int    `json:"batch_nodes"` // predicted
 	Kernel      string `json:"kernel"`
 	SparseInput bool   `json:"sparse_input"`
+	Agg         string `json:"agg"` // aggregations: auto (per batch), dense or sparse
+	// Mode is how the batches ran: "lanes" (one batch per core, each core
+	// reading, preparing and computing its own) or "stream" (host workers
+	// prepare batches while each device computes the one before).
+	Mode    string `json:"mode"`
+	Workers int    `json:"workers,omitempty"` // stream: host goroutines preparing batches
+	// OpenMS is opening the backends (device init, set by the caller) and
+	// CompileMS compiling the model on them (weights uploaded): start-up,
+	// outside every pass.
+	OpenMS    float64 `json:"open_ms,omitempty"`
+	CompileMS float64 `json:"compile_ms"`
+	// WarmupMS is one batch run on each device before the passes
+	// (streamed runs): the kernels a device compiles on first use and its
+	// first allocations, start-up too.
+	WarmupMS float64 `json:"warmup_ms,omitempty"`
 	// Read (checksums, validation, unpacking), pack and compute are summed
-	// over the lanes; PassMS is the pass's wall time, NodesPerSec its rate.
-	ReadMS            float64 `json:"read_ms"`
-	PackMS            float64 `json:"pack_ms"`
-	ComputeMS         float64 `json:"compute_ms"`
-	PassMS            float64 `json:"pass_ms"`
-	TotalMS           float64 `json:"total_ms"`
-	NodesPerSec       float64 `json:"nodes_per_sec"`
-	PeakBytes         int64   `json:"peak_bytes"`
-	PredictionsSHA256 string  `json:"predictions_sha256"` // as Report's
-	Pred              []int32 `json:"-"`
+	// over the lanes or host workers (stream: pack is the host's preparing
+	// and compute the devices' running), for the first pass; PassMS is the
+	// first pass's wall time, NodesPerSec its rate.
+	ReadMS      float64 `json:"read_ms"`
+	PackMS      float64 `json:"pack_ms"`
+	ComputeMS   float64 `json:"compute_ms"`
+	PassMS      float64 `json:"pass_ms"`
+	TotalMS     float64 `json:"total_ms"`
+	NodesPerSec float64 `json:"nodes_per_sec"`
+	// Passes after the first (--passes): each one's wall time, their
+	// median and its rate, and whether each predicted what the first did.
+	Passes          int       `json:"passes"`
+	MorePassMS      []float64 `json:"more_pass_ms,omitempty"`
+	PassMedianMS    float64   `json:"pass_median_ms,omitempty"`
+	SteadyNodesPerS float64   `json:"steady_nodes_per_sec,omitempty"`
+	SameAsFirst     bool      `json:"same_as_first"`
+	// PeakBytes is the process's peak resident set (host memory), and
+	// DevicePeakBytes the most device memory any one device held (backends
+	// that count it, bmm.Profiler).
+	PeakBytes         int64               `json:"peak_bytes"`
+	DevicePeakBytes   int64               `json:"device_peak_bytes,omitempty"`
+	Devices           []PackedDeviceShare `json:"devices,omitempty"`
+	PredictionsSHA256 string              `json:"predictions_sha256"` // as Report's
+	Pred              []int32             `json:"-"`
+}
+
+// PackedDeviceShare is one device's part of a streamed first pass.
+type PackedDeviceShare struct {
+	Device          string  `json:"device"`
+	Batches         int     `json:"batches"`
+	Nodes           int     `json:"nodes"`
+	RunMS           float64 `json:"run_ms"`  // running its batches
+	WaitMS          float64 `json:"wait_ms"` // waiting for the host to have one ready
+	DevicePeakBytes int64   `json:"device_peak_bytes,omitempty"`
+}
+
+// PackedOptions are InferPacked's choices beyond the job's.
+type PackedOptions struct {
+	// OtherData runs a model trained on other data than the file's (the
+	// same features, quantizer and classes): a small graph's model over a
+	// large synthetic one. The fingerprints then differ by design.
+	OtherData bool
+	// Stream forces the streamed run on a backend that could run lanes
+	// (the CPU), to test it; several devices or a GPU always stream.
+	Stream bool
 }
 
 // InferPacked runs j.Weights (a calibrated model) over the packed batch
-// file at path in batch order on j.Backend. The model must take the file's
-// feature codes (the same quantizer and columns) and, where it records
-// them, have been trained on the file's data with its feature scale.
+// file at path in batch order on j.Backend, or spread over j.Devices. The
+// model must take the file's feature codes (the same quantizer and
+// columns) and, where it records them, have been trained on the file's
+// data with its feature scale. It runs j.Passes passes (at least one).
 func (j *Job) InferPacked(path string) (*PackedReport, error) {
+	return j.InferPackedWith(path, PackedOptions{})
+}
+
+// InferPackedWith is InferPacked with options.
+func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, error) {
 	start := time.Now()
 	w := j.Weights
 	if w == nil || !w.Model.Calibrated {
@@ -198,18 +264,21 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 	case params != m.Input || info.FeatCols != m.Layers[0].Lin1.In:
 		return nil, fmt.Errorf("%s: %w: features of %d columns quantized with %+v, model %s expects %d with %+v",
 			path, layers.ErrModel, info.FeatCols, params, w.Path, m.Layers[0].Lin1.In, m.Input)
-	case w.Origin != nil && w.Origin.Data != "" && fingerprint16(w.Origin.Data) != info.Data:
+	case !o.OtherData && w.Origin != nil && w.Origin.Data != "" && fingerprint16(w.Origin.Data) != info.Data:
 		return nil, fmt.Errorf("%s: packed from data %x, model %s was trained on data %.32s (%s)", path, info.Data, w.Path, w.Origin.Data, w.Origin.Dataset)
 	case w.Origin != nil && w.Origin.FeatureScale != "" && w.Origin.FeatureScale != info.ScaleMode:
 		return nil, fmt.Errorf("%s: features scaled by %q, model %s was trained with %q", path, info.ScaleMode, w.Path, w.Origin.FeatureScale)
 	case m.NormRows && !info.Scales:
 		return nil, fmt.Errorf("%s: the file carries no feature scales and model %s scales its input rows", path, w.Path)
 	}
-	plan, err := j.Compile(m)
+	t0 := time.Now()
+	g, err := j.CompileGroup(m)
 	if err != nil {
 		return nil, err
 	}
-	defer plan.Close()
+	defer g.Close()
+	compile := time.Since(t0)
+	plan := g.Plans[0]
 	sparse := plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits)
 	switch j.SparseInput {
 	case SparseOn:
@@ -217,11 +286,11 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 	case SparseOff:
 		sparse = false
 	}
+	_, forks := plan.Backend.(bmm.Forker)
+	stream := o.Stream || len(g.Plans) > 1 || !forks
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
-		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes)}
-	for i := range r.Pred {
-		r.Pred[i] = -1
-	}
+		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
+		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
 	seen := make([]uint64, (info.Nodes+63)/64)
 	load := func(i int) (*layers.PackedBatch, error) {
 		pk, fb, err := pf.Batch(i)
@@ -236,11 +305,17 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 		if !pk.SelfLoops {
 			return nil, fmt.Errorf("%s: batch %d: %w: no self-loops (the file was not written for inference)", path, i, subgraph.ErrPackFile)
 		}
-		pb := &layers.PackedBatch{Nodes: fb.Nodes, Indptr: make([]int32, pk.Nodes+1), FeatScale: fb.Scale}
+		// The adjacency is made only for a batch that runs dense (MakeAdj).
+		pb := &layers.PackedBatch{Nodes: fb.Nodes, Indptr: make([]int32, pk.Nodes+1), FeatScale: fb.Scale,
+			Padding: pk.Padding, MakeAdj: func() (*bittensor.Tensor, error) {
+				t, err := pk.Adjacency()
+				if err != nil {
+					return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
+				}
+				return t, nil
+			}}
 		pb.Indices = pk.AppendIndices(nil, pb.Indptr)
-		if pb.Adj, err = pk.Adjacency(); err == nil {
-			pb.Feat, err = pk.Features()
-		}
+		pb.Feat, err = pk.Features()
 		if err == nil && pb.Feat == nil {
 			err = fmt.Errorf("%w: no features", subgraph.ErrPackFile)
 		}
@@ -258,22 +333,92 @@ func (j *Job) InferPacked(path string) (*PackedReport, error) {
 		j.Progress.Printf("qgtc: packed batch %d/%d", finished, pf.Len())
 		mu.Unlock()
 	}
-	t0 := time.Now()
-	read, pack, compute, err := plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, r.Pred)
-	wall := time.Since(t0)
-	j.Progress.Done()
-	if err != nil {
-		return nil, err
+	workers := runtime.GOMAXPROCS(0)
+	if stream {
+		// A core for each device's goroutine, which stages its uploads.
+		workers = max(1, workers-len(g.Plans))
+	}
+	if stream && pf.Len() > 0 {
+		t0 := time.Now()
+		for _, p := range g.Plans {
+			pb, err := load(0)
+			var pp *layers.PreparedBatch
+			if err == nil {
+				pp, err = p.PreparePacked(pb, params, info.AllOnes, sparse)
+			}
+			if err == nil {
+				err = p.RunPrepared(pp, r.Pred) // the first pass writes every prediction again
+			}
+			if err != nil {
+				return nil, err
+			}
+			clear(seen)
+		}
+		r.WarmupMS = ms(time.Since(t0))
+	}
+	var first []int32
+	for pass := range r.Passes {
+		pred := r.Pred
+		if pass > 0 {
+			pred = make([]int32, info.Nodes)
+		}
+		for i := range pred {
+			pred[i] = -1
+		}
+		clear(seen)
+		finished = 0
+		t0 := time.Now()
+		var read, pack, compute time.Duration
+		var st layers.StreamTimes
+		if stream {
+			st, err = layers.RunPackedStream(g.Plans, workers, 2*workers+2*len(g.Plans), pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+			read, pack = st.Read, st.Prepare
+			for _, d := range st.Run {
+				compute += d
+			}
+		} else {
+			read, pack, compute, err = plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+		}
+		wall := time.Since(t0)
+		j.Progress.Done()
+		if err != nil {
+			return nil, err
+		}
+		if pass > 0 {
+			r.MorePassMS = append(r.MorePassMS, ms(wall))
+			r.SameAsFirst = r.SameAsFirst && slices.Equal(pred, first)
+			continue
+		}
+		first = pred
+		r.ReadMS, r.PackMS, r.ComputeMS, r.PassMS = ms(read), ms(pack), ms(compute), ms(wall)
+		if stream {
+			r.Mode, r.Workers = "stream", workers
+			for d := range g.Plans {
+				r.Devices = append(r.Devices, PackedDeviceShare{Device: g.Names[d], Batches: st.Batches[d], Nodes: st.Nodes[d],
+					RunMS: ms(st.Run[d]), WaitMS: ms(st.Wait[d])})
+			}
+		}
 	}
 	for _, p := range r.Pred {
 		if p >= 0 {
 			r.BatchNodes++
 		}
 	}
-	r.ReadMS, r.PackMS, r.ComputeMS, r.PassMS, r.TotalMS = ms(read), ms(pack), ms(compute), ms(wall), ms(time.Since(start))
-	if wall > 0 {
-		r.NodesPerSec = float64(r.BatchNodes) / wall.Seconds()
+	if r.PassMS > 0 {
+		r.NodesPerSec = float64(r.BatchNodes) / (r.PassMS / 1e3)
 	}
+	if len(r.MorePassMS) > 0 {
+		r.PassMedianMS = median(r.MorePassMS)
+		r.SteadyNodesPerS = float64(r.BatchNodes) / (r.PassMedianMS / 1e3)
+	}
+	for d, p := range g.Plans {
+		peak := profile(p).PeakDeviceBytes
+		r.DevicePeakBytes = max(r.DevicePeakBytes, peak)
+		if d < len(r.Devices) {
+			r.Devices[d].DevicePeakBytes = peak
+		}
+	}
+	r.TotalMS = ms(time.Since(start))
 	r.PredictionsSHA256 = predictionsHash(r.Pred)
 	r.PeakBytes = peakRSS()
 	return r, nil
@@ -295,9 +440,16 @@ func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k,
 	if len(ds.Train) == 0 {
 		ds.RandomSplit(20, 30, j.Seed)
 	}
+	// The fingerprint hashes every byte of the data on one core (tens of
+	// seconds at 100M nodes): it runs beside the quantizing and packing,
+	// which only read the data too.
+	fp := make(chan string, 1)
+	go func() { fp <- Fingerprint(ds) }()
+	fingerprint := sync.OnceValue(func() string { return <-fp })
+	defer fingerprint()
 	in, err := layers.QuantizeInput(ds.Features, bits)
 	if err != nil {
 		return 0, err
 	}
-	return j.writePacked(path, ds, Fingerprint(ds), parts, k, perBatch, layers.FeatureScale(ds.Features, j.FeatureScale), in)
+	return j.writePacked(path, ds, fingerprint, parts, k, perBatch, layers.FeatureScale(ds.Features, j.FeatureScale), in)
 }

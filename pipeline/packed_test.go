@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -58,6 +59,48 @@ func TestInferPacked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInferPackedStream runs the streamed pass (host workers preparing,
+// devices computing) on one CPU backend and spread over two, three passes
+// each: every pass predicts what the lanes do.
+func TestInferPackedStream(t *testing.T) {
+	path, w, c := packedFixture(t, "cora")
+	want, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).InferPacked(path)
+	require.NoError(t, err)
+	require.Equal(t, "lanes", want.Mode)
+	c.Passes = 3
+	for _, devices := range []int{1, 2} {
+		j := &Job{Config: c, Weights: w}
+		if devices == 1 {
+			j.Backend = cpu.NewBackend(nil)
+		} else {
+			j.Devices = []bmm.Backend{cpu.NewBackend(nil), cpu.NewBackend(nil)}
+		}
+		got, err := j.InferPackedWith(path, PackedOptions{Stream: true})
+		require.NoError(t, err)
+		assert.Equal(t, "stream", got.Mode)
+		assert.Positive(t, got.WarmupMS)
+		assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256, "%d devices", devices)
+		assert.Equal(t, want.BatchNodes, got.BatchNodes)
+		assert.True(t, got.SameAsFirst)
+		assert.Len(t, got.MorePassMS, 2)
+		require.Len(t, got.Devices, devices)
+		batches := 0
+		for _, d := range got.Devices {
+			batches += d.Batches
+		}
+		assert.Equal(t, 3, batches, "each batch on one device")
+	}
+	t.Run("other data", func(t *testing.T) {
+		o := *w.Origin
+		o.Data = "00112233445566778899aabbccddeeff"
+		other := *w
+		other.Origin = &o
+		got, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: &other}).InferPackedWith(path, PackedOptions{OtherData: true})
+		require.NoError(t, err)
+		assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256)
+	})
 }
 
 func TestInferPackedRefuses(t *testing.T) {

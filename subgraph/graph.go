@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // Errors for graph construction; wrapped with the offending values.
@@ -238,14 +241,26 @@ func (g *Graph) IsSymmetric() bool {
 // NumUndirectedEdges counts the distinct unordered pairs {u, v}, u != v,
 // joined by an edge in either direction: the "edges" figure papers and
 // testdata/README.md quote. Self-loops are not counted.
+// Rows are counted on all cores: each reverse lookup is a random read,
+// 4 s on one core at 4M nodes and 33M edges.
 func (g *Graph) NumUndirectedEdges() int {
-	c := 0
-	for v := 0; v < g.N(); v++ {
-		for _, u := range g.Neighbors(v) {
-			if int(u) > v || (int(u) < v && !g.HasEdge(u, int32(v))) {
-				c++
+	const rows = 1 << 14
+	n := g.N()
+	counts := make([]int, (n+rows-1)/rows)
+	par.For(len(counts), runtime.GOMAXPROCS(0), func(k int) {
+		c := 0
+		for v := k * rows; v < min(n, (k+1)*rows); v++ {
+			for _, u := range g.Neighbors(v) {
+				if int(u) > v || (int(u) < v && !g.HasEdge(u, int32(v))) {
+					c++
+				}
 			}
 		}
+		counts[k] = c
+	})
+	c := 0
+	for _, k := range counts {
+		c += k
 	}
 	return c
 }

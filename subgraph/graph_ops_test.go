@@ -3,6 +3,7 @@ package subgraph
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -181,5 +182,35 @@ func TestDatasetValidate(t *testing.T) {
 			require.ErrorIs(t, err, ErrInconsistent)
 			assert.Contains(t, err.Error(), tt.msg)
 		})
+	}
+}
+
+// TestNumUndirectedEdgesChunks: counted over row chunks on several cores,
+// a directed graph with one-way edges, pairs both ways and loops spanning
+// several chunks counts as one pass over its rows does.
+func TestNumUndirectedEdgesChunks(t *testing.T) {
+	n := 3*(1<<14) + 7
+	var src, dst []int32
+	for i := range 5 * n {
+		u, v := int32(i*7919%n), int32((i*104729+i/3)%n)
+		src, dst = append(src, u), append(dst, v)
+		if i%4 == 0 { // some pairs both ways
+			src, dst = append(src, v), append(dst, u)
+		}
+	}
+	g, err := FromEdges(n, src, dst, BuildOptions{})
+	require.NoError(t, err)
+	want := 0
+	for v := range n {
+		for _, u := range g.Neighbors(v) {
+			if int(u) > v || (int(u) < v && !g.HasEdge(u, int32(v))) {
+				want++
+			}
+		}
+	}
+	for _, procs := range []int{1, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		assert.Equal(t, want, g.NumUndirectedEdges(), "GOMAXPROCS %d", procs)
+		runtime.GOMAXPROCS(prev)
 	}
 }

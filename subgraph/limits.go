@@ -28,6 +28,10 @@ const (
 	// of 3 × 3e8 (under MaxFeatureEntries) asked for tens of gigabytes.
 	// The widest bundled set has 8,415 columns, common benchmarks ~31,000.
 	MaxFeatureCols = 1 << 16
+	// MaxSynthFeatureEntries caps the stored entries of generated features
+	// (PlantedFeatures): nothing is read from a file, so only the int32
+	// row offsets bound them (16 per node at 100M nodes is 1.6e9).
+	MaxSynthFeatureEntries = math.MaxInt32
 
 	// Decompression (zip members, miCOMPRESSED elements, gzip) may produce
 	// at most inflateFloor bytes plus inflateRatio per compressed byte of

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -821,4 +822,45 @@ func TestPickledArrays(t *testing.T) {
 	assert.Equal(t, []float32{0, 1, 0, 1, 0, 0}, a.float32s())
 	_, err = pyCSR(v)
 	assert.ErrorContains(t, err, "not a pickled scipy csr_matrix")
+}
+
+// TestRandomSplitTestByScan: the test nodes, made by a scan, are what
+// sorting the shuffled pools' rests gives (the split before the scan), for
+// labelled nodes with some unlabelled (-1) and for no labels at all.
+func TestRandomSplitTestByScan(t *testing.T) {
+	n := 5000
+	g, err := FromEdges(n, []int32{0}, []int32{1}, BuildOptions{Symmetrize: true})
+	require.NoError(t, err)
+	labels := make([]int32, n)
+	for v := range labels {
+		labels[v] = int32(v*7%5) - 1 // -1 is unlabelled
+	}
+	for _, lab := range [][]int32{labels, nil} {
+		d := &Dataset{Graph: g, Labels: lab, NumClasses: 4}
+		d.RandomSplit(20, 30, 9)
+		// The rest of each shuffled pool, as the split drew them.
+		rng := rand.New(rand.NewPCG(9, 0x9e3779b97f4a7c15))
+		var want []int32
+		rest := func(pool []int32, nTrain, nVal int) {
+			rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+			want = append(want, pool[min(len(pool), nTrain+nVal):]...)
+		}
+		if lab == nil {
+			rest(iota32(0, n), 4*20, 4*30)
+		} else {
+			byClass := make([][]int32, 4)
+			for v, c := range lab {
+				if c >= 0 {
+					byClass[c] = append(byClass[c], int32(v))
+				}
+			}
+			for _, pool := range byClass {
+				rest(pool, 20, 30)
+			}
+		}
+		slices.Sort(want)
+		assert.Equal(t, want, d.Test)
+		assert.Len(t, d.Train, 80)
+		assert.Len(t, d.Val, 120)
+	}
 }

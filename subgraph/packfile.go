@@ -60,6 +60,10 @@ const (
 
 var packFileMagic = [8]byte{'Q', 'G', 'P', 'B', 'F', 'I', 'L', 'E'}
 
+// writebackChunk is how much WritePackedBatches writes between asking the
+// system to start writing it to disk (startWriteback).
+const writebackChunk = 256 << 20
+
 // PackFileInfo is what a packed batch file says of the whole plan.
 type PackFileInfo struct {
 	Nodes        int  // the graph's
@@ -80,6 +84,34 @@ type PackFileBatch struct {
 	Packed []byte    // the packed buffer (Batch.Pack)
 	Nodes  []int32   // global ids, one per packed row
 	Scale  []float32 // per-node feature scale; nil unless Info.Scales
+	// What Seal made: the batch's bytes in the file and their checksum.
+	blob []byte
+	crc  uint32
+}
+
+// Seal validates b against the file's info (ReadPacked, rows, features,
+// node ids inside the graph) and lays out and checksums its bytes, as
+// WritePackedBatches does for a batch not sealed: callers that build
+// batches on several cores seal them there, so the one writer only writes.
+func (b *PackFileBatch) Seal(info *PackFileInfo) error {
+	p, err := ReadPacked(b.Packed)
+	if err != nil {
+		return err
+	}
+	if len(b.Nodes) != p.Nodes || (info.Scales != (b.Scale != nil)) || (b.Scale != nil && len(b.Scale) != p.Nodes) {
+		return fmt.Errorf("%w: %d rows, %d node ids, %d scales (scales wanted: %v)", ErrPackFile, p.Nodes, len(b.Nodes), len(b.Scale), info.Scales)
+	}
+	if p.FeatCols != info.FeatCols || p.FeatBits != info.QBits {
+		return fmt.Errorf("%w: features %d × %d bits, the file's are %d × %d", ErrPackFile, p.FeatCols, p.FeatBits, info.FeatCols, info.QBits)
+	}
+	for _, v := range b.Nodes {
+		if v < 0 || int(v) >= info.Nodes {
+			return fmt.Errorf("%w: node %d outside the graph's %d", ErrPackFile, v, info.Nodes)
+		}
+	}
+	b.blob = batchBlob(*b)
+	b.crc = crc32.Checksum(b.blob, castagnoli)
+	return nil
 }
 
 // PackFileWriter is where WritePackedBatches writes: a file being written
@@ -113,8 +145,7 @@ func (info *PackFileInfo) check() error {
 // to w: the header and table are written last, at offset 0, once every
 // batch's place and checksum are known, so only one batch is held at a time
 // (and next may set what the header says of all of them, a fingerprint
-// over their nodes). Each batch is validated (ReadPacked) before it is
-// written.
+// over their nodes). Each batch is validated (Seal) before it is written.
 func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (PackFileBatch, error)) error {
 	if err := info.check(); err != nil {
 		return err
@@ -137,41 +168,35 @@ func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (
 		return nil
 	}
 	le := binary.LittleEndian
-	written := int64(0)
+	written, synced := int64(0), int64(0)
 	for i := range nb {
 		b, err := next(i)
 		if err != nil {
 			return err
 		}
-		p, err := ReadPacked(b.Packed)
-		if err != nil {
-			return fmt.Errorf("batch %d: %w", i, err)
-		}
-		if len(b.Nodes) != p.Nodes || (info.Scales != (b.Scale != nil)) || (b.Scale != nil && len(b.Scale) != p.Nodes) {
-			return fmt.Errorf("%w: batch %d: %d rows, %d node ids, %d scales (scales wanted: %v)", ErrPackFile, i, p.Nodes, len(b.Nodes), len(b.Scale), info.Scales)
-		}
-		if p.FeatCols != info.FeatCols || p.FeatBits != info.QBits {
-			return fmt.Errorf("%w: batch %d: features %d × %d bits, the file's are %d × %d", ErrPackFile, i, p.FeatCols, p.FeatBits, info.FeatCols, info.QBits)
-		}
-		for _, v := range b.Nodes {
-			if v < 0 || int(v) >= info.Nodes {
-				return fmt.Errorf("%w: batch %d: node %d outside the graph's %d", ErrPackFile, i, v, info.Nodes)
+		if b.blob == nil {
+			if err := b.Seal(info); err != nil {
+				return fmt.Errorf("batch %d: %w", i, err)
 			}
 		}
-		written += int64(p.Nodes)
-		blob := batchBlob(b)
+		blob := b.blob
+		written += int64(len(b.Nodes))
 		if err := pad(alignPage(pos)); err != nil {
 			return err
 		}
 		e := table[packFileHeader+packFileEntry*i:]
 		le.PutUint64(e[0:], uint64(pos))
 		le.PutUint64(e[8:], uint64(len(blob)))
-		le.PutUint32(e[16:], uint32(p.Nodes))
-		le.PutUint32(e[20:], crc32.Checksum(blob, castagnoli))
+		le.PutUint32(e[16:], uint32(len(b.Nodes)))
+		le.PutUint32(e[20:], b.crc)
 		k, err := w.Write(blob)
 		pos += int64(k)
 		if err != nil {
 			return err
+		}
+		if pos-synced >= writebackChunk {
+			startWriteback(w, synced, pos-synced)
+			synced = pos
 		}
 	}
 	if written != int64(info.Nodes) {

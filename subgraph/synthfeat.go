@@ -31,7 +31,7 @@ func PlantedFeatures(labels []int32, classes, cols, nnz int, seed uint64) (*Feat
 	if cols < 1 || nnz < 1 || nnz > cols {
 		return nil, fmt.Errorf("%w: %d features per node of %d columns", ErrSynth, nnz, cols)
 	}
-	if classes < 1 || int64(n)*int64(nnz) > MaxFeatureEntries {
+	if classes < 1 || int64(n)*int64(nnz) > MaxSynthFeatureEntries {
 		return nil, fmt.Errorf("%w: %d nodes × %d features over %d classes", ErrSynth, n, nnz, classes)
 	}
 	f := &Features{Rows: n, Cols: cols, Indptr: make([]int32, n+1), Indices: make([]int32, n*nnz), Values: make([]float32, n*nnz)}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,14 @@ func TestInferPackedCLI(t *testing.T) {
 	code, out, errs = runCLI("infer", "--packed", file, "--weights", model, "--quiet")
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "predictions sha256 "+want["predictions_sha256"].(string))
+	code, out, errs = runCLI("infer", "--packed", file, "--weights", model, "--passes", "3", "--json", "--quiet")
+	require.Equal(t, 0, code, errs)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Equal(t, want["predictions_sha256"], rep["predictions_sha256"])
+	assert.Len(t, rep["more_pass_ms"], 2)
+	assert.Equal(t, true, rep["same_as_first"])
+	assert.Contains(t, rep, "compile_ms")
 
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
@@ -36,6 +45,10 @@ func TestInferPackedCLI(t *testing.T) {
 		{"infer", "--packed", bad, "--weights", model},
 		{"infer", "--packed", file, "--weights", model, "--parts", "3"},
 		{"infer", "--packed", file},
+		{"infer", "--packed", file, "--weights", model, "--passes", "0"},
+		{"infer", "--dataset", "cora", "--other-data"},
+		{"infer", "--dataset", "cora", "--gpu-lanes", "2"},
+		{"infer", "--packed", file, "--weights", model, "--gpu-lanes", "2", "--device", "cpu"},
 		{"partition", "--dataset", "cora", "--parts", "6", "--pack-out", file},
 	} {
 		code, _, errs := runCLI(args...)

@@ -38,8 +38,8 @@ func synthPackOut(w io.Writer, s synthPack) error {
 	switch {
 	case s.features < 1 || s.features > 1<<20:
 		return fmt.Errorf("%w: --pack-out wants --model planted --features N (1..%d): inference reads features", errUsage, 1<<20)
-	case s.nnz < 1 || s.nnz > s.features || int64(s.nodes)*int64(s.nnz) > subgraph.MaxFeatureEntries:
-		return fmt.Errorf("%w: --feature-nnz %d: want 1..%d (--features), at most %d in all", errUsage, s.nnz, s.features, subgraph.MaxFeatureEntries)
+	case s.nnz < 1 || s.nnz > s.features || int64(s.nodes)*int64(s.nnz) > subgraph.MaxSynthFeatureEntries:
+		return fmt.Errorf("%w: --feature-nnz %d: want 1..%d (--features), at most %d in all", errUsage, s.nnz, s.features, subgraph.MaxSynthFeatureEntries)
 	case s.classes < 0 || s.classes > min(s.k, subgraph.MaxClasses):
 		return fmt.Errorf("%w: --classes %d: want 0..%d (--communities)", errUsage, s.classes, min(s.k, subgraph.MaxClasses))
 	case s.parts < 1 || s.parts > s.k:
