@@ -219,10 +219,10 @@ func qShapeConflict(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) 
 
 // qFloatWeights is qWeightsFlags for a file of float weights (a PyG state
 // dict, or qgtc train --out): quantized at --bits and, unless --qat-epochs
-// says otherwise, fine-tuned for the recipe's QAT epochs when a width is 8
+// says otherwise, fine-tuned for the recipe's QAT epochs when a width is 4
 // bits or less (post-training quantization alone misses the accuracy
-// targets there, GIN's even at 8 bits, and QAT keeps the calibrated model
-// unless it validates better: bench/interop/RESULTS.md); features
+// targets there, and QAT keeps the calibrated model unless it validates
+// better; 8 bits and up need no QAT: bench/interop/RESULTS.md); features
 // scaled as PyG's NormalizeFeatures unless --feature-scale says otherwise
 // (the file cannot tell).
 func qFloatWeights(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) error {
@@ -234,7 +234,7 @@ func qFloatWeights(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) e
 	case fs.Changed("epochs"):
 		return fmt.Errorf("%w: --epochs trains fp32 weights, and --weights %s holds them (--qat-epochs fine-tunes them quantized)", errUsage, file)
 	}
-	if !fs.Changed("qat-epochs") && min(c.ABits, c.WBits) > 8 {
+	if !fs.Changed("qat-epochs") && min(c.ABits, c.WBits) > 4 {
 		c.QATEpochs = 0
 	}
 	if !fs.Changed("feature-scale") {

@@ -35,7 +35,7 @@ func TestInferFloatWeights(t *testing.T) {
 			require.NoError(t, json.Unmarshal(out.Bytes(), &tr))
 
 			stderr.Reset()
-			r := qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "8", "--qat-epochs", "0", "--quiet")
+			r := qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "8", "--quiet")
 			assert.InDelta(t, tr.TestAccuracy, r["fp32_accuracy"], 0.0015, "at most one of 1000 test nodes flips on float rounding")
 			assert.InDelta(t, tr.TestAccuracy, r["accuracy"], 0.03)
 			assert.EqualValues(t, 8, r["bits"])
@@ -48,7 +48,7 @@ func TestInferFloatWeights(t *testing.T) {
 }
 
 // TestInferFloatWeightsFlags: with float weights --bits and --qat-epochs
-// apply, and without --qat-epochs widths of 8 bits and less get the
+// apply, and without --qat-epochs widths of 4 bits and less get the
 // recipe's QAT; --epochs and flags that disagree with the file are one
 // usage line.
 func TestInferFloatWeightsFlags(t *testing.T) {
@@ -84,11 +84,11 @@ func TestInferFloatWeightsFlags(t *testing.T) {
 	qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "2", "--qat-patience", "1", "--quiet")
 	assert.Contains(t, stderr.String(), "post-training quantization and 40 QAT epochs at 2/2 bits")
 	stderr.Reset()
-	qInferJSON(t, "--dataset", "cora", "--weights", file, "--abits", "16", "--wbits", "8", "--qat-patience", "1", "--quiet")
-	assert.Contains(t, stderr.String(), "post-training quantization and 40 QAT epochs at 16/8 bits", "the narrower width decides")
+	qInferJSON(t, "--dataset", "cora", "--weights", file, "--abits", "8", "--wbits", "4", "--qat-patience", "1", "--quiet")
+	assert.Contains(t, stderr.String(), "post-training quantization and 40 QAT epochs at 8/4 bits", "the narrower width decides")
 	stderr.Reset()
-	qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "16", "--quiet")
-	assert.Contains(t, stderr.String(), "post-training quantization at 16/16 bits")
+	qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "8", "--quiet")
+	assert.Contains(t, stderr.String(), "post-training quantization at 8/8 bits")
 
 	for _, tc := range []struct {
 		name string
