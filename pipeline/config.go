@@ -84,9 +84,11 @@ const (
 )
 
 // channelZ is whether the job's quantized model has per-channel Z ranges:
-// auto gives them to 1- and 2-bit activations, where one range for all the
-// channels of an update product costs accuracy that QAT does not win back,
-// and not to 4 bits, where they do not help (bench/interop/RESULTS.md).
+// auto gives them to activations of 4 bits and less, where one range for
+// all the channels of an update product costs accuracy that QAT does not
+// win back (citeseer GCN at 2 bits, Amazon Photo GCN and SAGE at 4); at 4
+// bits they cost about a point on Cora GCN and GIN, less than they gain
+// elsewhere (bench/interop/RESULTS.md).
 func (c *Config) channelZ() bool {
 	switch c.ChannelZ {
 	case ChannelOn:
@@ -94,7 +96,7 @@ func (c *Config) channelZ() bool {
 	case ChannelOff:
 		return false
 	}
-	return c.ABits <= 2
+	return c.ABits <= 4
 }
 
 // signWeights is whether the job's 1-bit weights are binarized by sign.

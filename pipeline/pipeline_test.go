@@ -166,7 +166,7 @@ func TestCacheSettings(t *testing.T) {
 		{"qat-weight-decay", func(c *Config) { c.QATWeightDecay = 0 }},
 		{"qat-patience", func(c *Config) { c.QATPatience = 1 }},
 		{"qat-distill", func(c *Config) { c.QATDistill = 0 }},
-		{"channel-z", func(c *Config) { c.ChannelZ = ChannelOn }},
+		{"channel-z", func(c *Config) { c.ChannelZ = ChannelOff }}, // auto is on at 4 bits
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := *base
