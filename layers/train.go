@@ -84,6 +84,13 @@ type TrainConfig struct {
 	// training steps' batch statistics, which lags the weights and carries
 	// dropout's variance.
 	PreciseBN bool
+	// Distill (QAT only) adds Distill times the mean KL(fp32 ‖ quantized)
+	// of the softmax over every node of each batch to the loss, the fp32
+	// model being m as QAT found it. A model trained to fit its few
+	// labelled nodes (120 on Citeseer) already fits them quantized, so
+	// their cross-entropy alone leaves QAT nothing to learn from; the
+	// unlabelled nodes' fp32 predictions do (bench/interop/RESULTS.md).
+	Distill float32
 	// Progress, when set, is called after every epoch.
 	Progress func(epoch int, loss, valAcc float64)
 }
@@ -194,6 +201,10 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		}
 		best, bestModel = acc, m.Clone()
 	}
+	var teacher *teacherLogits
+	if quant && cfg.Distill > 0 {
+		teacher = &teacherLogits{m: m.Clone(), wc: weightCache{}, eval: map[*Batch][]float32{}}
+	}
 	stale := 0
 	fwdRng := rng // dropout and batch statistics, fp32 only
 	if quant {
@@ -222,12 +233,25 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 					idx = append(idx, i)
 				}
 			}
-			if len(idx) == 0 {
+			if len(idx) == 0 && teacher == nil {
 				continue
 			}
-			l, dl := crossEntropy(logits, m.Classes, d.Labels, b.Nodes, idx)
+			var l float64
+			var dl []float64
+			if len(idx) > 0 {
+				l, dl = crossEntropy(logits, m.Classes, d.Labels, b.Nodes, idx)
+			} else {
+				dl = make([]float64, len(logits))
+			}
 			loss += l * float64(len(idx))
 			count += len(idx)
+			if teacher != nil {
+				t, err := teacher.of(b, in, d.Eval)
+				if err != nil {
+					return 0, err
+				}
+				distill(t, logits, m.Classes, float64(cfg.Distill), dl)
+			}
 			for _, gr := range grads {
 				clear(gr)
 			}
@@ -266,6 +290,50 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		m.Layers = bestModel.Layers
 	}
 	return best, nil
+}
+
+// teacherLogits is the fp32 model QAT distils from and its logits on the
+// Eval batches, which come back every epoch.
+type teacherLogits struct {
+	m    *Model
+	wc   weightCache
+	eval map[*Batch][]float32
+}
+
+// of returns the teacher's full-precision logits on b (kept when b is one
+// of eval).
+func (t *teacherLogits) of(b *Batch, in *Input, eval []*Batch) ([]float32, error) {
+	if y, ok := t.eval[b]; ok {
+		return y, nil
+	}
+	_, y, err := t.m.simRun(b, in, 0, -1, 0, nil, nil, t.wc)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(eval, b) {
+		t.eval[b] = y
+	}
+	return y, nil
+}
+
+// distill adds to dl (n×c) the gradient of w times the mean over the n rows
+// of KL(softmax(teacher) ‖ softmax(student)): w·(p_student − p_teacher)/n.
+func distill(teacher, student []float32, c int, w float64, dl []float64) {
+	n := len(student) / c
+	if n == 0 {
+		return
+	}
+	g := w / float64(n)
+	for i := range n {
+		t, s := teacher[i*c:(i+1)*c], student[i*c:(i+1)*c]
+		mt, st := sumExp(t)
+		ms, ss := sumExp(s)
+		for j := range c {
+			pt := math.Exp(float64(t[j])-mt) / st
+			ps := math.Exp(float64(s[j])-ms) / ss
+			dl[i*c+j] += g * (ps - pt)
+		}
+	}
 }
 
 // preciseBN sets each batch norm's running statistics to its input's mean

@@ -150,6 +150,7 @@ type modelKey struct {
 	QATLR       float64 `json:"qat_lr,omitempty"`
 	QATWD       float64 `json:"qat_wd,omitempty"`
 	QATPatience int     `json:"qat_patience,omitempty"`
+	QATDistill  float64 `json:"qat_distill,omitempty"`
 	LSQ         bool    `json:"lsq,omitempty"`
 	ChannelZ    bool    `json:"channel_z,omitempty"`
 	SignW       bool    `json:"sign_w,omitempty"`
@@ -164,7 +165,7 @@ func (j *Job) modelKey(d *Data, quant bool) string {
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
 		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights()
-		k.QATLR, k.QATWD, k.QATPatience = j.QATLR, j.QATWeightDecay, j.QATPatience
+		k.QATLR, k.QATWD, k.QATPatience, k.QATDistill = j.QATLR, j.QATWeightDecay, j.QATPatience, j.QATDistill
 	}
 	js, err := json.Marshal(k)
 	if err != nil {

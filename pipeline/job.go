@@ -244,7 +244,7 @@ func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*laye
 		}
 	}
 	if j.QATEpochs > 0 {
-		_, err := m.QAT(d.Batches, in, layers.TrainConfig{Epochs: j.QATEpochs, LR: float32(j.QATLR), WeightDecay: float32(j.QATWeightDecay), Patience: j.QATPatience, Seed: j.Seed, LearnScales: j.LSQ,
+		_, err := m.QAT(d.Batches, in, layers.TrainConfig{Epochs: j.QATEpochs, LR: float32(j.QATLR), WeightDecay: float32(j.QATWeightDecay), Patience: j.QATPatience, Seed: j.Seed, LearnScales: j.LSQ, Distill: float32(j.QATDistill),
 			Progress: func(ep int, loss, val float64) {
 				j.Progress.Printf("qgtc: QAT %d/%d-bit %s: epoch %d/%d loss %.3f val %.1f%%", j.ABits, j.WBits, j.Model, ep, j.QATEpochs, loss, 100*val)
 			}})

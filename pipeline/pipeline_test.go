@@ -165,7 +165,8 @@ func TestCacheSettings(t *testing.T) {
 		{"qat-lr", func(c *Config) { c.QATLR = 0.01 }},
 		{"qat-weight-decay", func(c *Config) { c.QATWeightDecay = 0 }},
 		{"qat-patience", func(c *Config) { c.QATPatience = 1 }},
-		{"channel-z", func(c *Config) { c.ChannelZ = ChannelOn }},
+		{"qat-distill", func(c *Config) { c.QATDistill = 0 }},
+		{"channel-z", func(c *Config) { c.ChannelZ = ChannelOff }}, // auto is on at 4 bits
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := *base
@@ -445,6 +446,7 @@ func TestConfigCheck(t *testing.T) {
 		{"Dropout", func(c *Config) { c.Dropout = 1 }},
 		{"Patience", func(c *Config) { c.Patience = -1 }},
 		{"QATPatience", func(c *Config) { c.QATPatience = -3 }},
+		{"QATDistill", func(c *Config) { c.QATDistill = math.NaN() }},
 		{"ChannelZ", func(c *Config) { c.ChannelZ = "yes" }},
 		{"SignWeights", func(c *Config) { c.SignWeights = "maybe" }},
 	} {

@@ -4,7 +4,9 @@
 #   1. PyG trains GCN, GIN and GraphSAGE (BasicGNN, the plain recipe) on each
 #      dataset as bench/interop/export wrote it, and saves the state dicts
 #      with safetensors.torch.save_file; qgtc infer --weights runs each at
-#      32, 8 and 4 bits (PTQ) and 4 bits with QAT, on the CPU.
+#      each of BITS as a user would (PTQ then the recipe's QAT at 4 bits and
+#      less, PTQ alone above) and, at 4 bits and less, PTQ alone
+#      (--qat-epochs 0), on the CPU.
 #   2. qgtc train --out writes fp32 GCN, GIN and SAGE; PyG loads them with
 #      load_state_dict (strict) and its logits are compared with qgtc's.
 # Logs, JSON and table.md go to $OUT (default ./out).
@@ -14,8 +16,7 @@ OUT=${OUT:-out}
 B=${B:-build/interop}
 DATASETS=${DATASETS:-cora citeseer}
 MODELS=${MODELS:-gcn gin sage}
-BITS=${BITS:-32 8 4}
-QAT=${QAT:-20}          # QAT epochs of the "4 bits + QAT" column
+BITS=${BITS:-32 8 4 2 1}
 QEPOCHS=${QEPOCHS:-100} # qgtc train epochs of the models PyG loads
 PY=bench/interop/pyg_interop.py
 export QGTC_CACHE=/tmp/qgtc-interop PYTHONUNBUFFERED=1
@@ -37,9 +38,10 @@ for ds in $DATASETS; do
     for b in $BITS; do
       $B/qgtc infer --dataset "$ds" --weights "$W/pyg-$m.safetensors" --bits "$b" --parts 1 --json --quiet \
         >"$W/infer-$m-$b.json" 2>"$W/infer-$m-$b.log" || { echo "$ds $m $b bits:"; tail -2 "$W/infer-$m-$b.log"; }
+      ((b > 4)) && continue
+      $B/qgtc infer --dataset "$ds" --weights "$W/pyg-$m.safetensors" --bits "$b" --qat-epochs 0 --parts 1 --json --quiet \
+        >"$W/infer-$m-$b-ptq.json" 2>"$W/infer-$m-$b-ptq.log" || { echo "$ds $m $b bits PTQ:"; tail -2 "$W/infer-$m-$b-ptq.log"; }
     done
-    $B/qgtc infer --dataset "$ds" --weights "$W/pyg-$m.safetensors" --bits 4 --qat-epochs "$QAT" --parts 1 --json --quiet \
-      >"$W/infer-$m-4-qat.json" 2>"$W/infer-$m-4-qat.log" || { echo "$ds $m 4 bits QAT:"; tail -2 "$W/infer-$m-4-qat.log"; }
   done
   specs=()
   for m in $MODELS; do

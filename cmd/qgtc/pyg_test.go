@@ -48,7 +48,9 @@ func TestInferFloatWeights(t *testing.T) {
 }
 
 // TestInferFloatWeightsFlags: with float weights --bits and --qat-epochs
-// apply; --epochs and flags that disagree with the file are one usage line.
+// apply, and without --qat-epochs widths of 4 bits and less get the
+// recipe's QAT; --epochs and flags that disagree with the file are one
+// usage line.
 func TestInferFloatWeightsFlags(t *testing.T) {
 	t.Setenv("QGTC_CACHE", t.TempDir())
 	stderr := qCapture(t)
@@ -78,6 +80,15 @@ func TestInferFloatWeightsFlags(t *testing.T) {
 	r := qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "4", "--qat-epochs", "1", "--feature-scale", "none", "--quiet")
 	assert.EqualValues(t, 4, r["bits"])
 	assert.Contains(t, stderr.String(), "post-training quantization and 1 QAT epochs at 4/4 bits, features scaled by --feature-scale none")
+	stderr.Reset()
+	qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "2", "--qat-patience", "1", "--quiet")
+	assert.Contains(t, stderr.String(), "post-training quantization and 40 QAT epochs at 2/2 bits")
+	stderr.Reset()
+	qInferJSON(t, "--dataset", "cora", "--weights", file, "--abits", "8", "--wbits", "4", "--qat-patience", "1", "--quiet")
+	assert.Contains(t, stderr.String(), "post-training quantization and 40 QAT epochs at 8/4 bits", "the narrower width decides")
+	stderr.Reset()
+	qInferJSON(t, "--dataset", "cora", "--weights", file, "--bits", "8", "--quiet")
+	assert.Contains(t, stderr.String(), "post-training quantization at 8/8 bits")
 
 	for _, tc := range []struct {
 		name string

@@ -16,7 +16,8 @@ import (
 )
 
 func main() {
-	dataset := pflag.String("dataset", "cora", "bundled dataset name or path (with a shipped split)")
+	dataset := pflag.String("dataset", "cora", "bundled dataset name or path")
+	seed := pflag.Uint64("seed", 0, "the random split's seed, for data that ships no split (qgtc infer's and train's --seed)")
 	out := pflag.StringP("out", "o", "", "output folder (required)")
 	logits := pflag.StringArray("logits", nil, "NAME=FILE: write logits-NAME.npy, the fp32 logits of the qgtc train --out model FILE")
 	pflag.Parse()
@@ -24,16 +25,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "export: usage: export --dataset D --out DIR [--logits NAME=FILE ...]")
 		os.Exit(2)
 	}
-	if err := run(*dataset, *out, *logits); err != nil {
+	if err := run(*dataset, *out, *logits, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "export:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dataset, out string, logits []string) error {
+func run(dataset, out string, logits []string, seed uint64) error {
 	d, err := subgraph.Load(dataset)
 	if err != nil {
 		return err
+	}
+	split := "shipped"
+	if len(d.Train) == 0 {
+		// The split qgtc infer and train draw for such data at the same
+		// seed, so that PyG trains and tests on their nodes.
+		d.RandomSplit(20, 30, seed)
+		split = fmt.Sprintf("random (20 training and 30 validation nodes per class, seed %d)", seed)
 	}
 	data, err := fp.NewData(d, true)
 	if err != nil {
@@ -92,7 +100,7 @@ func run(dataset, out string, logits []string) error {
 			return err
 		}
 	}
-	meta, err := json.Marshal(map[string]any{"dataset": d.Name, "nodes": g.N(), "features": d.Features.Cols, "classes": d.NumClasses})
+	meta, err := json.Marshal(map[string]any{"dataset": d.Name, "nodes": g.N(), "features": d.Features.Cols, "classes": d.NumClasses, "split": split})
 	if err != nil {
 		return err
 	}
