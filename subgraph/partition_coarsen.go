@@ -400,48 +400,54 @@ func contract(g *wgraph, cmap []int32, cn int, match []int32, htable *[]int32) *
 		ht[i] = -1
 	}
 	cg := &wgraph{xadj: make([]int32, cn+1), vwgt: make([]int32, cn), tvwgt: g.tvwgt}
-	adj := make([]int32, len(g.adjncy))
-	wgt := make([]int32, len(g.adjncy))
-	ne := int32(0)
+	adj := make([]int32, 0, len(g.adjncy))
+	wgt := make([]int32, 0, len(g.adjncy))
 	for v := 0; v < n; v++ {
-		u := match[v]
-		if int(u) < v {
+		if int(match[v]) < v {
 			continue
 		}
 		c := cmap[v]
-		start := ne
-		cg.vwgt[c] = g.vwgt[v]
-		members := [2]int32{int32(v), u}
-		nm := 2
-		if int(u) == v {
-			nm = 1
-		} else {
-			cg.vwgt[c] += g.vwgt[u]
-		}
-		for _, x := range members[:nm] {
-			for e := g.xadj[x]; e < g.xadj[x+1]; e++ {
-				cw := cmap[g.adjncy[e]]
-				if cw == c {
-					continue
-				}
-				if p := ht[cw]; p >= 0 {
-					wgt[p] += g.adjwgt[e]
-				} else {
-					ht[cw] = ne
-					adj[ne] = cw
-					wgt[ne] = g.adjwgt[e]
-					ne++
-				}
+		adj, wgt, cg.vwgt[c] = contractRow(g, cmap, match, int32(v), c, ht, adj, wgt)
+		cg.xadj[c+1] = int32(len(adj))
+	}
+	cg.adjncy = slices.Clone(adj)
+	cg.adjwgt = slices.Clone(wgt)
+	return cg
+}
+
+// contractRow appends the row of coarse vertex c, made of its leader v and
+// v's match, to adj and wgt: edges to the same coarse neighbour merge
+// (through ht, all -1 on entry and on return), edges inside c go. It
+// returns the grown slices and c's weight.
+func contractRow(g *wgraph, cmap, match []int32, v, c int32, ht, adj, wgt []int32) ([]int32, []int32, int32) {
+	u := match[v]
+	start := len(adj)
+	members := [2]int32{v, u}
+	nm, w := 2, g.vwgt[v]
+	if u == v {
+		nm = 1
+	} else {
+		w += g.vwgt[u]
+	}
+	for _, x := range members[:nm] {
+		for e := g.xadj[x]; e < g.xadj[x+1]; e++ {
+			cw := cmap[g.adjncy[e]]
+			if cw == c {
+				continue
+			}
+			if p := ht[cw]; p >= 0 {
+				wgt[p] += g.adjwgt[e]
+			} else {
+				ht[cw] = int32(len(adj))
+				adj = append(adj, cw)
+				wgt = append(wgt, g.adjwgt[e])
 			}
 		}
-		for _, cw := range adj[start:ne] {
-			ht[cw] = -1
-		}
-		cg.xadj[c+1] = ne
 	}
-	cg.adjncy = slices.Clone(adj[:ne])
-	cg.adjwgt = slices.Clone(wgt[:ne])
-	return cg
+	for _, cw := range adj[start:] {
+		ht[cw] = -1
+	}
+	return adj, wgt, w
 }
 
 // parallelContractEdges is the graph size from which contraction is split
@@ -502,36 +508,9 @@ func contractParallel(g *wgraph, cmap []int32, cn int, match []int32, threads in
 				}
 				pc := piece{deg: make([]int32, hi-lo), adj: make([]int32, 0, room), wgt: make([]int32, 0, room)}
 				for c := lo; c < hi; c++ {
-					v := leader[c]
-					u := match[v]
-					start := int32(len(pc.adj))
-					members := [2]int32{v, u}
-					nm := 2
-					cg.vwgt[c] = g.vwgt[v]
-					if u == v {
-						nm = 1
-					} else {
-						cg.vwgt[c] += g.vwgt[u]
-					}
-					for _, x := range members[:nm] {
-						for e := g.xadj[x]; e < g.xadj[x+1]; e++ {
-							cw := cmap[g.adjncy[e]]
-							if int(cw) == c {
-								continue
-							}
-							if p := ht[cw]; p >= 0 {
-								pc.wgt[p] += g.adjwgt[e]
-							} else {
-								ht[cw] = int32(len(pc.adj))
-								pc.adj = append(pc.adj, cw)
-								pc.wgt = append(pc.wgt, g.adjwgt[e])
-							}
-						}
-					}
-					for _, cw := range pc.adj[start:] {
-						ht[cw] = -1
-					}
-					pc.deg[c-lo] = int32(len(pc.adj)) - start
+					start := len(pc.adj)
+					pc.adj, pc.wgt, cg.vwgt[c] = contractRow(g, cmap, match, leader[c], int32(c), ht, pc.adj, pc.wgt)
+					pc.deg[c-lo] = int32(len(pc.adj) - start)
 				}
 				ps[t] = pc
 			}
