@@ -493,11 +493,8 @@ var fpOpts = []string{"-std=c++17"}
 // parallel; only loading the module runs on the device thread.
 func (d *Device) fpFunctions(modName, src string, names ...string) ([]uintptr, error) {
 	key := cacheKey(src, nil, d.info.Arch(), d.nv.Version(), fpOpts)
-	d.mu.Lock()
-	loaded := d.modules[key] != nil
-	d.mu.Unlock()
 	var cubin []byte
-	if !loaded {
+	if d.module(key) == nil {
 		var err error
 		cubin, _, err = d.cache.getOrBuild(key, func() ([]byte, error) {
 			return d.nv.compile(modName, src, nil, d.info.Arch(), fpOpts)
@@ -508,17 +505,12 @@ func (d *Device) fpFunctions(modName, src string, names ...string) ([]uintptr, e
 	}
 	fns := make([]uintptr, len(names))
 	err := d.run(func() error {
-		d.mu.Lock()
-		m := d.modules[key]
-		d.mu.Unlock()
-		if m == nil {
-			m = &module{funcs: map[string]uintptr{}}
+		if d.module(key) == nil {
+			m := &module{funcs: map[string]uintptr{}}
 			if err := d.drv.do("cuModuleLoadData", uintptr(unsafe.Pointer(&m.h)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 				return fmt.Errorf("%s: %w", modName, err)
 			}
-			d.mu.Lock()
-			d.modules[key] = m
-			d.mu.Unlock()
+			d.addModule(key, m)
 		}
 		for i, name := range names {
 			// function finds the module loaded under the same key.
