@@ -30,10 +30,11 @@ type Device struct {
 	sendMu sync.RWMutex
 	closed bool // guarded by sendMu
 
-	// mu guards modules. It is taken on and off the device thread, so it is
-	// never held while waiting for the device thread.
-	mu      sync.Mutex
-	modules map[string]*module
+	// mu guards modules and building. It is taken on and off the device
+	// thread, so it is never held while waiting for the device thread.
+	mu       sync.Mutex
+	modules  map[string]*module
+	building map[string]*fpBuild // fp compiles in flight (compileOnce)
 
 	stream *Stream // the default stream kernels and copies run on
 	pool   *pool

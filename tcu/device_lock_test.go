@@ -130,3 +130,66 @@ func TestCloseWhileRunning(t *testing.T) {
 	waitAll(t, closed, 1, 10*time.Second)
 	waitAll(t, res, callers, 10*time.Second)
 }
+
+// Callers preparing the same fp variant at once compile it once; while
+// they wait for the compile, the device thread stays free for other work.
+func TestCompileOnce(t *testing.T) {
+	d := fakeDevice()
+	const callers = 8
+	var builds sync.WaitGroup
+	builds.Add(1)
+	release := make(chan struct{})
+	n := 0
+	build := func() ([]byte, error) {
+		n++ // only the builder runs this: the race detector checks that too
+		builds.Done()
+		<-release
+		return []byte("cubin"), nil
+	}
+	type result struct {
+		cubin []byte
+		err   error
+	}
+	res := make(chan result, callers)
+	for c := 0; c < callers; c++ {
+		go func() {
+			cubin, done, err := d.compileOnce("k", build)
+			// As fpFunctions: load on the device thread, then done.
+			if err == nil {
+				err = d.run(func() error {
+					if d.module("k") == nil {
+						d.addModule("k", &module{funcs: map[string]uintptr{}})
+					}
+					return nil
+				})
+			}
+			done()
+			res <- result{cubin, err}
+		}()
+	}
+	builds.Wait()
+	ran := make(chan error, 1)
+	go func() { ran <- d.run(func() error { return nil }) }()
+	waitAll(t, ran, 1, 10*time.Second)
+	close(release)
+	deadline := time.After(10 * time.Second)
+	for c := 0; c < callers; c++ {
+		select {
+		case r := <-res:
+			require.NoError(t, r.err)
+			// A caller that came after the load needs no cubin.
+			if r.cubin != nil {
+				require.Equal(t, "cubin", string(r.cubin))
+			}
+		case <-deadline:
+			t.Fatalf("deadlock: %d of %d callers still waiting for the compile", callers-c, callers)
+		}
+	}
+	require.Equal(t, 1, n, "compiles")
+	cubin, done, err := d.compileOnce("k", func() ([]byte, error) { return nil, fmt.Errorf("built again") })
+	done()
+	require.NoError(t, err)
+	require.Nil(t, cubin, "the module is loaded")
+	require.Empty(t, d.building)
+	require.NoError(t, d.Close())
+}

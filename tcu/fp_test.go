@@ -50,6 +50,19 @@ func TestFPGeom(t *testing.T) {
 	assert.Equal(t, 2, geomFor(6, 12, 16).vw)
 }
 
+// A message without edge values compiles to one variant for graphs with
+// and without edge ids; one with edge values needs the ids.
+func TestFPSourceEdgeIDs(t *testing.T) {
+	gm := geomFor(16, 16, fpMaxSlots)
+	src := func(m templates.Msg, ew int, eid bool) string {
+		s, err := spmmSource(m, templates.Max, ew, eid, false, gm)
+		require.NoError(t, err)
+		return s
+	}
+	assert.Equal(t, src(templates.UAddV, ewNone, false), src(templates.UAddV, ewNone, true))
+	assert.NotEqual(t, src(templates.UMulE, ewScalar, false), src(templates.UMulE, ewScalar, true))
+}
+
 // TestFPKernelSyntax compiles generated variants of the fp kernels with
 // clang++ in CUDA syntax-only mode (see TestKernelSyntax): every message ×
 // reduction × edge mode with and without edge ids, at narrow and wide
