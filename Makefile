@@ -146,7 +146,7 @@ templates-gpu:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/templates/fpbench ./bench/templates/fpbench
 	@du -sh build/templates
 	@echo "now run on the GPU host (device tool), carrying build/templates:"
-	@echo "  BUDGET=1 bash bench/templates/run.sh   # table.md and logs.tgz in \$$OUT"
+	@echo "  BUDGET=1 bash bench/templates/run.sh   # table.md and logs/ in \$$OUT"
 
 # demo: the default job, 4-bit GCN inference on the bundled Cora (the first
 # run trains and caches the model, later runs load it).

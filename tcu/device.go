@@ -23,9 +23,18 @@ type Device struct {
 	work chan func()
 	done chan struct{}
 
-	mu      sync.Mutex // guards closed, modules
-	closed  bool
-	modules map[string]*module
+	// sendMu orders run's hand-over of work against Close's close(work):
+	// run holds it for reading, Close for writing. Work on the device thread
+	// never takes it, so a caller waiting for the busy thread while holding
+	// it never holds up what that thread is doing.
+	sendMu sync.RWMutex
+	closed bool // guarded by sendMu
+
+	// mu guards modules and building. It is taken on and off the device
+	// thread, so it is never held while waiting for the device thread.
+	mu       sync.Mutex
+	modules  map[string]*module
+	building map[string]*fpBuild // fp compiles in flight (compileOnce)
 
 	stream *Stream // the default stream kernels and copies run on
 	pool   *pool
@@ -101,25 +110,46 @@ func (d *Device) loop(started chan<- error) {
 	if err != nil {
 		return
 	}
-	for f := range d.work {
-		f()
-	}
+	d.serve()
 	d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev))
 	close(d.done)
 }
 
-// run executes f on the device thread and returns its error.
+// serve runs queued work until Close closes the queue.
+func (d *Device) serve() {
+	for f := range d.work {
+		f()
+	}
+}
+
+// run executes f on the device thread and returns its error. f must not
+// call run (the thread would wait for itself).
 func (d *Device) run(f func() error) error {
-	d.mu.Lock()
+	errc := make(chan error, 1)
+	// Send under sendMu so Close cannot close the channel in between; not
+	// under mu, which work on the device thread takes (module lookups).
+	d.sendMu.RLock()
 	if d.closed {
-		d.mu.Unlock()
+		d.sendMu.RUnlock()
 		return ErrClosed
 	}
-	errc := make(chan error, 1)
-	// Send under the lock so Close cannot close the channel in between.
 	d.work <- func() { errc <- f() }
-	d.mu.Unlock()
+	d.sendMu.RUnlock()
 	return <-errc
+}
+
+// module is the loaded module under key, or nil.
+func (d *Device) module(key string) *module {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.modules[key]
+}
+
+// addModule records m under key. Device thread only (it loaded m).
+func (d *Device) addModule(key string, m *module) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.modules[key] = m
 }
 
 // Info describes the device.
@@ -165,14 +195,14 @@ func (d *Device) Close() error {
 			return first
 		}))
 	}
-	d.mu.Lock()
+	d.sendMu.Lock()
 	if d.closed {
-		d.mu.Unlock()
+		d.sendMu.Unlock()
 		return ErrClosed
 	}
 	d.closed = true
 	close(d.work)
-	d.mu.Unlock()
+	d.sendMu.Unlock()
 	<-d.done
 	for _, e := range errs {
 		if e != nil {
@@ -278,9 +308,7 @@ func elapsed(start, end *Event) (time.Duration, error) {
 // Call on the device thread.
 func (d *Device) function(modName, src string, headers []header, opts []string, name string) (uintptr, error) {
 	key := cacheKey(src, headers, d.info.Arch(), d.nv.Version(), opts)
-	d.mu.Lock()
-	m := d.modules[key]
-	d.mu.Unlock()
+	m := d.module(key)
 	if m == nil {
 		cubin, _, err := d.cache.getOrBuild(key, func() ([]byte, error) {
 			return d.nv.compile(modName, src, headers, d.info.Arch(), opts)
@@ -292,9 +320,7 @@ func (d *Device) function(modName, src string, headers []header, opts []string, 
 		if err := d.drv.do("cuModuleLoadData", uintptr(unsafe.Pointer(&m.h)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 			return 0, fmt.Errorf("%s %v: %w", modName, opts, err)
 		}
-		d.mu.Lock()
-		d.modules[key] = m
-		d.mu.Unlock()
+		d.addModule(key, m)
 	}
 	if f, ok := m.funcs[name]; ok {
 		return f, nil

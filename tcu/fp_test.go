@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,6 +49,19 @@ func TestFPGeom(t *testing.T) {
 	assert.Equal(t, fpGeom{vw: 4, g: 32, r: 2, u: 4, tiles: 1}, geomFor(256, 256, fpMaxSlots))
 	// A head's columns start at a multiple of the head width: vw divides it and f.
 	assert.Equal(t, 2, geomFor(6, 12, 16).vw)
+}
+
+// A message without edge values compiles to one variant for graphs with
+// and without edge ids; one with edge values needs the ids.
+func TestFPSourceEdgeIDs(t *testing.T) {
+	gm := geomFor(16, 16, fpMaxSlots)
+	src := func(m templates.Msg, ew int, eid bool) string {
+		s, err := spmmSource(m, templates.Max, ew, eid, false, gm)
+		require.NoError(t, err)
+		return s
+	}
+	assert.Equal(t, src(templates.UAddV, ewNone, false), src(templates.UAddV, ewNone, true))
+	assert.NotEqual(t, src(templates.UMulE, ewScalar, false), src(templates.UMulE, ewScalar, true))
 }
 
 // TestFPKernelSyntax compiles generated variants of the fp kernels with
@@ -153,6 +167,52 @@ func skewedCSR(r *rand.Rand, rows, nsrc int, ids bool) templates.CSR {
 	return g
 }
 
+// The conformance tests' graphs: each from its own random stream, so that
+// TestFPTestGraphsSkewed checks the very graphs without a GPU.
+const (
+	fpSpMMRows, fpSpMMSources     = 400, 900
+	fpSDDMMRows, fpSDDMMSources   = 400, 800
+	fpSampledRows, fpSampledLimit = 400, 32
+)
+
+func fpSpMMGraph(ids bool) templates.CSR {
+	return skewedCSR(rand.New(rand.NewPCG(21, uint64(b01(ids)))), fpSpMMRows, fpSpMMSources, ids)
+}
+
+func fpSDDMMGraph(ids bool) templates.CSR {
+	return skewedCSR(rand.New(rand.NewPCG(22, uint64(b01(ids)))), fpSDDMMRows, fpSDDMMSources, ids)
+}
+
+func fpSampledGraph() templates.CSR {
+	return skewedCSR(rand.New(rand.NewPCG(23, 1)), fpSampledRows, fpSpMMSources, true)
+}
+
+func TestFPTestGraphsSkewed(t *testing.T) {
+	for _, ids := range []bool{false, true} {
+		requireSkew(t, fpSpMMGraph(ids))
+		requireSkew(t, fpSDDMMGraph(ids))
+	}
+	g := fpSampledGraph()
+	requireSkew(t, g)
+	// The sampled test needs rows past its limit.
+	s, _, _ := templates.SampleCSR(g, fpSampledLimit, 1000, true)
+	require.Less(t, s.NNZ(), g.NNZ())
+}
+
+// requireSkew checks that g has what the conformance tests are about:
+// an empty row and a row of thousands of edges.
+func requireSkew(t *testing.T, g templates.CSR) {
+	t.Helper()
+	minDeg, maxDeg := math.MaxInt, 0
+	for v := 0; v < g.Rows(); v++ {
+		deg := int(g.Indptr[v+1] - g.Indptr[v])
+		minDeg, maxDeg = min(minDeg, deg), max(maxDeg, deg)
+	}
+	require.Zero(t, minDeg, "the graph has an empty row")
+	require.GreaterOrEqual(t, maxDeg, 1000, "the graph has a row of thousands of edges")
+	t.Logf("graph: %d rows, %d edges, max degree %d", g.Rows(), g.NNZ(), maxDeg)
+}
+
 func randFloats(r *rand.Rand, n int) []float32 {
 	x := make([]float32, n)
 	for i := range x {
@@ -231,12 +291,19 @@ func fpDevice(t testing.TB) *Device {
 // graphs against templates.SpMM (relative 1e-5): with and without edge
 // ids, edge values per edge, per column and per head, and a graph with a
 // small heavy limit so most rows go through chunks and the combine.
+//
+// Each subtest logs every variant as it finishes (CPU reference and device
+// time; the first device call of a variant includes its compile), so that
+// a run cut off by a timeout shows where it was.
 func TestFPSpMMConformance(t *testing.T) {
 	d := fpDevice(t)
 	r := rand.New(rand.NewPCG(20, 1))
-	const rows, nsrc = 700, 900
+	// A few hundred rows keep the CPU references and the per-column edge
+	// operands (nnz·f floats) small; skewedCSR still gives hubs.
+	const rows, nsrc = fpSpMMRows, fpSpMMSources
 	for _, ids := range []bool{false, true} {
-		g := skewedCSR(r, rows, nsrc, ids)
+		g := fpSpMMGraph(ids)
+		requireSkew(t, g)
 		dg, err := d.UploadCSR(g, nsrc)
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, dg.Close()) })
@@ -274,6 +341,7 @@ func TestFPSpMMConformance(t *testing.T) {
 								e = nil
 							}
 							what := fmt.Sprintf("%v %v fe=%d", m, red, fe)
+							t0 := time.Now()
 							want := make([]float32, rows*f)
 							require.NoError(t, templates.SpMM(want, g, m, red, xs, e, ys, f, nil, nil), what)
 							var scale []float32
@@ -281,11 +349,13 @@ func TestFPSpMMConformance(t *testing.T) {
 								scale = make([]float32, rows*f)
 								require.NoError(t, templates.SpMM(scale, g, m, red, absAll(xs), absAll(e), absAll(ys), f, nil, nil))
 							}
+							t1 := time.Now()
 							for _, gg := range []*FPGraph{dg, small} {
 								got := make([]float32, rows*f)
 								require.NoError(t, runSpMM(d, got, gg, m, red, xs, e, ys, f, fe), what)
 								closeTo(t, fmt.Sprintf("%s heavy=%d", what, gg.heavy), got, want, scale)
 							}
+							t.Logf("%s: cpu %v, device %v", what, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 						}
 					}
 				}
@@ -300,8 +370,9 @@ func TestFPSpMMConformance(t *testing.T) {
 func TestFPSampledSpMM(t *testing.T) {
 	d := fpDevice(t)
 	r := rand.New(rand.NewPCG(20, 4))
-	const rows, nsrc, limit = 700, 900, 32
-	g := skewedCSR(r, rows, nsrc, true)
+	const rows, nsrc, limit = fpSampledRows, fpSpMMSources, fpSampledLimit
+	g := fpSampledGraph()
+	requireSkew(t, g)
 	for _, f := range []int{16, 130} {
 		dg, err := d.UploadSampledCSR(g, nsrc, limit, f)
 		require.NoError(t, err)
@@ -356,9 +427,10 @@ func runSpMM(d *Device, out []float32, g *FPGraph, m templates.Msg, red template
 func TestFPSDDMMConformance(t *testing.T) {
 	d := fpDevice(t)
 	r := rand.New(rand.NewPCG(20, 2))
-	const rows, nsrc = 600, 800
+	const rows, nsrc = fpSDDMMRows, fpSDDMMSources
 	for _, ids := range []bool{false, true} {
-		g := skewedCSR(r, rows, nsrc, ids)
+		g := fpSDDMMGraph(ids)
+		requireSkew(t, g)
 		dg, err := d.UploadCSR(g, nsrc)
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, dg.Close()) })
@@ -375,6 +447,7 @@ func TestFPSDDMMConformance(t *testing.T) {
 							continue
 						}
 						what := fmt.Sprintf("%v heads=%d", op, heads)
+						t0 := time.Now()
 						width := f
 						if op == templates.UDotV {
 							width = heads
@@ -386,6 +459,7 @@ func TestFPSDDMMConformance(t *testing.T) {
 							scale = make([]float32, len(want))
 							require.NoError(t, templates.SDDMM(scale, g, op, absAll(x), absAll(y), f, heads, nil))
 						}
+						t1 := time.Now()
 						for _, gg := range []*FPGraph{dg, small} {
 							got := make([]float32, len(want))
 							require.NoError(t, d.hostCall(got, [][]float32{x, y}, func(o *Buffer, in []*Buffer) (*FPCall, error) {
@@ -393,6 +467,7 @@ func TestFPSDDMMConformance(t *testing.T) {
 							}), what)
 							closeTo(t, fmt.Sprintf("%s heavy=%d", what, gg.heavy), got, want, scale)
 						}
+						t.Logf("%s: cpu %v, device %v", what, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 					}
 				}
 			})

@@ -7,8 +7,10 @@
 #   BUDGET=1 bash bench/templates/run.sh      # about 3-4 minutes on an H100
 #
 # BUDGET scales the time per measurement (0.3 is a quick pass). STEPS picks
-# "test bench" (both, the default) or one. Writes $OUT/table.md and
-# $OUT/logs.tgz (test log, fpbench and baseline logs and TSVs, nvidia-smi).
+# "test bench" (both, the default) or one. Writes $OUT/table.md and, as each
+# step runs, $OUT/logs (test log, fpbench and baseline logs and TSVs,
+# nvidia-smi, run.txt with each step's rc and time), so a run cut off by a
+# timeout still returns what it had measured.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/templates-out}
@@ -16,8 +18,8 @@ BUDGET=${BUDGET:-1}
 STEPS=${STEPS:-"test bench"}
 B=build/templates
 W=$(mktemp -d)
-L=$W/logs
-mkdir -p "$OUT" "$L"
+L=$OUT/logs
+mkdir -p "$L"
 export QGTC_CACHE_DIR=$W/kernels
 nvidia-smi >"$L/nvidia-smi.txt" 2>&1
 echo "BUDGET=$BUDGET STEPS=$STEPS $(date -u +%FT%TZ)" >"$L/run.txt"
@@ -26,7 +28,9 @@ for s in $STEPS; do
 	test)
 		# GPU conformance (relative 1e-5 against the CPU templates).
 		t0=$(date +%s)
-		timeout 150 "$B/tcu.test" -test.run '^TestFP(SpMMConformance|SDDMMConformance|SampledSpMM|EdgeCases)$' -test.v -test.count=1 >"$L/test.log" 2>&1
+		# -test.timeout below timeout's: a hang ends in Go's dump of every
+		# goroutine's stack (in test.log) rather than a silent kill.
+		timeout 150 "$B/tcu.test" -test.run '^TestFP(SpMMConformance|SDDMMConformance|SampledSpMM|EdgeCases)$' -test.v -test.count=1 -test.timeout 140s >"$L/test.log" 2>&1
 		echo "test rc=$? $(($(date +%s) - t0))s" | tee -a "$L/run.txt"
 		grep -E '^(--- FAIL|FAIL|ok|PASS)' "$L/test.log" | head -20
 		;;
@@ -37,13 +41,12 @@ for s in $STEPS; do
 		timeout 200 "$B/fpbench" --out "$W/data" --budget "$BUDGET" >"$L/qgtc.tsv" 2>"$L/fpbench.log"
 		echo "fpbench rc=$? $(($(date +%s) - t0))s" | tee -a "$L/run.txt"
 		t0=$(date +%s)
-		timeout 200 python3 bench/templates/baselines.py --data "$W/data" --budget "$BUDGET" >"$L/torch.tsv" 2>"$L/baselines.log"
+		timeout 200 python3 -u bench/templates/baselines.py --data "$W/data" --budget "$BUDGET" >"$L/torch.tsv" 2>"$L/baselines.log"
 		echo "baselines rc=$? $(($(date +%s) - t0))s" | tee -a "$L/run.txt"
 		python3 bench/templates/table.py "$L/qgtc.tsv" "$L/torch.tsv" >"$OUT/table.md" 2>>"$L/run.txt"
 		tail -8 "$OUT/table.md"
 		;;
 	esac
 done
-tar czf "$OUT/logs.tgz" -C "$W" logs
 cat "$L/run.txt"
 rm -rf "$W"
