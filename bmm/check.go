@@ -83,6 +83,13 @@ func (g *Graph) Stats(srcRows int) (maxDeg, maxWeight int64, err error) {
 	return maxDeg, maxWeight, err
 }
 
+// Checked reports whether Stats has remembered g's figures for srcRows
+// sources: an upload of g then reads none of it to check it.
+func (g *Graph) Checked(srcRows int) bool {
+	s := (*graphStats)(atomic.LoadPointer(&g.stats))
+	return s != nil && s.srcRows == srcRows
+}
+
 func checkGraph(g *Graph, srcRows int) (int64, int64, error) {
 	if g == nil || len(g.Indptr) == 0 {
 		return 0, 0, fmt.Errorf("%w: graph without indptr (want rows+1 entries)", ErrShape)

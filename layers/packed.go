@@ -124,6 +124,12 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		b.DInv[r] = float32(1 / math.Sqrt(float64(d)))
 	}
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
+	// The edge list's check (every index below n, the longest row) runs
+	// here, on a host worker: UploadGraph finds it remembered instead of
+	// reading the batch's edges again on the device thread.
+	if _, _, err := b.Edges.Stats(n); err != nil {
+		return nil, fmt.Errorf("%w: packed batch of %d nodes: %w", ErrModel, n, err)
+	}
 	if tiled {
 		b.tiles = denseTiles(mask)
 	}
@@ -164,7 +170,13 @@ func (p *Plan) RunPrepared(pp *PreparedBatch, pred []int32) error {
 	defer p.forget(pp.b)
 	n := len(pp.nodes)
 	r := &Result{Pred: make([]int32, n)}
-	if err := p.predict(r, pp.b, pp.x, pp.sx, nil); err != nil {
+	err := p.predict(r, pp.b, pp.x, pp.sx, nil)
+	// A stream's batches differ in size: outputs of shapes this batch did
+	// not use would stay in the pool, one set per size, for a pass that
+	// never comes back to them; freed, their device memory serves the next
+	// batches from the backend's size classes.
+	p.pool.trimUnused()
+	if err != nil {
 		return err
 	}
 	for i, v := range pp.nodes {
