@@ -174,6 +174,18 @@ func CheckArgmaxTo(dst, rows, bound, n, cols int) error {
 	return nil
 }
 
+// CheckArgmaxAt checks ArgmaxAt's shapes: rows of cols from n logits,
+// written from off into dst values.
+func CheckArgmaxAt(dst, off, n, cols int) error {
+	if cols < 1 || n%cols != 0 {
+		return fmt.Errorf("%w: argmax of %d values in rows of %d", ErrShape, n, cols)
+	}
+	if off < 0 || off+n/cols > dst {
+		return fmt.Errorf("%w: argmax of %d rows at %d into %d values", ErrShape, n/cols, off, dst)
+	}
+	return nil
+}
+
 // CheckIndex checks that idx holds distinct values in [0, bound): where
 // a scatter writes, so that no two rows race for one value.
 func CheckIndex(idx []int32, bound int) error {

@@ -197,10 +197,26 @@ func TestRunPackedStream(t *testing.T) {
 	})
 }
 
-// countingBackend counts the outputs a plan asks its backend to allocate.
+// countingBackend counts the outputs a plan asks its backend to allocate
+// and the predictions it copies back.
 type countingBackend struct {
 	bmm.Backend
-	news int
+	news, argmax, reads, ats int
+}
+
+func (c *countingBackend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
+	c.argmax++
+	return c.Backend.Argmax(dst, logits, cols)
+}
+
+func (c *countingBackend) ReadInts(dst []int32, v bmm.Ints) error {
+	c.reads++
+	return c.Backend.ReadInts(dst, v)
+}
+
+func (c *countingBackend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) error {
+	c.ats++
+	return c.Backend.(bmm.ArgmaxAter).ArgmaxAt(dst, off, logits, cols)
 }
 
 func (c *countingBackend) NewBits(rows, cols, bits int, packing bittensor.Packing) (bmm.Bits, error) {
@@ -282,4 +298,53 @@ func TestPreparePackedChecksEdges(t *testing.T) {
 	bad.Indices[len(bad.Indices)-1] = int32(len(pb.Nodes))
 	_, err = p.PreparePacked(&bad, in.Params, in.AllOnes(), false)
 	require.ErrorIs(t, err, ErrModel)
+}
+
+// TestRunPackedStreamDefersPredictions: on a backend that writes
+// predictions at an offset, a stream copies none back per batch: one
+// ReadInts each time the device's Ints fills and one at the end, with the
+// predictions Run makes, also where a batch is larger than the Ints.
+func TestRunPackedStreamDefersPredictions(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	packed := make([]*PackedBatch, len(d.Eval))
+	total, largest := 0, 0
+	for i, b := range d.Eval {
+		packed[i] = packedOf(t, b, in)
+		total, largest = total+b.N(), max(largest, b.N())
+	}
+	ref, err := m.Compile(cpu.NewBackend(nil))
+	require.NoError(t, err)
+	defer ref.Close()
+	want, err := ref.Run(d, in, false, nil)
+	require.NoError(t, err)
+	defer func(c int) { streamPredCap = c }(streamPredCap)
+	for _, size := range []int{1 << 22, largest, largest - 1} {
+		streamPredCap = size
+		be := &countingBackend{Backend: cpu.NewBackend(nil)}
+		p, err := m.Compile(be)
+		require.NoError(t, err)
+		got := make([]int32, d.Graph.N())
+		for i := range got {
+			got[i] = -1
+		}
+		_, err = RunPackedStream([]*Plan{p}, 2, 3, len(packed), func(i int) (*PackedBatch, error) { return packed[i], nil },
+			nil, in.Params, in.AllOnes(), false, got)
+		require.NoError(t, err)
+		assert.Equal(t, want.Pred, got, "Ints of %d", size)
+		over := 0 // batches larger than the Ints: copied back one by one
+		for _, b := range d.Eval {
+			if b.N() > min(size, d.Graph.N()) {
+				over++
+			}
+		}
+		assert.Equal(t, over, be.argmax, "Ints of %d", size)
+		assert.Equal(t, len(packed)-over, be.ats, "Ints of %d", size)
+		if size >= total {
+			assert.Equal(t, 1, be.reads, "one read back for the whole stream")
+		} else {
+			assert.Greater(t, be.reads, 1, "Ints of %d: full before the end", size)
+			assert.Less(t, be.reads, len(packed), "Ints of %d: read back per batch", size)
+		}
+		require.NoError(t, p.Close())
+	}
 }
