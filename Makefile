@@ -114,6 +114,7 @@ multigpu:
 scale:
 	mkdir -p build/scale
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/scale/qgtc ./cmd/qgtc
+	[ -f build/scale/model-a4w4.safetensors ] || B=build/scale bash bench/scale/model.sh
 	@du -sh build/scale
 	@echo "now run on the GPU host (device tool, nvidia-h200-x2, carrying build/scale), e.g.:"
 	@echo "  BUDGET=510 OUT=\$$OUT bash bench/scale/h200.sh   # table.md, steps.txt, logs.tgz in \$$OUT"

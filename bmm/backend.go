@@ -253,3 +253,14 @@ var (
 	// repeated.
 	ErrIndex = errors.New("bmm: index out of range or repeated")
 )
+
+// ArgmaxAter is a backend that writes a batch's predictions at an offset
+// of an Ints on the backend: a stream of batches queues one batch after
+// another without a copy back (and a wait) for each, and reads many
+// batches' predictions in one ReadInts.
+type ArgmaxAter interface {
+	// ArgmaxAt writes ArgmaxRow of row r of the rows×cols logits into
+	// dst[off+r] and leaves dst's other values as they are; off+rows must
+	// not pass dst.Len() (ErrShape).
+	ArgmaxAt(dst Ints, off int, logits Vector, cols int) error
+}

@@ -83,6 +83,13 @@ func (g *Graph) Stats(srcRows int) (maxDeg, maxWeight int64, err error) {
 	return maxDeg, maxWeight, err
 }
 
+// Checked reports whether Stats has remembered g's figures for srcRows
+// sources: an upload of g then reads none of it to check it.
+func (g *Graph) Checked(srcRows int) bool {
+	s := (*graphStats)(atomic.LoadPointer(&g.stats))
+	return s != nil && s.srcRows == srcRows
+}
+
 func checkGraph(g *Graph, srcRows int) (int64, int64, error) {
 	if g == nil || len(g.Indptr) == 0 {
 		return 0, 0, fmt.Errorf("%w: graph without indptr (want rows+1 entries)", ErrShape)
@@ -163,6 +170,18 @@ func CheckArgmaxTo(dst, rows, bound, n, cols int) error {
 	}
 	if bound > dst {
 		return fmt.Errorf("%w: argmax at an index bounded by %d into %d values", ErrShape, bound, dst)
+	}
+	return nil
+}
+
+// CheckArgmaxAt checks ArgmaxAt's shapes: rows of cols from n logits,
+// written from off into dst values.
+func CheckArgmaxAt(dst, off, n, cols int) error {
+	if cols < 1 || n%cols != 0 {
+		return fmt.Errorf("%w: argmax of %d values in rows of %d", ErrShape, n, cols)
+	}
+	if off < 0 || off+n/cols > dst {
+		return fmt.Errorf("%w: argmax of %d rows at %d into %d values", ErrShape, n/cols, off, dst)
 	}
 	return nil
 }

@@ -417,6 +417,29 @@ func (b *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols i
 	return nil
 }
 
+// ArgmaxAt implements bmm.ArgmaxAter: Argmax's rows written from off.
+func (b *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) error {
+	d, err := b.Ints(dst, "argmax destination")
+	if err != nil {
+		return err
+	}
+	l, err := b.Floats(logits, "logits")
+	if err != nil {
+		return err
+	}
+	if err := bmm.CheckArgmaxAt(len(d), off, len(l), cols); err != nil {
+		return err
+	}
+	b.CountOp()
+	d = d[off : off+len(l)/cols]
+	b.parRows(len(d), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			d[r] = argmaxRow(l[r*cols : (r+1)*cols])
+		}
+	})
+	return nil
+}
+
 // NewInts implements bmm.Backend: the fill on all cores (a graph's
 // predictions: millions of values, once a pass).
 func (b *Backend) NewInts(n int, fill int32) (bmm.Ints, error) {

@@ -124,6 +124,12 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		b.DInv[r] = float32(1 / math.Sqrt(float64(d)))
 	}
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
+	// The edge list's check (every index below n, the longest row) runs
+	// here, on a host worker: UploadGraph finds it remembered instead of
+	// reading the batch's edges again on the device thread.
+	if _, _, err := b.Edges.Stats(n); err != nil {
+		return nil, fmt.Errorf("%w: packed batch of %d nodes: %w", ErrModel, n, err)
+	}
 	if tiled {
 		b.tiles = denseTiles(mask)
 	}
@@ -164,13 +170,117 @@ func (p *Plan) RunPrepared(pp *PreparedBatch, pred []int32) error {
 	defer p.forget(pp.b)
 	n := len(pp.nodes)
 	r := &Result{Pred: make([]int32, n)}
-	if err := p.predict(r, pp.b, pp.x, pp.sx, nil); err != nil {
+	err := p.predict(r, pp.b, pp.x, pp.sx, nil)
+	// A stream's batches differ in size: outputs of shapes this batch did
+	// not use would stay in the pool, one set per size, for a pass that
+	// never comes back to them; freed, their device memory serves the next
+	// batches from the backend's size classes.
+	p.pool.trimUnused()
+	if err != nil {
 		return err
 	}
 	for i, v := range pp.nodes {
 		pred[v] = r.Pred[i]
 	}
 	return nil
+}
+
+// streamPredCap is how many predictions a device of a stream keeps on its
+// backend (ArgmaxAter) before reading them back in one ReadInts.
+var streamPredCap = 1 << 22
+
+// predSink queues a stream's batches on one device with their predictions
+// left on the backend, at successive offsets of one Ints, so that a batch
+// costs the device's goroutine no copy back and no wait for the device:
+// the next batch's uploads are staged while the device still computes.
+// flush reads them back once the Ints is full, and at the end.
+type predSink struct {
+	p     *Plan
+	at    bmm.ArgmaxAter
+	size  int
+	dst   bmm.Ints // made on first use
+	used  int
+	nodes [][]int32 // each queued batch's global ids, in offset order
+	host  []int32
+}
+
+// newPredSink returns p's sink for a stream over a graph of n nodes, nil
+// where p's backend cannot write predictions at an offset.
+func (p *Plan) newPredSink(n int) *predSink {
+	at, ok := p.Backend.(bmm.ArgmaxAter)
+	if !ok || n == 0 {
+		return nil
+	}
+	return &predSink{p: p, at: at, size: min(n, streamPredCap)}
+}
+
+// run queues batch pp; its predictions reach pred at the latest at the
+// next flush. A batch larger than the sink runs as RunPrepared does.
+func (s *predSink) run(pp *PreparedBatch, pred []int32) error {
+	p, n := s.p, len(pp.nodes)
+	if n > s.size {
+		if err := s.flush(pred); err != nil {
+			return err
+		}
+		return p.RunPrepared(pp, pred)
+	}
+	if s.used+n > s.size {
+		if err := s.flush(pred); err != nil {
+			return err
+		}
+	}
+	if s.dst == nil {
+		var err error
+		if s.dst, err = p.Backend.NewInts(s.size, -1); err != nil {
+			return err
+		}
+	}
+	defer p.forget(pp.b)
+	ps, err := p.pass(pp.b, pp.x, pp.sx, nil, nil)
+	if err == nil {
+		err = s.at.ArgmaxAt(s.dst, s.used, ps.logits(), p.Model.Classes)
+	}
+	// Released before the device has run them: the backend orders the
+	// next batch's writes into these buffers after this batch's reads.
+	ps.release()
+	p.pool.trimUnused()
+	if err != nil {
+		return err
+	}
+	s.nodes = append(s.nodes, pp.nodes)
+	s.used += n
+	return nil
+}
+
+// flush reads the queued batches' predictions back (once every op before
+// has run) and writes them into pred at their global ids.
+func (s *predSink) flush(pred []int32) error {
+	if s.used == 0 {
+		return nil
+	}
+	if s.host == nil {
+		s.host = make([]int32, s.size)
+	}
+	if err := s.p.Backend.ReadInts(s.host, s.dst); err != nil {
+		return err
+	}
+	off := 0
+	for _, nodes := range s.nodes {
+		for i, v := range nodes {
+			pred[v] = s.host[off+i]
+		}
+		off += len(nodes)
+	}
+	s.nodes, s.used = s.nodes[:0], 0
+	return nil
+}
+
+// free frees the sink's Ints.
+func (s *predSink) free() {
+	if s != nil && s.dst != nil {
+		s.dst.Free()
+		s.dst = nil
+	}
 }
 
 // forget frees the graph uploads the plan keeps for b.
@@ -330,7 +440,10 @@ type StreamTimes struct {
 // is free, so a device computes while the host prepares what follows.
 // Predictions go to pred at the batches' global ids, which must not
 // repeat: the result does not depend on which device ran which batch.
-// done(i), when not nil, is called once batch i's predictions are in pred.
+// done(i), when not nil, is called once batch i is queued on its device
+// (its inputs are no longer read); on a backend that writes predictions
+// at an offset (bmm.ArgmaxAter) they reach pred in batches, all of them
+// by the time RunPackedStream returns.
 // It returns the lowest failing batch's error.
 func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) (StreamTimes, error) {
 	nd := len(devices)
@@ -390,9 +503,20 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 	var dw sync.WaitGroup
 	for d, p := range devices {
 		dw.Go(func() {
+			sink := p.newPredSink(len(pred))
+			defer sink.free()
+			last := -1 // the last batch this device queued
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || int64(i) > failed.Load() {
+					if sink != nil && last >= 0 {
+						t := time.Now()
+						if err := sink.flush(pred); err != nil {
+							errs[last] = err
+							fail(last)
+						}
+						st.Run[d] += time.Since(t)
+					}
 					return
 				}
 				t0 := time.Now()
@@ -402,7 +526,11 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 				st.Wait[d] += t1.Sub(t0)
 				err := r.err
 				if err == nil {
-					err = p.RunPrepared(r.pp, pred)
+					if sink != nil {
+						err = sink.run(r.pp, pred)
+					} else {
+						err = p.RunPrepared(r.pp, pred)
+					}
 				}
 				st.Run[d] += time.Since(t1)
 				if err != nil {
@@ -410,6 +538,7 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 					fail(i)
 					return
 				}
+				last = i
 				st.Batches[d]++
 				st.Nodes[d] += r.pp.Nodes()
 				if done != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
 )
 
@@ -194,4 +195,156 @@ func TestRunPackedStream(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, "batch 2 unreadable", err.Error())
 	})
+}
+
+// countingBackend counts the outputs a plan asks its backend to allocate
+// and the predictions it copies back.
+type countingBackend struct {
+	bmm.Backend
+	news, argmax, reads, ats int
+}
+
+func (c *countingBackend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
+	c.argmax++
+	return c.Backend.Argmax(dst, logits, cols)
+}
+
+func (c *countingBackend) ReadInts(dst []int32, v bmm.Ints) error {
+	c.reads++
+	return c.Backend.ReadInts(dst, v)
+}
+
+func (c *countingBackend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) error {
+	c.ats++
+	return c.Backend.(bmm.ArgmaxAter).ArgmaxAt(dst, off, logits, cols)
+}
+
+func (c *countingBackend) NewBits(rows, cols, bits int, packing bittensor.Packing) (bmm.Bits, error) {
+	c.news++
+	return c.Backend.NewBits(rows, cols, bits, packing)
+}
+
+func (c *countingBackend) NewCodes(rows, cols, bits int) (bmm.Codes, error) {
+	c.news++
+	return c.Backend.NewCodes(rows, cols, bits)
+}
+
+func (c *countingBackend) NewVector(n int) (bmm.Vector, error) {
+	c.news++
+	return c.Backend.NewVector(n)
+}
+
+// TestRunPreparedReusesOutputs: a stream of batches of one size allocates
+// its op outputs for the first batch only; batches of many sizes leave the
+// pool holding one batch's outputs, not one set per size.
+func TestRunPreparedReusesOutputs(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	sizes := map[int]bool{}
+	for _, b := range d.Eval {
+		sizes[b.N()] = true
+	}
+	require.Greater(t, len(sizes), 2, "batches of several sizes")
+	for _, sparse := range []bool{false, true} {
+		be := &countingBackend{Backend: cpu.NewBackend(nil)}
+		p, err := m.Compile(be)
+		require.NoError(t, err)
+		p.Agg = AggSparse
+		got := make([]int32, d.Graph.N())
+		one := packedOf(t, d.Eval[0], in)
+		run := func(pb *PackedBatch) {
+			pp, err := p.PreparePacked(pb, in.Params, in.AllOnes(), sparse)
+			require.NoError(t, err)
+			require.True(t, pp.b.Edges.Checked(pp.Nodes()), "edge list checked by the host worker")
+			require.NoError(t, p.RunPrepared(pp, got))
+		}
+		run(one)
+		first := be.news
+		require.Positive(t, first)
+		for range 4 {
+			run(one)
+		}
+		assert.Equal(t, first, be.news, "outputs allocated again for batches of the same size")
+		for _, b := range d.Eval {
+			run(packedOf(t, b, in))
+		}
+		last := d.Eval[len(d.Eval)-1].N()
+		shapes := 0
+		for k := range p.pool.free {
+			shapes++
+			assert.True(t, k.rows == last || k.rows%last == 0, "pooled shape %+v of another batch than the last (%d nodes)", k, last)
+		}
+		assert.LessOrEqual(t, shapes, len(p.ops)+1, "pool shapes after %d batches of %d sizes", len(d.Eval), len(sizes))
+		require.NoError(t, p.Close())
+	}
+}
+
+// TestPreparePackedChecksEdges: an index past the batch is refused on the
+// host worker, before the batch reaches a device.
+func TestPreparePackedChecksEdges(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	p, err := m.Compile(cpu.NewBackend(nil))
+	require.NoError(t, err)
+	defer p.Close()
+	p.Agg = AggSparse
+	var pb *PackedBatch
+	for _, b := range d.Eval {
+		if pb = packedOf(t, b, in); len(pb.Indices) > 0 {
+			break
+		}
+	}
+	require.NotEmpty(t, pb.Indices)
+	bad := *pb
+	bad.Indices = slices.Clone(pb.Indices)
+	bad.Indices[len(bad.Indices)-1] = int32(len(pb.Nodes))
+	_, err = p.PreparePacked(&bad, in.Params, in.AllOnes(), false)
+	require.ErrorIs(t, err, ErrModel)
+}
+
+// TestRunPackedStreamDefersPredictions: on a backend that writes
+// predictions at an offset, a stream copies none back per batch: one
+// ReadInts each time the device's Ints fills and one at the end, with the
+// predictions Run makes, also where a batch is larger than the Ints.
+func TestRunPackedStreamDefersPredictions(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	packed := make([]*PackedBatch, len(d.Eval))
+	total, largest := 0, 0
+	for i, b := range d.Eval {
+		packed[i] = packedOf(t, b, in)
+		total, largest = total+b.N(), max(largest, b.N())
+	}
+	ref, err := m.Compile(cpu.NewBackend(nil))
+	require.NoError(t, err)
+	defer ref.Close()
+	want, err := ref.Run(d, in, false, nil)
+	require.NoError(t, err)
+	defer func(c int) { streamPredCap = c }(streamPredCap)
+	for _, size := range []int{1 << 22, largest, largest - 1} {
+		streamPredCap = size
+		be := &countingBackend{Backend: cpu.NewBackend(nil)}
+		p, err := m.Compile(be)
+		require.NoError(t, err)
+		got := make([]int32, d.Graph.N())
+		for i := range got {
+			got[i] = -1
+		}
+		_, err = RunPackedStream([]*Plan{p}, 2, 3, len(packed), func(i int) (*PackedBatch, error) { return packed[i], nil },
+			nil, in.Params, in.AllOnes(), false, got)
+		require.NoError(t, err)
+		assert.Equal(t, want.Pred, got, "Ints of %d", size)
+		over := 0 // batches larger than the Ints: copied back one by one
+		for _, b := range d.Eval {
+			if b.N() > min(size, d.Graph.N()) {
+				over++
+			}
+		}
+		assert.Equal(t, over, be.argmax, "Ints of %d", size)
+		assert.Equal(t, len(packed)-over, be.ats, "Ints of %d", size)
+		if size >= total {
+			assert.Equal(t, 1, be.reads, "one read back for the whole stream")
+		} else {
+			assert.Greater(t, be.reads, 1, "Ints of %d: full before the end", size)
+			assert.Less(t, be.reads, len(packed), "Ints of %d: read back per batch", size)
+		}
+		require.NoError(t, p.Close())
+	}
 }

@@ -16,6 +16,7 @@ import (
 // Plan.Close frees them.
 type opPool struct {
 	free map[poolKey][]bmm.Operand
+	used map[poolKey]bool // shapes put back since the last trimUnused
 }
 
 // poolKey is an output's kind and shape.
@@ -46,6 +47,25 @@ func (p *opPool) put(o pooled) {
 		p.free = map[poolKey][]bmm.Operand{}
 	}
 	p.free[o.key] = append(p.free[o.key], o.o)
+	if p.used == nil {
+		p.used = map[poolKey]bool{}
+	}
+	p.used[o.key] = true
+}
+
+// trimUnused frees the outputs of every shape not put back since the last
+// call: what a pass of batches of one size each (a stream) leaves behind.
+func (p *opPool) trimUnused() {
+	for k, l := range p.free {
+		if p.used[k] {
+			continue
+		}
+		for _, o := range l {
+			o.Free()
+		}
+		delete(p.free, k)
+	}
+	clear(p.used)
 }
 
 func (p *opPool) close() {
@@ -54,7 +74,7 @@ func (p *opPool) close() {
 			o.Free()
 		}
 	}
-	p.free = nil
+	p.free, p.used = nil, nil
 }
 
 // bits, codes and vector lend a pass an output of the given shape from the

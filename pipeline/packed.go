@@ -286,8 +286,6 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	case SparseOff:
 		sparse = false
 	}
-	_, forks := plan.Backend.(bmm.Forker)
-	stream := o.Stream || len(g.Plans) > 1 || !forks
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
 		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
@@ -324,10 +322,27 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		}
 		return pb, nil
 	}
+	_, forks := plan.Backend.(bmm.Forker)
+	stream := o.Stream || len(g.Plans) > 1 || !forks
+	// A streamed batch's file pages are given back by a goroutine of their
+	// own: madvise on a shared mapping shoots down every core's TLB, which
+	// the device's goroutine (done runs on it) waited for between batches.
+	release := pf.Release
+	if stream {
+		rel, relDone := make(chan int, 64), make(chan struct{})
+		go func() {
+			for i := range rel {
+				pf.Release(i)
+			}
+			close(relDone)
+		}()
+		defer func() { close(rel); <-relDone }()
+		release = func(i int) { rel <- i }
+	}
 	var mu sync.Mutex // progress
 	finished := 0
 	done := func(i int) {
-		pf.Release(i)
+		release(i)
 		mu.Lock()
 		finished++
 		j.Progress.Printf("qgtc: packed batch %d/%d", finished, pf.Len())

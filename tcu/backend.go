@@ -32,6 +32,7 @@ type Backend struct {
 	live   map[*devMem]struct{} // operands not yet freed; Close frees them
 	closed bool
 	fns    map[string]uintptr // agg.cu's kernels
+	mulFns map[config]uintptr // bmm_mma's variants by config (device thread only)
 	prof   bmm.Profile
 	tm     timing
 	kp     kprof      // per-kernel timing (kprof.go)

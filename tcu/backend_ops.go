@@ -94,10 +94,19 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, qbits int, a, b
 	if cfg.oneprob != 1 {
 		return fmt.Errorf("tcu: internal: the product launch %v does not take its descriptor by value", cfg)
 	}
-	src, hdrs := kernelSource("bmm_mma.cu")
-	fn, err := be.d.function("bmm_mma.cu", src, hdrs, cfg.opts(), "bmm_mma")
-	if err != nil {
-		return err
+	// The variant's function, looked up once: Device.function hashes the
+	// kernel's source and headers (45 KB) for its cache key on every call.
+	fn := be.mulFns[cfg]
+	if fn == 0 {
+		src, hdrs := kernelSource("bmm_mma.cu")
+		f, err := be.d.function("bmm_mma.cu", src, hdrs, cfg.opts(), "bmm_mma")
+		if err != nil {
+			return err
+		}
+		if be.mulFns == nil {
+			be.mulFns = map[config]uintptr{}
+		}
+		be.mulFns[cfg], fn = f, f
 	}
 	p := prob{
 		A: a.ptr(), B: b.ptr(), Out: out,

@@ -90,6 +90,32 @@ func (be *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols 
 	})
 }
 
+// ArgmaxAt implements bmm.ArgmaxAter: Argmax's kernel writing from
+// dst's value off on the device; nothing comes back, nothing waits.
+func (be *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) error {
+	if err := be.open(); err != nil {
+		return err
+	}
+	d, ok := dst.(*devInts)
+	if !ok || be.mine(&d.devMem) != nil {
+		return fmt.Errorf("%w: argmax destination", bmm.ErrForeign)
+	}
+	lv, err := be.vector(logits)
+	if err != nil {
+		return err
+	}
+	if err := bmm.CheckArgmaxAt(d.n, off, lv.n, cols); err != nil {
+		return err
+	}
+	be.setOp("ArgmaxAt")
+	rows := lv.n / cols
+	return be.d.run(func() error {
+		return be.launch("argmax", (rows+255)/256, 256, lv.ptr(), 0, d.ptr()+uint64(4*off), uint64(rows), uint64(cols))
+	})
+}
+
+var _ bmm.ArgmaxAter = (*Backend)(nil)
+
 // ReadInts implements bmm.Backend. While a pass is recorded the copy is
 // recorded too, into a pinned buffer of the recording, and dst is filled
 // at each replay.

@@ -221,6 +221,7 @@ func TestTileMaskAndList(t *testing.T) {
 		{0, 0, 1, bittensor.DefaultPadding}, {1, 1, 1, bittensor.DefaultPadding}, {100, 1000, 1, bittensor.DefaultPadding},
 		{257, 513, 3, bittensor.DefaultPadding}, {70, 300, 2, bittensor.Padding{Lines: 3, Bits: 192}},
 		{33, 65, 1, bittensor.Padding{Lines: 1, Bits: 64}}, {200, 1500, 4, bittensor.Padding{Lines: 32, Bits: 512}},
+		{40, 20000, 2, bittensor.DefaultPadding}, // past 64 k-steps: more than one mask word per row of tiles
 	} {
 		a := blockSparse(t, r, tc.m, tc.k, tc.bits, tc.pad)
 		l := layoutOf(a)

@@ -101,15 +101,24 @@ func newTileMask(words []uint64, bits int, l operandLayout) bittensor.TileMask {
 	steps := l.lw / stepWords
 	m := bittensor.NewTileMask(l.lines, steps*stepWords*64, maskGroup, stepWords*64)
 	pw := l.planeWords()
-	for p := 0; p < bits; p++ {
-		plane := words[p*pw : (p+1)*pw]
-		for line := 0; line < l.lines; line++ {
-			row := plane[line*l.lw : (line+1)*l.lw]
-			for s := 0; s < steps; s++ {
-				w := row[s*stepWords : (s+1)*stepWords]
-				if w[0]|w[1]|w[2]|w[3] != 0 {
-					m.Set(line, s*stepWords*64)
-				}
+	// Tile (line/maskGroup, s) is bit s of its row of tiles: set directly,
+	// and a tile already set is not read again (m.Set's divisions and the
+	// re-reads were most of a streamed batch's feature upload on the
+	// device thread).
+	for line := 0; line < l.lines; line++ {
+		tiles := m.Bits[(line/maskGroup)*m.Stride:][:m.Stride]
+		for s := 0; s < steps; s++ {
+			bit := uint64(1) << (s % 64)
+			if tiles[s/64]&bit != 0 {
+				continue
+			}
+			var v uint64
+			for p := 0; p < bits; p++ {
+				w := words[p*pw+line*l.lw+s*stepWords:][:stepWords]
+				v |= w[0] | w[1] | w[2] | w[3]
+			}
+			if v != 0 {
+				tiles[s/64] |= bit
 			}
 		}
 	}

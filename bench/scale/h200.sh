@@ -5,10 +5,13 @@
 # when the budget runs out:
 #   synth2m    the 2M-node graph of bench/multigpu (deg 40, 128 features, 32 a node,
 #              400 communities, 10 classes) as .npz, partition into 40 parts
-#   model2m    a 4-bit GCN (hidden 64) calibrated ($TRAIN) on it, cached; it also
-#              fits the big graph (128 features, the same quantizer, 10 classes)
-#   mem2m      in-memory pass rate on $DEV, resident (--passes $PASSES); cold ($CPASSES)
-#              runs after big2
+#   model2m    a 4-bit GCN (hidden 64) calibrated ($TRAIN) on it, only when
+#              $MODEL (default $B/model-a4w4.safetensors, which make scale builds
+#              from a 200k-node graph of the same generator: bench/scale/model.sh)
+#              is missing; it fits both graphs (128 features, the same quantizer,
+#              10 classes)
+#   mem2m      in-memory pass rate on $DEV, resident (--passes $PASSES), then cold
+#              ($CPASSES): the fair in-memory figure beside a streamed pass
 #   gen100     the big graph (100M nodes, deg 16, 16 features a node) written
 #              straight into a packed batch file in $WORK (local disk): time, peak RSS
 #   big1       infer --packed on $DEV, --passes $BPASSES: first vs later passes
@@ -20,7 +23,7 @@
 # Everything goes to $OUT: table.md, steps.txt and logs.tgz (the JSON, stderr,
 # nvidia-smi samples). Knobs: BUDGET (s), SCALE (fraction of both graphs'
 # nodes; 0.01 to try it on a small machine), DEV/MULTI (cpu to try it without
-# a GPU), WORK, B, AGG100, TRAIN, PASSES, CPASSES, BPASSES.
+# a GPU), WORK, B, MODEL, AGG100, TRAIN, PASSES, CPASSES, BPASSES.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}
@@ -34,6 +37,7 @@ WORK=${WORK:-${TMPDIR:-/tmp}/qgtc-scale}
 PASSES=${PASSES:-5}
 BPASSES=${BPASSES:-3}
 TRAIN=${TRAIN:---epochs 0 --qat-epochs 0} # calibrated, untrained: the timings need a model, not a good one
+MODEL=${MODEL:-$B/model-a4w4.safetensors} # prebuilt (make scale); calibrating on the 2M graph here took 106 s and 28 GB
 CPASSES=${CPASSES:-3}    # cold passes re-upload everything: ~5 s each at 2M on one H100 (bench/multigpu)
 AGG100=${AGG100:-sparse} # edge lists: a 50,000-node batch's 1-bit adjacency is 312 MB
 CLASSES100=${CLASSES100:-10} # the 2M graph's, so its model fits
@@ -94,7 +98,10 @@ step synth2m 30 $B/qgtc data synth --model planted --nodes "$N2" --avg-degree 40
   --communities 400 --classes 10 --seed 1 --out "$syn" --quiet &&
   step part2m 20 $B/qgtc partition --dataset "$syn" --parts 40 --out "$part" --quiet
 model=""
-if [ -f "$part" ] && step model2m 40 $B/qgtc infer --dataset "$syn" --partition "$part" $TRAIN --device cpu --json --quiet; then
+if [ -f "$MODEL" ]; then
+  model=$MODEL
+  note "model: $model (prebuilt)"
+elif [ -f "$part" ] && step model2m 40 $B/qgtc infer --dataset "$syn" --partition "$part" $TRAIN --device cpu --json --quiet; then
   model=$(ls "$QGTC_CACHE"/models/*-a4w4.safetensors 2>/dev/null | head -1)
   note "model: $model"
 fi
@@ -103,6 +110,7 @@ mem() { # NAME DEVICE PASSES [--resident]
 }
 if [ -n "$model" ]; then
   mem mem2m-resident "$DEV" "$PASSES" --resident
+  mem mem2m-cold "$DEV" "$CPASSES"
   # 100M nodes: ~1-2 minutes on 32 cores (bench/scale/RESULTS.md); a minute is left for the passes.
   step gen100 $(scaled 20 150) $B/qgtc data synth --model planted --nodes "$N100" --communities "$K100" --avg-degree 16 --features 128 \
     --feature-nnz 16 --classes "$CLASSES100" --seed 1 --pack-out "$big" --parts "$P100" --quiet &&
@@ -112,13 +120,12 @@ if [ -n "$model" ]; then
     step big1 30 $B/qgtc "${b[@]}" --device "$DEV"
     step big2 30 $B/qgtc "${b[@]}" --device "$MULTI"
   fi
-  mem mem2m-cold "$DEV" "$CPASSES"
   mem multi2m-resident "$MULTI" "$PASSES" --resident
   mem multi2m-cold "$MULTI" "$CPASSES"
   # Two backends (streams) a GPU: one's uploads under the other's kernels.
   [ -f "$big" ] && [ "$DEV" != cpu ] && step big1-lanes2 30 $B/qgtc "${b[@]}" --device "$DEV" --gpu-lanes 2
   if step pack2m 20 $B/qgtc partition --dataset "$syn" --parts 40 --cache "$part" --batch 1 --feature-bits 4 --pack-out "$WORK/synth2m.qgpb" --quiet; then
-    p=(infer --packed "$WORK/synth2m.qgpb" --weights "$model" --passes "$PASSES" --json --quiet)
+    p=(infer --packed "$WORK/synth2m.qgpb" --weights "$model" --other-data --passes "$PASSES" --json --quiet) # the prebuilt model is from other data
     step packed2m-1 15 $B/qgtc "${p[@]}" --device "$DEV"
     step packed2m-2 15 $B/qgtc "${p[@]}" --device "$MULTI"
     step packed2m-1-sparse 15 $B/qgtc "${p[@]}" --device "$DEV" --agg sparse

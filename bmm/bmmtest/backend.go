@@ -42,6 +42,7 @@ func TestBackend(t *testing.T, open func(t *testing.T) bmm.Backend) {
 		{"rowsums", (*harness).rowSums},
 		{"argmax", (*harness).argmax},
 		{"argmaxto", (*harness).argmaxTo},
+		{"argmaxat", (*harness).argmaxAt},
 		{"readvector", (*harness).readVector},
 		{"chains", (*harness).chains},
 		{"errors", (*harness).errs},
@@ -685,6 +686,48 @@ func (h *harness) argmax(r *rand.Rand) {
 			}
 		}
 		h.argmaxOf(h.vector(v), rows, cols, fmt.Sprintf("%d×%d", rows, cols))
+	}
+}
+
+// argmaxAt, on a backend that has it (bmm.ArgmaxAter), writes batches of
+// rows one after the other into one destination set to −1: each batch's
+// values are the reference's Argmax at its offset, the values past the
+// last batch stay −1, and rows past the destination are refused.
+func (h *harness) argmaxAt(r *rand.Rand) {
+	at, ok := h.got.(bmm.ArgmaxAter)
+	if !ok {
+		h.t.Skip("no ArgmaxAt")
+	}
+	for _, size := range []int{1, 64, 65, 257, 4099} {
+		for _, cols := range []int{1, 7, 41} {
+			g, err := h.got.NewInts(size, -1)
+			require.NoError(h.t, err, "NewInts %d", size)
+			want := make([]int32, size)
+			for i := range want {
+				want[i] = -1
+			}
+			off := 0
+			for off < size && r.IntN(4) != 0 {
+				rows := 1 + r.IntN(size-off)
+				v := make([]float32, rows*cols)
+				for i := range v {
+					v[i] = float32(r.IntN(5)) // many ties
+					if r.IntN(30) == 0 {
+						v[i] = float32(math.NaN())
+					}
+				}
+				l := h.vector(v)
+				require.NoError(h.t, at.ArgmaxAt(g, off, l.g, cols), "ArgmaxAt %d rows of %d at %d of %d", rows, cols, off, size)
+				require.NoError(h.t, h.ref.Argmax(want[off:off+rows], l.r, cols))
+				off += rows
+			}
+			got := make([]int32, size)
+			require.NoError(h.t, h.got.ReadInts(got, g), "ReadInts")
+			require.Equal(h.t, want, got, "ArgmaxAt into %d values, %d columns", size, cols)
+			l := h.vector(make([]float32, 2*cols))
+			assert.ErrorIs(h.t, at.ArgmaxAt(g, size-1, l.g, cols), bmm.ErrShape, "2 rows at %d of %d", size-1, size)
+			assert.ErrorIs(h.t, at.ArgmaxAt(g, -1, l.g, cols), bmm.ErrShape, "at -1")
+		}
 	}
 }
 
