@@ -456,49 +456,25 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 		pp  *PreparedBatch
 		err error
 	}
-	slots := make([]chan ready, n)
-	for i := range slots {
-		slots[i] = make(chan ready, 1)
-	}
-	// tokens bound the batches prepared and not yet taken by a device; both
-	// sides take batches in increasing order, so a device waiting on batch
-	// i never waits behind tokens held by batches after it.
-	tokens := make(chan struct{}, ahead)
-	stop := make(chan struct{})
 	var failed atomic.Int64
 	failed.Store(int64(n))
 	fail := func(i int) {
 		for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
 		}
 	}
-	var taken, next atomic.Int64
-	var read, prep atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				select {
-				case tokens <- struct{}{}:
-				case <-stop:
-					return
-				}
-				i := int(taken.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				pb, err := load(i)
-				t1 := time.Now()
-				var pp *PreparedBatch
-				if err == nil {
-					pp, err = devices[0].PreparePacked(pb, params, allOnes, sparse)
-				}
-				read.Add(int64(t1.Sub(t0)))
-				prep.Add(int64(time.Since(t1)))
-				slots[i] <- ready{pp, err}
-			}
-		})
-	}
+	var next, read, prep atomic.Int64
+	take, stop := par.Ordered(n, workers, ahead, func(i int) ready {
+		t0 := time.Now()
+		pb, err := load(i)
+		t1 := time.Now()
+		var pp *PreparedBatch
+		if err == nil {
+			pp, err = devices[0].PreparePacked(pb, params, allOnes, sparse)
+		}
+		read.Add(int64(t1.Sub(t0)))
+		prep.Add(int64(time.Since(t1)))
+		return ready{pp, err}
+	})
 	errs := make([]error, n)
 	var dw sync.WaitGroup
 	for d, p := range devices {
@@ -520,8 +496,7 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 					return
 				}
 				t0 := time.Now()
-				r := <-slots[i]
-				<-tokens
+				r := take(i)
 				t1 := time.Now()
 				st.Wait[d] += t1.Sub(t0)
 				err := r.err
@@ -548,9 +523,7 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 		})
 	}
 	dw.Wait()
-	close(stop)
-	// Workers blocked on a full slot cannot be: each slot holds one.
-	wg.Wait()
+	stop()
 	st.Read, st.Prepare = time.Duration(read.Load()), time.Duration(prep.Load())
 	if f := failed.Load(); f < int64(n) {
 		return st, errs[f]

@@ -13,6 +13,7 @@ import (
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/atomicfile"
+	"github.com/qgtc/qgtc/internal/par"
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -113,38 +114,14 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 		err error
 	}
 	nb, workers := plan.Len(), runtime.GOMAXPROCS(0)
-	results := make([]chan built, nb)
-	for i := range results {
-		results[i] = make(chan built, 1)
-	}
-	tokens := make(chan struct{}, 2*workers)
-	stop := make(chan struct{})
-	var taken atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case tokens <- struct{}{}:
-				case <-stop:
-					return
-				}
-				i := int(taken.Add(1) - 1)
-				if i >= nb {
-					return
-				}
-				b, err := build(i)
-				results[i] <- built{b, err}
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	take, stop := par.Ordered(nb, workers, 2*workers, func(i int) built {
+		b, err := build(i)
+		return built{b, err}
+	})
+	defer stop()
 	err = subgraph.WritePackedBatches(f, &info, func(i int) (subgraph.PackFileBatch, error) {
 		j.Progress.Printf("qgtc: packing batch %d/%d", i+1, nb)
-		r := <-results[i]
-		<-tokens
+		r := take(i)
 		if r.err != nil {
 			return subgraph.PackFileBatch{}, r.err
 		}
