@@ -138,21 +138,27 @@ func TestFPKernelSyntax(t *testing.T) {
 // of thousands (heavy rows, split into chunks); with edge ids shuffled
 // when ids is set.
 func skewedCSR(r *rand.Rand, rows, nsrc int, ids bool) templates.CSR {
+	return randCSR(r, rows, nsrc, ids, func(r *rand.Rand) int {
+		switch x := r.IntN(100); {
+		case x < 15:
+			return 0
+		case x < 85:
+			return 1 + r.IntN(12)
+		case x < 97:
+			return 30 + r.IntN(200)
+		default:
+			return 1000 + r.IntN(3000)
+		}
+	})
+}
+
+// randCSR draws a CSR of rows rows over nsrc sources, each row's degree
+// from deg, with a random permutation as edge ids when ids is set.
+func randCSR(r *rand.Rand, rows, nsrc int, ids bool, deg func(*rand.Rand) int) templates.CSR {
 	indptr := make([]int32, rows+1)
 	var idx []int32
 	for v := 0; v < rows; v++ {
-		var deg int
-		switch x := r.IntN(100); {
-		case x < 15:
-			deg = 0
-		case x < 85:
-			deg = 1 + r.IntN(12)
-		case x < 97:
-			deg = 30 + r.IntN(200)
-		default:
-			deg = 1000 + r.IntN(3000)
-		}
-		for i := 0; i < deg; i++ {
+		for range deg(r) {
 			idx = append(idx, int32(r.IntN(nsrc)))
 		}
 		indptr[v+1] = int32(len(idx))
@@ -682,30 +688,16 @@ func TestFPKernelEmulated(t *testing.T) {
 // emuCSR is skewedCSR at the emulator's scale: empty rows, short rows and
 // a few hubs of a few hundred edges.
 func emuCSR(r *rand.Rand, rows, nsrc int, ids bool) templates.CSR {
-	indptr := make([]int32, rows+1)
-	var idx []int32
-	for v := 0; v < rows; v++ {
-		deg := 0
+	return randCSR(r, rows, nsrc, ids, func(r *rand.Rand) int {
 		switch x := r.IntN(100); {
 		case x < 15:
+			return 0
 		case x < 90:
-			deg = 1 + r.IntN(12)
+			return 1 + r.IntN(12)
 		default:
-			deg = 130 + r.IntN(200)
+			return 130 + r.IntN(200)
 		}
-		for i := 0; i < deg; i++ {
-			idx = append(idx, int32(r.IntN(nsrc)))
-		}
-		indptr[v+1] = int32(len(idx))
-	}
-	g := templates.CSR{Indptr: indptr, Indices: idx}
-	if ids {
-		g.EdgeIDs = make([]int32, len(idx))
-		for i, p := range r.Perm(len(idx)) {
-			g.EdgeIDs[i] = int32(p)
-		}
-	}
-	return g
+	})
 }
 
 // BenchmarkFPSpMM times the device templates on a skewed random graph of

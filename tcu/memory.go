@@ -274,23 +274,33 @@ func (h *HostBuffer) Free() error { return h.d.run(h.free) }
 // bytes, growing it (by at least half) when needed. Device thread only;
 // the stream must be idle with respect to the old buffer.
 func (d *Device) staging(n int) (*HostBuffer, error) {
-	if d.host != nil && d.host.size >= n {
-		return d.host, nil
-	}
-	size := max(n, 1<<20)
-	if d.host != nil {
-		size = max(size, d.host.size*3/2)
-		if err := d.host.free(); err != nil {
-			return nil, err
-		}
-		d.host = nil
-	}
-	h, err := d.allocHost(size)
-	if err != nil {
+	if err := d.growHost(&d.host, n); err != nil {
 		return nil, err
 	}
-	d.host = h
-	return h, nil
+	return d.host, nil
+}
+
+// growHost makes *h a pinned buffer of at least n bytes, replacing a
+// smaller one by one at least half as large again. Device thread only; the
+// stream must be idle with respect to the old buffer.
+func (d *Device) growHost(h **HostBuffer, n int) error {
+	if *h != nil && (*h).size >= n {
+		return nil
+	}
+	size := max(n, 1<<20)
+	if *h != nil {
+		size = max(size, (*h).size*3/2)
+		if err := (*h).free(); err != nil {
+			return err
+		}
+		*h = nil
+	}
+	nh, err := d.allocHost(size)
+	if err != nil {
+		return err
+	}
+	*h = nh
+	return nil
 }
 
 // upSlots is how many uploads may be in flight at once, each copied from
@@ -332,20 +342,8 @@ func (d *Device) upStaging(n int) (*upSlot, error) {
 		}
 		s.ev = e
 	}
-	if s.h == nil || s.h.size < n {
-		size := max(n, 1<<20)
-		if s.h != nil {
-			size = max(size, s.h.size*3/2)
-			if err := s.h.free(); err != nil {
-				return nil, err
-			}
-			s.h = nil
-		}
-		h, err := d.allocHost(size)
-		if err != nil {
-			return nil, err
-		}
-		s.h = h
+	if err := d.growHost(&s.h, n); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
