@@ -15,31 +15,25 @@ memory every pass).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 
-import numpy as np
 import torch
 import torch_geometric
 from torch_geometric.nn.models import GCN, GIN, GraphSAGE
 from torch_geometric.utils import subgraph
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyg_data  # noqa: E402 (bench/pyg_data.py)
+
 MODELS = {"gcn": GCN, "gin": GIN, "sage": GraphSAGE}
 
 
 def load(d):
-    meta = json.load(open(f"{d}/meta.json"))
-    a = {k: np.load(f"{d}/{k}.npy") for k in ("indptr", "indices", "x_indptr", "x_indices", "x_values", "parts")}
-    n = meta["nodes"]
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(a["indptr"]))
-    # Row v of the CSR lists v's neighbours: messages flow from them to v.
-    ei = torch.from_numpy(np.stack([a["indices"].astype(np.int64), rows]))
-    xr = np.repeat(np.arange(n, dtype=np.int64), np.diff(a["x_indptr"]))
-    x = torch.zeros(n, meta["features"], dtype=torch.float32)
-    x[torch.from_numpy(xr), torch.from_numpy(a["x_indices"].astype(np.int64))] = torch.from_numpy(a["x_values"])
-    parts = torch.from_numpy(a["parts"].astype(np.int64))
-    return meta, x, ei, parts
+    meta, x, ei, ex = pyg_data.load(d, ("parts",))
+    return meta, x, ei, ex["parts"]
 
 
 def batches(x, ei, parts, k):

@@ -47,20 +47,10 @@ def need():
 
 
 def load(d):
-    import numpy as np
-    import torch
-    meta = json.load(open(f"{d}/meta.json"))
-    a = {k: np.load(f"{d}/{k}.npy") for k in
-         ("indptr", "indices", "x_indptr", "x_indices", "x_values", "labels", "train", "val", "test")}
-    n = meta["nodes"]
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(a["indptr"]))
-    # Row v of the CSR lists v's neighbours: messages flow from them to v.
-    ei = torch.from_numpy(np.stack([a["indices"].astype(np.int64), rows]))
-    xr = np.repeat(np.arange(n, dtype=np.int64), np.diff(a["x_indptr"]))
-    x = torch.zeros(n, meta["features"], dtype=torch.float32)
-    x[torch.from_numpy(xr), torch.from_numpy(a["x_indices"].astype(np.int64))] = torch.from_numpy(a["x_values"])
-    t = lambda k: torch.from_numpy(a[k].astype(np.int64))
-    return meta, x, ei, t("labels"), t("train"), t("val"), t("test")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import pyg_data  # bench/pyg_data.py
+    meta, x, ei, ex = pyg_data.load(d, ("labels", "train", "val", "test"))
+    return meta, x, ei, ex["labels"], ex["train"], ex["val"], ex["test"]
 
 
 def build(kind, fin, hidden, classes, train_eps=False):
