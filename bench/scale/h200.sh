@@ -37,8 +37,8 @@ WORK=${WORK:-${TMPDIR:-/tmp}/qgtc-scale}
 PASSES=${PASSES:-5}
 BPASSES=${BPASSES:-3}
 TRAIN=${TRAIN:---epochs 0 --qat-epochs 0} # calibrated, untrained: the timings need a model, not a good one
-MODEL=${MODEL:-$B/model-a4w4.safetensors} # prebuilt (make scale); calibrating on the 2M graph here took 106 s and 28 GB
-CPASSES=${CPASSES:-3}    # cold passes re-upload everything: ~5 s each at 2M on one H100 (bench/multigpu)
+MODEL=${MODEL:-$B/model-a4w4.safetensors} # prebuilt (make scale): calibrating on the 2M graph here costs most of a call (bench/scale/RESULTS.md)
+CPASSES=${CPASSES:-3}    # cold passes re-upload everything (their time: bench/multigpu/RESULTS.md)
 AGG100=${AGG100:-sparse} # edge lists: a 50,000-node batch's 1-bit adjacency is 312 MB
 CLASSES100=${CLASSES100:-10} # the 2M graph's, so its model fits
 T0=$SECONDS
@@ -111,7 +111,7 @@ mem() { # NAME DEVICE PASSES [--resident]
 if [ -n "$model" ]; then
   mem mem2m-resident "$DEV" "$PASSES" --resident
   mem mem2m-cold "$DEV" "$CPASSES"
-  # 100M nodes: ~1-2 minutes on 32 cores (bench/scale/RESULTS.md); a minute is left for the passes.
+  # the 100M graph's time is in bench/scale/RESULTS.md; a minute is left for the passes.
   step gen100 $(scaled 20 150) $B/qgtc data synth --model planted --nodes "$N100" --communities "$K100" --avg-degree 16 --features 128 \
     --feature-nnz 16 --classes "$CLASSES100" --seed 1 --pack-out "$big" --parts "$P100" --quiet &&
     ls -l "$big" >>"$OUT/steps.txt"

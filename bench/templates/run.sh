@@ -4,7 +4,7 @@
 # cuSPARSE and PyG. Build first, here: `make templates-gpu` (build/templates),
 # then on the host, carrying build/templates:
 #
-#   BUDGET=1 bash bench/templates/run.sh      # about 3-4 minutes on an H100
+#   BUDGET=1 bash bench/templates/run.sh      # its time: bench/templates/RESULTS.md
 #
 # BUDGET scales the time per measurement (0.3 is a quick pass). STEPS picks
 # "test bench" (both, the default) or one. Writes $OUT/table.md and, as each
