@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"runtime"
@@ -66,10 +65,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 		QBits: in.Params.Bits, QScale: in.Params.Scale, QLower: in.Params.Lower,
 		ScaleMode: j.FeatureScale}
 	// PlanFingerprint's hash, over the batches as they are written.
-	fp := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
-	fp.tag("plan", 2)
-	fp.u64(uint64(g.N()))
-	fp.u64(uint64(plan.Len()))
+	fp := newPlanHash(g.N(), plan.Len())
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return 0, err
@@ -127,8 +123,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 		}
 		fp.i32s("batch", r.b.Nodes)
 		if i == nb-1 {
-			fp.flush()
-			copy(info.Partition[:], fp.h.Sum(nil))
+			copy(info.Partition[:], fp.sum16())
 			info.Data = fingerprint16(fingerprint())
 		}
 		return r.b, nil
