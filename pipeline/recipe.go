@@ -27,8 +27,7 @@ type Recipe struct {
 // citation graphs. QAT distils the fp32 model's predictions (QATDistill)
 // and runs all its epochs, keeping the best validation epoch: with the
 // distillation term validation accuracy climbs unevenly, and stopping
-// after 15 flat epochs left citeseer GCN 4-bit at -1.4 points instead of
-// -0.4 (bench/interop/RESULTS.md).
+// early on a flat stretch cost accuracy (bench/interop/RESULTS.md).
 var baseRecipe = Recipe{Norm: layers.NormNone, Epochs: 200, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5,
 	Patience: 50, QATEpochs: 40, QATLR: 0.003, QATWeightDecay: 5e-4, QATPatience: 0, QATDistill: 10}
 
