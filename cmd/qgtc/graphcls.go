@@ -58,13 +58,7 @@ var qGraphFlags = map[string]bool{"dataset": true, "model": true, "bits": true, 
 // only), prints the report or writes it as JSON, and, when out is not
 // empty, writes it to out/sweep.json.
 func qGraphRun(cmd string, fs *pflag.FlagSet, c pipeline.Config, widths [][2]int, fold int, device string, quiet, asJSON bool, out string, stdout io.Writer) error {
-	var bad string
-	fs.Visit(func(f *pflag.Flag) {
-		if !qGraphFlags[f.Name] && bad == "" {
-			bad = f.Name
-		}
-	})
-	if bad != "" {
+	if bad := flagOutside(fs, qGraphFlags); bad != "" {
 		return fmt.Errorf("%w: --%s does not apply to graph classification (%s)", errUsage, bad, c.Dataset)
 	}
 	if c.Model != "gin" {

@@ -139,6 +139,15 @@ func qRecipe(fs *pflag.FlagSet, c *pipeline.Config) {
 	c.UseRecipe(pipeline.RecipeFor(c.Dataset, c.Model), func(field string) bool { return fs.Changed(qConfigFlags[field]) })
 }
 
+// qParseAgg is --agg's value, or a usage error.
+func qParseAgg(s string) (layers.AggMode, error) {
+	m, err := layers.ParseAggMode(s)
+	if err != nil {
+		return m, fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, s)
+	}
+	return m, nil
+}
+
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
@@ -292,8 +301,8 @@ func runInfer(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: --shard %s needs --out (the shard file qgtc merge reads)", errUsage, *shard)
 		}
 	}
-	if c.Agg, err = layers.ParseAggMode(*aggFlag); err != nil {
-		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
+	if c.Agg, err = qParseAgg(*aggFlag); err != nil {
+		return err
 	}
 	if c.Merge, err = layers.ParseMergeMode(*mergeFlag); err != nil {
 		return fmt.Errorf("%w: --merge %q (want auto, on or off)", errUsage, *mergeFlag)

@@ -103,3 +103,15 @@ func parseFlagsArgs(fs *pflag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// flagOutside is the first flag given (in fs.Visit's order) that is not
+// in allowed, or "" when every one is.
+func flagOutside(fs *pflag.FlagSet, allowed map[string]bool) string {
+	var bad string
+	fs.Visit(func(f *pflag.Flag) {
+		if !allowed[f.Name] && bad == "" {
+			bad = f.Name
+		}
+	})
+	return bad
+}
