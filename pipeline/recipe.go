@@ -55,31 +55,28 @@ func RecipeFor(dataset, model string) Recipe {
 // "QATDistill") for
 // which keep returns true: those the user set. A nil keep takes them all.
 func (c *Config) UseRecipe(r Recipe, keep func(field string) bool) {
-	set := func(field string, dst, v any) {
-		if keep != nil && keep(field) {
-			return
-		}
-		switch d := dst.(type) {
-		case *string:
-			*d = v.(string)
-		case *int:
-			*d = v.(int)
-		case *float64:
-			*d = v.(float64)
-		}
+	if keep == nil {
+		keep = func(string) bool { return false }
 	}
-	set("Norm", &c.Norm, r.Norm)
+	setUnless(keep, "Norm", &c.Norm, r.Norm)
 	if c.PartitionFile == "" { // a partition file sets the batches
-		set("Parts", &c.Parts, r.Parts)
+		setUnless(keep, "Parts", &c.Parts, r.Parts)
 	}
-	set("Epochs", &c.Epochs, r.Epochs)
-	set("LR", &c.LR, r.LR)
-	set("WeightDecay", &c.WeightDecay, r.WeightDecay)
-	set("Dropout", &c.Dropout, r.Dropout)
-	set("Patience", &c.Patience, r.Patience)
-	set("QATEpochs", &c.QATEpochs, r.QATEpochs)
-	set("QATLR", &c.QATLR, r.QATLR)
-	set("QATWeightDecay", &c.QATWeightDecay, r.QATWeightDecay)
-	set("QATPatience", &c.QATPatience, r.QATPatience)
-	set("QATDistill", &c.QATDistill, r.QATDistill)
+	setUnless(keep, "Epochs", &c.Epochs, r.Epochs)
+	setUnless(keep, "LR", &c.LR, r.LR)
+	setUnless(keep, "WeightDecay", &c.WeightDecay, r.WeightDecay)
+	setUnless(keep, "Dropout", &c.Dropout, r.Dropout)
+	setUnless(keep, "Patience", &c.Patience, r.Patience)
+	setUnless(keep, "QATEpochs", &c.QATEpochs, r.QATEpochs)
+	setUnless(keep, "QATLR", &c.QATLR, r.QATLR)
+	setUnless(keep, "QATWeightDecay", &c.QATWeightDecay, r.QATWeightDecay)
+	setUnless(keep, "QATPatience", &c.QATPatience, r.QATPatience)
+	setUnless(keep, "QATDistill", &c.QATDistill, r.QATDistill)
+}
+
+// setUnless sets *dst to v unless keep(field).
+func setUnless[T any](keep func(field string) bool, field string, dst *T, v T) {
+	if !keep(field) {
+		*dst = v
+	}
 }
