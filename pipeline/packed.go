@@ -419,9 +419,7 @@ func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k,
 	if ds.Features == nil || ds.Labels == nil {
 		return 0, fmt.Errorf("%w: dataset %s needs node features and single-label classes for inference", ErrData, ds.Name)
 	}
-	switch j.FeatureScale {
-	case layers.ScaleMean, layers.ScaleRows, layers.ScaleSqrt, layers.ScaleNone:
-	default:
+	if !knownFeatureScale(j.FeatureScale) {
 		return 0, &ConfigError{"FeatureScale", j.FeatureScale, "is not mean, sqrt, rows or none"}
 	}
 	if len(ds.Train) == 0 {
