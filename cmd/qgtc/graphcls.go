@@ -37,6 +37,12 @@ func qGraphDefaults(fs *pflag.FlagSet, c *pipeline.Config) {
 	c.QATLR, c.QATWeightDecay, c.QATPatience = def.QATLR, def.QATWeightDecay, def.QATPatience
 }
 
+// qFoldFlag registers --fold, which infer, sweep and train take for graph
+// classification.
+func qFoldFlag(fs *pflag.FlagSet) *int {
+	return fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
+}
+
 // qGraphFolds is --fold as GraphClassify's folds: 0 is every fold.
 func qGraphFolds(fold int) ([]int, error) {
 	switch {

@@ -279,7 +279,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
 	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
-	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
+	fold := qFoldFlag(fs)
 	packed := fs.String("packed", "", "run --weights over this packed batch file (qgtc partition --pack-out) batch by batch, without the dataset")
 	gpuLanes := fs.Int("gpu-lanes", 1, "with --packed on GPUs: backends (each its own stream and thread) per GPU, so one's uploads overlap another's kernels")
 	otherData := fs.Bool("other-data", false, "with --packed: allow a model trained on other data than the file's (same features, quantizer and feature scale), e.g. a small synthetic graph's model over a large one")
