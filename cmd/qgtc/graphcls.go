@@ -98,9 +98,7 @@ func qGraphRun(cmd string, fs *pflag.FlagSet, c pipeline.Config, widths [][2]int
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(stdout, r)
 	}
 	printGraphReport(stdout, cmd, r)
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -361,9 +360,7 @@ func runInfer(args []string, stdout io.Writer) error {
 		kernels = repeatedKernels(bmm.GroupKernels(kp.KernelSegments()))
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return printJSON(stdout, struct {
 			*pipeline.Report
 			Kernels []bmm.KernelGroup `json:"kernels,omitempty"`
 		}{r, kernels})

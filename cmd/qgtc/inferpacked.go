@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -64,9 +63,7 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	}
 	r.OpenMS = float64(open.Microseconds()) / 1e3
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "%s: %s a%dw%d on %s, %d batches, %d of %d nodes (%s)\n", r.File, r.Model, r.ABits, r.WBits, r.Kernel, r.Batches, r.BatchNodes, r.Nodes, r.Mode)
 	fmt.Fprintf(stdout, "start-up: open %.1f ms, compile %.1f ms, a batch on each device %.1f ms\n", r.OpenMS, r.CompileMS, r.WarmupMS)

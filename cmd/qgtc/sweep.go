@@ -103,9 +103,7 @@ func runSweep(args []string, stdout io.Writer) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %s, %s, kernel %s\n",
 		rep.Model, rep.Dataset, rep.Nodes, qCount(rep.Batches, "batch", "batches"), qCount(rep.Seeds, "seed", "seeds"), be.Name())
