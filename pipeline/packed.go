@@ -251,13 +251,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	defer g.Close()
 	compile := time.Since(t0)
 	plan := g.Plans[0]
-	sparse := plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits)
-	switch j.SparseInput {
-	case SparseOn:
-		sparse = true
-	case SparseOff:
-		sparse = false
-	}
+	sparse := j.sparseOr(func() bool { return plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits) })
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
 		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
