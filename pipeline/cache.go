@@ -53,6 +53,12 @@ func (q *hasher) flush() {
 	q.buf = q.buf[:0]
 }
 
+// sum16 is the hash of what q was given: its first 16 bytes (128 bits).
+func (q *hasher) sum16() []byte {
+	q.flush()
+	return q.h.Sum(nil)[:16]
+}
+
 func (q *hasher) u64(v uint64) {
 	if len(q.buf)+8 > cap(q.buf) {
 		q.flush()
@@ -115,8 +121,7 @@ func Fingerprint(ds *subgraph.Dataset) string {
 	q.i32s("train", ds.Train)
 	q.i32s("val", ds.Val)
 	q.i32s("test", ds.Test)
-	q.flush()
-	return hex.EncodeToString(q.h.Sum(nil)[:16])
+	return hex.EncodeToString(q.sum16())
 }
 
 // calibBatches is the calibration's batch count; it is part of every

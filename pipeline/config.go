@@ -148,6 +148,15 @@ func (e *ConfigError) Detail() string {
 
 func (e *ConfigError) Error() string { return "pipeline: Config." + e.Field + " " + e.Detail() }
 
+// knownFeatureScale is whether s names a feature scale (layers.Scale*).
+func knownFeatureScale(s string) bool {
+	switch s {
+	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:
+		return true
+	}
+	return false
+}
+
 // Check returns a *ConfigError for the first setting that cannot run: an
 // empty Dataset, an unknown Model, Norm, FeatureScale or SparseInput,
 // widths outside 1..32, sizes that are not positive, negative epochs.
@@ -163,9 +172,7 @@ func (c *Config) Check() error {
 	case c.Norm == layers.NormBatch && c.Model != layers.GIN:
 		return bad("Norm", c.Norm, "applies to gin only (gcn and sage have no normalization)")
 	}
-	switch c.FeatureScale {
-	case layers.ScaleSqrt, layers.ScaleMean, layers.ScaleRows, layers.ScaleNone:
-	default:
+	if !knownFeatureScale(c.FeatureScale) {
 		return bad("FeatureScale", c.FeatureScale, "(want sqrt, mean, rows or none)")
 	}
 	switch c.ChannelZ {

@@ -277,13 +277,18 @@ func (j *Job) Compile(m *layers.Model) (*layers.Plan, error) {
 // Sparse says whether plan's first product reads in's sparse codes under
 // the job's SparseInput.
 func (j *Job) Sparse(plan *layers.Plan, in *layers.Input) bool {
+	return j.sparseOr(func() bool { return plan.SparseCheaper(in) })
+}
+
+// sparseOr is SparseInput's choice, or cheaper's when it is auto.
+func (j *Job) sparseOr(cheaper func() bool) bool {
 	switch j.SparseInput {
 	case SparseOn:
 		return true
 	case SparseOff:
 		return false
 	}
-	return plan.SparseCheaper(in)
+	return cheaper()
 }
 
 // Run runs plan over d's batches with input in, reporting batch progress.

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"runtime"
@@ -66,10 +65,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 		QBits: in.Params.Bits, QScale: in.Params.Scale, QLower: in.Params.Lower,
 		ScaleMode: j.FeatureScale}
 	// PlanFingerprint's hash, over the batches as they are written.
-	fp := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
-	fp.tag("plan", 2)
-	fp.u64(uint64(g.N()))
-	fp.u64(uint64(plan.Len()))
+	fp := newPlanHash(g.N(), plan.Len())
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return 0, err
@@ -127,8 +123,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 		}
 		fp.i32s("batch", r.b.Nodes)
 		if i == nb-1 {
-			fp.flush()
-			copy(info.Partition[:], fp.h.Sum(nil))
+			copy(info.Partition[:], fp.sum16())
 			info.Data = fingerprint16(fingerprint())
 		}
 		return r.b, nil
@@ -256,13 +251,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	defer g.Close()
 	compile := time.Since(t0)
 	plan := g.Plans[0]
-	sparse := plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits)
-	switch j.SparseInput {
-	case SparseOn:
-		sparse = true
-	case SparseOff:
-		sparse = false
-	}
+	sparse := j.sparseOr(func() bool { return plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits) })
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
 		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
@@ -424,9 +413,7 @@ func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k,
 	if ds.Features == nil || ds.Labels == nil {
 		return 0, fmt.Errorf("%w: dataset %s needs node features and single-label classes for inference", ErrData, ds.Name)
 	}
-	switch j.FeatureScale {
-	case layers.ScaleMean, layers.ScaleRows, layers.ScaleSqrt, layers.ScaleNone:
-	default:
+	if !knownFeatureScale(j.FeatureScale) {
 		return 0, &ConfigError{"FeatureScale", j.FeatureScale, "is not mean, sqrt, rows or none"}
 	}
 	if len(ds.Train) == 0 {

@@ -27,8 +27,7 @@ type Recipe struct {
 // citation graphs. QAT distils the fp32 model's predictions (QATDistill)
 // and runs all its epochs, keeping the best validation epoch: with the
 // distillation term validation accuracy climbs unevenly, and stopping
-// after 15 flat epochs left citeseer GCN 4-bit at -1.4 points instead of
-// -0.4 (bench/interop/RESULTS.md).
+// early on a flat stretch cost accuracy (bench/interop/RESULTS.md).
 var baseRecipe = Recipe{Norm: layers.NormNone, Epochs: 200, LR: 0.01, WeightDecay: 5e-4, Dropout: 0.5,
 	Patience: 50, QATEpochs: 40, QATLR: 0.003, QATWeightDecay: 5e-4, QATPatience: 0, QATDistill: 10}
 
@@ -56,31 +55,28 @@ func RecipeFor(dataset, model string) Recipe {
 // "QATDistill") for
 // which keep returns true: those the user set. A nil keep takes them all.
 func (c *Config) UseRecipe(r Recipe, keep func(field string) bool) {
-	set := func(field string, dst, v any) {
-		if keep != nil && keep(field) {
-			return
-		}
-		switch d := dst.(type) {
-		case *string:
-			*d = v.(string)
-		case *int:
-			*d = v.(int)
-		case *float64:
-			*d = v.(float64)
-		}
+	if keep == nil {
+		keep = func(string) bool { return false }
 	}
-	set("Norm", &c.Norm, r.Norm)
+	setUnless(keep, "Norm", &c.Norm, r.Norm)
 	if c.PartitionFile == "" { // a partition file sets the batches
-		set("Parts", &c.Parts, r.Parts)
+		setUnless(keep, "Parts", &c.Parts, r.Parts)
 	}
-	set("Epochs", &c.Epochs, r.Epochs)
-	set("LR", &c.LR, r.LR)
-	set("WeightDecay", &c.WeightDecay, r.WeightDecay)
-	set("Dropout", &c.Dropout, r.Dropout)
-	set("Patience", &c.Patience, r.Patience)
-	set("QATEpochs", &c.QATEpochs, r.QATEpochs)
-	set("QATLR", &c.QATLR, r.QATLR)
-	set("QATWeightDecay", &c.QATWeightDecay, r.QATWeightDecay)
-	set("QATPatience", &c.QATPatience, r.QATPatience)
-	set("QATDistill", &c.QATDistill, r.QATDistill)
+	setUnless(keep, "Epochs", &c.Epochs, r.Epochs)
+	setUnless(keep, "LR", &c.LR, r.LR)
+	setUnless(keep, "WeightDecay", &c.WeightDecay, r.WeightDecay)
+	setUnless(keep, "Dropout", &c.Dropout, r.Dropout)
+	setUnless(keep, "Patience", &c.Patience, r.Patience)
+	setUnless(keep, "QATEpochs", &c.QATEpochs, r.QATEpochs)
+	setUnless(keep, "QATLR", &c.QATLR, r.QATLR)
+	setUnless(keep, "QATWeightDecay", &c.QATWeightDecay, r.QATWeightDecay)
+	setUnless(keep, "QATPatience", &c.QATPatience, r.QATPatience)
+	setUnless(keep, "QATDistill", &c.QATDistill, r.QATDistill)
+}
+
+// setUnless sets *dst to v unless keep(field).
+func setUnless[T any](keep func(field string) bool, field string, dst *T, v T) {
+	if !keep(field) {
+		*dst = v
+	}
 }

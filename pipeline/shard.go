@@ -102,15 +102,21 @@ func ModelFingerprint(m *layers.Model) (string, error) {
 // PlanFingerprint identifies the batch plan d runs: the graph's size and
 // every batch's nodes in order (hex SHA-256, 128 bits).
 func PlanFingerprint(d *layers.Data) string {
-	q := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
-	q.tag("plan", 2)
-	q.u64(uint64(d.Graph.N()))
-	q.u64(uint64(len(d.Eval)))
+	q := newPlanHash(d.Graph.N(), len(d.Eval))
 	for _, b := range d.Eval {
 		q.i32s("batch", b.Nodes)
 	}
-	q.flush()
-	return hex.EncodeToString(q.h.Sum(nil)[:16])
+	return hex.EncodeToString(q.sum16())
+}
+
+// newPlanHash starts PlanFingerprint's hash of a plan of nb batches over n
+// nodes; each batch's nodes follow in order, q.i32s("batch", nodes).
+func newPlanHash(n, nb int) *hasher {
+	q := &hasher{h: sha256.New(), buf: make([]byte, 0, 1<<16)}
+	q.tag("plan", 2)
+	q.u64(uint64(n))
+	q.u64(uint64(nb))
+	return q
 }
 
 // ShardHeader is what a shard file says of itself.

@@ -241,8 +241,8 @@ func (g *Graph) IsSymmetric() bool {
 // NumUndirectedEdges counts the distinct unordered pairs {u, v}, u != v,
 // joined by an edge in either direction: the "edges" figure papers and
 // testdata/README.md quote. Self-loops are not counted.
-// Rows are counted on all cores: each reverse lookup is a random read,
-// 4 s on one core at 4M nodes and 33M edges.
+// Rows are counted on all cores: each reverse lookup is a random read
+// (bench/scale/RESULTS.md).
 func (g *Graph) NumUndirectedEdges() int {
 	const rows = 1 << 14
 	n := g.N()

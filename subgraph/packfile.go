@@ -213,25 +213,30 @@ func WritePackedBatches(w PackFileWriter, info *PackFileInfo, next func(i int) (
 	return err
 }
 
+// blobLayout is where a batch's parts lie in its bytes, after a packed
+// buffer of psize bytes: n node ids at ids, then (with scales) n scales at
+// sc; end is the batch's length.
+func blobLayout(psize, n int, scales bool) (ids, sc, end int) {
+	ids = alignUp(psize)
+	end = ids + 4*n
+	if scales {
+		sc = alignUp(end)
+		end = sc + 4*n
+	}
+	return ids, sc, end
+}
+
 // batchBlob lays out one batch's bytes: packed buffer, node ids, scales.
 func batchBlob(b PackFileBatch) []byte {
-	n := len(b.Nodes)
-	at := alignUp(len(b.Packed))
-	size := at + 4*n
-	if b.Scale != nil {
-		size = alignUp(size) + 4*n
-	}
+	ids, sc, size := blobLayout(len(b.Packed), len(b.Nodes), b.Scale != nil)
 	blob := make([]byte, size)
 	copy(blob, b.Packed)
 	le := binary.LittleEndian
 	for i, v := range b.Nodes {
-		le.PutUint32(blob[at+4*i:], uint32(v))
+		le.PutUint32(blob[ids+4*i:], uint32(v))
 	}
-	if b.Scale != nil {
-		at = alignUp(at + 4*n)
-		for i, s := range b.Scale {
-			le.PutUint32(blob[at+4*i:], math.Float32bits(s))
-		}
+	for i, s := range b.Scale {
+		le.PutUint32(blob[sc+4*i:], math.Float32bits(s))
 	}
 	return blob
 }
@@ -421,12 +426,8 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	}
 	psize := binary.LittleEndian.Uint64(blob[56:])
 	n := e.nodes
-	at := uint64(alignUp(int(min(psize, uint64(len(blob))))))
-	end := at + 4*uint64(n)
-	if pf.Info.Scales {
-		end = uint64(alignUp(int(end))) + 4*uint64(n)
-	}
-	if psize > uint64(len(blob)) || end != uint64(len(blob)) {
+	at, sc, end := blobLayout(int(min(psize, uint64(len(blob)))), n, pf.Info.Scales)
+	if psize > uint64(len(blob)) || end != len(blob) {
 		return fail("packed buffer of %d bytes and %d nodes do not make the %d recorded", psize, n, len(blob))
 	}
 	p, err := ReadPacked(blob[:psize])
@@ -439,17 +440,16 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	le := binary.LittleEndian
 	out := PackFileBatch{Packed: blob[:psize], Nodes: make([]int32, n)}
 	for j := range out.Nodes {
-		v := le.Uint32(blob[at+4*uint64(j):])
+		v := le.Uint32(blob[at+4*j:])
 		if v >= uint32(pf.Info.Nodes) {
 			return fail("node id %d outside the graph's %d", v, pf.Info.Nodes)
 		}
 		out.Nodes[j] = int32(v)
 	}
 	if pf.Info.Scales {
-		s := uint64(alignUp(int(at + 4*uint64(n))))
 		out.Scale = make([]float32, n)
 		for j := range out.Scale {
-			out.Scale[j] = math.Float32frombits(le.Uint32(blob[s+4*uint64(j):]))
+			out.Scale[j] = math.Float32frombits(le.Uint32(blob[sc+4*j:]))
 		}
 	}
 	return p, out, nil

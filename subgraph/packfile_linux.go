@@ -48,7 +48,7 @@ func (m *mmapSource) close() error {
 const syncFileRangeWrite = 2
 
 // startWriteback starts writing [off, off+n) of w's file to disk without
-// waiting, when w is a file: a 17 GB packed file's dirty pages otherwise
+// waiting, when w is a file: a large packed file's dirty pages otherwise
 // wait for the final fsync, which then takes as long as the disk needs for
 // all of them, after the cores are done.
 func startWriteback(w any, off, n int64) {

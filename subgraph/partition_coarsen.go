@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"sync/atomic"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // wgraph is the partitioner's working graph: symmetric CSR without
@@ -490,33 +491,28 @@ func contractParallel(g *wgraph, cmap []int32, cn int, match []int32, threads in
 	type piece struct{ deg, adj, wgt []int32 }
 	ps := make([]piece, len(bounds)-1)
 	cg := &wgraph{xadj: make([]int32, cn+1), vwgt: make([]int32, cn), tvwgt: g.tvwgt}
+	// Each participant builds the ranges it takes with its own hash table.
 	var next atomic.Int32
-	var wg sync.WaitGroup
-	for range min(threads, len(ps)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ht := make([]int32, cn)
-			for i := range ht {
-				ht[i] = -1
+	par.Run(min(threads, len(ps)), func(int) {
+		ht := make([]int32, cn)
+		for i := range ht {
+			ht[i] = -1
+		}
+		for t := int(next.Add(1)) - 1; t < len(ps); t = int(next.Add(1)) - 1 {
+			lo, hi := bounds[t], bounds[t+1]
+			room := 0
+			for c := lo; c < hi; c++ {
+				room += vol(c)
 			}
-			for t := int(next.Add(1)) - 1; t < len(ps); t = int(next.Add(1)) - 1 {
-				lo, hi := bounds[t], bounds[t+1]
-				room := 0
-				for c := lo; c < hi; c++ {
-					room += vol(c)
-				}
-				pc := piece{deg: make([]int32, hi-lo), adj: make([]int32, 0, room), wgt: make([]int32, 0, room)}
-				for c := lo; c < hi; c++ {
-					start := len(pc.adj)
-					pc.adj, pc.wgt, cg.vwgt[c] = contractRow(g, cmap, match, leader[c], int32(c), ht, pc.adj, pc.wgt)
-					pc.deg[c-lo] = int32(len(pc.adj) - start)
-				}
-				ps[t] = pc
+			pc := piece{deg: make([]int32, hi-lo), adj: make([]int32, 0, room), wgt: make([]int32, 0, room)}
+			for c := lo; c < hi; c++ {
+				start := len(pc.adj)
+				pc.adj, pc.wgt, cg.vwgt[c] = contractRow(g, cmap, match, leader[c], int32(c), ht, pc.adj, pc.wgt)
+				pc.deg[c-lo] = int32(len(pc.adj) - start)
 			}
-		}()
-	}
-	wg.Wait()
+			ps[t] = pc
+		}
+	})
 	offs := make([]int, len(ps)+1)
 	for t, pc := range ps {
 		offs[t+1] = offs[t] + len(pc.adj)

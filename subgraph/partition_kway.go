@@ -433,14 +433,8 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 		// Only vertices with ed >= id can gain (or break even): no part
 		// can hold more than all of v's external edges. After the first
 		// pass only vertices whose degrees changed are looked at again.
-		if pass == 0 && splitRows(g, kr.threads) {
+		if pass == 0 {
 			bnd = collectRows(g, kr.threads, bnd, func(v int32) bool { return ed[v] > 0 && ed[v] >= id[v] })
-		} else if pass == 0 {
-			for v := int32(0); int(v) < n; v++ {
-				if ed[v] > 0 && ed[v] >= id[v] {
-					bnd = append(bnd, v)
-				}
-			}
 		} else {
 			for _, v := range touched {
 				if ed[v] > 0 && ed[v] >= id[v] {

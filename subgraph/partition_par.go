@@ -1,8 +1,9 @@
 package subgraph
 
 import (
-	"sync"
 	"sync/atomic"
+
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // parallelEdges is the edge count from which a pass over a working graph is
@@ -33,21 +34,9 @@ func splitRows(g *wgraph, threads int) bool {
 }
 
 // runChunks calls f(c, bounds[c], bounds[c+1]) for every range c, on up to
-// threads goroutines that take the ranges in turn.
+// threads participants that take the ranges in turn (par.For).
 func runChunks(bounds []int, threads int, f func(c, lo, hi int)) {
-	chunks := len(bounds) - 1
-	var next atomic.Int32
-	var wg sync.WaitGroup
-	for range min(threads, chunks) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := int(next.Add(1)) - 1; c < chunks; c = int(next.Add(1)) - 1 {
-				f(c, bounds[c], bounds[c+1])
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(len(bounds)-1, threads, func(c int) { f(c, bounds[c], bounds[c+1]) })
 }
 
 // rowChunks splits g's vertices into at most parts consecutive ranges of

@@ -50,7 +50,7 @@ func (d *Dataset) RandomSplit(trainPerClass, valPerClass int, seed uint64) {
 	slices.Sort(d.Train)
 	slices.Sort(d.Val)
 	// Test is the rest of the pools in node order: made by a scan, not a
-	// sort (most of the split's 0.4 s at 4M nodes, on one core).
+	// sort, which was most of the split's time (bench/scale/RESULTS.md).
 	picked := make([]bool, span)
 	for _, v := range d.Train {
 		picked[v] = true

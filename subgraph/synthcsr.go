@@ -20,7 +20,7 @@ func symCSR(n int, src, dst []int32) (*Graph, error) {
 		return nil, fmt.Errorf("%w: %d nodes, %d sources, %d destinations", ErrGraph, n, len(src), len(dst))
 	}
 	workers := runtime.GOMAXPROCS(0)
-	if workers == 1 { // the atomics cost a fifth to a half more on one core (bench/scale/RESULTS.md)
+	if workers == 1 { // the atomics only cost on one core (bench/scale/RESULTS.md)
 		return FromEdges(n, src, dst, BuildOptions{Symmetrize: true, SelfLoops: RemoveSelfLoops})
 	}
 	const edgeChunk = 1 << 16

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -201,9 +200,7 @@ func runBench(args []string, w io.Writer) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(w, rep)
 	}
 	return nil
 }

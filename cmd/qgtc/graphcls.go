@@ -37,6 +37,12 @@ func qGraphDefaults(fs *pflag.FlagSet, c *pipeline.Config) {
 	c.QATLR, c.QATWeightDecay, c.QATPatience = def.QATLR, def.QATWeightDecay, def.QATPatience
 }
 
+// qFoldFlag registers --fold, which infer, sweep and train take for graph
+// classification.
+func qFoldFlag(fs *pflag.FlagSet) *int {
+	return fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
+}
+
 // qGraphFolds is --fold as GraphClassify's folds: 0 is every fold.
 func qGraphFolds(fold int) ([]int, error) {
 	switch {
@@ -58,13 +64,7 @@ var qGraphFlags = map[string]bool{"dataset": true, "model": true, "bits": true, 
 // only), prints the report or writes it as JSON, and, when out is not
 // empty, writes it to out/sweep.json.
 func qGraphRun(cmd string, fs *pflag.FlagSet, c pipeline.Config, widths [][2]int, fold int, device string, quiet, asJSON bool, out string, stdout io.Writer) error {
-	var bad string
-	fs.Visit(func(f *pflag.Flag) {
-		if !qGraphFlags[f.Name] && bad == "" {
-			bad = f.Name
-		}
-	})
-	if bad != "" {
+	if bad := flagOutside(fs, qGraphFlags); bad != "" {
 		return fmt.Errorf("%w: --%s does not apply to graph classification (%s)", errUsage, bad, c.Dataset)
 	}
 	if c.Model != "gin" {
@@ -98,9 +98,7 @@ func qGraphRun(cmd string, fs *pflag.FlagSet, c pipeline.Config, widths [][2]int
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(stdout, r)
 	}
 	printGraphReport(stdout, cmd, r)
 	return nil

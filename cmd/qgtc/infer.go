@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -139,6 +138,15 @@ func qRecipe(fs *pflag.FlagSet, c *pipeline.Config) {
 	c.UseRecipe(pipeline.RecipeFor(c.Dataset, c.Model), func(field string) bool { return fs.Changed(qConfigFlags[field]) })
 }
 
+// qParseAgg is --agg's value, or a usage error.
+func qParseAgg(s string) (layers.AggMode, error) {
+	m, err := layers.ParseAggMode(s)
+	if err != nil {
+		return m, fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, s)
+	}
+	return m, nil
+}
+
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
@@ -270,7 +278,7 @@ func runInfer(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	out := fs.String("out", "", "write the predictions to this file: a .npy of int32 per node, or with --shard a shard file for qgtc merge")
 	shard := fs.String("shard", "", "run shard i/n of the batches (0 <= i < n; a job array's index) and write it to --out")
-	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
+	fold := qFoldFlag(fs)
 	packed := fs.String("packed", "", "run --weights over this packed batch file (qgtc partition --pack-out) batch by batch, without the dataset")
 	gpuLanes := fs.Int("gpu-lanes", 1, "with --packed on GPUs: backends (each its own stream and thread) per GPU, so one's uploads overlap another's kernels")
 	otherData := fs.Bool("other-data", false, "with --packed: allow a model trained on other data than the file's (same features, quantizer and feature scale), e.g. a small synthetic graph's model over a large one")
@@ -292,8 +300,8 @@ func runInfer(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: --shard %s needs --out (the shard file qgtc merge reads)", errUsage, *shard)
 		}
 	}
-	if c.Agg, err = layers.ParseAggMode(*aggFlag); err != nil {
-		return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, *aggFlag)
+	if c.Agg, err = qParseAgg(*aggFlag); err != nil {
+		return err
 	}
 	if c.Merge, err = layers.ParseMergeMode(*mergeFlag); err != nil {
 		return fmt.Errorf("%w: --merge %q (want auto, on or off)", errUsage, *mergeFlag)
@@ -352,9 +360,7 @@ func runInfer(args []string, stdout io.Writer) error {
 		kernels = repeatedKernels(bmm.GroupKernels(kp.KernelSegments()))
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return printJSON(stdout, struct {
 			*pipeline.Report
 			Kernels []bmm.KernelGroup `json:"kernels,omitempty"`
 		}{r, kernels})

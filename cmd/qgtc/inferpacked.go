@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/internal/progress"
-	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/pipeline"
 	"github.com/spf13/pflag"
 )
@@ -23,13 +21,7 @@ var packedFlags = map[string]bool{"packed": true, "weights": true, "device": tru
 // packed batch file, a few batches resident at a time: on the CPU's
 // cores, or streamed to one GPU or several (gpu:all, gpu:0,1).
 func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLanes int, otherData, asJSON, quiet bool, stdout io.Writer) error {
-	var bad string
-	fs.Visit(func(f *pflag.Flag) {
-		if !packedFlags[f.Name] && bad == "" {
-			bad = f.Name
-		}
-	})
-	if bad != "" {
+	if bad := flagOutside(fs, packedFlags); bad != "" {
 		return fmt.Errorf("%w: --%s does not apply with --packed (the file holds the data and its batches)", errUsage, bad)
 	}
 	if weights == "" {
@@ -46,16 +38,12 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 		return fmt.Errorf("--weights %s: %w", weights, err)
 	}
 	c := pipeline.DefaultConfig("")
-	if f := fs.Lookup("sparse-input"); f != nil {
-		c.SparseInput = f.Value.String()
-	}
+	c.SparseInput = fs.Lookup("sparse-input").Value.String()
 	if c.SparseInput != pipeline.SparseAuto && c.SparseInput != pipeline.SparseOn && c.SparseInput != pipeline.SparseOff {
 		return fmt.Errorf("%w: --sparse-input %q (want on, off or auto)", errUsage, c.SparseInput)
 	}
-	if f := fs.Lookup("agg"); f != nil {
-		if c.Agg, err = layers.ParseAggMode(f.Value.String()); err != nil {
-			return fmt.Errorf("%w: --agg %q (want auto, dense or sparse)", errUsage, f.Value.String())
-		}
+	if c.Agg, err = qParseAgg(fs.Lookup("agg").Value.String()); err != nil {
+		return err
 	}
 	c.Passes = passes
 	j := &pipeline.Job{Config: c, Weights: w, Progress: progress.New(qStderr, quiet), Warnings: qStderr}
@@ -75,9 +63,7 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	}
 	r.OpenMS = float64(open.Microseconds()) / 1e3
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "%s: %s a%dw%d on %s, %d batches, %d of %d nodes (%s)\n", r.File, r.Model, r.ABits, r.WBits, r.Kernel, r.Batches, r.BatchNodes, r.Nodes, r.Mode)
 	fmt.Fprintf(stdout, "start-up: open %.1f ms, compile %.1f ms, a batch on each device %.1f ms\n", r.OpenMS, r.CompileMS, r.WarmupMS)

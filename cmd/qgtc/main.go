@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,4 +103,23 @@ func parseFlagsArgs(fs *pflag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return nil
+}
+
+// printJSON writes v to w as one indented JSON object (--json).
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// flagOutside is the first flag given (in fs.Visit's order) that is not
+// in allowed, or "" when every one is.
+func flagOutside(fs *pflag.FlagSet, allowed map[string]bool) string {
+	var bad string
+	fs.Visit(func(f *pflag.Flag) {
+		if !allowed[f.Name] && bad == "" {
+			bad = f.Name
+		}
+	})
+	return bad
 }

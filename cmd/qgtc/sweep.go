@@ -51,7 +51,7 @@ func runSweep(args []string, stdout io.Writer) error {
 	fs.Uint64Var(&c.Seed, "seed", 0, "first seed")
 	device := fs.String("device", "cpu", "cpu, gpu or auto")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
-	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
+	fold := qFoldFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -103,9 +103,7 @@ func runSweep(args []string, stdout io.Writer) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %s, %s, kernel %s\n",
 		rep.Model, rep.Dataset, rep.Nodes, qCount(rep.Batches, "batch", "batches"), qCount(rep.Seeds, "seed", "seeds"), be.Name())

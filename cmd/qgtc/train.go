@@ -87,7 +87,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the trained model (best validation seed) as safetensors")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	fold := fs.Int("fold", 0, "graph-classification datasets (proteins): only this cross-validation fold (1..10; 0: every fold)")
+	fold := qFoldFlag(fs)
 	if err := parseFlagsArgs(fs, args); err != nil { // checkTrainFlags explains a stray argument
 		return err
 	}
