@@ -286,15 +286,7 @@ func (d *Device) upload(b []byte) (*Buffer, error) {
 	if len(b) == 0 {
 		return buf, nil
 	}
-	st, err := d.staging(len(b))
-	if err == nil {
-		copy(st.Bytes(), b)
-		err = d.htod(buf.ptr, st.ptr, len(b))
-	}
-	if err == nil {
-		err = d.drv.do("cuStreamSynchronize", d.stream.h)
-	}
-	if err != nil {
+	if err := buf.write(b); err != nil {
 		_ = d.pool.put(buf.ptr)
 		return nil, err
 	}
