@@ -13,7 +13,6 @@ import (
 	"math/bits"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/qgtc/qgtc/templates"
 )
@@ -493,20 +492,15 @@ func (d *Device) fpFunctions(modName, src string, names ...string) ([]uintptr, e
 		return nil, err
 	}
 	fns := make([]uintptr, len(names))
-	err = d.run(func() error {
-		if d.module(key) == nil {
-			if cubin == nil {
-				return fmt.Errorf("%s: module unloaded (device closed?)", modName)
-			}
-			m := &module{funcs: map[string]uintptr{}}
-			if err := d.drv.do("cuModuleLoadData", uintptr(unsafe.Pointer(&m.h)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
-				return fmt.Errorf("%s: %w", modName, err)
-			}
-			d.addModule(key, m)
+	loaded := func() ([]byte, error) {
+		if cubin == nil {
+			return nil, fmt.Errorf("%s: module unloaded (device closed?)", modName)
 		}
+		return cubin, nil
+	}
+	err = d.run(func() error {
 		for i, name := range names {
-			// function finds the module loaded under the same key.
-			f, err := d.function(modName, src, nil, fpOpts, name)
+			f, err := d.moduleFunction(key, modName, fpOpts, name, loaded)
 			if err != nil {
 				return err
 			}
