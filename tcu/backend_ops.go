@@ -95,7 +95,7 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, qbits int, a, b
 		return fmt.Errorf("tcu: internal: the product launch %v does not take its descriptor by value", cfg)
 	}
 	// The variant's function, looked up once: Device.function hashes the
-	// kernel's source and headers (45 KB) for its cache key on every call.
+	// whole source for its key on every call (bench/scale/RESULTS.md).
 	fn := be.mulFns[cfg]
 	if fn == 0 {
 		src, hdrs := kernelSource("bmm_mma.cu")
