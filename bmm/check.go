@@ -71,10 +71,8 @@ type graphStats struct {
 // figures are remembered, so uploading it again (every cold pass) does not
 // read it twice.
 func (g *Graph) Stats(srcRows int) (maxDeg, maxWeight int64, err error) {
-	if g != nil {
-		if s := (*graphStats)(atomic.LoadPointer(&g.stats)); s != nil && s.srcRows == srcRows {
-			return s.maxDeg, s.maxWeight, nil
-		}
+	if s := g.remembered(srcRows); s != nil {
+		return s.maxDeg, s.maxWeight, nil
 	}
 	maxDeg, maxWeight, err = checkGraph(g, srcRows)
 	if err == nil {
@@ -85,9 +83,17 @@ func (g *Graph) Stats(srcRows int) (maxDeg, maxWeight int64, err error) {
 
 // Checked reports whether Stats has remembered g's figures for srcRows
 // sources: an upload of g then reads none of it to check it.
-func (g *Graph) Checked(srcRows int) bool {
-	s := (*graphStats)(atomic.LoadPointer(&g.stats))
-	return s != nil && s.srcRows == srcRows
+func (g *Graph) Checked(srcRows int) bool { return g.remembered(srcRows) != nil }
+
+// remembered is what Stats remembered of g for srcRows sources, or nil.
+func (g *Graph) remembered(srcRows int) *graphStats {
+	if g == nil {
+		return nil
+	}
+	if s := (*graphStats)(atomic.LoadPointer(&g.stats)); s != nil && s.srcRows == srcRows {
+		return s
+	}
+	return nil
 }
 
 func checkGraph(g *Graph, srcRows int) (int64, int64, error) {

@@ -392,13 +392,19 @@ func (b *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 	if err := bmm.CheckArgmax(len(dst), len(l), cols); err != nil {
 		return err
 	}
+	b.argmaxRows(dst, l, cols)
+	return nil
+}
+
+// argmaxRows is the op of Argmax and ArgmaxAt: argmaxRow of each of the
+// len(dst) rows of l into dst, rows in parallel.
+func (b *Backend) argmaxRows(dst []int32, l []float32, cols int) {
 	b.CountOp()
 	b.parRows(len(dst), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			dst[r] = argmaxRow(l[r*cols : (r+1)*cols])
 		}
 	})
-	return nil
 }
 
 // ArgmaxTo implements bmm.Backend: Argmax's rows, each written at its
@@ -430,13 +436,7 @@ func (b *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) e
 	if err := bmm.CheckArgmaxAt(len(d), off, len(l), cols); err != nil {
 		return err
 	}
-	b.CountOp()
-	d = d[off : off+len(l)/cols]
-	b.parRows(len(d), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			d[r] = argmaxRow(l[r*cols : (r+1)*cols])
-		}
-	})
+	b.argmaxRows(d[off:off+len(l)/cols], l, cols)
 	return nil
 }
 

@@ -251,40 +251,40 @@ func (be *Backend) upload(r *region) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.size > 0 && r.size <= upRingMax {
-		err := func() error {
-			s, err := be.d.upStaging(r.size)
-			if err != nil {
-				return err
-			}
-			r.fill(s.h.Bytes())
-			if err := be.spanOpen(); err != nil { // the copy is device time
-				return err
-			}
-			if err := be.d.htod(buf.ptr, s.h.ptr, r.size); err != nil {
-				return err
-			}
-			return be.d.copied(s)
-		}()
-		if err != nil {
-			_ = be.d.pool.put(buf.ptr)
-			return nil, err
-		}
-	} else if r.size > 0 {
-		st, err := be.d.staging(r.size)
-		if err != nil {
-			_ = be.d.pool.put(buf.ptr)
-			return nil, err
-		}
-		r.fill(st.Bytes())
-		err = be.waitCopy(func() error { return be.d.htod(buf.ptr, st.ptr, r.size) }, nil)
-		if err != nil {
-			_ = be.d.pool.put(buf.ptr)
-			return nil, err
-		}
+	if err := be.copyUp(buf, r); err != nil {
+		_ = be.d.pool.put(buf.ptr)
+		return nil, err
 	}
 	be.tr.HostToDevice += int64(r.size)
 	return buf, nil
+}
+
+// copyUp copies the region into buf: queued from a ring slot, or past
+// upRingMax from the staging buffer, waiting. Device thread only.
+func (be *Backend) copyUp(buf *Buffer, r *region) error {
+	switch {
+	case r.size == 0:
+		return nil
+	case r.size > upRingMax:
+		st, err := be.d.staging(r.size)
+		if err != nil {
+			return err
+		}
+		r.fill(st.Bytes())
+		return be.waitCopy(func() error { return be.d.htod(buf.ptr, st.ptr, r.size) }, nil)
+	}
+	s, err := be.d.upStaging(r.size)
+	if err != nil {
+		return err
+	}
+	r.fill(s.h.Bytes())
+	if err := be.spanOpen(); err != nil { // the copy is device time
+		return err
+	}
+	if err := be.d.htod(buf.ptr, s.h.ptr, r.size); err != nil {
+		return err
+	}
+	return be.d.copied(s)
 }
 
 func (be *Backend) open() error {

@@ -95,7 +95,7 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, qbits int, a, b
 		return fmt.Errorf("tcu: internal: the product launch %v does not take its descriptor by value", cfg)
 	}
 	// The variant's function, looked up once: Device.function hashes the
-	// kernel's source and headers (45 KB) for its cache key on every call.
+	// whole source for its key on every call (bench/scale/RESULTS.md).
 	fn := be.mulFns[cfg]
 	if fn == 0 {
 		src, hdrs := kernelSource("bmm_mma.cu")
@@ -222,9 +222,9 @@ const (
 
 // mul queues ep(A·B) into out as float32 (outFloat), byte codes of
 // qbits (outCodes) or dst's planes (outBits). A product that fits int32
-// is one mma.sync launch (codes: into float32 scratch, then requant); a
-// wider one is summed from int32 products of plane groups on the device,
-// exactly as bmm.WideProduct: in int64 while
+// is one mma.sync launch (codes too: MODE_CODES quantizes in its
+// epilogue); a wider one is summed from int32 products of plane groups on
+// the device, exactly as bmm.WideProduct: in int64 while
 // K·(2^a−1)·(2^b−1) < 2^62, else in float64, then wideout. Device thread
 // only.
 func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devBits, ep [6]uint64, relu bool, rq bmm.Requant) error {

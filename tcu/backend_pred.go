@@ -66,12 +66,9 @@ func (be *Backend) NewInts(n int, fill int32) (bmm.Ints, error) {
 // ArgmaxTo implements bmm.Backend: Argmax's kernel, each row written at
 // its index in dst on the device; nothing comes back.
 func (be *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols int) error {
-	if err := be.open(); err != nil {
+	d, err := be.ints(dst, "argmax destination")
+	if err != nil {
 		return err
-	}
-	d, ok := dst.(*devInts)
-	if !ok || be.mine(&d.devMem) != nil {
-		return fmt.Errorf("%w: argmax destination", bmm.ErrForeign)
 	}
 	ix, ok := at.(*devIndex)
 	if !ok || be.mine(&ix.devMem) != nil {
@@ -93,12 +90,9 @@ func (be *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols 
 // ArgmaxAt implements bmm.ArgmaxAter: Argmax's kernel writing from
 // dst's value off on the device; nothing comes back, nothing waits.
 func (be *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) error {
-	if err := be.open(); err != nil {
+	d, err := be.ints(dst, "argmax destination")
+	if err != nil {
 		return err
-	}
-	d, ok := dst.(*devInts)
-	if !ok || be.mine(&d.devMem) != nil {
-		return fmt.Errorf("%w: argmax destination", bmm.ErrForeign)
 	}
 	lv, err := be.vector(logits)
 	if err != nil {
@@ -116,16 +110,26 @@ func (be *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) 
 
 var _ bmm.ArgmaxAter = (*Backend)(nil)
 
+// ints is v as a live operand of this backend, or ErrForeign naming what
+// (ErrClosed after Close).
+func (be *Backend) ints(v bmm.Ints, what string) (*devInts, error) {
+	if err := be.open(); err != nil {
+		return nil, err
+	}
+	d, ok := v.(*devInts)
+	if !ok || be.mine(&d.devMem) != nil {
+		return nil, fmt.Errorf("%w: %s", bmm.ErrForeign, what)
+	}
+	return d, nil
+}
+
 // ReadInts implements bmm.Backend. While a pass is recorded the copy is
 // recorded too, into a pinned buffer of the recording, and dst is filled
 // at each replay.
 func (be *Backend) ReadInts(dst []int32, v bmm.Ints) error {
-	if err := be.open(); err != nil {
+	d, err := be.ints(v, "ints")
+	if err != nil {
 		return err
-	}
-	d, ok := v.(*devInts)
-	if !ok || be.mine(&d.devMem) != nil {
-		return fmt.Errorf("%w: ints", bmm.ErrForeign)
 	}
 	if len(dst) != d.n {
 		return fmt.Errorf("%w: reading %d ints into %d", bmm.ErrShape, d.n, len(dst))

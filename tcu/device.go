@@ -308,11 +308,21 @@ func elapsed(start, end *Event) (time.Duration, error) {
 // Call on the device thread.
 func (d *Device) function(modName, src string, headers []header, opts []string, name string) (uintptr, error) {
 	key := cacheKey(src, headers, d.info.Arch(), d.nv.Version(), opts)
-	m := d.module(key)
-	if m == nil {
+	return d.moduleFunction(key, modName, opts, name, func() ([]byte, error) {
 		cubin, _, err := d.cache.getOrBuild(key, func() ([]byte, error) {
 			return d.nv.compile(modName, src, headers, d.info.Arch(), opts)
 		})
+		return cubin, err
+	})
+}
+
+// moduleFunction returns kernel name from the module loaded under key,
+// loading the cubin build returns first if there is none. Call on the
+// device thread.
+func (d *Device) moduleFunction(key, modName string, opts []string, name string, build func() ([]byte, error)) (uintptr, error) {
+	m := d.module(key)
+	if m == nil {
+		cubin, err := build()
 		if err != nil {
 			return 0, err
 		}

@@ -182,11 +182,11 @@ const (
 )
 
 func fpSpMMGraph(ids bool) templates.CSR {
-	return skewedCSR(rand.New(rand.NewPCG(21, uint64(b01(ids)))), fpSpMMRows, fpSpMMSources, ids)
+	return skewedCSR(rand.New(rand.NewPCG(21, uint64(b2i(ids)))), fpSpMMRows, fpSpMMSources, ids)
 }
 
 func fpSDDMMGraph(ids bool) templates.CSR {
-	return skewedCSR(rand.New(rand.NewPCG(22, uint64(b01(ids)))), fpSDDMMRows, fpSDDMMSources, ids)
+	return skewedCSR(rand.New(rand.NewPCG(22, uint64(b2i(ids)))), fpSDDMMRows, fpSDDMMSources, ids)
 }
 
 func fpSampledGraph() templates.CSR {

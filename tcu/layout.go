@@ -102,9 +102,8 @@ func newTileMask(words []uint64, bits int, l operandLayout) bittensor.TileMask {
 	m := bittensor.NewTileMask(l.lines, steps*stepWords*64, maskGroup, stepWords*64)
 	pw := l.planeWords()
 	// Tile (line/maskGroup, s) is bit s of its row of tiles: set directly,
-	// and a tile already set is not read again (m.Set's divisions and the
-	// re-reads were most of a streamed batch's feature upload on the
-	// device thread).
+	// and a tile already set is not read again, as this runs on the device
+	// thread for every upload (bench/scale/RESULTS.md).
 	for line := 0; line < l.lines; line++ {
 		tiles := m.Bits[(line/maskGroup)*m.Stride:][:m.Stride]
 		for s := 0; s < steps; s++ {

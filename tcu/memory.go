@@ -180,17 +180,20 @@ func (b *Buffer) Write(src []byte) error {
 	if len(src) > b.size {
 		return fmt.Errorf("%w: writing %d bytes into a %d-byte buffer", ErrShape, len(src), b.size)
 	}
-	return b.d.run(func() error {
-		st, err := b.d.staging(len(src))
-		if err != nil {
-			return err
-		}
-		copy(st.Bytes(), src)
-		if err := b.d.htod(b.ptr, st.ptr, len(src)); err != nil {
-			return err
-		}
-		return b.d.drv.do("cuStreamSynchronize", b.d.stream.h)
-	})
+	return b.d.run(func() error { return b.write(src) })
+}
+
+// write is Write on the device thread.
+func (b *Buffer) write(src []byte) error {
+	st, err := b.d.staging(len(src))
+	if err != nil {
+		return err
+	}
+	copy(st.Bytes(), src)
+	if err := b.d.htod(b.ptr, st.ptr, len(src)); err != nil {
+		return err
+	}
+	return b.d.drv.do("cuStreamSynchronize", b.d.stream.h)
 }
 
 // Read copies the start of the buffer into dst and waits for it.

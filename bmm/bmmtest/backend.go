@@ -678,15 +678,22 @@ func (h *harness) argmax(r *rand.Rand) {
 	}
 	for _, cols := range []int{1, 2, 7, 16, 41, 64, 65} {
 		rows := Sizes[r.IntN(len(Sizes))]
-		v := make([]float32, rows*cols)
-		for i := range v {
-			v[i] = float32(r.IntN(5)) // many ties
-			if r.IntN(30) == 0 {
-				v[i] = nan
-			}
-		}
+		v := tiedLogits(r, rows*cols)
 		h.argmaxOf(h.vector(v), rows, cols, fmt.Sprintf("%d×%d", rows, cols))
 	}
+}
+
+// tiedLogits is n logits of few values (many ties) and a NaN in about
+// every 30th.
+func tiedLogits(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.IntN(5))
+		if r.IntN(30) == 0 {
+			v[i] = float32(math.NaN())
+		}
+	}
+	return v
 }
 
 // argmaxAt, on a backend that has it (bmm.ArgmaxAter), writes batches of
@@ -709,13 +716,7 @@ func (h *harness) argmaxAt(r *rand.Rand) {
 			off := 0
 			for off < size && r.IntN(4) != 0 {
 				rows := 1 + r.IntN(size-off)
-				v := make([]float32, rows*cols)
-				for i := range v {
-					v[i] = float32(r.IntN(5)) // many ties
-					if r.IntN(30) == 0 {
-						v[i] = float32(math.NaN())
-					}
-				}
+				v := tiedLogits(r, rows*cols)
 				l := h.vector(v)
 				require.NoError(h.t, at.ArgmaxAt(g, off, l.g, cols), "ArgmaxAt %d rows of %d at %d of %d", rows, cols, off, size)
 				require.NoError(h.t, h.ref.Argmax(want[off:off+rows], l.r, cols))
@@ -756,13 +757,7 @@ func (h *harness) argmaxTo(r *rand.Rand) {
 				require.NoError(h.t, err, "UploadIndex of %d below %d", len(idx), bound)
 				ri, err := h.ref.UploadIndex(append([]int32(nil), idx...), bound)
 				require.NoError(h.t, err)
-				v := make([]float32, len(idx)*cols)
-				for i := range v {
-					v[i] = float32(r.IntN(5)) // many ties
-					if r.IntN(30) == 0 {
-						v[i] = float32(math.NaN())
-					}
-				}
+				v := tiedLogits(r, len(idx)*cols)
 				l := h.vector(v)
 				require.NoError(h.t, h.got.ArgmaxTo(g, gi, l.g, cols), "ArgmaxTo %d rows of %d below %d", len(idx), cols, bound)
 				require.NoError(h.t, h.ref.ArgmaxTo(ref, ri, l.r, cols))
