@@ -400,8 +400,7 @@ func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done 
 				if lt.err == nil || i < lt.errAt {
 					lt.err, lt.errAt = err, i
 				}
-				for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
-				}
+				lowerTo(&failed, int64(i))
 				return
 			}
 			lt.pack, lt.compute = lt.pack+pk, lt.compute+c
@@ -458,10 +457,7 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 	}
 	var failed atomic.Int64
 	failed.Store(int64(n))
-	fail := func(i int) {
-		for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
-		}
-	}
+	fail := func(i int) { lowerTo(&failed, int64(i)) }
 	var next, read, prep atomic.Int64
 	take, stop := par.Ordered(n, workers, ahead, func(i int) ready {
 		t0 := time.Now()

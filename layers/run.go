@@ -213,8 +213,7 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 					if lw.err == nil || int(i) < lw.errBatch {
 						lw.err, lw.errBatch = err, int(i)
 					}
-					for f := failAt.Load(); i < f && !failAt.CompareAndSwap(f, i); f = failAt.Load() {
-					}
+					lowerTo(&failAt, i)
 				}
 			}
 		}
@@ -278,4 +277,11 @@ func scatterPred(dst, nodes, pred []int32) {
 			dst[v] = pred[lo+j]
 		}
 	})
+}
+
+// lowerTo sets a to v if v is below it: the lowest failing batch, which
+// lanes running batches side by side report.
+func lowerTo(a *atomic.Int64, v int64) {
+	for f := a.Load(); v < f && !a.CompareAndSwap(f, v); f = a.Load() {
+	}
 }
