@@ -370,7 +370,6 @@ func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done 
 			if lanes[i], err = p.lane(i); err != nil {
 				return 0, 0, 0, err
 			}
-			lanes[i].Agg, lanes[i].Merge, lanes[i].Resident = p.Agg, p.Merge, p.Resident
 		}
 	}
 	type laneTimes struct {

@@ -117,7 +117,6 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 		if err != nil {
 			return err
 		}
-		lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

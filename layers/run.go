@@ -53,7 +53,8 @@ func (p *Plan) laneCount(nb int) int {
 // lane returns lane i, making the lanes up to it: a copy of the plan whose
 // backend is a fork of p's, with empty pools and caches of its own. The
 // copy shares p's compiled operands (weights and static epilogue vectors),
-// which ops only read.
+// which ops only read, and has p's settings as they are now (they may have
+// changed since the lane was made).
 func (p *Plan) lane(i int) (*Plan, error) {
 	if p.par == nil {
 		p.par = &planLanes{}
@@ -72,7 +73,9 @@ func (p *Plan) lane(i int) (*Plan, error) {
 		lp.merged.d, lp.merged.first, lp.merged.b = nil, nil, nil
 		p.par.lanes = append(p.par.lanes, lp)
 	}
-	return p.par.lanes[i], nil
+	lp := p.par.lanes[i]
+	lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
+	return lp, nil
 }
 
 // closeLanes frees what the lanes hold (not the plan's own operands, which
@@ -162,8 +165,7 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 			return err
 		}
 	}
-	for _, lp := range lanes { // the settings may have changed since the lanes were made
-		lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
+	for _, lp := range lanes {
 		lp.shared = p.graphs
 	}
 	nb := len(d.Eval)
