@@ -639,13 +639,9 @@ func (p *Plan) scatterTo(batches []*Batch, n int) ([]bmm.Index, bmm.Ints, error)
 	if len(batches) == 0 || p.closed {
 		return nil, nil, nil
 	}
-	idx := make([]bmm.Index, len(batches))
-	for i, b := range batches {
-		ix, err := p.nodeIndex(b, n)
-		if err != nil || ix == nil {
-			return nil, nil, err
-		}
-		idx[i] = ix
+	idx, err := p.nodeIndexes(batches, n)
+	if idx == nil {
+		return nil, nil, err
 	}
 	dst, err := p.Backend.NewInts(n, -1)
 	if err != nil {
