@@ -611,42 +611,16 @@ func (gp *GraphPlan) compileHeads() error {
 	gm, be := gp.model, gp.Backend
 	for l := range gm.Heads {
 		head := &gm.Heads[l]
-		ph := planHead{v: gm.headInput(gp.ops, l)}
-		w := prepareWeights(head, gm.WBits, true)
-		codes := make([]int32, len(w.codes))
-		for j, c := range w.codes {
-			codes[j] = int32(uint32(c))
-		}
-		t, err := bittensor.Pack(codes, head.In, head.Out, gm.WBits, bittensor.ByCols, bittensor.DefaultPadding)
+		gp.heads = append(gp.heads, planHead{v: gm.headInput(gp.ops, l)})
+		hp := &gp.heads[len(gp.heads)-1]
+		w, nb, err := uploadWeights(be, head, gm.WBits, hp.v == 0, &hp.w, &hp.codes, fmt.Sprintf("head %d", l))
+		gp.WeightBytes += nb
 		if err != nil {
 			return err
 		}
-		gp.heads = append(gp.heads, ph)
-		hp := &gp.heads[len(gp.heads)-1]
-		if hp.w, err = be.UploadBits(t); err != nil {
-			return fmt.Errorf("layers: uploading head %d: %w", l, err)
-		}
-		gp.WeightBytes += 8 * len(t.Words())
-		if ph.v == 0 && gm.WBits <= 8 {
-			b := make([]uint8, len(codes))
-			for j, c := range codes {
-				b[j] = uint8(c)
-			}
-			if hp.codes, err = be.UploadCodes(b, head.In, head.Out, gm.WBits); err != nil {
-				return fmt.Errorf("layers: uploading head %d: %w", l, err)
-			}
-		}
-		ep := linEpilogue(&planOp{kind: qLin, lin: head}, gp.params[ph.v], w, head.In, nil, &Batch{}, true)
-		for _, f := range []struct {
-			dst *bmm.Vector
-			v   []float32
-		}{{&hp.epi.ColScale, ep.ColScale}, {&hp.epi.ColTerm, ep.ColTerm}, {&hp.epi.ColConst, ep.ColConst}} {
-			if f.v == nil {
-				continue
-			}
-			if *f.dst, err = be.UploadVector(f.v); err != nil {
-				return fmt.Errorf("layers: uploading head %d's epilogue: %w", l, err)
-			}
+		ep := linEpilogue(&planOp{kind: qLin, lin: head}, gp.params[hp.v], w, head.In, nil, &Batch{}, true)
+		if err := uploadEpi(be, &hp.epi, ep); err != nil {
+			return fmt.Errorf("layers: uploading head %d's epilogue: %w", l, err)
 		}
 	}
 	return nil
