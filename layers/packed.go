@@ -91,7 +91,7 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		pad = pb.Adj.Padding()
 	}
 	// The tile count only feeds the dense-or-edge-list choice, which
-	// AggSparse has made: no mask then (a quarter of a batch's preparing).
+	// AggSparse has made: no mask then (bench/scale/RESULTS.md).
 	tiled := p.Agg != AggSparse
 	var mask bittensor.TileMask
 	if tiled {
@@ -296,8 +296,7 @@ func (p *Plan) forget(b *Batch) {
 // planesInput is the Input of x's rows: each row's non-zero codes, read
 // from its bit planes, with their sums; allOnes is the whole input's.
 // It has no float values (the quantized pass reads none). The lists are
-// sized by a popcount first: grown by append they were a fifth of a
-// streamed batch's host time.
+// sized by a popcount first, not grown by append (bench/scale/RESULTS.md).
 func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
 	n, lw, nb := x.Rows(), x.LineWords(), x.Bits()
 	words, pw := x.Words(), x.PlaneWords()
