@@ -101,11 +101,7 @@ func newGraphBatch(set *subgraph.GraphSet, graphs []int32, packed bool) (*GraphB
 		gb.Sizes[i] = float32(hi - lo)
 	}
 	n := len(b.Nodes)
-	b.Deg, b.DInv = make([]float32, n), make([]float32, n)
-	for v := range n {
-		d := b.Indptr[v+1] - b.Indptr[v]
-		b.Deg[v], b.DInv[v] = float32(d), float32(1/math.Sqrt(float64(d)))
-	}
+	b.degrees()
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 	if packed {
 		pad := bittensor.DefaultPadding

@@ -2,7 +2,6 @@ package layers
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -83,7 +82,7 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		return nil, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
 	}
 	b := &Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(pb.Indices)+n),
-		Adj: pb.Adj, Deg: make([]float32, n), DInv: make([]float32, n), FeatScale: pb.FeatScale}
+		Adj: pb.Adj, FeatScale: pb.FeatScale}
 	// Â in the CSR, the diagonal sorted into each row, as the batcher's
 	// LoopsInCSR makes it; the tile mask as the batcher sets it.
 	pad := pb.Padding
@@ -119,10 +118,8 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 				mask.Set(r, int(c))
 			}
 		}
-		d := b.Indptr[r+1] - b.Indptr[r]
-		b.Deg[r] = float32(d)
-		b.DInv[r] = float32(1 / math.Sqrt(float64(d)))
 	}
+	b.degrees()
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 	// The edge list's check (every index below n, the longest row) runs
 	// here, on a host worker: UploadGraph finds it remembered instead of
