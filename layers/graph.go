@@ -268,11 +268,7 @@ func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g
 			h = st.input.vals
 		}
 		if st.quant {
-			deq := make([]float64, len(h))
-			for k, q := range h {
-				deq[k] = dequant(q, hr.p)
-			}
-			h = deq
+			h = dequantAll(h, hr.p)
 		}
 		weightGrad(g.w[head], d, n, c, head, h, hr.sparse, st.input)
 		if hr.v == 0 {
@@ -283,24 +279,8 @@ func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g
 			dh = make([]float64, n*head.In)
 			st.extra[hr.v] = dh
 		}
-		keep := 1 / (1 - float64(st.dropout))
-		for r := range n {
-			drow := d[r*c : (r+1)*c]
-			for kk := range head.In {
-				k := r*head.In + kk
-				if hr.drop != nil && hr.drop[k] {
-					continue
-				}
-				var s float64
-				wr := hr.w.deq[kk*c : (kk+1)*c]
-				for j, x := range drow {
-					s += x * wr[j]
-				}
-				if hr.drop != nil {
-					s *= keep
-				}
-				dh[k] += s
-			}
+		for k, x := range inputGrad(d, hr.w, n, head, hr.drop, st.dropout) {
+			dh[k] += x
 		}
 	}
 }
