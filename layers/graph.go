@@ -318,12 +318,14 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 	}
 	c := gm.Classes
 	ng := len(b.Graphs)
-	vals := make([]float64, len(y))
-	for k, x := range y {
-		vals[k] = float64(x)
-	}
+	var vals []float64
 	if quant {
 		vals = gm.readoutQuant(y)
+	} else {
+		vals = make([]float64, len(y))
+		for k, x := range y {
+			vals[k] = float64(x)
+		}
 	}
 	sums := aggregate(b.Pool.Indptr, b.Pool.Indices, vals, c)
 	logits := make([]float32, ng*c)
