@@ -634,9 +634,7 @@ func (gp *GraphPlan) Forward(b *GraphBatch, in *Input, sparse bool) ([]float32, 
 // numGraphs).
 func (gp *GraphPlan) Predict(batches []*GraphBatch, in *Input, sparse bool, numGraphs int) ([]int32, error) {
 	pred := make([]int32, numGraphs)
-	for i := range pred {
-		pred[i] = -1
-	}
+	fillPred(pred)
 	for _, b := range batches {
 		_, err := gp.forward(b, in, sparse, func(be bmm.Backend, v bmm.Vector) ([]float32, error) {
 			p := make([]int32, len(b.Graphs))
