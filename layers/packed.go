@@ -361,11 +361,8 @@ func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done 
 	l := p.laneCount(n)
 	lanes := []*Plan{p}
 	if l > 1 && !p.closed {
-		lanes = make([]*Plan, l)
-		for i := range lanes {
-			if lanes[i], err = p.lane(i); err != nil {
-				return 0, 0, 0, err
-			}
+		if lanes, err = p.lanesUpTo(l); err != nil {
+			return 0, 0, 0, err
 		}
 	}
 	type laneTimes struct {

@@ -108,12 +108,9 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 		key graphKey
 		o   bmm.GraphOperand
 	}
-	lps := make([]*Plan, lanes)
-	for w := range lps {
-		var err error
-		if lps[w], err = p.lane(w); err != nil {
-			return err
-		}
+	lps, err := p.lanesUpTo(lanes)
+	if err != nil {
+		return err
 	}
 	out := make([][]made, len(rest))
 	errs := make([]error, len(rest))

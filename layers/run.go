@@ -78,6 +78,18 @@ func (p *Plan) lane(i int) (*Plan, error) {
 	return lp, nil
 }
 
+// lanesUpTo returns lanes 0..l-1 (lane).
+func (p *Plan) lanesUpTo(l int) ([]*Plan, error) {
+	lanes := make([]*Plan, l)
+	for i := range lanes {
+		var err error
+		if lanes[i], err = p.lane(i); err != nil {
+			return nil, err
+		}
+	}
+	return lanes, nil
+}
+
 // closeLanes frees what the lanes hold (not the plan's own operands, which
 // they share) and closes their forks.
 func (p *Plan) closeLanes() {
@@ -158,12 +170,9 @@ func (p *Plan) packLists(b *Batch, in *Input) {
 // runLanes is Run on l lanes (see laneCount); r is the run's result with
 // Pred made.
 func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progress func(done, total int)) error {
-	lanes := make([]*Plan, l)
-	for i := range lanes {
-		var err error
-		if lanes[i], err = p.lane(i); err != nil {
-			return err
-		}
+	lanes, err := p.lanesUpTo(l)
+	if err != nil {
+		return err
 	}
 	for _, lp := range lanes {
 		lp.shared = p.graphs
