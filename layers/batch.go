@@ -288,16 +288,10 @@ func NewBatches(plan *subgraph.BatchPlan, nodeScale []float32) ([]*Batch, error)
 		if sb.SelfLoops {
 			return nil, fmt.Errorf("%w: batch plan keeps the self-loops out of the CSR", ErrModel)
 		}
-		n := len(sb.Nodes)
-		b := &Batch{Nodes: sb.Nodes, Indptr: sb.Indptr, Indices: sb.Indices, Adj: sb.Adj,
-			Deg: make([]float32, n), DInv: make([]float32, n)}
-		for i := range n {
-			d := sb.Indptr[i+1] - sb.Indptr[i]
-			b.Deg[i] = float32(d)
-			b.DInv[i] = float32(1 / math.Sqrt(float64(d)))
-		}
+		b := &Batch{Nodes: sb.Nodes, Indptr: sb.Indptr, Indices: sb.Indices, Adj: sb.Adj}
+		b.degrees()
 		if nodeScale != nil {
-			b.FeatScale = make([]float32, n)
+			b.FeatScale = make([]float32, len(sb.Nodes))
 			for i, v := range sb.Nodes {
 				b.FeatScale[i] = nodeScale[v]
 			}
@@ -309,6 +303,17 @@ func NewBatches(plan *subgraph.BatchPlan, nodeScale []float32) ([]*Batch, error)
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// degrees sets b's Deg and DInv (D^-1/2) from its CSR, whose rows hold
+// the self-loops.
+func (b *Batch) degrees() {
+	n := b.N()
+	b.Deg, b.DInv = make([]float32, n), make([]float32, n)
+	for v := range n {
+		d := b.Indptr[v+1] - b.Indptr[v]
+		b.Deg[v], b.DInv[v] = float32(d), float32(1/math.Sqrt(float64(d)))
+	}
 }
 
 // denseTiles is the number of 64-row × 256-column tiles of a batch

@@ -101,11 +101,7 @@ func newGraphBatch(set *subgraph.GraphSet, graphs []int32, packed bool) (*GraphB
 		gb.Sizes[i] = float32(hi - lo)
 	}
 	n := len(b.Nodes)
-	b.Deg, b.DInv = make([]float32, n), make([]float32, n)
-	for v := range n {
-		d := b.Indptr[v+1] - b.Indptr[v]
-		b.Deg[v], b.DInv[v] = float32(d), float32(1/math.Sqrt(float64(d)))
-	}
+	b.degrees()
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 	if packed {
 		pad := bittensor.DefaultPadding
@@ -272,11 +268,7 @@ func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g
 			h = st.input.vals
 		}
 		if st.quant {
-			deq := make([]float64, len(h))
-			for k, q := range h {
-				deq[k] = dequant(q, hr.p)
-			}
-			h = deq
+			h = dequantAll(h, hr.p)
 		}
 		weightGrad(g.w[head], d, n, c, head, h, hr.sparse, st.input)
 		if hr.v == 0 {
@@ -287,24 +279,8 @@ func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g
 			dh = make([]float64, n*head.In)
 			st.extra[hr.v] = dh
 		}
-		keep := 1 / (1 - float64(st.dropout))
-		for r := range n {
-			drow := d[r*c : (r+1)*c]
-			for kk := range head.In {
-				k := r*head.In + kk
-				if hr.drop != nil && hr.drop[k] {
-					continue
-				}
-				var s float64
-				wr := hr.w.deq[kk*c : (kk+1)*c]
-				for j, x := range drow {
-					s += x * wr[j]
-				}
-				if hr.drop != nil {
-					s *= keep
-				}
-				dh[k] += s
-			}
+		for k, x := range inputGrad(d, hr.w, n, head, hr.drop, st.dropout) {
+			dh[k] += x
 		}
 	}
 }
@@ -342,12 +318,14 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 	}
 	c := gm.Classes
 	ng := len(b.Graphs)
-	vals := make([]float64, len(y))
-	for k, x := range y {
-		vals[k] = float64(x)
-	}
+	var vals []float64
 	if quant {
 		vals = gm.readoutQuant(y)
+	} else {
+		vals = make([]float64, len(y))
+		for k, x := range y {
+			vals[k] = float64(x)
+		}
 	}
 	sums := aggregate(b.Pool.Indptr, b.Pool.Indices, vals, c)
 	logits := make([]float32, ng*c)
@@ -611,42 +589,16 @@ func (gp *GraphPlan) compileHeads() error {
 	gm, be := gp.model, gp.Backend
 	for l := range gm.Heads {
 		head := &gm.Heads[l]
-		ph := planHead{v: gm.headInput(gp.ops, l)}
-		w := prepareWeights(head, gm.WBits, true)
-		codes := make([]int32, len(w.codes))
-		for j, c := range w.codes {
-			codes[j] = int32(uint32(c))
-		}
-		t, err := bittensor.Pack(codes, head.In, head.Out, gm.WBits, bittensor.ByCols, bittensor.DefaultPadding)
+		gp.heads = append(gp.heads, planHead{v: gm.headInput(gp.ops, l)})
+		hp := &gp.heads[len(gp.heads)-1]
+		w, nb, err := uploadWeights(be, head, gm.WBits, hp.v == 0, &hp.w, &hp.codes, fmt.Sprintf("head %d", l))
+		gp.WeightBytes += nb
 		if err != nil {
 			return err
 		}
-		gp.heads = append(gp.heads, ph)
-		hp := &gp.heads[len(gp.heads)-1]
-		if hp.w, err = be.UploadBits(t); err != nil {
-			return fmt.Errorf("layers: uploading head %d: %w", l, err)
-		}
-		gp.WeightBytes += 8 * len(t.Words())
-		if ph.v == 0 && gm.WBits <= 8 {
-			b := make([]uint8, len(codes))
-			for j, c := range codes {
-				b[j] = uint8(c)
-			}
-			if hp.codes, err = be.UploadCodes(b, head.In, head.Out, gm.WBits); err != nil {
-				return fmt.Errorf("layers: uploading head %d: %w", l, err)
-			}
-		}
-		ep := linEpilogue(&planOp{kind: qLin, lin: head}, gp.params[ph.v], w, head.In, nil, &Batch{}, true)
-		for _, f := range []struct {
-			dst *bmm.Vector
-			v   []float32
-		}{{&hp.epi.ColScale, ep.ColScale}, {&hp.epi.ColTerm, ep.ColTerm}, {&hp.epi.ColConst, ep.ColConst}} {
-			if f.v == nil {
-				continue
-			}
-			if *f.dst, err = be.UploadVector(f.v); err != nil {
-				return fmt.Errorf("layers: uploading head %d's epilogue: %w", l, err)
-			}
+		ep := linEpilogue(&planOp{kind: qLin, lin: head}, gp.params[hp.v], w, head.In, nil, &Batch{}, true)
+		if err := uploadEpi(be, &hp.epi, ep); err != nil {
+			return fmt.Errorf("layers: uploading head %d's epilogue: %w", l, err)
 		}
 	}
 	return nil
@@ -682,9 +634,7 @@ func (gp *GraphPlan) Forward(b *GraphBatch, in *Input, sparse bool) ([]float32, 
 // numGraphs).
 func (gp *GraphPlan) Predict(batches []*GraphBatch, in *Input, sparse bool, numGraphs int) ([]int32, error) {
 	pred := make([]int32, numGraphs)
-	for i := range pred {
-		pred[i] = -1
-	}
+	fillPred(pred)
 	for _, b := range batches {
 		_, err := gp.forward(b, in, sparse, func(be bmm.Backend, v bmm.Vector) ([]float32, error) {
 			p := make([]int32, len(b.Graphs))

@@ -2,7 +2,6 @@ package layers
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -83,7 +82,7 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		return nil, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
 	}
 	b := &Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(pb.Indices)+n),
-		Adj: pb.Adj, Deg: make([]float32, n), DInv: make([]float32, n), FeatScale: pb.FeatScale}
+		Adj: pb.Adj, FeatScale: pb.FeatScale}
 	// Â in the CSR, the diagonal sorted into each row, as the batcher's
 	// LoopsInCSR makes it; the tile mask as the batcher sets it.
 	pad := pb.Padding
@@ -91,7 +90,7 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		pad = pb.Adj.Padding()
 	}
 	// The tile count only feeds the dense-or-edge-list choice, which
-	// AggSparse has made: no mask then (a quarter of a batch's preparing).
+	// AggSparse has made: no mask then (bench/scale/RESULTS.md).
 	tiled := p.Agg != AggSparse
 	var mask bittensor.TileMask
 	if tiled {
@@ -119,10 +118,8 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 				mask.Set(r, int(c))
 			}
 		}
-		d := b.Indptr[r+1] - b.Indptr[r]
-		b.Deg[r] = float32(d)
-		b.DInv[r] = float32(1 / math.Sqrt(float64(d)))
 	}
+	b.degrees()
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 	// The edge list's check (every index below n, the longest row) runs
 	// here, on a host worker: UploadGraph finds it remembered instead of
@@ -296,8 +293,7 @@ func (p *Plan) forget(b *Batch) {
 // planesInput is the Input of x's rows: each row's non-zero codes, read
 // from its bit planes, with their sums; allOnes is the whole input's.
 // It has no float values (the quantized pass reads none). The lists are
-// sized by a popcount first: grown by append they were a fifth of a
-// streamed batch's host time.
+// sized by a popcount first, not grown by append (bench/scale/RESULTS.md).
 func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
 	n, lw, nb := x.Rows(), x.LineWords(), x.Bits()
 	words, pw := x.Words(), x.PlaneWords()
@@ -365,12 +361,8 @@ func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done 
 	l := p.laneCount(n)
 	lanes := []*Plan{p}
 	if l > 1 && !p.closed {
-		lanes = make([]*Plan, l)
-		for i := range lanes {
-			if lanes[i], err = p.lane(i); err != nil {
-				return 0, 0, 0, err
-			}
-			lanes[i].Agg, lanes[i].Merge, lanes[i].Resident = p.Agg, p.Merge, p.Resident
+		if lanes, err = p.lanesUpTo(l); err != nil {
+			return 0, 0, 0, err
 		}
 	}
 	type laneTimes struct {
@@ -400,8 +392,7 @@ func (p *Plan) RunPackedAll(n int, load func(i int) (*PackedBatch, error), done 
 				if lt.err == nil || i < lt.errAt {
 					lt.err, lt.errAt = err, i
 				}
-				for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
-				}
+				lowerTo(&failed, int64(i))
 				return
 			}
 			lt.pack, lt.compute = lt.pack+pk, lt.compute+c
@@ -458,10 +449,7 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 	}
 	var failed atomic.Int64
 	failed.Store(int64(n))
-	fail := func(i int) {
-		for f := failed.Load(); int64(i) < f && !failed.CompareAndSwap(f, int64(i)); f = failed.Load() {
-		}
-	}
+	fail := func(i int) { lowerTo(&failed, int64(i)) }
 	var next, read, prep atomic.Int64
 	take, stop := par.Ordered(n, workers, ahead, func(i int) ready {
 		t0 := time.Now()

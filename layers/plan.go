@@ -194,28 +194,11 @@ func (p *Plan) compile() error {
 		var ep *bmm.Epilogue
 		switch op.kind {
 		case qLin:
-			w := prepareWeights(op.lin, m.WBits, true)
-			codes := make([]int32, len(w.codes))
-			for j, c := range w.codes {
-				codes[j] = int32(uint32(c)) // 32-bit codes wrap; Pack stores the bit pattern
-			}
-			t, err := bittensor.Pack(codes, op.lin.In, op.lin.Out, m.WBits, bittensor.ByCols, bittensor.DefaultPadding)
+			w, nb, err := uploadWeights(be, op.lin, m.WBits, in == 0, &p.w[i], &p.wCodes[i], fmt.Sprintf("op %d", i))
+			p.weights[i] = w
+			p.WeightBytes += nb
 			if err != nil {
 				return err
-			}
-			p.weights[i] = w
-			if p.w[i], err = be.UploadBits(t); err != nil {
-				return fmt.Errorf("layers: uploading op %d's weights: %w", i, err)
-			}
-			p.WeightBytes += 8 * len(t.Words())
-			if in == 0 && m.WBits <= 8 {
-				b := make([]uint8, len(codes))
-				for j, c := range codes {
-					b[j] = uint8(c)
-				}
-				if p.wCodes[i], err = be.UploadCodes(b, op.lin.In, op.lin.Out, m.WBits); err != nil {
-					return fmt.Errorf("layers: uploading op %d's weight codes: %w", i, err)
-				}
 			}
 			ep = linEpilogue(op, p.params[in], w, op.lin.In, nil, empty, true)
 			p.widths[i+1] = op.lin.Out
@@ -231,22 +214,60 @@ func (p *Plan) compile() error {
 		if op.out != nil {
 			p.params[i+1] = *op.out
 		}
-		e := &p.epi[i]
-		e.ReLU = ep.ReLU
-		for _, f := range []struct {
-			dst *bmm.Vector
-			v   []float32
-		}{{&e.ColScale, ep.ColScale}, {&e.ColTerm, ep.ColTerm}, {&e.ColConst, ep.ColConst}, {&e.ColBias, ep.ColBias}} {
-			if f.v == nil {
-				continue
-			}
-			var err error
-			if *f.dst, err = be.UploadVector(f.v); err != nil {
-				return fmt.Errorf("layers: uploading op %d's epilogue: %w", i, err)
-			}
+		if err := uploadEpi(be, &p.epi[i], ep); err != nil {
+			return fmt.Errorf("layers: uploading op %d's epilogue: %w", i, err)
 		}
 	}
 	p.Upload = be.Traffic().Sub(before)
+	return nil
+}
+
+// uploadWeights puts l's weight codes at wbits on be: packed by columns
+// into *bits and, for a product from the features' codes (features) at 8
+// bits or fewer, one byte each into *codes; what names the linear in
+// errors. It returns the prepared weights and the packed size in bytes
+// (counted once *bits is set, as the caller frees it).
+func uploadWeights(be bmm.Backend, l *Linear, wbits int, features bool, bits *bmm.Bits, codes *bmm.Codes, what string) (*simWeights, int, error) {
+	w := prepareWeights(l, wbits, true)
+	ints := make([]int32, len(w.codes))
+	for j, c := range w.codes {
+		ints[j] = int32(uint32(c)) // 32-bit codes wrap; Pack stores the bit pattern
+	}
+	t, err := bittensor.Pack(ints, l.In, l.Out, wbits, bittensor.ByCols, bittensor.DefaultPadding)
+	if err != nil {
+		return w, 0, err
+	}
+	if *bits, err = be.UploadBits(t); err != nil {
+		return w, 0, fmt.Errorf("layers: uploading %s's weights: %w", what, err)
+	}
+	nb := 8 * len(t.Words())
+	if features && wbits <= 8 {
+		b := make([]uint8, len(ints))
+		for j, c := range ints {
+			b[j] = uint8(c)
+		}
+		if *codes, err = be.UploadCodes(b, l.In, l.Out, wbits); err != nil {
+			return w, nb, fmt.Errorf("layers: uploading %s's weight codes: %w", what, err)
+		}
+	}
+	return w, nb, nil
+}
+
+// uploadEpi puts ep's per-column vectors on be into e, with its ReLU.
+func uploadEpi(be bmm.Backend, e *bmm.Epi, ep *bmm.Epilogue) error {
+	e.ReLU = ep.ReLU
+	for _, f := range []struct {
+		dst *bmm.Vector
+		v   []float32
+	}{{&e.ColScale, ep.ColScale}, {&e.ColTerm, ep.ColTerm}, {&e.ColConst, ep.ColConst}, {&e.ColBias, ep.ColBias}} {
+		if f.v == nil {
+			continue
+		}
+		var err error
+		if *f.dst, err = be.UploadVector(f.v); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -639,13 +660,9 @@ func (p *Plan) scatterTo(batches []*Batch, n int) ([]bmm.Index, bmm.Ints, error)
 	if len(batches) == 0 || p.closed {
 		return nil, nil, nil
 	}
-	idx := make([]bmm.Index, len(batches))
-	for i, b := range batches {
-		ix, err := p.nodeIndex(b, n)
-		if err != nil || ix == nil {
-			return nil, nil, err
-		}
-		idx[i] = ix
+	idx, err := p.nodeIndexes(batches, n)
+	if idx == nil {
+		return nil, nil, err
 	}
 	dst, err := p.Backend.NewInts(n, -1)
 	if err != nil {

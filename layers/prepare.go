@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync"
+	"sync/atomic"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // Prepare does ahead of Run what Run's first pass over d would otherwise
@@ -107,60 +108,39 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 		key graphKey
 		o   bmm.GraphOperand
 	}
+	lps, err := p.lanesUpTo(lanes)
+	if err != nil {
+		return err
+	}
 	out := make([][]made, len(rest))
 	errs := make([]error, len(rest))
-	var next sync.Mutex
-	at := 0
-	var wg sync.WaitGroup
-	for w := range lanes {
-		lp, err := p.lane(w)
-		if err != nil {
-			return err
-		}
-		lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				next.Lock()
-				i := at
-				at++
-				next.Unlock()
-				if i >= len(rest) {
-					return
-				}
-				for _, u := range graphsOf(rest[i]) {
-					o, err := lp.Backend.UploadGraph(u.g, u.src)
-					if err != nil {
-						errs[i] = fmt.Errorf("layers: uploading a graph: %w", err)
-						break
-					}
-					out[i] = append(out[i], made{u.key, o})
-				}
+	var next atomic.Int64
+	par.Run(lanes, func(w int) {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(rest) {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			for _, u := range graphsOf(rest[i]) {
+				o, err := lps[w].Backend.UploadGraph(u.g, u.src)
+				if err != nil {
+					errs[i] = fmt.Errorf("layers: uploading a graph: %w", err)
+					break
+				}
+				out[i] = append(out[i], made{u.key, o})
+			}
+		}
+	})
 	// Each lane's outputs for its own share of the batches, which Run
 	// gives it first (runLanes).
-	var poolErr error
-	var mu sync.Mutex
-	for w := range lanes {
-		lp := p.par.lanes[w]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, b := range rest[w*len(rest)/lanes : (w+1)*len(rest)/lanes] {
-				if err := lp.fillPool(b, in, sparse); err != nil {
-					mu.Lock()
-					poolErr = cmp.Or(poolErr, err)
-					mu.Unlock()
-					return
-				}
+	poolErrs := make([]error, lanes)
+	par.Run(lanes, func(w int) {
+		for _, b := range rest[w*len(rest)/lanes : (w+1)*len(rest)/lanes] {
+			if poolErrs[w] = lps[w].fillPool(b, in, sparse); poolErrs[w] != nil {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	var failed error // the first batch's error, as Run would report it
 	for i := range out {
 		for _, m := range out[i] {
@@ -174,7 +154,7 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 			failed = errs[i]
 		}
 	}
-	return cmp.Or(failed, poolErr)
+	return cmp.Or(failed, cmp.Or(poolErrs...))
 }
 
 // keepGraph keeps o, a host graph operand, as the plan's graph key.

@@ -108,7 +108,7 @@ func (p *Plan) record(rec bmm.Recorder, batches []*Batch, key replayKey, in *Inp
 	rp := &replayed{key: key}
 	// The nodes go up, and the predictions are set to −1, before
 	// recording: neither is part of a replay.
-	idx := p.nodeIndexes(batches, key.d.Graph.N())
+	idx, _ := p.nodeIndexes(batches, key.d.Graph.N()) // without, the host scatters
 	if idx != nil {
 		var err error
 		if rp.dst, err = p.Backend.NewInts(key.d.Graph.N(), -1); err != nil {
@@ -192,16 +192,16 @@ func (p *Plan) returnOuts(rp *replayed) {
 }
 
 // nodeIndexes returns each batch's nodes as an index on the backend
-// (nodeIndex); nil where the backend refuses one, and the pass then
-// scatters on the host.
-func (p *Plan) nodeIndexes(batches []*Batch, n int) []bmm.Index {
+// (nodeIndex); nil where the backend refuses one (the pass then scatters
+// on the host), with the error of a failed upload.
+func (p *Plan) nodeIndexes(batches []*Batch, n int) ([]bmm.Index, error) {
 	idx := make([]bmm.Index, len(batches))
 	for i, b := range batches {
 		ix, err := p.nodeIndex(b, n)
 		if err != nil || ix == nil {
-			return nil
+			return nil, err
 		}
 		idx[i] = ix
 	}
-	return idx
+	return idx, nil
 }

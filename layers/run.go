@@ -53,7 +53,8 @@ func (p *Plan) laneCount(nb int) int {
 // lane returns lane i, making the lanes up to it: a copy of the plan whose
 // backend is a fork of p's, with empty pools and caches of its own. The
 // copy shares p's compiled operands (weights and static epilogue vectors),
-// which ops only read.
+// which ops only read, and has p's settings as they are now (they may have
+// changed since the lane was made).
 func (p *Plan) lane(i int) (*Plan, error) {
 	if p.par == nil {
 		p.par = &planLanes{}
@@ -72,7 +73,21 @@ func (p *Plan) lane(i int) (*Plan, error) {
 		lp.merged.d, lp.merged.first, lp.merged.b = nil, nil, nil
 		p.par.lanes = append(p.par.lanes, lp)
 	}
-	return p.par.lanes[i], nil
+	lp := p.par.lanes[i]
+	lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
+	return lp, nil
+}
+
+// lanesUpTo returns lanes 0..l-1 (lane).
+func (p *Plan) lanesUpTo(l int) ([]*Plan, error) {
+	lanes := make([]*Plan, l)
+	for i := range lanes {
+		var err error
+		if lanes[i], err = p.lane(i); err != nil {
+			return nil, err
+		}
+	}
+	return lanes, nil
 }
 
 // closeLanes frees what the lanes hold (not the plan's own operands, which
@@ -155,15 +170,11 @@ func (p *Plan) packLists(b *Batch, in *Input) {
 // runLanes is Run on l lanes (see laneCount); r is the run's result with
 // Pred made.
 func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progress func(done, total int)) error {
-	lanes := make([]*Plan, l)
-	for i := range lanes {
-		var err error
-		if lanes[i], err = p.lane(i); err != nil {
-			return err
-		}
+	lanes, err := p.lanesUpTo(l)
+	if err != nil {
+		return err
 	}
-	for _, lp := range lanes { // the settings may have changed since the lanes were made
-		lp.Agg, lp.Merge, lp.Resident = p.Agg, p.Merge, p.Resident
+	for _, lp := range lanes {
 		lp.shared = p.graphs
 	}
 	nb := len(d.Eval)
@@ -213,8 +224,7 @@ func (p *Plan) runLanes(l int, r *Result, d *Data, in *Input, sparse bool, progr
 					if lw.err == nil || int(i) < lw.errBatch {
 						lw.err, lw.errBatch = err, int(i)
 					}
-					for f := failAt.Load(); i < f && !failAt.CompareAndSwap(f, i); f = failAt.Load() {
-					}
+					lowerTo(&failAt, i)
 				}
 			}
 		}
@@ -278,4 +288,11 @@ func scatterPred(dst, nodes, pred []int32) {
 			dst[v] = pred[lo+j]
 		}
 	})
+}
+
+// lowerTo sets a to v if v is below it: the lowest failing batch, which
+// lanes running batches side by side report.
+func lowerTo(a *atomic.Int64, v int64) {
+	for f := a.Load(); v < f && !a.CompareAndSwap(f, v); f = a.Load() {
+	}
 }

@@ -754,45 +754,56 @@ func (m *Model) simBackward(st *simState, dLogits []float64, g *simGrads) {
 				h = st.input.vals
 			}
 			if st.quant {
-				deq := make([]float64, len(h))
-				for k, q := range h {
-					deq[k] = dequant(q, st.inP[i])
-				}
-				h = deq
+				h = dequantAll(h, st.inP[i])
 			}
 			weightGrad(g.w[l], dt, n, width, l, h, sparse, st.input)
 			if op.in[0] == 0 {
 				continue // the features take no gradient
 			}
-			// dĤ = dT·Ŵᵀ, then through the dropout mask.
-			dh := make([]float64, n*l.In)
-			parFor(n, func(rlo, rhi int) {
-				for r := rlo; r < rhi; r++ {
-					drow := dt[r*width : (r+1)*width]
-					o := dh[r*l.In : (r+1)*l.In]
-					for kk := range o {
-						var s float64
-						wr := w.deq[kk*l.Out : (kk+1)*l.Out]
-						for j, d := range drow {
-							s += d * wr[j]
-						}
-						o[kk] = s
-					}
-				}
-			})
-			if drop := st.drops[i]; drop != nil {
-				keep := 1 / (1 - float64(st.dropout))
-				for k := range dh {
-					if drop[k] {
-						dh[k] = 0
-					} else {
-						dh[k] *= keep
-					}
-				}
-			}
-			flow(op.in[0], dh)
+			flow(op.in[0], inputGrad(dt, w, n, l, st.drops[i], st.dropout))
 		}
 	}
+}
+
+// dequantAll returns the values of codes h of p.
+func dequantAll(h []float64, p Params) []float64 {
+	deq := make([]float64, len(h))
+	for k, q := range h {
+		deq[k] = dequant(q, p)
+	}
+	return deq
+}
+
+// inputGrad is the gradient at linear l's input (n rows) from dt, the
+// gradient at its output: dĤ = dT·Ŵᵀ, then through the dropout mask drop
+// (nil: none) of rate dropout.
+func inputGrad(dt []float64, w *simWeights, n int, l *Linear, drop []bool, dropout float32) []float64 {
+	dh := make([]float64, n*l.In)
+	parFor(n, func(rlo, rhi int) {
+		for r := rlo; r < rhi; r++ {
+			drow := dt[r*l.Out : (r+1)*l.Out]
+			o := dh[r*l.In : (r+1)*l.In]
+			for kk := range o {
+				var s float64
+				wr := w.deq[kk*l.Out : (kk+1)*l.Out]
+				for j, d := range drow {
+					s += d * wr[j]
+				}
+				o[kk] = s
+			}
+		}
+	})
+	if drop != nil {
+		keep := 1 / (1 - float64(dropout))
+		for k := range dh {
+			if drop[k] {
+				dh[k] = 0
+			} else {
+				dh[k] *= keep
+			}
+		}
+	}
+	return dh
 }
 
 // bnBackward turns dt, the gradient at bn's output, into the gradient at

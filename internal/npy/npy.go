@@ -38,19 +38,17 @@ func Write(w io.Writer, data any, dims ...int) error {
 		n *= d
 	}
 	var descr string
+	var got int
 	switch v := data.(type) {
 	case []int32:
-		descr = "<i4"
-		if len(v) != n {
-			return fmt.Errorf("npy: %d values for shape %v", len(v), dims)
-		}
+		descr, got = "<i4", len(v)
 	case []float32:
-		descr = "<f4"
-		if len(v) != n {
-			return fmt.Errorf("npy: %d values for shape %v", len(v), dims)
-		}
+		descr, got = "<f4", len(v)
 	default:
 		return fmt.Errorf("npy: %T is not []int32 or []float32", data)
+	}
+	if got != n {
+		return fmt.Errorf("npy: %d values for shape %v", got, dims)
 	}
 	if _, err := w.Write(Header(descr, dims...)); err != nil {
 		return err
