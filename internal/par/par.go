@@ -254,9 +254,8 @@ func (t *team) member(seen uint64) {
 // Spin, then parked until publish wakes it. A member woken by a stale token
 // polls and parks again. The poll does not yield (runtime.Gosched): a
 // yielding member moves between processors through the global run queue,
-// and measured that way the 1M-node GCN pass ran at one-thread speed in
-// about half the runs (218 against 107 ms); the poll is short and the
-// runtime preempts it like any other loop.
+// and then a pass can run at one-thread speed (bench/manycore/RESULTS.md);
+// the poll is short and the runtime preempts it like any other loop.
 func (t *team) await(seen uint64) uint64 {
 	deadline := time.Now().Add(Spin)
 	for i := 0; ; i++ {
