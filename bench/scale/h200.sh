@@ -15,7 +15,8 @@
 #   gen100     the big graph (100M nodes, deg 16, 16 features a node) written
 #              straight into a packed batch file in $WORK (local disk): time, peak RSS
 #   big1       infer --packed on $DEV, --passes $BPASSES: first vs later passes
-#   big2       the same on $MULTI (both GPUs): the multi-GPU ratio
+#   big2       the same on $MULTI2 (two GPUs): the multi-GPU ratio
+#   big4       the same on all GPUs, on a host of more than two
 #   multi2m    the 2M graph in memory on $MULTI, resident and cold
 #   big1-lanes2 the big graph on $DEV with two backends (streams) on the GPU
 #   packed2m   the 2M graph's batches as a packed file, on $DEV and $MULTI: the same
@@ -33,6 +34,9 @@ RESERVE=${RESERVE:-15}  # kept for the table and the archive
 SCALE=${SCALE:-1}
 DEV=${DEV:-gpu}
 MULTI=${MULTI:-gpu:all}
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+MULTI2=${MULTI2:-$([ "${NGPU:-0}" -gt 2 ] && echo gpu:0,1 || echo "$MULTI")}
+STEPMAX=${STEPMAX:-200} # no one step may take the whole call (a hang)
 WORK=${WORK:-${TMPDIR:-/tmp}/qgtc-scale}
 PASSES=${PASSES:-5}
 BPASSES=${BPASSES:-3}
@@ -63,6 +67,7 @@ step() {
     note "$name: skipped, $l s left, needs about $need"
     return 99
   fi
+  ((l > STEPMAX)) && l=$STEPMAX
   local t=$SECONDS
   python3 - "$LOG/$name.rss" timeout -k 5 "$l" "$@" >"$LOG/$name.json" 2>"$LOG/$name.err" <<'EOF'
 import resource, subprocess, sys
@@ -84,7 +89,7 @@ print(" ".join(str(r.get(k, "-")) for k in sys.argv[2:]))' "$@"; }
 
 {
   echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs), $(nproc) cores, $(free -g 2>/dev/null | awk '/Mem:/ {print $2 " GiB"}') RAM"
-  echo "# SCALE=$SCALE DEV=$DEV MULTI=$MULTI BUDGET=$BUDGET WORK=$WORK ($(df -h "$WORK" 2>/dev/null | awk 'NR==2 {print $4 " free"}'))"
+  echo "# SCALE=$SCALE DEV=$DEV MULTI2=$MULTI2 MULTI=$MULTI BUDGET=$BUDGET WORK=$WORK ($(df -h "$WORK" 2>/dev/null | awk 'NR==2 {print $4 " free"}'))"
   echo "# 2M graph: $N2 nodes; big graph: $N100 nodes, $K100 communities, $P100 parts"
 } | tee "$OUT/steps.txt"
 $B/qgtc info >"$LOG/info.txt" 2>&1
@@ -118,7 +123,8 @@ if [ -n "$model" ]; then
   if [ -f "$big" ]; then
     b=(infer --packed "$big" --weights "$model" --other-data --agg "$AGG100" --passes "$BPASSES" --json --quiet)
     step big1 30 $B/qgtc "${b[@]}" --device "$DEV"
-    step big2 30 $B/qgtc "${b[@]}" --device "$MULTI"
+    step big2 30 $B/qgtc "${b[@]}" --device "$MULTI2"
+    [ "$MULTI2" != "$MULTI" ] && step big4 30 $B/qgtc "${b[@]}" --device "$MULTI"
   fi
   mem multi2m-resident "$MULTI" "$PASSES" --resident
   mem multi2m-cold "$MULTI" "$CPASSES"
@@ -151,7 +157,7 @@ gib = lambda b: "%.2f" % (b / 2**30) if b else "-"
 print("| run | device | nodes | first pass ms | later passes' median ms | nodes/s (median) | start-up ms | peak host GiB | peak device GiB | predictions |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 rate = {}
-for name in ["mem2m-resident", "mem2m-cold", "multi2m-resident", "multi2m-cold", "packed2m-1", "packed2m-2", "packed2m-1-sparse", "big1", "big2", "big1-lanes2"]:
+for name in ["mem2m-resident", "mem2m-cold", "multi2m-resident", "multi2m-cold", "packed2m-1", "packed2m-2", "packed2m-1-sparse", "big1", "big2", "big4", "big1-lanes2"]:
     r = load(name)
     if r is None:
         print(f"| {name} | - | - | not run or failed | | | | | | |")
@@ -182,14 +188,15 @@ print()
 ratio("big1", "mem2m-resident", "big graph streamed on one GPU against the 2M graph in memory, resident (nodes/s)")
 ratio("big1", "mem2m-cold", "big graph streamed on one GPU against the 2M graph in memory, cold (nodes/s)")
 ratio("big2", "big1", "big graph, 2 GPUs against 1")
+ratio("big4", "big1", "big graph, all GPUs (big4) against 1")
 ratio("big1-lanes2", "big1", "big graph, one GPU, 2 streams against 1")
-ratio("multi2m-resident", "mem2m-resident", "2M graph resident, 2 GPUs against 1")
-ratio("multi2m-cold", "mem2m-cold", "2M graph cold, 2 GPUs against 1")
-ratio("packed2m-2", "packed2m-1", "2M graph streamed, 2 GPUs against 1")
+ratio("multi2m-resident", "mem2m-resident", "2M graph resident, all GPUs against 1")
+ratio("multi2m-cold", "mem2m-cold", "2M graph cold, all GPUs against 1")
+ratio("packed2m-2", "packed2m-1", "2M graph streamed, all GPUs against 1")
 m, p = load("mem2m-resident"), load("packed2m-1")
 if m and p:
     print(f"- 2M graph packed = in memory, bit for bit: {m['predictions_sha256'] == p['predictions_sha256']}")
-for name in ["big1", "big2", "big1-lanes2", "packed2m-1", "packed2m-2"]:
+for name in ["big1", "big2", "big4", "big1-lanes2", "packed2m-1", "packed2m-2"]:
     r = load(name)
     if r:
         print(f"- {name}: same predictions every pass {r.get('same_as_first')}; first pass read {r['read_ms']:.0f} / prepare {r['pack_ms']:.0f} / run {r['compute_ms']:.0f} ms summed; " +
