@@ -42,7 +42,13 @@ type Backend struct {
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg", "widen", "wideout", "add", "rowsums", "argmax"}
+var aggKernels = []string{"agg", "aggHeavy8", "aggHeavy32", "widen", "wideout", "add", "rowsums", "argmax"}
+
+// aggHeavyDeg is the longest row agg's warp-per-row kernel takes; longer
+// rows go to aggHeavy, a block of warps each (bench/e2e/RESULTS.md), and
+// rows past aggHeavyWide entries (in a graph that has one) to blocks of 32
+// warps instead of 8.
+const aggHeavyDeg, aggHeavyWide = 64, 2048
 
 // NewBackend returns the resident backend on k's device. It compiles (or
 // loads from the kernel cache) kernels/agg.cu up front, so that a broken
@@ -191,6 +197,8 @@ type devGraph struct {
 	indptr, indices   uint64
 	weights           uint64 // 0: every weight is 1
 	maxDeg, maxWeight int64
+	heavy             uint64 // the rows of more than aggHeavyDeg entries
+	nHeavy            int
 }
 
 func (g *devGraph) Rows() int { return g.rows }
@@ -410,6 +418,10 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 	if g.Weights != nil {
 		iw = r.add(g.Weights, max(len(g.Weights), 1))
 	}
+	ih := -1
+	if heavy := heavyRows(g.Indptr, maxDeg); len(heavy) > 0 {
+		ih, out.nHeavy = r.add(asBytes(heavy), 4*len(heavy)), len(heavy)
+	}
 	return orNil(out, be.d.run(func() error {
 		buf, err := be.upload(&r)
 		if err != nil {
@@ -421,8 +433,26 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 		if iw >= 0 {
 			out.weights = base + uint64(iw)
 		}
+		if ih >= 0 {
+			out.heavy = base + uint64(ih)
+		}
 		return nil
 	}))
+}
+
+// heavyRows lists the rows of more than aggHeavyDeg entries (none when the
+// longest, maxDeg, is not).
+func heavyRows(indptr []int32, maxDeg int64) []int32 {
+	if maxDeg <= aggHeavyDeg {
+		return nil
+	}
+	var heavy []int32
+	for r := range len(indptr) - 1 {
+		if indptr[r+1]-indptr[r] > aggHeavyDeg {
+			heavy = append(heavy, int32(r))
+		}
+	}
+	return heavy
 }
 
 // orNil returns (v, nil), or (nil, err): no half-made operand with an

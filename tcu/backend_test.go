@@ -330,18 +330,22 @@ func randomGraph(r *rand.Rand, rows, src, maxDeg, wbits int) *bmm.Graph {
 }
 
 // TestBackendAgg compares AggFloat, AggCodes and AggBit (both packings)
-// with the host reference, with and without weights, widths 1..8.
+// with the host reference, with and without weights, widths 1..8, rows
+// short and long.
 func TestBackendAgg(t *testing.T) {
 	be, err := NewBackend(gpuKernel(t))
 	require.NoError(t, err)
 	defer be.Close()
 	r := rand.New(rand.NewPCG(15, 4))
-	for i, s := range [][3]int{{1, 1, 1}, {65, 40, 31}, {300, 257, 33}, {64, 64, 64}, {33, 500, 70}, {0, 5, 3}, {200, 1000, 1}, {17, 3, 130}} {
-		rows, src, cols := s[0], s[1], s[2]
+	// The last three have rows past aggHeavyDeg (aggHeavy8) and past
+	// aggHeavyWide (aggHeavy32) beside light ones.
+	for i, s := range [][4]int{{1, 1, 1, 24}, {65, 40, 31, 24}, {300, 257, 33, 24}, {64, 64, 64, 24}, {33, 500, 70, 24}, {0, 5, 3, 24},
+		{200, 1000, 1, 24}, {17, 3, 130, 24}, {150, 400, 64, 300}, {70, 900, 767, 200}, {40, 3000, 130, 5000}} {
+		rows, src, cols, maxDeg := s[0], s[1], s[2], s[3]
 		xbits, outBits, wbits := 1+i%8, 1+(i*3+2)%8, []int{0, 3, 0, 1, 8}[i%5]
 		mask := (i * 11) % 64
-		t.Run(fmt.Sprintf("%dx%dx%d_x%d_out%d_w%d_ep%02x", rows, src, cols, xbits, outBits, wbits, mask), func(t *testing.T) {
-			g := randomGraph(r, rows, src, 24, wbits)
+		t.Run(fmt.Sprintf("%dx%dx%d_deg%d_x%d_out%d_w%d_ep%02x", rows, src, cols, maxDeg, xbits, outBits, wbits, mask), func(t *testing.T) {
+			g := randomGraph(r, rows, src, maxDeg, wbits)
 			x := make([]uint8, src*cols)
 			for j := range x {
 				x[j] = uint8(r.IntN(1 << xbits))

@@ -637,7 +637,7 @@ func BenchmarkFetch(b *testing.B) {
 func TestAggKernelsListed(t *testing.T) {
 	src, _ := kernelSource("agg.cu")
 	var entries []string
-	for _, m := range regexp.MustCompile(`extern "C" __global__ void (\w+)\(`).FindAllStringSubmatch(src, -1) {
+	for _, m := range regexp.MustCompile(`extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(`).FindAllStringSubmatch(src, -1) {
 		entries = append(entries, m[1])
 	}
 	require.NotEmpty(t, entries)
@@ -664,4 +664,12 @@ func TestPreferEdgesLaunches(t *testing.T) {
 	// products lost to edge lists (bench/multigpu/RESULTS.md).
 	synth := bmm.AggCost{Rows: 50000, Cols: 64, Edges: 1800000, DenseTiles: 152000, Bits: 4}
 	assert.True(t, be.PreferEdges(synth), "2M-node synthetic graph, one batch")
+}
+
+// TestHeavyRows: the rows aggHeavy takes are exactly those longer than
+// aggHeavyDeg, and a graph with none uploads no list.
+func TestHeavyRows(t *testing.T) {
+	indptr := []int32{0, aggHeavyDeg, aggHeavyDeg, 2*aggHeavyDeg + 1, 2*aggHeavyDeg + 1 + 3*aggHeavyDeg}
+	assert.Equal(t, []int32{2, 3}, heavyRows(indptr, 3*aggHeavyDeg))
+	assert.Nil(t, heavyRows([]int32{0, aggHeavyDeg, 2 * aggHeavyDeg}, aggHeavyDeg))
 }

@@ -14,12 +14,13 @@ enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
 
 __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
 
-// agg computes G·X: warp w of the grid takes destination row v. Its lanes
-// split into 32/L groups of L lanes, each lane summing in int32 four
-// consecutive columns (one 32-bit load where rows are word aligned) of a
-// 4L-column chunk, each group every (32/L)-th entry of the row, two at a
-// time: many rows' codes in flight per warp however narrow the output. The
-// groups' sums meet by shuffles; then lane c takes column c of each 32 for
+// aggRow computes row v of G·X with the W warps of its block (wid: this
+// warp's). Each warp's lanes split into 32/L groups of L lanes, each lane
+// summing in int32 four consecutive columns (one 32-bit load where rows
+// are word aligned) of a 4L-column chunk, each group every (W·32/L)-th
+// entry of the row, four at a time: many rows' codes in flight per warp
+// however narrow the output. The groups' sums meet by shuffles, the warps'
+// in shared memory; then lane c of warp 0 takes column c of each 32 for
 // the epilogue, and for AGG_CODES/AGG_BITS the re-quantization. Packed rows
 // (outByCols 0) are whole words per warp, written with ballots; packed
 // columns put row v's bit into words other rows share, so they are OR-ed
@@ -37,14 +38,18 @@ __device__ __forceinline__ void addCodes(int (&s)[4], const u8* __restrict__ row
   }
 }
 
-extern "C" __global__ void agg(const int* __restrict__ indptr, const int* __restrict__ indices, const u8* __restrict__ w,
-                               const u8* __restrict__ x, long long rows, long long cols, long long mode, u64 out,
-                               u64 colScale, u64 rowTerm, u64 colTerm, u64 colConst, u64 rowScale, u64 colBias,
-                               long long relu, long long rqScale, long long rqOffset, long long outBits,
-                               long long outByCols, long long outLw32, long long outPlane32) {
+#define AGG_PARAMS                                                                                                     \
+  const int *__restrict__ indptr, const int *__restrict__ indices, const u8 *__restrict__ w,                          \
+      const u8 *__restrict__ x, long long rows, long long cols, long long mode, u64 out, u64 colScale, u64 rowTerm,  \
+      u64 colTerm, u64 colConst, u64 rowScale, u64 colBias, long long relu, long long rqScale, long long rqOffset,     \
+      long long outBits, long long outByCols, long long outLw32, long long outPlane32
+#define AGG_ARGS                                                                                                     \
+  indptr, indices, w, x, rows, cols, mode, out, colScale, rowTerm, colTerm, colConst, rowScale, colBias, relu,       \
+      rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32
+
+template <int W>
+__device__ __forceinline__ void aggRow(long long v, int wid, int (*red)[32][4], AGG_PARAMS) {
   const int lane = threadIdx.x & 31;
-  const long long v = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (v >= rows) return;  // the whole warp
   Prob P = {};
   P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
   P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
@@ -55,24 +60,44 @@ extern "C" __global__ void agg(const int* __restrict__ indptr, const int* __rest
     const int chunk = (int)min(cols - c0, 128LL);
     int L = 1;
     while (4 * L < chunk) L <<= 1;
-    const int G = 32 / L, g = lane / L, l = lane % L;
+    const int G = 32 / L, g = lane / L, l = lane % L, S = W * G;
     const long long cc = c0 + 4 * l;
     const int n = (int)max(0LL, min(cols - cc, 4LL));
     int s[4] = {0, 0, 0, 0};
     if (n > 0) {
       const bool word = aligned && n == 4;
-      int e = e0 + g;
-      for (; e + G < e1; e += 2 * G) {
-        const int i0 = indices[e], i1 = indices[e + G];
-        const int w0 = w ? (int)w[e] : 1, w1 = w ? (int)w[e + G] : 1;
+      int e = e0 + wid * G + g;
+      for (; e + 3 * S < e1; e += 4 * S) {
+        const int i0 = indices[e], i1 = indices[e + S], i2 = indices[e + 2 * S], i3 = indices[e + 3 * S];
+        const int w0 = w ? (int)w[e] : 1, w1 = w ? (int)w[e + S] : 1;
+        const int w2 = w ? (int)w[e + 2 * S] : 1, w3 = w ? (int)w[e + 3 * S] : 1;
         addCodes(s, x + (long long)i0 * cols + cc, n, word, w0);
         addCodes(s, x + (long long)i1 * cols + cc, n, word, w1);
+        addCodes(s, x + (long long)i2 * cols + cc, n, word, w2);
+        addCodes(s, x + (long long)i3 * cols + cc, n, word, w3);
       }
-      if (e < e1) addCodes(s, x + (long long)indices[e] * cols + cc, n, word, w ? (int)w[e] : 1);
+      for (; e < e1; e += S) addCodes(s, x + (long long)indices[e] * cols + cc, n, word, w ? (int)w[e] : 1);
     }
     for (int o = L; o < 32; o <<= 1) {
 #pragma unroll
       for (int k = 0; k < 4; k++) s[k] += __shfl_xor_sync(0xffffffffu, s[k], o);
+    }
+    if (W > 1) {
+      if (lane < L) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) red[wid][lane][k] = s[k];
+      }
+      __syncthreads();
+      if (wid == 0) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          int t = 0;
+          for (int u = 0; u < W; u++) t += red[u][l][k];
+          s[k] = t;
+        }
+      }
+      __syncthreads();
+      if (wid != 0) continue;
     }
     for (long long c1 = c0; c1 < c0 + chunk; c1 += 32) {
       const long long c = c1 + lane;
@@ -103,6 +128,29 @@ extern "C" __global__ void agg(const int* __restrict__ indptr, const int* __rest
       }
     }
   }
+}
+
+// agg: warp w of the grid takes destination row v, but for rows of more
+// than heavyDeg entries (heavyDeg 0: none), which aggHeavy takes: one
+// warp's chain of loads over a long row would hold up the whole kernel.
+extern "C" __global__ void agg(long long heavyDeg, AGG_PARAMS) {
+  const long long v = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (v >= rows) return;  // the whole warp
+  if (heavyDeg > 0 && indptr[v + 1] - indptr[v] > heavyDeg) return;
+  aggRow<1>(v, 0, nullptr, AGG_ARGS);
+}
+
+// aggHeavy: block b takes row heavy[b] with all its warps (8 or 32).
+template <int W>
+__device__ __forceinline__ void aggHeavyBlock(const int* __restrict__ heavy, AGG_PARAMS) {
+  __shared__ int red[W][32][4];
+  aggRow<W>(heavy[blockIdx.x], threadIdx.x >> 5, red, AGG_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(256) aggHeavy8(const int* __restrict__ heavy, AGG_PARAMS) {
+  aggHeavyBlock<8>(heavy, AGG_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(1024) aggHeavy32(const int* __restrict__ heavy, AGG_PARAMS) {
+  aggHeavyBlock<32>(heavy, AGG_ARGS);
 }
 
 // storeOut writes value t of element i (row r, column c) in an output of
