@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 
@@ -60,7 +62,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "qgtc: unknown command %q (see 'qgtc --help')\n", args[0])
 		return 2
 	}
-	if err := c.run(args[1:], stdout); err != nil {
+	stop, err := startProfiles()
+	if err == nil {
+		err = c.run(args[1:], stdout)
+		stop()
+	}
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
@@ -71,6 +78,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// startProfiles starts Go's CPU profile into $QGTC_CPUPROFILE and its
+// execution trace (scheduling, GC) into $QGTC_TRACE where they are set;
+// stop ends both. Where a host-side stage is slow, these say why.
+func startProfiles() (stop func(), err error) {
+	var done []func()
+	stop = func() {
+		for _, f := range done {
+			f()
+		}
+	}
+	start := func(env string, begin func(io.Writer) error, end func()) error {
+		path := os.Getenv(env)
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", env, err)
+		}
+		if err := begin(f); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", env, err)
+		}
+		done = append(done, func() { end(); f.Close() })
+		return nil
+	}
+	if err = start("QGTC_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile); err == nil {
+		err = start("QGTC_TRACE", trace.Start, trace.Stop)
+	}
+	if err != nil {
+		stop()
+		return func() {}, err
+	}
+	return stop, nil
 }
 
 // newFlags returns a flag set for a subcommand that reports errors instead of exiting.
