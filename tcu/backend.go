@@ -207,22 +207,11 @@ func (g *devGraph) Rows() int { return g.rows }
 // to 1024), for which UploadBits makes zero-tile lists.
 var listHeights = []int{16, 32, 64, 128, 256, 512, 1024}
 
-// residentWords returns t's words in the resident layout: t's padded
-// lines, each line ceil(K/256) k-steps long (the default padding's), so
-// that operands of any padding with the same K multiply together.
-func residentWords(t *bittensor.Tensor) ([]uint64, operandLayout) {
-	lay := operandLayout{lines: t.PaddedLines(), lw: roundUp((t.K()+63)/64, stepWords)}
-	if lay.lw == t.LineWords() {
-		return t.Words(), lay
-	}
-	out := make([]uint64, t.Bits()*lay.planeWords())
-	for p := 0; p < t.Bits(); p++ {
-		for l := 0; l < lay.lines; l++ {
-			src := t.Line(p, l)
-			copy(out[p*lay.planeWords()+l*lay.lw:], src[:min(len(src), lay.lw)]) // words past K are zero
-		}
-	}
-	return out, lay
+// residentLayout is t's layout on the device: t's padded lines, each line
+// ceil(K/256) k-steps long (the default padding's), so that operands of
+// any padding with the same K multiply together.
+func residentLayout(t *bittensor.Tensor) operandLayout {
+	return operandLayout{lines: t.PaddedLines(), lw: roundUp((t.K()+63)/64, stepWords)}
 }
 
 // bitsLayout is the device layout of a rows×cols tensor with the default
@@ -311,16 +300,18 @@ func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: nil tensor", bmm.ErrShape)
 	}
-	words, lay := residentWords(t)
+	lay := residentLayout(t)
 	var r region
-	r.add(asBytes(words), 8*len(words))
+	// Lines of another length go straight into pinned memory in the
+	// resident layout: no copy of the operand on the way.
+	r.addRows(asBytes(t.Words()), 8*t.LineWords(), 8*lay.lw, t.Bits()*lay.lines)
 	type list struct {
 		h      int
 		kp, ki int
 	}
 	var lists []list
 	if t.Packing() == bittensor.ByRows && lay.lw > 0 && t.Rows() > 0 {
-		mask := newTileMask(words, t.Bits(), lay)
+		mask := newTileMask(t.Words(), t.LineWords(), t.Bits(), lay)
 		for _, h := range listHeights {
 			kp, ki := tileList(mask, h)
 			if len(ki) < (len(kp)-1)*(lay.lw/stepWords) {

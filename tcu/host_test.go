@@ -228,7 +228,9 @@ func TestTileMaskAndList(t *testing.T) {
 		words := deviceWords(a)
 		require.Len(t, words, a.Bits()*l.planeWords())
 		assert.Zero(t, l.lw%stepWords)
-		mask := newTileMask(words, a.Bits(), l)
+		mask := newTileMask(words, l.lw, a.Bits(), l)
+		// The same mask read from the tensor's own lines (UploadBits).
+		assert.Equal(t, mask, newTileMask(a.Words(), a.LineWords(), a.Bits(), residentLayout(a)))
 		// Brute force from the values themselves.
 		nz := func(g, s int) bool {
 			for i := g * 16; i < min(a.Rows(), g*16+16); i++ {
@@ -672,4 +674,34 @@ func TestHeavyRows(t *testing.T) {
 	indptr := []int32{0, aggHeavyDeg, aggHeavyDeg, 2*aggHeavyDeg + 1, 2*aggHeavyDeg + 1 + 3*aggHeavyDeg}
 	assert.Equal(t, []int32{2, 3}, heavyRows(indptr, 3*aggHeavyDeg))
 	assert.Nil(t, heavyRows([]int32{0, aggHeavyDeg, 2 * aggHeavyDeg}, aggHeavyDeg))
+}
+
+// TestRegionRows: rows added by addRows land in pinned memory laid out
+// dstW apart with zeros after them, narrower or wider than their source,
+// between plain parts, whatever the spans' cut.
+func TestRegionRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	for _, tc := range []struct{ srcW, dstW, rows int }{{16, 32, 1}, {16, 32, 40000}, {32, 16, 300}, {8, 8, 7}, {24, 4096, 100}} {
+		src := make([]byte, tc.srcW*tc.rows)
+		for i := range src {
+			src[i] = byte(r.IntN(255) + 1)
+		}
+		head, tail := []byte{1, 2, 3}, []byte{4, 5}
+		var reg region
+		h := reg.add(head, len(head))
+		o := reg.addRows(src, tc.srcW, tc.dstW, tc.rows)
+		e := reg.add(tail, len(tail))
+		dst := make([]byte, reg.size)
+		for i := range dst {
+			dst[i] = 0xee
+		}
+		reg.fill(dst)
+		want := make([]byte, reg.size)
+		copy(want[h:], head)
+		for i := range tc.rows {
+			copy(want[o+i*tc.dstW:], src[i*tc.srcW:i*tc.srcW+min(tc.srcW, tc.dstW)])
+		}
+		copy(want[e:], tail)
+		assert.Equal(t, want, dst, "%+v", tc)
+	}
 }

@@ -197,7 +197,7 @@ func (k *Kernel) choose(jobs []job) (config, []ztj) {
 					continue
 				}
 				la := layoutOf(j.a)
-				kp, ki := tileList(newTileMask(deviceWords(j.a), j.a.Bits(), la), bm)
+				kp, ki := tileList(newTileMask(deviceWords(j.a), la.lw, j.a.Bits(), la), bm)
 				if len(ki) < ((j.m+bm-1)/bm)*(la.lw/stepWords) {
 					lists[i] = ztj{kp, ki}
 				}
@@ -351,15 +351,28 @@ type region struct {
 	parts []regionPart
 }
 
+// regionPart is data at off; with dstW set, data is rows of srcW bytes,
+// each written into a row of dstW bytes, zeros after it.
 type regionPart struct {
-	off  int
-	data []byte
+	off        int
+	data       []byte
+	srcW, dstW int
 }
 
 func (r *region) add(data []byte, n int) int {
 	off := roundUp(r.size, 256)
-	r.parts = append(r.parts, regionPart{off, data})
+	r.parts = append(r.parts, regionPart{off: off, data: data})
 	r.size = off + n
+	return off
+}
+
+// addRows adds rows rows of srcW bytes (data) laid out dstW bytes apart:
+// an operand re-laid out on its way into pinned memory, not into a copy
+// first.
+func (r *region) addRows(data []byte, srcW, dstW, rows int) int {
+	off := roundUp(r.size, 256)
+	r.parts = append(r.parts, regionPart{off: off, data: data[:rows*srcW], srcW: srcW, dstW: dstW})
+	r.size = off + rows*dstW
 	return off
 }
 
@@ -370,20 +383,43 @@ func (r *region) add(data []byte, n int) int {
 func (r *region) fill(dst []byte) {
 	const piece = 256 << 10
 	type span struct {
-		dst, src []byte
+		dst, src   []byte
+		srcW, dstW int
 	}
 	var spans []span
 	end := 0
 	for _, p := range r.parts {
 		clear(dst[end:p.off])
-		for o := 0; o < len(p.data); o += piece {
-			n := min(piece, len(p.data)-o)
-			spans = append(spans, span{dst[p.off+o : p.off+o+n], p.data[o : o+n]})
+		if p.dstW == 0 {
+			for o := 0; o < len(p.data); o += piece {
+				n := min(piece, len(p.data)-o)
+				spans = append(spans, span{dst: dst[p.off+o : p.off+o+n], src: p.data[o : o+n]})
+			}
+			end = p.off + len(p.data)
+			continue
 		}
-		end = p.off + len(p.data)
+		rows := len(p.data) / p.srcW
+		per := max(1, piece/p.dstW)
+		for r0 := 0; r0 < rows; r0 += per {
+			n := min(per, rows-r0)
+			spans = append(spans, span{dst[p.off+r0*p.dstW : p.off+(r0+n)*p.dstW], p.data[r0*p.srcW : (r0+n)*p.srcW], p.srcW, p.dstW})
+		}
+		end = p.off + rows*p.dstW
 	}
 	clear(dst[end:r.size])
-	par.For(len(spans), min(runtime.GOMAXPROCS(0), 8), func(i int) { copy(spans[i].dst, spans[i].src) })
+	par.For(len(spans), min(runtime.GOMAXPROCS(0), 8), func(i int) {
+		s := spans[i]
+		if s.dstW == 0 {
+			copy(s.dst, s.src)
+			return
+		}
+		w := min(s.srcW, s.dstW)
+		for r := range len(s.src) / s.srcW {
+			row := s.dst[r*s.dstW : (r+1)*s.dstW]
+			copy(row, s.src[r*s.srcW:r*s.srcW+w])
+			clear(row[w:])
+		}
+	})
 }
 
 func asBytes[T any](s []T) []byte {

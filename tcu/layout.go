@@ -97,10 +97,10 @@ const maskGroup = 16
 // A operand (its device words) hold a one in any plane. It is computed
 // once per operand; row tiles of any multiple of 16 rows derive their
 // zero-tile lists from it (tileList).
-func newTileMask(words []uint64, bits int, l operandLayout) bittensor.TileMask {
+func newTileMask(words []uint64, srcLW, bits int, l operandLayout) bittensor.TileMask {
 	steps := l.lw / stepWords
 	m := bittensor.NewTileMask(l.lines, steps*stepWords*64, maskGroup, stepWords*64)
-	pw := l.planeWords()
+	pw := l.lines * srcLW
 	// Tile (line/maskGroup, s) is bit s of its row of tiles: set directly,
 	// and a tile already set is not read again, as this runs on the device
 	// thread for every upload (bench/scale/RESULTS.md).
@@ -112,9 +112,17 @@ func newTileMask(words []uint64, bits int, l operandLayout) bittensor.TileMask {
 				continue
 			}
 			var v uint64
-			for p := 0; p < bits; p++ {
-				w := words[p*pw+line*l.lw+s*stepWords:][:stepWords]
-				v |= w[0] | w[1] | w[2] | w[3]
+			if lo := s * stepWords; lo+stepWords <= srcLW {
+				for p := 0; p < bits; p++ {
+					w := words[p*pw+line*srcLW+lo:][:stepWords]
+					v |= w[0] | w[1] | w[2] | w[3]
+				}
+			} else {
+				for p := 0; p < bits; p++ {
+					for _, x := range words[p*pw+line*srcLW+min(lo, srcLW) : p*pw+line*srcLW+srcLW] {
+						v |= x
+					}
+				}
 			}
 			if v != 0 {
 				tiles[s/64] |= bit
