@@ -260,18 +260,43 @@ func ReadPacked(buf []byte) (*Packed, error) {
 		}
 		prevPtr = x
 	}
+	if err := p.checkIndices(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkIndices checks that each row's indices rise, lie in the batch and
+// skip the diagonal: one pass per index width, no per-entry decode call
+// (every pass over a file reads every batch's indices here).
+func (p *Packed) checkIndices() error {
+	le := binary.LittleEndian
+	ptr := p.buf[p.indptrOff : p.indptrOff+4*(p.Nodes+1)]
+	isz := 2
+	if p.Index32 {
+		isz = 4
+	}
+	idx := p.buf[p.indicesOff : p.indicesOff+isz*p.Edges]
+	n := int64(p.Nodes)
+	lo := int(le.Uint32(ptr))
 	for r := 0; r < p.Nodes; r++ {
-		lo, hi := int(le.Uint32(buf[p.indptrOff+4*r:])), int(le.Uint32(buf[p.indptrOff+4*r+4:]))
-		last := -1
-		for e := lo; e < hi; e++ {
-			c := p.index(e)
-			if c <= last || c >= p.Nodes || c == r {
-				return nil, fmt.Errorf("%w: row %d entry %d: column %d (previous %d, %d nodes, no diagonal)", ErrPacked, r, e, c, last, p.Nodes)
+		hi := int(le.Uint32(ptr[4*r+4:]))
+		row, last := idx[isz*lo:isz*hi], int64(-1)
+		for k := 0; k < len(row); k += isz {
+			var c int64
+			if isz == 4 {
+				c = int64(int32(le.Uint32(row[k:])))
+			} else {
+				c = int64(int16(le.Uint16(row[k:])))
+			}
+			if c <= last || c >= n || c == int64(r) {
+				return fmt.Errorf("%w: row %d entry %d: column %d (previous %d, %d nodes, no diagonal)", ErrPacked, r, lo+k/isz, c, last, p.Nodes)
 			}
 			last = c
 		}
+		lo = hi
 	}
-	return p, nil
+	return nil
 }
 
 func (p *Packed) index(e int) int {
@@ -312,47 +337,6 @@ func (p *Packed) Adjacency() (*bittensor.Tensor, error) {
 			row[r>>6] |= 1 << (r & 63)
 		}
 		lo = hi
-	}
-	return t, nil
-}
-
-// Features returns the batch's feature rows as a ByRows tensor, or nil
-// when the buffer carries none.
-func (p *Packed) Features() (*bittensor.Tensor, error) {
-	if p.FeatCols == 0 {
-		return nil, nil
-	}
-	t, err := bittensor.New(p.Nodes, p.FeatCols, p.FeatBits, bittensor.ByRows, p.Padding)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPacked, err)
-	}
-	w := t.Words()
-	src := p.buf[p.featOff : p.featOff+8*len(w)]
-	for i := range w {
-		w[i] = binary.LittleEndian.Uint64(src[8*i:])
-	}
-	// Padding bits must be zero for kernels that run over the padded extents.
-	lw := t.LineWords()
-	for pl := 0; pl < p.FeatBits; pl++ {
-		for l := 0; l < t.PaddedLines(); l++ {
-			line := t.Line(pl, l)
-			if l >= p.Nodes {
-				for _, x := range line {
-					if x != 0 {
-						return nil, fmt.Errorf("%w: padding row %d of plane %d is not zero", ErrPacked, l, pl)
-					}
-				}
-				continue
-			}
-			if tail := p.FeatCols % 64; tail != 0 && line[p.FeatCols/64]>>tail != 0 {
-				return nil, fmt.Errorf("%w: padding bits of row %d, plane %d are not zero", ErrPacked, l, pl)
-			}
-			for _, x := range line[(p.FeatCols+63)/64 : lw] {
-				if x != 0 {
-					return nil, fmt.Errorf("%w: padding words of row %d, plane %d are not zero", ErrPacked, l, pl)
-				}
-			}
-		}
 	}
 	return t, nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"sync"
 )
 
@@ -400,7 +399,9 @@ func (pf *PackedFile) Len() int { return len(pf.entries) }
 
 // Batch returns batch i: its packed buffer validated (ReadPacked), node ids
 // (each inside the graph) and scales. Its bytes are checksummed on the first
-// call for i; the packed view reads the mapped file in place.
+// call for i; the packed view, and on a little-endian host the node ids and
+// scales, read the mapped file in place: they must not be written, and are
+// invalid after Close.
 func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if i < 0 || i >= len(pf.entries) {
 		return nil, PackFileBatch{}, fmt.Errorf("%w: batch %d of %d", ErrPackFile, i, len(pf.entries))
@@ -437,19 +438,28 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if p.Nodes != n || p.FeatCols != pf.Info.FeatCols || p.FeatBits != pf.Info.QBits {
 		return fail("%d nodes, features %d × %d bits; the table says %d nodes, the header %d × %d", p.Nodes, p.FeatCols, p.FeatBits, n, pf.Info.FeatCols, pf.Info.QBits)
 	}
-	le := binary.LittleEndian
-	out := PackFileBatch{Packed: blob[:psize], Nodes: make([]int32, n)}
-	for j := range out.Nodes {
-		v := le.Uint32(blob[at+4*j:])
-		if v >= uint32(pf.Info.Nodes) {
-			return fail("node id %d outside the graph's %d", v, pf.Info.Nodes)
+	// Node ids and scales are read in place where the host allows (views
+	// of the map, or of the batch's own read buffer), else decoded.
+	ids := blob[at : at+4*n]
+	out := PackFileBatch{Packed: blob[:psize], Nodes: int32View(ids)}
+	if out.Nodes == nil {
+		out.Nodes = make([]int32, n)
+		for j := range out.Nodes {
+			out.Nodes[j] = int32(binary.LittleEndian.Uint32(ids[4*j:]))
 		}
-		out.Nodes[j] = int32(v)
+	}
+	for _, v := range out.Nodes {
+		if uint32(v) >= uint32(pf.Info.Nodes) {
+			return fail("node id %d outside the graph's %d", uint32(v), pf.Info.Nodes)
+		}
 	}
 	if pf.Info.Scales {
-		out.Scale = make([]float32, n)
-		for j := range out.Scale {
-			out.Scale[j] = math.Float32frombits(le.Uint32(blob[sc+4*j:]))
+		sb := blob[sc : sc+4*n]
+		if out.Scale = float32View(sb); out.Scale == nil {
+			out.Scale = make([]float32, n)
+			for j := range out.Scale {
+				out.Scale[j] = math.Float32frombits(binary.LittleEndian.Uint32(sb[4*j:]))
+			}
 		}
 	}
 	return p, out, nil
@@ -483,13 +493,7 @@ func (r readSource) close() error       { return r.f.Close() }
 // AppendIndices decodes the batch's CSR: it fills indptr (length Nodes+1)
 // and appends the column indices to dst.
 func (p *Packed) AppendIndices(dst []int32, indptr []int32) []int32 {
-	le := binary.LittleEndian
-	for r := 0; r <= p.Nodes; r++ {
-		indptr[r] = int32(le.Uint32(p.buf[p.indptrOff+4*r:]))
-	}
-	dst = slices.Grow(dst, p.Edges)
-	for e := range p.Edges {
-		dst = append(dst, int32(p.index(e)))
-	}
-	return dst
+	ptr, idx := p.CSR(indptr, nil)
+	copy(indptr, ptr)
+	return append(dst, idx...)
 }
