@@ -56,6 +56,11 @@ func TestPackRoundTrip(t *testing.T) {
 				adj, err := pk.Adjacency()
 				require.NoError(t, err)
 				require.True(t, b.Adj.Equal(adj), "unpacked adjacency differs")
+				// The CSR, in place or decoded, is the batch's (without the
+				// diagonal Pack leaves to the flag).
+				ptr, idx := pk.CSR(nil, nil)
+				assert.Equal(t, b.Indptr, ptr)
+				assert.Equal(t, b.Indices, idx)
 				x, err := pk.Features()
 				require.NoError(t, err)
 				if feat == nil {
@@ -75,6 +80,20 @@ func TestPackRoundTrip(t *testing.T) {
 				adj2, err := pk2.Adjacency()
 				require.NoError(t, err)
 				assert.True(t, adj.Equal(adj2))
+				ptr2, idx2 := pk2.CSR(make([]int32, 1), make([]int32, 0, 1<<12))
+				assert.Equal(t, b.Indptr, ptr2)
+				assert.Equal(t, b.Indices, idx2)
+				// Features into reused storage, dirty and large enough: the same.
+				dirty := make([]uint64, len(x.Words())+5)
+				for i := range dirty {
+					dirty[i] = ^uint64(0)
+				}
+				for _, q := range []*Packed{pk, pk2} {
+					x2, err := q.FeaturesIn(dirty)
+					require.NoError(t, err)
+					assert.True(t, x.Equal(x2))
+					assert.Same(t, &dirty[0], &x2.Words()[0], "the storage given is used")
+				}
 			}
 		})
 	}
