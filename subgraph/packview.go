@@ -85,17 +85,54 @@ func (p *Packed) FeaturesIn(buf []uint64) (*bittensor.Tensor, error) {
 	}
 	w := t.Words()
 	src := p.buf[p.featOff : p.featOff+8*len(w)]
-	if v := view[uint64](src); v != nil {
-		copy(w, v)
-	} else {
+	// Padding bits must be zero for kernels that run over the padded
+	// extents: past the last row, and past the last column in each row.
+	// One OR over them all, block by block as each is copied (it is in
+	// cache then); the loop below names the first bad one.
+	lw, pw := t.LineWords(), t.PlaneWords()
+	full, tail := p.FeatCols/64, p.FeatCols%64
+	used := (p.FeatCols + 63) / 64
+	var bad uint64
+	orPad := func(lines []uint64) (or uint64) { // column by column: no slice a line
+		if tail != 0 {
+			for i := full; i < len(lines); i += lw {
+				or |= lines[i] >> tail
+			}
+		}
+		for j := used; j < lw; j++ {
+			for i := j; i < len(lines); i += lw {
+				or |= lines[i]
+			}
+		}
+		return or
+	}
+	v := view[uint64](src)
+	if v == nil {
 		for i := range w {
 			w[i] = binary.LittleEndian.Uint64(src[8*i:])
 		}
 	}
-	// Padding bits must be zero for kernels that run over the padded
-	// extents: past the last row, and past the last column in each row.
-	lw, pw := t.LineWords(), t.PlaneWords()
-	full, tail := p.FeatCols/64, p.FeatCols%64
+	const block = 1024 // lines
+	for pl := 0; pl < p.FeatBits; pl++ {
+		plane, rows := w[pl*pw:(pl+1)*pw], p.Nodes*lw
+		if v != nil {
+			from := v[pl*pw : (pl+1)*pw]
+			for lo := 0; lo < rows; lo += block * lw {
+				hi := min(rows, lo+block*lw)
+				bad |= orPad(from[lo:hi])
+				copy(plane[lo:hi], from[lo:hi])
+			}
+			copy(plane[rows:], from[rows:])
+		} else {
+			bad |= orPad(plane[:rows])
+		}
+		for _, x := range plane[rows:] {
+			bad |= x
+		}
+	}
+	if bad == 0 {
+		return t, nil
+	}
 	for pl := 0; pl < p.FeatBits; pl++ {
 		plane := w[pl*pw : (pl+1)*pw]
 		for l := 0; l < t.PaddedLines(); l++ {
@@ -111,12 +148,12 @@ func (p *Packed) FeaturesIn(buf []uint64) (*bittensor.Tensor, error) {
 			if tail != 0 && line[full]>>tail != 0 {
 				return nil, fmt.Errorf("%w: padding bits of row %d, plane %d are not zero", ErrPacked, l, pl)
 			}
-			for _, x := range line[(p.FeatCols+63)/64:] {
+			for _, x := range line[used:] {
 				if x != 0 {
 					return nil, fmt.Errorf("%w: padding words of row %d, plane %d are not zero", ErrPacked, l, pl)
 				}
 			}
 		}
 	}
-	return t, nil
+	return nil, fmt.Errorf("%w: padding bits are not zero", ErrPacked) // not reached
 }
