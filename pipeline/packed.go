@@ -209,6 +209,9 @@ type PackedOptions struct {
 	Stream bool
 }
 
+// streamWorkersPerDevice bounds a streamed run's host workers per device.
+const streamWorkersPerDevice = 8
+
 // InferPacked runs j.Weights (a calibrated model) over the packed batch
 // file at path in batch order on j.Backend, or spread over j.Devices. The
 // model must take the file's feature codes (the same quantizer and
@@ -285,8 +288,11 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if stream {
-		// A core for each device's goroutine, which stages its uploads.
-		workers = max(1, workers-len(g.Plans))
+		// A core for each device's goroutine, which stages its uploads, and
+		// at most streamWorkersPerDevice workers a device: enough to keep
+		// one fed (bench/scale/RESULTS.md, round 3), while more only hold
+		// more batches ready and take Ps from the devices' goroutines.
+		workers = max(1, min(workers-len(g.Plans), streamWorkersPerDevice*len(g.Plans)))
 	}
 	if stream && pf.Len() > 0 {
 		t0 := time.Now()
