@@ -99,6 +99,11 @@ func (pp *PreparedBatch) Release() {
 type hostBufs struct {
 	nodes, indptr, indices scratch[int32]
 	deg, dinv              scratch[float32]
+	// A sparse first product's code lists (planesInput) and their sums.
+	inPtr, inIdx scratch[int32]
+	inCodes      scratch[uint32]
+	sums         scratch[float32]
+	weights      scratch[uint8]
 }
 
 var hostPool = sync.Pool{New: func() any { return new(hostBufs) }}
@@ -217,13 +222,31 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		pp.x = pb.Feat
 		return pp, nil
 	}
-	in := planesInput(pb.Feat, params, allOnes)
+	in := planesInput(pb.Feat, params, allOnes, hb)
 	if err := p.checkInput(in); err != nil {
 		hb.put()
 		return nil, err
 	}
 	b.feat.in, b.feat.sums = in, in.rowSums
 	pp.sx = in
+	if p.byteFirst(in) && in.Params.Bits <= 8 {
+		// featRows' graph of in's lists, made here: the batch's rows are
+		// in's, so its indptr and indices are in's own.
+		g := &bmm.Graph{Indptr: in.Indptr, Indices: in.Indices}
+		wmax := uint32(1)
+		if !in.allOnes {
+			g.Weights, g.WeightBits = hb.weights.take(len(in.Codes)), in.Params.Bits
+			for j, c := range in.Codes {
+				g.Weights[j] = uint8(c)
+				wmax = max(wmax, c)
+			}
+		}
+		var maxDeg int64
+		for r := range n {
+			maxDeg = max(maxDeg, int64(in.Indptr[r+1]-in.Indptr[r]))
+		}
+		b.feat.graph, b.feat.bound, b.feat.adjMade = g, maxDeg*int64(wmax), true
+	}
 	p.packLists(b, in)
 	return pp, nil
 }
@@ -362,11 +385,18 @@ func (p *Plan) forget(b *Batch) {
 // planesInput is the Input of x's rows: each row's non-zero codes, read
 // from its bit planes, with their sums; allOnes is the whole input's.
 // It has no float values (the quantized pass reads none). The lists are
-// sized by a popcount first, not grown by append (bench/scale/RESULTS.md).
-func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
+// sized by a popcount first, not grown by append (bench/scale/RESULTS.md),
+// and taken from hb when it is not nil.
+func planesInput(x *bittensor.Tensor, params Params, allOnes bool, hb *hostBufs) *Input {
 	n, lw, nb := x.Rows(), x.LineWords(), x.Bits()
 	words, pw := x.Words(), x.PlaneWords()
-	in := &Input{Rows: n, Cols: x.Cols(), Params: params, Indptr: make([]int32, n+1)}
+	if hb == nil {
+		hb = new(hostBufs)
+	}
+	// Words past the columns are padding, zero (subgraph checks a packed
+	// batch's): only the used ones are read.
+	used := min(lw, (x.Cols()+63)/64)
+	in := &Input{Rows: n, Cols: x.Cols(), Params: params, Indptr: hb.inPtr.take(n + 1)}
 	// anyBits is the OR of word w of row r over the planes.
 	anyBits := func(r, w int) uint64 {
 		var v uint64
@@ -377,16 +407,17 @@ func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
 	}
 	total := 0
 	for r := range n {
-		for w := range lw {
+		for w := range used {
 			total += bits.OnesCount64(anyBits(r, w))
 		}
 	}
-	in.Indices, in.Codes = make([]int32, total), make([]uint32, total)
-	sums := make([]float32, n)
+	in.Indices, in.Codes = hb.inIdx.take(total), hb.inCodes.take(total)
+	sums := hb.sums.take(n)
 	at := 0
+	in.Indptr[0] = 0
 	for r := range n {
 		var s int64
-		for w := range lw {
+		for w := range used {
 			for v := anyBits(r, w); v != 0; v &= v - 1 {
 				k := bits.TrailingZeros64(v)
 				var q uint32
