@@ -197,7 +197,12 @@ func (b *Batch) pack(feat *bittensor.Tensor, idx32 bool) ([]byte, error) {
 // ReadPacked validates a packed batch buffer (header, section bounds and
 // order, monotone indptr, sorted in-range indices) and returns a view of
 // it; the buffer is not copied.
-func ReadPacked(buf []byte) (*Packed, error) {
+func ReadPacked(buf []byte) (*Packed, error) { return readPacked(buf, true) }
+
+// readPacked is ReadPacked, checking the indices themselves only when
+// indices is set (PackedFile does on a batch's first use, with its
+// checksum; Adjacency checks what it indexes by).
+func readPacked(buf []byte, indices bool) (*Packed, error) {
 	if len(buf) < packHeader {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrPacked, len(buf), packHeader)
 	}
@@ -259,6 +264,9 @@ func ReadPacked(buf []byte) (*Packed, error) {
 			return nil, fmt.Errorf("%w: indptr[%d]=%d (previous %d, %d edges)", ErrPacked, r, x, prevPtr, p.Edges)
 		}
 		prevPtr = x
+	}
+	if !indices {
+		return p, nil
 	}
 	if err := p.checkIndices(); err != nil {
 		return nil, err
@@ -341,12 +349,18 @@ func (p *Packed) Adjacency() (*bittensor.Tensor, error) {
 			sec := p.buf[p.indicesOff+4*int(lo) : p.indicesOff+4*int(hi)]
 			for k := 0; k+4 <= len(sec); k += 4 {
 				c := le.Uint32(sec[k:])
+				if c >= uint32(p.Nodes) {
+					return nil, fmt.Errorf("%w: row %d: column %d of %d nodes", ErrPacked, r, c, p.Nodes)
+				}
 				row[c>>6] |= 1 << (c & 63)
 			}
 		} else {
 			sec := p.buf[p.indicesOff+2*int(lo) : p.indicesOff+2*int(hi)]
 			for k := 0; k+2 <= len(sec); k += 2 {
 				c := le.Uint16(sec[k:])
+				if int(c) >= p.Nodes {
+					return nil, fmt.Errorf("%w: row %d: column %d of %d nodes", ErrPacked, r, c, p.Nodes)
+				}
 				row[c>>6] |= 1 << (c & 63)
 			}
 		}

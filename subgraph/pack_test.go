@@ -237,3 +237,34 @@ func BenchmarkPack(b *testing.B) {
 		})
 	}
 }
+
+// TestAdjacencyChecksIndices: a buffer read without its index check (as
+// PackedFile reads a batch after the first time) still has Adjacency
+// refuse an index past the batch instead of writing past a row.
+func TestAdjacencyChecksIndices(t *testing.T) {
+	g, p := batchFixture(t)
+	bp, err := Batches(g, p, BatchOptions{PartsPerBatch: 2, SelfLoops: true})
+	require.NoError(t, err)
+	b, err := bp.Batch(0)
+	require.NoError(t, err)
+	require.NotEmpty(t, b.Indices)
+	for _, idx32 := range []bool{false, true} {
+		buf, err := b.pack(nil, idx32)
+		require.NoError(t, err)
+		pk, err := ReadPacked(buf)
+		require.NoError(t, err)
+		last := pk.indicesOff + 2*(pk.Edges-1)
+		if idx32 {
+			last = pk.indicesOff + 4*(pk.Edges-1)
+			binary.LittleEndian.PutUint32(buf[last:], uint32(len(b.Nodes)+200))
+		} else {
+			binary.LittleEndian.PutUint16(buf[last:], uint16(len(b.Nodes)+200))
+		}
+		_, err = ReadPacked(buf)
+		require.ErrorIs(t, err, ErrPacked)
+		pk, err = readPacked(buf, false)
+		require.NoError(t, err)
+		_, err = pk.Adjacency()
+		assert.ErrorIs(t, err, ErrPacked, "idx32 %v", idx32)
+	}
+}

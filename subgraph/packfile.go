@@ -398,8 +398,8 @@ func openPacked(f *os.File, path string) (*PackedFile, error) {
 func (pf *PackedFile) Len() int { return len(pf.entries) }
 
 // Batch returns batch i: its packed buffer validated (ReadPacked), node ids
-// (each inside the graph) and scales. Its bytes are checksummed on the first
-// call for i; the packed view, and on a little-endian host the node ids and
+// (each inside the graph) and scales. Its bytes are checksummed, and its
+// indices checked, on the first call for i; the packed view, and on a little-endian host the node ids and
 // scales, read the mapped file in place: they must not be written, and are
 // invalid after Close.
 func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
@@ -421,9 +421,6 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 		if got := crc32.Checksum(blob, castagnoli); got != e.crc {
 			return fail("checksum %08x, recorded %08x", got, e.crc)
 		}
-		pf.mu.Lock()
-		pf.checked[i] = true
-		pf.mu.Unlock()
 	}
 	psize := binary.LittleEndian.Uint64(blob[56:])
 	n := e.nodes
@@ -431,9 +428,17 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if psize > uint64(len(blob)) || end != len(blob) {
 		return fail("packed buffer of %d bytes and %d nodes do not make the %d recorded", psize, n, len(blob))
 	}
-	p, err := ReadPacked(blob[:psize])
+	// The indices are checked with the checksum, once: a pass reads each
+	// batch's ~10^6 of them otherwise again (~1 ms a batch,
+	// bench/scale/RESULTS.md), to find what the first pass found.
+	p, err := readPacked(blob[:psize], !checked)
 	if err != nil {
 		return nil, PackFileBatch{}, fmt.Errorf("%s: batch %d: %w", pf.path, i, err)
+	}
+	if !checked {
+		pf.mu.Lock()
+		pf.checked[i] = true
+		pf.mu.Unlock()
 	}
 	if p.Nodes != n || p.FeatCols != pf.Info.FeatCols || p.FeatBits != pf.Info.QBits {
 		return fail("%d nodes, features %d × %d bits; the table says %d nodes, the header %d × %d", p.Nodes, p.FeatCols, p.FeatBits, n, pf.Info.FeatCols, pf.Info.QBits)
