@@ -284,13 +284,16 @@ var streamPredCap = 1 << 22
 // the next batch's uploads are staged while the device still computes.
 // flush reads them back once the Ints is full, and at the end.
 type predSink struct {
-	p     *Plan
-	at    bmm.ArgmaxAter
-	size  int
-	dst   bmm.Ints // made on first use
-	used  int
-	nodes [][]int32 // each queued batch's global ids, in offset order
-	host  []int32
+	p    *Plan
+	at   bmm.ArgmaxAter
+	size int
+	dst  bmm.Ints // made on first use
+	used int
+	// ids are the queued batches' global ids, at their offsets: copied,
+	// as a batch's own may be views of a file whose pages are given back
+	// once it is queued (pipeline's packed loader).
+	ids  []int32
+	host []int32
 }
 
 // newPredSink returns p's sink for a stream over a graph of n nodes, nil
@@ -336,7 +339,10 @@ func (s *predSink) run(pp *PreparedBatch, pred []int32) error {
 	if err != nil {
 		return err
 	}
-	s.nodes = append(s.nodes, pp.nodes)
+	if s.ids == nil {
+		s.ids = make([]int32, 0, s.size)
+	}
+	s.ids = append(s.ids, pp.nodes...)
 	s.used += n
 	return nil
 }
@@ -353,14 +359,10 @@ func (s *predSink) flush(pred []int32) error {
 	if err := s.p.Backend.ReadInts(s.host, s.dst); err != nil {
 		return err
 	}
-	off := 0
-	for _, nodes := range s.nodes {
-		for i, v := range nodes {
-			pred[v] = s.host[off+i]
-		}
-		off += len(nodes)
+	for i, v := range s.ids {
+		pred[v] = s.host[i]
 	}
-	s.nodes, s.used = s.nodes[:0], 0
+	s.ids, s.used = s.ids[:0], 0
 	return nil
 }
 
