@@ -494,11 +494,3 @@ func (r readSource) bytes(off, length int64) ([]byte, error) {
 
 func (readSource) release(int64, int64) {}
 func (r readSource) close() error       { return r.f.Close() }
-
-// AppendIndices decodes the batch's CSR: it fills indptr (length Nodes+1)
-// and appends the column indices to dst.
-func (p *Packed) AppendIndices(dst []int32, indptr []int32) []int32 {
-	ptr, idx := p.CSR(indptr, nil)
-	copy(indptr, ptr)
-	return append(dst, idx...)
-}
