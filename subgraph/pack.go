@@ -324,13 +324,6 @@ func (p *Packed) checkIndices() error {
 	return nil
 }
 
-func (p *Packed) index(e int) int {
-	if p.Index32 {
-		return int(int32(binary.LittleEndian.Uint32(p.buf[p.indicesOff+4*e:])))
-	}
-	return int(int16(binary.LittleEndian.Uint16(p.buf[p.indicesOff+2*e:])))
-}
-
 // Adjacency rebuilds the batch's 1-bit adjacency (packed ByRows) in one
 // linear pass over the edge list.
 func (p *Packed) Adjacency() (*bittensor.Tensor, error) {
