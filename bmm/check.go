@@ -125,11 +125,13 @@ func checkGraph(g *Graph, srcRows int) (int64, int64, error) {
 		}
 		maxDeg = max(maxDeg, int64(g.Indptr[v+1]-g.Indptr[v]))
 	}
-	for v := 0; v+1 < len(g.Indptr); v++ {
-		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
-			if i := g.Indices[p]; i < 0 || int(i) >= srcRows {
-				return 0, 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v, i, srcRows)
-			}
+	// Indptr runs from 0 to len(Indices) without falling: its rows cover
+	// every index once, so one flat pass checks them (the row is looked up
+	// only to name a bad one).
+	for p, i := range g.Indices {
+		if i < 0 || int(i) >= srcRows {
+			v, _ := slices.BinarySearch(g.Indptr, int32(p)+1)
+			return 0, 0, fmt.Errorf("%w: entry %d of row %d is source row %d of %d", ErrShape, p, v-1, i, srcRows)
 		}
 	}
 	return maxDeg, wmax, nil

@@ -56,6 +56,9 @@ type Batch struct {
 	// edgesOnly: the batch has no packed adjacency by design (batches
 	// merged, mergeBatches), so its aggregations go over the edge list.
 	edgesOnly bool
+	// host: Nodes, Indptr, Indices, Deg and DInv are pooled arrays that
+	// PreparedBatch.Release gives back (PreparePacked's batches).
+	host *hostBufs
 }
 
 // mergeBatches returns one batch holding bs side by side, block-diagonal:

@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,9 @@ type PackedBatch struct {
 	Padding   bittensor.Padding
 	Feat      *bittensor.Tensor // codes, ByRows, one plane per bit
 	FeatScale []float32         // nil: none
+	// Release, when not nil, is called once the batch's arrays are no
+	// longer read (PreparedBatch.Release): the loader may reuse them.
+	Release func()
 }
 
 // AllOnes reports whether every stored code of in is 1 (binary features):
@@ -52,6 +56,9 @@ func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, p
 	}
 	t1 := time.Now()
 	err = p.RunPrepared(pp, pred)
+	if err == nil {
+		pp.Release()
+	}
 	return t1.Sub(t0), time.Since(t1), err
 }
 
@@ -59,14 +66,61 @@ func (p *Plan) RunPacked(pb *PackedBatch, params Params, allOnes, sparse bool, p
 // Plan.RunPrepared: Â's CSR, degrees, tile mask and, for the sparse first
 // product, the feature lists.
 type PreparedBatch struct {
-	nodes []int32 // global ids
-	b     *Batch
-	x     *bittensor.Tensor
-	sx    *Input
+	nodes   []int32 // global ids
+	b       *Batch
+	x       *bittensor.Tensor
+	sx      *Input
+	release func() // the PackedBatch's Release
 }
 
 // Nodes is the batch's node count.
 func (pp *PreparedBatch) Nodes() int { return len(pp.nodes) }
+
+// Release gives the batch's host arrays back for later batches, and calls
+// its PackedBatch's Release: once the batch is queued (RunPrepared has
+// returned, or RunPackedStream's done), as the backends copy what they
+// upload. pp must not be used after it.
+func (pp *PreparedBatch) Release() {
+	if pp == nil || pp.b == nil {
+		return
+	}
+	if hb := pp.b.host; hb != nil {
+		pp.b.host = nil
+		hb.put()
+	}
+	if pp.release != nil {
+		pp.release()
+	}
+	pp.b, pp.x, pp.sx, pp.release = nil, nil, nil, nil
+}
+
+// hostBufs are the host arrays of a prepared batch's Â, reused from batch
+// to batch (hostPool).
+type hostBufs struct {
+	nodes, indptr, indices scratch[int32]
+	deg, dinv              scratch[float32]
+	// A sparse first product's code lists (planesInput) and their sums.
+	inPtr, inIdx scratch[int32]
+	inCodes      scratch[uint32]
+	sums         scratch[float32]
+	weights      scratch[uint8]
+}
+
+var hostPool = sync.Pool{New: func() any { return new(hostBufs) }}
+
+func (hb *hostBufs) put() { hostPool.Put(hb) }
+
+// scratch is a reusable array.
+type scratch[T any] struct{ s []T }
+
+// take returns n elements of s, grown (and then kept) when too short;
+// their values are the last user's.
+func (s *scratch[T]) take(n int) []T {
+	if cap(s.s) < n {
+		s.s = make([]T, n)
+	}
+	return s.s[:n]
+}
 
 // PreparePacked does RunPacked's host work on pb: it changes no state of
 // p and asks its backend only for the cost model (PreferEdges), so several
@@ -81,10 +135,17 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		(pb.FeatScale != nil && len(pb.FeatScale) != n) {
 		return nil, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
 	}
-	b := &Batch{Nodes: make([]int32, n), Indptr: make([]int32, n+1), Indices: make([]int32, 0, len(pb.Indices)+n),
-		Adj: pb.Adj, FeatScale: pb.FeatScale}
+	// The host arrays of Â come from a pool (Release gives them back): a
+	// stream prepares a batch of tens of MB every few ms on every core,
+	// and fresh ones kept the collector busy beside the devices' goroutines.
+	hb := hostPool.Get().(*hostBufs)
+	e := len(pb.Indices) + n
+	b := &Batch{Nodes: hb.nodes.take(n), Indptr: hb.indptr.take(n + 1), Indices: hb.indices.take(e),
+		Deg: hb.deg.take(n), DInv: hb.dinv.take(n), Adj: pb.Adj, FeatScale: pb.FeatScale}
 	// Â in the CSR, the diagonal sorted into each row, as the batcher's
-	// LoopsInCSR makes it; the tile mask as the batcher sets it.
+	// LoopsInCSR makes it; the tile mask as the batcher sets it. The file's
+	// rows hold no diagonal (subgraph.ReadPacked refuses one), so each row
+	// is copied in two parts around it; its degree is made on the way.
 	pad := pb.Padding
 	if pb.Adj != nil {
 		pad = pb.Adj.Padding()
@@ -96,35 +157,46 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	if tiled {
 		mask = bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
 	}
+	at, lo := int32(0), int32(0)
+	if n > 0 && pb.Indptr[0] != 0 {
+		hb.put()
+		return nil, fmt.Errorf("%w: packed batch row 0 starts at entry %d", ErrModel, pb.Indptr[0])
+	}
+	b.Indptr[0] = 0
 	for r := range n {
 		b.Nodes[r] = int32(r)
-		lo, hi := pb.Indptr[r], pb.Indptr[r+1]
-		if lo < 0 || hi < lo || int(hi) > len(pb.Indices) {
+		hi := pb.Indptr[r+1]
+		if hi < lo || int(hi) > len(pb.Indices) {
+			hb.put()
 			return nil, fmt.Errorf("%w: packed batch row %d spans %d..%d of %d entries", ErrModel, r, lo, hi, len(pb.Indices))
 		}
-		self := false
-		for _, c := range pb.Indices[lo:hi] {
-			if !self && c > int32(r) {
-				b.Indices, self = append(b.Indices, int32(r)), true
-			}
-			b.Indices = append(b.Indices, c)
+		row := pb.Indices[lo:hi]
+		k := 0
+		for k < len(row) && row[k] < int32(r) {
+			k++
 		}
-		if !self {
-			b.Indices = append(b.Indices, int32(r))
-		}
-		b.Indptr[r+1] = int32(len(b.Indices))
+		at += int32(copy(b.Indices[at:], row[:k]))
+		b.Indices[at] = int32(r)
+		at++
+		at += int32(copy(b.Indices[at:], row[k:]))
+		b.Indptr[r+1] = at
+		d := at - b.Indptr[r]
+		b.Deg[r], b.DInv[r] = float32(d), float32(1/math.Sqrt(float64(d)))
 		if tiled {
-			for _, c := range b.Indices[b.Indptr[r]:] {
+			for _, c := range b.Indices[b.Indptr[r]:at] {
 				mask.Set(r, int(c))
 			}
 		}
+		lo = hi
 	}
-	b.degrees()
+	b.Indices = b.Indices[:at]
+	b.host = hb
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 	// The edge list's check (every index below n, the longest row) runs
 	// here, on a host worker: UploadGraph finds it remembered instead of
 	// reading the batch's edges again on the device thread.
 	if _, _, err := b.Edges.Stats(n); err != nil {
+		hb.put()
 		return nil, fmt.Errorf("%w: packed batch of %d nodes: %w", ErrModel, n, err)
 	}
 	if tiled {
@@ -133,29 +205,49 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	if b.Adj == nil && !p.edges(b) {
 		adj, err := pb.MakeAdj()
 		if err != nil {
+			hb.put()
 			return nil, err
 		}
 		if adj.Rows() != n || adj.Cols() != n {
+			hb.put()
 			return nil, fmt.Errorf("%w: packed batch of %d nodes has a %d×%d adjacency", ErrModel, n, adj.Rows(), adj.Cols())
 		}
 		b.Adj = adj
 	}
-	in := planesInput(pb.Feat, params, allOnes)
-	if sparse {
-		if err := p.checkInput(in); err != nil {
-			return nil, err
-		}
-	}
-	sums := make([]float32, n)
-	copy(sums, in.rowSums)
-	b.feat.in, b.feat.sums, b.feat.packed = in, sums, pb.Feat
-	pp := &PreparedBatch{nodes: pb.Nodes, b: b}
-	if sparse {
-		pp.sx = in
-		p.packLists(b, in)
-	} else {
+	pp := &PreparedBatch{nodes: pb.Nodes, b: b, release: pb.Release}
+	b.feat.packed = pb.Feat
+	if !sparse {
+		// The dense first product reads the planes themselves and sums
+		// their rows on the device (pass.rowSums): no code lists, no sums.
 		pp.x = pb.Feat
+		return pp, nil
 	}
+	in := planesInput(pb.Feat, params, allOnes, hb)
+	if err := p.checkInput(in); err != nil {
+		hb.put()
+		return nil, err
+	}
+	b.feat.in, b.feat.sums = in, in.rowSums
+	pp.sx = in
+	if p.byteFirst(in) && in.Params.Bits <= 8 {
+		// featRows' graph of in's lists, made here: the batch's rows are
+		// in's, so its indptr and indices are in's own.
+		g := &bmm.Graph{Indptr: in.Indptr, Indices: in.Indices}
+		wmax := uint32(1)
+		if !in.allOnes {
+			g.Weights, g.WeightBits = hb.weights.take(len(in.Codes)), in.Params.Bits
+			for j, c := range in.Codes {
+				g.Weights[j] = uint8(c)
+				wmax = max(wmax, c)
+			}
+		}
+		var maxDeg int64
+		for r := range n {
+			maxDeg = max(maxDeg, int64(in.Indptr[r+1]-in.Indptr[r]))
+		}
+		b.feat.graph, b.feat.bound, b.feat.adjMade = g, maxDeg*int64(wmax), true
+	}
+	p.packLists(b, in)
 	return pp, nil
 }
 
@@ -192,13 +284,16 @@ var streamPredCap = 1 << 22
 // the next batch's uploads are staged while the device still computes.
 // flush reads them back once the Ints is full, and at the end.
 type predSink struct {
-	p     *Plan
-	at    bmm.ArgmaxAter
-	size  int
-	dst   bmm.Ints // made on first use
-	used  int
-	nodes [][]int32 // each queued batch's global ids, in offset order
-	host  []int32
+	p    *Plan
+	at   bmm.ArgmaxAter
+	size int
+	dst  bmm.Ints // made on first use
+	used int
+	// ids are the queued batches' global ids, at their offsets: copied,
+	// as a batch's own may be views of a file whose pages are given back
+	// once it is queued (pipeline's packed loader).
+	ids  []int32
+	host []int32
 }
 
 // newPredSink returns p's sink for a stream over a graph of n nodes, nil
@@ -244,7 +339,10 @@ func (s *predSink) run(pp *PreparedBatch, pred []int32) error {
 	if err != nil {
 		return err
 	}
-	s.nodes = append(s.nodes, pp.nodes)
+	if s.ids == nil {
+		s.ids = make([]int32, 0, s.size)
+	}
+	s.ids = append(s.ids, pp.nodes...)
 	s.used += n
 	return nil
 }
@@ -261,14 +359,10 @@ func (s *predSink) flush(pred []int32) error {
 	if err := s.p.Backend.ReadInts(s.host, s.dst); err != nil {
 		return err
 	}
-	off := 0
-	for _, nodes := range s.nodes {
-		for i, v := range nodes {
-			pred[v] = s.host[off+i]
-		}
-		off += len(nodes)
+	for i, v := range s.ids {
+		pred[v] = s.host[i]
 	}
-	s.nodes, s.used = s.nodes[:0], 0
+	s.ids, s.used = s.ids[:0], 0
 	return nil
 }
 
@@ -293,11 +387,18 @@ func (p *Plan) forget(b *Batch) {
 // planesInput is the Input of x's rows: each row's non-zero codes, read
 // from its bit planes, with their sums; allOnes is the whole input's.
 // It has no float values (the quantized pass reads none). The lists are
-// sized by a popcount first, not grown by append (bench/scale/RESULTS.md).
-func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
+// sized by a popcount first, not grown by append (bench/scale/RESULTS.md),
+// and taken from hb when it is not nil.
+func planesInput(x *bittensor.Tensor, params Params, allOnes bool, hb *hostBufs) *Input {
 	n, lw, nb := x.Rows(), x.LineWords(), x.Bits()
 	words, pw := x.Words(), x.PlaneWords()
-	in := &Input{Rows: n, Cols: x.Cols(), Params: params, Indptr: make([]int32, n+1)}
+	if hb == nil {
+		hb = new(hostBufs)
+	}
+	// Words past the columns are padding, zero (subgraph checks a packed
+	// batch's): only the used ones are read.
+	used := min(lw, (x.Cols()+63)/64)
+	in := &Input{Rows: n, Cols: x.Cols(), Params: params, Indptr: hb.inPtr.take(n + 1)}
 	// anyBits is the OR of word w of row r over the planes.
 	anyBits := func(r, w int) uint64 {
 		var v uint64
@@ -308,16 +409,17 @@ func planesInput(x *bittensor.Tensor, params Params, allOnes bool) *Input {
 	}
 	total := 0
 	for r := range n {
-		for w := range lw {
+		for w := range used {
 			total += bits.OnesCount64(anyBits(r, w))
 		}
 	}
-	in.Indices, in.Codes = make([]int32, total), make([]uint32, total)
-	sums := make([]float32, n)
+	in.Indices, in.Codes = hb.inIdx.take(total), hb.inCodes.take(total)
+	sums := hb.sums.take(n)
 	at := 0
+	in.Indptr[0] = 0
 	for r := range n {
 		var s int64
-		for w := range lw {
+		for w := range used {
 			for v := anyBits(r, w); v != 0; v &= v - 1 {
 				k := bits.TrailingZeros64(v)
 				var q uint32
@@ -504,6 +606,7 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 				last = i
 				st.Batches[d]++
 				st.Nodes[d] += r.pp.Nodes()
+				r.pp.Release() // queued: the backends copied what they read
 				if done != nil {
 					done(i)
 				}

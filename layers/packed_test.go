@@ -348,3 +348,43 @@ func TestRunPackedStreamDefersPredictions(t *testing.T) {
 		require.NoError(t, p.Close())
 	}
 }
+
+// TestPreparePackedReusesArrays: Â, the degrees and the local ids that
+// PreparePacked makes are the batcher's, also in arrays given back by
+// Release after a larger batch (their old contents left in them), and a
+// PackedBatch's Release runs once its batch is released.
+func TestPreparePackedReusesArrays(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	p, err := m.Compile(cpu.NewBackend(nil))
+	require.NoError(t, err)
+	defer p.Close()
+	p.Agg = AggSparse
+	order := slices.Clone(d.Eval)
+	slices.SortFunc(order, func(a, b *Batch) int { return b.N() - a.N() }) // largest first
+	for round := range 2 {
+		for _, b := range order {
+			pb := packedOf(t, b, in)
+			released := 0
+			pb.Release = func() { released++ }
+			pp, err := p.PreparePacked(pb, in.Params, in.AllOnes(), round == 1)
+			require.NoError(t, err)
+			assert.Equal(t, b.Indptr, pp.b.Indptr)
+			assert.Equal(t, b.Indices, pp.b.Indices)
+			assert.Equal(t, b.Deg, pp.b.Deg)
+			assert.Equal(t, b.DInv, pp.b.DInv)
+			assert.Equal(t, seqTo32(b.N()), pp.b.Nodes)
+			pp.Release()
+			assert.Equal(t, 1, released)
+			pp.Release() // a second time does nothing
+			assert.Equal(t, 1, released)
+		}
+	}
+}
+
+func seqTo32(n int) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = int32(i)
+	}
+	return s
+}

@@ -209,6 +209,9 @@ type PackedOptions struct {
 	Stream bool
 }
 
+// streamWorkersPerDevice bounds a streamed run's host workers per device.
+const streamWorkersPerDevice = 8
+
 // InferPacked runs j.Weights (a calibrated model) over the packed batch
 // file at path in batch order on j.Backend, or spread over j.Devices. The
 // model must take the file's feature codes (the same quantizer and
@@ -255,39 +258,8 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
 		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
-	seen := make([]uint64, (info.Nodes+63)/64)
-	load := func(i int) (*layers.PackedBatch, error) {
-		pk, fb, err := pf.Batch(i)
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range fb.Nodes {
-			if atomic.OrUint64(&seen[v/64], 1<<(v%64))&(1<<(v%64)) != 0 {
-				return nil, fmt.Errorf("%s: batch %d: %w: node %d is in another batch too", path, i, subgraph.ErrPackFile, v)
-			}
-		}
-		if !pk.SelfLoops {
-			return nil, fmt.Errorf("%s: batch %d: %w: no self-loops (the file was not written for inference)", path, i, subgraph.ErrPackFile)
-		}
-		// The adjacency is made only for a batch that runs dense (MakeAdj).
-		pb := &layers.PackedBatch{Nodes: fb.Nodes, Indptr: make([]int32, pk.Nodes+1), FeatScale: fb.Scale,
-			Padding: pk.Padding, MakeAdj: func() (*bittensor.Tensor, error) {
-				t, err := pk.Adjacency()
-				if err != nil {
-					return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
-				}
-				return t, nil
-			}}
-		pb.Indices = pk.AppendIndices(nil, pb.Indptr)
-		pb.Feat, err = pk.Features()
-		if err == nil && pb.Feat == nil {
-			err = fmt.Errorf("%w: no features", subgraph.ErrPackFile)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
-		}
-		return pb, nil
-	}
+	ld := newPackedLoader(pf, path)
+	load, seen := ld.load, ld.seen
 	_, forks := plan.Backend.(bmm.Forker)
 	stream := o.Stream || len(g.Plans) > 1 || !forks
 	// A streamed batch's file pages are given back by a goroutine of their
@@ -316,8 +288,11 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if stream {
-		// A core for each device's goroutine, which stages its uploads.
-		workers = max(1, workers-len(g.Plans))
+		// A core for each device's goroutine, which stages its uploads, and
+		// at most streamWorkersPerDevice workers a device: enough to keep
+		// one fed (bench/scale/RESULTS.md, round 3), while more only hold
+		// more batches ready and take Ps from the devices' goroutines.
+		workers = max(1, min(workers-len(g.Plans), streamWorkersPerDevice*len(g.Plans)))
 	}
 	if stream && pf.Len() > 0 {
 		t0 := time.Now()
@@ -431,4 +406,81 @@ func (j *Job) PackPartition(path string, ds *subgraph.Dataset, parts []int32, k,
 		return 0, err
 	}
 	return j.writePacked(path, ds, fingerprint, parts, k, perBatch, layers.FeatureScale(ds.Features, j.FeatureScale), in)
+}
+
+// packedLoader reads a packed file's batches for inference: each batch
+// checked against the others (no node in two) and decoded for
+// layers.PreparePacked, its CSR and node ids read in place (views of the
+// map) and its feature planes copied into reused storage.
+type packedLoader struct {
+	pf   *subgraph.PackedFile
+	path string
+	seen []uint64 // the nodes of the batches loaded this pass
+	// feats are feature words given back (PackedBatch.Release): as many as
+	// batches were in flight at once, which the stream bounds.
+	mu    sync.Mutex
+	feats [][]uint64
+}
+
+func newPackedLoader(pf *subgraph.PackedFile, path string) *packedLoader {
+	return &packedLoader{pf: pf, path: path, seen: make([]uint64, (pf.Info.Nodes+63)/64)}
+}
+
+// load reads batch i.
+func (l *packedLoader) load(i int) (*layers.PackedBatch, error) {
+	pf, path, seen := l.pf, l.path, l.seen
+	pk, fb, err := pf.Batch(i)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range fb.Nodes {
+		if atomic.OrUint64(&seen[v/64], 1<<(v%64))&(1<<(v%64)) != 0 {
+			return nil, fmt.Errorf("%s: batch %d: %w: node %d is in another batch too", path, i, subgraph.ErrPackFile, v)
+		}
+	}
+	if !pk.SelfLoops {
+		return nil, fmt.Errorf("%s: batch %d: %w: no self-loops (the file was not written for inference)", path, i, subgraph.ErrPackFile)
+	}
+	// The adjacency is made only for a batch that runs dense (MakeAdj).
+	pb := &layers.PackedBatch{Nodes: fb.Nodes, FeatScale: fb.Scale,
+		Padding: pk.Padding, MakeAdj: func() (*bittensor.Tensor, error) {
+			t, err := pk.Adjacency()
+			if err != nil {
+				return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
+			}
+			return t, nil
+		}}
+	pb.Indptr, pb.Indices = pk.CSR(nil, nil)
+	buf := l.takeFeat()
+	pb.Feat, err = pk.FeaturesIn(buf)
+	if err == nil && pb.Feat == nil {
+		err = fmt.Errorf("%w: no features", subgraph.ErrPackFile)
+	}
+	if err != nil {
+		l.giveFeat(buf)
+		return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
+	}
+	words := pb.Feat.Words()
+	pb.Release = func() { l.giveFeat(words) }
+	return pb, nil
+}
+
+func (l *packedLoader) takeFeat() []uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := len(l.feats); k > 0 {
+		buf := l.feats[k-1]
+		l.feats = l.feats[:k-1]
+		return buf
+	}
+	return nil
+}
+
+func (l *packedLoader) giveFeat(buf []uint64) {
+	if cap(buf) == 0 {
+		return
+	}
+	l.mu.Lock()
+	l.feats = append(l.feats, buf)
+	l.mu.Unlock()
 }

@@ -197,7 +197,12 @@ func (b *Batch) pack(feat *bittensor.Tensor, idx32 bool) ([]byte, error) {
 // ReadPacked validates a packed batch buffer (header, section bounds and
 // order, monotone indptr, sorted in-range indices) and returns a view of
 // it; the buffer is not copied.
-func ReadPacked(buf []byte) (*Packed, error) {
+func ReadPacked(buf []byte) (*Packed, error) { return readPacked(buf, true) }
+
+// readPacked is ReadPacked, checking the indices themselves only when
+// indices is set (PackedFile does on a batch's first use, with its
+// checksum; Adjacency checks what it indexes by).
+func readPacked(buf []byte, indices bool) (*Packed, error) {
 	if len(buf) < packHeader {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrPacked, len(buf), packHeader)
 	}
@@ -260,25 +265,63 @@ func ReadPacked(buf []byte) (*Packed, error) {
 		}
 		prevPtr = x
 	}
-	for r := 0; r < p.Nodes; r++ {
-		lo, hi := int(le.Uint32(buf[p.indptrOff+4*r:])), int(le.Uint32(buf[p.indptrOff+4*r+4:]))
-		last := -1
-		for e := lo; e < hi; e++ {
-			c := p.index(e)
-			if c <= last || c >= p.Nodes || c == r {
-				return nil, fmt.Errorf("%w: row %d entry %d: column %d (previous %d, %d nodes, no diagonal)", ErrPacked, r, e, c, last, p.Nodes)
-			}
-			last = c
-		}
+	if !indices {
+		return p, nil
+	}
+	if err := p.checkIndices(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-func (p *Packed) index(e int) int {
+// checkIndices checks that each row's indices rise, lie in the batch and
+// skip the diagonal: one pass per index width, no per-entry decode call
+// (every pass over a file reads every batch's indices here).
+func (p *Packed) checkIndices() error {
+	le := binary.LittleEndian
+	ptr := p.buf[p.indptrOff : p.indptrOff+4*(p.Nodes+1)]
+	isz := 2
 	if p.Index32 {
-		return int(int32(binary.LittleEndian.Uint32(p.buf[p.indicesOff+4*e:])))
+		isz = 4
 	}
-	return int(int16(binary.LittleEndian.Uint16(p.buf[p.indicesOff+2*e:])))
+	idx := p.buf[p.indicesOff : p.indicesOff+isz*p.Edges]
+	n := int64(p.Nodes)
+	lo := int(le.Uint32(ptr))
+	if v, pv := int32View(idx), int32View(ptr); p.Index32 && v != nil && pv != nil {
+		// In place, in one flat pass (the rows of a 50,000-node batch hold
+		// ~10^6 indices, 16 a row): indptr, checked, rises from 0 to
+		// Edges, so its rows cover the indices in order.
+		r, end, last := 0, pv[1], int32(-1)
+		for e, c := range v {
+			for int32(e) == end { // the next row starts here (past any empty ones)
+				r++
+				end, last = pv[r+1], -1
+			}
+			if c <= last || int64(c) >= n || c == int32(r) {
+				return fmt.Errorf("%w: row %d entry %d: column %d (previous %d, %d nodes, no diagonal)", ErrPacked, r, e, c, last, p.Nodes)
+			}
+			last = c
+		}
+		return nil
+	}
+	for r := 0; r < p.Nodes; r++ {
+		hi := int(le.Uint32(ptr[4*r+4:]))
+		row, last := idx[isz*lo:isz*hi], int64(-1)
+		for k := 0; k < len(row); k += isz {
+			var c int64
+			if isz == 4 {
+				c = int64(int32(le.Uint32(row[k:])))
+			} else {
+				c = int64(int16(le.Uint16(row[k:])))
+			}
+			if c <= last || c >= n || c == int64(r) {
+				return fmt.Errorf("%w: row %d entry %d: column %d (previous %d, %d nodes, no diagonal)", ErrPacked, r, lo+k/isz, c, last, p.Nodes)
+			}
+			last = c
+		}
+		lo = hi
+	}
+	return nil
 }
 
 // Adjacency rebuilds the batch's 1-bit adjacency (packed ByRows) in one
@@ -299,12 +342,18 @@ func (p *Packed) Adjacency() (*bittensor.Tensor, error) {
 			sec := p.buf[p.indicesOff+4*int(lo) : p.indicesOff+4*int(hi)]
 			for k := 0; k+4 <= len(sec); k += 4 {
 				c := le.Uint32(sec[k:])
+				if c >= uint32(p.Nodes) {
+					return nil, fmt.Errorf("%w: row %d: column %d of %d nodes", ErrPacked, r, c, p.Nodes)
+				}
 				row[c>>6] |= 1 << (c & 63)
 			}
 		} else {
 			sec := p.buf[p.indicesOff+2*int(lo) : p.indicesOff+2*int(hi)]
 			for k := 0; k+2 <= len(sec); k += 2 {
 				c := le.Uint16(sec[k:])
+				if int(c) >= p.Nodes {
+					return nil, fmt.Errorf("%w: row %d: column %d of %d nodes", ErrPacked, r, c, p.Nodes)
+				}
 				row[c>>6] |= 1 << (c & 63)
 			}
 		}
@@ -312,47 +361,6 @@ func (p *Packed) Adjacency() (*bittensor.Tensor, error) {
 			row[r>>6] |= 1 << (r & 63)
 		}
 		lo = hi
-	}
-	return t, nil
-}
-
-// Features returns the batch's feature rows as a ByRows tensor, or nil
-// when the buffer carries none.
-func (p *Packed) Features() (*bittensor.Tensor, error) {
-	if p.FeatCols == 0 {
-		return nil, nil
-	}
-	t, err := bittensor.New(p.Nodes, p.FeatCols, p.FeatBits, bittensor.ByRows, p.Padding)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPacked, err)
-	}
-	w := t.Words()
-	src := p.buf[p.featOff : p.featOff+8*len(w)]
-	for i := range w {
-		w[i] = binary.LittleEndian.Uint64(src[8*i:])
-	}
-	// Padding bits must be zero for kernels that run over the padded extents.
-	lw := t.LineWords()
-	for pl := 0; pl < p.FeatBits; pl++ {
-		for l := 0; l < t.PaddedLines(); l++ {
-			line := t.Line(pl, l)
-			if l >= p.Nodes {
-				for _, x := range line {
-					if x != 0 {
-						return nil, fmt.Errorf("%w: padding row %d of plane %d is not zero", ErrPacked, l, pl)
-					}
-				}
-				continue
-			}
-			if tail := p.FeatCols % 64; tail != 0 && line[p.FeatCols/64]>>tail != 0 {
-				return nil, fmt.Errorf("%w: padding bits of row %d, plane %d are not zero", ErrPacked, l, pl)
-			}
-			for _, x := range line[(p.FeatCols+63)/64 : lw] {
-				if x != 0 {
-					return nil, fmt.Errorf("%w: padding words of row %d, plane %d are not zero", ErrPacked, l, pl)
-				}
-			}
-		}
 	}
 	return t, nil
 }

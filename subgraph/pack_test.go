@@ -56,6 +56,11 @@ func TestPackRoundTrip(t *testing.T) {
 				adj, err := pk.Adjacency()
 				require.NoError(t, err)
 				require.True(t, b.Adj.Equal(adj), "unpacked adjacency differs")
+				// The CSR, in place or decoded, is the batch's (without the
+				// diagonal Pack leaves to the flag).
+				ptr, idx := pk.CSR(nil, nil)
+				assert.Equal(t, b.Indptr, ptr)
+				assert.Equal(t, b.Indices, idx)
 				x, err := pk.Features()
 				require.NoError(t, err)
 				if feat == nil {
@@ -75,6 +80,20 @@ func TestPackRoundTrip(t *testing.T) {
 				adj2, err := pk2.Adjacency()
 				require.NoError(t, err)
 				assert.True(t, adj.Equal(adj2))
+				ptr2, idx2 := pk2.CSR(make([]int32, 1), make([]int32, 0, 1<<12))
+				assert.Equal(t, b.Indptr, ptr2)
+				assert.Equal(t, b.Indices, idx2)
+				// Features into reused storage, dirty and large enough: the same.
+				dirty := make([]uint64, len(x.Words())+5)
+				for i := range dirty {
+					dirty[i] = ^uint64(0)
+				}
+				for _, q := range []*Packed{pk, pk2} {
+					x2, err := q.FeaturesIn(dirty)
+					require.NoError(t, err)
+					assert.True(t, x.Equal(x2))
+					assert.Same(t, &dirty[0], &x2.Words()[0], "the storage given is used")
+				}
 			}
 		})
 	}
@@ -216,5 +235,36 @@ func BenchmarkPack(b *testing.B) {
 			b.SetBytes(int64(len(buf)))
 			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N)/float64(pk.Edges+pk.Nodes), "ns/one")
 		})
+	}
+}
+
+// TestAdjacencyChecksIndices: a buffer read without its index check (as
+// PackedFile reads a batch after the first time) still has Adjacency
+// refuse an index past the batch instead of writing past a row.
+func TestAdjacencyChecksIndices(t *testing.T) {
+	g, p := batchFixture(t)
+	bp, err := Batches(g, p, BatchOptions{PartsPerBatch: 2, SelfLoops: true})
+	require.NoError(t, err)
+	b, err := bp.Batch(0)
+	require.NoError(t, err)
+	require.NotEmpty(t, b.Indices)
+	for _, idx32 := range []bool{false, true} {
+		buf, err := b.pack(nil, idx32)
+		require.NoError(t, err)
+		pk, err := ReadPacked(buf)
+		require.NoError(t, err)
+		last := pk.indicesOff + 2*(pk.Edges-1)
+		if idx32 {
+			last = pk.indicesOff + 4*(pk.Edges-1)
+			binary.LittleEndian.PutUint32(buf[last:], uint32(len(b.Nodes)+200))
+		} else {
+			binary.LittleEndian.PutUint16(buf[last:], uint16(len(b.Nodes)+200))
+		}
+		_, err = ReadPacked(buf)
+		require.ErrorIs(t, err, ErrPacked)
+		pk, err = readPacked(buf, false)
+		require.NoError(t, err)
+		_, err = pk.Adjacency()
+		assert.ErrorIs(t, err, ErrPacked, "idx32 %v", idx32)
 	}
 }

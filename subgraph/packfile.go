@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"sync"
 )
 
@@ -399,8 +398,10 @@ func openPacked(f *os.File, path string) (*PackedFile, error) {
 func (pf *PackedFile) Len() int { return len(pf.entries) }
 
 // Batch returns batch i: its packed buffer validated (ReadPacked), node ids
-// (each inside the graph) and scales. Its bytes are checksummed on the first
-// call for i; the packed view reads the mapped file in place.
+// (each inside the graph) and scales. Its bytes are checksummed, and its
+// indices checked, on the first call for i; the packed view, and on a little-endian host the node ids and
+// scales, read the mapped file in place: they must not be written, and are
+// invalid after Close.
 func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if i < 0 || i >= len(pf.entries) {
 		return nil, PackFileBatch{}, fmt.Errorf("%w: batch %d of %d", ErrPackFile, i, len(pf.entries))
@@ -420,9 +421,6 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 		if got := crc32.Checksum(blob, castagnoli); got != e.crc {
 			return fail("checksum %08x, recorded %08x", got, e.crc)
 		}
-		pf.mu.Lock()
-		pf.checked[i] = true
-		pf.mu.Unlock()
 	}
 	psize := binary.LittleEndian.Uint64(blob[56:])
 	n := e.nodes
@@ -430,26 +428,43 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if psize > uint64(len(blob)) || end != len(blob) {
 		return fail("packed buffer of %d bytes and %d nodes do not make the %d recorded", psize, n, len(blob))
 	}
-	p, err := ReadPacked(blob[:psize])
+	// The indices are checked with the checksum, once: a pass reads each
+	// batch's ~10^6 of them otherwise again (~1 ms a batch,
+	// bench/scale/RESULTS.md), to find what the first pass found.
+	p, err := readPacked(blob[:psize], !checked)
 	if err != nil {
 		return nil, PackFileBatch{}, fmt.Errorf("%s: batch %d: %w", pf.path, i, err)
+	}
+	if !checked {
+		pf.mu.Lock()
+		pf.checked[i] = true
+		pf.mu.Unlock()
 	}
 	if p.Nodes != n || p.FeatCols != pf.Info.FeatCols || p.FeatBits != pf.Info.QBits {
 		return fail("%d nodes, features %d × %d bits; the table says %d nodes, the header %d × %d", p.Nodes, p.FeatCols, p.FeatBits, n, pf.Info.FeatCols, pf.Info.QBits)
 	}
-	le := binary.LittleEndian
-	out := PackFileBatch{Packed: blob[:psize], Nodes: make([]int32, n)}
-	for j := range out.Nodes {
-		v := le.Uint32(blob[at+4*j:])
-		if v >= uint32(pf.Info.Nodes) {
-			return fail("node id %d outside the graph's %d", v, pf.Info.Nodes)
+	// Node ids and scales are read in place where the host allows (views
+	// of the map, or of the batch's own read buffer), else decoded.
+	ids := blob[at : at+4*n]
+	out := PackFileBatch{Packed: blob[:psize], Nodes: int32View(ids)}
+	if out.Nodes == nil {
+		out.Nodes = make([]int32, n)
+		for j := range out.Nodes {
+			out.Nodes[j] = int32(binary.LittleEndian.Uint32(ids[4*j:]))
 		}
-		out.Nodes[j] = int32(v)
+	}
+	for _, v := range out.Nodes {
+		if uint32(v) >= uint32(pf.Info.Nodes) {
+			return fail("node id %d outside the graph's %d", uint32(v), pf.Info.Nodes)
+		}
 	}
 	if pf.Info.Scales {
-		out.Scale = make([]float32, n)
-		for j := range out.Scale {
-			out.Scale[j] = math.Float32frombits(le.Uint32(blob[sc+4*j:]))
+		sb := blob[sc : sc+4*n]
+		if out.Scale = float32View(sb); out.Scale == nil {
+			out.Scale = make([]float32, n)
+			for j := range out.Scale {
+				out.Scale[j] = math.Float32frombits(binary.LittleEndian.Uint32(sb[4*j:]))
+			}
 		}
 	}
 	return p, out, nil
@@ -479,17 +494,3 @@ func (r readSource) bytes(off, length int64) ([]byte, error) {
 
 func (readSource) release(int64, int64) {}
 func (r readSource) close() error       { return r.f.Close() }
-
-// AppendIndices decodes the batch's CSR: it fills indptr (length Nodes+1)
-// and appends the column indices to dst.
-func (p *Packed) AppendIndices(dst []int32, indptr []int32) []int32 {
-	le := binary.LittleEndian
-	for r := 0; r <= p.Nodes; r++ {
-		indptr[r] = int32(le.Uint32(p.buf[p.indptrOff+4*r:]))
-	}
-	dst = slices.Grow(dst, p.Edges)
-	for e := range p.Edges {
-		dst = append(dst, int32(p.index(e)))
-	}
-	return dst
-}
