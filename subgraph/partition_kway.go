@@ -425,8 +425,13 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 	})
 	if parallelRefine && len(g.adjncy) >= parallelEdges {
 		// Chosen by size, never by threads: the same partition on any core count.
+		// Progress per level only: rounds take little time each, and a
+		// pass's report just before the level's own was dropped by the CLI.
+		onPass := kr.onPass
+		kr.onPass = nil
 		kr.refineRounds(niter)
 		kr.greedyPasses(niter)
+		kr.onPass = onPass
 	} else {
 		kr.greedyPasses(niter)
 	}
@@ -847,9 +852,6 @@ func (kr *kwayRefiner) refineRounds(niter int) {
 		})
 		bnd = collectRows(g, kr.threads, bnd[:0], func(v int32) bool { return mark[v] == stamp })
 		bnd = slices.DeleteFunc(bnd, func(v int32) bool { return !live(v) })
-		if kr.onPass != nil {
-			kr.onPass(pass + 1)
-		}
 		if len(moved) == 0 || gains == 0 {
 			break
 		}
