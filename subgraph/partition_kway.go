@@ -237,7 +237,7 @@ func splitGraphParallel(g *wgraph, where []uint8, threads int) (subs [2]*wgraph,
 type kwayRefiner struct {
 	k       int
 	ub      float64
-	threads int // for the passes over every vertex; moves stay serial
+	threads int // for the passes over every vertex, preconnect and refineRounds
 	r       *rand.PCG
 	g       *wgraph
 	where   []int32
@@ -251,7 +251,9 @@ type kwayRefiner struct {
 	id, ed  []int32
 	dirty   []int32 // pass+1 when the vertex's degrees changed in that pass
 	q       *pqueue
-	strict  bool // no overshoot: the final pass after balancing
+	strict  bool     // no overshoot: the final pass after balancing
+	target  []int32  // a round's proposed part per vertex (refineRounds)
+	movedAt []uint32 // the round (stamp) in which the vertex last moved
 
 	// preconnect's results for this pass (pre, preStamp): vertex v's
 	// neighbour parts and connections are preP/preC[preChunk[v]][preOff[v]:][:preLn[v]]
@@ -280,6 +282,7 @@ func (kr *kwayRefiner) setup(g *wgraph, where []int32) {
 	if cap(kr.mark) < g.n() {
 		kr.mark = make([]uint32, g.n())
 		kr.stamp = 0
+		kr.movedAt = nil // holds stamps too
 	}
 	kr.mark = kr.mark[:g.n()]
 }
@@ -392,7 +395,9 @@ func (kr *kwayRefiner) moveTo(v, to int32) {
 // candidate vertices (ed >= id) from a max-priority queue keyed by external
 // minus internal degree; when a vertex moves, its neighbours' degrees are
 // updated and those not yet visited in this pass are queued or re-keyed, as
-// in METIS, so one pass follows a chain of improvements. Moves may overshoot
+// in METIS, so one pass follows a chain of improvements (on a large graph,
+// rounds of moves chosen on the cores come first: refineRounds; the greedy
+// passes then take the chains rounds cannot). Moves may overshoot
 // the weight limit in proportion to their gain (see overshoot). As in
 // METIS's RefineKWay, balanceFirst (the finer half of the levels) first
 // rebalances a partition more than 2% over the limit, and final (the input
@@ -418,6 +423,31 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			id[v], ed[v] = a, b
 		}
 	})
+	if parallelRefine && len(g.adjncy) >= parallelEdges {
+		// Chosen by size, never by threads: the same partition on any core count.
+		// Progress per level only: rounds take little time each, and a
+		// pass's report just before the level's own was dropped by the CLI.
+		onPass := kr.onPass
+		kr.onPass = nil
+		kr.refineRounds(niter)
+		kr.greedyPasses(niter)
+		kr.onPass = onPass
+	} else {
+		kr.greedyPasses(niter)
+	}
+	if final && slices.Max(kr.pwgts) > kr.maxpw {
+		kr.balance()
+		kr.strict = true
+		kr.refine(g, where, niter, false, false)
+		kr.strict = false
+	}
+}
+
+// greedyPasses is refine's passes, one vertex at a time from a priority
+// queue (see refine).
+func (kr *kwayRefiner) greedyPasses(niter int) {
+	g, where, id, ed := kr.g, kr.where, kr.id, kr.ed
+	n := g.n()
 	if kr.q == nil || len(kr.q.pos) < n {
 		kr.q = newPQueue(n)
 	}
@@ -468,8 +498,8 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 				continue
 			}
 			kr.connectAt(v)
-			to, c := kr.refineTarget(from, vw, id[v])
-			blocked := to < 0 && kr.canGain(from, id[v])
+			to, c := kr.refineTarget(kr.conn, kr.touched, from, vw, id[v])
+			blocked := to < 0 && canGain(kr.conn, kr.touched, from, id[v])
 			kr.release()
 			gain := c - id[v]
 			if blocked || (to >= 0 && gain == 0 && !(kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from])) {
@@ -533,19 +563,13 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			break
 		}
 	}
-	if final && slices.Max(kr.pwgts) > kr.maxpw {
-		kr.balance()
-		kr.strict = true
-		kr.refine(g, where, niter, false, false)
-		kr.strict = false
-	}
 }
 
-// canGain reports whether some neighbour part (connect filled conn) would
-// take v without raising the cut, room aside.
-func (kr *kwayRefiner) canGain(from int32, id int32) bool {
-	for _, p := range kr.touched {
-		if p != from && kr.conn[p] >= id {
+// canGain reports whether some neighbour part (v's connections conn to the
+// parts touched) would take v without raising the cut, room aside.
+func canGain(conn, touched []int32, from int32, id int32) bool {
+	for _, p := range touched {
+		if p != from && conn[p] >= id {
 			return true
 		}
 	}
@@ -560,11 +584,12 @@ const overshoot = 5
 // refineTarget picks the move for v (internal degree id, weight vw) as
 // METIS's greedy refinement: the most connected neighbour part that is no
 // worse than staying and has room up to the overshoot, ties to the
-// lighter part; -1 when there is none.
-func (kr *kwayRefiner) refineTarget(from int32, vw int64, id int32) (int32, int32) {
+// lighter part; -1 when there is none. conn and touched are v's connections
+// as connect fills them.
+func (kr *kwayRefiner) refineTarget(conn, touched []int32, from int32, vw int64, id int32) (int32, int32) {
 	best, bc := int32(-1), int32(-1)
-	for _, p := range kr.touched {
-		c := kr.conn[p]
+	for _, p := range touched {
+		c := conn[p]
 		if p == from || c < id {
 			continue
 		}
@@ -729,3 +754,166 @@ func topDepth(k int) int {
 	}
 	return 2
 }
+
+// refineRounds is refine's passes on a large graph, one round each: (a)
+// every candidate's best move is proposed on the cores from the partition
+// as the round found it; (b) the proposals are committed on one goroutine,
+// highest gain first, ties in an order drawn per round, each re-checked
+// against the current partition (its own row: moves committed before it
+// may have made it worse) and the balance; (c) the degrees of the moved
+// vertices and their neighbours are updated on the cores, and those that
+// can gain are the next round's candidates. The order of the commits
+// depends on neither threads nor timing, so neither does the partition.
+func (kr *kwayRefiner) refineRounds(niter int) {
+	g, where, id, ed := kr.g, kr.where, kr.id, kr.ed
+	n := g.n()
+	kr.target = grow(kr.target, n)
+	target, mark := kr.target, kr.mark
+	live := func(v int32) bool { return ed[v] > 0 && ed[v] >= id[v] }
+	bnd := collectRows(g, kr.threads, nil, live)
+	var props []uint64
+	var moved, movedFrom []int32
+	if len(kr.movedAt) < n {
+		kr.movedAt = make([]uint32, n) // stamps do not repeat until setup clears both
+	}
+	movedAt := kr.movedAt
+	for pass := 0; pass < niter && len(bnd) > 0; pass++ {
+		kr.stamp++
+		stamp := kr.stamp // mark[v] == stamp: v is looked at again next round
+		// Ties in gain go in an order drawn per round: vertex order would
+		// favour the low-numbered parts of the graph round after round.
+		salt := uint32(kr.r.Uint64())
+		props = kr.propose(bnd, props[:0], stamp, salt)
+		slices.Sort(props)
+		moved, movedFrom = moved[:0], movedFrom[:0]
+		gains := int64(0)
+		for _, key := range props {
+			v := int32((uint32(key) * tieInv) ^ salt)
+			from, to := where[v], target[v]
+			vw := int64(g.vwgt[v])
+			var cf, ct int32
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				switch where[g.adjncy[e]] {
+				case from:
+					cf += g.adjwgt[e]
+				case to:
+					ct += g.adjwgt[e]
+				}
+			}
+			gain := ct - cf
+			if gain < 0 || (cf > 0 && kr.pwgts[from]-vw < kr.minpw) {
+				continue // a neighbour moved (v is marked) or from is too light
+			}
+			slack := overshoot * int64(gain)
+			if kr.strict {
+				slack = 0
+			}
+			if kr.pwgts[to]+vw > kr.maxpw+slack ||
+				(gain == 0 && !(kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from])) {
+				mark[v] = stamp // held back by the balance: again next round
+				continue
+			}
+			kr.moveTo(v, to)
+			moved, movedFrom = append(moved, v), append(movedFrom, from)
+			movedAt[v] = stamp
+			gains += int64(gain)
+		}
+		// Degrees after the round: a moved vertex counts its row again; a
+		// neighbour that stayed gets each moved edge's weight moved between
+		// its id and ed (atomic adds: sums in any order are the same).
+		runChunks(evenChunks(len(moved), kr.threads*chunksPerThread), kr.threads, func(_, lo, hi int) {
+			for i, v := range moved[lo:hi] {
+				from, to := movedFrom[lo+i], where[v]
+				var a, b int32
+				atomic.StoreUint32(&mark[v], stamp)
+				for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+					u, w := g.adjncy[e], g.adjwgt[e]
+					pu := where[u]
+					if pu == to {
+						a += w
+					} else {
+						b += w
+					}
+					if movedAt[u] == stamp {
+						continue
+					}
+					atomic.StoreUint32(&mark[u], stamp)
+					switch pu {
+					case from:
+						atomic.AddInt32(&id[u], -w)
+						atomic.AddInt32(&ed[u], w)
+					case to:
+						atomic.AddInt32(&id[u], w)
+						atomic.AddInt32(&ed[u], -w)
+					}
+				}
+				id[v], ed[v] = a, b
+			}
+		})
+		bnd = collectRows(g, kr.threads, bnd[:0], func(v int32) bool { return mark[v] == stamp })
+		bnd = slices.DeleteFunc(bnd, func(v int32) bool { return !live(v) })
+		if len(moved) == 0 || gains == 0 {
+			break
+		}
+	}
+}
+
+// propose appends to props, for each candidate in bnd with a move (as
+// greedyPasses would choose it from the current partition), the key
+// (-gain, v's place in the tie order) and sets target[v]; a candidate held
+// back by the balance is marked with stamp. Run on the refiner's threads;
+// props' order depends on the timing, its sorted order does not.
+func (kr *kwayRefiner) propose(bnd []int32, props []uint64, stamp, salt uint32) []uint64 {
+	g, where, id := kr.g, kr.where, kr.id
+	var mu sync.Mutex
+	runChunks(evenChunks(len(bnd), kr.threads*chunksPerThread), kr.threads, func(_, lo, hi int) {
+		conn := make([]int32, kr.k)
+		var touched []int32
+		var mine []uint64
+		for _, v := range bnd[lo:hi] {
+			from := where[v]
+			vw := int64(g.vwgt[v])
+			if id[v] > 0 && kr.pwgts[from]-vw < kr.minpw {
+				continue
+			}
+			touched = touched[:0]
+			for e := g.xadj[v]; e < g.xadj[v+1]; e++ {
+				p := where[g.adjncy[e]]
+				if conn[p] == 0 {
+					touched = append(touched, p)
+				}
+				conn[p] += g.adjwgt[e]
+			}
+			to, c := kr.refineTarget(conn, touched, from, vw, id[v])
+			blocked := to < 0 && canGain(conn, touched, from, id[v])
+			for _, p := range touched {
+				conn[p] = 0
+			}
+			gain := c - id[v]
+			if blocked || (to >= 0 && gain == 0 && !(kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from])) {
+				kr.mark[v] = stamp // bnd holds v once: no other writer
+				continue
+			}
+			if to < 0 {
+				continue
+			}
+			kr.target[v] = to
+			mine = append(mine, uint64(uint32(math.MaxInt32-gain))<<32|uint64((uint32(v)^salt)*tieMul))
+		}
+		mu.Lock()
+		props = append(props, mine...)
+		mu.Unlock()
+	})
+	return props
+}
+
+// parallelRefine turns on refineRounds for graphs of parallelEdges and more
+// (a variable so that tests can compare both ways).
+var parallelRefine = true
+
+// tieMul and its inverse mod 2^32 (tieInv) number the vertices in a
+// round's tie order, v -> (v^salt)·tieMul, a bijection of uint32.
+const (
+	tieMul uint32 = 0x9e3779b1
+	tieInv uint32 = 0x0e8b2f51
+)

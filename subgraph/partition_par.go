@@ -191,3 +191,14 @@ func symmetricRows(g *Graph, threads int) (sym, ok bool) {
 	}
 	return !asym.Load() && up.Load() == down.Load(), true
 }
+
+// evenChunks splits 0..n into at most parts ranges of about equal length
+// (a single range [0, n] when n is small).
+func evenChunks(n, parts int) []int {
+	parts = max(1, min(parts, n/1024))
+	bounds := make([]int, parts+1)
+	for c := range bounds {
+		bounds[c] = c * n / parts
+	}
+	return bounds
+}

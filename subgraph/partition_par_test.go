@@ -162,3 +162,44 @@ func TestRowChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelRefine: refinement by rounds (parallelRefine) gives the same
+// parts on 1, 2 and 8 threads, never raises the cut, and a whole partition
+// through it keeps every part within the imbalance limit.
+func TestParallelRefine(t *testing.T) {
+	defer func(old bool) { parallelRefine = old }(parallelRefine)
+	parallelRefine = true
+	g := parGraph(t)
+	wg := fromGraph(g, 1)
+	const k = 64
+	start := make([]int32, wg.n())
+	for v := range start {
+		start[v] = int32(v * k / len(start)) // consecutive blocks: far from the planted parts
+	}
+	var first []int32
+	for _, threads := range []int{1, 2, 8} {
+		where := slices.Clone(start)
+		kr := newKwayRefiner(k, PartitionOptions{Imbalance: DefaultImbalance, Threads: threads}, rng64(5, 2))
+		kr.setup(wg, where)
+		before := wcut(wg, where)
+		kr.refine(wg, where, 10, true, true)
+		assert.Less(t, wcut(wg, where), before, "threads %d", threads)
+		assert.LessOrEqual(t, slices.Max(kr.pwgts), kr.maxpw, "threads %d", threads)
+		if first == nil {
+			first = where
+			continue
+		}
+		require.Equal(t, first, where, "threads %d against 1", threads)
+	}
+	var parts [][]int32
+	for _, threads := range []int{1, 2, 8} {
+		p, err := Partition(g, 100, PartitionOptions{Seed: 2, Threads: threads})
+		require.NoError(t, err)
+		s, err := p.Stats(g)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, s.Imbalance, DefaultImbalance+1e-9, "threads %d", threads)
+		parts = append(parts, p.Parts)
+	}
+	assert.Equal(t, parts[0], parts[1], "1 and 2 threads")
+	assert.Equal(t, parts[0], parts[2], "1 and 8 threads")
+}
