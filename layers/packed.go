@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -359,9 +360,16 @@ func (s *predSink) flush(pred []int32) error {
 	if err := s.p.Backend.ReadInts(s.host, s.dst); err != nil {
 		return err
 	}
-	for i, v := range s.ids {
-		pred[v] = s.host[i]
-	}
+	// Millions of writes scattered over the graph's predictions: on
+	// several cores, as the device waits for this goroutine meanwhile (the
+	// ids are distinct: no two chunks write one place).
+	const chunk = 1 << 16
+	par.For((len(s.ids)+chunk-1)/chunk, min(runtime.GOMAXPROCS(0), 8), func(c int) {
+		lo, hi := c*chunk, min(len(s.ids), (c+1)*chunk)
+		for i, v := range s.ids[lo:hi] {
+			pred[v] = s.host[lo+i]
+		}
+	})
 	s.ids, s.used = s.ids[:0], 0
 	return nil
 }

@@ -311,11 +311,13 @@ func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
 	}
 	var lists []list
 	if t.Packing() == bittensor.ByRows && lay.lw > 0 && t.Rows() > 0 {
-		mask := newTileMask(t.Words(), t.LineWords(), t.Bits(), lay)
-		for _, h := range listHeights {
-			kp, ki := tileList(mask, h)
-			if len(ki) < (len(kp)-1)*(lay.lw/stepWords) {
-				lists = append(lists, list{h, r.add(asBytes(kp), 4*len(kp)), r.add(asBytes(ki), 4*max(len(ki), 1))})
+		// A mask with every tile set makes no list shorter than the whole.
+		if mask := newTileMask(t.Words(), t.LineWords(), t.Bits(), lay); mask.Count() < mask.RowTiles*mask.ColTiles {
+			for _, h := range listHeights {
+				kp, ki := tileList(mask, h)
+				if len(ki) < (len(kp)-1)*(lay.lw/stepWords) {
+					lists = append(lists, list{h, r.add(asBytes(kp), 4*len(kp)), r.add(asBytes(ki), 4*max(len(ki), 1))})
+				}
 			}
 		}
 	}

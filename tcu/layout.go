@@ -101,31 +101,26 @@ func newTileMask(words []uint64, srcLW, bits int, l operandLayout) bittensor.Til
 	steps := l.lw / stepWords
 	m := bittensor.NewTileMask(l.lines, steps*stepWords*64, maskGroup, stepWords*64)
 	pw := l.lines * srcLW
-	// Tile (line/maskGroup, s) is bit s of its row of tiles: set directly,
-	// and a tile already set is not read again, as this runs on the device
-	// thread for every upload (bench/scale/RESULTS.md).
-	for line := 0; line < l.lines; line++ {
-		tiles := m.Bits[(line/maskGroup)*m.Stride:][:m.Stride]
+	// Tile (group, s) is bit s of its group's row of tiles: set directly,
+	// at the first line of the group with a one there (the rest are not
+	// read), as this runs on the device thread for every upload
+	// (bench/scale/RESULTS.md).
+	for g := 0; g*maskGroup < l.lines; g++ {
+		tiles := m.Bits[g*m.Stride:][:m.Stride]
+		end := min(l.lines, (g+1)*maskGroup)
 		for s := 0; s < steps; s++ {
-			bit := uint64(1) << (s % 64)
-			if tiles[s/64]&bit != 0 {
-				continue
-			}
-			var v uint64
-			if lo := s * stepWords; lo+stepWords <= srcLW {
+			lo, hi := min(s*stepWords, srcLW), min((s+1)*stepWords, srcLW)
+			for line := g * maskGroup; line < end; line++ {
+				var v uint64
 				for p := 0; p < bits; p++ {
-					w := words[p*pw+line*srcLW+lo:][:stepWords]
-					v |= w[0] | w[1] | w[2] | w[3]
-				}
-			} else {
-				for p := 0; p < bits; p++ {
-					for _, x := range words[p*pw+line*srcLW+min(lo, srcLW) : p*pw+line*srcLW+srcLW] {
+					for _, x := range words[p*pw+line*srcLW+lo : p*pw+line*srcLW+hi] {
 						v |= x
 					}
 				}
-			}
-			if v != 0 {
-				tiles[s/64] |= bit
+				if v != 0 {
+					tiles[s/64] |= uint64(1) << (s % 64)
+					break
+				}
 			}
 		}
 	}
