@@ -59,6 +59,25 @@ type Batch struct {
 	// host: Nodes, Indptr, Indices, Deg and DInv are pooled arrays that
 	// PreparedBatch.Release gives back (PreparePacked's batches).
 	host *hostBufs
+	// makeAdj makes the packed adjacency where Adj is nil (a plan that
+	// aggregates over the edge list never asks for it): once, into made.
+	makeAdj func() (*bittensor.Tensor, error)
+	adjOnce sync.Once
+	adjMade *bittensor.Tensor
+	adjErr  error
+}
+
+// hasAdj reports whether b has a packed adjacency, made or to be made.
+func (b *Batch) hasAdj() bool { return b.Adj != nil || b.makeAdj != nil }
+
+// PackedAdj is b's 1-bit adjacency (nil for a batch without one), made on
+// the first call where the batch was built without it.
+func (b *Batch) PackedAdj() (*bittensor.Tensor, error) {
+	if b.Adj != nil || b.makeAdj == nil {
+		return b.Adj, nil
+	}
+	b.adjOnce.Do(func() { b.adjMade, b.adjErr = b.makeAdj() })
+	return b.adjMade, b.adjErr
 }
 
 // mergeBatches returns one batch holding bs side by side, block-diagonal:
@@ -105,6 +124,38 @@ type Neighbours struct {
 	Adj             *bittensor.Tensor
 	Edges           bmm.Graph
 	tiles           int
+	// of is the batch whose adjacency, without its diagonal, Adj is: made
+	// on the first PackedAdj where the batch's is made on demand too.
+	of      *Batch
+	adjOnce sync.Once
+	adjMade *bittensor.Tensor
+	adjErr  error
+}
+
+// PackedAdj is the neighbours' 1-bit adjacency (nil where the batch has
+// none).
+func (nb *Neighbours) PackedAdj() (*bittensor.Tensor, error) {
+	if nb.Adj != nil || nb.of == nil {
+		return nb.Adj, nil
+	}
+	nb.adjOnce.Do(func() {
+		adj, err := nb.of.PackedAdj()
+		if err != nil || adj == nil {
+			nb.adjErr = err
+			return
+		}
+		nb.adjMade = withoutDiagonal(adj)
+	})
+	return nb.adjMade, nb.adjErr
+}
+
+// withoutDiagonal is a copy of adj with its diagonal cleared.
+func withoutDiagonal(adj *bittensor.Tensor) *bittensor.Tensor {
+	out := adj.Clone()
+	for v := range out.Rows() {
+		out.Set(v, v, 0)
+	}
+	return out
 }
 
 // neighbours returns b's adjacency without self-loops, made once.
@@ -124,12 +175,15 @@ func (b *Batch) neighbours() *Neighbours {
 			nb.Deg[v] = float32(d)
 			nb.Inv[v] = 1 / float32(max(d, 1))
 		}
-		if b.Adj != nil {
-			nb.Adj = b.Adj.Clone()
-			pad := nb.Adj.Padding()
+		if b.hasAdj() {
+			pad := bittensor.DefaultPadding
+			if b.Adj != nil {
+				nb.Adj, pad = withoutDiagonal(b.Adj), b.Adj.Padding()
+			} else {
+				nb.of = b
+			}
 			mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
 			for v := range n {
-				nb.Adj.Set(v, v, 0)
 				for _, u := range nb.Indices[nb.Indptr[v]:nb.Indptr[v+1]] {
 					mask.Set(v, int(u))
 				}
@@ -258,7 +312,7 @@ func batchPartitioning(g *subgraph.Graph, parts []int32, k int) *subgraph.Partit
 func evalBatches(g *subgraph.Graph, parts []int32, k, perBatch int, nodeScale []float32) ([]*Batch, error) {
 	p := batchPartitioning(g, parts, k)
 	plan, err := subgraph.Batches(g, p, subgraph.BatchOptions{PartsPerBatch: min(max(1, perBatch), p.K),
-		Rows: subgraph.BandRows, SelfLoops: true, LoopsInCSR: true})
+		Rows: subgraph.BandRows, SelfLoops: true, LoopsInCSR: true, LazyAdj: true})
 	if err != nil {
 		return nil, err
 	}
@@ -299,9 +353,12 @@ func NewBatches(plan *subgraph.BatchPlan, nodeScale []float32) ([]*Batch, error)
 				b.FeatScale[i] = nodeScale[v]
 			}
 		}
-		if sb.Adj != nil {
+		if sb.Adj != nil || sb.Mask.Bits != nil {
 			b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 			b.tiles = denseTiles(sb.Mask)
+			if sb.Adj == nil {
+				b.makeAdj = sb.Adjacency
+			}
 		}
 		out = append(out, b)
 	}

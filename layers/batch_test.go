@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -36,18 +38,20 @@ func TestBatchesFromBatcher(t *testing.T) {
 				assert.Equal(t, float32(1/math.Sqrt(float64(len(row)))), b.DInv[i])
 				assert.Equal(t, float32(v), b.FeatScale[i])
 			}
+			adj, err := b.PackedAdj()
+			require.NoError(t, err)
 			if !packed {
-				assert.Nil(t, b.Adj)
+				assert.Nil(t, adj)
 				continue
 			}
-			require.NotNil(t, b.Adj)
+			require.NotNil(t, adj)
 			n, chunks := b.N(), 0
 			for r0 := 0; r0 < n; r0 += 64 {
 				for c0 := 0; c0 < n; c0 += 256 {
 					hit := false
 					for r := r0; r < min(n, r0+64) && !hit; r++ {
 						for c := c0; c < min(n, c0+256) && !hit; c++ {
-							hit = b.Adj.At(r, c) != 0
+							hit = adj.At(r, c) != 0
 						}
 					}
 					if hit {
@@ -76,4 +80,52 @@ func TestBatchesFromBatcher(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, one, 1)
 	check(one, true)
+}
+
+// packedAdj is b's packed adjacency, made if it has to be; tb fails on an
+// error.
+func packedAdj(tb testing.TB, b *Batch) *bittensor.Tensor {
+	return mustAdj(tb)(b.PackedAdj())
+}
+
+func mustAdj(tb testing.TB) func(*bittensor.Tensor, error) *bittensor.Tensor {
+	return func(t *bittensor.Tensor, err error) *bittensor.Tensor {
+		tb.Helper()
+		require.NoError(tb, err)
+		return t
+	}
+}
+
+// TestAdjacencyOnDemand: inference batches are built without their packed
+// adjacency; a pass over edge lists never makes it, a dense pass makes each
+// batch's once, equal to the one built with the batch, and both passes
+// predict the same.
+func TestAdjacencyOnDemand(t *testing.T) {
+	m, d, in := unequalData(t, GCN, 4, 4, false)
+	var preds [][]int32
+	for _, mode := range []AggMode{AggSparse, AggDense} {
+		plan, err := m.Compile(bmm.NewGenericBackend())
+		require.NoError(t, err)
+		plan.Agg, plan.Merge = mode, MergeOff
+		r, err := plan.Run(d, in, false, nil)
+		require.NoError(t, err)
+		plan.Close()
+		preds = append(preds, r.Pred)
+		for i, b := range d.Eval {
+			require.Nil(t, b.Adj, "batch %d", i)
+			require.NotNil(t, b.makeAdj, "batch %d", i)
+			if mode == AggSparse {
+				assert.Nil(t, b.adjMade, "batch %d: made for an edge-list pass", i)
+				continue
+			}
+			require.NotNil(t, b.adjMade, "batch %d", i)
+			want, err := subgraph.Batches(d.Graph, batchPartitioning(d.Graph, d.Parts, d.K), subgraph.BatchOptions{
+				PartsPerBatch: min(d.PerBatch, d.K), Rows: subgraph.BandRows, SelfLoops: true, LoopsInCSR: true})
+			require.NoError(t, err)
+			sb, err := want.Batch(i)
+			require.NoError(t, err)
+			assert.True(t, sb.Adj.Equal(b.adjMade), "batch %d", i)
+		}
+	}
+	assert.Equal(t, preds[0], preds[1])
 }

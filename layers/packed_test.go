@@ -18,7 +18,9 @@ import (
 // packedOf is batch b as a packed batch file gives it back: the CSR without
 // its diagonal, the codes of its rows as bit planes.
 func packedOf(t *testing.T, b *Batch, in *Input) *PackedBatch {
-	pb := &PackedBatch{Nodes: b.Nodes, Indptr: make([]int32, b.N()+1), Adj: b.Adj, FeatScale: b.FeatScale}
+	adj, err := b.PackedAdj()
+	require.NoError(t, err)
+	pb := &PackedBatch{Nodes: b.Nodes, Indptr: make([]int32, b.N()+1), Adj: adj, FeatScale: b.FeatScale}
 	for r := range b.N() {
 		for _, c := range b.Indices[b.Indptr[r]:b.Indptr[r+1]] {
 			if c != int32(r) {
@@ -27,9 +29,8 @@ func packedOf(t *testing.T, b *Batch, in *Input) *PackedBatch {
 		}
 		pb.Indptr[r+1] = int32(len(pb.Indices))
 	}
-	x, err := in.Pack(b.Nodes)
+	pb.Feat, err = in.Pack(b.Nodes)
 	require.NoError(t, err)
-	pb.Feat = x
 	return pb
 }
 

@@ -780,7 +780,7 @@ func (p *Plan) pass(b *Batch, x *bittensor.Tensor, sx *Input, trace Trace, key *
 		}
 	}
 	ps.edges = p.edges(b)
-	if !ps.edges && b.Adj == nil {
+	if !ps.edges && !b.hasAdj() {
 		return ps, fmt.Errorf("%w: batch has no packed adjacency (built without bits)", ErrModel)
 	}
 	if m.NormRows && b.FeatScale == nil {
@@ -1055,10 +1055,10 @@ func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 // (edges) or packed tensor, and its row sums.
 func (ps *pass) adjacency(op *planOp, edges bool) (bmm.GraphOperand, bmm.Bits, bmm.Vector, error) {
 	b, k := ps.b, 0
-	g, adj, deg := &b.Edges, b.Adj, b.Deg
+	g, packed, deg := &b.Edges, b.PackedAdj, b.Deg
 	if op.nbr {
 		nb := b.neighbours()
-		k, g, adj, deg = 1, &nb.Edges, nb.Adj, nb.Deg
+		k, g, packed, deg = 1, &nb.Edges, nb.PackedAdj, nb.Deg
 	}
 	d, err := ps.uploadOnce(&ps.deg[k], deg)
 	if err != nil {
@@ -1073,6 +1073,10 @@ func (ps *pass) adjacency(op *planOp, edges bool) (bmm.GraphOperand, bmm.Bits, b
 		return ps.graph[k], nil, d, nil
 	}
 	if ps.adj[k] == nil {
+		adj, err := packed()
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		if ps.adj[k], err = ps.p.Backend.UploadBits(adj); err != nil {
 			return nil, nil, nil, fmt.Errorf("layers: uploading the adjacency: %w", err)
 		}

@@ -262,7 +262,7 @@ func TestPlanDeviceTraffic(t *testing.T) {
 				n := int64(b.N())
 				want.HostToDevice += int64(8*len(x.Words())) + 3*4*n
 				if mode == AggDense {
-					want.HostToDevice += int64(8 * len(b.Adj.Words()))
+					want.HostToDevice += int64(8 * len(packedAdj(t, b).Words()))
 				} else {
 					want.HostToDevice += int64(4 * (len(b.Indptr) + len(b.Indices)))
 				}

@@ -150,11 +150,11 @@ func TestRunLanesFallBack(t *testing.T) {
 		bad := *d
 		bad.Eval = make([]*Batch, len(d.Eval))
 		for i, b := range d.Eval {
-			nb := &Batch{Nodes: b.Nodes, Indptr: b.Indptr, Indices: b.Indices, Adj: b.Adj, Deg: b.Deg, DInv: b.DInv,
+			nb := &Batch{Nodes: b.Nodes, Indptr: b.Indptr, Indices: b.Indices, makeAdj: b.PackedAdj, Deg: b.Deg, DInv: b.DInv,
 				FeatScale: b.FeatScale, Edges: b.Edges, tiles: b.tiles}
 			switch {
 			case i == 3:
-				nb.Adj = nil
+				nb.makeAdj = nil
 			case i > 3:
 				nb.FeatScale = nil
 			}

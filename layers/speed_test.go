@@ -565,7 +565,7 @@ func unfusedForward(b *testing.B, p *Plan, bt *Batch, x *bittensor.Tensor) ([]fl
 			a, w = cur, packedWeights(b, p, i)
 			ep = linEpilogue(op, ph, p.weights[i], op.lin.In, hostRowSums(cur), bt, true)
 		} else {
-			a, w = bt.Adj, cur
+			a, w = packedAdj(b, bt), cur
 			ep = aggEpilogue(op, ph, cur.Cols(), bt, true)
 		}
 		c, err := bmm.MM2IntWith(bmm.Default(), a, w)

@@ -56,7 +56,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 	// layers.evalBatches' plan with the diagonal left to the self-loop flag
 	// (the packed format's CSR holds none): the same groups and rows.
 	plan, err := subgraph.Batches(g, p, subgraph.BatchOptions{PartsPerBatch: min(max(1, perBatch), p.K),
-		Rows: subgraph.BandRows, SelfLoops: true})
+		Rows: subgraph.BandRows, SelfLoops: true, LazyAdj: true})
 	if err != nil {
 		return 0, err
 	}

@@ -65,6 +65,10 @@ type BatchOptions struct {
 	// CSROnly leaves out the packed adjacency and its tile mask (training
 	// in float needs only the CSR).
 	CSROnly bool
+	// LazyAdj keeps the tile mask but leaves the packed adjacency to
+	// Batch.Adjacency: an n-node batch's is n²/8 bytes, which a plan that
+	// aggregates over the edge list never reads.
+	LazyAdj bool
 	// Padding of the adjacency tensors; the zero value means
 	// bittensor.DefaultPadding. It is also the tile of the zero-tile mask.
 	Padding bittensor.Padding
@@ -93,6 +97,20 @@ type Batch struct {
 	// SelfLoops: Adj is the CSR plus the diagonal (false when the CSR
 	// already holds it: LoopsInCSR).
 	SelfLoops bool
+	pad       bittensor.Padding
+}
+
+// Adjacency returns Adj, or makes it from the CSR where the plan left it
+// out (LazyAdj). It does not keep what it makes.
+func (b *Batch) Adjacency() (*bittensor.Tensor, error) {
+	if b.Adj != nil {
+		return b.Adj, nil
+	}
+	adj, err := adjacency(len(b.Nodes), b.Indptr, b.Indices, b.SelfLoops, b.pad)
+	if err != nil {
+		return nil, fmt.Errorf("%w: batch %d: %w", ErrBatch, b.Index, err)
+	}
+	return adj, nil
 }
 
 // CSR is the batch's local graph (a view of Indptr and Indices).
@@ -295,11 +313,14 @@ func (bp *BatchPlan) Batch(i int) (*Batch, error) {
 	if bp.opt.CSROnly {
 		return b, nil
 	}
-	adj, err := adjacency(len(b.Nodes), b.Indptr, b.Indices, b.SelfLoops, bp.opt.Padding)
-	if err != nil {
-		return nil, fmt.Errorf("%w: batch %d: %w", ErrBatch, i, err)
+	b.pad = bp.opt.Padding
+	if !bp.opt.LazyAdj {
+		adj, err := b.Adjacency()
+		if err != nil {
+			return nil, err
+		}
+		b.Adj = adj
 	}
-	b.Adj = adj
 	// From the CSR, not the words: one visit per edge instead of one per
 	// word of the n×n adjacency.
 	b.Mask = bittensor.NewTileMask(len(b.Nodes), len(b.Nodes), bp.opt.Padding.Lines, bp.opt.Padding.Bits)

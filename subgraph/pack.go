@@ -114,7 +114,10 @@ func (b *Batch) Pack(feat *bittensor.Tensor) ([]byte, error) {
 // indices on small batches).
 func (b *Batch) pack(feat *bittensor.Tensor, idx32 bool) ([]byte, error) {
 	n, e := len(b.Nodes), len(b.Indices)
-	pad := b.Adj.Padding()
+	pad := b.pad
+	if b.Adj != nil {
+		pad = b.Adj.Padding()
+	}
 	if err := checkPackPadding(pad); err != nil {
 		return nil, err
 	}
