@@ -137,8 +137,8 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		return nil, fmt.Errorf("%w: packed batch of %d nodes does not fit a model of %d features at %d bits", ErrModel, n, p.Model.Layers[0].Lin1.In, params.Bits)
 	}
 	// The host arrays of Â come from a pool (Release gives them back): a
-	// stream prepares a batch of tens of MB every few ms on every core,
-	// and fresh ones kept the collector busy beside the devices' goroutines.
+	// stream prepares large batches on every core without pause, and fresh
+	// arrays kept the collector busy beside the devices' goroutines.
 	hb := hostPool.Get().(*hostBufs)
 	e := len(pb.Indices) + n
 	b := &Batch{Nodes: hb.nodes.take(n), Indptr: hb.indptr.take(n + 1), Indices: hb.indices.take(e),

@@ -291,9 +291,9 @@ func (p *Packed) checkIndices() error {
 	n := int64(p.Nodes)
 	lo := int(le.Uint32(ptr))
 	if v, pv := int32View(idx), int32View(ptr); p.Index32 && v != nil && pv != nil {
-		// In place, in one flat pass (the rows of a 50,000-node batch hold
-		// ~10^6 indices, 16 a row): indptr, checked, rises from 0 to
-		// Edges, so its rows cover the indices in order.
+		// In place, in one flat pass over the indices rather than a loop
+		// per row (short rows): indptr, checked, rises from 0 to Edges, so
+		// its rows cover the indices in order.
 		r, end, last := 0, pv[1], int32(-1)
 		for e, c := range v {
 			for int32(e) == end { // the next row starts here (past any empty ones)

@@ -428,9 +428,9 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if psize > uint64(len(blob)) || end != len(blob) {
 		return fail("packed buffer of %d bytes and %d nodes do not make the %d recorded", psize, n, len(blob))
 	}
-	// The indices are checked with the checksum, once: a pass reads each
-	// batch's ~10^6 of them otherwise again (~1 ms a batch,
-	// bench/scale/RESULTS.md), to find what the first pass found.
+	// The indices are checked with the checksum, once: every later pass
+	// would read them all again to find what the first pass found
+	// (bench/scale/RESULTS.md).
 	p, err := readPacked(blob[:psize], !checked)
 	if err != nil {
 		return nil, PackFileBatch{}, fmt.Errorf("%s: batch %d: %w", pf.path, i, err)
