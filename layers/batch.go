@@ -176,19 +176,12 @@ func (b *Batch) neighbours() *Neighbours {
 			nb.Inv[v] = 1 / float32(max(d, 1))
 		}
 		if b.hasAdj() {
-			pad := bittensor.DefaultPadding
 			if b.Adj != nil {
-				nb.Adj, pad = withoutDiagonal(b.Adj), b.Adj.Padding()
+				nb.Adj = withoutDiagonal(b.Adj)
 			} else {
 				nb.of = b
 			}
-			mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
-			for v := range n {
-				for _, u := range nb.Indices[nb.Indptr[v]:nb.Indptr[v+1]] {
-					mask.Set(v, int(u))
-				}
-			}
-			nb.tiles = denseTiles(mask)
+			nb.tiles = csrTiles(n, nb.Indptr, nb.Indices)
 		}
 		nb.Edges = bmm.Graph{Indptr: nb.Indptr, Indices: nb.Indices}
 		b.nbr = nb
@@ -376,16 +369,31 @@ func (b *Batch) degrees() {
 	}
 }
 
+// denseTileRows × denseTileCols is the tile of the cost model's
+// DenseTiles.
+const denseTileRows, denseTileCols = 64, 256
+
 // denseTiles is the number of 64-row × 256-column tiles of a batch
 // adjacency that hold an edge (the work a dense bit product cannot skip),
 // from its tile mask.
 func denseTiles(m bittensor.TileMask) int {
-	const tileRows, tileCols = 64, 256
-	if m.Cols != tileCols || tileRows%m.Rows != 0 {
-		panic(fmt.Sprintf("layers: %d×%d tile mask, want tiles dividing %d×%d", m.Rows, m.Cols, tileRows, tileCols))
+	if m.Cols != denseTileCols || denseTileRows%m.Rows != 0 {
+		panic(fmt.Sprintf("layers: %d×%d tile mask, want tiles dividing %d×%d", m.Rows, m.Cols, denseTileRows, denseTileCols))
 	}
-	c := m.Coarsen(tileRows / m.Rows)
+	c := m.Coarsen(denseTileRows / m.Rows)
 	return c.Count()
+}
+
+// csrTiles is denseTiles' count for the n×n adjacency of a CSR, read from
+// its entries.
+func csrTiles(n int, indptr, indices []int32) int {
+	m := bittensor.NewTileMask(n, n, denseTileRows, denseTileCols)
+	for r := range n {
+		for _, c := range indices[indptr[r]:indptr[r+1]] {
+			m.Set(r, int(c))
+		}
+	}
+	return m.Count()
 }
 
 // Input is a dataset's node features quantized once: the float values

@@ -109,15 +109,13 @@ func newGraphBatch(set *subgraph.GraphSet, graphs []int32, packed bool) (*GraphB
 		if err != nil {
 			return nil, err
 		}
-		mask := bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
 		w, lw := adj.Words(), adj.LineWords()
 		for r := range n {
 			for _, c := range b.Indices[b.Indptr[r]:b.Indptr[r+1]] {
 				w[r*lw+int(c>>6)] |= 1 << (c & 63)
-				mask.Set(r, int(c))
 			}
 		}
-		b.Adj, b.tiles = adj, denseTiles(mask)
+		b.Adj, b.tiles = adj, csrTiles(n, b.Indptr, b.Indices)
 	}
 	gb.Batch = b
 	return gb, nil

@@ -23,11 +23,10 @@ type PackedBatch struct {
 	Nodes           []int32 // global ids, in row order
 	Indptr, Indices []int32 // local CSR, rows sorted, no diagonal
 	// Adj is the 1-bit adjacency; when nil, MakeAdj makes it for a batch
-	// whose aggregations run dense (a 50,000-node batch's is 312 MB, which
-	// an edge-list batch never reads), and Padding is its padding.
+	// whose aggregations run dense (an n-node batch's is n²/8 bytes, which
+	// an edge-list batch never reads).
 	Adj       *bittensor.Tensor
 	MakeAdj   func() (*bittensor.Tensor, error)
-	Padding   bittensor.Padding
 	Feat      *bittensor.Tensor // codes, ByRows, one plane per bit
 	FeatScale []float32         // nil: none
 	// Release, when not nil, is called once the batch's arrays are no
@@ -144,20 +143,9 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	b := &Batch{Nodes: hb.nodes.take(n), Indptr: hb.indptr.take(n + 1), Indices: hb.indices.take(e),
 		Deg: hb.deg.take(n), DInv: hb.dinv.take(n), Adj: pb.Adj, FeatScale: pb.FeatScale}
 	// Â in the CSR, the diagonal sorted into each row, as the batcher's
-	// LoopsInCSR makes it; the tile mask as the batcher sets it. The file's
-	// rows hold no diagonal (subgraph.ReadPacked refuses one), so each row
-	// is copied in two parts around it; its degree is made on the way.
-	pad := pb.Padding
-	if pb.Adj != nil {
-		pad = pb.Adj.Padding()
-	}
-	// The tile count only feeds the dense-or-edge-list choice, which
-	// AggSparse has made: no mask then (bench/scale/RESULTS.md).
-	tiled := p.Agg != AggSparse
-	var mask bittensor.TileMask
-	if tiled {
-		mask = bittensor.NewTileMask(n, n, pad.Lines, pad.Bits)
-	}
+	// LoopsInCSR makes it. The file's rows hold no diagonal
+	// (subgraph.ReadPacked refuses one), so each row is copied in two parts
+	// around it; its degree is made on the way.
 	at, lo := int32(0), int32(0)
 	if n > 0 && pb.Indptr[0] != 0 {
 		hb.put()
@@ -183,11 +171,6 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		b.Indptr[r+1] = at
 		d := at - b.Indptr[r]
 		b.Deg[r], b.DInv[r] = float32(d), float32(1/math.Sqrt(float64(d)))
-		if tiled {
-			for _, c := range b.Indices[b.Indptr[r]:at] {
-				mask.Set(r, int(c))
-			}
-		}
 		lo = hi
 	}
 	b.Indices = b.Indices[:at]
@@ -200,8 +183,10 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		hb.put()
 		return nil, fmt.Errorf("%w: packed batch of %d nodes: %w", ErrModel, n, err)
 	}
-	if tiled {
-		b.tiles = denseTiles(mask)
+	// The tile count only feeds the dense-or-edge-list choice, which
+	// AggSparse has made (bench/scale/RESULTS.md).
+	if p.Agg != AggSparse {
+		b.tiles = csrTiles(n, b.Indptr, b.Indices)
 	}
 	if b.Adj == nil && !p.edges(b) {
 		adj, err := pb.MakeAdj()

@@ -443,7 +443,7 @@ func (l *packedLoader) load(i int) (*layers.PackedBatch, error) {
 	}
 	// The adjacency is made only for a batch that runs dense (MakeAdj).
 	pb := &layers.PackedBatch{Nodes: fb.Nodes, FeatScale: fb.Scale,
-		Padding: pk.Padding, MakeAdj: func() (*bittensor.Tensor, error) {
+		MakeAdj: func() (*bittensor.Tensor, error) {
 			t, err := pk.Adjacency()
 			if err != nil {
 				return nil, fmt.Errorf("%s: batch %d: %w", path, i, err)
