@@ -423,7 +423,7 @@ func (kr *kwayRefiner) refine(g *wgraph, where []int32, niter int, balanceFirst,
 			id[v], ed[v] = a, b
 		}
 	})
-	if parallelRefine && len(g.adjncy) >= parallelEdges {
+	if len(g.adjncy) >= parallelEdges {
 		// Chosen by size, never by threads: the same partition on any core count.
 		// Progress per level only: rounds take little time each, and a
 		// pass's report just before the level's own was dropped by the CLI.
@@ -906,10 +906,6 @@ func (kr *kwayRefiner) propose(bnd []int32, props []uint64, stamp, salt uint32) 
 	})
 	return props
 }
-
-// parallelRefine turns on refineRounds for graphs of parallelEdges and more
-// (a variable so that tests can compare both ways).
-var parallelRefine = true
 
 // tieMul and its inverse mod 2^32 (tieInv) number the vertices in a
 // round's tie order, v -> (v^salt)·tieMul, a bijection of uint32.

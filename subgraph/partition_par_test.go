@@ -163,13 +163,13 @@ func TestRowChunks(t *testing.T) {
 	}
 }
 
-// TestParallelRefine: refinement by rounds (parallelRefine) gives the same
-// parts on 1, 2 and 8 threads, never raises the cut, and a whole partition
-// through it keeps every part within the imbalance limit.
+// TestParallelRefine: refinement by rounds (refineRounds, on graphs of
+// parallelEdges and more) gives the same parts on 1, 2 and 8 threads,
+// never raises the cut, and a whole partition through it keeps every part
+// within the imbalance limit.
 func TestParallelRefine(t *testing.T) {
-	defer func(old bool) { parallelRefine = old }(parallelRefine)
-	parallelRefine = true
 	g := parGraph(t)
+	require.GreaterOrEqual(t, len(fromGraph(g, 1).adjncy), parallelEdges, "a graph the rounds run on")
 	wg := fromGraph(g, 1)
 	const k = 64
 	start := make([]int32, wg.n())
