@@ -231,24 +231,54 @@ func (be *Backend) track(m *devMem, buf *Buffer) {
 	be.live[m] = struct{}{}
 }
 
-// upload copies the region's parts into a new device buffer through a
-// pinned buffer of the upload ring, and queues the copy on the stream
-// without waiting for it: ops queued after it read it, and the host goes
-// on packing the next upload meanwhile. (A freed block the buffer reuses
-// is written only after the ops queued before, which read it.) Uploads
-// past upRingMax go through the shared staging buffer and wait. Device
-// thread only.
-func (be *Backend) upload(r *region) (*Buffer, error) {
+// fillHere is the size from which an upload's region is written into its
+// pinned slot on the caller's goroutine, on several cores, rather than on
+// the device thread: that thread is locked to its OS thread, and each wait
+// for other goroutines costs it a reschedule, which several devices make
+// long.
+const fillHere = 512 << 10
+
+// uploadTo uploads r into a new device buffer and hands the buffer to keep
+// on the device thread. The copy is queued on the stream without waiting
+// for it: ops queued after it read it, and the host goes on packing the
+// next upload meanwhile. (A freed block the buffer reuses is written only
+// after the ops queued before, which read it.)
+func (be *Backend) uploadTo(r *region, keep func(*Buffer)) error {
+	var s *upSlot
+	if r.size >= fillHere && r.size <= upRingMax {
+		if err := be.d.run(func() (err error) { s, err = be.d.reserve(r.size); return err }); err != nil {
+			return err
+		}
+		if s != nil {
+			r.fill(s.h.Bytes(), true)
+		}
+	}
+	return be.d.run(func() error {
+		buf, err := be.upload(r, s)
+		if err == nil {
+			keep(buf)
+		}
+		return err
+	})
+}
+
+// upload copies the region into a new device buffer: from s when the
+// caller filled that reserved slot, else through a slot of the upload ring
+// filled here, or past upRingMax through the shared staging buffer,
+// waiting. Device thread only.
+func (be *Backend) upload(r *region, s *upSlot) (*Buffer, error) {
 	if be.rec != nil {
+		be.d.release(s)
 		return nil, fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
 	}
 	t0 := time.Now()
 	defer func() { be.prof.Upload += time.Since(t0) }()
 	buf, err := be.d.alloc(max(r.size, 4))
 	if err != nil {
+		be.d.release(s)
 		return nil, err
 	}
-	if err := be.copyUp(buf, r); err != nil {
+	if err := be.copyUp(buf, r, s); err != nil {
 		_ = be.d.pool.put(buf.ptr)
 		return nil, err
 	}
@@ -256,29 +286,37 @@ func (be *Backend) upload(r *region) (*Buffer, error) {
 	return buf, nil
 }
 
-// copyUp copies the region into buf: queued from a ring slot, or past
-// upRingMax from the staging buffer, waiting. Device thread only.
-func (be *Backend) copyUp(buf *Buffer, r *region) error {
-	switch {
-	case r.size == 0:
+// copyUp copies the region into buf: queued from s (filled) or from a ring
+// slot filled here, or past upRingMax (or with every slot being filled)
+// from the staging buffer, waiting. Device thread only.
+func (be *Backend) copyUp(buf *Buffer, r *region, s *upSlot) error {
+	if r.size == 0 {
+		be.d.release(s)
 		return nil
-	case r.size > upRingMax:
+	}
+	if s == nil && r.size <= upRingMax {
+		var err error
+		if s, err = be.d.reserve(r.size); err != nil {
+			return err
+		}
+		if s != nil {
+			r.fill(s.h.Bytes(), false)
+		}
+	}
+	if s == nil {
 		st, err := be.d.staging(r.size)
 		if err != nil {
 			return err
 		}
-		r.fill(st.Bytes())
+		r.fill(st.Bytes(), true)
 		return be.waitCopy(func() error { return be.d.htod(buf.ptr, st.ptr, r.size) }, nil)
 	}
-	s, err := be.d.upStaging(r.size)
-	if err != nil {
-		return err
-	}
-	r.fill(s.h.Bytes())
 	if err := be.spanOpen(); err != nil { // the copy is device time
+		be.d.release(s)
 		return err
 	}
 	if err := be.d.htod(buf.ptr, s.h.ptr, r.size); err != nil {
+		be.d.release(s)
 		return err
 	}
 	return be.d.copied(s)
@@ -322,16 +360,11 @@ func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
 		}
 	}
 	b := &devBits{rows: t.Rows(), cols: t.Cols(), bits: t.Bits(), packing: t.Packing(), lay: lay, lists: map[int][2]uint64{}}
-	err := be.d.run(func() error {
-		buf, err := be.upload(&r)
-		if err != nil {
-			return err
-		}
+	err := be.uploadTo(&r, func(buf *Buffer) {
 		be.track(&b.devMem, buf)
 		for _, l := range lists {
 			b.lists[l.h] = [2]uint64{uint64(buf.ptr) + uint64(l.kp), uint64(buf.ptr) + uint64(l.ki)}
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -347,13 +380,7 @@ func (be *Backend) UploadVector(v []float32) (bmm.Vector, error) {
 	var r region
 	r.add(asBytes(v), 4*len(v))
 	out := &devVector{n: len(v)}
-	return orNil(out, be.d.run(func() error {
-		buf, err := be.upload(&r)
-		if err == nil {
-			be.track(&out.devMem, buf)
-		}
-		return err
-	}))
+	return orNil(out, be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }))
 }
 
 // UploadCodes implements bmm.Backend; a value at or past 2^bits is an
@@ -377,13 +404,7 @@ func (be *Backend) UploadCodes(vals []uint8, rows, cols, bits int) (bmm.Codes, e
 	var r region
 	r.add(vals, len(vals))
 	out := &devCodes{rows: rows, cols: cols, bits: bits}
-	return orNil(out, be.d.run(func() error {
-		buf, err := be.upload(&r)
-		if err == nil {
-			be.track(&out.devMem, buf)
-		}
-		return err
-	}))
+	return orNil(out, be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }))
 }
 
 // UploadGraph implements bmm.Backend: g is checked (indptr from 0, non
@@ -415,11 +436,7 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 	if heavy := heavyRows(g.Indptr, maxDeg); len(heavy) > 0 {
 		ih, out.nHeavy = r.add(asBytes(heavy), 4*len(heavy)), len(heavy)
 	}
-	return orNil(out, be.d.run(func() error {
-		buf, err := be.upload(&r)
-		if err != nil {
-			return err
-		}
+	return orNil(out, be.uploadTo(&r, func(buf *Buffer) {
 		be.track(&out.devMem, buf)
 		base := uint64(buf.ptr)
 		out.indptr, out.indices = base+uint64(ip), base+uint64(ix)
@@ -429,7 +446,6 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 		if ih >= 0 {
 			out.heavy = base + uint64(ih)
 		}
-		return nil
 	}))
 }
 

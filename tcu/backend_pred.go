@@ -36,13 +36,7 @@ func (be *Backend) UploadIndex(idx []int32, bound int) (bmm.Index, error) {
 	var r region
 	r.add(asBytes(idx), 4*len(idx))
 	out := &devIndex{n: len(idx), bound: bound}
-	return orNil(out, be.d.run(func() error {
-		buf, err := be.upload(&r)
-		if err == nil {
-			be.track(&out.devMem, buf)
-		}
-		return err
-	}))
+	return orNil(out, be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }))
 }
 
 // NewInts implements bmm.Backend: the fill is a memset, not a launch.

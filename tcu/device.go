@@ -40,7 +40,7 @@ type Device struct {
 	pool   *pool
 	host   *HostBuffer // pinned staging buffer, grown on demand (device thread only)
 	// ring holds the pinned buffers of uploads that do not wait for their
-	// copy (upStaging; device thread only).
+	// copy (reserve; device thread only).
 	ring     []upSlot
 	ringNext int
 	args     *HostBuffer     // pinned kernel-parameter block (device thread only)

@@ -222,6 +222,7 @@ func TestTileMaskAndList(t *testing.T) {
 		{257, 513, 3, bittensor.DefaultPadding}, {70, 300, 2, bittensor.Padding{Lines: 3, Bits: 192}},
 		{33, 65, 1, bittensor.Padding{Lines: 1, Bits: 64}}, {200, 1500, 4, bittensor.Padding{Lines: 32, Bits: 512}},
 		{40, 20000, 2, bittensor.DefaultPadding}, // past 64 k-steps: more than one mask word per row of tiles
+		{9000, 300, 2, bittensor.DefaultPadding}, // several chunks of groups, scanned in parallel
 	} {
 		a := blockSparse(t, r, tc.m, tc.k, tc.bits, tc.pad)
 		l := layoutOf(a)
@@ -691,17 +692,19 @@ func TestRegionRows(t *testing.T) {
 		h := reg.add(head, len(head))
 		o := reg.addRows(src, tc.srcW, tc.dstW, tc.rows)
 		e := reg.add(tail, len(tail))
-		dst := make([]byte, reg.size)
-		for i := range dst {
-			dst[i] = 0xee
-		}
-		reg.fill(dst)
 		want := make([]byte, reg.size)
 		copy(want[h:], head)
 		for i := range tc.rows {
 			copy(want[o+i*tc.dstW:], src[i*tc.srcW:i*tc.srcW+min(tc.srcW, tc.dstW)])
 		}
 		copy(want[e:], tail)
-		assert.Equal(t, want, dst, "%+v", tc)
+		for _, spread := range []bool{false, true} {
+			dst := make([]byte, reg.size)
+			for i := range dst {
+				dst[i] = 0xee
+			}
+			reg.fill(dst, spread)
+			assert.Equal(t, want, dst, "%+v, spread %v", tc, spread)
+		}
 	}
 }

@@ -377,10 +377,10 @@ func (r *region) addRows(data []byte, srcW, dstW, rows int) int {
 }
 
 // fill writes the region into dst (at least r.size bytes): each part at its
-// offset, zeros between them. Large regions are written by several
-// goroutines, as a cold pass's uploads are memory copies into pinned
-// memory on the way to the device.
-func (r *region) fill(dst []byte) {
+// offset, zeros between them. With spread, large regions are written by
+// several goroutines, as a cold pass's uploads are memory copies into
+// pinned memory on the way to the device.
+func (r *region) fill(dst []byte, spread bool) {
 	const piece = 256 << 10
 	type span struct {
 		dst, src   []byte
@@ -407,7 +407,11 @@ func (r *region) fill(dst []byte) {
 		end = p.off + rows*p.dstW
 	}
 	clear(dst[end:r.size])
-	par.For(len(spans), min(runtime.GOMAXPROCS(0), 8), func(i int) {
+	workers := 1
+	if spread {
+		workers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	par.For(len(spans), workers, func(i int) {
 		s := spans[i]
 		if s.dstW == 0 {
 			copy(s.dst, s.src)

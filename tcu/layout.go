@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	mbits "math/bits"
+	"runtime"
 
 	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/internal/par"
 )
 
 // The kernels read a line's K bits in 256-bit steps of 16-byte copies, so
@@ -103,29 +105,37 @@ func newTileMask(words []uint64, srcLW, bits int, l operandLayout) bittensor.Til
 	pw := l.lines * srcLW
 	// Tile (group, s) is bit s of its group's row of tiles: set directly,
 	// at the first line of the group with a one there (the rest are not
-	// read), as this runs on the device thread for every upload
-	// (bench/scale/RESULTS.md).
-	for g := 0; g*maskGroup < l.lines; g++ {
-		tiles := m.Bits[g*m.Stride:][:m.Stride]
-		end := min(l.lines, (g+1)*maskGroup)
-		for s := 0; s < steps; s++ {
-			lo, hi := min(s*stepWords, srcLW), min((s+1)*stepWords, srcLW)
-			for line := g * maskGroup; line < end; line++ {
-				var v uint64
-				for p := 0; p < bits; p++ {
-					for _, x := range words[p*pw+line*srcLW+lo : p*pw+line*srcLW+hi] {
-						v |= x
+	// read). Each group's first lines are a cache miss (the words were
+	// written long before, by another core), so large operands are
+	// scanned on several cores, maskChunk groups at a time.
+	groups := (l.lines + maskGroup - 1) / maskGroup
+	chunks := (groups + maskChunk - 1) / maskChunk
+	par.For(chunks, min(runtime.GOMAXPROCS(0), 8), func(c int) {
+		for g := c * maskChunk; g < min(groups, (c+1)*maskChunk); g++ {
+			tiles := m.Bits[g*m.Stride:][:m.Stride]
+			end := min(l.lines, (g+1)*maskGroup)
+			for s := 0; s < steps; s++ {
+				lo, hi := min(s*stepWords, srcLW), min((s+1)*stepWords, srcLW)
+				for line := g * maskGroup; line < end; line++ {
+					var v uint64
+					for p := 0; p < bits; p++ {
+						for _, x := range words[p*pw+line*srcLW+lo : p*pw+line*srcLW+hi] {
+							v |= x
+						}
 					}
-				}
-				if v != 0 {
-					tiles[s/64] |= uint64(1) << (s % 64)
-					break
+					if v != 0 {
+						tiles[s/64] |= uint64(1) << (s % 64)
+						break
+					}
 				}
 			}
 		}
-	}
+	})
 	return m
 }
+
+// maskChunk is newTileMask's unit of parallel work, in groups of 16 lines.
+const maskChunk = 256
 
 // tileList returns, for row tiles of bm rows (a multiple of 16), the CSR
 // list of their non-zero k-steps: tile t visits kidx[kptr[t]:kptr[t+1]].

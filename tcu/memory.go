@@ -319,41 +319,60 @@ const upRingMax = 64 << 20
 // upSlot is one pinned upload buffer and the event recorded after the last
 // copy from it.
 type upSlot struct {
-	h    *HostBuffer
-	ev   *Event
-	busy bool // a copy from h may still run
+	h       *HostBuffer
+	ev      *Event
+	busy    bool // a copy from h may still run
+	filling bool // reserved: a caller is writing h, and no copy is queued yet
 }
 
-// upStaging returns the next ring slot with room for n bytes, once the
-// copy last queued from it has finished. Device thread only.
-func (d *Device) upStaging(n int) (*upSlot, error) {
+// reserve takes the next ring slot that no caller is filling, with room
+// for n bytes, once the copy last queued from it has finished; nil when
+// every slot is being filled. copied or release gives it back. Device
+// thread only.
+func (d *Device) reserve(n int) (*upSlot, error) {
 	if d.ring == nil {
 		d.ring = make([]upSlot, upSlots)
 	}
-	s := &d.ring[d.ringNext]
-	d.ringNext = (d.ringNext + 1) % len(d.ring)
-	if s.busy {
-		if err := d.drv.do("cuEventSynchronize", s.ev.h); err != nil {
+	for range len(d.ring) {
+		s := &d.ring[d.ringNext]
+		d.ringNext = (d.ringNext + 1) % len(d.ring)
+		if s.filling {
+			continue
+		}
+		if s.busy {
+			if err := d.drv.do("cuEventSynchronize", s.ev.h); err != nil {
+				return nil, err
+			}
+			s.busy = false
+		}
+		if s.ev == nil {
+			e, err := d.newEvent()
+			if err != nil {
+				return nil, err
+			}
+			s.ev = e
+		}
+		if err := d.growHost(&s.h, n); err != nil {
 			return nil, err
 		}
-		s.busy = false
+		s.filling = true
+		return s, nil
 	}
-	if s.ev == nil {
-		e, err := d.newEvent()
-		if err != nil {
-			return nil, err
-		}
-		s.ev = e
+	return nil, nil
+}
+
+// release gives back a reserved slot from which nothing was copied.
+// Device thread only.
+func (d *Device) release(s *upSlot) {
+	if s != nil {
+		s.filling = false
 	}
-	if err := d.growHost(&s.h, n); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // copied marks s in use by the copy just queued from it. Device thread
 // only.
 func (d *Device) copied(s *upSlot) error {
+	s.filling = false
 	if err := s.ev.record(d.stream); err != nil {
 		return err
 	}

@@ -243,7 +243,7 @@ func (r *recording) Replay() error {
 		for _, o := range r.outs {
 			var reg region
 			reg.add(o.host.Bytes()[:4*len(o.dst)], 4*len(o.dst))
-			reg.fill(asBytes(o.dst)) // on several cores when large
+			reg.fill(asBytes(o.dst), true) // on several cores when large
 			be.tr.DeviceToHost += int64(4 * len(o.dst))
 		}
 		return nil

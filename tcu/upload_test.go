@@ -63,3 +63,44 @@ func TestUploadRing(t *testing.T) {
 	require.NoError(t, be.ReadVector(got, x))
 	require.Equal(t, big, got)
 }
+
+// TestUploadRingFull: while callers hold every slot of the ring reserved,
+// an upload, large or small, goes through the staging buffer and waits,
+// with the values uploaded; a released slot is taken again.
+func TestUploadRingFull(t *testing.T) {
+	k := gpuKernel(t)
+	be, err := NewBackend(k)
+	require.NoError(t, err)
+	defer be.Close()
+	var held []*upSlot
+	var extra *upSlot
+	require.NoError(t, be.d.run(func() error {
+		for range upSlots {
+			s, err := be.d.reserve(1 << 20)
+			if err != nil {
+				return err
+			}
+			held = append(held, s)
+		}
+		extra, err = be.d.reserve(1 << 20)
+		return err
+	}))
+	require.Nil(t, extra, "a slot beyond the ring")
+	for _, n := range []int{1000, fillHere} { // filled on the device thread; by the caller
+		v := make([]float32, n)
+		for j := range v {
+			v[j] = float32(j%4099 + n)
+		}
+		x, err := be.UploadVector(v)
+		require.NoError(t, err)
+		got := make([]float32, n)
+		require.NoError(t, be.ReadVector(got, x))
+		require.Equal(t, v, got, "%d values", n)
+	}
+	require.NoError(t, be.d.run(func() error {
+		be.d.release(held[2])
+		extra, err = be.d.reserve(1 << 20)
+		return err
+	}))
+	require.Same(t, held[2], extra)
+}
