@@ -146,6 +146,24 @@ type Forker interface {
 	Fork() (Backend, error)
 }
 
+// A Stager is a Backend whose uploads can do their host side ahead of
+// time, on another goroutine: a stream's host workers stage a batch's
+// operands while the devices run earlier batches, and a device's goroutine
+// then only queues the copies. Staging is shared by every backend of the
+// same kind (any device's UploadBits finds what another staged).
+type Stager interface {
+	// StageBits prepares the upload of t, StageGraph that of g over
+	// srcRows source rows: the next UploadBits(t), UploadGraph(g, srcRows)
+	// takes what was staged. Neither t nor g may change in between. They
+	// stage nothing where it cannot help or fails; the upload then does its
+	// work (and reports any error) itself.
+	StageBits(t *bittensor.Tensor)
+	StageGraph(g *Graph, srcRows int)
+	// Unstage gives back what was staged for op (a *bittensor.Tensor or
+	// *Graph) and not uploaded; nothing when there is none.
+	Unstage(op any)
+}
+
 // An Operand is a value held by a backend.
 type Operand interface {
 	// Free releases the operand; a second Free does nothing.

@@ -70,7 +70,8 @@ type PreparedBatch struct {
 	b       *Batch
 	x       *bittensor.Tensor
 	sx      *Input
-	release func() // the PackedBatch's Release
+	release func()     // the PackedBatch's Release
+	stager  bmm.Stager // what staged the batch's uploads (Stage), if any
 }
 
 // Nodes is the batch's node count.
@@ -83,6 +84,11 @@ func (pp *PreparedBatch) Nodes() int { return len(pp.nodes) }
 func (pp *PreparedBatch) Release() {
 	if pp == nil || pp.b == nil {
 		return
+	}
+	if pp.stager != nil { // what no pass uploaded
+		pp.stager.Unstage(pp.x)
+		pp.stager.Unstage(&pp.b.Edges)
+		pp.stager = nil
 	}
 	if hb := pp.b.host; hb != nil {
 		pp.b.host = nil
@@ -235,6 +241,25 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	}
 	p.packLists(b, in)
 	return pp, nil
+}
+
+// Stage has p's backend, where it is a bmm.Stager, do the host side of
+// pp's large uploads now (the dense features and the edge list a pass
+// uploads), on the caller's goroutine: a stream's host workers stage
+// while the devices run earlier batches. Release gives back what no pass
+// took.
+func (p *Plan) Stage(pp *PreparedBatch) {
+	st, ok := p.Backend.(bmm.Stager)
+	if !ok || pp == nil || pp.b == nil {
+		return
+	}
+	pp.stager = st
+	if pp.x != nil {
+		st.StageBits(pp.x)
+	}
+	if p.edges(pp.b) {
+		st.StageGraph(&pp.b.Edges, pp.b.N())
+	}
 }
 
 // RunPrepared runs a batch made by PreparePacked (on this plan or another
@@ -553,6 +578,9 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 		var pp *PreparedBatch
 		if err == nil {
 			pp, err = devices[0].PreparePacked(pb, params, allOnes, sparse)
+		}
+		if err == nil {
+			devices[0].Stage(pp)
 		}
 		read.Add(int64(t1.Sub(t0)))
 		prep.Add(int64(time.Since(t1)))

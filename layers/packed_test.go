@@ -389,3 +389,105 @@ func seqTo32(n int) []int32 {
 	}
 	return s
 }
+
+// stagingBackend is a bmm.Stager over a CPU backend that counts what was
+// staged, what an upload took, and what was given back untaken. The
+// stagers of several plans share one record, as tcu's devices share their
+// staged uploads.
+type stagingBackend struct {
+	bmm.Backend
+	rec *stageRecord
+}
+
+type stageRecord struct {
+	mu                     sync.Mutex
+	staged                 map[any]bool
+	stages, taken, unstage int
+}
+
+func (s *stagingBackend) StageBits(t *bittensor.Tensor) { s.rec.stage(t) }
+func (s *stagingBackend) StageGraph(g *bmm.Graph, srcRows int) {
+	s.rec.stage(g)
+}
+
+func (s *stagingBackend) Unstage(op any) {
+	if s.rec.take(op) {
+		s.rec.mu.Lock()
+		s.rec.unstage++
+		s.rec.mu.Unlock()
+	}
+}
+
+func (s *stagingBackend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
+	if s.rec.take(t) {
+		s.rec.mu.Lock()
+		s.rec.taken++
+		s.rec.mu.Unlock()
+	}
+	return s.Backend.UploadBits(t)
+}
+
+func (s *stagingBackend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, error) {
+	if s.rec.take(g) {
+		s.rec.mu.Lock()
+		s.rec.taken++
+		s.rec.mu.Unlock()
+	}
+	return s.Backend.UploadGraph(g, srcRows)
+}
+
+func (r *stageRecord) stage(op any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.staged[op] = true
+	r.stages++
+}
+
+func (r *stageRecord) take(op any) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ok := r.staged[op]
+	delete(r.staged, op)
+	return ok
+}
+
+// TestRunPackedStreamStages: on backends that stage uploads, a stream's
+// workers stage each batch's features (dense) and edge list (edge-list
+// aggregation), and the device that runs the batch, whichever it is,
+// uploads exactly those: every staged operand is taken by an upload, none
+// is left to Release, with Run's predictions.
+func TestRunPackedStreamStages(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	packed := make([]*PackedBatch, len(d.Eval))
+	for i, b := range d.Eval {
+		packed[i] = packedOf(t, b, in)
+	}
+	ref, err := m.Compile(cpu.NewBackend(nil))
+	require.NoError(t, err)
+	defer ref.Close()
+	want, err := ref.Run(d, in, false, nil)
+	require.NoError(t, err)
+	for _, mode := range []AggMode{AggDense, AggSparse} {
+		rec := &stageRecord{staged: map[any]bool{}}
+		plans := make([]*Plan, 2)
+		for i := range plans {
+			plans[i], err = m.Compile(&stagingBackend{Backend: cpu.NewBackend(nil), rec: rec})
+			require.NoError(t, err)
+			plans[i].Agg = mode
+			defer plans[i].Close()
+		}
+		got := make([]int32, d.Graph.N())
+		_, err = RunPackedStream(plans, 3, 4, len(packed), func(i int) (*PackedBatch, error) { return packed[i], nil },
+			nil, in.Params, in.AllOnes(), false, got)
+		require.NoError(t, err)
+		assert.Equal(t, want.Pred, got, "%s", mode)
+		perBatch := 1 // the features
+		if mode == AggSparse {
+			perBatch++ // and the edge list
+		}
+		assert.Equal(t, perBatch*len(packed), rec.stages, "%s: staged", mode)
+		assert.Equal(t, rec.stages, rec.taken, "%s: taken by an upload", mode)
+		assert.Zero(t, rec.unstage, "%s: given back untaken", mode)
+		assert.Empty(t, rec.staged, "%s", mode)
+	}
+}

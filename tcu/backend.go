@@ -338,38 +338,68 @@ func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: nil tensor", bmm.ErrShape)
 	}
+	if s := takeStaged(t, 0); s != nil {
+		var out *devBits
+		if err := be.uploadStaged(s, func(buf *Buffer) { out = s.bits.keep(be, buf) }); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	p := prepBits(t, true)
+	var out *devBits
+	if err := be.uploadTo(&p.r, func(buf *Buffer) { out = p.keep(be, buf) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// bitsPrep is an UploadBits's host side: the region (t's lines in the
+// resident layout, then its tile lists) and the operand it makes.
+type bitsPrep struct {
+	r     region
+	b     devBits // without memory or lists
+	lists []listAt
+}
+
+// listAt is a row tile height's zero-tile list: kptr and kidx at offsets
+// of the region.
+type listAt struct {
+	h      int
+	kp, ki int
+}
+
+// prepBits lays t out; with spread, a large tile mask is made on several
+// cores.
+func prepBits(t *bittensor.Tensor, spread bool) *bitsPrep {
 	lay := residentLayout(t)
-	var r region
+	p := &bitsPrep{b: devBits{rows: t.Rows(), cols: t.Cols(), bits: t.Bits(), packing: t.Packing(), lay: lay}}
 	// Lines of another length go straight into pinned memory in the
 	// resident layout: no copy of the operand on the way.
-	r.addRows(asBytes(t.Words()), 8*t.LineWords(), 8*lay.lw, t.Bits()*lay.lines)
-	type list struct {
-		h      int
-		kp, ki int
-	}
-	var lists []list
+	p.r.addRows(asBytes(t.Words()), 8*t.LineWords(), 8*lay.lw, t.Bits()*lay.lines)
 	if t.Packing() == bittensor.ByRows && lay.lw > 0 && t.Rows() > 0 {
 		// A mask with every tile set makes no list shorter than the whole.
-		if mask := newTileMask(t.Words(), t.LineWords(), t.Bits(), lay); mask.Count() < mask.RowTiles*mask.ColTiles {
+		if mask := newTileMask(t.Words(), t.LineWords(), t.Bits(), lay, spread); mask.Count() < mask.RowTiles*mask.ColTiles {
 			for _, h := range listHeights {
 				kp, ki := tileList(mask, h)
 				if len(ki) < (len(kp)-1)*(lay.lw/stepWords) {
-					lists = append(lists, list{h, r.add(asBytes(kp), 4*len(kp)), r.add(asBytes(ki), 4*max(len(ki), 1))})
+					p.lists = append(p.lists, listAt{h, p.r.add(asBytes(kp), 4*len(kp)), p.r.add(asBytes(ki), 4*max(len(ki), 1))})
 				}
 			}
 		}
 	}
-	b := &devBits{rows: t.Rows(), cols: t.Cols(), bits: t.Bits(), packing: t.Packing(), lay: lay, lists: map[int][2]uint64{}}
-	err := be.uploadTo(&r, func(buf *Buffer) {
-		be.track(&b.devMem, buf)
-		for _, l := range lists {
-			b.lists[l.h] = [2]uint64{uint64(buf.ptr) + uint64(l.kp), uint64(buf.ptr) + uint64(l.ki)}
-		}
-	})
-	if err != nil {
-		return nil, err
+	return p
+}
+
+// keep makes the operand of the region uploaded into buf. Device thread.
+func (p *bitsPrep) keep(be *Backend, buf *Buffer) *devBits {
+	b := new(devBits)
+	*b = p.b
+	b.lists = map[int][2]uint64{}
+	be.track(&b.devMem, buf)
+	for _, l := range p.lists {
+		b.lists[l.h] = [2]uint64{uint64(buf.ptr) + uint64(l.kp), uint64(buf.ptr) + uint64(l.ki)}
 	}
-	return b, nil
+	return b
 }
 
 // UploadVector implements bmm.Backend.
@@ -414,39 +444,70 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 	if err := be.open(); err != nil {
 		return nil, err
 	}
-	if g == nil || len(g.Indptr) == 0 || g.Indptr[0] != 0 || int(g.Indptr[len(g.Indptr)-1]) != len(g.Indices) || srcRows < 0 {
+	if !isCSR(g) || srcRows < 0 {
 		return nil, fmt.Errorf("%w: graph is not CSR (indptr from 0 to the %d indices) over %d source rows", bmm.ErrShape, lenIndices(g), srcRows)
 	}
 	if len(g.Indices) > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: %d edges, at most 2^31−1", bmm.ErrShape, len(g.Indices))
 	}
+	if s := takeStaged(g, srcRows); s != nil {
+		var out *devGraph
+		if err := be.uploadStaged(s, func(buf *Buffer) { out = s.graph.keep(be, buf) }); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	p, err := prepGraph(g, srcRows)
+	if err != nil {
+		return nil, err
+	}
+	var out *devGraph
+	if err := be.uploadTo(&p.r, func(buf *Buffer) { out = p.keep(be, buf) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// graphPrep is an UploadGraph's host side: the region (indptr, indices,
+// weights, the heavy rows) and the operand it makes.
+type graphPrep struct {
+	r              region
+	g              devGraph // without memory or addresses
+	ip, ix, iw, ih int      // the parts' offsets, -1 for none
+}
+
+// prepGraph checks g (a CSR; see UploadGraph) and lays it out.
+func prepGraph(g *bmm.Graph, srcRows int) (*graphPrep, error) {
 	maxDeg, maxWeight, err := g.Stats(srcRows)
 	if err != nil {
 		return nil, err
 	}
-	out := &devGraph{rows: len(g.Indptr) - 1, src: srcRows, maxDeg: maxDeg, maxWeight: maxWeight}
-	var r region
-	ip := r.add(asBytes(g.Indptr), 4*len(g.Indptr))
-	ix := r.add(asBytes(g.Indices), 4*max(len(g.Indices), 1))
-	iw := -1
+	p := &graphPrep{g: devGraph{rows: len(g.Indptr) - 1, src: srcRows, maxDeg: maxDeg, maxWeight: maxWeight}, iw: -1, ih: -1}
+	p.ip = p.r.add(asBytes(g.Indptr), 4*len(g.Indptr))
+	p.ix = p.r.add(asBytes(g.Indices), 4*max(len(g.Indices), 1))
 	if g.Weights != nil {
-		iw = r.add(g.Weights, max(len(g.Weights), 1))
+		p.iw = p.r.add(g.Weights, max(len(g.Weights), 1))
 	}
-	ih := -1
 	if heavy := heavyRows(g.Indptr, maxDeg); len(heavy) > 0 {
-		ih, out.nHeavy = r.add(asBytes(heavy), 4*len(heavy)), len(heavy)
+		p.ih, p.g.nHeavy = p.r.add(asBytes(heavy), 4*len(heavy)), len(heavy)
 	}
-	return orNil(out, be.uploadTo(&r, func(buf *Buffer) {
-		be.track(&out.devMem, buf)
-		base := uint64(buf.ptr)
-		out.indptr, out.indices = base+uint64(ip), base+uint64(ix)
-		if iw >= 0 {
-			out.weights = base + uint64(iw)
-		}
-		if ih >= 0 {
-			out.heavy = base + uint64(ih)
-		}
-	}))
+	return p, nil
+}
+
+// keep makes the operand of the region uploaded into buf. Device thread.
+func (p *graphPrep) keep(be *Backend, buf *Buffer) *devGraph {
+	out := new(devGraph)
+	*out = p.g
+	be.track(&out.devMem, buf)
+	base := uint64(buf.ptr)
+	out.indptr, out.indices = base+uint64(p.ip), base+uint64(p.ix)
+	if p.iw >= 0 {
+		out.weights = base + uint64(p.iw)
+	}
+	if p.ih >= 0 {
+		out.heavy = base + uint64(p.ih)
+	}
+	return out
 }
 
 // heavyRows lists the rows of more than aggHeavyDeg entries (none when the
@@ -471,6 +532,11 @@ func orNil[T any](v *T, err error) (*T, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// isCSR reports whether g's indptr runs from 0 to its indices' count.
+func isCSR(g *bmm.Graph) bool {
+	return g != nil && len(g.Indptr) > 0 && g.Indptr[0] == 0 && int(g.Indptr[len(g.Indptr)-1]) == len(g.Indices)
 }
 
 func lenIndices(g *bmm.Graph) int {

@@ -43,8 +43,13 @@ type Device struct {
 	// copy (reserve; device thread only).
 	ring     []upSlot
 	ringNext int
-	args     *HostBuffer     // pinned kernel-parameter block (device thread only)
-	fnSmem   map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
+	// stagedCopies are the copies queued from staged uploads' pinned
+	// buffers, in stream order; stageEvents their spare events (device
+	// thread only).
+	stagedCopies []stagedCopy
+	stageEvents  []*Event
+	args         *HostBuffer     // pinned kernel-parameter block (device thread only)
+	fnSmem       map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
 }
 
 type module struct {
@@ -173,6 +178,7 @@ func (d *Device) Close() error {
 			if d.stream != nil {
 				keep(d.drv.do("cuStreamSynchronize", d.stream.h))
 			}
+			keep(d.closeStaged())
 			if d.pool != nil {
 				keep(d.pool.release())
 			}

@@ -24,7 +24,7 @@ var driverSyms = []string{
 	"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost",
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemsetD32Async",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
-	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime", "cuEventDestroy_v2",
+	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventElapsedTime", "cuEventDestroy_v2",
 	"cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch",
 	"cuGraphExecDestroy", "cuGraphDestroy",
 }

@@ -229,9 +229,10 @@ func TestTileMaskAndList(t *testing.T) {
 		words := deviceWords(a)
 		require.Len(t, words, a.Bits()*l.planeWords())
 		assert.Zero(t, l.lw%stepWords)
-		mask := newTileMask(words, l.lw, a.Bits(), l)
-		// The same mask read from the tensor's own lines (UploadBits).
-		assert.Equal(t, mask, newTileMask(a.Words(), a.LineWords(), a.Bits(), residentLayout(a)))
+		mask := newTileMask(words, l.lw, a.Bits(), l, true)
+		// The same mask on one core, and read from the tensor's own lines (UploadBits).
+		assert.Equal(t, mask, newTileMask(words, l.lw, a.Bits(), l, false))
+		assert.Equal(t, mask, newTileMask(a.Words(), a.LineWords(), a.Bits(), residentLayout(a), true))
 		// Brute force from the values themselves.
 		nz := func(g, s int) bool {
 			for i := g * 16; i < min(a.Rows(), g*16+16); i++ {

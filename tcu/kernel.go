@@ -197,7 +197,7 @@ func (k *Kernel) choose(jobs []job) (config, []ztj) {
 					continue
 				}
 				la := layoutOf(j.a)
-				kp, ki := tileList(newTileMask(deviceWords(j.a), la.lw, j.a.Bits(), la), bm)
+				kp, ki := tileList(newTileMask(deviceWords(j.a), la.lw, j.a.Bits(), la, false), bm)
 				if len(ki) < ((j.m+bm-1)/bm)*(la.lw/stepWords) {
 					lists[i] = ztj{kp, ki}
 				}

@@ -98,19 +98,24 @@ const maskGroup = 16
 // newTileMask records which 256-bit k-steps of each group of 16 rows of an
 // A operand (its device words) hold a one in any plane. It is computed
 // once per operand; row tiles of any multiple of 16 rows derive their
-// zero-tile lists from it (tileList).
-func newTileMask(words []uint64, srcLW, bits int, l operandLayout) bittensor.TileMask {
+// zero-tile lists from it (tileList). With spread, large operands are
+// scanned on several cores.
+func newTileMask(words []uint64, srcLW, bits int, l operandLayout, spread bool) bittensor.TileMask {
 	steps := l.lw / stepWords
 	m := bittensor.NewTileMask(l.lines, steps*stepWords*64, maskGroup, stepWords*64)
 	pw := l.lines * srcLW
 	// Tile (group, s) is bit s of its group's row of tiles: set directly,
 	// at the first line of the group with a one there (the rest are not
 	// read). Each group's first lines are a cache miss (the words were
-	// written long before, by another core), so large operands are
-	// scanned on several cores, maskChunk groups at a time.
+	// written long before, by another core), hence the cores, maskChunk
+	// groups at a time.
 	groups := (l.lines + maskGroup - 1) / maskGroup
 	chunks := (groups + maskChunk - 1) / maskChunk
-	par.For(chunks, min(runtime.GOMAXPROCS(0), 8), func(c int) {
+	workers := 1
+	if spread {
+		workers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	par.For(chunks, workers, func(c int) {
 		for g := c * maskChunk; g < min(groups, (c+1)*maskChunk); g++ {
 			tiles := m.Bits[g*m.Stride:][:m.Stride]
 			end := min(l.lines, (g+1)*maskGroup)

@@ -1,10 +1,13 @@
 package tcu
 
 import (
+	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
 )
 
@@ -103,4 +106,78 @@ func TestUploadRingFull(t *testing.T) {
 		return err
 	}))
 	require.Same(t, held[2], extra)
+}
+
+// TestStagedUploads: operands staged on one backend (a host worker's) and
+// uploaded by another (a device's) hold, byte for byte, what plain uploads
+// hold: a block-sparse A with its zero-tile lists, and an edge list with
+// weights and heavy rows. A graph staged over other source rows is not
+// taken; Unstage gives back what no upload took; the pinned buffers go
+// back to the pool once their copies have run.
+func TestStagedUploads(t *testing.T) {
+	k := gpuKernel(t)
+	worker, err := NewBackend(k)
+	require.NoError(t, err)
+	defer worker.Close()
+	dev, err := NewBackend(k)
+	require.NoError(t, err)
+	defer dev.Close()
+	r := rand.New(rand.NewPCG(8, 1))
+	a := blockSparse(t, r, 6000, 1000, 3, bittensor.DefaultPadding)
+	g := randomGraph(r, 20000, 30000, 150, 3)
+	aSize, gp := prepBits(a, true).r.size, mustPrepGraph(t, g, 30000)
+	require.GreaterOrEqual(t, aSize, fillHere)
+	require.GreaterOrEqual(t, gp.r.size, fillHere)
+	require.Positive(t, gp.g.nHeavy)
+
+	plainA, err := dev.UploadBits(a)
+	require.NoError(t, err)
+	plainG, err := dev.UploadGraph(g, 30000)
+	require.NoError(t, err)
+	worker.StageBits(a)
+	worker.StageGraph(g, 30000)
+	for _, op := range []any{a, g} {
+		_, ok := staged.Load(op)
+		require.True(t, ok, "%T staged", op)
+	}
+	stA, err := dev.UploadBits(a)
+	require.NoError(t, err)
+	stG, err := dev.UploadGraph(g, 30000)
+	require.NoError(t, err)
+	for _, op := range []any{a, g} {
+		_, ok := staged.Load(op)
+		assert.False(t, ok, "%T still staged after its upload", op)
+	}
+	pa, sa := plainA.(*devBits), stA.(*devBits)
+	assert.Equal(t, peek(t, dev, &pa.devMem, aSize), peek(t, dev, &sa.devMem, aSize), "A's words and lists")
+	require.Len(t, sa.lists, len(pa.lists))
+	for h, l := range pa.lists {
+		base := uint64(pa.buf.ptr)
+		assert.Equal(t, [2]uint64{l[0] - base + uint64(sa.buf.ptr), l[1] - base + uint64(sa.buf.ptr)}, sa.lists[h], "list of height %d", h)
+	}
+	pg, sg := plainG.(*devGraph), stG.(*devGraph)
+	assert.Equal(t, peek(t, dev, &pg.devMem, gp.r.size), peek(t, dev, &sg.devMem, gp.r.size), "the edge list")
+	assert.Equal(t, pg.nHeavy, sg.nHeavy)
+	assert.Equal(t, pg.heavy-uint64(pg.buf.ptr), sg.heavy-uint64(sg.buf.ptr))
+
+	// Other source rows: the plain path, and the staged buffer goes back.
+	worker.StageGraph(g, 30000)
+	other, err := dev.UploadGraph(g, 30001)
+	require.NoError(t, err)
+	assert.Equal(t, 30001, other.(*devGraph).src)
+	_, ok := staged.Load(g)
+	assert.False(t, ok)
+	worker.StageBits(a)
+	worker.Unstage(a)
+	_, ok = staged.Load(a)
+	assert.False(t, ok)
+	// peek waited for the stream: the next sweep finds every copy done.
+	require.NoError(t, dev.d.run(func() error { return dev.d.sweepStaged(false) }))
+	assert.Empty(t, dev.d.stagedCopies)
+}
+
+func mustPrepGraph(t *testing.T, g *bmm.Graph, src int) *graphPrep {
+	p, err := prepGraph(g, src)
+	require.NoError(t, err)
+	return p
 }
