@@ -207,10 +207,13 @@ type PackedOptions struct {
 	// Stream forces the streamed run on a backend that could run lanes
 	// (the CPU), to test it; several devices or a GPU always stream.
 	Stream bool
+	// Workers sets a streamed run's host workers (0: automatic).
+	Workers int
 }
 
-// streamWorkersPerDevice bounds a streamed run's host workers per device.
-const streamWorkersPerDevice = 8
+// streamWorkersPerDevice bounds a streamed run's automatic host workers
+// per device.
+const streamWorkersPerDevice = 16
 
 // InferPacked runs j.Weights (a calibrated model) over the packed batch
 // file at path in batch order on j.Backend, or spread over j.Devices. The
@@ -288,11 +291,15 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if stream {
-		// A core for each device's goroutine, which stages its uploads, and
-		// at most streamWorkersPerDevice workers a device: enough to keep
-		// one fed (bench/scale/RESULTS.md, round 3), while more only hold
-		// more batches ready and take Ps from the devices' goroutines.
+		// A core for each device's goroutine, and at most
+		// streamWorkersPerDevice workers a device: the workers read,
+		// prepare and stage every batch, so they, not the devices, set the
+		// pace (bench/scale/RESULTS.md), while more than a device needs
+		// only hold more batches ready.
 		workers = max(1, min(workers-len(g.Plans), streamWorkersPerDevice*len(g.Plans)))
+		if o.Workers > 0 {
+			workers = o.Workers
+		}
 	}
 	if stream && pf.Len() > 0 {
 		t0 := time.Now()

@@ -63,23 +63,28 @@ func TestInferPacked(t *testing.T) {
 
 // TestInferPackedStream runs the streamed pass (host workers preparing,
 // devices computing) on one CPU backend and spread over two, three passes
-// each: every pass predicts what the lanes do.
+// each, with the automatic host workers and with one: every pass predicts
+// what the lanes do.
 func TestInferPackedStream(t *testing.T) {
 	path, w, c := packedFixture(t, "cora")
 	want, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).InferPacked(path)
 	require.NoError(t, err)
 	require.Equal(t, "lanes", want.Mode)
 	c.Passes = 3
-	for _, devices := range []int{1, 2} {
+	for _, tc := range []struct{ devices, workers int }{{1, 0}, {2, 0}, {2, 1}} {
+		devices := tc.devices
 		j := &Job{Config: c, Weights: w}
 		if devices == 1 {
 			j.Backend = cpu.NewBackend(nil)
 		} else {
 			j.Devices = []bmm.Backend{cpu.NewBackend(nil), cpu.NewBackend(nil)}
 		}
-		got, err := j.InferPackedWith(path, PackedOptions{Stream: true})
+		got, err := j.InferPackedWith(path, PackedOptions{Stream: true, Workers: tc.workers})
 		require.NoError(t, err)
 		assert.Equal(t, "stream", got.Mode)
+		if tc.workers > 0 {
+			assert.Equal(t, tc.workers, got.Workers)
+		}
 		assert.Positive(t, got.WarmupMS)
 		assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256, "%d devices", devices)
 		assert.Equal(t, want.BatchNodes, got.BatchNodes)

@@ -281,15 +281,16 @@ func runInfer(args []string, stdout io.Writer) error {
 	fold := qFoldFlag(fs)
 	packed := fs.String("packed", "", "run --weights over this packed batch file (qgtc partition --pack-out) batch by batch, without the dataset")
 	gpuLanes := fs.Int("gpu-lanes", 1, "with --packed on GPUs: backends (each its own stream and thread) per GPU, so one's uploads overlap another's kernels")
+	hostWorkers := fs.Int("host-workers", 0, "with --packed, streamed (GPUs): host goroutines reading and preparing batches (0: one core for each device's goroutine, the rest up to 16 a device)")
 	otherData := fs.Bool("other-data", false, "with --packed: allow a model trained on other data than the file's (same features, quantizer and feature scale), e.g. a small synthetic graph's model over a large one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *packed != "" {
-		return inferPacked(fs, *packed, *weights, *device, c.Passes, *gpuLanes, *otherData, *asJSON, quiet, stdout)
+		return inferPacked(fs, *packed, *weights, *device, c.Passes, *gpuLanes, *hostWorkers, *otherData, *asJSON, quiet, stdout)
 	}
-	if *otherData || fs.Changed("gpu-lanes") {
-		return fmt.Errorf("%w: --other-data and --gpu-lanes apply with --packed only", errUsage)
+	if *otherData || fs.Changed("gpu-lanes") || fs.Changed("host-workers") {
+		return fmt.Errorf("%w: --other-data, --gpu-lanes and --host-workers apply with --packed only", errUsage)
 	}
 	var err error
 	if *shard != "" {

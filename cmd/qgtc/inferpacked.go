@@ -15,12 +15,12 @@ import (
 // packedFlags are the infer flags that apply with --packed: the file fixes
 // the data, partition and batches, and the model file the rest.
 var packedFlags = map[string]bool{"packed": true, "weights": true, "device": true, "json": true, "quiet": true, "sparse-input": true,
-	"passes": true, "other-data": true, "agg": true, "gpu-lanes": true}
+	"passes": true, "other-data": true, "agg": true, "gpu-lanes": true, "host-workers": true}
 
 // inferPacked is qgtc infer --packed FILE --weights W: inference from a
 // packed batch file, a few batches resident at a time: on the CPU's
 // cores, or streamed to one GPU or several (gpu:all, gpu:0,1).
-func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLanes int, otherData, asJSON, quiet bool, stdout io.Writer) error {
+func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLanes, hostWorkers int, otherData, asJSON, quiet bool, stdout io.Writer) error {
 	if bad := flagOutside(fs, packedFlags); bad != "" {
 		return fmt.Errorf("%w: --%s does not apply with --packed (the file holds the data and its batches)", errUsage, bad)
 	}
@@ -32,6 +32,9 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	}
 	if gpuLanes < 1 || gpuLanes > 8 || (gpuLanes > 1 && !strings.HasPrefix(device, "gpu")) {
 		return fmt.Errorf("%w: --gpu-lanes %d: want 1..8, more than 1 only on GPUs", errUsage, gpuLanes)
+	}
+	if hostWorkers < 0 || hostWorkers > 1024 || (hostWorkers > 0 && !strings.HasPrefix(device, "gpu")) {
+		return fmt.Errorf("%w: --host-workers %d: want 0 (automatic) to 1024, and a GPU device (a streamed run)", errUsage, hostWorkers)
 	}
 	w, err := pipeline.ReadWeights(weights)
 	if err != nil {
@@ -57,7 +60,7 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	open := time.Since(t0)
 	defer closer.Close()
 	j.Backend, j.Devices, j.DeviceNames = be, devs, names
-	r, err := j.InferPackedWith(file, pipeline.PackedOptions{OtherData: otherData})
+	r, err := j.InferPackedWith(file, pipeline.PackedOptions{OtherData: otherData, Workers: hostWorkers})
 	if err != nil {
 		return qUsage(err)
 	}

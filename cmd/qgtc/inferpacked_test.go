@@ -49,6 +49,9 @@ func TestInferPackedCLI(t *testing.T) {
 		{"infer", "--dataset", "cora", "--other-data"},
 		{"infer", "--dataset", "cora", "--gpu-lanes", "2"},
 		{"infer", "--packed", file, "--weights", model, "--gpu-lanes", "2", "--device", "cpu"},
+		{"infer", "--dataset", "cora", "--host-workers", "4"},
+		{"infer", "--packed", file, "--weights", model, "--host-workers", "-1", "--device", "gpu"},
+		{"infer", "--packed", file, "--weights", model, "--host-workers", "4", "--device", "cpu"},
 		{"partition", "--dataset", "cora", "--parts", "6", "--pack-out", file},
 	} {
 		code, _, errs := runCLI(args...)
