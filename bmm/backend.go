@@ -245,6 +245,11 @@ type AggCost struct {
 	// is one aggregation over all their edge lists (the batches merged)
 	// against one dense product per batch.
 	Batches int
+	// Uploaded: each pass uploads the operand it aggregates over (a plan
+	// that keeps nothing between passes), DenseBytes for the packed
+	// adjacency against four bytes an entry and a row for the edge list.
+	Uploaded   bool
+	DenseBytes int64
 }
 
 // Traffic counts what a backend moved and ran.

@@ -491,3 +491,42 @@ func TestRunPackedStreamStages(t *testing.T) {
 		assert.Empty(t, rec.staged, "%s", mode)
 	}
 }
+
+// costBackend records the costs its plan asks PreferEdges about.
+type costBackend struct {
+	bmm.Backend
+	mu    sync.Mutex
+	costs []bmm.AggCost
+}
+
+func (c *costBackend) PreferEdges(a bmm.AggCost) bool {
+	c.mu.Lock()
+	c.costs = append(c.costs, a)
+	c.mu.Unlock()
+	return c.Backend.PreferEdges(a)
+}
+
+// TestAggCostUploads: a plan that keeps nothing between passes tells the
+// cost model that each pass uploads the aggregation's operand, with the
+// packed adjacency's bytes (padded lines of padded bits); a resident plan
+// does not.
+func TestAggCostUploads(t *testing.T) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	for _, resident := range []bool{false, true} {
+		be := &costBackend{Backend: cpu.NewBackend(nil)}
+		p, err := m.Compile(be)
+		require.NoError(t, err)
+		p.Resident = resident
+		_, err = p.Run(d, in, false, nil)
+		require.NoError(t, err)
+		require.NotEmpty(t, be.costs)
+		for _, c := range be.costs {
+			assert.Equal(t, !resident, c.Uploaded)
+			if c.Batches <= 1 {
+				n := int64(c.Rows)
+				assert.Equal(t, (n+15)/16*16*((n+255)/256*256/8), c.DenseBytes, "%+v", c)
+			}
+		}
+		require.NoError(t, p.Close())
+	}
+}

@@ -542,10 +542,11 @@ func (p *Plan) merges(d *Data) bool {
 	if p.Merge == MergeOn {
 		return true
 	}
-	all := bmm.AggCost{Cols: p.widths[1], Bits: p.Model.ABits, Batches: len(d.Eval)}
+	all := bmm.AggCost{Cols: p.widths[1], Bits: p.Model.ABits, Batches: len(d.Eval), Uploaded: !p.Resident}
 	each := true // every batch takes the edge list by itself
 	for _, b := range d.Eval {
-		all.Rows, all.Edges, all.DenseTiles = all.Rows+b.N(), all.Edges+len(b.Indices), all.DenseTiles+b.tiles
+		c := p.aggCost(b)
+		all.Rows, all.Edges, all.DenseTiles, all.DenseBytes = all.Rows+c.Rows, all.Edges+c.Edges, all.DenseTiles+c.DenseTiles, all.DenseBytes+c.DenseBytes
 		each = each && p.edges(b)
 	}
 	// Batches that would aggregate densely one by one merge where one
@@ -682,8 +683,15 @@ func (p *Plan) edges(b *Batch) bool {
 	case AggSparse:
 		return true
 	}
-	return p.Backend.PreferEdges(bmm.AggCost{Rows: b.N(), Cols: p.widths[1], Edges: len(b.Indices),
-		DenseTiles: b.tiles, Bits: p.Model.ABits})
+	return p.Backend.PreferEdges(p.aggCost(b))
+}
+
+// aggCost describes b's aggregation for PreferEdges.
+func (p *Plan) aggCost(b *Batch) bmm.AggCost {
+	n := b.N()
+	pad := bittensor.DefaultPadding
+	return bmm.AggCost{Rows: n, Cols: p.widths[1], Edges: len(b.Indices), DenseTiles: b.tiles, Bits: p.Model.ABits,
+		Uploaded: !p.Resident, DenseBytes: int64((n+pad.Lines-1)/pad.Lines*pad.Lines) * int64((n+pad.Bits-1)/pad.Bits*pad.Bits/8)}
 }
 
 // byteFirst reports whether the linears of the features can run as code

@@ -425,10 +425,13 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 // every launch over one batch costs the device a fixed time whatever its
 // work, so one edge-list launch over every batch beats one dense product
 // per batch.
+// A pass that uploads what it aggregates over pays for the bytes at the
+// host-to-device rate of a cold pass.
 const (
 	gpuDenseBitOpsPerSec = 1e15
 	gpuEdgeBytesPerSec   = 1e12
 	gpuLaunchSec         = 12e-6
+	gpuCopyBytesPerSec   = 18e9
 )
 
 // PreferEdges implements bmm.Backend with the model above: the dense form
@@ -437,6 +440,10 @@ func (be *Backend) PreferEdges(c bmm.AggCost) bool {
 	dense := float64(c.DenseTiles)*64*256*float64(max(c.Bits, 1))*float64(c.Cols)/gpuDenseBitOpsPerSec +
 		float64(max(c.Batches, 1))*gpuLaunchSec
 	edges := float64(c.Edges)*float64(c.Cols)/gpuEdgeBytesPerSec + gpuLaunchSec
+	if c.Uploaded {
+		dense += float64(c.DenseBytes) / gpuCopyBytesPerSec
+		edges += 4 * float64(c.Edges+c.Rows+max(c.Batches, 1)) / gpuCopyBytesPerSec
+	}
 	return edges <= dense
 }
 

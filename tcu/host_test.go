@@ -648,6 +648,24 @@ func TestAggKernelsListed(t *testing.T) {
 	assert.ElementsMatch(t, entries, aggKernels)
 }
 
+// TestPreferEdgesUploads: a pass that uploads what it aggregates over pays
+// for the dense adjacency's bytes (a bit per pair of the batch's nodes)
+// against the edge list's four bytes an entry and a row. A 50,000-node
+// batch whose dense product the model finds cheaper on the device (the 2M
+// graph at 1 bit, whose cold passes then uploaded 12.7 GB each:
+// bench/e2e/RESULTS.md) takes its edge list when each pass uploads it, and
+// so do 40 such batches merged.
+func TestPreferEdgesUploads(t *testing.T) {
+	be := &Backend{}
+	dense := int64(50000) * 50176 / 8
+	one := bmm.AggCost{Rows: 50000, Cols: 64, Edges: 2000000, DenseTiles: 15000, Bits: 1, DenseBytes: dense}
+	assert.False(t, be.PreferEdges(one), "kept on the device: the dense product's work is less")
+	one.Uploaded = true
+	assert.True(t, be.PreferEdges(one), "uploaded each pass")
+	all := bmm.AggCost{Rows: 40 * 50000, Cols: 64, Edges: 40 * 2000000, DenseTiles: 40 * 15000, Bits: 1, Batches: 40, DenseBytes: 40 * dense, Uploaded: true}
+	assert.True(t, be.PreferEdges(all), "40 batches uploaded each pass")
+}
+
 // TestPreferEdgesLaunches checks the launch term of the GPU cost model:
 // a small batch whose dense product does less work than its edge list
 // still merges with its like into one edge-list launch when there are
