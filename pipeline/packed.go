@@ -328,7 +328,9 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		for i := range pred {
 			pred[i] = -1
 		}
-		clear(seen)
+		if !ld.disjoint {
+			clear(seen)
+		}
 		finished = 0
 		t0 := time.Now()
 		var read, pack, compute time.Duration
@@ -347,6 +349,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		if err != nil {
 			return nil, err
 		}
+		ld.disjoint = true // the pass loaded every batch
 		if pass > 0 {
 			r.MorePassMS = append(r.MorePassMS, ms(wall))
 			r.SameAsFirst = r.SameAsFirst && slices.Equal(pred, first)
@@ -423,6 +426,9 @@ type packedLoader struct {
 	pf   *subgraph.PackedFile
 	path string
 	seen []uint64 // the nodes of the batches loaded this pass
+	// disjoint: a whole pass loaded every batch, none sharing a node, so
+	// later passes over the same (checksummed, mapped) file skip the check.
+	disjoint bool
 	// feats are feature words given back (PackedBatch.Release): as many as
 	// batches were in flight at once, which the stream bounds.
 	mu    sync.Mutex
@@ -441,6 +447,9 @@ func (l *packedLoader) load(i int) (*layers.PackedBatch, error) {
 		return nil, err
 	}
 	for _, v := range fb.Nodes {
+		if l.disjoint {
+			break
+		}
 		if atomic.OrUint64(&seen[v/64], 1<<(v%64))&(1<<(v%64)) != 0 {
 			return nil, fmt.Errorf("%s: batch %d: %w: node %d is in another batch too", path, i, subgraph.ErrPackFile, v)
 		}
