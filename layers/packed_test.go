@@ -98,6 +98,20 @@ func TestRunPackedMatchesRun(t *testing.T) {
 	}
 }
 
+// streamFixture is a GCN over several batches, its batches packed, and a
+// plan of it on a CPU backend (closed with the test).
+func streamFixture(t *testing.T) (*Model, *Data, *Input, []*PackedBatch, *Plan) {
+	m, d, in := manyBatches(t, GCN, 4, 4, false)
+	packed := make([]*PackedBatch, len(d.Eval))
+	for i, b := range d.Eval {
+		packed[i] = packedOf(t, b, in)
+	}
+	ref, err := m.Compile(cpu.NewBackend(nil))
+	require.NoError(t, err)
+	t.Cleanup(func() { ref.Close() })
+	return m, d, in, packed, ref
+}
+
 func seqTo(n int) []int {
 	s := make([]int, n)
 	for i := range s {
@@ -111,14 +125,7 @@ func seqTo(n int) []int {
 // batch once, with few workers and little lookahead; a batch that fails to
 // load stops the run with the lowest failing batch's error.
 func TestRunPackedStream(t *testing.T) {
-	m, d, in := manyBatches(t, GCN, 4, 4, false)
-	packed := make([]*PackedBatch, len(d.Eval))
-	for i, b := range d.Eval {
-		packed[i] = packedOf(t, b, in)
-	}
-	ref, err := m.Compile(cpu.NewBackend(nil))
-	require.NoError(t, err)
-	defer ref.Close()
+	m, d, in, packed, ref := streamFixture(t)
 	for _, sparse := range []bool{false, true} {
 		want, err := ref.Run(d, in, sparse, nil)
 		require.NoError(t, err)
@@ -457,14 +464,7 @@ func (r *stageRecord) take(op any) bool {
 // uploads exactly those: every staged operand is taken by an upload, none
 // is left to Release, with Run's predictions.
 func TestRunPackedStreamStages(t *testing.T) {
-	m, d, in := manyBatches(t, GCN, 4, 4, false)
-	packed := make([]*PackedBatch, len(d.Eval))
-	for i, b := range d.Eval {
-		packed[i] = packedOf(t, b, in)
-	}
-	ref, err := m.Compile(cpu.NewBackend(nil))
-	require.NoError(t, err)
-	defer ref.Close()
+	m, d, in, packed, ref := streamFixture(t)
 	want, err := ref.Run(d, in, false, nil)
 	require.NoError(t, err)
 	for _, mode := range []AggMode{AggDense, AggSparse} {

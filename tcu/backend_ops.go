@@ -424,11 +424,10 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 // edge list reads a byte per edge and column, gathered mostly from L2; and
 // every launch over one batch costs the device a fixed time whatever its
 // work, so one edge-list launch over every batch beats one dense product
-// per batch.
-// A pass that uploads what it aggregates over pays for the bytes at the
-// host-to-device rate of a cold pass.
+// per batch. A pass that uploads what it aggregates over pays for the
+// bytes at the host-to-device rate of a cold pass.
 const (
-	gpuDenseBitOpsPerSec = 1e15
+	gpuDenseBitOpsPerSec = 2e14
 	gpuEdgeBytesPerSec   = 1e12
 	gpuLaunchSec         = 12e-6
 	gpuCopyBytesPerSec   = 18e9

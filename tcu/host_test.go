@@ -672,8 +672,8 @@ func TestPreferEdgesUploads(t *testing.T) {
 // enough of them (a Coauthor Physics pass: 18 batches of ~1,900 nodes).
 func TestPreferEdgesLaunches(t *testing.T) {
 	be := &Backend{}
-	one := bmm.AggCost{Rows: 1900, Cols: 64, Edges: 14000, DenseTiles: 60, Bits: 4}
-	all := bmm.AggCost{Rows: 18 * 1900, Cols: 64, Edges: 18 * 14000, DenseTiles: 18 * 60, Bits: 4, Batches: 18}
+	one := bmm.AggCost{Rows: 1900, Cols: 64, Edges: 14000, DenseTiles: 20, Bits: 4}
+	all := bmm.AggCost{Rows: 18 * 1900, Cols: 64, Edges: 18 * 14000, DenseTiles: 18 * 20, Bits: 4, Batches: 18}
 	assert.False(t, be.PreferEdges(one), "one batch: the dense product's work is less")
 	assert.True(t, be.PreferEdges(all), "18 batches: one edge-list launch beats 18 dense ones")
 	assert.True(t, be.PreferMerged(18, 18*1900))
@@ -686,6 +686,13 @@ func TestPreferEdgesLaunches(t *testing.T) {
 	// products lost to edge lists (bench/multigpu/RESULTS.md).
 	synth := bmm.AggCost{Rows: 50000, Cols: 64, Edges: 1800000, DenseTiles: 152000, Bits: 4}
 	assert.True(t, be.PreferEdges(synth), "2M-node synthetic graph, one batch")
+	// The same graph's batches as the 40-part partition makes them, at 1
+	// bit, kept on the device: the dense products took 17.0 ms a pass
+	// against 8.2 ms for 2-bit edge lists (bench/e2e/RESULTS.md).
+	synth1 := bmm.AggCost{Rows: 49999, Cols: 64, Edges: 1846729, DenseTiles: 59347, Bits: 1}
+	assert.True(t, be.PreferEdges(synth1), "2M-node synthetic graph at 1 bit, one batch")
+	synth1.Rows, synth1.Edges, synth1.DenseTiles, synth1.Batches = 2000000, 73603282, 2361496, 40
+	assert.True(t, be.PreferEdges(synth1), "2M-node synthetic graph at 1 bit, 40 batches")
 }
 
 // TestHeavyRows: the rows aggHeavy takes are exactly those longer than
