@@ -108,6 +108,22 @@ func NewIn(buf []uint64, rows, cols, nbits int, packing Packing, pad Padding) (*
 	return t, nil
 }
 
+// NewOver is NewIn for a caller that writes every word of the tensor
+// itself (a copy of whole planes): buf's words are left as they are, not
+// cleared first, which would write the whole tensor one more time.
+func NewOver(buf []uint64, rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
+	t, err := layout(rows, cols, nbits, packing, pad)
+	if err != nil {
+		return nil, err
+	}
+	n := t.numWords()
+	if cap(buf) < n {
+		buf = make([]uint64, n)
+	}
+	t.words = buf[:n]
+	return t, nil
+}
+
 // layout validates a shape and returns a tensor with every field but the
 // storage set.
 func layout(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {

@@ -375,3 +375,26 @@ func TestNewIn(t *testing.T) {
 	_, err = bittensor.NewIn(nil, -1, 4, 1, bittensor.ByRows, bittensor.DefaultPadding)
 	assert.ErrorIs(t, err, bittensor.ErrShape)
 }
+
+// TestNewOver: NewIn's layout in the same reused buffer, its words left as
+// they were (the caller writes them all), or fresh zeros when it is short.
+func TestNewOver(t *testing.T) {
+	buf := make([]uint64, 4000)
+	for i := range buf {
+		buf[i] = uint64(i) + 1
+	}
+	over, err := bittensor.NewOver(buf, 20, 300, 2, bittensor.ByCols, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	fresh, err := bittensor.New(20, 300, 2, bittensor.ByCols, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	require.Len(t, over.Words(), len(fresh.Words()))
+	assert.Equal(t, &buf[0], &over.Words()[0], "reuses the buffer")
+	assert.Equal(t, buf[:len(fresh.Words())], over.Words(), "not cleared")
+	assert.Equal(t, fresh.PaddedLines(), over.PaddedLines())
+	assert.Equal(t, fresh.LineWords(), over.LineWords())
+	grown, err := bittensor.NewOver(buf[:0:1], 100, 300, 3, bittensor.ByRows, bittensor.DefaultPadding)
+	require.NoError(t, err)
+	assert.Equal(t, make([]uint64, len(grown.Words())), grown.Words(), "fresh storage is zero")
+	_, err = bittensor.NewOver(buf, 4, 4, 0, bittensor.ByRows, bittensor.DefaultPadding)
+	assert.ErrorIs(t, err, bittensor.ErrBits)
+}

@@ -74,12 +74,13 @@ func growTo(s []int32, n int) []int32 {
 func (p *Packed) Features() (*bittensor.Tensor, error) { return p.FeaturesIn(nil) }
 
 // FeaturesIn is Features in buf's storage where it is large enough
-// (bittensor.NewIn): the tensor then shares buf.
+// (bittensor.NewOver): the tensor then shares buf.
 func (p *Packed) FeaturesIn(buf []uint64) (*bittensor.Tensor, error) {
 	if p.FeatCols == 0 {
 		return nil, nil
 	}
-	t, err := bittensor.NewIn(buf, p.Nodes, p.FeatCols, p.FeatBits, bittensor.ByRows, p.Padding)
+	// Every word is copied below, padding included: nothing to clear.
+	t, err := bittensor.NewOver(buf, p.Nodes, p.FeatCols, p.FeatBits, bittensor.ByRows, p.Padding)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPacked, err)
 	}
