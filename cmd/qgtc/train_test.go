@@ -67,6 +67,27 @@ func TestTrainBadInput(t *testing.T) {
 
 // TestTrainBadFlags: every out-of-range or misplaced flag is one usage line
 // (exit 2) before any data is loaded.
+// TestTrainES: --es-limits reports each seed's test accuracy with the
+// sampled propagation; a limit past every row's degree is the exact model.
+func TestTrainES(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"train", "--dataset", "cora", "--epochs", "5", "--seeds", "2", "--es-limits", "2,400", "--json", "--quiet"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var rep trainReport
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	require.Len(t, rep.Runs, 2)
+	for _, r := range rep.Runs {
+		require.Len(t, r.ES, 2)
+		assert.Equal(t, 2, r.ES[0].Limit)
+		assert.Equal(t, 102400, r.ES[0].Window)
+		assert.Equal(t, r.TestAccuracy, r.ES[1].TestAccuracy, "Cora's rows are all shorter than 400")
+	}
+	stdout.Reset()
+	code = run([]string{"train", "--dataset", "cora", "--epochs", "5", "--es-limits", "2", "--quiet"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), "ES-SpMM sampled propagation, at most 2 edges a row (window 102400 rows): test accuracy")
+}
+
 func TestTrainBadFlags(t *testing.T) {
 	defer func(w io.Writer) { trainStderr = w }(trainStderr)
 	var progressOut bytes.Buffer
@@ -107,6 +128,9 @@ func TestTrainBadFlags(t *testing.T) {
 		{[]string{"--split", "public", "--train-per-class", "5"}, "--train-per-class applies to random splits"},
 		{[]string{"--normalize", "l2"}, `--normalize "l2": want auto, row, none`},
 		{[]string{"--split", "x"}, `--split "x": want auto, public, random`},
+		{[]string{"--model", "sage", "--es-limits", "16"}, "--es-limits [16] (window 102400): limits of at least 1, a window of at least 1 row, for --model gcn"},
+		{[]string{"--es-limits", "16,0"}, "--es-limits [16 0]"},
+		{[]string{"--es-limits", "16", "--es-window", "-3"}, "window -3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.msg, func(t *testing.T) {

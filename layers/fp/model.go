@@ -9,6 +9,7 @@ import (
 
 	"github.com/qgtc/qgtc/internal/nn"
 	"github.com/qgtc/qgtc/subgraph"
+	"github.com/qgtc/qgtc/templates"
 )
 
 // Errors of the full-precision models; wrapped with the value at fault.
@@ -241,6 +242,24 @@ func (in *Input) gcn() (*nn.Graph, []float32) {
 		in.loops, in.gcnW = nn.NewGraph(loops.Indptr, loops.Indices), w
 	}
 	return in.loops, in.gcnW
+}
+
+// SampleGCN is in with ES-SpMM's sampled propagation for GCN, the
+// approximation tcu.UploadSampledCSR runs on the GPU: each row of
+// D^-1/2 (A+I) D^-1/2 keeps at most limit entries, cache-first within
+// window rows (templates.SampleCSR), each kept weight scaled by the row's
+// deg/kept so that its sum stays an unbiased estimate. in is unchanged;
+// the sampled input shares its features.
+func (in *Input) SampleGCN(limit, window int) *Input {
+	g, w := in.gcn()
+	s, orig, scale := templates.SampleCSR(g.CSR, limit, window, true)
+	sw := make([]float32, len(s.Indices))
+	for v := range s.Rows() {
+		for p := s.Indptr[v]; p < s.Indptr[v+1]; p++ {
+			sw[p] = w[orig[p]] * scale[v]
+		}
+	}
+	return &Input{Graph: in.Graph, X: in.X, pull: in.pull, loops: nn.NewGraph(s.Indptr, s.Indices), gcnW: sw}
 }
 
 // hooked applies the hooks and returns x·wᵀ (+ b when b is non-nil).

@@ -252,3 +252,53 @@ func TestHooks(t *testing.T) {
 		})
 	}
 }
+
+// TestSampleGCN: with a limit no row exceeds, the sampled GCN input gives
+// the exact logits bit for bit; with a small one every row keeps at most
+// limit entries, each weight the exact one times its row's deg/kept, and a
+// trained model still classifies (the ES-SpMM approximation).
+func TestSampleGCN(t *testing.T) {
+	d := synthData(t, 300, 4, 24, 2)
+	c := Config{Model: "gcn", Hidden: 8, Layers: 2, Dropout: 0.5, In: d.Input.X.Cols, Out: d.NumClasses}
+	m, err := New(c, 11)
+	require.NoError(t, err)
+	_, err = Train(m, d, TrainConfig{Epochs: 60, LR: 0.01, WeightDecay: 5e-4, Seed: 3})
+	require.NoError(t, err)
+	g, w := d.Input.gcn()
+	maxDeg := 0
+	for v := range g.CSR.Rows() {
+		maxDeg = max(maxDeg, int(g.CSR.Indptr[v+1]-g.CSR.Indptr[v]))
+	}
+	exact := Evaluate(m, d)
+	whole := d.Input.SampleGCN(maxDeg, 1<<20)
+	assert.Equal(t, w, whole.gcnW)
+	tp := nn.NewTape(false, nil)
+	want, got := m.Forward(tp, d.Input), m.Forward(tp, whole)
+	assert.Equal(t, want.Data, got.Data)
+
+	const limit = 3
+	s := d.Input.SampleGCN(limit, 16)
+	sg := s.loops.CSR
+	sampled := 0
+	for v := range sg.Rows() {
+		kept, deg := int(sg.Indptr[v+1]-sg.Indptr[v]), int(g.CSR.Indptr[v+1]-g.CSR.Indptr[v])
+		require.LessOrEqual(t, kept, limit)
+		if deg > limit {
+			sampled++
+		}
+		for p := sg.Indptr[v]; p < sg.Indptr[v+1]; p++ {
+			u := sg.Indices[p]
+			q := g.CSR.Indptr[v]
+			for g.CSR.Indices[q] != u {
+				q++
+			}
+			assert.InDelta(t, float64(w[q])*float64(deg)/float64(kept), float64(s.gcnW[p]), 1e-6)
+		}
+	}
+	require.Positive(t, sampled, "rows past the limit")
+	d2 := *d
+	d2.Input = s
+	ev := Evaluate(m, &d2)
+	assert.Greater(t, ev.TestAcc, 0.5, "sampled test accuracy (exact %.3f)", exact.TestAcc)
+	assert.Equal(t, d.Input.gcnW, w, "the input itself unchanged")
+}
