@@ -410,7 +410,10 @@ func (be *Backend) UploadVector(v []float32) (bmm.Vector, error) {
 	var r region
 	r.add(asBytes(v), 4*len(v))
 	out := &devVector{n: len(v)}
-	return orNil(out, be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }))
+	if err := be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // UploadCodes implements bmm.Backend; a value at or past 2^bits is an
@@ -434,7 +437,10 @@ func (be *Backend) UploadCodes(vals []uint8, rows, cols, bits int) (bmm.Codes, e
 	var r region
 	r.add(vals, len(vals))
 	out := &devCodes{rows: rows, cols: cols, bits: bits}
-	return orNil(out, be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }))
+	if err := be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // UploadGraph implements bmm.Backend: g is checked (indptr from 0, non
@@ -523,15 +529,6 @@ func heavyRows(indptr []int32, maxDeg int64) []int32 {
 		}
 	}
 	return heavy
-}
-
-// orNil returns (v, nil), or (nil, err): no half-made operand with an
-// error.
-func orNil[T any](v *T, err error) (*T, error) {
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 // isCSR reports whether g's indptr runs from 0 to its indices' count.

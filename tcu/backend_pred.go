@@ -36,7 +36,10 @@ func (be *Backend) UploadIndex(idx []int32, bound int) (bmm.Index, error) {
 	var r region
 	r.add(asBytes(idx), 4*len(idx))
 	out := &devIndex{n: len(idx), bound: bound}
-	return orNil(out, be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }))
+	if err := be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // NewInts implements bmm.Backend: the fill is a memset, not a launch.
@@ -54,7 +57,10 @@ func (be *Backend) NewInts(n int, fill int32) (bmm.Ints, error) {
 		}
 		return be.d.memset32(v.buf.ptr, uint32(fill), max(n, 1))
 	})
-	return orNil(v, err)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // ArgmaxTo implements bmm.Backend: Argmax's kernel, each row written at
