@@ -95,15 +95,10 @@ func New(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
 // that make one tensor per batch keep its memory warm in cache this way
 // instead of allocating (and zeroing) fresh memory every time.
 func NewIn(buf []uint64, rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {
-	t, err := layout(rows, cols, nbits, packing, pad)
+	t, err := NewOver(buf, rows, cols, nbits, packing, pad)
 	if err != nil {
 		return nil, err
 	}
-	n := t.numWords()
-	if cap(buf) < n {
-		buf = make([]uint64, n)
-	}
-	t.words = buf[:n]
 	clear(t.words)
 	return t, nil
 }
