@@ -264,62 +264,71 @@ func (be *Backend) uploadTo(r *region, keep func(*Buffer)) error {
 
 // upload copies the region into a new device buffer: from s when the
 // caller filled that reserved slot, else through a slot of the upload ring
-// filled here, or past upRingMax through the shared staging buffer,
-// waiting. Device thread only.
+// filled here, or (empty, past upRingMax, or with every slot being filled)
+// through the shared staging buffer, waiting. Device thread only.
 func (be *Backend) upload(r *region, s *upSlot) (*Buffer, error) {
-	if be.rec != nil {
-		be.d.release(s)
-		return nil, fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
-	}
-	t0 := time.Now()
-	defer func() { be.prof.Upload += time.Since(t0) }()
-	buf, err := be.d.alloc(max(r.size, 4))
-	if err != nil {
-		be.d.release(s)
-		return nil, err
-	}
-	if err := be.copyUp(buf, r, s); err != nil {
-		_ = be.d.pool.put(buf.ptr)
-		return nil, err
-	}
-	be.tr.HostToDevice += int64(r.size)
-	return buf, nil
-}
-
-// copyUp copies the region into buf: queued from s (filled) or from a ring
-// slot filled here, or past upRingMax (or with every slot being filled)
-// from the staging buffer, waiting. Device thread only.
-func (be *Backend) copyUp(buf *Buffer, r *region, s *upSlot) error {
-	if r.size == 0 {
-		be.d.release(s)
-		return nil
-	}
-	if s == nil && r.size <= upRingMax {
+	if s == nil && r.size > 0 && r.size <= upRingMax {
 		var err error
 		if s, err = be.d.reserve(r.size); err != nil {
-			return err
+			return nil, err
 		}
 		if s != nil {
 			r.fill(s.h.Bytes(), false)
 		}
 	}
-	if s == nil {
+	if s != nil {
+		buf, err := be.queueCopy(s.h.ptr, r.size, func() error { return be.d.copied(s) })
+		if err != nil {
+			be.d.release(s)
+		}
+		return buf, err
+	}
+	return be.newUploaded(r.size, func(buf *Buffer) error {
+		if r.size == 0 {
+			return nil
+		}
 		st, err := be.d.staging(r.size)
 		if err != nil {
 			return err
 		}
 		r.fill(st.Bytes(), true)
 		return be.waitCopy(func() error { return be.d.htod(buf.ptr, st.ptr, r.size) }, nil)
+	})
+}
+
+// queueCopy queues the copy of n bytes of pinned memory at src into a new
+// device buffer, without waiting for it; queued then records what keeps
+// src alive until the copy has run. Device thread only.
+func (be *Backend) queueCopy(src uintptr, n int, queued func() error) (*Buffer, error) {
+	return be.newUploaded(n, func(buf *Buffer) error {
+		if err := be.spanOpen(); err != nil { // the copy is device time
+			return err
+		}
+		if err := be.d.htod(buf.ptr, src, n); err != nil {
+			return err
+		}
+		return queued()
+	})
+}
+
+// newUploaded allocates a device buffer of n bytes and has write fill it
+// from the host, counted as an upload. Device thread only.
+func (be *Backend) newUploaded(n int, write func(*Buffer) error) (*Buffer, error) {
+	if be.rec != nil {
+		return nil, fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
 	}
-	if err := be.spanOpen(); err != nil { // the copy is device time
-		be.d.release(s)
-		return err
+	t0 := time.Now()
+	defer func() { be.prof.Upload += time.Since(t0) }()
+	buf, err := be.d.alloc(max(n, 4))
+	if err != nil {
+		return nil, err
 	}
-	if err := be.d.htod(buf.ptr, s.h.ptr, r.size); err != nil {
-		be.d.release(s)
-		return err
+	if err := write(buf); err != nil {
+		_ = be.d.pool.put(buf.ptr)
+		return nil, err
 	}
-	return be.d.copied(s)
+	be.tr.HostToDevice += int64(n)
+	return buf, nil
 }
 
 func (be *Backend) open() error {

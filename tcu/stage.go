@@ -1,10 +1,8 @@
 package tcu
 
 import (
-	"fmt"
 	"math"
 	"sync"
-	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
@@ -104,31 +102,14 @@ func (be *Backend) stage(op any, s *stagedOp, r *region) {
 // run.
 func (be *Backend) uploadStaged(s *stagedOp, keep func(*Buffer)) error {
 	err := be.d.run(func() error {
-		if be.rec != nil {
-			return fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
-		}
-		t0 := time.Now()
-		defer func() { be.prof.Upload += time.Since(t0) }()
 		if err := be.d.sweepStaged(false); err != nil {
 			return err
 		}
-		buf, err := be.d.alloc(max(s.size, 4))
+		buf, err := be.queueCopy(s.h.ptr, s.size, func() error { return be.d.copiedStaged(s.h) })
 		if err != nil {
 			return err
 		}
-		if err := be.spanOpen(); err != nil {
-			_ = be.d.pool.put(buf.ptr)
-			return err
-		}
-		if err := be.d.htod(buf.ptr, s.h.ptr, s.size); err != nil {
-			_ = be.d.pool.put(buf.ptr)
-			return err
-		}
-		if err := be.d.copiedStaged(s.h); err != nil {
-			return err
-		}
 		s.h = nil
-		be.tr.HostToDevice += int64(s.size)
 		keep(buf)
 		return nil
 	})
