@@ -48,6 +48,7 @@ type Device struct {
 	// thread only).
 	stagedCopies []stagedCopy
 	stageEvents  []*Event
+	stagesGone   bool            // closed: its staging buffers are gone (guarded by stages.mu)
 	args         *HostBuffer     // pinned kernel-parameter block (device thread only)
 	fnSmem       map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
 }

@@ -45,8 +45,8 @@ func takeStaged(op any, src int) *stagedOp {
 
 // StageBits implements bmm.Stager.
 func (be *Backend) StageBits(t *bittensor.Tensor) {
-	if t == nil {
-		return
+	if t == nil || 8*t.Bits()*residentLayout(t).planeWords() < fillHere {
+		return // small: see stage
 	}
 	p := prepBits(t, false)
 	be.stage(t, &stagedOp{bits: p}, &p.r)
@@ -54,8 +54,8 @@ func (be *Backend) StageBits(t *bittensor.Tensor) {
 
 // StageGraph implements bmm.Stager.
 func (be *Backend) StageGraph(g *bmm.Graph, srcRows int) {
-	if srcRows < 0 || !isCSR(g) || len(g.Indices) > math.MaxInt32 {
-		return
+	if srcRows < 0 || !isCSR(g) || len(g.Indices) > math.MaxInt32 || 4*len(g.Indices) < fillHere {
+		return // small: see stage
 	}
 	p, err := prepGraph(g, srcRows)
 	if err != nil {
@@ -200,10 +200,9 @@ const stagePoolMax = 1 << 30
 // stagePool is the pinned buffers of staged uploads, shared by every
 // device.
 type stagePool struct {
-	mu     sync.Mutex
-	free   []*HostBuffer
-	bytes  int                  // held: free, staged or being copied
-	closed map[*Device]struct{} // devices whose buffers are gone
+	mu    sync.Mutex
+	free  []*HostBuffer
+	bytes int // held: free, staged or being copied
 }
 
 var stages stagePool
@@ -249,7 +248,7 @@ func (p *stagePool) shrink(n int) {
 func (p *stagePool) put(h *HostBuffer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, gone := p.closed[h.d]; gone {
+	if h.d.stagesGone {
 		p.bytes -= h.size
 		return
 	}
@@ -261,10 +260,7 @@ func (p *stagePool) put(h *HostBuffer) {
 func (p *stagePool) close(d *Device) []*HostBuffer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed == nil {
-		p.closed = map[*Device]struct{}{}
-	}
-	p.closed[d] = struct{}{}
+	d.stagesGone = true
 	var mine []*HostBuffer
 	kept := p.free[:0]
 	for _, h := range p.free {
