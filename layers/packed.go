@@ -145,6 +145,12 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	// stream prepares large batches on every core without pause, and fresh
 	// arrays kept the collector busy beside the devices' goroutines.
 	hb := hostPool.Get().(*hostBufs)
+	kept := false // by the batch made: Release gives hb back then
+	defer func() {
+		if !kept {
+			hb.put()
+		}
+	}()
 	e := len(pb.Indices) + n
 	b := &Batch{Nodes: hb.nodes.take(n), Indptr: hb.indptr.take(n + 1), Indices: hb.indices.take(e),
 		Deg: hb.deg.take(n), DInv: hb.dinv.take(n), Adj: pb.Adj, FeatScale: pb.FeatScale}
@@ -154,7 +160,6 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	// around it; its degree is made on the way.
 	at, lo := int32(0), int32(0)
 	if n > 0 && pb.Indptr[0] != 0 {
-		hb.put()
 		return nil, fmt.Errorf("%w: packed batch row 0 starts at entry %d", ErrModel, pb.Indptr[0])
 	}
 	b.Indptr[0] = 0
@@ -162,7 +167,6 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		b.Nodes[r] = int32(r)
 		hi := pb.Indptr[r+1]
 		if hi < lo || int(hi) > len(pb.Indices) {
-			hb.put()
 			return nil, fmt.Errorf("%w: packed batch row %d spans %d..%d of %d entries", ErrModel, r, lo, hi, len(pb.Indices))
 		}
 		row := pb.Indices[lo:hi]
@@ -186,7 +190,6 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	// here, on a host worker: UploadGraph finds it remembered instead of
 	// reading the batch's edges again on the device thread.
 	if _, _, err := b.Edges.Stats(n); err != nil {
-		hb.put()
 		return nil, fmt.Errorf("%w: packed batch of %d nodes: %w", ErrModel, n, err)
 	}
 	// The tile count only feeds the dense-or-edge-list choice, which
@@ -197,11 +200,9 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	if b.Adj == nil && !p.edges(b) {
 		adj, err := pb.MakeAdj()
 		if err != nil {
-			hb.put()
 			return nil, err
 		}
 		if adj.Rows() != n || adj.Cols() != n {
-			hb.put()
 			return nil, fmt.Errorf("%w: packed batch of %d nodes has a %d×%d adjacency", ErrModel, n, adj.Rows(), adj.Cols())
 		}
 		b.Adj = adj
@@ -212,11 +213,11 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		// The dense first product reads the planes themselves and sums
 		// their rows on the device (pass.rowSums): no code lists, no sums.
 		pp.x = pb.Feat
+		kept = true
 		return pp, nil
 	}
 	in := planesInput(pb.Feat, params, allOnes, hb)
 	if err := p.checkInput(in); err != nil {
-		hb.put()
 		return nil, err
 	}
 	b.feat.in, b.feat.sums = in, in.rowSums
@@ -240,6 +241,7 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 		b.feat.graph, b.feat.bound, b.feat.adjMade = g, maxDeg*int64(wmax), true
 	}
 	p.packLists(b, in)
+	kept = true
 	return pp, nil
 }
 
