@@ -262,7 +262,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
 		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
 	ld := newPackedLoader(pf, path)
-	load, seen := ld.load, ld.seen
+	load := ld.load
 	_, forks := plan.Backend.(bmm.Forker)
 	stream := o.Stream || len(g.Plans) > 1 || !forks
 	// A streamed batch's file pages are given back by a goroutine of their
@@ -315,7 +315,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 			if err != nil {
 				return nil, err
 			}
-			clear(seen)
+			ld.newPass()
 		}
 		r.WarmupMS = ms(time.Since(t0))
 	}
@@ -328,9 +328,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		for i := range pred {
 			pred[i] = -1
 		}
-		if !ld.disjoint {
-			clear(seen)
-		}
+		ld.newPass()
 		finished = 0
 		t0 := time.Now()
 		var read, pack, compute time.Duration
@@ -446,12 +444,11 @@ func (l *packedLoader) load(i int) (*layers.PackedBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range fb.Nodes {
-		if l.disjoint {
-			break
-		}
-		if atomic.OrUint64(&seen[v/64], 1<<(v%64))&(1<<(v%64)) != 0 {
-			return nil, fmt.Errorf("%s: batch %d: %w: node %d is in another batch too", path, i, subgraph.ErrPackFile, v)
+	if !l.disjoint {
+		for _, v := range fb.Nodes {
+			if atomic.OrUint64(&seen[v/64], 1<<(v%64))&(1<<(v%64)) != 0 {
+				return nil, fmt.Errorf("%s: batch %d: %w: node %d is in another batch too", path, i, subgraph.ErrPackFile, v)
+			}
 		}
 	}
 	if !pk.SelfLoops {
@@ -479,6 +476,14 @@ func (l *packedLoader) load(i int) (*layers.PackedBatch, error) {
 	words := pb.Feat.Words()
 	pb.Release = func() { l.giveFeat(words) }
 	return pb, nil
+}
+
+// newPass forgets the nodes of the last pass's batches, until a whole
+// pass has shown them disjoint.
+func (l *packedLoader) newPass() {
+	if !l.disjoint {
+		clear(l.seen)
+	}
 }
 
 func (l *packedLoader) takeFeat() []uint64 {

@@ -41,7 +41,7 @@ func BenchmarkPackedLoadPrepare(b *testing.B) {
 	next := func() *layers.PackedBatch {
 		if at == pf.Len() {
 			at = 0
-			clear(ld.seen)
+			ld.newPass()
 		}
 		pb, err := ld.load(at)
 		require.NoError(b, err)
