@@ -399,9 +399,9 @@ func (pf *PackedFile) Len() int { return len(pf.entries) }
 
 // Batch returns batch i: its packed buffer validated (ReadPacked), node ids
 // (each inside the graph) and scales. Its bytes are checksummed, and its
-// indices checked, on the first call for i; the packed view, and on a little-endian host the node ids and
-// scales, read the mapped file in place: they must not be written, and are
-// invalid after Close.
+// indices and node ids checked, on the first call for i; the packed view,
+// and on a little-endian host the node ids and scales, read the mapped
+// file in place: they must not be written, and are invalid after Close.
 func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if i < 0 || i >= len(pf.entries) {
 		return nil, PackFileBatch{}, fmt.Errorf("%w: batch %d of %d", ErrPackFile, i, len(pf.entries))
@@ -435,11 +435,6 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 	if err != nil {
 		return nil, PackFileBatch{}, fmt.Errorf("%s: batch %d: %w", pf.path, i, err)
 	}
-	if !checked {
-		pf.mu.Lock()
-		pf.checked[i] = true
-		pf.mu.Unlock()
-	}
 	if p.Nodes != n || p.FeatCols != pf.Info.FeatCols || p.FeatBits != pf.Info.QBits {
 		return fail("%d nodes, features %d × %d bits; the table says %d nodes, the header %d × %d", p.Nodes, p.FeatCols, p.FeatBits, n, pf.Info.FeatCols, pf.Info.QBits)
 	}
@@ -453,10 +448,15 @@ func (pf *PackedFile) Batch(i int) (*Packed, PackFileBatch, error) {
 			out.Nodes[j] = int32(binary.LittleEndian.Uint32(ids[4*j:]))
 		}
 	}
-	for _, v := range out.Nodes {
-		if uint32(v) >= uint32(pf.Info.Nodes) {
-			return fail("node id %d outside the graph's %d", uint32(v), pf.Info.Nodes)
+	if !checked { // the ids are checksummed with the rest: once, as the indices
+		for _, v := range out.Nodes {
+			if uint32(v) >= uint32(pf.Info.Nodes) {
+				return fail("node id %d outside the graph's %d", uint32(v), pf.Info.Nodes)
+			}
 		}
+		pf.mu.Lock()
+		pf.checked[i] = true
+		pf.mu.Unlock()
 	}
 	if pf.Info.Scales {
 		sb := blob[sc : sc+4*n]
