@@ -119,6 +119,16 @@ func NewOver(buf []uint64, rows, cols, nbits int, packing Packing, pad Padding) 
 	return t, nil
 }
 
+// Bytes is the storage New allocates for a tensor of that shape, 0 for
+// one it refuses.
+func Bytes(rows, cols, nbits int, packing Packing, pad Padding) int64 {
+	t, err := layout(rows, cols, nbits, packing, pad)
+	if err != nil {
+		return 0
+	}
+	return 8 * int64(t.numWords())
+}
+
 // layout validates a shape and returns a tensor with every field but the
 // storage set.
 func layout(rows, cols, nbits int, packing Packing, pad Padding) (*Tensor, error) {

@@ -398,3 +398,16 @@ func TestNewOver(t *testing.T) {
 	_, err = bittensor.NewOver(buf, 4, 4, 0, bittensor.ByRows, bittensor.DefaultPadding)
 	assert.ErrorIs(t, err, bittensor.ErrBits)
 }
+
+// TestBytes: Bytes is the storage New allocates, and 0 for a shape New
+// refuses.
+func TestBytes(t *testing.T) {
+	for _, c := range []struct{ rows, cols, bits int }{{0, 0, 1}, {1, 1, 1}, {1000, 700, 1}, {17, 300, 3}} {
+		for _, pk := range []bittensor.Packing{bittensor.ByRows, bittensor.ByCols} {
+			x, err := bittensor.New(c.rows, c.cols, c.bits, pk, bittensor.DefaultPadding)
+			require.NoError(t, err)
+			assert.Equal(t, 8*int64(len(x.Words())), bittensor.Bytes(c.rows, c.cols, c.bits, pk, bittensor.DefaultPadding), "%+v %v", c, pk)
+		}
+	}
+	assert.Zero(t, bittensor.Bytes(4, 4, 0, bittensor.ByRows, bittensor.DefaultPadding))
+}

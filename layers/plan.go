@@ -689,9 +689,8 @@ func (p *Plan) edges(b *Batch) bool {
 // aggCost describes b's aggregation for PreferEdges.
 func (p *Plan) aggCost(b *Batch) bmm.AggCost {
 	n := b.N()
-	pad := bittensor.DefaultPadding
 	return bmm.AggCost{Rows: n, Cols: p.widths[1], Edges: len(b.Indices), DenseTiles: b.tiles, Bits: p.Model.ABits,
-		Uploaded: !p.Resident, DenseBytes: int64((n+pad.Lines-1)/pad.Lines*pad.Lines) * int64((n+pad.Bits-1)/pad.Bits*pad.Bits/8)}
+		Uploaded: !p.Resident, DenseBytes: bittensor.Bytes(n, n, 1, bittensor.ByRows, bittensor.DefaultPadding)}
 }
 
 // byteFirst reports whether the linears of the features can run as code
