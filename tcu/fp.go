@@ -216,8 +216,13 @@ func (d *Device) UploadSampledCSR(g templates.CSR, nsrc, limit, f int) (*FPGraph
 	return d.uploadChecked(s, nsrc, g.NNZ(), scale, fpHeavy, fpChunk)
 }
 
-// sampleWindow is the number of f-wide float32 source rows in half the L2.
-func (d *Device) sampleWindow(f int) int { return max(1, d.info.L2Bytes/2/(4*f)) }
+// sampleWindow is the device's SampleWindow.
+func (d *Device) sampleWindow(f int) int { return SampleWindow(d.info.L2Bytes, f) }
+
+// SampleWindow is UploadSampledCSR's cache-first window on a device of
+// l2Bytes of L2 at f features: the f-wide float32 source rows in half the
+// L2.
+func SampleWindow(l2Bytes, f int) int { return max(1, l2Bytes/2/(4*max(f, 1))) }
 
 // uploadChecked uploads a validated graph whose edge ids are below ids.
 func (d *Device) uploadChecked(g templates.CSR, nsrc, ids int, scale []float32, heavy, chunk int) (*FPGraph, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/qgtc/qgtc/layers/fp"
 	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
+	"github.com/qgtc/qgtc/tcu"
 )
 
 // trainRun is one seed's outcome in `qgtc train --json`.
@@ -41,8 +42,8 @@ type esRun struct {
 	TestAccuracy float64 `json:"test_accuracy"`
 }
 
-// esL2Bytes is the L2 of an H100 or H200, whose half tcu.UploadSampledCSR
-// gives the cache-first window by default.
+// esL2Bytes is the L2 of an H100 or H200, whose window
+// (tcu.SampleWindow) --es-limits samples with by default.
 const esL2Bytes = 50 << 20
 
 // trainReport is the --json object of `qgtc train`.
@@ -118,7 +119,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	window := *esWindow
 	if window == 0 {
-		window = max(1, esL2Bytes/2/(4*max(*hidden, 1)))
+		window = tcu.SampleWindow(esL2Bytes, *hidden)
 	}
 	for _, l := range *esLimits {
 		if l < 1 || m != "gcn" || window < 1 {
@@ -273,11 +274,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, ", validation %.2f%%, %.2f ms/epoch, %.1f s\n", 100*rep.ValAccuracy, 1000*rep.EpochSeconds, rep.Seconds)
 	for i, l := range *esLimits {
-		acc := make([]trainRun, len(rep.Runs))
-		for k, r := range rep.Runs {
-			acc[k].TestAccuracy = r.ES[i].TestAccuracy
-		}
-		mean, std := meanStd(acc, func(r trainRun) float64 { return r.TestAccuracy })
+		mean, std := meanStd(rep.Runs, func(r trainRun) float64 { return r.ES[i].TestAccuracy })
 		fmt.Fprintf(stdout, "ES-SpMM sampled propagation, at most %d edges a row (window %d rows): test accuracy %.2f%% ± %.2f (%+.2f points)\n",
 			l, window, 100*mean, 100*std, 100*(mean-rep.TestAccuracy))
 	}
