@@ -502,7 +502,7 @@ func (kr *kwayRefiner) greedyPasses(niter int) {
 			blocked := to < 0 && canGain(kr.conn, kr.touched, from, id[v])
 			kr.release()
 			gain := c - id[v]
-			if blocked || (to >= 0 && gain == 0 && !(kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from])) {
+			if blocked || (to >= 0 && gain == 0 && !kr.evens(from, to, vw)) {
 				// Held back by the balance, which later moves may change:
 				// look again next pass.
 				if dirty[v] != mark {
@@ -563,6 +563,12 @@ func (kr *kwayRefiner) greedyPasses(niter int) {
 			break
 		}
 	}
+}
+
+// evens reports whether moving weight vw from part from to part to helps
+// the balance: the only reason to take a move that gains nothing.
+func (kr *kwayRefiner) evens(from, to int32, vw int64) bool {
+	return kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from]
 }
 
 // canGain reports whether some neighbour part (v's connections conn to the
@@ -809,7 +815,7 @@ func (kr *kwayRefiner) refineRounds(niter int) {
 				slack = 0
 			}
 			if kr.pwgts[to]+vw > kr.maxpw+slack ||
-				(gain == 0 && !(kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from])) {
+				(gain == 0 && !kr.evens(from, to, vw)) {
 				mark[v] = stamp // held back by the balance: again next round
 				continue
 			}
@@ -890,7 +896,7 @@ func (kr *kwayRefiner) propose(bnd []int32, props []uint64, stamp, salt uint32) 
 				conn[p] = 0
 			}
 			gain := c - id[v]
-			if blocked || (to >= 0 && gain == 0 && !(kr.pwgts[from] > kr.maxpw || kr.pwgts[to]+vw < kr.pwgts[from])) {
+			if blocked || (to >= 0 && gain == 0 && !kr.evens(from, to, vw)) {
 				kr.mark[v] = stamp // bnd holds v once: no other writer
 				continue
 			}
