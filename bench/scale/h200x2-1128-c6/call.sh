@@ -3,32 +3,13 @@
 # device-thread fixes (b769075) against the build of call 5 (2f2379d)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-T0=$SECONDS
+. bench/scale/steps.sh # el, unxz, run
 LIMIT=${LIMIT:-500}
-el() { echo $((SECONDS - T0)); }
-unxz() { python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' "$1" "$2" && chmod +x "$2"; }
 unxz build/c6/export.xz build/c6/export; unxz build/c6/qgtc-c5.xz build/c6/qgtc-c5
 R=$OUT/raw; mkdir -p $R
 L=$OUT/logs; mkdir -p $L
 W=/tmp/c6; mkdir -p $W
 export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-# run NAME MAXS CMD...: stdout to NAME.json, stderr NAME.err, wall and peak RSS noted
-run() {
-  local name=$1 max=$2; shift 2
-  local left=$((LIMIT - $(el)))
-  if ((left < 10)); then echo "$name: skipped at $(el)s" | tee -a $OUT/steps.txt; return 99; fi
-  ((max > left)) && max=$left
-  local t=$SECONDS
-  python3 - "$L/$name.rss" timeout -k 5 $max "$@" > $L/$name.json 2> $L/$name.err <<'PY'
-import resource, subprocess, sys
-rc = subprocess.call(sys.argv[2:])
-open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(rc)
-PY
-  local rc=$?
-  echo "$name: rc $rc, $((SECONDS - t)) s, peak RSS $(( $(tail -1 $L/$name.rss 2>/dev/null || echo 0) / 1024 )) MiB, at $(el)s" | tee -a $OUT/steps.txt
-  return $rc
-}
 echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
 # --- #16: synth2m (generated there, 40 parts), 4-bit GCN/GIN/SAGE resident and cold on GPU 0, GCN on 16 cores, PyG
 OUT=$R/e2e STEPS=speed B=build/c6 DATA=build/c6data SPEED='synth2m:40' CURVE=4 PASSES=5 CPU_PROCS=16 \

@@ -2,31 +2,13 @@
 # call 5 (4 GPUs, 64 cores): #19 partition old/new at 1 and 16 cores; #21 the 100M graph, new and old binaries, 1/2/4 GPUs, CPU profiles
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-T0=$SECONDS
+. bench/scale/steps.sh # el, unxz, run
 LIMIT=${LIMIT:-540}
-el() { echo $((SECONDS - T0)); }
 L=$OUT/logs; mkdir -p $L
 W=/tmp/c5; mkdir -p $W
 NEW=${NEW:-build/c5/qgtc} OLD=${OLD:-build/scale/qgtc} M=build/scale/model-a4w4.safetensors
 N1=${N1:-1000000} N100=${N100:-100000000} P100=${P100:-2000} N2=${N2:-2000000} G1=${G1:-gpu} G2=${G2:-gpu:0,1} G4=${G4:-gpu:all}
 export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-# run NAME MAXS CMD...: stdout to NAME.json, stderr NAME.err, wall and peak RSS noted
-run() {
-  local name=$1 max=$2; shift 2
-  local left=$((LIMIT - $(el)))
-  if ((left < 10)); then echo "$name: skipped at $(el)s" | tee -a $OUT/steps.txt; return 99; fi
-  ((max > left)) && max=$left
-  local t=$SECONDS
-  python3 - "$L/$name.rss" timeout -k 5 $max "$@" > $L/$name.json 2> $L/$name.err <<'PY'
-import resource, subprocess, sys
-rc = subprocess.call(sys.argv[2:])
-open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(rc)
-PY
-  local rc=$?
-  echo "$name: rc $rc, $((SECONDS - t)) s, peak RSS $(( $(tail -1 $L/$name.rss 2>/dev/null || echo 0) / 1024 )) MiB, at $(el)s" | tee -a $OUT/steps.txt
-  return $rc
-}
 # the device tests of this tree on the last GPU and the last cores, while the partitions run on cores 0-15
 last=$(( $(nvidia-smi -L | grep -c '^GPU') - 1 ))
 ( cd tcu && CUDA_VISIBLE_DEVICES=$last QGTC_CACHE_DIR=$W/kt timeout 130 taskset -c $(( $(nproc) / 2 ))-$(( $(nproc) - 1 )) ../build/c5/tcu.test -test.v -test.short \

@@ -2,30 +2,13 @@
 # call 9 (4 GPUs): #21 f017b38 (staged uploads) against 8f161a7 on 1/2/4 GPUs, traces on a 10M file; tcu tests
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-T0=$SECONDS; LIMIT=${LIMIT:-540}
-el() { echo $((SECONDS - T0)); }
+. bench/scale/steps.sh # el, unxz, run, passes_table
+LIMIT=${LIMIT:-540}
 R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/c9; mkdir -p $W
 export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-run() {
-  local name=$1 max=$2; shift 2
-  local left=$((LIMIT - $(el)))
-  if ((left < 10)); then echo "$name: skipped at $(el)s" | tee -a $OUT/steps.txt; return 99; fi
-  ((max > left)) && max=$left
-  local t=$SECONDS
-  python3 - "$L/$name.rss" timeout -k 5 $max "$@" > $L/$name.json 2> $L/$name.err <<'PY'
-import resource, subprocess, sys
-rc = subprocess.call(sys.argv[2:])
-open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(rc)
-PY
-  local rc=$?
-  echo "$name: rc $rc, $((SECONDS - t)) s, peak RSS $(( $(tail -1 $L/$name.rss 2>/dev/null || echo 0) / 1024 )) MiB, at $(el)s" | tee -a $OUT/steps.txt
-  return $rc
-}
 echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
 nvidia-smi topo -m > $L/topo.txt 2>&1; lscpu > $L/lscpu.txt 2>&1
 M=build/c9/model-a4w4.safetensors NEW=build/c9/qgtc OLD=build/c9/qgtc-c7
-unxz() { python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' "$1" "$2" && chmod +x "$2"; }
 unxz build/c9/qgtc-c7.xz $OLD; unxz build/c9/tcu.test.xz build/c9/tcu.test
 # the tcu tests on the last GPU while the graph is generated (CPU-bound)
 ( cd tcu && CUDA_VISIBLE_DEVICES=3 QGTC_CACHE_DIR=$W/kt timeout 230 ../build/c9/tcu.test -test.v -test.short -test.run "TestStagedUploads|TestUploadRing|TestBackend|TestPlan|TestRegion|TestTileMask|TestHeavy" > $L/tcu-test.log 2>&1; echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $L/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $L/tcu-test.log) failed at $(el)s" >> $OUT/steps.txt ) &
@@ -51,20 +34,6 @@ QGTC_TRACE=$W/mid1.trace run mid1-trace 30 $NEW "${m[@]}" --device gpu
 QGTC_TRACE=$W/mid4.trace run mid4-trace 30 $NEW "${m[@]}" --device gpu:all
 python3 -c 'import lzma,sys
 for n in sys.argv[2:]: open(sys.argv[1]+"/"+n+".xz","wb").write(lzma.compress(open("/tmp/c9/"+n,"rb").read(), preset=6))' $OUT mid1.trace mid4.trace
-python3 - $L > $OUT/table.md <<'PY'
-import json, os, sys
-L = sys.argv[1]
-print("| run | passes ms | median ms | nodes/s | read/prepare/run ms summed | devices (batches, run ms, wait ms) | preds |")
-print("|---|---|---|---|---|---|---|")
-for n in [f"big{g}-{v}-{r}" for r in (1, 2) for v in ("new", "old") for g in (1, 2, 4)] + ["big4-prof", "mid1-trace", "mid4-trace"]:
-    try: r = json.load(open(os.path.join(L, n + ".json")))
-    except Exception: print(f"| {n} | failed | | | | | |"); continue
-    med = r.get("pass_median_ms") or r.get("pass_ms") or 0
-    nodes = r.get("batch_nodes", r.get("nodes", 0))
-    devs = "; ".join("%s %d %.0f %.0f" % (d["device"], d["batches"], d.get("run_ms", 0), d.get("wait_ms", 0)) for d in r.get("devices") or [])
-    ps = ", ".join("%.0f" % p for p in [r.get("pass_ms",0)] + (r.get("more_pass_ms") or []))
-    print(f"| {n} | {ps} | {med:.1f} | {nodes/med*1e3:,.0f} | {r.get('read_ms',0):.0f}/{r.get('pack_ms',0):.0f}/{r.get('compute_ms',0):.0f} | {devs} | {r['predictions_sha256'][:12]} |")
-PY
-cat $OUT/table.md
+passes_table $(for r in 1 2; do for v in new old; do for g in 1 2 4; do echo big$g-$v-$r; done; done; done) big4-prof mid1-trace mid4-trace
 tar czf $OUT/logs.tgz -C $OUT logs raw && rm -rf $L $R
 echo "done $(el)s"

@@ -1,0 +1,45 @@
+# Sourced by the device calls' scripts (bench/scale/*/call.sh), from the
+# repository root; they set OUT, L (the logs folder) and LIMIT (seconds).
+#   el                 seconds since the script began
+#   unxz IN OUT        a carried xz-compressed binary, unpacked and executable
+#   run NAME MAXS CMD  CMD under a timeout of MAXS, cut to what LIMIT leaves;
+#                      stdout to $L/NAME.json, stderr to $L/NAME.err; its
+#                      status, wall time and peak RSS appended to $OUT/steps.txt
+T0=$SECONDS
+el() { echo $((SECONDS - T0)); }
+unxz() { python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' "$1" "$2" && chmod +x "$2"; }
+run() {
+  local name=$1 max=$2; shift 2
+  local left=$((LIMIT - $(el)))
+  if ((left < 10)); then echo "$name: skipped at $(el)s" | tee -a $OUT/steps.txt; return 99; fi
+  ((max > left)) && max=$left
+  local t=$SECONDS
+  python3 - "$L/$name.rss" timeout -k 5 $max "$@" > $L/$name.json 2> $L/$name.err <<'PY'
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)
+PY
+  local rc=$?
+  echo "$name: rc $rc, $((SECONDS - t)) s, peak RSS $(( $(tail -1 $L/$name.rss 2>/dev/null || echo 0) / 1024 )) MiB, at $(el)s" | tee -a $OUT/steps.txt
+  return $rc
+}
+#   passes_table NAME...  the runs' infer --packed JSON reports as one
+#                      markdown table, into $OUT/table.md and stdout
+passes_table() {
+  python3 - $L "$@" > $OUT/table.md <<'PY'
+import json, os, sys
+L = sys.argv[1]
+print("| run | passes ms | median ms | nodes/s | workers | read/prepare/run ms summed | devices (batches, run ms, wait ms) | preds |")
+print("|---|---|---|---|---|---|---|---|")
+for n in sys.argv[2:]:
+    try: r = json.load(open(os.path.join(L, n + ".json")))
+    except Exception: print(f"| {n} | failed | | | | | | |"); continue
+    med = r.get("pass_median_ms") or r.get("pass_ms") or 0
+    nodes = r.get("batch_nodes", r.get("nodes", 0))
+    devs = "; ".join("%s %d %.0f %.0f" % (d["device"], d["batches"], d.get("run_ms", 0), d.get("wait_ms", 0)) for d in r.get("devices") or [])
+    ps = ", ".join("%.0f" % p for p in [r.get("pass_ms", 0)] + (r.get("more_pass_ms") or []))
+    print(f"| {n} | {ps} | {med:.1f} | {nodes/med*1e3:,.0f} | {r.get('workers')} | {r.get('read_ms',0):.0f}/{r.get('pack_ms',0):.0f}/{r.get('compute_ms',0):.0f} | {devs} | {r['predictions_sha256'][:12]} |")
+PY
+  cat $OUT/table.md
+}
