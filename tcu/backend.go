@@ -347,19 +347,26 @@ func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: nil tensor", bmm.ErrShape)
 	}
-	if s := takeStaged(t, 0); s != nil {
-		var out *devBits
-		if err := be.uploadStaged(s, func(buf *Buffer) { out = s.bits.keep(be, buf) }); err != nil {
-			return nil, err
-		}
-		return out, nil
+	var p *bitsPrep
+	s := takeStaged(t, 0)
+	if s != nil {
+		p = s.bits
+	} else {
+		p = prepBits(t, true)
 	}
-	p := prepBits(t, true)
 	var out *devBits
-	if err := be.uploadTo(&p.r, func(buf *Buffer) { out = p.keep(be, buf) }); err != nil {
+	if err := be.uploadPrep(s, &p.r, func(buf *Buffer) { out = p.keep(be, buf) }); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// uploadPrep uploads a prepared region, from s where a worker staged it.
+func (be *Backend) uploadPrep(s *stagedOp, r *region, keep func(*Buffer)) error {
+	if s != nil {
+		return be.uploadStaged(s, keep)
+	}
+	return be.uploadTo(r, keep)
 }
 
 // bitsPrep is an UploadBits's host side: the region (t's lines in the
@@ -465,19 +472,18 @@ func (be *Backend) UploadGraph(g *bmm.Graph, srcRows int) (bmm.GraphOperand, err
 	if len(g.Indices) > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: %d edges, at most 2^31−1", bmm.ErrShape, len(g.Indices))
 	}
-	if s := takeStaged(g, srcRows); s != nil {
-		var out *devGraph
-		if err := be.uploadStaged(s, func(buf *Buffer) { out = s.graph.keep(be, buf) }); err != nil {
+	var p *graphPrep
+	s := takeStaged(g, srcRows)
+	if s != nil {
+		p = s.graph
+	} else {
+		var err error
+		if p, err = prepGraph(g, srcRows); err != nil {
 			return nil, err
 		}
-		return out, nil
-	}
-	p, err := prepGraph(g, srcRows)
-	if err != nil {
-		return nil, err
 	}
 	var out *devGraph
-	if err := be.uploadTo(&p.r, func(buf *Buffer) { out = p.keep(be, buf) }); err != nil {
+	if err := be.uploadPrep(s, &p.r, func(buf *Buffer) { out = p.keep(be, buf) }); err != nil {
 		return nil, err
 	}
 	return out, nil
