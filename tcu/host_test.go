@@ -651,10 +651,9 @@ func TestAggKernelsListed(t *testing.T) {
 // TestPreferEdgesUploads: a pass that uploads what it aggregates over pays
 // for the dense adjacency's bytes (a bit per pair of the batch's nodes)
 // against the edge list's four bytes an entry and a row. A 50,000-node
-// batch whose dense product the model finds cheaper on the device (the 2M
-// graph at 1 bit, whose cold passes then uploaded 12.7 GB each:
-// bench/e2e/RESULTS.md) takes its edge list when each pass uploads it, and
-// so do 40 such batches merged.
+// batch whose dense product the model finds cheaper on the device takes
+// its edge list when each pass uploads it (the 2M graph's cold 1-bit
+// passes: bench/e2e/RESULTS.md), and so do 40 such batches merged.
 func TestPreferEdgesUploads(t *testing.T) {
 	be := &Backend{}
 	dense := int64(50000) * 50176 / 8
@@ -687,8 +686,8 @@ func TestPreferEdgesLaunches(t *testing.T) {
 	synth := bmm.AggCost{Rows: 50000, Cols: 64, Edges: 1800000, DenseTiles: 152000, Bits: 4}
 	assert.True(t, be.PreferEdges(synth), "2M-node synthetic graph, one batch")
 	// The same graph's batches as the 40-part partition makes them, at 1
-	// bit, kept on the device: the dense products took 17.0 ms a pass
-	// against 8.2 ms for 2-bit edge lists (bench/e2e/RESULTS.md).
+	// bit, kept on the device, where the dense products lost to the edge
+	// lists (bench/e2e/RESULTS.md).
 	synth1 := bmm.AggCost{Rows: 49999, Cols: 64, Edges: 1846729, DenseTiles: 59347, Bits: 1}
 	assert.True(t, be.PreferEdges(synth1), "2M-node synthetic graph at 1 bit, one batch")
 	synth1.Rows, synth1.Edges, synth1.DenseTiles, synth1.Batches = 2000000, 73603282, 2361496, 40
