@@ -56,6 +56,9 @@ type Batch struct {
 	// edgesOnly: the batch has no packed adjacency by design (batches
 	// merged, mergeBatches), so its aggregations go over the edge list.
 	edgesOnly bool
+	// keptAdj: the batch is a resident shell (Resident) whose packed
+	// adjacency, not its edge list, is kept on the backend.
+	keptAdj bool
 	// host: Nodes, Indptr, Indices, Deg and DInv are pooled arrays that
 	// PreparedBatch.Release gives back (PreparePacked's batches).
 	host *hostBufs
@@ -68,7 +71,7 @@ type Batch struct {
 }
 
 // hasAdj reports whether b has a packed adjacency, made or to be made.
-func (b *Batch) hasAdj() bool { return b.Adj != nil || b.makeAdj != nil }
+func (b *Batch) hasAdj() bool { return b.Adj != nil || b.makeAdj != nil || b.keptAdj }
 
 // PackedAdj is b's 1-bit adjacency (nil for a batch without one), made on
 // the first call where the batch was built without it.

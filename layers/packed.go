@@ -320,14 +320,20 @@ func (p *Plan) newPredSink(n int) *predSink {
 }
 
 // run queues batch pp; its predictions reach pred at the latest at the
-// next flush. A batch larger than the sink runs as RunPrepared does.
-func (s *predSink) run(pp *PreparedBatch, pred []int32) error {
+// next flush. A batch larger than the sink runs as RunPrepared does, or,
+// kept (key not nil: a resident plan keeps its inputs there), in a sink
+// grown to its size.
+func (s *predSink) run(pp *PreparedBatch, pred []int32, key *keptKey) error {
 	p, n := s.p, len(pp.nodes)
 	if n > s.size {
 		if err := s.flush(pred); err != nil {
 			return err
 		}
-		return p.RunPrepared(pp, pred)
+		if key == nil {
+			return p.RunPrepared(pp, pred)
+		}
+		s.free()
+		s.size, s.host = n, nil
 	}
 	if s.used+n > s.size {
 		if err := s.flush(pred); err != nil {
@@ -341,7 +347,7 @@ func (s *predSink) run(pp *PreparedBatch, pred []int32) error {
 		}
 	}
 	defer p.forget(pp.b)
-	ps, err := p.pass(pp.b, pp.x, pp.sx, nil, nil)
+	ps, err := p.pass(pp.b, pp.x, pp.sx, nil, key)
 	if err == nil {
 		err = s.at.ArgmaxAt(s.dst, s.used, ps.logits(), p.Model.Classes)
 	}
@@ -559,6 +565,36 @@ type StreamTimes struct {
 // by the time RunPackedStream returns.
 // It returns the lowest failing batch's error.
 func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) (StreamTimes, error) {
+	return runPackedStream(devices, workers, ahead, n, load, done, params, allOnes, sparse, pred, nil)
+}
+
+// KeepPackedStream is RunPackedStream that keeps every batch's inputs on
+// the device that ran it: the devices' shares, which RunResident runs
+// again with nothing read or uploaded. The plans must be resident
+// (Plan.Resident) on backends whose uploads are copies (a GPU's), that
+// write predictions at an offset (bmm.ArgmaxAter). On an error the shares
+// kept so far are freed.
+func KeepPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32) ([]*Resident, StreamTimes, error) {
+	keep := make([]*Resident, len(devices))
+	for d, p := range devices {
+		if _, ok := p.Backend.(bmm.ArgmaxAter); !ok || !p.Resident {
+			return nil, StreamTimes{}, fmt.Errorf("%w: keeping batches on %s needs a resident plan on a backend that writes predictions at an offset", ErrModel, p.Backend.Name())
+		}
+		keep[d] = &Resident{p: p, sparse: sparse}
+	}
+	st, err := runPackedStream(devices, workers, ahead, n, load, done, params, allOnes, sparse, pred, keep)
+	if err != nil {
+		for _, r := range keep {
+			r.Free()
+		}
+		return nil, st, err
+	}
+	return keep, st, nil
+}
+
+// runPackedStream is RunPackedStream, keeping each device's batches in
+// keep[d] when keep is not nil.
+func runPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*PackedBatch, error), done func(i int), params Params, allOnes, sparse bool, pred []int32, keep []*Resident) (StreamTimes, error) {
 	nd := len(devices)
 	st := StreamTimes{Batches: make([]int, nd), Nodes: make([]int, nd), Run: make([]time.Duration, nd), Wait: make([]time.Duration, nd)}
 	if nd == 0 {
@@ -614,9 +650,12 @@ func RunPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (*
 				st.Wait[d] += t1.Sub(t0)
 				err := r.err
 				if err == nil {
-					if sink != nil {
-						err = sink.run(r.pp, pred)
-					} else {
+					switch {
+					case keep != nil:
+						err = keep[d].add(r.pp, pred, sink)
+					case sink != nil:
+						err = sink.run(r.pp, pred, nil)
+					default:
 						err = p.RunPrepared(r.pp, pred)
 					}
 				}

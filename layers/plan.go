@@ -674,6 +674,9 @@ func (p *Plan) scatterTo(batches []*Batch, n int) ([]bmm.Index, bmm.Ints, error)
 
 // edges reports whether b's aggregations run from its edge list.
 func (p *Plan) edges(b *Batch) bool {
+	if b.keptAdj {
+		return false
+	}
 	if b.edgesOnly {
 		return true
 	}
@@ -898,11 +901,12 @@ func (ps *pass) upload(v []float32) (bmm.Vector, error) {
 	return o, nil
 }
 
-// uploadOnce uploads v into *dst unless it is there already.
-func (ps *pass) uploadOnce(dst *bmm.Vector, v []float32) (bmm.Vector, error) {
+// uploadOnce uploads v() into *dst unless it is there already (a kept
+// batch's shell has no host arrays to make it from).
+func (ps *pass) uploadOnce(dst *bmm.Vector, v func() []float32) (bmm.Vector, error) {
 	if *dst == nil {
 		var err error
-		if *dst, err = ps.upload(v); err != nil {
+		if *dst, err = ps.upload(v()); err != nil {
 			return nil, err
 		}
 	}
@@ -1030,13 +1034,13 @@ func (ps *pass) rowScale(op *planOp) (bmm.Vector, error) {
 	b := ps.b
 	switch {
 	case op.mean:
-		return ps.uploadOnce(&ps.mean, b.neighbours().Inv)
+		return ps.uploadOnce(&ps.mean, func() []float32 { return b.neighbours().Inv })
 	case op.rowScale && op.featScale:
-		return ps.uploadOnce(&ps.dfs, b.scaleBoth())
+		return ps.uploadOnce(&ps.dfs, b.scaleBoth)
 	case op.rowScale:
-		return ps.uploadOnce(&ps.dinv, b.DInv)
+		return ps.uploadOnce(&ps.dinv, func() []float32 { return b.DInv })
 	case op.featScale:
-		return ps.uploadOnce(&ps.fs, b.FeatScale)
+		return ps.uploadOnce(&ps.fs, func() []float32 { return b.FeatScale })
 	}
 	return nil, nil
 }
@@ -1062,12 +1066,20 @@ func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 // (edges) or packed tensor, and its row sums.
 func (ps *pass) adjacency(op *planOp, edges bool) (bmm.GraphOperand, bmm.Bits, bmm.Vector, error) {
 	b, k := ps.b, 0
+	if op.nbr {
+		k = 1
+	}
+	if d := ps.deg[k]; d != nil && edges && ps.graph[k] != nil { // kept: nothing read from b
+		return ps.graph[k], nil, d, nil
+	} else if d != nil && !edges && ps.adj[k] != nil {
+		return nil, ps.adj[k], d, nil
+	}
 	g, packed, deg := &b.Edges, b.PackedAdj, b.Deg
 	if op.nbr {
 		nb := b.neighbours()
-		k, g, packed, deg = 1, &nb.Edges, nb.PackedAdj, nb.Deg
+		g, packed, deg = &nb.Edges, nb.PackedAdj, nb.Deg
 	}
-	d, err := ps.uploadOnce(&ps.deg[k], deg)
+	d, err := ps.uploadOnce(&ps.deg[k], func() []float32 { return deg })
 	if err != nil {
 		return nil, nil, nil, err
 	}

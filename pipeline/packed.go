@@ -149,7 +149,8 @@ type PackedReport struct {
 	Agg         string `json:"agg"` // aggregations: auto (per batch), dense or sparse
 	// Mode is how the batches ran: "lanes" (one batch per core, each core
 	// reading, preparing and computing its own) or "stream" (host workers
-	// prepare batches while each device computes the one before).
+	// prepare batches while each device computes the one before) or
+	// "resident" (streamed once, then run from the devices' memory).
 	Mode    string `json:"mode"`
 	Workers int    `json:"workers,omitempty"` // stream: host goroutines preparing batches
 	// OpenMS is opening the backends (device init, set by the caller) and
@@ -190,12 +191,16 @@ type PackedReport struct {
 
 // PackedDeviceShare is one device's part of a streamed first pass.
 type PackedDeviceShare struct {
-	Device          string  `json:"device"`
-	Batches         int     `json:"batches"`
-	Nodes           int     `json:"nodes"`
-	RunMS           float64 `json:"run_ms"`  // running its batches
-	WaitMS          float64 `json:"wait_ms"` // waiting for the host to have one ready
-	DevicePeakBytes int64   `json:"device_peak_bytes,omitempty"`
+	Device  string  `json:"device"`
+	Batches int     `json:"batches"`
+	Nodes   int     `json:"nodes"`
+	RunMS   float64 `json:"run_ms"`  // running its batches
+	WaitMS  float64 `json:"wait_ms"` // waiting for the host to have one ready
+	// ResidentMS is each later pass's time on the device (--resident:
+	// its kept batches run again, predictions read back and placed).
+	ResidentMS       []float64 `json:"resident_ms,omitempty"`
+	ResidentMedianMS float64   `json:"resident_median_ms,omitempty"`
+	DevicePeakBytes  int64     `json:"device_peak_bytes,omitempty"`
 }
 
 // PackedOptions are InferPacked's choices beyond the job's.
@@ -209,6 +214,10 @@ type PackedOptions struct {
 	Stream bool
 	// Workers sets a streamed run's host workers (0: automatic).
 	Workers int
+	// Resident keeps each batch's inputs on the device that ran it in the
+	// first pass (a streamed run): the later passes read and upload
+	// nothing. The graph must fit the devices' memory.
+	Resident bool
 }
 
 // streamWorkersPerDevice bounds a streamed run's automatic host workers
@@ -264,7 +273,19 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	ld := newPackedLoader(pf, path)
 	load := ld.load
 	_, forks := plan.Backend.(bmm.Forker)
-	stream := o.Stream || len(g.Plans) > 1 || !forks
+	stream := o.Stream || o.Resident || len(g.Plans) > 1 || !forks
+	var shares []*layers.Resident
+	if o.Resident {
+		for _, p := range g.Plans {
+			p.Resident = true
+		}
+		r.Mode = "resident"
+		defer func() {
+			for _, s := range shares {
+				s.Free()
+			}
+		}()
+	}
 	// A streamed batch's file pages are given back by a goroutine of their
 	// own: madvise on a shared mapping shoots down every core's TLB, which
 	// the device's goroutine (done runs on it) waited for between batches.
@@ -333,14 +354,28 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		t0 := time.Now()
 		var read, pack, compute time.Duration
 		var st layers.StreamTimes
-		if stream {
+		switch {
+		case shares != nil:
+			var took []time.Duration
+			took, err = layers.RunResident(shares, pred)
+			for d, t := range took {
+				r.Devices[d].ResidentMS = append(r.Devices[d].ResidentMS, ms(t))
+			}
+		case o.Resident:
+			shares, st, err = layers.KeepPackedStream(g.Plans, workers, 2*workers+2*len(g.Plans), pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+			if err != nil {
+				err = fmt.Errorf("%w (without --resident the batches stream through the devices each pass)", err)
+			}
+		case stream:
 			st, err = layers.RunPackedStream(g.Plans, workers, 2*workers+2*len(g.Plans), pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+		default:
+			read, pack, compute, err = plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+		}
+		if stream && shares == nil || pass == 0 && shares != nil {
 			read, pack = st.Read, st.Prepare
 			for _, d := range st.Run {
 				compute += d
 			}
-		} else {
-			read, pack, compute, err = plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, pred)
 		}
 		wall := time.Since(t0)
 		j.Progress.Done()
@@ -356,7 +391,10 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		first = pred
 		r.ReadMS, r.PackMS, r.ComputeMS, r.PassMS = ms(read), ms(pack), ms(compute), ms(wall)
 		if stream {
-			r.Mode, r.Workers = "stream", workers
+			r.Workers = workers
+			if !o.Resident {
+				r.Mode = "stream"
+			}
 			for d := range g.Plans {
 				r.Devices = append(r.Devices, PackedDeviceShare{Device: g.Names[d], Batches: st.Batches[d], Nodes: st.Nodes[d],
 					RunMS: ms(st.Run[d]), WaitMS: ms(st.Wait[d])})
@@ -374,6 +412,11 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	if len(r.MorePassMS) > 0 {
 		r.PassMedianMS = median(r.MorePassMS)
 		r.SteadyNodesPerS = float64(r.BatchNodes) / (r.PassMedianMS / 1e3)
+	}
+	for d := range r.Devices {
+		if ts := r.Devices[d].ResidentMS; len(ts) > 0 {
+			r.Devices[d].ResidentMedianMS = median(ts)
+		}
 	}
 	for d, p := range g.Plans {
 		peak := profile(p).PeakDeviceBytes

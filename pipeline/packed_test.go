@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/bmm/bmmtest"
 	"github.com/qgtc/qgtc/cpu"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -106,6 +107,38 @@ func TestInferPackedStream(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256)
 	})
+}
+
+// TestInferPackedResident: --resident streams the file once onto the
+// devices (backends that copy what they are given, as GPUs do), and the
+// later passes, run from their memory, predict what the lanes do; on the
+// CPU's own backend, which reads the host's arrays in place, it is refused
+// in one line.
+func TestInferPackedResident(t *testing.T) {
+	path, w, c := packedFixture(t, "cora")
+	want, err := (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).InferPacked(path)
+	require.NoError(t, err)
+	c.Passes = 3
+	for _, devices := range []int{1, 2} {
+		j := &Job{Config: c, Weights: w}
+		for range devices {
+			j.Devices = append(j.Devices, bmmtest.Copying(cpu.NewBackend(nil)))
+		}
+		got, err := j.InferPackedWith(path, PackedOptions{Resident: true})
+		require.NoError(t, err)
+		assert.Equal(t, "resident", got.Mode)
+		assert.Equal(t, want.PredictionsSHA256, got.PredictionsSHA256, "%d devices", devices)
+		assert.True(t, got.SameAsFirst)
+		assert.Len(t, got.MorePassMS, 2)
+		require.Len(t, got.Devices, devices)
+		for _, d := range got.Devices {
+			assert.Len(t, d.ResidentMS, 2, "%s", d.Device)
+		}
+	}
+	_, err = (&Job{Config: c, Backend: cpu.NewBackend(nil), Weights: w}).InferPackedWith(path, PackedOptions{Resident: true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in place")
+	assert.NotContains(t, err.Error(), "\n")
 }
 
 func TestInferPackedRefuses(t *testing.T) {

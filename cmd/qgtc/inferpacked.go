@@ -15,7 +15,8 @@ import (
 // packedFlags are the infer flags that apply with --packed: the file fixes
 // the data, partition and batches, and the model file the rest.
 var packedFlags = map[string]bool{"packed": true, "weights": true, "device": true, "json": true, "quiet": true, "sparse-input": true,
-	"passes": true, "other-data": true, "agg": true, "gpu-lanes": true, "host-workers": true}
+	"passes": true, "other-data": true, "agg": true, "gpu-lanes": true, "host-workers": true,
+	"resident": true}
 
 // inferPacked is qgtc infer --packed FILE --weights W: inference from a
 // packed batch file, a few batches resident at a time: on the CPU's
@@ -35,6 +36,10 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	}
 	if hostWorkers < 0 || hostWorkers > 1024 || (hostWorkers > 0 && !strings.HasPrefix(device, "gpu")) {
 		return fmt.Errorf("%w: --host-workers %d: want 0 (automatic) to 1024, and a GPU device (a streamed run)", errUsage, hostWorkers)
+	}
+	resident := fs.Lookup("resident").Value.String() == "true"
+	if resident && !strings.HasPrefix(device, "gpu") {
+		return fmt.Errorf("%w: --resident with --packed keeps the batches in GPU memory: it needs --device gpu (the CPU reads the file each pass)", errUsage)
 	}
 	w, err := pipeline.ReadWeights(weights)
 	if err != nil {
@@ -60,7 +65,7 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	open := time.Since(t0)
 	defer closer.Close()
 	j.Backend, j.Devices, j.DeviceNames = be, devs, names
-	r, err := j.InferPackedWith(file, pipeline.PackedOptions{OtherData: otherData, Workers: hostWorkers})
+	r, err := j.InferPackedWith(file, pipeline.PackedOptions{OtherData: otherData, Workers: hostWorkers, Resident: resident})
 	if err != nil {
 		return qUsage(err)
 	}
@@ -79,6 +84,9 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	for _, d := range r.Devices {
 		fmt.Fprintf(stdout, "  %s: %d batches, %d nodes, run %.1f ms, waited %.1f ms for the host, device peak %s\n",
 			d.Device, d.Batches, d.Nodes, d.RunMS, d.WaitMS, fmtBytes(d.DevicePeakBytes))
+		if len(d.ResidentMS) > 0 {
+			fmt.Fprintf(stdout, "    later passes from its memory: median %.1f ms\n", d.ResidentMedianMS)
+		}
 	}
 	fmt.Fprintf(stdout, "predictions sha256 %s\n", r.PredictionsSHA256)
 	return nil

@@ -52,6 +52,7 @@ func TestInferPackedCLI(t *testing.T) {
 		{"infer", "--dataset", "cora", "--host-workers", "4"},
 		{"infer", "--packed", file, "--weights", model, "--host-workers", "-1", "--device", "gpu"},
 		{"infer", "--packed", file, "--weights", model, "--host-workers", "4", "--device", "cpu"},
+		{"infer", "--packed", file, "--weights", model, "--resident", "--device", "cpu"},
 		{"partition", "--dataset", "cora", "--parts", "6", "--pack-out", file},
 	} {
 		code, _, errs := runCLI(args...)
