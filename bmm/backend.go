@@ -250,6 +250,10 @@ type AggCost struct {
 	// adjacency against four bytes an entry and a row for the edge list.
 	Uploaded   bool
 	DenseBytes int64
+	// Features: the choice is the first product's, the features' codes
+	// times the first weights (a dense matrix's full tiles, not an
+	// adjacency's scattered ones), over the codes' lists or the planes.
+	Features bool
 }
 
 // Traffic counts what a backend moved and ran.

@@ -88,6 +88,9 @@ func (pp *PreparedBatch) Release() {
 	if pp.stager != nil { // what no pass uploaded
 		pp.stager.Unstage(pp.x)
 		pp.stager.Unstage(&pp.b.Edges)
+		if g := pp.b.feat.graph; g != nil {
+			pp.stager.Unstage(g)
+		}
 		pp.stager = nil
 	}
 	if hb := pp.b.host; hb != nil {
@@ -246,8 +249,8 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 }
 
 // Stage has p's backend, where it is a bmm.Stager, do the host side of
-// pp's large uploads now (the dense features and the edge list a pass
-// uploads), on the caller's goroutine: a stream's host workers stage
+// pp's large uploads now (the dense features or their code lists, and the
+// edge list a pass uploads), on the caller's goroutine: a stream's host workers stage
 // while the devices run earlier batches. Release gives back what no pass
 // took.
 func (p *Plan) Stage(pp *PreparedBatch) {
@@ -258,6 +261,9 @@ func (p *Plan) Stage(pp *PreparedBatch) {
 	pp.stager = st
 	if pp.x != nil {
 		st.StageBits(pp.x)
+	}
+	if g := pp.b.feat.graph; pp.sx != nil && g != nil {
+		st.StageGraph(g, pp.sx.Cols)
 	}
 	if p.edges(pp.b) {
 		st.StageGraph(&pp.b.Edges, pp.b.N())
@@ -474,7 +480,7 @@ func (p *Plan) SparseCheaperSize(rows, cols, codes, bits int) bool {
 	pad := bittensor.DefaultPadding.Bits
 	tiles := (rows + 63) / 64 * ((cols + pad - 1) / pad)
 	return p.Backend.PreferEdges(bmm.AggCost{Rows: rows, Cols: p.widths[1], Edges: codes,
-		DenseTiles: tiles, Bits: bits * p.Model.WBits})
+		DenseTiles: tiles, Bits: bits * p.Model.WBits, Features: true})
 }
 
 // RunPackedAll runs packed batches 0..n-1, load(i) reading batch i, as Run

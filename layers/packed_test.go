@@ -459,36 +459,38 @@ func (r *stageRecord) take(op any) bool {
 }
 
 // TestRunPackedStreamStages: on backends that stage uploads, a stream's
-// workers stage each batch's features (dense) and edge list (edge-list
-// aggregation), and the device that runs the batch, whichever it is,
+// workers stage each batch's features (the planes, or the code lists of a
+// sparse first product) and edge list (edge-list aggregation), and the device that runs the batch, whichever it is,
 // uploads exactly those: every staged operand is taken by an upload, none
 // is left to Release, with Run's predictions.
 func TestRunPackedStreamStages(t *testing.T) {
 	m, d, in, packed, ref := streamFixture(t)
-	want, err := ref.Run(d, in, false, nil)
-	require.NoError(t, err)
-	for _, mode := range []AggMode{AggDense, AggSparse} {
-		rec := &stageRecord{staged: map[any]bool{}}
-		plans := make([]*Plan, 2)
-		for i := range plans {
-			plans[i], err = m.Compile(&stagingBackend{Backend: cpu.NewBackend(nil), rec: rec})
-			require.NoError(t, err)
-			plans[i].Agg = mode
-			defer plans[i].Close()
-		}
-		got := make([]int32, d.Graph.N())
-		_, err = RunPackedStream(plans, 3, 4, len(packed), func(i int) (*PackedBatch, error) { return packed[i], nil },
-			nil, in.Params, in.AllOnes(), false, got)
+	for _, sparse := range []bool{false, true} {
+		want, err := ref.Run(d, in, sparse, nil)
 		require.NoError(t, err)
-		assert.Equal(t, want.Pred, got, "%s", mode)
-		perBatch := 1 // the features
-		if mode == AggSparse {
-			perBatch++ // and the edge list
+		for _, mode := range []AggMode{AggDense, AggSparse} {
+			rec := &stageRecord{staged: map[any]bool{}}
+			plans := make([]*Plan, 2)
+			for i := range plans {
+				plans[i], err = m.Compile(&stagingBackend{Backend: cpu.NewBackend(nil), rec: rec})
+				require.NoError(t, err)
+				plans[i].Agg = mode
+				defer plans[i].Close()
+			}
+			got := make([]int32, d.Graph.N())
+			_, err = RunPackedStream(plans, 3, 4, len(packed), func(i int) (*PackedBatch, error) { return packed[i], nil },
+				nil, in.Params, in.AllOnes(), sparse, got)
+			require.NoError(t, err)
+			assert.Equal(t, want.Pred, got, "%s", mode)
+			perBatch := 1 // the features: planes, or the code lists
+			if mode == AggSparse {
+				perBatch++ // and the edge list
+			}
+			assert.Equal(t, perBatch*len(packed), rec.stages, "%s sparse=%v: staged", mode, sparse)
+			assert.Equal(t, rec.stages, rec.taken, "%s sparse=%v: taken by an upload", mode, sparse)
+			assert.Zero(t, rec.unstage, "%s sparse=%v: given back untaken", mode, sparse)
+			assert.Empty(t, rec.staged, "%s sparse=%v", mode, sparse)
 		}
-		assert.Equal(t, perBatch*len(packed), rec.stages, "%s: staged", mode)
-		assert.Equal(t, rec.stages, rec.taken, "%s: taken by an upload", mode)
-		assert.Zero(t, rec.unstage, "%s: given back untaken", mode)
-		assert.Empty(t, rec.staged, "%s", mode)
 	}
 }
 

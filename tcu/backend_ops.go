@@ -420,7 +420,8 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 
 // The GPU cost model of PreferEdges, its rates fitted to whole passes
 // (bench/e2e/RESULTS.md): the mma.sync product visits one batch's non-zero
-// 64×256 adjacency tiles a plane of X and 8 output columns at a time; the
+// 64×256 adjacency tiles a plane of X and 8 output columns at a time (the
+// features' full tiles faster than an adjacency's scattered ones); the
 // edge list reads a byte per edge and column, gathered mostly from L2; and
 // every launch over one batch costs the device a fixed time whatever its
 // work, so one edge-list launch over every batch beats one dense product
@@ -428,6 +429,7 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 // bytes at the host-to-device rate of a cold pass.
 const (
 	gpuDenseBitOpsPerSec = 2e14
+	gpuFeatBitOpsPerSec  = 1e15
 	gpuEdgeBytesPerSec   = 1e12
 	gpuLaunchSec         = 12e-6
 	gpuCopyBytesPerSec   = 18e9
@@ -436,7 +438,11 @@ const (
 // PreferEdges implements bmm.Backend with the model above: the dense form
 // launches once per batch, the edge list once.
 func (be *Backend) PreferEdges(c bmm.AggCost) bool {
-	dense := float64(c.DenseTiles)*64*256*float64(max(c.Bits, 1))*float64(c.Cols)/gpuDenseBitOpsPerSec +
+	rate := gpuDenseBitOpsPerSec
+	if c.Features {
+		rate = gpuFeatBitOpsPerSec
+	}
+	dense := float64(c.DenseTiles)*64*256*float64(max(c.Bits, 1))*float64(c.Cols)/rate +
 		float64(max(c.Batches, 1))*gpuLaunchSec
 	edges := float64(c.Edges)*float64(c.Cols)/gpuEdgeBytesPerSec + gpuLaunchSec
 	if c.Uploaded {

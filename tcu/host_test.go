@@ -694,6 +694,20 @@ func TestPreferEdgesLaunches(t *testing.T) {
 	assert.True(t, be.PreferEdges(synth1), "2M-node synthetic graph at 1 bit, 40 batches")
 }
 
+// TestPreferEdgesFeatures: the first product's choice between the
+// features' code lists and their planes times the weights. The 100M-node
+// graph's features (16 of 128 codes set a node, 4 bits, 4-bit weights,
+// 64 outputs) take the planes: on their full tiles the dense product runs
+// at the features' rate, and an adjacency's rate there chose the lists,
+// 3.4x slower streamed (bench/scale/RESULTS.md).
+func TestPreferEdgesFeatures(t *testing.T) {
+	be := &Backend{}
+	feats := bmm.AggCost{Rows: 100000000, Cols: 64, Edges: 1600000000, DenseTiles: 1562500, Bits: 16, Features: true}
+	assert.False(t, be.PreferEdges(feats), "features: the planes")
+	feats.Features = false
+	assert.True(t, be.PreferEdges(feats), "the same sizes at an adjacency's rate")
+}
+
 // TestHeavyRows: the rows aggHeavy takes are exactly those longer than
 // aggHeavyDeg, and a graph with none uploads no list.
 func TestHeavyRows(t *testing.T) {

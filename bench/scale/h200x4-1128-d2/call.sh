@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# call d2 (4 GPUs): #21 the first product's planes or code lists on the 100M graph, streamed and resident:
+# HEAD (the features' own dense rate in the cost model, code lists staged) against 9f9c5e3 (call 10's tree)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. bench/scale/steps.sh # el, unxz, run, passes_table
+LIMIT=${LIMIT:-500}
+L=$OUT/logs; mkdir -p $L; W=/tmp/d2; mkdir -p $W
+export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
+echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+lscpu > $L/lscpu.txt 2>&1
+B=build/d2 M=build/d2/model-a4w4.safetensors NEW=build/d2/qgtc OLD=build/d2/qgtc-c10
+unxz $B/qgtc.xz $NEW; unxz $B/qgtc-c10.xz $OLD
+big=$W/big.qgpb
+run gen100 150 $NEW data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
+  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+b=(infer --packed $big --weights $M --other-data --agg sparse --json --quiet)
+for r in 1 2; do
+  run str1-old-$r 45 $OLD "${b[@]}" --passes 3 --device gpu
+  run str1-new-$r 45 $NEW "${b[@]}" --passes 3 --device gpu
+done
+run str1-new-lists 45 $NEW "${b[@]}" --passes 3 --device gpu --sparse-input on
+run str4-new 30 $NEW "${b[@]}" --passes 3 --device gpu:all
+run str4-old 30 $OLD "${b[@]}" --passes 3 --device gpu:all
+run res1-planes 60 $NEW "${b[@]}" --passes 5 --resident --device gpu
+run res1-lists 60 $NEW "${b[@]}" --passes 5 --resident --device gpu --sparse-input on
+run res2-planes 45 $NEW "${b[@]}" --passes 5 --resident --device gpu:0,1
+run res4-planes 45 $NEW "${b[@]}" --passes 5 --resident --device gpu:all
+rm -f $big
+passes_table str1-old-1 str1-new-1 str1-old-2 str1-new-2 str1-new-lists str4-old str4-new res1-planes res1-lists res2-planes res4-planes
+python3 - $L > $OUT/resident.md <<'PY'
+import json, os, sys
+L = sys.argv[1]
+print("| run | sparse input | device: later passes from its memory, median ms | device peak GiB |")
+print("|---|---|---|---|")
+for n in ["res1-planes", "res1-lists", "res2-planes", "res4-planes"]:
+    try: r = json.load(open(os.path.join(L, n + ".json")))
+    except Exception: print(f"| {n} | failed | | |"); continue
+    print(f"| {n} | {r.get('sparse_input')} | " + "; ".join("%s %.1f" % (d["device"], d.get("resident_median_ms", 0)) for d in r["devices"]) +
+          " | " + "; ".join("%.1f" % (d.get("device_peak_bytes", 0) / 2**30) for d in r["devices"]) + " |")
+for n in ["str1-old-1", "str1-new-1", "str1-new-lists"]:
+    try: r = json.load(open(os.path.join(L, n + ".json"))); print(f"- {n}: sparse input {r.get('sparse_input')}")
+    except Exception: pass
+PY
+cat $OUT/resident.md
+tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+echo "done $(el)s"
