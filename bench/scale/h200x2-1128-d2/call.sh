@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# call d2 (4 GPUs): #21 the first product's planes or code lists on the 100M graph, streamed and resident:
+# call d2 (2 GPUs: no 4-GPU kind was lent by then): #21 the first product's planes or code lists on the 100M graph, streamed and resident:
 # HEAD (the features' own dense rate in the cost model, code lists staged) against 9f9c5e3 (call 10's tree)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,20 +20,20 @@ for r in 1 2; do
   run str1-new-$r 45 $NEW "${b[@]}" --passes 3 --device gpu
 done
 run str1-new-lists 45 $NEW "${b[@]}" --passes 3 --device gpu --sparse-input on
-run str4-new 30 $NEW "${b[@]}" --passes 3 --device gpu:all
-run str4-old 30 $OLD "${b[@]}" --passes 3 --device gpu:all
+run str2-new 30 $NEW "${b[@]}" --passes 3 --device gpu:all
+run str2-old 30 $OLD "${b[@]}" --passes 3 --device gpu:all
 run res1-planes 60 $NEW "${b[@]}" --passes 5 --resident --device gpu
 run res1-lists 60 $NEW "${b[@]}" --passes 5 --resident --device gpu --sparse-input on
-run res2-planes 45 $NEW "${b[@]}" --passes 5 --resident --device gpu:0,1
-run res4-planes 45 $NEW "${b[@]}" --passes 5 --resident --device gpu:all
+run res2-planes 45 $NEW "${b[@]}" --passes 5 --resident --device gpu:all
+run res2-lists 45 $NEW "${b[@]}" --passes 5 --resident --device gpu:all --sparse-input on
 rm -f $big
-passes_table str1-old-1 str1-new-1 str1-old-2 str1-new-2 str1-new-lists str4-old str4-new res1-planes res1-lists res2-planes res4-planes
+passes_table str1-old-1 str1-new-1 str1-old-2 str1-new-2 str1-new-lists str2-old str2-new res1-planes res1-lists res2-planes res2-lists
 python3 - $L > $OUT/resident.md <<'PY'
 import json, os, sys
 L = sys.argv[1]
 print("| run | sparse input | device: later passes from its memory, median ms | device peak GiB |")
 print("|---|---|---|---|")
-for n in ["res1-planes", "res1-lists", "res2-planes", "res4-planes"]:
+for n in ["res1-planes", "res1-lists", "res2-planes", "res2-lists"]:
     try: r = json.load(open(os.path.join(L, n + ".json")))
     except Exception: print(f"| {n} | failed | | |"); continue
     print(f"| {n} | {r.get('sparse_input')} | " + "; ".join("%s %.1f" % (d["device"], d.get("resident_median_ms", 0)) for d in r["devices"]) +
