@@ -699,7 +699,7 @@ func TestPreferEdgesLaunches(t *testing.T) {
 // graph's features (16 of 128 codes set a node, 4 bits, 4-bit weights,
 // 64 outputs) take the planes: on their full tiles the dense product runs
 // at the features' rate, and an adjacency's rate there chose the lists,
-// 3.4x slower streamed (bench/scale/RESULTS.md).
+// which a streamed pass then ran 1.8x slower (bench/scale/RESULTS.md).
 func TestPreferEdgesFeatures(t *testing.T) {
 	be := &Backend{}
 	feats := bmm.AggCost{Rows: 100000000, Cols: 64, Edges: 1600000000, DenseTiles: 1562500, Bits: 16, Features: true}
