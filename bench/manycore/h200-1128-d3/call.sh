@@ -3,8 +3,9 @@
 # commit: the warm 4-bit pass (BenchmarkQGCNSpeed, 200 passes a figure, 5 figures) at 8 and 16
 # cores against torch fp32 at 16 threads; the one-shot first pass against the later passes at 16
 # cores (8 processes), with the collector off, never merged, and one with an execution trace.
+# On a host with more cores, run it under taskset -c 0-15.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 . bench/scale/steps.sh # el, unxz, run
 LIMIT=${LIMIT:-300}
 L=$OUT/logs; mkdir -p $L; W=/tmp/d3; mkdir -p $W
