@@ -589,6 +589,11 @@ func KeepPackedStream(devices []*Plan, workers, ahead, n int, load func(i int) (
 		keep[d] = &Resident{p: p, sparse: sparse}
 	}
 	st, err := runPackedStream(devices, workers, ahead, n, load, done, params, allOnes, sparse, pred, keep)
+	for _, r := range keep {
+		if err == nil {
+			err = r.alloc()
+		}
+	}
 	if err != nil {
 		for _, r := range keep {
 			r.Free()

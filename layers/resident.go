@@ -78,12 +78,8 @@ func (r *Resident) run(pred []int32) error {
 		return nil
 	}
 	at := p.Backend.(bmm.ArgmaxAter) // KeepPackedStream checked
-	if r.dst == nil {
-		var err error
-		if r.dst, err = p.Backend.NewInts(r.nodes, -1); err != nil {
-			return err
-		}
-		r.host = make([]int32, r.nodes)
+	if err := r.alloc(); err != nil {
+		return err
 	}
 	off := 0
 	for _, b := range r.batches {
@@ -110,6 +106,26 @@ func (r *Resident) run(pred []int32) error {
 		for k, v := range r.batches[i].Nodes {
 			pred[v] = r.host[offs[i]+k]
 		}
+	})
+	return nil
+}
+
+// alloc makes the share's predictions on the backend and on the host,
+// once: KeepPackedStream's pass does, so that the first pass from the
+// devices' memory is not the one that allocates (and first touches,
+// on the cores) a prediction per node.
+func (r *Resident) alloc() error {
+	if r.dst != nil || len(r.batches) == 0 {
+		return nil
+	}
+	var err error
+	if r.dst, err = r.p.Backend.NewInts(r.nodes, -1); err != nil {
+		return err
+	}
+	r.host = make([]int32, r.nodes)
+	const chunk = 1 << 20
+	par.For((len(r.host)+chunk-1)/chunk, min(runtime.GOMAXPROCS(0), 8), func(c int) {
+		clear(r.host[c*chunk : min(len(r.host), (c+1)*chunk)])
 	})
 	return nil
 }

@@ -413,9 +413,21 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	}
 	return be.d.run(func() error {
 		const warps = 8
-		return be.launch("rowsums", (da.rows+warps-1)/warps, 32*warps, da.ptr(), dv.ptr(), uint64(da.rows), uint64(da.bits),
+		rows := warps * 32 / rowsumsLanes(da.lay.lw) // a block's
+		return be.launch("rowsums", (da.rows+rows-1)/rows, 32*warps, da.ptr(), dv.ptr(), uint64(da.rows), uint64(da.bits),
 			uint64(da.lay.lw), uint64(da.lay.planeWords()))
 	})
+}
+
+// rowsumsLanes is how many lanes of a warp the rowsums kernel gives a row
+// of lw words: lw rounded up to a power of two, at most 32 (as the kernel
+// computes it).
+func rowsumsLanes(lw int) int {
+	g := 1
+	for g < lw && g < 32 {
+		g <<= 1
+	}
+	return g
 }
 
 // The GPU cost model of PreferEdges, its rates fitted to whole passes

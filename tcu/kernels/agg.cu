@@ -229,21 +229,26 @@ extern "C" __global__ void add(const float* __restrict__ x, const float* __restr
 }
 
 // rowsums writes the float32 of each row's code sum Σ_p 2^p popcount(plane
-// p's line), one warp per row, summed exactly in int64 (layers' qRowSums).
+// p's line), summed exactly in int64 (layers' qRowSums). A row takes g lanes
+// (its lw words rounded up to a power of two, at most 32; rowsumsLanes in
+// Go), so a warp reads 32/g whole lines of a plane at once instead of one.
 extern "C" __global__ void rowsums(const u64* __restrict__ a, float* __restrict__ out, long long rows, long long bits,
                                    long long lw, long long planeWords) {
-  const int lane = threadIdx.x & 31;
-  const long long v = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (v >= rows) return;
+  int g = 1;
+  while (g < lw && g < 32) g <<= 1;
+  const int lane = threadIdx.x & 31, sub = lane & (g - 1);
+  const long long v = ((long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / g) + lane / g;
   long long s = 0;
-  for (int p = 0; p < bits; p++) {
-    const u64* line = a + p * planeWords + v * lw;
-    int pop = 0;
-    for (long long i = lane; i < lw; i += 32) pop += __popcll(line[i]);
-    s += (long long)pop << p;
+  if (v < rows) {
+    for (int p = 0; p < bits; p++) {
+      const u64* line = a + p * planeWords + v * lw;
+      int pop = 0;
+      for (long long i = sub; i < lw; i += g) pop += __popcll(line[i]);
+      s += (long long)pop << p;
+    }
   }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-  if (lane == 0) out[v] = __ll2float_rn(s);
+  for (int o = g >> 1; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o, g);
+  if (v < rows && sub == 0) out[v] = __ll2float_rn(s);
 }
 
 // argmax writes each row's first column of its largest value, scanning

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# call d5 (4 GPUs): the tcu tests of this tree (rowsums a row per lane group) on GPU 3 during the
+# generation; #21 the 100M graph kept on 1, 2 and 4 GPUs, 8 passes, the predictions' arrays made in
+# the first pass; #16 synth2m GCN/GIN/SAGE 4 bits on GPU 0: 9991da8 ("old", resident) then this tree
+# (resident and cold, GIN's kernels) and PyG
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. bench/scale/steps.sh # el, unxz, run, passes_table
+LIMIT=${LIMIT:-520}
+R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/d5; mkdir -p $W
+export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
+echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+B=build/d5 M=build/d5/model-a4w4.safetensors
+for f in qgtc qgtc-old export tcu.test; do unxz $B/$f.xz $B/$f; done
+(cd tcu && CUDA_VISIBLE_DEVICES=3 QGTC_CACHE_DIR=$W/kt timeout 150 ../$B/tcu.test -test.v -test.short \
+  -test.run 'TestBackend|TestPlan|TestStagedUploads|TestUploadRing' > $L/tcu-test.log 2>&1
+  echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $L/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $L/tcu-test.log) failed" >> $OUT/steps.txt) &
+TT=$!
+big=$W/big.qgpb
+run gen100 150 $B/qgtc data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
+  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+b=(infer --packed $big --weights $M --other-data --agg sparse --json --quiet --passes 8 --resident)
+run res1-1 60 $B/qgtc "${b[@]}" --device gpu
+run res2-1 45 $B/qgtc "${b[@]}" --device gpu:0,1
+run res4-1 45 $B/qgtc "${b[@]}" --device gpu:all
+run res1-2 60 $B/qgtc "${b[@]}" --device gpu
+run res4-2 45 $B/qgtc "${b[@]}" --device gpu:all
+rm -f $big
+passes_table res1-1 res2-1 res4-1 res1-2 res4-2
+python3 - $L > $OUT/resident.md <<'PY'
+import json, os, statistics, sys
+L = sys.argv[1]
+print("| run | later passes ms | median | median of passes 3.. | device: later passes, median ms | device peak GiB | host peak GiB |")
+print("|---|---|---|---|---|---|---|")
+for n in ["res1-1", "res2-1", "res4-1", "res1-2", "res4-2"]:
+    try: r = json.load(open(os.path.join(L, n + ".json")))
+    except Exception: print(f"| {n} | failed | | | | | |"); continue
+    m = r.get("more_pass_ms") or []
+    print(f"| {n} | {', '.join('%.0f' % x for x in m)} | {r.get('pass_median_ms', 0):.1f} | {statistics.median(m[1:]) if len(m) > 1 else 0:.1f} | " +
+          "; ".join("%s %.1f" % (d["device"], d.get("resident_median_ms", 0)) for d in r["devices"]) +
+          " | " + "; ".join("%.1f" % (d.get("device_peak_bytes", 0) / 2**30) for d in r["devices"]) + f" | {r['peak_bytes']/2**30:.1f} |")
+PY
+cat $OUT/resident.md
+wait $TT
+left=$((LIMIT - $(el) - 10))
+echo "e2e old: $left s left at $(el)s" | tee -a $OUT/steps.txt
+OUT=$R/e2e-old STEPS=speed B=$B QGTC=$B/qgtc-old DATA=build/c10data SPEED='synth2m:40' CURVE=4 MODELS='gcn gin sage' PASSES=5 PYG=0 \
+  VARIANTS='^gpu resident$' CUDA_VISIBLE_DEVICES=0 timeout $((left / 3)) bash bench/e2e/run.sh > $R/e2e-old.txt 2>&1
+echo "e2e old rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep "synth2m .* 4:" $R/e2e-old.txt
+left=$((LIMIT - $(el) - 10))
+OUT=$R/e2e STEPS=speed B=$B DATA=build/c10data SPEED='synth2m:40' CURVE=4 MODELS='gcn gin sage' PASSES=5 KERNELS=1 PYG_REPS=5 \
+  VARIANTS='^gpu (resident|cold)$' CUDA_VISIBLE_DEVICES=0 timeout $left bash bench/e2e/run.sh > $R/e2e.txt 2>&1
+echo "e2e rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep -A12 "^## 4 bits" $R/e2e.txt; grep "kernels:\|rowsums" $R/e2e.txt
+cp $R/e2e/table.md $OUT/table-e2e.md 2>/dev/null; cp $R/e2e-old/table.md $OUT/table-e2e-old.md 2>/dev/null
+cp $R/e2e/runs.jsonl $OUT/runs-e2e.jsonl 2>/dev/null; cp $R/e2e/pyg-synth2m.json $OUT/ 2>/dev/null
+cp $R/e2e/kernels-synth2m-*.json $OUT/ 2>/dev/null
+cat $OUT/steps.txt | grep tcu
+tar czf $OUT/logs.tgz -C $OUT logs raw && rm -rf $L $R
+echo "done $(el)s"
