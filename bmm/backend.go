@@ -250,10 +250,11 @@ type AggCost struct {
 	// adjacency against four bytes an entry and a row for the edge list.
 	Uploaded   bool
 	DenseBytes int64
-	// Features: the choice is the first product's, the features' codes
-	// times the first weights (a dense matrix's full tiles, not an
-	// adjacency's scattered ones), over the codes' lists or the planes.
-	Features bool
+	// HostLists: the choice is the first product's (the features' code
+	// lists or their bit planes times the first weights), and each pass
+	// makes the lists from the planes on the host (a packed file streamed
+	// every pass), for Edges codes.
+	HostLists bool
 }
 
 // Traffic counts what a backend moved and ran.

@@ -472,15 +472,16 @@ func planesInput(x *bittensor.Tensor, params Params, allOnes bool, hb *hostBufs)
 
 // SparseCheaperSize is SparseCheaper for an input of rows × cols codes of
 // bits, codes of them stored: what a packed batch file's header says of the
-// whole graph's input.
-func (p *Plan) SparseCheaperSize(rows, cols, codes, bits int) bool {
+// whole graph's input; hostLists when every pass makes the code lists from
+// the planes (a streamed file).
+func (p *Plan) SparseCheaperSize(rows, cols, codes, bits int, hostLists bool) bool {
 	if !p.byteFirst(&Input{Params: Params{Bits: bits}}) {
 		return false
 	}
 	pad := bittensor.DefaultPadding.Bits
 	tiles := (rows + 63) / 64 * ((cols + pad - 1) / pad)
 	return p.Backend.PreferEdges(bmm.AggCost{Rows: rows, Cols: p.widths[1], Edges: codes,
-		DenseTiles: tiles, Bits: bits * p.Model.WBits, Features: true})
+		DenseTiles: tiles, Bits: bits * p.Model.WBits, HostLists: hostLists})
 }
 
 // RunPackedAll runs packed batches 0..n-1, load(i) reading batch i, as Run

@@ -715,7 +715,7 @@ func (p *Plan) byteFirst(in *Input) bool {
 // lists as the edge list and the padded feature matrix as the dense
 // operand, whose a·w plane products stand for the aggregated width.
 func (p *Plan) SparseCheaper(in *Input) bool {
-	return p.SparseCheaperSize(in.Rows, in.Cols, len(in.Codes), in.Params.Bits)
+	return p.SparseCheaperSize(in.Rows, in.Cols, len(in.Codes), in.Params.Bits, false)
 }
 
 // requantOf is p's quantizer as a fused-epilogue re-quantization.

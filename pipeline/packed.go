@@ -266,7 +266,11 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	defer g.Close()
 	compile := time.Since(t0)
 	plan := g.Plans[0]
-	sparse := j.sparseOr(func() bool { return plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits) })
+	// A streamed pass makes the code lists from the file's planes every
+	// time; a resident one once.
+	sparse := j.sparseOr(func() bool {
+		return plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits, !o.Resident)
+	})
 	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
 		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}

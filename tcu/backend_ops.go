@@ -432,16 +432,17 @@ func rowsumsLanes(lw int) int {
 
 // The GPU cost model of PreferEdges, its rates fitted to whole passes
 // (bench/e2e/RESULTS.md): the mma.sync product visits one batch's non-zero
-// 64×256 adjacency tiles a plane of X and 8 output columns at a time (the
-// features' full tiles faster than an adjacency's scattered ones); the
+// 64×256 adjacency tiles a plane of X and 8 output columns at a time; the
 // edge list reads a byte per edge and column, gathered mostly from L2; and
 // every launch over one batch costs the device a fixed time whatever its
 // work, so one edge-list launch over every batch beats one dense product
 // per batch. A pass that uploads what it aggregates over pays for the
-// bytes at the host-to-device rate of a cold pass.
+// bytes at the host-to-device rate of a cold pass, and one that makes the
+// features' code lists from their planes on the host for the time that
+// takes its workers.
 const (
 	gpuDenseBitOpsPerSec = 2e14
-	gpuFeatBitOpsPerSec  = 1e15
+	hostListSecPerCode   = 1e-9
 	gpuEdgeBytesPerSec   = 1e12
 	gpuLaunchSec         = 12e-6
 	gpuCopyBytesPerSec   = 18e9
@@ -450,13 +451,12 @@ const (
 // PreferEdges implements bmm.Backend with the model above: the dense form
 // launches once per batch, the edge list once.
 func (be *Backend) PreferEdges(c bmm.AggCost) bool {
-	rate := gpuDenseBitOpsPerSec
-	if c.Features {
-		rate = gpuFeatBitOpsPerSec
-	}
-	dense := float64(c.DenseTiles)*64*256*float64(max(c.Bits, 1))*float64(c.Cols)/rate +
+	dense := float64(c.DenseTiles)*64*256*float64(max(c.Bits, 1))*float64(c.Cols)/gpuDenseBitOpsPerSec +
 		float64(max(c.Batches, 1))*gpuLaunchSec
 	edges := float64(c.Edges)*float64(c.Cols)/gpuEdgeBytesPerSec + gpuLaunchSec
+	if c.HostLists {
+		edges += float64(c.Edges) * hostListSecPerCode
+	}
 	if c.Uploaded {
 		dense += float64(c.DenseBytes) / gpuCopyBytesPerSec
 		edges += 4 * float64(c.Edges+c.Rows+max(c.Batches, 1)) / gpuCopyBytesPerSec

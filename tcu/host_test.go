@@ -695,17 +695,18 @@ func TestPreferEdgesLaunches(t *testing.T) {
 }
 
 // TestPreferEdgesFeatures: the first product's choice between the
-// features' code lists and their planes times the weights. The 100M-node
-// graph's features (16 of 128 codes set a node, 4 bits, 4-bit weights,
-// 64 outputs) take the planes: on their full tiles the dense product runs
-// at the features' rate, and an adjacency's rate there chose the lists,
-// which a streamed pass then ran 1.8x slower (bench/scale/RESULTS.md).
+// features' code lists and their planes times the weights, for the
+// 100M-node graph's features (16 of 128 codes set a node, 4 bits, 4-bit
+// weights, 64 outputs). Kept on the device, the lists (a pass 686 ms
+// against 706 with the planes); streamed from the file, where every pass
+// makes the lists from the planes on the host, the planes (2.1 s against
+// 3.8 s a pass; bench/scale/RESULTS.md).
 func TestPreferEdgesFeatures(t *testing.T) {
 	be := &Backend{}
-	feats := bmm.AggCost{Rows: 100000000, Cols: 64, Edges: 1600000000, DenseTiles: 1562500, Bits: 16, Features: true}
-	assert.False(t, be.PreferEdges(feats), "features: the planes")
-	feats.Features = false
-	assert.True(t, be.PreferEdges(feats), "the same sizes at an adjacency's rate")
+	feats := bmm.AggCost{Rows: 100000000, Cols: 64, Edges: 1600000000, DenseTiles: 1562500, Bits: 16}
+	assert.True(t, be.PreferEdges(feats), "kept: the lists")
+	feats.HostLists = true
+	assert.False(t, be.PreferEdges(feats), "streamed: the planes")
 }
 
 // TestHeavyRows: the rows aggHeavy takes are exactly those longer than
