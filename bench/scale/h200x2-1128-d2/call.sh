@@ -3,11 +3,9 @@
 # HEAD (the features' own dense rate in the cost model, code lists staged) against 9f9c5e3 (call 10's tree)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # el, unxz, run, passes_table
+. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-500}
-L=$OUT/logs; mkdir -p $L; W=/tmp/d2; mkdir -p $W
-export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+call_setup d2
 lscpu > $L/lscpu.txt 2>&1
 B=build/d2 M=build/d2/model-a4w4.safetensors NEW=build/d2/qgtc OLD=build/d2/qgtc-c10
 unxz $B/qgtc.xz $NEW; unxz $B/qgtc-c10.xz $OLD

@@ -2,11 +2,9 @@
 # call 10 (4 GPUs): #21 9f9c5e3 (staged uploads, up to 16 host workers a device) on 1/2/4 GPUs; #16 synth2m against PyG on GPU 0
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # el, unxz, run, passes_table
+. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-575}
-R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/c10; mkdir -p $W
-export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+call_setup c10
 nvidia-smi topo -m > $L/topo.txt 2>&1; lscpu > $L/lscpu.txt 2>&1
 M=build/c10/model-a4w4.safetensors NEW=build/c10/qgtc
 unxz build/c10/export.xz build/c10/export

@@ -2,11 +2,9 @@
 # call 7 (4 GPUs): #21 the final tree (8f161a7) on 1/2/4 GPUs, a CPU profile of 2 GPUs and traces of 1 and 2 GPUs on a 10M file
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # el, unxz, run, passes_table
+. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-540}
-R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/c7; mkdir -p $W
-export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+call_setup c7
 nvidia-smi topo -m > $L/topo.txt 2>&1; lscpu > $L/lscpu.txt 2>&1
 Q=build/c7/qgtc M=build/scale/model-a4w4.safetensors
 big=$W/big.qgpb mid=$W/mid.qgpb

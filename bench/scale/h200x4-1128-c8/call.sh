@@ -2,11 +2,9 @@
 # call 8 (4 GPUs): #21 2c8665c (uploads filled off the device thread) against 8f161a7 on 1/2/4 GPUs, traces on a 10M file; tcu tests
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # el, unxz, run, passes_table
+. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-540}
-R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/c8; mkdir -p $W
-export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+call_setup c8
 nvidia-smi topo -m > $L/topo.txt 2>&1; lscpu > $L/lscpu.txt 2>&1
 M=build/c8/model-a4w4.safetensors NEW=build/c8/qgtc OLD=build/c8/qgtc-c7
 unxz build/c8/qgtc-c7.xz $OLD; unxz build/c8/tcu.test.xz build/c8/tcu.test

@@ -4,11 +4,9 @@
 # against PyG on GPU 0 (the in-memory rate #21 compares with, and the 1-bit cost-model fix)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # el, unxz, run, passes_table
+. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-570}
-R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/d1; mkdir -p $W
-export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+call_setup d1
 B=build/d1 M=build/d1/model-a4w4.safetensors
 unxz $B/qgtc.xz $B/qgtc; unxz $B/export.xz $B/export; unxz $B/tcu.test.xz $B/tcu.test
 nvidia-smi --query-gpu=timestamp,index,memory.used,utilization.gpu --format=csv -lms 500 > $L/nvidia-smi.csv 2>/dev/null &

@@ -3,11 +3,9 @@
 # default since 9991da8; call d1 ran the code lists); #16 GIN's kernels on synth2m (GPU 0, 4 bits)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/scale/steps.sh # el, unxz, run, passes_table
+. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-400}
-R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/d4; mkdir -p $W
-export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+call_setup d4
 B=build/d4 M=build/d4/model-a4w4.safetensors
 unxz $B/qgtc.xz $B/qgtc; unxz $B/export.xz $B/export
 big=$W/big.qgpb
@@ -21,18 +19,7 @@ for r in 1 2; do
 done
 rm -f $big
 passes_table res1-1 res2-1 res4-1 res1-2 res2-2 res4-2
-python3 - $L > $OUT/resident.md <<'PY'
-import json, os, sys
-L = sys.argv[1]
-print("| run | sparse input | device: later passes from its memory, median ms | device peak GiB | host peak GiB |")
-print("|---|---|---|---|---|")
-for n in ["res1-1", "res2-1", "res4-1", "res1-2", "res2-2", "res4-2"]:
-    try: r = json.load(open(os.path.join(L, n + ".json")))
-    except Exception: print(f"| {n} | failed | | | |"); continue
-    print(f"| {n} | {r.get('sparse_input')} | " + "; ".join("%s %.1f" % (d["device"], d.get("resident_median_ms", 0)) for d in r["devices"]) +
-          " | " + "; ".join("%.1f" % (d.get("device_peak_bytes", 0) / 2**30) for d in r["devices"]) + f" | {r['peak_bytes']/2**30:.1f} |")
-PY
-cat $OUT/resident.md
+resident_table res1-1 res2-1 res4-1 res1-2 res2-2 res4-2
 left=$((LIMIT - $(el) - 10))
 echo "e2e: $left s left at $(el)s" | tee -a $OUT/steps.txt
 OUT=$R/e2e STEPS=speed B=$B DATA=build/c10data SPEED='synth2m:40' CURVE=4 MODELS=gin PASSES=5 KERNELS=1 PYG=0 \

@@ -5,11 +5,9 @@
 # (resident and cold, GIN's kernels) and PyG
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/scale/steps.sh # el, unxz, run, passes_table
+. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-520}
-R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/d5; mkdir -p $W
-export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels
-echo "# $(date -u +%FT%TZ) $(nvidia-smi -L | wc -l) GPUs $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" | tee $OUT/steps.txt
+call_setup d5
 B=build/d5 M=build/d5/model-a4w4.safetensors
 for f in qgtc qgtc-old export tcu.test; do unxz $B/$f.xz $B/$f; done
 (cd tcu && CUDA_VISIBLE_DEVICES=3 QGTC_CACHE_DIR=$W/kt timeout 150 ../$B/tcu.test -test.v -test.short \
@@ -27,20 +25,7 @@ run res1-2 60 $B/qgtc "${b[@]}" --device gpu
 run res4-2 45 $B/qgtc "${b[@]}" --device gpu:all
 rm -f $big
 passes_table res1-1 res2-1 res4-1 res1-2 res4-2
-python3 - $L > $OUT/resident.md <<'PY'
-import json, os, statistics, sys
-L = sys.argv[1]
-print("| run | later passes ms | median | median of passes 3.. | device: later passes, median ms | device peak GiB | host peak GiB |")
-print("|---|---|---|---|---|---|---|")
-for n in ["res1-1", "res2-1", "res4-1", "res1-2", "res4-2"]:
-    try: r = json.load(open(os.path.join(L, n + ".json")))
-    except Exception: print(f"| {n} | failed | | | | | |"); continue
-    m = r.get("more_pass_ms") or []
-    print(f"| {n} | {', '.join('%.0f' % x for x in m)} | {r.get('pass_median_ms', 0):.1f} | {statistics.median(m[1:]) if len(m) > 1 else 0:.1f} | " +
-          "; ".join("%s %.1f" % (d["device"], d.get("resident_median_ms", 0)) for d in r["devices"]) +
-          " | " + "; ".join("%.1f" % (d.get("device_peak_bytes", 0) / 2**30) for d in r["devices"]) + f" | {r['peak_bytes']/2**30:.1f} |")
-PY
-cat $OUT/resident.md
+resident_table res1-1 res2-1 res4-1 res1-2 res4-2
 wait $TT
 left=$((LIMIT - $(el) - 10))
 echo "e2e old: $left s left at $(el)s" | tee -a $OUT/steps.txt
