@@ -41,6 +41,9 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	if resident && !strings.HasPrefix(device, "gpu") {
 		return fmt.Errorf("%w: --resident with --packed keeps the batches in GPU memory: it needs --device gpu (the CPU reads the file each pass)", errUsage)
 	}
+	if resident && passes == 1 && !quiet {
+		qNote("--resident keeps the batches on the GPUs for the passes after the first; with --passes 1 there are none")
+	}
 	w, err := pipeline.ReadWeights(weights)
 	if err != nil {
 		return fmt.Errorf("--weights %s: %w", weights, err)
