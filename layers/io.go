@@ -28,6 +28,8 @@ type fileMeta struct {
 	Params     []layerP `json:"params"`
 	// SignWeights (format 4): 1-bit weights are ±mean|w| (Linear.Sign).
 	SignWeights bool `json:"sign_weights,omitempty"`
+	// LastBits (format 5): the last layer's width (Model.LastBits).
+	LastBits int `json:"last_bits,omitempty"`
 }
 
 // fileFormat is the current version of the saved model layout: 2 adds the GIN
@@ -42,6 +44,11 @@ const fileFormat = 3
 // format 3 would run it without them, so it refuses these files; a model
 // with neither is still written as format 3.
 const fileFormatEq = 4
+
+// fileFormatLast is the format of a model whose last layer is wider
+// (Model.LastBits), with format 4's contents allowed: older readers would
+// quantize its weights at WBits.
+const fileFormatLast = 5
 
 type layerP struct {
 	Z   Params `json:"z"`
@@ -109,6 +116,9 @@ func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
 			ts[fmt.Sprintf("layers.%d.z_scale", i)] = safetensors.F32(ly.ZScale)
 			ts[fmt.Sprintf("layers.%d.z_shift", i)] = safetensors.F32(ly.ZShift)
 		}
+	}
+	if m.LastBits != 0 {
+		meta.Format, meta.LastBits = fileFormatLast, m.LastBits
 	}
 	js, err := json.Marshal(meta)
 	if err != nil {
@@ -222,10 +232,11 @@ func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrModel, err)
 	}
-	if mt.Format != fileFormat && mt.Format != fileFormatEq {
-		return nil, fmt.Errorf("%w: model file format %d, this version reads %d and %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat, fileFormatEq)
+	if mt.Format != fileFormat && mt.Format != fileFormatEq && mt.Format != fileFormatLast {
+		return nil, fmt.Errorf("%w: model file format %d, this version reads %d to %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat, fileFormatLast)
 	}
-	m := &Model{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows}
+	m := &Model{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows,
+		LastBits: mt.LastBits}
 	get := func(i int, name string) (*Linear, error) {
 		key := fmt.Sprintf("layers.%d.%s.weight", i, name)
 		t, ok := ts[key]
@@ -279,7 +290,7 @@ func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 		}{{"z_scale", &ly.ZScale}, {"z_shift", &ly.ZShift}} {
 			t, ok := ts[fmt.Sprintf("layers.%d.%s", i, z.name)]
 			switch {
-			case ok && mt.Format != fileFormatEq:
+			case ok && mt.Format < fileFormatEq:
 				return nil, fmt.Errorf("%w: layer %d has tensor %s in a file of format %d", ErrModel, i, z.name, mt.Format)
 			case ok:
 				if *z.v, err = t.Float32s(); err != nil {
@@ -293,8 +304,11 @@ func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 	if len(m.Layers) == 0 {
 		return nil, fmt.Errorf("%w: no layers", ErrModel)
 	}
-	if mt.SignWeights && mt.Format != fileFormatEq {
+	if mt.SignWeights && mt.Format < fileFormatEq {
 		return nil, fmt.Errorf("%w: sign_weights in a file of format %d", ErrModel, mt.Format)
+	}
+	if mt.LastBits != 0 && mt.Format != fileFormatLast {
+		return nil, fmt.Errorf("%w: last_bits in a file of format %d", ErrModel, mt.Format)
 	}
 	m.SetSignWeights(mt.SignWeights)
 	if err := m.Validate(m.Layers[0].Lin1.In); err != nil {

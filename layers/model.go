@@ -80,6 +80,36 @@ type Model struct {
 	// channels' mean and mean absolute deviation); without it Calibrate
 	// clears them.
 	ChannelZ bool
+	// LastBits, when above ABits or WBits, widens the last layer: its
+	// weights and the activations it quantizes (Z, and GIN's U) take
+	// LastBits. A 1-bit output layer's ±α weights make every hidden unit
+	// vote for or against every class alike (bench/accuracy/RESULTS.md).
+	LastBits int
+}
+
+// lastLayer reports whether l is a linear of m's last layer.
+func (m *Model) lastLayer(l *Linear) bool {
+	ly := &m.Layers[len(m.Layers)-1]
+	return l == &ly.Lin1 || (l != nil && l == ly.Lin2)
+}
+
+// linBits is the width of l's weights: WBits, or LastBits on the last
+// layer where that is wider.
+func (m *Model) linBits(l *Linear) int {
+	if m.lastLayer(l) {
+		return max(m.WBits, m.LastBits)
+	}
+	return m.WBits
+}
+
+// actBits is the width Calibrate gives the activation quantizer p: ABits,
+// or LastBits for the last layer's where that is wider.
+func (m *Model) actBits(p *Params) int {
+	ly := &m.Layers[len(m.Layers)-1]
+	if p == &ly.Z || p == &ly.U {
+		return max(m.ABits, m.LastBits)
+	}
+	return m.ABits
 }
 
 // BatchNorm is the batch normalization of a GIN MLP's hidden layer (after
@@ -282,6 +312,11 @@ func (m *Model) Validate(in int) error {
 	}
 	if err := checkBits(m.ABits, m.WBits); err != nil {
 		return err
+	}
+	if m.LastBits != 0 {
+		if err := checkBits(m.LastBits, m.LastBits); err != nil {
+			return fmt.Errorf("last layer: %w", err)
+		}
 	}
 	prev := in
 	for i, ly := range m.Layers {

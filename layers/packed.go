@@ -481,7 +481,7 @@ func (p *Plan) SparseCheaperSize(rows, cols, codes, bits int, hostLists bool) bo
 	pad := bittensor.DefaultPadding.Bits
 	tiles := (rows + 63) / 64 * ((cols + pad - 1) / pad)
 	return p.Backend.PreferEdges(bmm.AggCost{Rows: rows, Cols: p.widths[1], Edges: codes,
-		DenseTiles: tiles, Bits: bits * p.Model.WBits, HostLists: hostLists})
+		DenseTiles: tiles, Bits: bits * p.Model.linBits(&p.Model.Layers[0].Lin1), HostLists: hostLists})
 }
 
 // RunPackedAll runs packed batches 0..n-1, load(i) reading batch i, as Run

@@ -194,7 +194,7 @@ func (p *Plan) compile() error {
 		var ep *bmm.Epilogue
 		switch op.kind {
 		case qLin:
-			w, nb, err := uploadWeights(be, op.lin, m.WBits, in == 0, &p.w[i], &p.wCodes[i], fmt.Sprintf("op %d", i))
+			w, nb, err := uploadWeights(be, op.lin, m.linBits(op.lin), in == 0, &p.w[i], &p.wCodes[i], fmt.Sprintf("op %d", i))
 			p.weights[i] = w
 			p.WeightBytes += nb
 			if err != nil {
@@ -864,7 +864,7 @@ func (ps *pass) features(x *bittensor.Tensor, sx *Input) error {
 // product sums weight rows over them, nil when it takes the dense one.
 func (p *Plan) sparseLists(b *Batch, sx *Input) *bmm.Graph {
 	g, bound := b.featRows(sx, p.byteFirst(sx))
-	if g == nil || float64(bound)*(math.Exp2(float64(p.Model.WBits))-1) > math.MaxInt32 {
+	if g == nil || float64(bound)*(math.Exp2(float64(p.Model.linBits(&p.Model.Layers[0].Lin1)))-1) > math.MaxInt32 {
 		return nil
 	}
 	return g

@@ -389,7 +389,7 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 			var c []float64
 			var ep *bmm.Epilogue
 			if op.kind == qLin {
-				w := wc.get(op.lin, m.WBits, q)
+				w := wc.get(op.lin, m.linBits(op.lin), q)
 				st.weights[i] = w
 				width = op.lin.Out
 				wsrc := w.deq

@@ -524,7 +524,7 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 			}
 			sample = s
 		}
-		best, cands := qRanges(sample, m.ABits, ops[i].relu)
+		best, cands := qRanges(sample, m.actBits(ops[i].out), ops[i].relu)
 		if len(cands) > 1 {
 			bestKL := math.Inf(1)
 			for _, c := range cands {

@@ -159,6 +159,7 @@ type modelKey struct {
 	LSQ         bool    `json:"lsq,omitempty"`
 	ChannelZ    bool    `json:"channel_z,omitempty"`
 	SignW       bool    `json:"sign_w,omitempty"`
+	LastBits    int     `json:"last_bits,omitempty"`
 }
 
 // modelKey returns the key of j's fp32 model on d (quant false) or of its
@@ -169,7 +170,7 @@ func (j *Job) modelKey(d *Data, quant bool) string {
 		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, Patience: j.Patience, PreciseBN: true}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
-		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights()
+		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW, k.LastBits = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights(), j.lastBits()
 		k.QATLR, k.QATWD, k.QATPatience, k.QATDistill = j.QATLR, j.QATWeightDecay, j.QATPatience, j.QATDistill
 	}
 	js, err := json.Marshal(k)

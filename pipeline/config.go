@@ -43,6 +43,11 @@ type Config struct {
 	// (layers.Model.SetSignWeights): ChannelAuto (also "") and ChannelOn
 	// do, ChannelOff keeps the two levels of least squared error.
 	SignWeights string
+	// LastBits widens the last layer's weights and activations to
+	// LastBits where the model's widths are narrower
+	// (layers.Model.LastBits): 0 (auto) widens a 1-bit model's to 8 bits,
+	// −1 keeps it as the others (bench/accuracy/RESULTS.md).
+	LastBits int
 	// LR, WeightDecay, Dropout and Patience (epochs without a better
 	// validation accuracy before stopping, 0: never) train the fp32 model,
 	// QATLR, QATWeightDecay and QATPatience fine-tune it (see Recipe).
@@ -101,6 +106,22 @@ func (c *Config) channelZ() bool {
 
 // signWeights is whether the job's 1-bit weights are binarized by sign.
 func (c *Config) signWeights() bool { return c.WBits == 1 && c.SignWeights != ChannelOff }
+
+// lastBits is the last layer's width where LastBits widens it, else 0.
+func (c *Config) lastBits() int {
+	switch {
+	case c.LastBits < 0:
+		return 0
+	case c.LastBits == 0 && c.ABits == 1 && c.WBits == 1:
+		return autoLastBits
+	case c.LastBits > max(c.ABits, c.WBits):
+		return c.LastBits
+	}
+	return 0
+}
+
+// autoLastBits is the last layer's width of a 1-bit model by default.
+const autoLastBits = 8
 
 // Values of Config.SparseInput.
 const (
@@ -209,6 +230,9 @@ func (c *Config) Check() error {
 		if f.v < 1 || f.v > 32 {
 			return bad(f.name, f.v, "is outside 1..32")
 		}
+	}
+	if c.LastBits < -1 || c.LastBits > 32 {
+		return bad("LastBits", c.LastBits, "is outside -1..32")
 	}
 	for _, f := range []struct {
 		name string

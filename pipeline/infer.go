@@ -40,7 +40,10 @@ func (c *Config) Adopt(w *Weights) {
 	m := w.Model
 	c.Model, c.Norm = m.Kind, m.Norm()
 	if m.Calibrated {
-		c.ABits, c.WBits = m.ABits, m.WBits
+		c.ABits, c.WBits, c.LastBits = m.ABits, m.WBits, m.LastBits
+		if m.LastBits == 0 {
+			c.LastBits = -1 // as the model: not widened
+		}
 	}
 	if w.Origin != nil && w.Origin.FeatureScale != "" {
 		c.FeatureScale = w.Origin.FeatureScale
@@ -55,6 +58,7 @@ type Report struct {
 	Bits            int      `json:"bits"` // ABits when it equals WBits, else 0
 	ABits           int      `json:"abits"`
 	WBits           int      `json:"wbits"`
+	LastBits        int      `json:"last_bits,omitempty"` // the last layer's, where wider (--last-bits)
 	FeatureBits     int      `json:"feature_bits"`
 	Accuracy        *float64 `json:"accuracy"`                // on the test nodes; nil without any
 	FP32Accuracy    *float64 `json:"fp32_accuracy,omitempty"` // the fp32 model's, when trained or cached now
@@ -239,7 +243,7 @@ func (j *Job) Infer() (*Report, error) {
 			return nil, fmt.Errorf("pipeline: a later pass predicted otherwise than the first on %s (%s): the backend is not deterministic", ds.Name, j.backendName())
 		}
 	}
-	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, FeatureBits: in.Params.Bits,
+	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, LastBits: m.LastBits, FeatureBits: in.Params.Bits,
 		Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
 		Kernel: plan.Backend.Name(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
 		PrepareMS: ms(d.BatchTime + quantPrep + setup), SetupMS: ms(setup), PackMS: ms(run.Pack), ComputeMS: ms(run.Compute), TrainMS: ms(trainTime),

@@ -210,7 +210,7 @@ func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration
 // quantization) on up to 8 batches of d.
 func (j *Job) Calibrate(d *Data, fp *layers.Model, in *layers.Input) (*layers.Model, error) {
 	m := fp.Clone()
-	m.ABits, m.WBits, m.ChannelZ = j.ABits, j.WBits, j.channelZ()
+	m.ABits, m.WBits, m.ChannelZ, m.LastBits = j.ABits, j.WBits, j.channelZ(), j.lastBits()
 	m.SetSignWeights(j.signWeights())
 	j.Progress.Printf("qgtc: calibrating %d/%d-bit %s", j.ABits, j.WBits, j.Model)
 	defer j.Progress.Done()
@@ -226,9 +226,14 @@ func (j *Job) Calibrate(d *Data, fp *layers.Model, in *layers.Input) (*layers.Mo
 // fine-tuned for QATEpochs.
 func (j *Job) Quantized(d *Data, fp, ptq *layers.Model, in *layers.Input) (*layers.Model, time.Duration, error) {
 	key := j.modelKey(d, true)
-	path := j.modelPath(d, fmt.Sprintf("a%dw%d", j.ABits, j.WBits), key)
+	stage := fmt.Sprintf("a%dw%d", j.ABits, j.WBits)
+	if l := j.lastBits(); l != 0 {
+		stage += fmt.Sprintf("l%d", l)
+	}
+	path := j.modelPath(d, stage, key)
 	fits := func(m *layers.Model) bool {
-		return m.Calibrated && m.Kind == j.Model && m.ABits == j.ABits && m.WBits == j.WBits && m.Input == in.Params && m.ChannelZ == j.channelZ() && m.SignWeights() == j.signWeights()
+		return m.Calibrated && m.Kind == j.Model && m.ABits == j.ABits && m.WBits == j.WBits && m.Input == in.Params && m.ChannelZ == j.channelZ() &&
+			m.SignWeights() == j.signWeights() && m.LastBits == j.lastBits()
 	}
 	if m := j.cachedModel(path, key, fits); m != nil {
 		return m, 0, nil

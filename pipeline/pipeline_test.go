@@ -619,3 +619,40 @@ func TestSetupReported(t *testing.T) {
 	assert.LessOrEqual(t, r.SetupMS, r.PrepareMS)
 	assert.Equal(t, 2, r.MorePasses)
 }
+
+// TestLastBits: a 1-bit model's last layer is 8 bits wide by default
+// (LastBits auto), cached as its own model (a1w1l8) beside the plain one
+// (LastBits −1); loaded back with --weights it keeps the width and
+// predicts the same; a width it does not widen changes nothing.
+func TestLastBits(t *testing.T) {
+	cache := t.TempDir()
+	j, _ := fastJob("cora", cache)
+	j.ABits, j.WBits, j.LastBits = 1, 1, -1
+	plain := infer(t, j)
+	j.LastBits = 0
+	wide := infer(t, j)
+	assert.Equal(t, 8, wide.LastBits)
+	assert.Zero(t, plain.LastBits)
+	assert.NotEqual(t, plain.PredictionsSHA256, wide.PredictionsSHA256)
+	path := modelFile(t, cache, "a1w1l8")
+	modelFile(t, cache, "a1w1")
+	w, err := ReadWeights(path)
+	require.NoError(t, err)
+	assert.Equal(t, 8, w.Model.LastBits)
+	again := &Job{Config: DefaultConfig("cora"), Backend: cpu.NewBackend(nil), Weights: w}
+	again.Adopt(w)
+	assert.Equal(t, 8, again.LastBits)
+	r := infer(t, again)
+	assert.Equal(t, wide.PredictionsSHA256, r.PredictionsSHA256)
+
+	j.ABits, j.WBits, j.LastBits = 8, 8, 4
+	assert.Zero(t, j.lastBits(), "a width it does not widen")
+	j.LastBits = 0
+	assert.Zero(t, j.lastBits(), "auto widens 1-bit models only")
+	j.ABits, j.WBits, j.LastBits = 2, 2, 6
+	assert.Equal(t, 6, j.lastBits())
+	for _, bad := range []int{-2, 33} {
+		j.LastBits = bad
+		assert.Error(t, j.Config.Check(), "%d", bad)
+	}
+}

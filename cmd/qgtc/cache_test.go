@@ -88,6 +88,8 @@ func TestInferWeights(t *testing.T) {
 		{"hidden", []string{"--hidden", "16"}, []string{"--hidden 16", "hidden width 64"}},
 		{"feature-scale", []string{"--feature-scale", "rows"}, []string{"--feature-scale rows", "feature scale sqrt"}},
 		{"epochs", []string{"--epochs", "3"}, []string{"--epochs only applies when training"}},
+		{"last-bits", []string{"--last-bits", "8"}, []string{"--last-bits only applies when training"}},
+		{"last-bits value", []string{"--last-bits", "wide"}, []string{"--last-bits", "want auto, off or a width 1..32"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -118,6 +118,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.IntVar(&c.QATEpochs, "qat-epochs", def.QATEpochs, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)"+recipe)
 	fs.BoolVar(&c.LSQ, "lsq", def.LSQ, "QAT learns each activation quantizer's step size (LSQ)")
 	fs.StringVar(&c.SignWeights, "sign-weights", pipeline.ChannelAuto, "1-bit weights: on or auto (sign times the channel's mean |w|) or off (the two levels of least squared error)")
+	fs.Var(lastBitsFlag{&c.LastBits}, "last-bits", "the last layer's weights and activations: N bits where the model's are narrower, auto (8 for a 1-bit model) or off")
 	fs.StringVar(&c.ChannelZ, "channel-z", pipeline.ChannelAuto, "per-channel ranges of the update products (exact, folded into the epilogues): on, off or auto (at 4 bits and less)")
 	fs.StringVar(&c.Norm, "norm", def.Norm, "gin: normalization inside each MLP, none or batch (when training)"+recipe)
 	fs.Float64Var(&c.LR, "lr", def.LR, "full-precision learning rate (Adam)"+recipe)
@@ -151,7 +152,7 @@ func qParseAgg(s string) (layers.AggMode, error) {
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
 	"QATEpochs": "qat-epochs", "LR": "lr", "WeightDecay": "weight-decay", "Dropout": "dropout", "Patience": "patience",
-	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "QATDistill": "qat-distill", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard", "ChannelZ": "channel-z", "SignWeights": "sign-weights"}
+	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "QATDistill": "qat-distill", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard", "ChannelZ": "channel-z", "SignWeights": "sign-weights", "LastBits": "last-bits"}
 
 // qUsage turns the pipeline's complaints about its settings or its data
 // into usage errors naming the flag; other errors pass unchanged.
@@ -192,7 +193,7 @@ func qWeightsFlags(fs *pflag.FlagSet, c *pipeline.Config, bits int, w *pipeline.
 	if fs.Changed("feature-scale") && o != nil && c.FeatureScale != o.FeatureScale {
 		return conflict("feature-scale", c.FeatureScale, "a model trained with feature scale "+o.FeatureScale)
 	}
-	for _, f := range []string{"epochs", "qat-epochs", "lsq", "channel-z", "sign-weights", "lr", "weight-decay", "dropout", "patience", "qat-lr", "qat-weight-decay", "qat-patience", "qat-distill"} {
+	for _, f := range []string{"epochs", "qat-epochs", "lsq", "channel-z", "sign-weights", "last-bits", "lr", "weight-decay", "dropout", "patience", "qat-lr", "qat-weight-decay", "qat-patience", "qat-distill"} {
 		if fs.Changed(f) {
 			return fmt.Errorf("%w: --%s only applies when training, and --weights %s is a trained model", errUsage, f, file)
 		}
@@ -523,3 +524,34 @@ func qByteSize(b int64) string {
 	}
 	return fmt.Sprintf("%d B", b)
 }
+
+// lastBitsFlag is --last-bits: auto (0), off (−1) or a width 1..32.
+type lastBitsFlag struct{ v *int }
+
+func (f lastBitsFlag) String() string {
+	switch {
+	case f.v == nil || *f.v == 0:
+		return "auto"
+	case *f.v < 0:
+		return "off"
+	}
+	return strconv.Itoa(*f.v)
+}
+
+func (f lastBitsFlag) Set(s string) error {
+	switch s {
+	case "auto":
+		*f.v = 0
+	case "off":
+		*f.v = -1
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 32 {
+			return fmt.Errorf("want auto, off or a width 1..32")
+		}
+		*f.v = n
+	}
+	return nil
+}
+
+func (f lastBitsFlag) Type() string { return "auto|off|N" }

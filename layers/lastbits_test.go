@@ -1,0 +1,89 @@
+package layers
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bittensor"
+	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/cpu"
+	"github.com/qgtc/qgtc/internal/safetensors"
+)
+
+// TestLastBits: a 1-bit model whose last layer is 8 bits wide quantizes
+// that layer's weights and activations at 8 bits and the others at 1;
+// inference gives the simulation's codes and logits bit for bit on the
+// generic and cpu backends; the model file (format 5) loads back the same,
+// and last_bits in an older format is refused.
+func TestLastBits(t *testing.T) {
+	for _, c := range qCases {
+		t.Run(c.name, func(t *testing.T) {
+			m, d, in := preparedNorm(t, c.kind, c.norm, 1, 1, 3, true)
+			m.LastBits = 8
+			require.NoError(t, m.Calibrate(d, in, 0))
+			last := &m.Layers[len(m.Layers)-1]
+			assert.Equal(t, 8, last.Z.Bits, "the last layer's Z")
+			assert.Equal(t, 1, m.Layers[0].Z.Bits, "the first layer's Z")
+			assert.Equal(t, 8, m.linBits(&last.Lin1))
+			assert.Equal(t, 1, m.linBits(&m.Layers[0].Lin1))
+			if c.kind == GIN {
+				assert.Equal(t, 8, last.U.Bits)
+				assert.Equal(t, 8, m.linBits(last.Lin2))
+			}
+			for _, be := range []bmm.Backend{bmm.NewGenericBackend(), cpu.NewBackend(nil)} {
+				plan, err := m.Compile(be)
+				require.NoError(t, err)
+				for _, b := range d.Eval {
+					st, want, err := m.simForward(b, in, true, -1, 0, nil)
+					require.NoError(t, err)
+					x, err := in.Pack(b.Nodes)
+					require.NoError(t, err)
+					got, _, err := plan.Forward(b, x, func(op int, codes *bittensor.Tensor) {
+						if codes != nil {
+							require.Equal(t, st.codes[op], codes.Ints(), "%s: codes of op %d", be.Name(), op)
+						}
+					})
+					require.NoError(t, err)
+					for i := range want {
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: logit %d", be.Name(), i)
+					}
+				}
+				require.NoError(t, plan.Close())
+			}
+			narrow := m.Clone()
+			narrow.LastBits = 0
+			require.NoError(t, narrow.Calibrate(d, in, 0))
+			a, err := m.Predict(d, in, true)
+			require.NoError(t, err)
+			b, err := narrow.Predict(d, in, true)
+			require.NoError(t, err)
+			logitsDiffer := fmt.Sprint(a) != fmt.Sprint(b)
+			_, wl, err := m.simForward(d.Eval[0], in, true, -1, 0, nil)
+			require.NoError(t, err)
+			_, nl, err := narrow.simForward(d.Eval[0], in, true, -1, 0, nil)
+			require.NoError(t, err)
+			assert.True(t, logitsDiffer || fmt.Sprint(wl) != fmt.Sprint(nl), "the wider last layer changes the logits")
+
+			var buf bytes.Buffer
+			_, err = m.WriteTo(&buf)
+			require.NoError(t, err)
+			back, err := ReadModel(bytes.NewReader(buf.Bytes()))
+			require.NoError(t, err)
+			assert.Equal(t, 8, back.LastBits)
+			got, err := back.Predict(d, in, true)
+			require.NoError(t, err)
+			assert.Equal(t, a, got)
+			ts, meta, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
+			require.NoError(t, err)
+			assert.Contains(t, meta["qgtc.qmodel"], `"format":5`)
+			_, err = modelFrom(ts, strings.Replace(meta["qgtc.qmodel"], `"format":5`, `"format":4`, 1))
+			assert.ErrorIs(t, err, ErrModel)
+		})
+	}
+}
