@@ -10,7 +10,8 @@ import (
 
 // SweepRow is one bit width of a sweep, over the seeds.
 type SweepRow struct {
-	Bits         int       `json:"bits"` // 0: the fp32 model
+	Bits         int       `json:"bits"`                // 0: the fp32 model
+	LastBits     int       `json:"last_bits,omitempty"` // the last layer's, where wider
 	Accuracy     float64   `json:"accuracy"`
 	AccuracyStd  float64   `json:"accuracy_std"`
 	Accuracies   []float64 `json:"accuracies"`
@@ -144,7 +145,7 @@ func (j *Job) Sweep(bits []int, seeds int) (*SweepReport, error) {
 				return nil, err
 			}
 			r := &rows[bi+1]
-			r.Bits, r.Kernel, r.FeatureBits = b, sj.backendName(), in.Params.Bits
+			r.Bits, r.LastBits, r.Kernel, r.FeatureBits = b, m.LastBits, sj.backendName(), in.Params.Bits
 			r.WeightBytes, r.InterBytes = plan.WeightBytes, run.Stats.InterBytes
 			r.ComputeMS += ms(run.Compute) / float64(seeds)
 			r.PackMS += ms(run.Pack) / float64(seeds)

@@ -111,6 +111,9 @@ func runSweep(args []string, stdout io.Writer) error {
 	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {
 		name := strconv.Itoa(r.Bits)
+		if r.LastBits != 0 {
+			name += fmt.Sprintf(" (last %d)", r.LastBits)
+		}
 		if r.Bits == 0 {
 			fmt.Fprintf(tw, "fp32\t%.2f\t%.2f\t\t\t\t\t\t%s\t\t\n", 100*r.Accuracy, 100*r.AccuracyStd, qByteSize(int64(r.WeightBytes)))
 			continue
@@ -137,14 +140,14 @@ func qWriteSweep(dir string, rep *sweepReport) error {
 	}
 	var b strings.Builder
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"dataset", "model", "bits", "accuracy", "accuracy_std", "ptq_accuracy", "compute_ms", "pack_ms", "nodes_per_sec", "weight_bytes", "inter_layer_bytes", "kernel"})
+	_ = w.Write([]string{"dataset", "model", "bits", "accuracy", "accuracy_std", "ptq_accuracy", "compute_ms", "pack_ms", "nodes_per_sec", "weight_bytes", "inter_layer_bytes", "kernel", "last_bits"})
 	for _, r := range rep.Rows {
 		bits := strconv.Itoa(r.Bits)
 		if r.Bits == 0 {
 			bits = "fp32"
 		}
 		_ = w.Write([]string{rep.Dataset, rep.Model, bits, qDecimal(r.Accuracy), qDecimal(r.AccuracyStd), qDecimal(r.PTQAccuracy), qDecimal(r.ComputeMS), qDecimal(r.PackMS),
-			qDecimal(r.NodesPerSec), strconv.Itoa(r.WeightBytes), strconv.Itoa(r.InterBytes), r.Kernel})
+			qDecimal(r.NodesPerSec), strconv.Itoa(r.WeightBytes), strconv.Itoa(r.InterBytes), r.Kernel, strconv.Itoa(r.LastBits)})
 	}
 	w.Flush()
 	js, err := json.MarshalIndent(rep, "", "  ")

@@ -112,7 +112,7 @@ func TestSweepOutputFiles(t *testing.T) {
 	csvText, err := os.ReadFile(filepath.Join(dir, "sweep.csv"))
 	require.NoError(t, err)
 	assert.NotRegexp(t, `\de[+-]?\d`, string(csvText), "no exponent notation")
-	assert.Contains(t, string(csvText), "cora,gcn,2,0.7,0.03,0.4,1.25,0.0000123,2210612,0,0,cpu\n")
+	assert.Contains(t, string(csvText), "cora,gcn,2,0.7,0.03,0.4,1.25,0.0000123,2210612,0,0,cpu,0\n")
 	assert.Contains(t, string(csvText), ",902667,")
 
 	svg, err := os.ReadFile(filepath.Join(dir, "sweep.svg"))
