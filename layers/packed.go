@@ -559,6 +559,15 @@ type StreamTimes struct {
 	Run, Wait     []time.Duration
 }
 
+// Sums returns the host workers' read and prepare times and the devices'
+// run times, each summed.
+func (st StreamTimes) Sums() (read, prepare, run time.Duration) {
+	for _, d := range st.Run {
+		run += d
+	}
+	return st.Read, st.Prepare, run
+}
+
 // RunPackedStream runs packed batches 0..n-1 over devices (plans compiled
 // from one model, one per backend): workers goroutines read and prepare
 // batches on the host (PreparePacked), at most ahead of them ready and not

@@ -278,6 +278,9 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	load := ld.load
 	_, forks := plan.Backend.(bmm.Forker)
 	stream := o.Stream || o.Resident || len(g.Plans) > 1 || !forks
+	if stream {
+		r.Mode = "stream"
+	}
 	var shares []*layers.Resident
 	if o.Resident {
 		for _, p := range g.Plans {
@@ -370,16 +373,12 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 			if err != nil {
 				err = fmt.Errorf("%w (without --resident the batches stream through the devices each pass)", err)
 			}
+			read, pack, compute = st.Sums()
 		case stream:
 			st, err = layers.RunPackedStream(g.Plans, workers, 2*workers+2*len(g.Plans), pf.Len(), load, done, params, info.AllOnes, sparse, pred)
+			read, pack, compute = st.Sums()
 		default:
 			read, pack, compute, err = plan.RunPackedAll(pf.Len(), load, done, params, info.AllOnes, sparse, pred)
-		}
-		if stream && shares == nil || pass == 0 && shares != nil {
-			read, pack = st.Read, st.Prepare
-			for _, d := range st.Run {
-				compute += d
-			}
 		}
 		wall := time.Since(t0)
 		j.Progress.Done()
@@ -396,9 +395,6 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 		r.ReadMS, r.PackMS, r.ComputeMS, r.PassMS = ms(read), ms(pack), ms(compute), ms(wall)
 		if stream {
 			r.Workers = workers
-			if !o.Resident {
-				r.Mode = "stream"
-			}
 			for d := range g.Plans {
 				r.Devices = append(r.Devices, PackedDeviceShare{Device: g.Names[d], Batches: st.Batches[d], Nodes: st.Nodes[d],
 					RunMS: ms(st.Run[d]), WaitMS: ms(st.Wait[d])})
