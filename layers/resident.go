@@ -24,6 +24,7 @@ type Resident struct {
 	nodes   int
 	dst     bmm.Ints // every prediction of the share, at its batch's offset
 	host    []int32
+	offs    []int // each batch's offset in dst, and the share's end
 }
 
 // Batches is the number of batches the share keeps.
@@ -81,30 +82,24 @@ func (r *Resident) run(pred []int32) error {
 	if err := r.alloc(); err != nil {
 		return err
 	}
-	off := 0
-	for _, b := range r.batches {
+	for i, b := range r.batches {
 		key := keptKey{b, nil, r.sparse}
 		ps, err := p.pass(b, nil, nil, nil, &key)
 		if err == nil {
-			err = at.ArgmaxAt(r.dst, off, ps.logits(), p.Model.Classes)
+			err = at.ArgmaxAt(r.dst, r.offs[i], ps.logits(), p.Model.Classes)
 		}
 		ps.release()
 		p.pool.trimUnused()
 		if err != nil {
 			return err
 		}
-		off += b.N()
 	}
 	if err := p.Backend.ReadInts(r.host, r.dst); err != nil {
 		return err
 	}
-	offs := make([]int, len(r.batches)+1)
-	for i, b := range r.batches {
-		offs[i+1] = offs[i] + b.N()
-	}
 	par.For(len(r.batches), min(runtime.GOMAXPROCS(0), 8), func(i int) {
 		for k, v := range r.batches[i].Nodes {
-			pred[v] = r.host[offs[i]+k]
+			pred[v] = r.host[r.offs[i]+k]
 		}
 	})
 	return nil
@@ -123,6 +118,10 @@ func (r *Resident) alloc() error {
 		return err
 	}
 	r.host = make([]int32, r.nodes)
+	r.offs = make([]int, len(r.batches)+1)
+	for i, b := range r.batches {
+		r.offs[i+1] = r.offs[i] + b.N()
+	}
 	const chunk = 1 << 20
 	par.For((len(r.host)+chunk-1)/chunk, min(runtime.GOMAXPROCS(0), 8), func(c int) {
 		clear(r.host[c*chunk : min(len(r.host), (c+1)*chunk)])
