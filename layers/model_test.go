@@ -161,35 +161,42 @@ func TestQInferMatchesSimulation(t *testing.T) {
 					m, d, in := preparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
 					plan, err := m.Compile(bmm.NewGenericBackend())
 					require.NoError(t, err)
-					for _, b := range d.Eval {
-						st, want, err := m.simForward(b, in, true, -1, 0, nil)
-						require.NoError(t, err)
-						x, err := in.Pack(b.Nodes)
-						require.NoError(t, err)
-						got, _, err := plan.Forward(b, x, func(op int, codes *bittensor.Tensor) {
-							if codes == nil {
-								return
-							}
-							require.Equal(t, st.codes[op], codes.Ints(), "codes of op %d", op)
-						})
-						require.NoError(t, err)
-						require.Equal(t, len(want), len(got))
-						for i := range want {
-							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "logit %d", i)
-						}
-						// The sparse first product gives the same codes and logits.
-						sp, _, err := plan.ForwardSparse(b, in, func(op int, codes *bittensor.Tensor) {
-							if codes != nil {
-								require.Equal(t, st.codes[op], codes.Ints(), "sparse: codes of op %d", op)
-							}
-						})
-						require.NoError(t, err)
-						for i := range want {
-							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(sp[i]), "sparse: logit %d", i)
-						}
-					}
+					requireSimExact(t, m, plan, d, in)
 				})
 			}
+		}
+	}
+}
+
+// requireSimExact checks that plan (m compiled) gives, on every batch of
+// d, the simulation's codes of every inter-layer tensor and its logits bit
+// for bit, with the dense and the sparse first product.
+func requireSimExact(t *testing.T, m *Model, plan *Plan, d *Data, in *Input) {
+	t.Helper()
+	name := plan.Backend.Name()
+	for _, b := range d.Eval {
+		st, want, err := m.simForward(b, in, true, -1, 0, nil)
+		require.NoError(t, err)
+		x, err := in.Pack(b.Nodes)
+		require.NoError(t, err)
+		got, _, err := plan.Forward(b, x, func(op int, codes *bittensor.Tensor) {
+			if codes != nil {
+				require.Equal(t, st.codes[op], codes.Ints(), "%s: codes of op %d", name, op)
+			}
+		})
+		require.NoError(t, err)
+		require.Equal(t, len(want), len(got))
+		for i := range want {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: logit %d", name, i)
+		}
+		sp, _, err := plan.ForwardSparse(b, in, func(op int, codes *bittensor.Tensor) {
+			if codes != nil {
+				require.Equal(t, st.codes[op], codes.Ints(), "%s, sparse: codes of op %d", name, op)
+			}
+		})
+		require.NoError(t, err)
+		for i := range want {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(sp[i]), "%s, sparse: logit %d", name, i)
 		}
 	}
 }

@@ -697,10 +697,9 @@ func TestPreferEdgesLaunches(t *testing.T) {
 // TestPreferEdgesFeatures: the first product's choice between the
 // features' code lists and their planes times the weights, for the
 // 100M-node graph's features (16 of 128 codes set a node, 4 bits, 4-bit
-// weights, 64 outputs). Kept on the device, the lists (a pass 686 ms
-// against 706 with the planes); streamed from the file, where every pass
-// makes the lists from the planes on the host, the planes (2.1 s against
-// 3.8 s a pass; bench/scale/RESULTS.md).
+// weights, 64 outputs): kept on the device, the lists; streamed from the
+// file, where every pass makes the lists from the planes on the host, the
+// planes. Each was the faster there (bench/scale/RESULTS.md, call d2).
 func TestPreferEdgesFeatures(t *testing.T) {
 	be := &Backend{}
 	feats := bmm.AggCost{Rows: 100000000, Cols: 64, Edges: 1600000000, DenseTiles: 1562500, Bits: 16}
