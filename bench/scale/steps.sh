@@ -2,12 +2,19 @@
 # repository root; they set OUT and LIMIT (seconds).
 #   call_setup NAME    $R (raw) and $L (logs) under $OUT, $W=/tmp/NAME with the
 #                      model and kernel caches, the host's line in $OUT/steps.txt
+#   gen100 QGTC FILE   the 100M-node, 1.6B-edge, 128-feature planted graph (seed
+#                      1, 2,000 parts) written by QGTC straight into the packed FILE,
+#                      as step gen100 (150 s at most)
 #   el                 seconds since the script began
 #   unxz IN OUT        a carried xz-compressed binary, unpacked and executable
 #   run NAME MAXS CMD  CMD under a timeout of MAXS, cut to what LIMIT leaves;
 #                      stdout to $L/NAME.json, stderr to $L/NAME.err; its
 #                      status, wall time and peak RSS appended to $OUT/steps.txt
 T0=$SECONDS
+gen100() {
+  run gen100 150 "$1" data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
+    --feature-nnz 16 --classes 10 --seed 1 --pack-out "$2" --parts 2000 --quiet
+}
 call_setup() {
   R=$OUT/raw; mkdir -p $R; L=$OUT/logs; mkdir -p $L; W=/tmp/$1; mkdir -p $W
   export QGTC_CACHE=$W/cache QGTC_CACHE_DIR=$W/kernels

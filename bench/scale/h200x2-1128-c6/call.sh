@@ -3,7 +3,7 @@
 # device-thread fixes (b769075) against the build of call 5 (2f2379d)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # el, unxz, run
+. bench/scale/steps.sh # el, unxz, run, gen100
 LIMIT=${LIMIT:-500}
 unxz build/c6/export.xz build/c6/export; unxz build/c6/qgtc-c5.xz build/c6/qgtc-c5
 R=$OUT/raw; mkdir -p $R
@@ -18,8 +18,7 @@ echo "e2e rc=$? at $(el)s" | tee -a $OUT/steps.txt; tail -30 $R/e2e.txt
 cp $R/e2e/table.md $OUT/table-e2e.md 2>/dev/null
 # --- #21: the 100M graph
 big=$W/big.qgpb M=build/scale/model-a4w4.safetensors
-run gen100 150 build/c6/qgtc data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 build/c6/qgtc $big
 b=(infer --packed $big --weights $M --other-data --agg sparse --passes 3 --json --quiet)
 run big1-new 60 build/c6/qgtc "${b[@]}" --device gpu
 run big2-new 40 build/c6/qgtc "${b[@]}" --device gpu:0,1

@@ -3,15 +3,14 @@
 # HEAD (the features' own dense rate in the cost model, code lists staged) against 9f9c5e3 (call 10's tree)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
+. bench/scale/steps.sh # call_setup, gen100, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-500}
 call_setup d2
 lscpu > $L/lscpu.txt 2>&1
 B=build/d2 M=build/d2/model-a4w4.safetensors NEW=build/d2/qgtc OLD=build/d2/qgtc-c10
 unxz $B/qgtc.xz $NEW; unxz $B/qgtc-c10.xz $OLD
 big=$W/big.qgpb
-run gen100 150 $NEW data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 $NEW $big
 b=(infer --packed $big --weights $M --other-data --agg sparse --json --quiet)
 for r in 1 2; do
   run str1-old-$r 45 $OLD "${b[@]}" --passes 3 --device gpu

@@ -2,15 +2,14 @@
 # call 10 (4 GPUs): #21 9f9c5e3 (staged uploads, up to 16 host workers a device) on 1/2/4 GPUs; #16 synth2m against PyG on GPU 0
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
+. bench/scale/steps.sh # call_setup, gen100, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-575}
 call_setup c10
 nvidia-smi topo -m > $L/topo.txt 2>&1; lscpu > $L/lscpu.txt 2>&1
 M=build/c10/model-a4w4.safetensors NEW=build/c10/qgtc
 unxz build/c10/export.xz build/c10/export
 big=$W/big.qgpb
-run gen100 150 $NEW data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 $NEW $big
 b=(infer --packed $big --weights $M --other-data --agg sparse --passes 4 --json --quiet)
 for r in 1 2; do
   run big1-auto-$r 45 $NEW "${b[@]}" --device gpu

@@ -2,14 +2,13 @@
 # call 7 (4 GPUs): #21 the final tree (8f161a7) on 1/2/4 GPUs, a CPU profile of 2 GPUs and traces of 1 and 2 GPUs on a 10M file
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
+. bench/scale/steps.sh # call_setup, gen100, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-540}
 call_setup c7
 nvidia-smi topo -m > $L/topo.txt 2>&1; lscpu > $L/lscpu.txt 2>&1
 Q=build/c7/qgtc M=build/scale/model-a4w4.safetensors
 big=$W/big.qgpb mid=$W/mid.qgpb
-run gen100 150 $Q data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 $Q $big
 b=(infer --packed $big --weights $M --other-data --agg sparse --passes 3 --json --quiet)
 run big1 60 $Q "${b[@]}" --device gpu
 run big2 45 $Q "${b[@]}" --device gpu:0,1

@@ -2,7 +2,7 @@
 # call 8 (4 GPUs): #21 2c8665c (uploads filled off the device thread) against 8f161a7 on 1/2/4 GPUs, traces on a 10M file; tcu tests
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
+. bench/scale/steps.sh # call_setup, gen100, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-540}
 call_setup c8
 nvidia-smi topo -m > $L/topo.txt 2>&1; lscpu > $L/lscpu.txt 2>&1
@@ -11,8 +11,7 @@ unxz build/c8/qgtc-c7.xz $OLD; unxz build/c8/tcu.test.xz build/c8/tcu.test
 # the tcu tests on the last GPU while the graph is generated (CPU-bound)
 ( cd tcu && CUDA_VISIBLE_DEVICES=3 QGTC_CACHE_DIR=$W/kt timeout 200 ../build/c8/tcu.test -test.v -test.short > $L/tcu-test.log 2>&1; echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $L/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $L/tcu-test.log) failed at $(el)s" >> $OUT/steps.txt ) &
 big=$W/big.qgpb mid=$W/mid.qgpb
-run gen100 150 $NEW data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 $NEW $big
 wait
 b=(infer --packed $big --weights $M --other-data --agg sparse --passes 4 --json --quiet)
 for r in 1 2; do

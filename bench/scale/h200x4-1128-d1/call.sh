@@ -4,7 +4,7 @@
 # against PyG on GPU 0 (the in-memory rate #21 compares with, and the 1-bit cost-model fix)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
+. bench/scale/steps.sh # call_setup, gen100, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-570}
 call_setup d1
 B=build/d1 M=build/d1/model-a4w4.safetensors
@@ -16,8 +16,7 @@ SMI=$!
   echo "tcu.test rc=$?" >> $L/tcu-test.log) &
 TT=$!
 big=$W/big.qgpb
-run gen100 150 $B/qgtc data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 $B/qgtc $big
 b=(infer --packed $big --weights $M --other-data --agg sparse --json --quiet)
 for r in 1 2; do
   run res1-$r 60 $B/qgtc "${b[@]}" --passes 5 --resident --device gpu

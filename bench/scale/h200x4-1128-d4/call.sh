@@ -3,14 +3,13 @@
 # default since 9991da8; call d1 ran the code lists); #16 GIN's kernels on synth2m (GPU 0, 4 bits)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
+. bench/scale/steps.sh # call_setup, gen100, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-400}
 call_setup d4
 B=build/d4 M=build/d4/model-a4w4.safetensors
 unxz $B/qgtc.xz $B/qgtc; unxz $B/export.xz $B/export
 big=$W/big.qgpb
-run gen100 150 $B/qgtc data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 $B/qgtc $big
 b=(infer --packed $big --weights $M --other-data --agg sparse --json --quiet --passes 5 --resident)
 for r in 1 2; do
   run res1-$r 60 $B/qgtc "${b[@]}" --device gpu

@@ -5,7 +5,7 @@
 # (resident and cold, GIN's kernels) and PyG
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/scale/steps.sh # call_setup, el, unxz, run, passes_table, resident_table
+. bench/scale/steps.sh # call_setup, gen100, el, unxz, run, passes_table, resident_table
 LIMIT=${LIMIT:-520}
 call_setup d5
 B=build/d5 M=build/d5/model-a4w4.safetensors
@@ -15,8 +15,7 @@ for f in qgtc qgtc-old export tcu.test; do unxz $B/$f.xz $B/$f; done
   echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $L/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $L/tcu-test.log) failed" >> $OUT/steps.txt) &
 TT=$!
 big=$W/big.qgpb
-run gen100 150 $B/qgtc data synth --model planted --nodes 100000000 --communities 100000 --avg-degree 16 --features 128 \
-  --feature-nnz 16 --classes 10 --seed 1 --pack-out $big --parts 2000 --quiet
+gen100 $B/qgtc $big
 b=(infer --packed $big --weights $M --other-data --agg sparse --json --quiet --passes 8 --resident)
 run res1-1 60 $B/qgtc "${b[@]}" --device gpu
 run res2-1 45 $B/qgtc "${b[@]}" --device gpu:0,1
