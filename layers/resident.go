@@ -30,9 +30,6 @@ type Resident struct {
 // Batches is the number of batches the share keeps.
 func (r *Resident) Batches() int { return len(r.batches) }
 
-// Nodes is the number of nodes the share keeps.
-func (r *Resident) Nodes() int { return r.nodes }
-
 // keptShell is what a resident plan needs of b once its inputs are kept:
 // nodes, its global ids (copied: a packed loader's may be file views),
 // and the feature scales a normalizing model checks for.
