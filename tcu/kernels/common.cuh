@@ -150,6 +150,9 @@ __device__ __noinline__ void packBits(const Prob* __restrict__ Pg, const u32* q,
   }
 }
 
+// KERNEL_EMU: agg.cu compiled as C++ for the CPU (tcu/agg_emu_test.go),
+// which has no PTX to assemble.
+#ifndef KERNEL_EMU
 __device__ __forceinline__ void cp_async16(u32 saddr, const void* g, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(g), "r"(bytes) : "memory");
 }
@@ -158,6 +161,7 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+#endif
 
 // Block b of problem P: its output tile and its number of k-steps (the
 // row tile's zero-tile list, or all).

@@ -1,0 +1,259 @@
+package tcu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/qgtc/qgtc/bmm"
+)
+
+// aggEmu compiles agg.cu as C++ with the CPU emulation of a warp
+// (testdata/fp_emu.h, agg_emu.h) and returns the program, or skips.
+func aggEmu(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("compiles and runs emulated kernels")
+	}
+	clang, err := exec.LookPath("clang++")
+	if err != nil {
+		t.Skip("no clang++ on PATH (apt install clang)")
+	}
+	dir := t.TempDir()
+	src, hdrs := kernelSource("agg.cu")
+	for _, h := range hdrs {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, h.name), []byte(h.src), 0o644))
+	}
+	mainSrc, err := os.ReadFile("testdata/agg_emu_main.inc")
+	require.NoError(t, err)
+	name := filepath.Join(dir, "agg")
+	require.NoError(t, os.WriteFile(name+".cc", []byte(src+string(mainSrc)), 0o644))
+	var args []string
+	for _, p := range []string{"testdata/fp_emu.h", "testdata/agg_emu.h"} {
+		abs, err := filepath.Abs(p)
+		require.NoError(t, err)
+		args = append(args, "-include", abs)
+	}
+	args = append(args, "-std=c++17", "-O1", "-w", "-ffp-contract=off", "-I", dir, "-o", name, name+".cc")
+	out, err := exec.Command(clang, args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return name
+}
+
+// runEmu writes the launch (scalars, then arrays led by their lengths),
+// runs prog on it and returns the output array's bytes.
+func runEmu(t *testing.T, prog, name string, scalars []int64, arrays ...[]byte) []byte {
+	t.Helper()
+	var in []byte
+	for _, v := range scalars {
+		in = binary.LittleEndian.AppendUint64(in, uint64(v))
+	}
+	for _, a := range arrays {
+		in = binary.LittleEndian.AppendUint64(in, uint64(len(a)))
+		in = append(in, a...)
+	}
+	base := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(base+".in", in, 0o644))
+	out, err := exec.Command(prog, base+".in", base+".out").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	raw, err := os.ReadFile(base + ".out")
+	require.NoError(t, err)
+	return raw
+}
+
+type aggEmuCase struct {
+	cols, qbits int
+	mode        int // outFloat, outCodes, outBits (agg.cu's AGG_*)
+	byCols      bool
+	weights     bool
+}
+
+func (c aggEmuCase) String() string {
+	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v", c.cols, c.mode, c.qbits, c.byCols, c.weights)
+}
+
+// TestAggKernelEmulated runs agg.cu's warp-per-row aggregation on the CPU
+// (lanes as coroutines meeting at every shuffle and vote) over rows of 0
+// to 200 entries (several of the warp's 32-entry batches), narrow, odd
+// and multi-chunk widths, with and without edge weights, into each output
+// mode, against the sums and bmm's epilogue and re-quantization computed
+// here: exact, bit for bit. The GPU's conformance tests remain the word on
+// the real device; this one checks the kernel's indexing without one.
+func TestAggKernelEmulated(t *testing.T) {
+	prog := aggEmu(t)
+	r := rand.New(rand.NewPCG(7, 11))
+	const rows, nsrc = 70, 90
+	indptr := make([]int32, rows+1)
+	var indices []int32
+	for v := range rows {
+		var d int
+		switch x := r.IntN(10); {
+		case x < 2:
+			d = 0
+		case x < 7:
+			d = 1 + r.IntN(20)
+		default:
+			d = 30 + r.IntN(170)
+		}
+		for range d {
+			indices = append(indices, int32(r.IntN(nsrc)))
+		}
+		indptr[v+1] = int32(len(indices))
+	}
+	wts := make([]uint8, len(indices))
+	for i := range wts {
+		wts[i] = uint8(1 + r.IntN(3))
+	}
+	var cases []aggEmuCase
+	for _, cols := range []int{1, 3, 16, 64, 130} {
+		cases = append(cases,
+			aggEmuCase{cols: cols, mode: outFloat, weights: cols%2 == 1},
+			aggEmuCase{cols: cols, mode: outCodes, qbits: 4, weights: cols == 16},
+			aggEmuCase{cols: cols, mode: outBits, qbits: 3},
+			aggEmuCase{cols: cols, mode: outBits, qbits: 2, byCols: true, weights: true})
+	}
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(uint64(c.cols), uint64(c.mode)))
+			x := make([]uint8, nsrc*c.cols)
+			for i := range x {
+				x[i] = uint8(r.IntN(16))
+			}
+			vec := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(r.NormFloat64())
+				}
+				return v
+			}
+			ep := &bmm.Epilogue{ColScale: vec(c.cols), RowTerm: vec(rows), ColTerm: vec(c.cols), ColConst: vec(c.cols),
+				RowScale: vec(rows), ColBias: vec(c.cols), ReLU: c.mode != outFloat}
+			rq := bmm.Requant{Scale: 0.7, Offset: 2}
+			var w []byte
+			if c.weights {
+				w = wts
+			}
+			// Reference: the sums, then the epilogue (and re-quantization).
+			ref := make([]float32, rows*c.cols)
+			for v := range rows {
+				for col := range c.cols {
+					var s int32
+					for p := indptr[v]; p < indptr[v+1]; p++ {
+						wt := int32(1)
+						if w != nil {
+							wt = int32(w[p])
+						}
+						s += wt * int32(x[int(indices[p])*c.cols+col])
+					}
+					ref[v*c.cols+col] = ep.Apply(s, v, col)
+				}
+			}
+			lw32, plane32 := 0, 0
+			var out []byte
+			switch c.mode {
+			case outFloat:
+				out = make([]byte, 4*rows*c.cols)
+			case outCodes:
+				out = make([]byte, rows*c.cols)
+			default:
+				lines, along := rows, c.cols
+				if c.byCols {
+					lines, along = c.cols, rows
+				}
+				lw32 = (along + 31) / 32
+				plane32 = lines * lw32
+				out = make([]byte, 4*plane32*c.qbits)
+			}
+			if c.mode != outBits {
+				for i := range out {
+					out[i] = 0xFF
+				}
+			}
+			f := func(v []float32) []byte { return asBytes(v) }
+			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
+				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
+				int64(lw32), int64(plane32)},
+				asBytes(indptr), asBytes(indices), w, x,
+				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out)
+			require.Len(t, got, len(out))
+			for v := range rows {
+				for col := range c.cols {
+					want := ref[v*c.cols+col]
+					i := v*c.cols + col
+					switch c.mode {
+					case outFloat:
+						g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:]))
+						require.Equal(t, math.Float32bits(want), math.Float32bits(g), "row %d column %d: %v, want %v", v, col, g, want)
+					case outCodes:
+						require.Equal(t, uint8(rq.Quantize(want, c.qbits)), got[i], "row %d column %d", v, col)
+					default:
+						q := rq.Quantize(want, c.qbits)
+						line, pos := v, col
+						if c.byCols {
+							line, pos = col, v
+						}
+						for p := range c.qbits {
+							word := binary.LittleEndian.Uint32(got[4*(p*plane32+line*lw32+pos/32):])
+							require.Equal(t, q>>p&1, word>>(pos%32)&1, "row %d column %d plane %d", v, col, p)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRowSumsKernelEmulated runs agg.cu's rowsums on the CPU (rows of 1 to
+// 40 words: one lane a row up to a whole warp a row) against the code sums
+// Σ_p 2^p popcount computed here.
+func TestRowSumsKernelEmulated(t *testing.T) {
+	prog := aggEmu(t)
+	r := rand.New(rand.NewPCG(3, 5))
+	const rows = 77
+	for _, lw := range []int{1, 3, 4, 9, 40} {
+		for _, nbits := range []int{1, 4} {
+			t.Run(fmt.Sprintf("lw=%d/bits=%d", lw, nbits), func(t *testing.T) {
+				t.Parallel()
+				planeWords := rows*lw + 5 // planes need not abut
+				a := make([]uint64, planeWords*nbits)
+				for i := range a {
+					a[i] = r.Uint64()
+				}
+				g := rowsumsLanes(lw)
+				blocks := (rows + 8*(32/g) - 1) / (8 * (32 / g))
+				out := make([]float32, rows)
+				for i := range out {
+					out[i] = float32(math.NaN())
+				}
+				got := runEmu(t, prog, "rowsums", []int64{1, rows, int64(nbits), int64(lw), int64(planeWords), int64(blocks)},
+					asBytes(a), asBytes(out))
+				for v := range rows {
+					var s int64
+					for p := range nbits {
+						for i := range lw {
+							s += int64(bits.OnesCount64(a[p*planeWords+v*lw+i])) << p
+						}
+					}
+					g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*v:]))
+					require.Equal(t, float32(s), g, "row %d", v)
+				}
+			})
+		}
+	}
+}
+
+func b2i64(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,56 @@
+// What agg.cu needs beyond fp_emu.h (included first) for
+// TestAggKernelEmulated: the warp votes and integer shuffles, the
+// round-to-nearest intrinsics as plain C++ arithmetic (the test compiles
+// with -ffp-contract=off, so no step is fused), and atomics, which are
+// plain here since lanes run one at a time. __syncthreads exists only to
+// compile: a kernel that reaches it (the multi-warp aggHeavy) cannot run on
+// this emulator, whose groups run one after another.
+#define KERNEL_EMU 1
+#define __noinline__ __attribute__((noinline))
+#define __shared__ static
+
+template <class T>
+static inline T max(T a, T b) {
+  return a > b ? a : b;
+}
+
+static int __shfl_sync(unsigned m, unsigned v, int src, int w = 32) { return emuExchange(m, (int)v, src, w); }
+static int __shfl_xor_sync(unsigned m, int v, int x, int w = 32) { return emuExchange(m, v, (int)(threadIdx.x % w) ^ x, w); }
+// A full mask with a narrower width: segments of w lanes, each shifting
+// within itself (a source past its segment's end gives the lane's own v).
+static long long __shfl_down_sync(unsigned m, long long v, int d, int w = 32) {
+  const int l = (int)(threadIdx.x & 31u);
+  return emuExchange(m, v, l % w + d < w ? l + d : l, 32);
+}
+static unsigned __ballot_sync(unsigned m, int pred) {
+  unsigned word = 0;
+  for (int l = 0; l < 32; l++) {
+    const int p = emuExchange(m, pred ? 1 : 0, l, 32);
+    word |= (unsigned)(p & 1) << l;
+  }
+  return word;
+}
+static void __syncthreads() {
+  fprintf(stderr, "__syncthreads reached: a multi-warp kernel cannot run on this emulator\n");
+  abort();
+}
+static unsigned atomicOr(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old | v;
+  return old;
+}
+static float __fmul_rn(float a, float b) { return a * b; }
+static float __fadd_rn(float a, float b) { return a + b; }
+static double __dmul_rn(double a, double b) { return a * b; }
+static double __dadd_rn(double a, double b) { return a + b; }
+static float __int2float_rn(int c) { return (float)c; }
+static float __ull2float_rn(unsigned long long c) { return (float)c; }
+static float __ll2float_rn(long long c) { return (float)c; }
+static double __ll2double_rn(long long c) { return (double)c; }
+static float __double2float_rn(double d) { return (float)d; }
+static unsigned __float2uint_rz(float f) { return (unsigned)f; }
+static int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+struct int2 {
+  int x, y;
+};
+static int2 make_int2(int x, int y) { return {x, y}; }
