@@ -15,18 +15,29 @@ enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
 __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
 
 // aggRow computes row v of G·X with the W warps of its block (wid: this
-// warp's). Each warp's lanes split into G = 32/L groups of L lanes, each
-// lane summing in int32 four consecutive columns (one 32-bit load where
-// rows are word aligned) of a 4L-column chunk. A warp takes the row's
-// entries 32 at a time (every W-th such batch), loaded coalesced; group g
-// gathers the batch's entries g, g+G, ..., eight at a time: many rows'
-// codes in flight per warp however narrow the output, and no index load
-// between them. The groups' sums meet by shuffles, the warps'
+// warp's). Each warp's lanes split into 32/L groups of L lanes, each lane
+// summing in int32 four consecutive columns (one 32-bit load where rows
+// are word aligned) of a 4L-column chunk, each group every (W·32/L)-th
+// entry of the row, four at a time: many rows' codes in flight per warp
+// however narrow the output. The groups' sums meet by shuffles, the warps'
 // in shared memory; then lane c of warp 0 takes column c of each 32 for
 // the epilogue, and for AGG_CODES/AGG_BITS the re-quantization. Packed rows
 // (outByCols 0) are whole words per warp, written with ballots; packed
 // columns put row v's bit into words other rows share, so they are OR-ed
 // into the zeroed output.
+__device__ __forceinline__ void addCodes(int (&s)[4], const u8* __restrict__ row, int n, bool word, int wt) {
+  if (word) {
+    const unsigned q = *(const unsigned*)row;
+    s[0] += wt * (int)(q & 255u), s[1] += wt * (int)((q >> 8) & 255u);
+    s[2] += wt * (int)((q >> 16) & 255u), s[3] += wt * (int)(q >> 24);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    if (k < n) s[k] += wt * (int)row[k];
+  }
+}
+
 #define AGG_PARAMS                                                                                                     \
   const int *__restrict__ indptr, const int *__restrict__ indices, const u8 *__restrict__ w,                          \
       const u8 *__restrict__ x, long long rows, long long cols, long long mode, u64 out, u64 colScale, u64 rowTerm,  \
@@ -53,38 +64,19 @@ __device__ __forceinline__ void aggRow(long long v, int wid, int (*red)[32][4], 
     const long long cc = c0 + 4 * l;
     const int n = (int)max(0LL, min(cols - cc, 4LL));
     int s[4] = {0, 0, 0, 0};
-    const bool word = aligned && n == 4;
-    // The warp reads 32 of the row's entries at once, coalesced, and
-    // hands them to the groups by shuffles; each group then has up to 8
-    // gathers in flight with no index load before them.
-    for (int b = e0 + wid * 32; b < e1; b += W * 32) {
-      const int nb = min(e1 - b, 32);
-      const int myIdx = lane < nb ? indices[b + lane] : 0;
-      const int myW = w && lane < nb ? (int)w[b + lane] : 1;
-      for (int k0 = 0; k0 < nb; k0 += 8 * G) {
-        unsigned q[8];
-        int wt[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-          const int k = k0 + j * G + g;
-          const int i = __shfl_sync(0xffffffffu, myIdx, k & 31);
-          wt[j] = __shfl_sync(0xffffffffu, myW, k & 31);
-          q[j] = 0;
-          if (k < nb && n > 0) {
-            const u8* row = x + (long long)i * cols + cc;
-            if (word) {
-              q[j] = *(const unsigned*)row;
-            } else {
-              for (int t = 0; t < n; t++) q[j] |= (unsigned)row[t] << (8 * t);
-            }
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-          s[0] += wt[j] * (int)(q[j] & 255u), s[1] += wt[j] * (int)((q[j] >> 8) & 255u);
-          s[2] += wt[j] * (int)((q[j] >> 16) & 255u), s[3] += wt[j] * (int)(q[j] >> 24);
-        }
+    if (n > 0) {
+      const bool word = aligned && n == 4;
+      int e = e0 + wid * G + g;
+      for (; e + 3 * S < e1; e += 4 * S) {
+        const int i0 = indices[e], i1 = indices[e + S], i2 = indices[e + 2 * S], i3 = indices[e + 3 * S];
+        const int w0 = w ? (int)w[e] : 1, w1 = w ? (int)w[e + S] : 1;
+        const int w2 = w ? (int)w[e + 2 * S] : 1, w3 = w ? (int)w[e + 3 * S] : 1;
+        addCodes(s, x + (long long)i0 * cols + cc, n, word, w0);
+        addCodes(s, x + (long long)i1 * cols + cc, n, word, w1);
+        addCodes(s, x + (long long)i2 * cols + cc, n, word, w2);
+        addCodes(s, x + (long long)i3 * cols + cc, n, word, w3);
       }
+      for (; e < e1; e += S) addCodes(s, x + (long long)indices[e] * cols + cc, n, word, w ? (int)w[e] : 1);
     }
     for (int o = L; o < 32; o <<= 1) {
 #pragma unroll
