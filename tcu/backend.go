@@ -264,8 +264,9 @@ func (be *Backend) uploadTo(r *region, keep func(*Buffer)) error {
 
 // upload copies the region into a new device buffer: from s when the
 // caller filled that reserved slot, else through a slot of the upload ring
-// filled here, or (empty, past upRingMax, or with every slot being filled)
-// through the shared staging buffer, waiting. Device thread only.
+// filled here, past upRingMax through the slots a piece at a time
+// (uploadPieces), or (empty, or with every slot being filled) through the
+// shared staging buffer, waiting. Device thread only.
 func (be *Backend) upload(r *region, s *upSlot) (*Buffer, error) {
 	if s == nil && r.size > 0 && r.size <= upRingMax {
 		var err error
@@ -283,6 +284,9 @@ func (be *Backend) upload(r *region, s *upSlot) (*Buffer, error) {
 		}
 		return buf, err
 	}
+	if r.size > upRingMax {
+		return be.newUploaded(r.size, func(buf *Buffer) error { return be.uploadPieces(r, buf) })
+	}
 	return be.newUploaded(r.size, func(buf *Buffer) error {
 		if r.size == 0 {
 			return nil
@@ -294,6 +298,46 @@ func (be *Backend) upload(r *region, s *upSlot) (*Buffer, error) {
 		r.fill(st.Bytes(), true)
 		return be.waitCopy(func() error { return be.d.htod(buf.ptr, st.ptr, r.size) }, nil)
 	})
+}
+
+// upPiece is how much of an upload past upRingMax one ring slot takes.
+const upPiece = 16 << 20
+
+// uploadPieces copies a region past upRingMax into buf a piece at a time
+// through the ring's slots: the host fills the next piece while the device
+// copies this one, and nothing waits for the stream (a single fill of the
+// whole, then its copy, left the device idle during the fill and the host
+// during the copy). With every slot being filled by callers, the rest
+// goes through the staging buffer, waiting. Device thread only.
+func (be *Backend) uploadPieces(r *region, buf *Buffer) error {
+	for lo := 0; lo < r.size; lo += upPiece {
+		n := min(upPiece, r.size-lo)
+		s, err := be.d.reserve(n)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			st, err := be.d.staging(r.size - lo)
+			if err != nil {
+				return err
+			}
+			r.fillRange(st.Bytes()[:r.size-lo], lo, r.size, true)
+			return be.waitCopy(func() error { return be.d.htod(buf.ptr+uintptr(lo), st.ptr, r.size-lo) }, nil)
+		}
+		r.fillRange(s.h.Bytes()[:n], lo, lo+n, true)
+		if err := be.spanOpen(); err != nil { // the copy is device time
+			be.d.release(s)
+			return err
+		}
+		if err := be.d.htod(buf.ptr+uintptr(lo), s.h.ptr, n); err != nil {
+			be.d.release(s)
+			return err
+		}
+		if err := be.d.copied(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // queueCopy queues the copy of n bytes of pinned memory at src into a new

@@ -747,3 +747,55 @@ func TestRegionRows(t *testing.T) {
 		}
 	}
 }
+
+// TestRegionFillRange: a region written piece by piece, cut anywhere
+// (inside rows, parts and the gaps between them), equals the region laid
+// out byte by byte, whatever was in the pieces' buffers before.
+func TestRegionFillRange(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	fresh := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(1 + r.IntN(255))
+		}
+		return b
+	}
+	for trial := range 40 {
+		var reg region
+		for range 1 + r.IntN(5) {
+			switch r.IntN(3) {
+			case 0:
+				d := fresh(r.IntN(3000))
+				reg.add(d, len(d)+r.IntN(2)*r.IntN(300)) // a tail of zeros past the data
+			case 1:
+				srcW := 1 + r.IntN(40)
+				rows := r.IntN(200)
+				reg.addRows(fresh(srcW*rows), srcW, srcW+r.IntN(3)*r.IntN(24), rows)
+			default:
+				reg.add(nil, r.IntN(700))
+			}
+		}
+		want := make([]byte, reg.size)
+		for _, p := range reg.parts {
+			if p.dstW == 0 {
+				copy(want[p.off:], p.data)
+				continue
+			}
+			for row := range len(p.data) / p.srcW {
+				copy(want[p.off+row*p.dstW:p.off+(row+1)*p.dstW], p.data[row*p.srcW:(row+1)*p.srcW])
+			}
+		}
+		got := make([]byte, 0, reg.size)
+		for lo := 0; lo < reg.size; {
+			hi := min(reg.size, lo+1+r.IntN(900))
+			piece := fresh(hi - lo) // stale contents must not show
+			reg.fillRange(piece, lo, hi, trial%2 == 0)
+			got = append(got, piece...)
+			lo = hi
+		}
+		require.Equal(t, want, got, "trial %d", trial)
+		whole := fresh(reg.size)
+		reg.fill(whole, false)
+		require.Equal(t, want, whole, "trial %d, fill", trial)
+	}
+}

@@ -380,33 +380,61 @@ func (r *region) addRows(data []byte, srcW, dstW, rows int) int {
 // offset, zeros between them. With spread, large regions are written by
 // several goroutines, as a cold pass's uploads are memory copies into
 // pinned memory on the way to the device.
-func (r *region) fill(dst []byte, spread bool) {
+func (r *region) fill(dst []byte, spread bool) { r.fillRange(dst, 0, r.size, spread) }
+
+// fillRange writes bytes [lo, hi) of the region into dst[:hi-lo]: a piece
+// of a large upload, filled while the device copies the piece before.
+func (r *region) fillRange(dst []byte, lo, hi int, spread bool) {
 	const piece = 256 << 10
 	type span struct {
 		dst, src   []byte
 		srcW, dstW int
 	}
 	var spans []span
-	end := 0
+	end := lo // written up to here (region offsets)
 	for _, p := range r.parts {
-		clear(dst[end:p.off])
-		if p.dstW == 0 {
-			for o := 0; o < len(p.data); o += piece {
-				n := min(piece, len(p.data)-o)
-				spans = append(spans, span{dst: dst[p.off+o : p.off+o+n], src: p.data[o : o+n]})
-			}
-			end = p.off + len(p.data)
+		pEnd := p.off + len(p.data)
+		if p.dstW != 0 {
+			pEnd = p.off + len(p.data)/p.srcW*p.dstW
+		}
+		if pEnd <= lo {
 			continue
 		}
-		rows := len(p.data) / p.srcW
-		per := max(1, piece/p.dstW)
-		for r0 := 0; r0 < rows; r0 += per {
-			n := min(per, rows-r0)
-			spans = append(spans, span{dst[p.off+r0*p.dstW : p.off+(r0+n)*p.dstW], p.data[r0*p.srcW : (r0+n)*p.srcW], p.srcW, p.dstW})
+		if p.off >= hi {
+			break // parts lie in offset order
 		}
-		end = p.off + rows*p.dstW
+		if p.off > end {
+			clear(dst[end-lo : p.off-lo])
+		}
+		a, b := max(p.off, lo), min(pEnd, hi)
+		end = b
+		if p.dstW == 0 {
+			for o := a; o < b; o += piece {
+				n := min(piece, b-o)
+				spans = append(spans, span{dst: dst[o-lo : o-lo+n], src: p.data[o-p.off : o-p.off+n]})
+			}
+			continue
+		}
+		// Rows: whole rows in spans; a row the range cuts, here.
+		per := max(1, piece/p.dstW)
+		for row := (a - p.off) / p.dstW; p.off+row*p.dstW < b; {
+			rs := p.off + row*p.dstW
+			if rs < a || rs+p.dstW > b {
+				line := make([]byte, p.dstW)
+				copy(line, p.data[row*p.srcW:(row+1)*p.srcW])
+				ca, cb := max(rs, a), min(rs+p.dstW, b)
+				copy(dst[ca-lo:cb-lo], line[ca-rs:cb-rs])
+				row++
+				continue
+			}
+			n := min(per, (b-rs)/p.dstW)
+			spans = append(spans, span{dst[rs-lo : rs-lo+n*p.dstW], p.data[row*p.srcW : (row+n)*p.srcW], p.srcW, p.dstW})
+			row += n
+		}
 	}
-	clear(dst[end:r.size])
+	if end < hi {
+		clear(dst[end-lo : hi-lo])
+	}
 	workers := 1
 	if spread {
 		workers = min(runtime.GOMAXPROCS(0), 8)
