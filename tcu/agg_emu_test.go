@@ -251,42 +251,6 @@ func TestRowSumsKernelEmulated(t *testing.T) {
 	}
 }
 
-// TestPadLinesKernelEmulated runs agg.cu's padLines on the CPU: lines of
-// srcW words widened to dstW with zeros, the words after them (the tile
-// lists) moved to follow the wider lines, whatever the output held before.
-func TestPadLinesKernelEmulated(t *testing.T) {
-	prog := aggEmu(t)
-	r := rand.New(rand.NewPCG(9, 2))
-	for _, c := range []struct{ lines, srcW, dstW, tail32, blocks int }{
-		{1, 1, 4, 0, 1}, {37, 2, 4, 9, 1}, {300, 3, 8, 101, 2}, {64, 4, 4, 5, 3},
-	} {
-		t.Run(fmt.Sprintf("lines=%d/w=%d-%d/tail=%d", c.lines, c.srcW, c.dstW, c.tail32), func(t *testing.T) {
-			src := make([]uint64, c.lines*c.srcW+(c.tail32+1)/2)
-			for i := range src {
-				src[i] = r.Uint64()
-			}
-			out := make([]byte, 8*c.lines*c.dstW+4*c.tail32)
-			for i := range out {
-				out[i] = 0xEE
-			}
-			got := runEmu(t, prog, "padlines", []int64{2, int64(c.lines), int64(c.srcW), int64(c.dstW), int64(c.tail32), int64(c.blocks)},
-				asBytes(src), out)
-			sb := asBytes(src)
-			for l := range c.lines {
-				for w := range c.dstW {
-					want := uint64(0)
-					if w < c.srcW {
-						want = src[l*c.srcW+w]
-					}
-					require.Equal(t, want, binary.LittleEndian.Uint64(got[8*(l*c.dstW+w):]), "line %d word %d", l, w)
-				}
-			}
-			tail := sb[8*c.lines*c.srcW:]
-			require.Equal(t, tail[:4*c.tail32], got[8*c.lines*c.dstW:], "the lists after the lines")
-		})
-	}
-}
-
 func b2i64(b bool) int64 {
 	if b {
 		return 1

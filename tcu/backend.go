@@ -42,7 +42,7 @@ type Backend struct {
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg", "aggHeavy8", "aggHeavy32", "widen", "wideout", "add", "rowsums", "argmax", "padLines"}
+var aggKernels = []string{"agg", "aggHeavy8", "aggHeavy32", "widen", "wideout", "add", "rowsums", "argmax"}
 
 // aggHeavyDeg is the longest row agg's warp-per-row kernel takes; longer
 // rows go to aggHeavy, a block of warps each (bench/e2e/RESULTS.md), and
@@ -399,63 +399,10 @@ func (be *Backend) UploadBits(t *bittensor.Tensor) (bmm.Bits, error) {
 		p = prepBits(t, true)
 	}
 	var out *devBits
-	var up *Buffer
-	if err := be.uploadPrep(s, &p.r, func(buf *Buffer) {
-		if p.pad == nil {
-			out = p.keep(be, buf)
-		} else {
-			up = buf
-		}
-	}); err != nil {
+	if err := be.uploadPrep(s, &p.r, func(buf *Buffer) { out = p.keep(be, buf) }); err != nil {
 		return nil, err
-	}
-	if p.pad != nil {
-		err := be.d.run(func() error {
-			buf, err := be.padded(p, up)
-			if err == nil {
-				out = p.keep(be, buf)
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
-}
-
-// padLinesFrom is the padding from which prepBits uploads an operand's
-// lines unpadded and lays them out on the device: below it the launch and
-// the device thread's second call cost more than the zeros' copy. A
-// variable so that a test can send every upload that way.
-var padLinesFrom = 8 << 20
-
-// unpadded is an upload whose lines went up without their padding:
-// lines lines of srcW words, dstW words each on the device; the tile lists
-// follow at listsAt in the upload and shift by shift on the device.
-type unpadded struct {
-	lines, srcW, dstW int
-	listsAt, shift    int
-}
-
-// padded lays out p's unpadded upload up into a new buffer of the
-// resident layout (kernel padLines) and frees up. Device thread only.
-func (be *Backend) padded(p *bitsPrep, up *Buffer) (*Buffer, error) {
-	u := p.pad
-	tail := max(0, p.r.size-u.listsAt)
-	buf, err := be.d.alloc(max(8*u.lines*u.dstW, u.listsAt+u.shift+tail))
-	if err != nil {
-		_ = be.d.pool.put(up.ptr)
-		return nil, err
-	}
-	err = be.launch("padLines", be.gridFor(u.lines*u.dstW), 256, uint64(up.ptr), uint64(buf.ptr), uint64(u.lines),
-		uint64(u.srcW), uint64(u.dstW), uint64(up.ptr)+uint64(u.listsAt), uint64(buf.ptr)+uint64(u.listsAt+u.shift), uint64(tail/4))
-	_ = be.d.pool.put(up.ptr) // reused only by work queued after padLines
-	if err != nil {
-		_ = be.d.pool.put(buf.ptr)
-		return nil, err
-	}
-	return buf, nil
 }
 
 // uploadPrep uploads a prepared region, from s where a worker staged it.
@@ -467,14 +414,11 @@ func (be *Backend) uploadPrep(s *stagedOp, r *region, keep func(*Buffer)) error 
 }
 
 // bitsPrep is an UploadBits's host side: the region (t's lines in the
-// resident layout, then its tile lists) and the operand it makes. With pad
-// set, the region holds the lines as t does, without the layout's padding,
-// which the device adds (padded).
+// resident layout, then its tile lists) and the operand it makes.
 type bitsPrep struct {
 	r     region
 	b     devBits // without memory or lists
 	lists []listAt
-	pad   *unpadded
 }
 
 // listAt is a row tile height's zero-tile list: kptr and kidx at offsets
@@ -490,16 +434,8 @@ func prepBits(t *bittensor.Tensor, spread bool) *bitsPrep {
 	lay := residentLayout(t)
 	p := &bitsPrep{b: devBits{rows: t.Rows(), cols: t.Cols(), bits: t.Bits(), packing: t.Packing(), lay: lay}}
 	// Lines of another length go straight into pinned memory in the
-	// resident layout: no copy of the operand on the way; or, where the
-	// padding is large, as they are, padded on the device.
-	lines := t.Bits() * lay.lines
-	if lw := t.LineWords(); lw < lay.lw && 8*lines*(lay.lw-lw) >= padLinesFrom {
-		p.r.add(asBytes(t.Words()[:lines*lw]), 8*lines*lw)
-		at := roundUp(8*lines*lw, 256)
-		p.pad = &unpadded{lines: lines, srcW: lw, dstW: lay.lw, listsAt: at, shift: roundUp(8*lines*lay.lw, 256) - at}
-	} else {
-		p.r.addRows(asBytes(t.Words()), 8*t.LineWords(), 8*lay.lw, lines)
-	}
+	// resident layout: no copy of the operand on the way.
+	p.r.addRows(asBytes(t.Words()), 8*t.LineWords(), 8*lay.lw, t.Bits()*lay.lines)
 	if t.Packing() == bittensor.ByRows && lay.lw > 0 && t.Rows() > 0 {
 		// A mask with every tile set makes no list shorter than the whole.
 		if mask := newTileMask(t.Words(), t.LineWords(), t.Bits(), lay, spread); mask.Count() < mask.RowTiles*mask.ColTiles {
@@ -520,12 +456,8 @@ func (p *bitsPrep) keep(be *Backend, buf *Buffer) *devBits {
 	*b = p.b
 	b.lists = map[int][2]uint64{}
 	be.track(&b.devMem, buf)
-	base := uint64(buf.ptr)
-	if p.pad != nil {
-		base += uint64(p.pad.shift)
-	}
 	for _, l := range p.lists {
-		b.lists[l.h] = [2]uint64{base + uint64(l.kp), base + uint64(l.ki)}
+		b.lists[l.h] = [2]uint64{uint64(buf.ptr) + uint64(l.kp), uint64(buf.ptr) + uint64(l.ki)}
 	}
 	return b
 }

@@ -660,21 +660,6 @@ func TestBackendSuite(t *testing.T) {
 	})
 }
 
-// TestBackendSuiteUnpadded runs the suite with every padded operand
-// uploaded without its padding and laid out on the device (padLines), as
-// a cold pass uploads large ones.
-func TestBackendSuiteUnpadded(t *testing.T) {
-	k := gpuKernel(t)
-	old := padLinesFrom
-	padLinesFrom = 1
-	t.Cleanup(func() { padLinesFrom = old })
-	bmmtest.TestBackend(t, func(t *testing.T) bmm.Backend {
-		be, err := NewBackend(k)
-		require.NoError(t, err)
-		return be
-	})
-}
-
 // BenchmarkBackendMulBit times one fused MulBit of a block-sparse 1-bit
 // adjacency by 4-bit features into 4-bit codes: resident (operands and
 // output on the device, one launch) against Kernel.MulBit (upload, launch,

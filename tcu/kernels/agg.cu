@@ -269,19 +269,3 @@ extern "C" __global__ void argmax(const float* __restrict__ y, const int* __rest
   }
   out[idx ? idx[r] : r] = best;
 }
-
-// padLines lays out an operand uploaded with its lines unpadded: line l's
-// srcW words, then zeros up to dstW, and copies the tile lists that followed
-// the lines (tail32 32-bit words) to where they follow the padded ones. A
-// cold pass then uploads the lines as the host holds them, not the zeros
-// of their k-step padding (tcu/backend.go, prepBits).
-extern "C" __global__ void padLines(const u64* __restrict__ src, u64* __restrict__ dst, long long lines, long long srcW,
-                                    long long dstW, const u32* __restrict__ tailSrc, u32* __restrict__ tailDst,
-                                    long long tail32) {
-  const long long stride = (long long)gridDim.x * blockDim.x, i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  for (long long i = i0; i < lines * dstW; i += stride) {
-    const long long l = i / dstW, w = i - l * dstW;
-    dst[i] = w < srcW ? src[l * srcW + w] : 0ull;
-  }
-  for (long long i = i0; i < tail32; i += stride) tailDst[i] = tailSrc[i];
-}
