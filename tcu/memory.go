@@ -311,9 +311,9 @@ func (d *Device) growHost(h **HostBuffer, n int) error {
 // (and computes) what came before.
 const upSlots = 4
 
-// upRingMax is the largest upload that takes a ring slot; a larger one
-// takes the shared staging buffer and waits for its copy, so that the ring
-// never holds upSlots buffers of that size.
+// upRingMax is the largest upload that takes a ring slot whole; a larger
+// one goes through the slots upPiece bytes at a time (uploadPieces), so
+// that the ring never holds upSlots buffers of its size.
 const upRingMax = 64 << 20
 
 // upSlot is one pinned upload buffer and the event recorded after the last

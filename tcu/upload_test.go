@@ -16,8 +16,8 @@ import (
 // uploads (six rounds of the ring) of growing and shrinking sizes (the
 // slots regrow) from one host slice overwritten right after each upload,
 // a sum queued on each pair, all read back only at the end; then one
-// upload past upRingMax (the waiting path). Every value is the one
-// uploaded.
+// upload past upRingMax (through the slots in upPiece pieces, the last
+// one short). Every value is the one uploaded.
 func TestUploadRing(t *testing.T) {
 	k := gpuKernel(t)
 	be, err := NewBackend(k)
@@ -56,7 +56,7 @@ func TestUploadRing(t *testing.T) {
 		require.NoError(t, be.ReadVector(got, s), "sum %d", i)
 		require.Equal(t, want[i], got, "sum %d of %d values", i, s.Len())
 	}
-	big := make([]float32, upRingMax/4+1024) // past the ring: the waiting path
+	big := make([]float32, upRingMax/4+1024) // past the ring: in pieces
 	for j := range big {
 		big[j] = float32(j % 4099)
 	}
