@@ -18,6 +18,12 @@ func TestRecipeFor(t *testing.T) {
 	}
 	assert.Equal(t, baseRecipe, RecipeFor("cora", layers.GIN))
 	assert.Equal(t, baseRecipe, RecipeFor("amazon_photo", layers.GCN))
+	// Coauthor CS's rows sum to one; the other graphs keep the base scale.
+	for _, m := range []string{layers.GCN, layers.GIN, layers.SAGE} {
+		assert.Equal(t, layers.ScaleRows, RecipeFor("/data/Coauthor_CS", m).FeatureScale, m)
+		assert.Equal(t, layers.ScaleSqrt, RecipeFor("coauthor_physics", m).FeatureScale, m)
+		assert.Equal(t, layers.ScaleSqrt, RecipeFor("amazon_computers", m).FeatureScale, m)
+	}
 	c := DefaultConfig("amazon_photo")
 	c.Model = layers.GIN
 	c.UseRecipe(RecipeFor(c.Dataset, c.Model), nil)
@@ -37,4 +43,10 @@ func TestUseRecipeKeeps(t *testing.T) {
 	c.Parts, c.PartitionFile = 0, "parts.qgpart"
 	c.UseRecipe(RecipeFor(c.Dataset, c.Model), nil)
 	assert.Equal(t, 0, c.Parts, "a partition file's K is the job's")
+	c = DefaultConfig("coauthor_cs")
+	c.FeatureScale = layers.ScaleMean
+	c.UseRecipe(RecipeFor(c.Dataset, c.Model), func(f string) bool { return f == "FeatureScale" })
+	assert.Equal(t, layers.ScaleMean, c.FeatureScale, "a scale the user gave")
+	c.UseRecipe(RecipeFor(c.Dataset, c.Model), nil)
+	assert.Equal(t, layers.ScaleRows, c.FeatureScale)
 }

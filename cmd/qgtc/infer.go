@@ -129,7 +129,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.Float64Var(&c.QATWeightDecay, "qat-weight-decay", def.QATWeightDecay, "QAT weight decay"+recipe)
 	fs.IntVar(&c.QATPatience, "qat-patience", def.QATPatience, "stop QAT after this many epochs without a better validation accuracy (0: never)"+recipe)
 	fs.Float64Var(&c.QATDistill, "qat-distill", def.QATDistill, "QAT loss: this weight times the KL divergence from the fp32 model's predictions on every node, added to the labelled nodes' cross-entropy (0: labels only)"+recipe)
-	fs.StringVar(&c.FeatureScale, "feature-scale", def.FeatureScale, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none")
+	fs.StringVar(&c.FeatureScale, "feature-scale", def.FeatureScale, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none"+recipe)
 	fs.BoolVar(quiet, "quiet", false, "no progress on stderr")
 }
 

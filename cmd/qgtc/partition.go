@@ -14,6 +14,7 @@ import (
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/progress"
+	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -89,7 +90,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	featBits := fs.Int("feature-bits", 1, "bits per packed feature (codes min(round(x), 2^b-1); 1 bit = x != 0)")
 	selfLoops := fs.Bool("self-loops", true, "batch adjacencies include the diagonal")
 	packOut := fs.String("pack-out", "", "with --batch: write the inference batches (as qgtc infer --parts K --batch Q batches them), feature codes at --feature-bits as infer quantizes them, into this packed batch file for qgtc infer --packed")
-	featScale := fs.String("feature-scale", pipeline.DefaultConfig("").FeatureScale, "with --pack-out: the feature scale the model was trained with")
+	featScale := fs.String("feature-scale", pipeline.DefaultConfig("").FeatureScale, "with --pack-out: the feature scale the model was trained with; default: the dataset's recipe (infer's), the figure shown where none is specific")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -238,6 +239,9 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		rep.Batching = br
 	}
 	if *packOut != "" {
+		if !fs.Changed("feature-scale") { // the scale infer trains this dataset's models with
+			*featScale = pipeline.RecipeFor(*dataset, layers.GCN).FeatureScale
+		}
 		j := &pipeline.Job{Config: pipeline.Config{FeatureScale: *featScale, Seed: *seed}, Progress: prog}
 		if rep.Packed, err = j.PackPartition(*packOut, d, p.Parts, *k, *batchParts, *featBits); err != nil {
 			return qUsage(err)
