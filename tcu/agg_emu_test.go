@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -16,17 +15,11 @@ import (
 	"github.com/qgtc/qgtc/bmm"
 )
 
-// aggEmu compiles agg.cu as C++ with the CPU emulation of a warp
+// aggEmu compiles agg.cu and its driver for the CPU emulation of a warp
 // (testdata/fp_emu.h, agg_emu.h) and returns the program, or skips.
 func aggEmu(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("compiles and runs emulated kernels")
-	}
-	clang, err := exec.LookPath("clang++")
-	if err != nil {
-		t.Skip("no clang++ on PATH (apt install clang)")
-	}
+	clang := emuTool(t)
 	dir := t.TempDir()
 	src, hdrs := kernelSource("agg.cu")
 	for _, h := range hdrs {
@@ -34,39 +27,7 @@ func aggEmu(t *testing.T) string {
 	}
 	mainSrc, err := os.ReadFile("testdata/agg_emu_main.inc")
 	require.NoError(t, err)
-	name := filepath.Join(dir, "agg")
-	require.NoError(t, os.WriteFile(name+".cc", []byte(src+string(mainSrc)), 0o644))
-	var args []string
-	for _, p := range []string{"testdata/fp_emu.h", "testdata/agg_emu.h"} {
-		abs, err := filepath.Abs(p)
-		require.NoError(t, err)
-		args = append(args, "-include", abs)
-	}
-	args = append(args, "-std=c++17", "-O1", "-w", "-ffp-contract=off", "-I", dir, "-o", name, name+".cc")
-	out, err := exec.Command(clang, args...).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return name
-}
-
-// runEmu writes the launch (scalars, then arrays led by their lengths),
-// runs prog on it and returns the output array's bytes.
-func runEmu(t *testing.T, prog, name string, scalars []int64, arrays ...[]byte) []byte {
-	t.Helper()
-	var in []byte
-	for _, v := range scalars {
-		in = binary.LittleEndian.AppendUint64(in, uint64(v))
-	}
-	for _, a := range arrays {
-		in = binary.LittleEndian.AppendUint64(in, uint64(len(a)))
-		in = append(in, a...)
-	}
-	base := filepath.Join(t.TempDir(), name)
-	require.NoError(t, os.WriteFile(base+".in", in, 0o644))
-	out, err := exec.Command(prog, base+".in", base+".out").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	raw, err := os.ReadFile(base + ".out")
-	require.NoError(t, err)
-	return raw
+	return emuBuild(t, clang, dir, "agg", src+string(mainSrc), "testdata/fp_emu.h", "testdata/agg_emu.h")
 }
 
 type aggEmuCase struct {

@@ -532,15 +532,7 @@ func (c fpEmuCase) String() string {
 // checked here, before a GPU sees them. The GPU conformance tests remain
 // the word on NVRTC, the memory model and speed.
 func TestFPKernelEmulated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles and runs emulated kernels")
-	}
-	clang, err := exec.LookPath("clang++")
-	if err != nil {
-		t.Skip("no clang++ on PATH (apt install clang)")
-	}
-	prelude, err := filepath.Abs("testdata/fp_emu.h")
-	require.NoError(t, err)
+	clang := emuTool(t)
 	mainSrc, err := os.ReadFile("testdata/fp_emu_main.inc")
 	require.NoError(t, err)
 	var cases []fpEmuCase
@@ -651,30 +643,16 @@ func TestFPKernelEmulated(t *testing.T) {
 					}
 				}
 			}
-			name := filepath.Join(dir, c.String())
-			require.NoError(t, os.WriteFile(name+".cc", []byte(src+string(mainSrc)), 0o644))
-			out, err := exec.Command(clang, "-std=c++17", "-O1", "-w", "-include", prelude, "-o", name, name+".cc").CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			var in []byte
-			put := func(v int) { in = binary.LittleEndian.AppendUint64(in, uint64(v)) }
-			kind := 0
+			prog := emuBuild(t, clang, dir, c.String(), src+string(mainSrc), "testdata/fp_emu.h")
+			kind := int64(0)
 			if c.sddmm {
 				kind = 1
 			}
 			main, comb := gm.grid(len(chunks)/4+rows), gm.grid(len(hrows)/3)
-			for _, v := range []int{kind, rows, f, c.fe, heavy, len(chunks) / 4, len(hrows) / 3, int(main[0]), int(main[1]), int(comb[0]), gm.g, outLen} {
-				put(v)
-			}
-			for _, a := range [][]byte{asBytes(g.Indptr), asBytes(g.Indices), asBytes(g.EdgeIDs), asBytes(chunks), asBytes(hrows),
-				asBytes(x), asBytes(e), asBytes(y), asBytes(scale)} {
-				put(len(a))
-				in = append(in, a...)
-			}
-			require.NoError(t, os.WriteFile(name+".in", in, 0o644))
-			out, err = exec.Command(name, name+".in", name+".out").CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			raw, err := os.ReadFile(name + ".out")
-			require.NoError(t, err)
+			raw := runEmu(t, prog, c.String(), []int64{kind, rows, int64(f), int64(c.fe), int64(heavy), int64(len(chunks) / 4),
+				int64(len(hrows) / 3), int64(main[0]), int64(main[1]), int64(comb[0]), int64(gm.g), int64(outLen)},
+				asBytes(g.Indptr), asBytes(g.Indices), asBytes(g.EdgeIDs), asBytes(chunks), asBytes(hrows),
+				asBytes(x), asBytes(e), asBytes(y), asBytes(scale))
 			require.Len(t, raw, 4*outLen)
 			got := make([]float32, outLen)
 			for i := range got {

@@ -14,7 +14,6 @@ static inline T max(T a, T b) {
   return a > b ? a : b;
 }
 
-static int __shfl_sync(unsigned m, unsigned v, int src, int w = 32) { return emuExchange(m, (int)v, src, w); }
 static int __shfl_xor_sync(unsigned m, int v, int x, int w = 32) { return emuExchange(m, v, (int)(threadIdx.x % w) ^ x, w); }
 // A full mask with a narrower width: segments of w lanes, each shifting
 // within itself (a source past its segment's end gives the lane's own v).

@@ -135,3 +135,13 @@ static void emuLaunch(unsigned gx, unsigned gy, unsigned block, int g, std::func
     }
   }
 }
+
+// emuRead reads one array of a driver's input: its byte length (int64),
+// then its bytes.
+static std::vector<char> emuRead(FILE* f) {
+  long long n = 0;
+  if (fread(&n, 8, 1, f) != 1) abort();
+  std::vector<char> b(n);
+  if (n > 0 && fread(b.data(), 1, n, f) != (size_t)n) abort();
+  return b;
+}
