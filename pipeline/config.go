@@ -135,7 +135,7 @@ const (
 // RecipeFor; set Model, then call UseRecipe to train another kind with
 // its own).
 func DefaultConfig(dataset string) Config {
-	c := Config{Dataset: dataset, Model: layers.GCN, ABits: 4, WBits: 4, Batch: 1, FeatureScale: layers.ScaleSqrt,
+	c := Config{Dataset: dataset, Model: layers.GCN, ABits: 4, WBits: 4, Batch: 1,
 		Hidden: 64, Layers: 2, SparseInput: SparseAuto}
 	c.UseRecipe(RecipeFor(dataset, c.Model), nil)
 	return c

@@ -14,7 +14,6 @@ import (
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/cputime"
 	"github.com/qgtc/qgtc/internal/progress"
-	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
 )
@@ -240,7 +239,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	}
 	if *packOut != "" {
 		if !fs.Changed("feature-scale") { // the scale infer trains this dataset's models with
-			*featScale = pipeline.RecipeFor(*dataset, layers.GCN).FeatureScale
+			*featScale = pipeline.DefaultConfig(*dataset).FeatureScale
 		}
 		j := &pipeline.Job{Config: pipeline.Config{FeatureScale: *featScale, Seed: *seed}, Progress: prog}
 		if rep.Packed, err = j.PackPartition(*packOut, d, p.Parts, *k, *batchParts, *featBits); err != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/qgtc/qgtc/layers"
 	"github.com/qgtc/qgtc/pipeline"
+	"github.com/qgtc/qgtc/subgraph"
 )
 
 // TestQRecipe: with only dataset and model given, infer and sweep train
@@ -48,4 +51,31 @@ func TestQRecipe(t *testing.T) {
 		assert.NotNil(t, fs.Lookup(qConfigFlags[field]), "Config.%s has no flag", field)
 		return false
 	})
+}
+
+// TestPartitionPackScale: partition --pack-out scales the features as
+// infer trains the dataset's models (Coauthor CS: rows summing to one;
+// Cora: the base scale) unless --feature-scale says otherwise.
+func TestPartitionPackScale(t *testing.T) {
+	qCapture(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		dataset string
+		flags   []string
+		want    string
+	}{
+		{"coauthor_cs", nil, layers.ScaleRows},
+		{"coauthor_cs", []string{"--feature-scale", "sqrt"}, layers.ScaleSqrt},
+		{"cora", nil, layers.ScaleSqrt},
+	} {
+		file := filepath.Join(dir, fmt.Sprintf("%s-%d.qgpb", c.dataset, len(c.flags)))
+		args := append([]string{"partition", "--dataset", c.dataset, "--parts", "4", "--batch", "2", "--pack-out", file, "--quiet"}, c.flags...)
+		code, _, errs := runCLI(args...)
+		require.Equal(t, 0, code, errs)
+		pf, err := subgraph.OpenPackedBatches(file)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, pf.Info.ScaleMode, "%s %v", c.dataset, c.flags)
+		require.NoError(t, pf.Close())
+	}
+	assert.Equal(t, layers.ScaleRows, pipeline.RecipeFor("coauthor_cs", layers.GCN).FeatureScale)
 }
