@@ -305,10 +305,9 @@ const upPiece = 16 << 20
 
 // uploadPieces copies a region past upRingMax into buf a piece at a time
 // through the ring's slots: the host fills the next piece while the device
-// copies this one, and nothing waits for the stream (a single fill of the
-// whole, then its copy, left the device idle during the fill and the host
-// during the copy). With every slot being filled by callers, the rest
-// goes through the staging buffer, waiting. Device thread only.
+// copies this one, so neither waits for the other, and nothing waits for
+// the stream. With every slot being filled by callers, the rest goes
+// through the staging buffer, waiting. Device thread only.
 func (be *Backend) uploadPieces(r *region, buf *Buffer) error {
 	for lo := 0; lo < r.size; lo += upPiece {
 		n := min(upPiece, r.size-lo)
