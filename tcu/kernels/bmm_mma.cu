@@ -36,6 +36,8 @@
 // ldmatrix hit 32 distinct banks.
 __device__ __forceinline__ u32 swz(int line, int h) { return (u32)((line * 2 + (h ^ ((line >> 2) & 1))) * 16); }
 
+// KERNEL_EMU: the CPU emulation (tcu/testdata/mma_emu.h) provides these.
+#ifndef KERNEL_EMU
 __device__ __forceinline__ void ldm4(u32& r0, u32& r1, u32& r2, u32& r3, u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
@@ -50,6 +52,7 @@ __device__ __forceinline__ void bmma(int* c, const u32* a, const u32* b) {
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+#endif
 
 // loadStage queues the copies of k-step ks of the A rows [m0, m0+BM) and
 // B columns [n0, n0+BN), all planes. Lines past the stored ones read as 0.
