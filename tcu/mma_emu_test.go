@@ -30,6 +30,8 @@ import (
 // mmaEmu compiles src (bmm_mma.cu, as embedded or modified) with the -D
 // options among defines (config.opts; the others are NVRTC's and ignored)
 // and the emulation, and returns the program, or skips without clang++.
+// A test of one launch: newMMALaunch, mmaEmu(t, src, l.cfg.opts()...),
+// mmaEmuCheck; of a modified kernel over every case: testMMAEmulated.
 func mmaEmu(t *testing.T, src string, defines ...string) string {
 	t.Helper()
 	clang := emuTool(t)
@@ -585,8 +587,15 @@ func mmaEmuCases() []mmaEmuCase {
 // real device (timing, the hardware's own fragment layouts); this one
 // checks the kernel's indexing, pipeline and epilogue without one.
 func TestMMAKernelEmulated(t *testing.T) {
-	cache := newMMAEmuCache(t)
 	src, _ := kernelSource("bmm_mma.cu")
+	testMMAEmulated(t, src)
+}
+
+// testMMAEmulated runs every case of mmaEmuCases on src, a bmm_mma.cu
+// (as embedded, or a modified copy), in parallel subtests that share the
+// builds of one variant.
+func testMMAEmulated(t *testing.T, src string) {
+	cache := newMMAEmuCache(t)
 	for ci, c := range mmaEmuCases() {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
