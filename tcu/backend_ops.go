@@ -135,6 +135,17 @@ func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, qbits int, a, b
 	// device memory, no copy. nprobs 1: the kernel reads no block map.
 	p1 := probParams(desc)
 	params := append([]uint64{0, 1}, p1[:]...)
+	// One wave of blocks, each taking every grid-th tile (ONEPROB), where
+	// tiles cost alike: a dense A, or at most two k-steps a tile; the
+	// hardware's own scheduling balances the uneven tiles of long sparse
+	// products better than a fixed stride.
+	if p.Kptr == 0 || l.ksteps <= 2 {
+		resident, err := be.d.residentBlocks(fn, cfg.threads(), cfg.smem(mode))
+		if err != nil {
+			return err
+		}
+		blocks = min(blocks, resident)
+	}
 	if err := be.queued(); err != nil {
 		return err
 	}

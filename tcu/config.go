@@ -372,7 +372,12 @@ func (c config) smem(mode int) int {
 		s = max(s, c.epiBytes())
 	}
 	if mode == modeBit {
-		s = max(s, c.bm*(c.bn+1)*4)
+		if c.path == PathMMA {
+			// Past the stages: they load the next tile meanwhile.
+			s += c.bm * (c.bn + 1) * 4
+		} else {
+			s = max(s, c.bm*(c.bn+1)*4)
+		}
 	}
 	if c.tailepi == 1 && mode == modeInt {
 		s = max(s, c.stages*c.stageBytes()+c.tailEpiBytes())

@@ -51,6 +51,13 @@ type Device struct {
 	stagesGone   bool            // closed: its staging buffers are gone (guarded by stages.mu)
 	args         *HostBuffer     // pinned kernel-parameter block (device thread only)
 	fnSmem       map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
+	fnBlocks     map[fnShape]int // residentBlocks' answers (device thread only)
+}
+
+// fnShape is a kernel and the block it is launched with.
+type fnShape struct {
+	f             uintptr
+	threads, smem int
 }
 
 type module struct {
@@ -82,7 +89,7 @@ func Open(ordinal int) (*Device, error) {
 	d := &Device{
 		info: info, drv: drv, nv: nv, cache: cache{dir: defaultCacheDir()},
 		work: make(chan func()), done: make(chan struct{}), modules: map[string]*module{},
-		fnSmem: map[uintptr]int{},
+		fnSmem: map[uintptr]int{}, fnBlocks: map[fnShape]int{},
 	}
 	started := make(chan error)
 	go d.loop(started)
@@ -350,6 +357,39 @@ func (d *Device) moduleFunction(key, modName string, opts []string, name string,
 	return f, nil
 }
 
+// residentBlocks is how many blocks of f (threads each, smem bytes of
+// dynamic shared memory) fit on the whole device at once: a grid of that
+// many blocks runs in one wave. Call on the device thread.
+func (d *Device) residentBlocks(f uintptr, threads, smem int) (int, error) {
+	k := fnShape{f, threads, smem}
+	if n, ok := d.fnBlocks[k]; ok {
+		return n, nil
+	}
+	if err := d.allowSmem(f, smem); err != nil {
+		return 0, err
+	}
+	var per int32
+	if err := d.drv.do("cuOccupancyMaxActiveBlocksPerMultiprocessor", uintptr(unsafe.Pointer(&per)), f, uintptr(threads), uintptr(smem)); err != nil {
+		return 0, err
+	}
+	n := max(int(per), 1) * d.info.SMs
+	d.fnBlocks[k] = n
+	return n, nil
+}
+
+// allowSmem opts f into smem bytes of dynamic shared memory where that is
+// past the default 48 KB (static shared memory counts against the 48 KB
+// too, hence the lower threshold).
+func (d *Device) allowSmem(f uintptr, smem int) error {
+	if smem > 32<<10 && smem > d.fnSmem[f] {
+		if err := d.drv.do("cuFuncSetAttribute", f, 8, uintptr(smem)); err != nil {
+			return fmt.Errorf("%d bytes of dynamic shared memory: %w", smem, err)
+		}
+		d.fnSmem[f] = smem
+	}
+	return nil
+}
+
 // maxParams bounds a kernel's parameters; all are 64-bit.
 const maxParams = 32
 
@@ -367,14 +407,8 @@ func (d *Device) launch(f uintptr, grid, block [3]uint32, smem int, s *Stream, p
 		}
 		d.args = h
 	}
-	// Shared memory past the default 48 KB is opted into per kernel, up to
-	// what this launch needs; static shared memory counts against the 48 KB
-	// too, hence the lower threshold.
-	if smem > 32<<10 && smem > d.fnSmem[f] {
-		if err := d.drv.do("cuFuncSetAttribute", f, 8, uintptr(smem)); err != nil {
-			return fmt.Errorf("%d bytes of dynamic shared memory: %w", smem, err)
-		}
-		d.fnSmem[f] = smem
+	if err := d.allowSmem(f, smem); err != nil {
+		return err
 	}
 	vals := unsafe.Slice((*uint64)(cptr(d.args.ptr)), maxParams)
 	ptrs := unsafe.Slice((*uintptr)(cptr(d.args.ptr+8*maxParams)), maxParams)

@@ -20,7 +20,7 @@ var driverSyms = []string{
 	"cuDeviceGetAttribute", "cuDeviceTotalMem_v2", "cuDevicePrimaryCtxRetain",
 	"cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent",
 	"cuGetErrorName", "cuGetErrorString", "cuModuleLoadData", "cuModuleUnload",
-	"cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
+	"cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
 	"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost",
 	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemsetD32Async",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",

@@ -417,6 +417,7 @@ type mmaEmuCase struct {
 	pad     bool   // operands with the least padding (lines of 1, bits of 64)
 	byParam bool   // one product with its descriptor in global memory (ONEPROB=0)
 	sms     int
+	grid    int // one product: at most this many blocks, each taking every grid-th tile (as Backend.mulLaunch launches)
 }
 
 func (c mmaEmuCase) String() string {
@@ -438,6 +439,9 @@ func (c mmaEmuCase) String() string {
 	}
 	if c.byParam {
 		s += "/global"
+	}
+	if c.grid > 0 {
+		s += fmt.Sprintf("/grid%d", c.grid)
 	}
 	return s
 }
@@ -559,7 +563,7 @@ func mmaEmuCases() []mmaEmuCase {
 	for _, a := range []int{1, 2, 4} {
 		for _, b := range []int{1, 2, 4} {
 			c := mmaEmuCase{a: a, b: b, m: ms[i%4], k: ks[i%4], n: ns[(i+i/4)%4], out: outs[i%6], ep: eps[i%9],
-				sparse: i%3 == 1, noZTJ: i%6 == 4, pad: i%4 == 3, sms: 1 + i%3}
+				sparse: i%3 == 1, noZTJ: i%6 == 4, pad: i%4 == 3, sms: 1 + i%3, grid: []int{0, 2, 3}[i%3]}
 			if c.sparse && c.k <= 256 {
 				c.k = 520 // steps to skip
 			}
@@ -577,6 +581,9 @@ func mmaEmuCases() []mmaEmuCase {
 		mmaEmuCase{a: 4, b: 1, m: 45, k: 128, n: 66, out: "cols", ep: 0x11, byParam: true, sparse: true, sms: 4},
 		mmaEmuCase{a: 1, b: 1, m: 130, k: 512, n: 36, out: "codes", ep: 0x3f, sparse: true, noZTJ: true, sms: 1},
 		mmaEmuCase{a: 1, b: 2, m: 150, k: 800, n: 24, out: "rows", ep: 0x34, sparse: true, sms: 1},
+		mmaEmuCase{a: 4, b: 4, m: 300, k: 64, n: 64, out: "rows", ep: 0x3f, sms: 1, grid: 3},
+		mmaEmuCase{a: 4, b: 4, m: 260, k: 128, n: 64, out: "codes", ep: 0x3f, sms: 1, grid: 4},
+		mmaEmuCase{a: 2, b: 4, m: 200, k: 900, n: 40, out: "cols", ep: 0x3f, sparse: true, sms: 1, grid: 2},
 	)
 	return cs
 }
@@ -602,6 +609,10 @@ func testMMAEmulated(t *testing.T, src string) {
 			r := rand.New(rand.NewPCG(uint64(ci), 17))
 			k, jobs := c.jobs(r)
 			l := newMMALaunch(t, k, jobs)
+			if c.grid > 0 {
+				require.Equal(t, 1, c.batch|1, "a smaller grid is for one product")
+				l.blocks = min(l.blocks, c.grid)
+			}
 			t.Logf("%v, %d blocks of %d threads, %d bytes of shared memory", l.cfg, l.blocks, l.threads, l.smem)
 			require.Equal(t, c.sparse && !c.noZTJ, l.lists > 0, "products with zero-tile lists: %d", l.lists)
 			prog := cache.get(t, src, l.cfg.opts())
