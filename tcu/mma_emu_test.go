@@ -582,6 +582,7 @@ func mmaEmuCases() []mmaEmuCase {
 		mmaEmuCase{a: 1, b: 1, m: 130, k: 512, n: 36, out: "codes", ep: 0x3f, sparse: true, noZTJ: true, sms: 1},
 		mmaEmuCase{a: 1, b: 2, m: 150, k: 800, n: 24, out: "rows", ep: 0x34, sparse: true, sms: 1},
 		mmaEmuCase{a: 4, b: 4, m: 300, k: 64, n: 64, out: "rows", ep: 0x3f, sms: 1, grid: 3},
+		mmaEmuCase{a: 3, b: 8, m: 40, k: 300, n: 20, out: "cols", ep: 0x3f, sms: 2, grid: 2}, // 16-row tiles share words
 		mmaEmuCase{a: 4, b: 4, m: 260, k: 128, n: 64, out: "codes", ep: 0x3f, sms: 1, grid: 4},
 		mmaEmuCase{a: 2, b: 4, m: 200, k: 900, n: 40, out: "cols", ep: 0x3f, sparse: true, sms: 1, grid: 2},
 	)

@@ -122,8 +122,8 @@ __device__ __noinline__ void emit(const Prob* __restrict__ Pg, int c, int m, int
 // packBits bit-decomposes the block's bm×bn tile of codes q (row stride
 // ldq) into the output tensor's planes: a warp takes 32 consecutive
 // positions of one output line, and __ballot_sync turns bit p of the 32
-// codes into plane p's word. Words are OR-ed in (the output was zeroed),
-// so tiles that share a word compose.
+// codes into plane p's word. Words that tiles share are OR-ed in (the
+// output was zeroed), so they compose.
 __device__ __noinline__ void packBits(const Prob* __restrict__ Pg, const u32* q, int ldq, int m0, int n0, int bm, int bn) {
   const Prob& P = *Pg;
   u32* out = (u32*)P.out;
@@ -143,9 +143,17 @@ __device__ __noinline__ void packBits(const Prob* __restrict__ Pg, const u32* q,
     }
     const long long line = P.outByCols ? (long long)(n0 + l) : (long long)(m0 + l);
     u32* dst = out + line * P.outLw32 + w;
+    // A word none of whose bits another tile holds is stored, not OR-ed.
+    const bool own = w * 32 >= b0 && min(w * 32 + 32, P.outByCols ? P.M : P.N) <= b0 + bext;
     for (int p = 0; p < P.outBits; p++) {
       u32 word = __ballot_sync(0xffffffffu, (v >> p) & 1u);
-      if (lane == 0 && word) atomicOr(dst + p * P.outPlane, word);
+      if (lane == 0 && word) {
+        if (own) {
+          dst[p * P.outPlane] = word;
+        } else {
+          atomicOr(dst + p * P.outPlane, word);
+        }
+      }
     }
   }
 }
