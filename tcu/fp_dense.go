@@ -506,8 +506,8 @@ func (c *FPCall) SetBiasCorrection(bc1, bc2 float64) error {
 func (d *Device) RunCalls(calls ...*FPCall) error {
 	return d.run(func() error {
 		for _, c := range calls {
-			if c.d != d {
-				return fmt.Errorf("%w: %s belongs to another device", ErrShape, c.what)
+			if c == nil || c.d != d {
+				return fmt.Errorf("%w: a call of another device (or none)", ErrShape)
 			}
 			if err := c.run(); err != nil {
 				return err

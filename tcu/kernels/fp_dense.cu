@@ -120,9 +120,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 // ---- elementwise ----
 #define FOR_EACH(i, n) for (i64 i = (i64)blockIdx.x * BLOCK + threadIdx.x; i < (n); i += (i64)gridDim.x * BLOCK)
 
-// out = x + b broadcast over rows (nn.AddBias).
+// out = x + b broadcast over rows (nn.AddBias); out may be x.
 extern "C" __global__ void __launch_bounds__(BLOCK)
-    bias_add(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ b, i64 rows, i64 cols) {
+    bias_add(float* out, const float* x, const float* __restrict__ b, i64 rows, i64 cols) {
   FOR_EACH(i, rows * cols) { out[i] = x[i] + b[i % cols]; }
 }
 
