@@ -5,7 +5,7 @@ CORE    := ./bittensor/... ./quantize/... ./bmm/... ./cpu/... ./templates/...
 FUZZTIME ?= 10s
 BIN     := bin/qgtc
 
-.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop multigpu manycore templates-gpu scale demo clean
+.PHONY: build test test-race fuzz-smoke bench fuzz lint generate check-generate gpu-test e2e interop multigpu manycore templates-gpu fpgpu-test scale demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/qgtc
@@ -148,6 +148,22 @@ templates-gpu:
 	@du -sh build/templates
 	@echo "now run on the GPU host (device tool), carrying build/templates:"
 	@echo "  BUDGET=1 bash bench/templates/run.sh   # table.md and logs/ in \$$OUT"
+
+# fpgpu-test builds, with no CUDA toolkit, what bench/train/run.sh runs on a
+# GPU host (carry build/fpgpu): the test binaries of full-precision
+# training on the device (tcu's dense kernels, gpufp, qgtc train --device
+# gpu), qgtc and the exporter for PyG, static and stripped.
+fpgpu-test:
+	mkdir -p build/fpgpu
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o build/fpgpu/tcu.test ./tcu
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o build/fpgpu/gpufp.test ./gpufp
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o build/fpgpu/qgtc.test ./cmd/qgtc
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/fpgpu/qgtc ./cmd/qgtc
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/fpgpu/export ./bench/e2e/export
+	@du -sh build/fpgpu
+	@echo "now run on the GPU host (device tool), carrying build/fpgpu:"
+	@echo "  STEPS=test bash bench/train/run.sh    # the GPU tests alone; logs in \$$OUT/logs"
+	@echo "  bash bench/train/run.sh               # tests, then epochs against PyG: \$$OUT/table.md"
 
 # demo: the default job, 4-bit GCN inference on the bundled Cora (the first
 # run trains and caches the model, later runs load it).

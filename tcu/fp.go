@@ -356,6 +356,8 @@ type FPCall struct {
 	d        *Device
 	launches []fpLaunch
 	scratch  *Buffer
+	extra    []*Buffer       // the dense ops' scratch (fp_dense.go)
+	knobs    map[string]knob // parameters set between runs (SetSeed, SetBiasCorrection)
 	what     string
 }
 
@@ -673,6 +675,12 @@ func (c *FPCall) Time(samples, per int) ([]time.Duration, error) {
 func (c *FPCall) Close() error {
 	err := c.scratch.Free()
 	c.scratch = nil
+	for _, b := range c.extra {
+		if e := b.Free(); e != nil && err == nil {
+			err = e
+		}
+	}
+	c.extra = nil
 	return err
 }
 

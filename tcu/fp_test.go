@@ -67,7 +67,7 @@ func TestFPSourceEdgeIDs(t *testing.T) {
 // TestFPKernelSyntax compiles generated variants of the fp kernels with
 // clang++ in CUDA syntax-only mode (see TestKernelSyntax): every message ×
 // reduction × edge mode with and without edge ids, at narrow and wide
-// geometries, and every SDDMM op.
+// geometries, every SDDMM op, and the dense kernels (fp_dense.cu).
 func TestFPKernelSyntax(t *testing.T) {
 	clang, err := exec.LookPath("clang++")
 	if err != nil {
@@ -119,6 +119,7 @@ func TestFPKernelSyntax(t *testing.T) {
 			}
 		}
 	}
+	write("fp_dense", denseSource())
 	slices.Sort(files)
 	const batch = 16
 	for i := 0; i < len(files); i += batch {

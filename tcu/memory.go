@@ -135,11 +135,13 @@ func (p *pool) release() error {
 	return errors.Join(errs...)
 }
 
-// Buffer is device memory from the device's pool.
+// Buffer is device memory from the device's pool, or a view of part of
+// one (Slice).
 type Buffer struct {
 	d    *Device
 	ptr  uintptr
 	size int
+	view bool // Slice's: the parent owns the memory
 }
 
 // Alloc returns n bytes of device memory (at least one block).
@@ -167,9 +169,19 @@ func (b *Buffer) Ptr() uint64 { return uint64(b.ptr) }
 // Size is the requested size in bytes.
 func (b *Buffer) Size() int { return b.size }
 
-// Free returns the buffer to the pool. A nil buffer is fine.
+// Slice returns a view of n bytes from off: an operand inside a larger
+// buffer (a model's parameters in one flat array, updated by one Adam
+// launch). The view is valid while b is; freeing it does nothing.
+func (b *Buffer) Slice(off, n int) (*Buffer, error) {
+	if off < 0 || n < 0 || off+n > b.size || off%4 != 0 {
+		return nil, fmt.Errorf("%w: %d bytes at %d of a %d-byte buffer", ErrShape, n, off, b.size)
+	}
+	return &Buffer{d: b.d, ptr: b.ptr + uintptr(off), size: n, view: true}, nil
+}
+
+// Free returns the buffer to the pool. A nil buffer or a view is fine.
 func (b *Buffer) Free() error {
-	if b == nil {
+	if b == nil || b.view {
 		return nil
 	}
 	return b.d.run(func() error { return b.d.pool.put(b.ptr) })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/qgtc/qgtc/gpufp"
 	"github.com/qgtc/qgtc/internal/atomicfile"
 	"github.com/qgtc/qgtc/internal/progress"
 	"github.com/qgtc/qgtc/layers/fp"
@@ -103,6 +104,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the trained model (best validation seed) as safetensors")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	device := fs.String("device", "cpu", "where the fp32 model trains and evaluates: cpu, gpu (every tensor on GPU 0; gcn, sage mean, gin without batch norm, full batch), or auto (the GPU when one opens and runs the model, else the CPU)")
 	fold := qFoldFlag(fs)
 	if err := parseFlagsArgs(fs, args); err != nil { // checkTrainFlags explains a stray argument
 		return err
@@ -152,10 +154,17 @@ func runTrain(args []string, stdout io.Writer) error {
 	if m != "gat" {
 		*attnDrop = 0
 	}
+	// The device is settled before the data loads: a missing GPU fails fast.
+	gpu, err := trainDevice(*device, fp.Config{Model: m, Aggr: *aggr, Norm: ginNormFor(m, *ginNorm)}, *clusters)
+	if err != nil {
+		return err
+	}
+	if gpu != nil {
+		defer gpu.Close()
+	}
 	r := progress.New(trainStderr, *quiet)
 	start := time.Now()
 	var ds *subgraph.Dataset
-	var err error
 	during(r, "train: loading "+*dataset, func() { ds, err = subgraph.Load(*dataset) })
 	if err != nil {
 		return err
@@ -224,6 +233,11 @@ func runTrain(args []string, stdout io.Writer) error {
 		var res *fp.Result
 		if *epochs == 0 {
 			ev := fp.Evaluate(mdl, data)
+			if gpu != nil {
+				if ev, err = gpufp.Evaluate(gpu, mdl, data); err != nil {
+					return err
+				}
+			}
 			res = &fp.Result{ValAcc: ev.ValAcc, TestAcc: ev.TestAcc}
 		} else {
 			tc := fp.TrainConfig{Epochs: *epochs, LR: *lr, WeightDecay: *wd, Patience: *patience, Seed: sd,
@@ -231,7 +245,11 @@ func runTrain(args []string, stdout io.Writer) error {
 			tc.Progress = func(e fp.EpochStats) {
 				r.Printf("train: seed %d/%d, epoch %d/%d, loss %.4f, validation %.2f%%", s+1, *seeds, e.Epoch, *epochs, e.Loss, 100*e.ValAcc)
 			}
-			res, err = fp.Train(mdl, data, tc)
+			if gpu != nil {
+				res, err = gpufp.Train(gpu, mdl, data, tc)
+			} else {
+				res, err = fp.Train(mdl, data, tc)
+			}
 			r.Done()
 			if err != nil {
 				return err
@@ -323,6 +341,39 @@ func saveModel(m fp.Model, path string) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// trainDevice opens GPU 0 for --device gpu, or for auto when one opens
+// and the model runs there (nil: the CPU). --device gpu with no GPU, or
+// with a model or mode not on the GPU, is one line of error.
+func trainDevice(device string, cfg fp.Config, clusters int) (*tcu.Device, error) {
+	switch device {
+	case "cpu":
+		return nil, nil
+	case "gpu", "auto":
+	default:
+		return nil, fmt.Errorf("%w: --device %q (want cpu, gpu or auto)", errUsage, device)
+	}
+	why := gpufp.Supported(cfg)
+	if why == nil && clusters > 0 {
+		why = fmt.Errorf("%w: Cluster-GCN mini-batches (--clusters)", gpufp.ErrUnsupported)
+	}
+	if why != nil {
+		if device == "gpu" {
+			return nil, fmt.Errorf("--device gpu: %s; use --device cpu", strings.TrimPrefix(why.Error(), "gpufp: "))
+		}
+		fmt.Fprintf(trainStderr, "train: on the CPU: %s\n", strings.TrimPrefix(why.Error(), "gpufp: "))
+		return nil, nil
+	}
+	d, err := tcu.Open(0)
+	if err != nil {
+		if device == "gpu" {
+			return nil, fmt.Errorf("--device gpu: %s", strings.TrimPrefix(err.Error(), "tcu: "))
+		}
+		fmt.Fprintf(trainStderr, "train: no GPU (%s), on the CPU\n", strings.TrimPrefix(err.Error(), "tcu: "))
+		return nil, nil
+	}
+	return d, nil
 }
 
 // ginNormFor passes --norm to GIN only (the other models have no such option).

@@ -72,6 +72,8 @@ func TestDependencyDirection(t *testing.T) {
 		"internal/learn":       {},
 		"internal/npy":         {},
 		"layers/fp":            {"bittensor", "bmm", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "quantize", "subgraph", "templates"},
+		// gpufp puts the fp models on the GPU: the one package that joins them.
+		"gpufp": {"bittensor", "bmm", "datasets", "internal/learn", "internal/nn", "internal/par", "internal/safetensors", "layers/fp", "quantize", "subgraph", "tcu", "templates"},
 		// layers runs its plans on whatever bmm.Backend its caller compiles
 		// them for: it reaches neither backend (nor the fp32 templates).
 		"layers": {"bittensor", "bmm", "datasets", "internal/learn", "internal/par", "internal/safetensors", "quantize", "subgraph"},

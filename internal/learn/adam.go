@@ -2,6 +2,15 @@ package learn
 
 import "math"
 
+// Adam's constants, torch.optim.Adam's defaults. Untyped, so that 1−β is
+// exact before it is rounded to float64 (0.1, not 1−0.9 in float64): the
+// device's Adam (tcu) is given the same float64 values.
+const (
+	AdamBeta1 = 0.9
+	AdamBeta2 = 0.999
+	AdamEps   = 1e-8
+)
+
 // Adam is torch.optim.Adam (β = (0.9, 0.999), ε = 1e-8, bias-corrected
 // moments) with L2 weight decay added to the gradient of the parameters
 // that take it, as in the GCN and GAT papers' code. The moments are kept in
@@ -24,9 +33,7 @@ func NewAdam(lr, wd float64) *Adam {
 // array, so the same slices must be passed at every step; empty ones are
 // skipped.
 func (o *Adam) Step(params, grads [][]float32, decay []bool) {
-	o.t++
-	bc1 := 1 - math.Pow(0.9, float64(o.t))
-	bc2 := 1 - math.Pow(0.999, float64(o.t))
+	bc1, bc2 := o.Next()
 	for i, p := range params {
 		if len(p) == 0 {
 			continue
@@ -43,9 +50,16 @@ func (o *Adam) Step(params, grads [][]float32, decay []bool) {
 			if decay[i] {
 				g += o.WeightDecay * float64(p[k])
 			}
-			m[k] = 0.9*m[k] + 0.1*g
-			v[k] = 0.999*v[k] + 0.001*g*g
-			p[k] -= float32(o.LR * (m[k] / bc1) / (math.Sqrt(v[k]/bc2) + 1e-8))
+			m[k] = AdamBeta1*m[k] + (1-AdamBeta1)*g
+			v[k] = AdamBeta2*v[k] + (1-AdamBeta2)*g*g
+			p[k] -= float32(o.LR * (m[k] / bc1) / (math.Sqrt(v[k]/bc2) + AdamEps))
 		}
 	}
+}
+
+// Next counts a step and returns its bias corrections 1−β1ᵗ and 1−β2ᵗ:
+// Step's, for an optimizer whose update runs elsewhere (the device's).
+func (o *Adam) Next() (bc1, bc2 float64) {
+	o.t++
+	return 1 - math.Pow(AdamBeta1, float64(o.t)), 1 - math.Pow(AdamBeta2, float64(o.t))
 }

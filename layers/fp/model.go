@@ -227,6 +227,10 @@ func (in *Input) NormalizeRows() {
 	}
 }
 
+// GCNGraph is the graph GCN propagates over: in.Graph with a self-loop on
+// every node, and its D^-1/2 (A+I) D^-1/2 weights by edge id (built once).
+func (in *Input) GCNGraph() (*nn.Graph, []float32) { return in.gcn() }
+
 func (in *Input) gcn() (*nn.Graph, []float32) {
 	if in.loops == nil {
 		// pull is row v = sources of v's in-edges, so its degrees are

@@ -107,60 +107,80 @@ type Result struct {
 	EpochSecondsMin  float64
 }
 
+// Check reports whether cfg can train m on d.
+func (cfg TrainConfig) Check(m Model, d *Data) error {
+	if cfg.Epochs < 1 || !(cfg.LR > 0) || cfg.WeightDecay < 0 || cfg.Patience < 0 {
+		return fmt.Errorf("%w: epochs %d, lr %v, weight decay %v, patience %d", ErrConfig, cfg.Epochs, cfg.LR, cfg.WeightDecay, cfg.Patience)
+	}
+	if c := m.Config(); c.In != d.Input.X.Cols || c.Out != d.NumClasses {
+		return fmt.Errorf("%w: model is %d→%d but dataset %q has %d features and %d classes", ErrConfig, c.In, c.Out, d.Name, d.Input.X.Cols, d.NumClasses)
+	}
+	return nil
+}
+
+// Engine runs a model's training steps and evaluations where its tensors
+// live: Train's on the host tensors, a device's (package gpufp) on the
+// device. TrainWith drives either through the same epochs.
+type Engine interface {
+	// Step runs one epoch of training (forward, backward, Adam), drawing
+	// its dropout seeds from rng in the order nn.Dropout draws them, and
+	// returns the training loss.
+	Step(rng *rand.Rand) (float64, error)
+	// Evaluate evaluates the current parameters (Evaluate's figures).
+	Evaluate() (Eval, error)
+	// Keep saves the current parameters as the best so far; Restore puts
+	// the kept ones back into the model.
+	Keep() error
+	Restore() error
+}
+
 // Train fits m to d with Adam (L2 weight decay on the parameters marked
 // Decay) on the full graph or Cluster-GCN batches, evaluating on the validation nodes after every
 // epoch. It is deterministic for a given model seed and cfg.Seed.
 func Train(m Model, d *Data, cfg TrainConfig) (*Result, error) {
-	if cfg.Epochs < 1 || !(cfg.LR > 0) || cfg.WeightDecay < 0 || cfg.Patience < 0 {
-		return nil, fmt.Errorf("%w: epochs %d, lr %v, weight decay %v, patience %d", ErrConfig, cfg.Epochs, cfg.LR, cfg.WeightDecay, cfg.Patience)
+	if err := cfg.Check(m, d); err != nil {
+		return nil, err
 	}
-	if c := m.Config(); c.In != d.Input.X.Cols || c.Out != d.NumClasses {
-		return nil, fmt.Errorf("%w: model is %d→%d but dataset %q has %d features and %d classes", ErrConfig, c.In, c.Out, d.Name, d.Input.X.Cols, d.NumClasses)
-	}
-	start := time.Now()
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7261696e))
-	opt := newAdam(cfg.LR, cfg.WeightDecay)
-	params := m.Params()
-	res := &Result{BestEpoch: -1, ValAcc: -1, EpochSecondsMin: math.Inf(1)}
-	best := snapshot(params)
-	bestLoss := math.Inf(1)
-	var stepTotal float64
-	var cb *clusterBatches
+	e := &hostEngine{m: m, d: d, opt: newAdam(cfg.LR, cfg.WeightDecay), params: m.Params()}
+	e.best = snapshot(e.params)
 	if cfg.Clusters > 0 {
 		var err error
-		if cb, err = newClusterBatches(d, cfg.Clusters, max(cfg.ClustersPerBatch, 1), cfg.Seed); err != nil {
+		if e.cb, err = newClusterBatches(d, cfg.Clusters, max(cfg.ClustersPerBatch, 1), cfg.Seed); err != nil {
 			return nil, err
 		}
 	}
+	return TrainWith(e, cfg)
+}
+
+// TrainWith runs Train's epochs on e: a step, an evaluation, progress,
+// the best validation accuracy (ties: lower loss) kept, early stopping
+// after cfg.Patience epochs without a better accuracy or loss, the best
+// parameters restored at the end. Its caller checks cfg (Check).
+func TrainWith(e Engine, cfg TrainConfig) (*Result, error) {
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7261696e))
+	res := &Result{BestEpoch: -1, ValAcc: -1, EpochSecondsMin: math.Inf(1)}
+	if err := e.Keep(); err != nil {
+		return nil, err
+	}
+	bestLoss := math.Inf(1)
+	var stepTotal float64
 	wait := 0
 	for epoch := range cfg.Epochs {
 		t0 := time.Now()
-		var lossSum float64
-		if cb == nil {
-			tp := nn.NewTape(true, rng)
-			loss := tp.CrossEntropy(m.Forward(tp, d.Input), d.Labels, d.Train)
-			tp.Backward(loss)
-			opt.Step(params)
-			lossSum = float64(loss.Data[0])
-		} else {
-			batches, err := cb.epoch(rng)
-			if err != nil {
-				return nil, err
-			}
-			for _, b := range batches {
-				tp := nn.NewTape(true, rng)
-				loss := tp.CrossEntropy(m.Forward(tp, b.in), b.lab, b.train)
-				tp.Backward(loss)
-				opt.Step(params)
-				lossSum += float64(loss.Data[0]) / float64(len(batches))
-			}
+		lossSum, err := e.Step(rng)
+		if err != nil {
+			return nil, err
 		}
 		step := time.Since(t0).Seconds()
 		stepTotal += step
 		res.EpochSecondsMin = min(res.EpochSecondsMin, step)
 		res.Epochs = epoch + 1
 
-		ev := Evaluate(m, d)
+		ev, err := e.Evaluate()
+		if err != nil {
+			return nil, err
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(EpochStats{Epoch: epoch + 1, Loss: lossSum, ValLoss: ev.ValLoss, ValAcc: ev.ValAcc, Seconds: step})
 		}
@@ -168,7 +188,9 @@ func Train(m Model, d *Data, cfg TrainConfig) (*Result, error) {
 		if ev.ValAcc > res.ValAcc || (ev.ValAcc == res.ValAcc && ev.ValLoss < res.ValLoss) {
 			res.BestEpoch, res.ValAcc, res.ValLoss = epoch+1, ev.ValAcc, ev.ValLoss
 			res.TrainAcc, res.TestAcc = ev.TrainAcc, ev.TestAcc
-			best.save(params)
+			if err := e.Keep(); err != nil {
+				return nil, err
+			}
 			improved = true
 		}
 		if ev.ValLoss < bestLoss {
@@ -181,11 +203,50 @@ func Train(m Model, d *Data, cfg TrainConfig) (*Result, error) {
 			break
 		}
 	}
-	best.restore(params)
+	if err := e.Restore(); err != nil {
+		return nil, err
+	}
 	res.EpochSeconds = stepTotal / float64(res.Epochs)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
+
+// hostEngine is Train's engine: the tape over the model's host tensors.
+type hostEngine struct {
+	m      Model
+	d      *Data
+	opt    *adam
+	params []*nn.Param
+	best   paramSnapshot
+	cb     *clusterBatches // nil: full batch
+}
+
+func (e *hostEngine) Step(rng *rand.Rand) (float64, error) {
+	if e.cb == nil {
+		tp := nn.NewTape(true, rng)
+		loss := tp.CrossEntropy(e.m.Forward(tp, e.d.Input), e.d.Labels, e.d.Train)
+		tp.Backward(loss)
+		e.opt.Step(e.params)
+		return float64(loss.Data[0]), nil
+	}
+	batches, err := e.cb.epoch(rng)
+	if err != nil {
+		return 0, err
+	}
+	var lossSum float64
+	for _, b := range batches {
+		tp := nn.NewTape(true, rng)
+		loss := tp.CrossEntropy(e.m.Forward(tp, b.in), b.lab, b.train)
+		tp.Backward(loss)
+		e.opt.Step(e.params)
+		lossSum += float64(loss.Data[0]) / float64(len(batches))
+	}
+	return lossSum, nil
+}
+
+func (e *hostEngine) Evaluate() (Eval, error) { return Evaluate(e.m, e.d), nil }
+func (e *hostEngine) Keep() error             { e.best.save(e.params); return nil }
+func (e *hostEngine) Restore() error          { e.best.restore(e.params); return nil }
 
 // Eval holds accuracies and the validation loss of one evaluation.
 type Eval struct {

@@ -2,12 +2,11 @@
 // TestAggKernelEmulated: the warp votes and integer shuffles, the
 // round-to-nearest intrinsics as plain C++ arithmetic (the test compiles
 // with -ffp-contract=off, so no step is fused), and atomics, which are
-// plain here since lanes run one at a time. __syncthreads exists only to
-// compile: a kernel that reaches it (the multi-warp aggHeavy) cannot run on
-// this emulator, whose groups run one after another.
+// plain here since lanes run one at a time. agg.cu's launches run in
+// groups (emuLaunch), where fp_emu.h's __syncthreads aborts: a kernel that
+// reaches it (the multi-warp aggHeavy) cannot run there.
 #define KERNEL_EMU 1
 #define __noinline__ __attribute__((noinline))
-#define __shared__ static
 
 template <class T>
 static inline T max(T a, T b) {
@@ -28,10 +27,6 @@ static unsigned __ballot_sync(unsigned m, int pred) {
     word |= (unsigned)(p & 1) << l;
   }
   return word;
-}
-static void __syncthreads() {
-  fprintf(stderr, "__syncthreads reached: a multi-warp kernel cannot run on this emulator\n");
-  abort();
 }
 static unsigned atomicOr(unsigned* p, unsigned v) {
   const unsigned old = *p;

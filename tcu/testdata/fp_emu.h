@@ -6,6 +6,12 @@
 // kernels' indexing, masks, shuffles and control flow run as written. A
 // group whose lanes disagree on the number of shuffles (a divergence that
 // would hang or corrupt a real warp) aborts the run.
+//
+// The dense kernels (fp_dense.cu, driven by fp_dense_emu_main.inc) share
+// memory across a block: emuLaunchBlocks runs all threads of a block as
+// lanes, __shared__ variables are statics (one block runs at a time), and
+// a lane at __syncthreads waits until every lane of the block is there; a
+// lane that returns while others wait at a barrier aborts the run.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +27,7 @@
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __align__(n) alignas(n)
+#define __shared__ static
 
 struct emuDim {
   unsigned x, y, z;
@@ -42,12 +49,14 @@ struct emuLane {
   ucontext_t ctx;
   bool done;
   int shuffles;
+  bool waiting;  // at __syncthreads
   std::vector<char> stack;
 };
 static ucontext_t emuSched;
 static emuLane* emuCur;
 static int emuG;  // lanes per group of the running launch
-static long long emuSlots[32];
+static long long emuSlots[1024];  // by thread: a block's warps shuffle apart
+static bool emuBlockMode;
 static std::function<void()> emuBody;
 
 static void emuYield() { swapcontext(&emuCur->ctx, &emuSched); }
@@ -68,12 +77,12 @@ static void emuCheckMask(unsigned mask, int width) {
 template <class T>
 static T emuExchange(unsigned mask, T v, int src, int width) {
   emuCheckMask(mask, width);
-  const int l = threadIdx.x % width;
-  memcpy(&emuSlots[l], &v, sizeof(T));
+  const int base = threadIdx.x - threadIdx.x % width;
+  memcpy(&emuSlots[threadIdx.x], &v, sizeof(T));
   emuCur->shuffles++;
   emuYield();  // every lane has written
   T out;
-  memcpy(&out, &emuSlots[src % width], sizeof(T));
+  memcpy(&out, &emuSlots[base + src % width], sizeof(T));
   emuYield();  // every lane has read
   return out;
 }
@@ -82,6 +91,15 @@ static int __shfl_sync(unsigned m, int v, int src, int w = 32) { return emuExcha
 static float __shfl_sync(unsigned m, float v, int src, int w = 32) { return emuExchange(m, v, src, w); }
 static float __shfl_xor_sync(unsigned m, float v, int x, int w = 32) {
   return emuExchange(m, v, (int)(threadIdx.x % w) ^ x, w);
+}
+
+static void __syncthreads() {
+  if (!emuBlockMode) {
+    fprintf(stderr, "__syncthreads in a launch of groups (emuLaunch): use emuLaunchBlocks\n");
+    abort();
+  }
+  emuCur->waiting = true;
+  emuYield();
 }
 
 static void emuLaneMain() {
@@ -108,7 +126,7 @@ static void emuLaunch(unsigned gx, unsigned gy, unsigned block, int g, std::func
           l.ctx.uc_stack.ss_sp = l.stack.data();
           l.ctx.uc_stack.ss_size = l.stack.size();
           l.ctx.uc_link = nullptr;
-          l.done = false;
+          l.done = l.waiting = false;
           l.shuffles = 0;
           makecontext(&l.ctx, emuLaneMain, 0);
         }
@@ -134,6 +152,56 @@ static void emuLaunch(unsigned gx, unsigned gy, unsigned block, int g, std::func
       }
     }
   }
+}
+
+// emuLaunchBlocks runs body over a grid of gx × gy × gz blocks of block
+// threads, all threads of a block at once (barriers, shared memory).
+static void emuLaunchBlocks(unsigned gx, unsigned gy, unsigned gz, unsigned block, std::function<void()> body) {
+  emuBody = body;
+  emuG = 32;
+  emuBlockMode = true;
+  blockDim = {block, 1, 1};
+  gridDim = {gx, gy, gz};
+  std::vector<emuLane> lanes(block);
+  for (auto& l : lanes) l.stack.resize(128 << 10);
+  for (unsigned bz = 0; bz < gz; bz++) {
+    for (unsigned by = 0; by < gy; by++) {
+      for (unsigned bx = 0; bx < gx; bx++) {
+        blockIdx = {bx, by, bz};
+        for (auto& l : lanes) {
+          getcontext(&l.ctx);
+          l.ctx.uc_stack.ss_sp = l.stack.data();
+          l.ctx.uc_stack.ss_size = l.stack.size();
+          l.ctx.uc_link = nullptr;
+          l.done = l.waiting = false;
+          l.shuffles = 0;
+          makecontext(&l.ctx, emuLaneMain, 0);
+        }
+        for (;;) {
+          int done = 0, waiting = 0;
+          for (unsigned i = 0; i < block; i++) {
+            if (!lanes[i].done && !lanes[i].waiting) {
+              threadIdx = {i, 0, 0};
+              emuCur = &lanes[i];
+              swapcontext(&emuSched, &lanes[i].ctx);
+            }
+            done += lanes[i].done;
+            waiting += lanes[i].waiting;
+          }
+          if (done == (int)block) break;
+          if (done + waiting == (int)block) {
+            if (done > 0) {
+              fprintf(stderr, "block (%u,%u,%u): %d lanes returned while %d wait at __syncthreads\n", bx, by, bz, done,
+                      waiting);
+              abort();
+            }
+            for (auto& l : lanes) l.waiting = false;
+          }
+        }
+      }
+    }
+  }
+  emuBlockMode = false;
 }
 
 // emuRead reads one array of a driver's input: its byte length (int64),
