@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -178,18 +179,13 @@ func withoutDiagonal(adj *bittensor.Tensor) *bittensor.Tensor {
 func (b *Batch) neighbours() *Neighbours {
 	b.nbrOnce.Do(func() {
 		n := b.N()
-		nb := &Neighbours{Indptr: make([]int32, n+1), Indices: make([]int32, 0, max(0, len(b.Indices)-n)),
-			Deg: make([]float32, n), Inv: make([]float32, n)}
-		for v := range n {
-			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
-				if int(u) != v {
-					nb.Indices = append(nb.Indices, u)
-				}
-			}
-			nb.Indptr[v+1] = int32(len(nb.Indices))
-			d := nb.Indptr[v+1] - nb.Indptr[v]
-			nb.Deg[v] = float32(d)
-			nb.Inv[v] = 1 / float32(max(d, 1))
+		var nb *Neighbours
+		if w := runtime.GOMAXPROCS(0); b.edgesOnly && w > 1 && n >= listParRows {
+			// A merged batch runs on its plan, never on a lane
+			// (Plan.mergedBatch): the cores are its own.
+			nb = withoutLoopsPar(n, b.Indptr, b.Indices, w, listChunkRows)
+		} else {
+			nb = withoutLoops(n, b.Indptr, b.Indices)
 		}
 		if b.hasAdj() {
 			if b.Adj != nil {
@@ -203,6 +199,26 @@ func (b *Batch) neighbours() *Neighbours {
 		b.nbr = nb
 	})
 	return b.nbr
+}
+
+// withoutLoops is the n-row CSR graph indptr, indices without its
+// self-loops, as Neighbours (no packed forms): the serial reference of
+// withoutLoopsPar.
+func withoutLoops(n int, indptr, indices []int32) *Neighbours {
+	nb := &Neighbours{Indptr: make([]int32, n+1), Indices: make([]int32, 0, max(0, len(indices)-n)),
+		Deg: make([]float32, n), Inv: make([]float32, n)}
+	for v := range n {
+		for _, u := range indices[indptr[v]:indptr[v+1]] {
+			if int(u) != v {
+				nb.Indices = append(nb.Indices, u)
+			}
+		}
+		nb.Indptr[v+1] = int32(len(nb.Indices))
+		d := nb.Indptr[v+1] - nb.Indptr[v]
+		nb.Deg[v] = float32(d)
+		nb.Inv[v] = 1 / float32(max(d, 1))
+	}
+	return nb
 }
 
 // scaleBoth returns DInv·FeatScale row by row (see planOp.scale).

@@ -122,3 +122,46 @@ func featListsPar(in *Input, nodes []int32, workers, rows int) (*bmm.Graph, int6
 	}
 	return g, maxDeg * int64(wmax)
 }
+
+// withoutLoopsPar is withoutLoops on up to workers cores, over chunks of
+// rows rows: each chunk's entries off the diagonal counted, the chunks'
+// offsets summed, then each chunk filled at its offset.
+func withoutLoopsPar(n int, indptr, indices []int32, workers, rows int) *Neighbours {
+	chunks := (n + rows - 1) / rows
+	at := make([]int, chunks+1) // each chunk's first entry; its entry count until summed
+	par.For(chunks, workers, func(c int) {
+		k := 0
+		for v := c * rows; v < min(n, (c+1)*rows); v++ {
+			for _, u := range indices[indptr[v]:indptr[v+1]] {
+				if int(u) != v {
+					k++
+				}
+			}
+		}
+		at[c+1] = k
+	})
+	for c := range chunks {
+		at[c+1] += at[c]
+	}
+	nb := &Neighbours{Indptr: make([]int32, n+1), Indices: make([]int32, at[chunks]),
+		Deg: make([]float32, n), Inv: make([]float32, n)}
+	par.For(chunks, workers, func(c int) {
+		k := at[c]
+		for v := c * rows; v < min(n, (c+1)*rows); v++ {
+			// The row's start is k: nb.Indptr[v] of a chunk's first row
+			// is the chunk before's to write.
+			start := k
+			for _, u := range indices[indptr[v]:indptr[v+1]] {
+				if int(u) != v {
+					nb.Indices[k] = u
+					k++
+				}
+			}
+			nb.Indptr[v+1] = int32(k)
+			d := int32(k - start)
+			nb.Deg[v] = float32(d)
+			nb.Inv[v] = 1 / float32(max(d, 1))
+		}
+	})
+	return nb
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/qgtc/qgtc/bmm"
 	"github.com/qgtc/qgtc/cpu"
 )
 
@@ -153,8 +154,8 @@ func TestFeatRowsCores(t *testing.T) {
 }
 
 // TestPlanMergedCores: a merged batch large enough to be built on the
-// cores (and its feature lists) predicts what it does on one core, with
-// and without Prepare.
+// cores (and its feature lists, and SAGE's neighbours) predicts what it
+// does on one core, with and without Prepare.
 func TestPlanMergedCores(t *testing.T) {
 	ds := qSynth(t, 3*listParRows, 4, 40, false, 5)
 	parts := make([]int32, ds.Graph.N())
@@ -165,31 +166,68 @@ func TestPlanMergedCores(t *testing.T) {
 	require.NoError(t, err)
 	in, err := QuantizeInput(ds.Features, 4)
 	require.NoError(t, err)
-	m, err := NewModel(GCN, 40, 16, 4, 2, 4, 4, 5)
-	require.NoError(t, err)
-	require.NoError(t, m.Calibrate(d, in, 0))
-	run := func(procs int, prepare bool) []int32 {
-		var pred []int32
-		withProcs(procs, func() {
-			// A fresh Data each time: the batches keep their feature lists.
-			d, err := NewData(ds, parts, 7, 1)
-			require.NoError(t, err)
-			plan, err := m.Compile(cpu.NewBackend(nil))
-			require.NoError(t, err)
-			defer plan.Close()
-			plan.Agg, plan.Merge = AggSparse, MergeOn
-			if prepare {
-				require.NoError(t, plan.Prepare(d, in, true))
-			}
-			res, err := plan.Run(d, in, true, nil)
-			require.NoError(t, err)
-			require.True(t, res.Merged)
-			pred = res.Pred
-		})
-		return pred
+	for _, kind := range []string{GCN, SAGE} {
+		m, err := NewModel(kind, 40, 16, 4, 2, 4, 4, 5)
+		require.NoError(t, err)
+		require.NoError(t, m.Calibrate(d, in, 0))
+		run := func(procs int, prepare bool) []int32 {
+			var pred []int32
+			withProcs(procs, func() {
+				// A fresh Data each time: the batches keep their feature lists.
+				d, err := NewData(ds, parts, 7, 1)
+				require.NoError(t, err)
+				plan, err := m.Compile(cpu.NewBackend(nil))
+				require.NoError(t, err)
+				defer plan.Close()
+				plan.Agg, plan.Merge = AggSparse, MergeOn
+				if prepare {
+					require.NoError(t, plan.Prepare(d, in, true))
+				}
+				res, err := plan.Run(d, in, true, nil)
+				require.NoError(t, err)
+				require.True(t, res.Merged)
+				pred = res.Pred
+			})
+			return pred
+		}
+		want := run(1, false)
+		for _, prepare := range []bool{false, true} {
+			assert.Equal(t, want, run(8, prepare), "%s, prepare %v", kind, prepare)
+		}
 	}
-	want := run(1, false)
-	for _, prepare := range []bool{false, true} {
-		assert.Equal(t, want, run(8, prepare), "prepare %v", prepare)
+}
+
+// TestWithoutLoopsPar: a batch's neighbours made on the cores, in chunks
+// of any size, are the serial ones (rows with and without their
+// self-loop, empty rows, no rows) at GOMAXPROCS 1 and 8; a merged batch
+// past listParRows makes them so.
+func TestWithoutLoopsPar(t *testing.T) {
+	for _, procs := range []int{1, 8} {
+		for seed := range uint64(6) {
+			t.Run(fmt.Sprintf("procs=%d/seed=%d", procs, seed), func(t *testing.T) {
+				withProcs(procs, func() {
+					r := rand.New(rand.NewPCG(seed, 31))
+					b := randBatches(r, 1, 60, false)[0]
+					for v := range b.N() { // a self-loop in most rows, anywhere in the row
+						if r.IntN(4) > 0 && b.Indptr[v+1] > b.Indptr[v] {
+							b.Indices[b.Indptr[v]+int32(r.IntN(int(b.Indptr[v+1]-b.Indptr[v])))] = int32(v)
+						}
+					}
+					want := withoutLoops(b.N(), b.Indptr, b.Indices)
+					for _, rows := range []int{1, 2, 3, 7, 1024} {
+						assert.Equal(t, want, withoutLoopsPar(b.N(), b.Indptr, b.Indices, 8, rows), "chunks of %d rows", rows)
+					}
+				})
+			})
+		}
 	}
+	r := rand.New(rand.NewPCG(2, 31))
+	bs := randBatches(r, 6, 2*listParRows, false)
+	withProcs(8, func() {
+		m := mergeBatches(bs, 8)
+		require.GreaterOrEqual(t, m.N(), listParRows)
+		want := withoutLoops(m.N(), m.Indptr, m.Indices)
+		want.Edges = bmm.Graph{Indptr: want.Indptr, Indices: want.Indices}
+		assert.Equal(t, want, m.neighbours())
+	})
 }
