@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -86,8 +87,21 @@ func (b *Batch) PackedAdj() (*bittensor.Tensor, error) {
 // mergeBatches returns one batch holding bs side by side, block-diagonal:
 // the rows of each in turn, with its own edges (renumbered), degrees and
 // scales, so that every op, row-local, gives each row what its own batch
-// gives it. It has the edge-list forms only.
-func mergeBatches(bs []*Batch) *Batch {
+// gives it. It has the edge-list forms only. A large one is built on up
+// to workers cores (mergeBatchesPar), the same slices.
+func mergeBatches(bs []*Batch, workers int) *Batch {
+	var n, e int
+	for _, b := range bs {
+		n, e = n+b.N(), e+len(b.Indices)
+	}
+	if workers < 2 || n+e < mergeParEntries {
+		return mergeBatchesSerial(bs)
+	}
+	return mergeBatchesPar(bs, workers, mergeParRows)
+}
+
+// mergeBatchesSerial is mergeBatches on one core, the reference.
+func mergeBatchesSerial(bs []*Batch) *Batch {
 	var n, e int
 	feat := true
 	for _, b := range bs {
@@ -165,18 +179,13 @@ func withoutDiagonal(adj *bittensor.Tensor) *bittensor.Tensor {
 func (b *Batch) neighbours() *Neighbours {
 	b.nbrOnce.Do(func() {
 		n := b.N()
-		nb := &Neighbours{Indptr: make([]int32, n+1), Indices: make([]int32, 0, max(0, len(b.Indices)-n)),
-			Deg: make([]float32, n), Inv: make([]float32, n)}
-		for v := range n {
-			for _, u := range b.Indices[b.Indptr[v]:b.Indptr[v+1]] {
-				if int(u) != v {
-					nb.Indices = append(nb.Indices, u)
-				}
-			}
-			nb.Indptr[v+1] = int32(len(nb.Indices))
-			d := nb.Indptr[v+1] - nb.Indptr[v]
-			nb.Deg[v] = float32(d)
-			nb.Inv[v] = 1 / float32(max(d, 1))
+		var nb *Neighbours
+		if w := runtime.GOMAXPROCS(0); b.edgesOnly && w > 1 && n >= listParRows {
+			// A merged batch runs on its plan, never on a lane
+			// (Plan.mergedBatch): the cores are its own.
+			nb = withoutLoopsPar(n, b.Indptr, b.Indices, w, listChunkRows)
+		} else {
+			nb = withoutLoops(n, b.Indptr, b.Indices)
 		}
 		if b.hasAdj() {
 			if b.Adj != nil {
@@ -190,6 +199,26 @@ func (b *Batch) neighbours() *Neighbours {
 		b.nbr = nb
 	})
 	return b.nbr
+}
+
+// withoutLoops is the n-row CSR graph indptr, indices without its
+// self-loops, as Neighbours (no packed forms): the serial reference of
+// withoutLoopsPar.
+func withoutLoops(n int, indptr, indices []int32) *Neighbours {
+	nb := &Neighbours{Indptr: make([]int32, n+1), Indices: make([]int32, 0, max(0, len(indices)-n)),
+		Deg: make([]float32, n), Inv: make([]float32, n)}
+	for v := range n {
+		for _, u := range indices[indptr[v]:indptr[v+1]] {
+			if int(u) != v {
+				nb.Indices = append(nb.Indices, u)
+			}
+		}
+		nb.Indptr[v+1] = int32(len(nb.Indices))
+		d := nb.Indptr[v+1] - nb.Indptr[v]
+		nb.Deg[v] = float32(d)
+		nb.Inv[v] = 1 / float32(max(d, 1))
+	}
+	return nb
 }
 
 // scaleBoth returns DInv·FeatScale row by row (see planOp.scale).
@@ -215,8 +244,9 @@ func (b *Batch) featSums(in *Input) []float32 {
 // featRows is the stored feature codes of b's nodes as the graph of an
 // aggregation over W's code rows (in.Cols source rows), in b's row order,
 // weighted by the codes unless all are 1, with its weight bound; nil when
-// in's codes pass 8 bits or want is false.
-func (b *Batch) featRows(in *Input, want bool) (*bmm.Graph, int64) {
+// in's codes pass 8 bits or want is false. A large batch's lists are made
+// on up to workers cores.
+func (b *Batch) featRows(in *Input, want bool, workers int) (*bmm.Graph, int64) {
 	if !want || in.Params.Bits > 8 {
 		return nil, 0
 	}
@@ -224,35 +254,47 @@ func (b *Batch) featRows(in *Input, want bool) (*bmm.Graph, int64) {
 	defer b.feat.Unlock()
 	b.featFor(in)
 	if !b.feat.adjMade {
-		// Sized up front: grown by append, the copies and the garbage
-		// cost a one-shot run about as much as its ops.
-		nnz := 0
-		for _, v := range b.Nodes {
-			nnz += int(in.Indptr[v+1] - in.Indptr[v])
+		if workers < 2 || len(b.Nodes) < listParRows {
+			b.feat.graph, b.feat.bound = featLists(in, b.Nodes)
+		} else {
+			b.feat.graph, b.feat.bound = featListsPar(in, b.Nodes, workers, listChunkRows)
 		}
-		g := &bmm.Graph{Indptr: make([]int32, len(b.Nodes)+1), Indices: make([]int32, nnz)}
-		if !in.allOnes {
-			g.Weights, g.WeightBits = make([]uint8, nnz), in.Params.Bits
-		}
-		var maxDeg int64
-		wmax, at := uint32(1), 0
-		for i, v := range b.Nodes {
-			q0, q1 := in.Indptr[v], in.Indptr[v+1]
-			copy(g.Indices[at:], in.Indices[q0:q1])
-			if g.Weights != nil {
-				w := g.Weights[at : at+int(q1-q0)]
-				for j, c := range in.Codes[q0:q1] {
-					w[j] = uint8(c)
-					wmax = max(wmax, c)
-				}
-			}
-			at += int(q1 - q0)
-			g.Indptr[i+1] = int32(at)
-			maxDeg = max(maxDeg, int64(q1-q0))
-		}
-		b.feat.graph, b.feat.bound, b.feat.adjMade = g, maxDeg*int64(wmax), true
+		b.feat.adjMade = true
 	}
 	return b.feat.graph, b.feat.bound
+}
+
+// featLists is the graph of the feature lists of nodes in in, in their
+// order, weighted unless in's codes are all 1, and its weight bound: the
+// serial reference of featListsPar.
+func featLists(in *Input, nodes []int32) (*bmm.Graph, int64) {
+	// Sized up front: grown by append, the copies and the garbage cost a
+	// one-shot run about as much as its ops.
+	nnz := 0
+	for _, v := range nodes {
+		nnz += int(in.Indptr[v+1] - in.Indptr[v])
+	}
+	g := &bmm.Graph{Indptr: make([]int32, len(nodes)+1), Indices: make([]int32, nnz)}
+	if !in.allOnes {
+		g.Weights, g.WeightBits = make([]uint8, nnz), in.Params.Bits
+	}
+	var maxDeg int64
+	wmax, at := uint32(1), 0
+	for i, v := range nodes {
+		q0, q1 := in.Indptr[v], in.Indptr[v+1]
+		copy(g.Indices[at:], in.Indices[q0:q1])
+		if g.Weights != nil {
+			w := g.Weights[at : at+int(q1-q0)]
+			for j, c := range in.Codes[q0:q1] {
+				w[j] = uint8(c)
+				wmax = max(wmax, c)
+			}
+		}
+		at += int(q1 - q0)
+		g.Indptr[i+1] = int32(at)
+		maxDeg = max(maxDeg, int64(q1-q0))
+	}
+	return g, maxDeg * int64(wmax)
 }
 
 // featFor makes b.feat the view of in (b.feat is locked).

@@ -61,7 +61,7 @@ func TestPlanMerged(t *testing.T) {
 // adjacency.
 func TestMergeBatches(t *testing.T) {
 	_, d, _ := unequalData(t, GCN, 4, 4, false)
-	m := mergeBatches(d.Eval)
+	m := mergeBatches(d.Eval, 1)
 	assert.True(t, m.edgesOnly)
 	assert.Nil(t, m.Adj)
 	row := 0

@@ -81,6 +81,9 @@ type Plan struct {
 	par       *planLanes // Run's batch-parallel lanes (run.go)
 	replay    *replayed  // the recorded pass (replay.go)
 	replayOff bool       // the backend could not record a pass
+	// onLane: the plan is one of Run's lanes, which run side by side on
+	// the cores, so its own loops stay on its goroutine.
+	onLane bool
 }
 
 // keptKey names a batch's uploads for the features of in, sparse or
@@ -559,7 +562,7 @@ func (p *Plan) merges(d *Data) bool {
 func (p *Plan) mergedBatch(d *Data) *Batch {
 	m := &p.merged
 	if m.d != d || m.first != d.Eval[0] || m.n != len(d.Eval) {
-		m.d, m.first, m.n, m.b = d, d.Eval[0], len(d.Eval), mergeBatches(d.Eval)
+		m.d, m.first, m.n, m.b = d, d.Eval[0], len(d.Eval), mergeBatches(d.Eval, p.cores())
 	}
 	return m.b
 }
@@ -863,7 +866,7 @@ func (ps *pass) features(x *bittensor.Tensor, sx *Input) error {
 // sparseLists is the graph of b's feature lists in sx when the first
 // product sums weight rows over them, nil when it takes the dense one.
 func (p *Plan) sparseLists(b *Batch, sx *Input) *bmm.Graph {
-	g, bound := b.featRows(sx, p.byteFirst(sx))
+	g, bound := b.featRows(sx, p.byteFirst(sx), p.cores())
 	if g == nil || float64(bound)*(math.Exp2(float64(p.Model.linBits(&p.Model.Layers[0].Lin1)))-1) > math.MaxInt32 {
 		return nil
 	}

@@ -52,12 +52,12 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 		src int
 	}
 	// graphsOf lists b's graphs as the pass uploads them (the feature
-	// lists first), making the lists when the pass reads them.
-	graphsOf := func(b *Batch) []upload {
+	// lists first), making the lists as q, the plan or a lane, would.
+	graphsOf := func(q *Plan, b *Batch) []upload {
 		var ups []upload
 		if sparse {
-			p.packLists(b, in)
-			if g := p.sparseLists(b, in); g != nil {
+			q.packLists(b, in)
+			if g := q.sparseLists(b, in); g != nil {
 				ups = append(ups, upload{graphKey{b: b, in: in}, g, in.Cols})
 			}
 		}
@@ -86,7 +86,7 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 	}
 	if lanes < 2 { // as Run: one batch (merged) checked on every core, or the serial loop
 		for _, b := range rest {
-			for _, u := range graphsOf(b) {
+			for _, u := range graphsOf(p, b) {
 				if p.graphs[u.key] != nil {
 					continue
 				}
@@ -121,7 +121,7 @@ func (p *Plan) Prepare(d *Data, in *Input, sparse bool) error {
 			if i >= len(rest) {
 				return
 			}
-			for _, u := range graphsOf(rest[i]) {
+			for _, u := range graphsOf(lps[w], rest[i]) {
 				o, err := lps[w].Backend.UploadGraph(u.g, u.src)
 				if err != nil {
 					errs[i] = fmt.Errorf("layers: uploading a graph: %w", err)

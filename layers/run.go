@@ -50,6 +50,15 @@ func (p *Plan) laneCount(nb int) int {
 	return l
 }
 
+// cores is how many cores p's own loops (the merged batch, the feature
+// lists) may use: one on a lane.
+func (p *Plan) cores() int {
+	if p.onLane {
+		return 1
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
 // lane returns lane i, making the lanes up to it: a copy of the plan whose
 // backend is a fork of p's, with empty pools and caches of its own. The
 // copy shares p's compiled operands (weights and static epilogue vectors),
@@ -71,6 +80,7 @@ func (p *Plan) lane(i int) (*Plan, error) {
 		lp.run = make([]bmm.Epi, len(p.run))
 		lp.graphs, lp.shared, lp.pred, lp.par, lp.kept = nil, nil, nil, nil, nil
 		lp.merged.d, lp.merged.first, lp.merged.b = nil, nil, nil
+		lp.onLane = true
 		p.par.lanes = append(p.par.lanes, lp)
 	}
 	lp := p.par.lanes[i]
@@ -162,7 +172,7 @@ type laneWork struct {
 // in, on b's first run: the feature lists and the code sums (kept by the
 // batch). It is that product's packing, as Input.Pack is the dense one's.
 func (p *Plan) packLists(b *Batch, in *Input) {
-	if g, _ := b.featRows(in, p.byteFirst(in)); g != nil {
+	if g, _ := b.featRows(in, p.byteFirst(in), p.cores()); g != nil {
 		b.featSums(in)
 	}
 }
