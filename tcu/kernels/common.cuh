@@ -121,37 +121,42 @@ __device__ __noinline__ void emit(const Prob* __restrict__ Pg, int c, int m, int
 
 // packBits bit-decomposes the block's bm×bn tile of codes q (row stride
 // ldq) into the output tensor's planes: a warp takes 32 consecutive
-// positions of one output line, and __ballot_sync turns bit p of the 32
-// codes into plane p's word. Words that tiles share are OR-ed in (the
-// output was zeroed), so they compose.
+// positions of one output line, __ballot_sync turns bit p of the 32
+// codes into plane p's word, and lane p stores it. Words that tiles share
+// are OR-ed in (the output was zeroed), so they compose. The descriptor's
+// fields are read once: the stores could alias it for all the compiler
+// knows, and re-reading them after each store chained the loop's latency.
 __device__ __noinline__ void packBits(const Prob* __restrict__ Pg, const u32* q, int ldq, int m0, int n0, int bm, int bn) {
-  const Prob& P = *Pg;
-  u32* out = (u32*)P.out;
+  const int byCols = Pg->outByCols, M = Pg->M, N = Pg->N, bits = Pg->outBits, lw32 = Pg->outLw32;
+  const long long plane = Pg->outPlane;
+  u32* const out = (u32*)Pg->out;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = BLOCK_WARPS;
   // Lines are rows (ByRows) or columns (ByCols); bits run along the other axis.
-  const int lines = P.outByCols ? min(bn, P.N - n0) : min(bm, P.M - m0);
-  const int b0 = P.outByCols ? m0 : n0;
-  const int bext = P.outByCols ? min(bm, P.M - m0) : min(bn, P.N - n0);
+  const int lines = byCols ? min(bn, N - n0) : min(bm, M - m0);
+  const int b0 = byCols ? m0 : n0;
+  const int bext = byCols ? min(bm, M - m0) : min(bn, N - n0);
   if (lines <= 0 || bext <= 0) return;
-  const int w0 = b0 >> 5, w1 = (b0 + bext + 31) >> 5, nwords = w1 - w0;
-  for (int task = warp; task < lines * nwords; task += nw) {
-    const int l = task / nwords, w = w0 + task % nwords;
-    const int pos = w * 32 + lane;  // bit position along the packed axis
-    u32 v = 0;
-    if (pos >= b0 && pos < b0 + bext) {
-      v = P.outByCols ? q[(pos - m0) * ldq + l] : q[l * ldq + (pos - n0)];
-    }
-    const long long line = P.outByCols ? (long long)(n0 + l) : (long long)(m0 + l);
-    u32* dst = out + line * P.outLw32 + w;
-    // A word none of whose bits another tile holds is stored, not OR-ed.
-    const bool own = w * 32 >= b0 && min(w * 32 + 32, P.outByCols ? P.M : P.N) <= b0 + bext;
-    for (int p = 0; p < P.outBits; p++) {
-      u32 word = __ballot_sync(0xffffffffu, (v >> p) & 1u);
-      if (lane == 0 && word) {
-        if (own) {
-          dst[p * P.outPlane] = word;
+  const int w0 = b0 >> 5, w1 = (b0 + bext + 31) >> 5;
+  for (int l = warp; l < lines; l += nw) {
+    const long long line = byCols ? (long long)(n0 + l) : (long long)(m0 + l);
+    for (int w = w0; w < w1; w++) {
+      const int pos = w * 32 + lane;  // bit position along the packed axis
+      u32 v = 0;
+      if (pos >= b0 && pos < b0 + bext) {
+        v = byCols ? q[(pos - m0) * ldq + l] : q[l * ldq + (pos - n0)];
+      }
+      u32 mine = 0;  // plane lane's word
+      for (int p = 0; p < bits; p++) {
+        const u32 word = __ballot_sync(0xffffffffu, (v >> p) & 1u);
+        if (lane == p) mine = word;
+      }
+      if (lane < bits && mine) {
+        u32* dst = out + line * lw32 + w + lane * plane;
+        // A word none of whose bits another tile holds is stored, not OR-ed.
+        if (w * 32 >= b0 && min(w * 32 + 32, byCols ? M : N) <= b0 + bext) {
+          *dst = mine;
         } else {
-          atomicOr(dst + p * P.outPlane, word);
+          atomicOr(dst, mine);
         }
       }
     }
