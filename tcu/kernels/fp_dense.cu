@@ -194,9 +194,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
               const float* __restrict__ eps, i64 n, i64 acc) {
   const float s = 1.f + eps[0];
   FOR_EACH(i, n) {
-    float v = s * x[i];
-    if (agg) v = agg[i] + v;
-    out[i] = acc ? out[i] + v : v;
+    // Each step rounded on its own, as the CPU's nn.AddScaled: no FMA.
+    float v = __fmul_rn(s, x[i]);
+    if (agg) v = __fadd_rn(agg[i], v);
+    out[i] = acc ? __fadd_rn(out[i], v) : v;
   }
 }
 

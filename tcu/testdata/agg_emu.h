@@ -33,8 +33,6 @@ static unsigned atomicOr(unsigned* p, unsigned v) {
   *p = old | v;
   return old;
 }
-static float __fmul_rn(float a, float b) { return a * b; }
-static float __fadd_rn(float a, float b) { return a + b; }
 static double __dmul_rn(double a, double b) { return a * b; }
 static double __dadd_rn(double a, double b) { return a + b; }
 static float __int2float_rn(int c) { return (float)c; }

@@ -38,6 +38,9 @@ template <class T>
 static inline T min(T a, T b) {
   return a < b ? a : b;
 }
+// Rounded steps, as the tests compile with -ffp-contract=off.
+static float __fmul_rn(float a, float b) { return a * b; }
+static float __fadd_rn(float a, float b) { return a + b; }
 static inline float __int_as_float(long long i) {
   int32_t v = (int32_t)i;
   float f;
