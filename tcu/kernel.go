@@ -477,57 +477,13 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	}
 
 	var in region
-	ps := make([]prob, len(jobs))
-	type fix struct{ a, b, kp, ki int }
-	fixes := make([]fix, len(jobs))
-	epOffs := make([][6]int, len(jobs))
-	entries := make([]float64, len(jobs)) // (row tile, k-step) pairs visited, for BenchResult
+	ps, fixes := layProbs(jobs, cfg, lists, &in)
 	p := &plan{k: k, cfg: cfg, fn: fn, jobs: jobs, nprobs: len(jobs)}
-	for i, j := range jobs {
-		la, lb := layoutOf(j.a), layoutOf(j.b)
-		ps[i].ALines, ps[i].BLines = int32(la.lines), int32(lb.lines)
-		ps[i].APlane, ps[i].BPlane = int64(2*la.planeWords()), int64(2*lb.planeWords())
-		var aw, bw []uint64
-		if cfg.path == PathWGMMA {
-			// Tiled for bulk copies: lines padded to the block tile, and
-			// a zero k-step after the last.
-			// (APlane and BPlane carry the 32-bit words of one tile.)
-			var al, bl, at, bt int
-			aw, al, _, at = tiledWords(j.a, cfg.bm, cfg.bm, cfg.ks)
-			bw, bl, _, bt = tiledWords(j.b, cfg.bn, cfg.bn, cfg.ks)
-			ps[i].ALines, ps[i].BLines = int32(al), int32(bl)
-			ps[i].APlane, ps[i].BPlane = int64(2*at), int64(2*bt)
-		} else {
-			aw, bw = deviceWords(j.a), deviceWords(j.b)
-		}
-		fixes[i].a = in.add(asBytes(aw), 8*max(len(aw), 1))
-		fixes[i].b = in.add(asBytes(bw), 8*max(len(bw), 1))
-		fixes[i].kp = -1
-		entries[i] = float64(((j.m + cfg.bm - 1) / cfg.bm) * (la.lw / stepWords))
+	for i, j := range jobs { // (row tile, k-step) pairs visited, for BenchResult
 		if l := lists[i]; l.kp != nil {
-			fixes[i].kp = in.add(asBytes(l.kp), 4*len(l.kp))
-			fixes[i].ki = in.add(asBytes(l.ki), 4*max(len(l.ki), 1))
-			entries[i] = float64(len(l.ki))
-		}
-		p.work += entries[i]
-		epOffs[i] = [6]int{-1, -1, -1, -1, -1, -1}
-		if j.ep != nil {
-			for v, s := range [][]float32{j.ep.ColScale, j.ep.RowTerm, j.ep.ColTerm, j.ep.ColConst, j.ep.RowScale, j.ep.ColBias} {
-				if s != nil {
-					epOffs[i][v] = in.add(asBytes(s), 4*max(len(s), 1))
-				}
-			}
-			ps[i].ReLU = b2i(j.ep.ReLU)
-		}
-		ps[i].M, ps[i].N = int32(j.m), int32(j.n)
-		ps[i].Lw32 = int32(2 * la.lw)
-		ps[i].Mode = int32(j.mode)
-		if j.mode == modeBit {
-			ps[i].OutBits = int32(j.bits.Bits())
-			ps[i].OutByCols = b2i(j.bits.Packing() == bittensor.ByCols)
-			ps[i].OutLw32 = int32(2 * j.bits.LineWords())
-			ps[i].OutPlane = int64(2 * j.bits.PlaneWords())
-			ps[i].RqScale, ps[i].RqOffset = j.rq.Scale, j.rq.Offset
+			p.work += float64(len(l.ki))
+		} else {
+			p.work += float64(((j.m + cfg.bm - 1) / cfg.bm) * (layoutOf(j.a).lw / stepWords))
 		}
 	}
 	desc, blocks, err := packLaunch(ps, cfg.bm, cfg.bn)
@@ -557,19 +513,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	}
 	p.buf, p.blocks = buf, blocks
 	base := uint64(buf.ptr)
-	for i := range ps {
-		ps[i].A, ps[i].B = base+uint64(fixes[i].a), base+uint64(fixes[i].b)
-		if fixes[i].kp >= 0 {
-			ps[i].Kptr, ps[i].Kidx = base+uint64(fixes[i].kp), base+uint64(fixes[i].ki)
-		}
-		ptrs := []*uint64{&ps[i].ColScale, &ps[i].RowTerm, &ps[i].ColTerm, &ps[i].ColConst, &ps[i].RowScale, &ps[i].ColBias}
-		for v, off := range epOffs[i] {
-			if off >= 0 {
-				*ptrs[v] = base + uint64(off)
-			}
-		}
-		ps[i].Out = base + uint64(p.outAt[i])
-	}
+	fixProbs(ps, fixes, base, p.outAt)
 	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn)
 	if err != nil {
 		p.free()
@@ -602,6 +546,86 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// probFix is where a product's operands lie in a launch's input region
+// (byte offsets), before the region has a device address.
+type probFix struct {
+	a, b, kp, ki int
+	ep           [6]int // the epilogue's vectors (Prob's order); -1: none
+}
+
+// layProbs adds jobs' operands to in as cfg's kernel reads them (tiled
+// for wgmma; with each product's zero-tile list) and returns their
+// descriptors, whose addresses fixProbs sets once in has one.
+func layProbs(jobs []job, cfg config, lists []ztj, in *region) ([]prob, []probFix) {
+	ps := make([]prob, len(jobs))
+	fixes := make([]probFix, len(jobs))
+	for i, j := range jobs {
+		la, lb := layoutOf(j.a), layoutOf(j.b)
+		ps[i].ALines, ps[i].BLines = int32(la.lines), int32(lb.lines)
+		ps[i].APlane, ps[i].BPlane = int64(2*la.planeWords()), int64(2*lb.planeWords())
+		var aw, bw []uint64
+		if cfg.path == PathWGMMA {
+			// Tiled for bulk copies: lines padded to the block tile, and
+			// a zero k-step after the last.
+			// (APlane and BPlane carry the 32-bit words of one tile.)
+			var al, bl, at, bt int
+			aw, al, _, at = tiledWords(j.a, cfg.bm, cfg.bm, cfg.ks)
+			bw, bl, _, bt = tiledWords(j.b, cfg.bn, cfg.bn, cfg.ks)
+			ps[i].ALines, ps[i].BLines = int32(al), int32(bl)
+			ps[i].APlane, ps[i].BPlane = int64(2*at), int64(2*bt)
+		} else {
+			aw, bw = deviceWords(j.a), deviceWords(j.b)
+		}
+		f := &fixes[i]
+		f.a = in.add(asBytes(aw), 8*max(len(aw), 1))
+		f.b = in.add(asBytes(bw), 8*max(len(bw), 1))
+		f.kp = -1
+		if l := lists[i]; l.kp != nil {
+			f.kp = in.add(asBytes(l.kp), 4*len(l.kp))
+			f.ki = in.add(asBytes(l.ki), 4*max(len(l.ki), 1))
+		}
+		f.ep = [6]int{-1, -1, -1, -1, -1, -1}
+		if j.ep != nil {
+			for v, s := range [][]float32{j.ep.ColScale, j.ep.RowTerm, j.ep.ColTerm, j.ep.ColConst, j.ep.RowScale, j.ep.ColBias} {
+				if s != nil {
+					f.ep[v] = in.add(asBytes(s), 4*max(len(s), 1))
+				}
+			}
+			ps[i].ReLU = b2i(j.ep.ReLU)
+		}
+		ps[i].M, ps[i].N = int32(j.m), int32(j.n)
+		ps[i].Lw32 = int32(2 * la.lw)
+		ps[i].Mode = int32(j.mode)
+		if j.mode == modeBit {
+			ps[i].OutBits = int32(j.bits.Bits())
+			ps[i].OutByCols = b2i(j.bits.Packing() == bittensor.ByCols)
+			ps[i].OutLw32 = int32(2 * j.bits.LineWords())
+			ps[i].OutPlane = int64(2 * j.bits.PlaneWords())
+			ps[i].RqScale, ps[i].RqOffset = j.rq.Scale, j.rq.Offset
+		}
+	}
+	return ps, fixes
+}
+
+// fixProbs sets the addresses of ps: their operands laid out by layProbs
+// in a region at base, product i's output at base+outAt[i].
+func fixProbs(ps []prob, fixes []probFix, base uint64, outAt []int) {
+	for i := range ps {
+		f := fixes[i]
+		ps[i].A, ps[i].B = base+uint64(f.a), base+uint64(f.b)
+		if f.kp >= 0 {
+			ps[i].Kptr, ps[i].Kidx = base+uint64(f.kp), base+uint64(f.ki)
+		}
+		ptrs := []*uint64{&ps[i].ColScale, &ps[i].RowTerm, &ps[i].ColTerm, &ps[i].ColConst, &ps[i].RowScale, &ps[i].ColBias}
+		for v, off := range f.ep {
+			if off >= 0 {
+				*ptrs[v] = base + uint64(off)
+			}
+		}
+		ps[i].Out = base + uint64(outAt[i])
+	}
 }
 
 func b2i(b bool) int32 {

@@ -163,44 +163,13 @@ func newMMALaunch(t *testing.T, k *Kernel, jobs []emuJob) *mmaLaunch {
 
 	// As Kernel.prepare (the mma.sync path).
 	var in region
+	ps, fixes := layProbs(js, cfg, lists, &in)
 	nlists := 0
-	ps := make([]prob, len(jobs))
-	type fix struct{ a, b, kp, ki int }
-	fixes := make([]fix, len(jobs))
-	epOffs := make([][6]int, len(jobs))
 	for i, j := range jobs {
-		la, lb := layoutOf(j.a), layoutOf(j.b)
-		ps[i].ALines, ps[i].BLines = int32(la.lines), int32(lb.lines)
-		ps[i].APlane, ps[i].BPlane = int64(2*la.planeWords()), int64(2*lb.planeWords())
-		aw, bw := deviceWords(j.a), deviceWords(j.b)
-		fixes[i].a = in.add(asBytes(aw), 8*max(len(aw), 1))
-		fixes[i].b = in.add(asBytes(bw), 8*max(len(bw), 1))
-		fixes[i].kp = -1
-		if l := lists[i]; l.kp != nil {
-			fixes[i].kp = in.add(asBytes(l.kp), 4*len(l.kp))
-			fixes[i].ki = in.add(asBytes(l.ki), 4*max(len(l.ki), 1))
+		if lists[i].kp != nil {
 			nlists++
 		}
-		epOffs[i] = [6]int{-1, -1, -1, -1, -1, -1}
-		if j.ep != nil {
-			for v, s := range [][]float32{j.ep.ColScale, j.ep.RowTerm, j.ep.ColTerm, j.ep.ColConst, j.ep.RowScale, j.ep.ColBias} {
-				if s != nil {
-					epOffs[i][v] = in.add(asBytes(s), 4*max(len(s), 1))
-				}
-			}
-			ps[i].ReLU = b2i(j.ep.ReLU)
-		}
-		ps[i].M, ps[i].N = int32(j.m), int32(j.n)
-		ps[i].Lw32 = int32(2 * la.lw)
-		ps[i].Mode = int32(j.mode)
-		switch j.mode {
-		case modeBit:
-			ps[i].OutBits = int32(j.bits.Bits())
-			ps[i].OutByCols = b2i(j.bits.Packing() == bittensor.ByCols)
-			ps[i].OutLw32 = int32(2 * j.bits.LineWords())
-			ps[i].OutPlane = int64(2 * j.bits.PlaneWords())
-			ps[i].RqScale, ps[i].RqOffset = j.rq.Scale, j.rq.Offset
-		case modeCodes: // as Backend.mulLaunch
+		if j.mode == modeCodes { // as Backend.mulLaunch
 			ps[i].OutBits, ps[i].RqScale, ps[i].RqOffset = int32(j.qbits), j.rq.Scale, j.rq.Offset
 		}
 	}
@@ -229,19 +198,7 @@ func newMMALaunch(t *testing.T, k *Kernel, jobs []emuJob) *mmaLaunch {
 	}
 	// Kernel.prepare sizes shared memory by the largest mode (plan.maxMode).
 	l.smem = cfg.smem(maxMode)
-	for i := range ps {
-		ps[i].A, ps[i].B = emuBase+uint64(fixes[i].a), emuBase+uint64(fixes[i].b)
-		if fixes[i].kp >= 0 {
-			ps[i].Kptr, ps[i].Kidx = emuBase+uint64(fixes[i].kp), emuBase+uint64(fixes[i].ki)
-		}
-		ptrs := []*uint64{&ps[i].ColScale, &ps[i].RowTerm, &ps[i].ColTerm, &ps[i].ColConst, &ps[i].RowScale, &ps[i].ColBias}
-		for v, off := range epOffs[i] {
-			if off >= 0 {
-				*ptrs[v] = emuBase + uint64(off)
-			}
-		}
-		ps[i].Out = emuBase + uint64(l.outAt[i])
-	}
+	fixProbs(ps, fixes, emuBase, l.outAt)
 	desc, _, err = packLaunch(ps, cfg.bm, cfg.bn)
 	require.NoError(t, err)
 	in.parts[len(in.parts)-1].data = desc
