@@ -111,6 +111,17 @@ static void emuLaneMain() {
   swapcontext(&emuCur->ctx, &emuSched);
 }
 
+// emuStart makes lane l run the launch's body from the start.
+static void emuStart(emuLane& l) {
+  getcontext(&l.ctx);
+  l.ctx.uc_stack.ss_sp = l.stack.data();
+  l.ctx.uc_stack.ss_size = l.stack.size();
+  l.ctx.uc_link = nullptr;
+  l.done = l.waiting = false;
+  l.shuffles = 0;
+  makecontext(&l.ctx, emuLaneMain, 0);
+}
+
 // emuLaunch runs body over a grid of gx × gy blocks of block threads, one
 // group of g lanes at a time.
 static void emuLaunch(unsigned gx, unsigned gy, unsigned block, int g, std::function<void()> body) {
@@ -124,15 +135,7 @@ static void emuLaunch(unsigned gx, unsigned gy, unsigned block, int g, std::func
     for (unsigned bx = 0; bx < gx; bx++) {
       blockIdx = {bx, by, 0};
       for (unsigned base = 0; base < block; base += g) {
-        for (auto& l : lanes) {
-          getcontext(&l.ctx);
-          l.ctx.uc_stack.ss_sp = l.stack.data();
-          l.ctx.uc_stack.ss_size = l.stack.size();
-          l.ctx.uc_link = nullptr;
-          l.done = l.waiting = false;
-          l.shuffles = 0;
-          makecontext(&l.ctx, emuLaneMain, 0);
-        }
+        for (auto& l : lanes) emuStart(l);
         for (;;) {
           int done = 0;
           for (int i = 0; i < g; i++) {
@@ -171,15 +174,7 @@ static void emuLaunchBlocks(unsigned gx, unsigned gy, unsigned gz, unsigned bloc
     for (unsigned by = 0; by < gy; by++) {
       for (unsigned bx = 0; bx < gx; bx++) {
         blockIdx = {bx, by, bz};
-        for (auto& l : lanes) {
-          getcontext(&l.ctx);
-          l.ctx.uc_stack.ss_sp = l.stack.data();
-          l.ctx.uc_stack.ss_size = l.stack.size();
-          l.ctx.uc_link = nullptr;
-          l.done = l.waiting = false;
-          l.shuffles = 0;
-          makecontext(&l.ctx, emuLaneMain, 0);
-        }
+        for (auto& l : lanes) emuStart(l);
         for (;;) {
           int done = 0, waiting = 0;
           for (unsigned i = 0; i < block; i++) {
