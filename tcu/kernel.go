@@ -495,16 +495,7 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	out := region{size: p.outOff}
 	p.outAt = make([]int, len(jobs))
 	for i, j := range jobs {
-		var n int
-		switch j.mode {
-		case modeInt:
-			n = cfg.outBytes() * j.m * j.n
-		case modeFloat:
-			n = 4 * j.m * j.n
-		case modeBit:
-			n = 8 * len(j.bits.Words())
-		}
-		p.outAt[i] = out.add(nil, max(roundUp(n, 4), 4)) // memset32 clears whole words
+		p.outAt[i] = out.add(nil, max(roundUp(cfg.jobOutBytes(j), 4), 4)) // memset32 clears whole words
 	}
 	p.outLen = out.size - p.outOff
 	buf, err := k.d.alloc(out.size)
@@ -546,6 +537,21 @@ func (k *Kernel) prepare(jobs []job) (*plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// jobOutBytes is the bytes of j's output on the device.
+func (c config) jobOutBytes(j job) int {
+	switch j.mode {
+	case modeInt:
+		return c.outBytes() * j.m * j.n
+	case modeFloat:
+		return 4 * j.m * j.n
+	case modeBit:
+		return 8 * len(j.bits.Words())
+	case modeCodes:
+		return j.m * j.n
+	}
+	return 0
 }
 
 // probFix is where a product's operands lie in a launch's input region

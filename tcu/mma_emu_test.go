@@ -181,17 +181,7 @@ func newMMALaunch(t *testing.T, k *Kernel, jobs []emuJob) *mmaLaunch {
 	out := region{size: l.outOff}
 	maxMode := 0
 	for _, j := range jobs {
-		var n int
-		switch j.mode {
-		case modeInt:
-			n = cfg.outBytes() * j.m * j.n
-		case modeFloat:
-			n = 4 * j.m * j.n
-		case modeBit:
-			n = 8 * len(j.bits.Words())
-		case modeCodes:
-			n = j.m * j.n
-		}
+		n := cfg.jobOutBytes(j.job)
 		l.outAt = append(l.outAt, out.add(nil, max(roundUp(n, 4), 4)))
 		l.outLen = append(l.outLen, n)
 		maxMode = max(maxMode, j.mode)
