@@ -98,27 +98,6 @@ __device__ __forceinline__ u32 quantize(float y, float scale, float offset, int 
   return __float2uint_rz(floorf(v));
 }
 
-// emit stores product c at (m, n): int (outT), float32 or the
-// re-quantized byte code straight to the row-major output, or the
-// re-quantized code into the block's q tile
-// (ldq words per row) for packBits. Out-of-range positions store code 0.
-// Not inlined: the epilogue runs once per output, and an inlined copy per
-// accumulator register made NVRTC take seconds per kernel variant. P is the
-// descriptor in global memory (its fields stay in L1).
-__device__ __noinline__ void emit(const Prob* __restrict__ Pg, int c, int m, int n, u32* q, int qi) {
-  const Prob& P = *Pg;
-  bool ok = m < P.M && n < P.N;
-  if (P.mode == MODE_INT) {
-    if (ok) ((outT*)P.out)[(long long)m * P.N + n] = (outT)c;
-  } else if (P.mode == MODE_FLOAT) {
-    if (ok) ((float*)P.out)[(long long)m * P.N + n] = applyEp(P, c, m, n);
-  } else if (P.mode == MODE_CODES) {
-    if (ok) ((unsigned char*)P.out)[(long long)m * P.N + n] = (unsigned char)quantize(applyEp(P, c, m, n), P.rqScale, P.rqOffset, P.outBits);
-  } else {
-    q[qi] = ok ? quantize(applyEp(P, c, m, n), P.rqScale, P.rqOffset, P.outBits) : 0u;
-  }
-}
-
 // packBits bit-decomposes the block's bm×bn tile of codes q (row stride
 // ldq) into the output tensor's planes: a warp takes 32 consecutive
 // positions of one output line, __ballot_sync turns bit p of the 32
@@ -211,27 +190,3 @@ __device__ __forceinline__ void storePair(const Prob& P, int m, int n, int a, in
     if (n + 1 < P.N) o[1] = (outT)b;
   }
 }
-
-// FINISH_TILE is the tail both kernels share, expanded inside the kernel
-// body after the main loop: FOR_OUT(body) must run body once per output
-// the thread holds, with (lr, lc) its place in the BMv×BNv tile and v its
-// product, and P, probs, pi, m0, n0 and smem be in scope. int outputs are
-// stored inline; float and bit outputs go through emit (and packBits).
-#define FINISH_TILE(BMv, BNv)                                                           \
-  do {                                                                                  \
-    if (P.mode == MODE_INT) {                                                           \
-      /* Outputs come in pairs of adjacent columns (even first): one 8-byte */         \
-      /* store each when N is even. */                                                  \
-      int pv_ = 0;                                                                      \
-      FOR_OUT(if ((lc & 1) == 0) pv_ = v; else storePair(P, m0 + lr, n0 + lc - 1, pv_, v);) \
-      return;                                                                           \
-    }                                                                                   \
-    /* The q tile reuses the stage buffers: wait for every warp's wgmmas. */          \
-    if (P.mode == MODE_BIT) BLOCK_SYNC();                                               \
-    u32* q_ = (u32*)smem;                                                               \
-    FOR_OUT(emit(probs + pi, v, m0 + lr, n0 + lc, q_, lr * ((BNv) + 1) + lc);)          \
-    if (P.mode == MODE_BIT) {                                                           \
-      BLOCK_SYNC();                                                                     \
-      packBits(probs + pi, q_, (BNv) + 1, m0, n0, (BMv), (BNv));                        \
-    }                                                                                   \
-  } while (0)
