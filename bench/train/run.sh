@@ -72,6 +72,16 @@ for s in $STEPS; do
 		python3 bench/train/table.py "$L/runs.tsv" >"$OUT/table.md" 2>>"$L/run.txt"
 		cat "$OUT/table.md"
 		;;
+	gatlayer)
+		# One GAT layer, forward + backward: ms per pass and peak MiB.
+		(cd tcu && timeout 300 "$B/tcu.test" -test.run '^$' -test.bench '^BenchmarkFPGATLayer$' -test.benchtime 50x -test.count=1) \
+			>"$L/gatlayer-qgtc.log" 2>&1
+		echo "gatlayer qgtc rc=$?" | tee -a "$L/run.txt"
+		timeout 300 python3 -u bench/train/pyg_gat_layer.py 50 >"$L/gatlayer-pyg.tsv" 2>"$L/gatlayer-pyg.log"
+		echo "gatlayer pyg rc=$?" | tee -a "$L/run.txt"
+		grep -h 'BenchmarkFPGATLayer' "$L/gatlayer-qgtc.log" | tee -a "$L/run.txt"
+		tee -a "$L/run.txt" <"$L/gatlayer-pyg.tsv"
+		;;
 	esac
 done
 cat "$L/run.txt"
