@@ -23,13 +23,11 @@ var ErrUnsupported = errors.New("gpufp: not on the GPU yet")
 // else an error wrapping ErrUnsupported that names what does not.
 func Supported(c fp.Config) error {
 	switch {
-	case c.Model == "gat":
-		return fmt.Errorf("%w: gat (its fused attention has no device kernels; train it on the CPU)", ErrUnsupported)
 	case c.Model == "sage" && c.Aggr == "max":
 		return fmt.Errorf("%w: sage with max aggregation (mean is)", ErrUnsupported)
 	case c.Model == "gin" && c.Norm == "batch":
 		return fmt.Errorf("%w: gin with batch norm (norm none is)", ErrUnsupported)
-	case c.Model != "gcn" && c.Model != "sage" && c.Model != "gin":
+	case c.Model != "gcn" && c.Model != "sage" && c.Model != "gin" && c.Model != "gat":
 		return fmt.Errorf("%w: model %q", ErrUnsupported, c.Model)
 	}
 	return nil
@@ -412,8 +410,12 @@ type layerIO struct {
 	x    input     // the input after dropout
 	site *dropSite // its dropout, if any
 	prev *tcu.Buffer
+	act  *tcu.Buffer // the activation of prev (ReLU's, or GAT's ELU)
 	in   int
 }
+
+// eluAlpha is fp.GAT's ELU between layers.
+const eluAlpha = 1
 
 // forward builds the model's forward pass into fwd (training mode when
 // train: dropout on) and, when back is set, its backward pass from
@@ -429,13 +431,18 @@ func (t *Trainer) forward(b *build, fwd, back *[]*tcu.FPCall, train bool) *tcu.B
 	var backs []func(dy *tcu.Buffer)
 	for i := range c.Layers {
 		in := x.cols
+		var r *tcu.Buffer
 		if i > 0 {
-			r := b.named(fmt.Sprintf("relu%d", i), t.n*in)
-			b.to(fwd)(t.d.PrepareReLU(r, prev, t.n*in))
+			r = b.named(fmt.Sprintf("relu%d", i), t.n*in)
+			if c.Model == "gat" {
+				b.to(fwd)(t.d.PrepareELU(r, prev, t.n*in, eluAlpha))
+			} else {
+				b.to(fwd)(t.d.PrepareReLU(r, prev, t.n*in))
+			}
 			x = input{dense: r, cols: in}
 		}
 		xd, site := t.dropIn(b, fwd, x, fmt.Sprintf("drop%d", i), train)
-		ios = append(ios, layerIO{x: xd, site: site, prev: prev, in: in})
+		ios = append(ios, layerIO{x: xd, site: site, prev: prev, act: r, in: in})
 		var out *tcu.Buffer
 		var bk func(dy, dx *tcu.Buffer)
 		switch c.Model {
@@ -445,6 +452,8 @@ func (t *Trainer) forward(b *build, fwd, back *[]*tcu.FPCall, train bool) *tcu.B
 			out, bk = t.sageLayer(b, fwd, back, i, xd)
 		case "gin":
 			out, bk = t.ginLayer(b, fwd, back, i, xd)
+		case "gat":
+			out, bk = t.gatLayer(b, fwd, back, i, xd, train)
 		}
 		io := ios[i]
 		backs = append(backs, func(dy *tcu.Buffer) {
@@ -456,7 +465,11 @@ func (t *Trainer) forward(b *build, fwd, back *[]*tcu.FPCall, train bool) *tcu.B
 			bk(dy, dxd)
 			dxin := t.dropBack(b, back, io.site, dxd, io.in, fmt.Sprintf("dxin%d", i))
 			dprev := b.named(fmt.Sprintf("dout%d", i-1), t.n*io.in)
-			b.to(back)(t.d.PrepareReLUBackward(dprev, dxin, io.prev, t.n*io.in, false))
+			if c.Model == "gat" {
+				b.to(back)(t.d.PrepareELUBackward(dprev, dxin, io.prev, io.act, t.n*io.in, eluAlpha, false))
+			} else {
+				b.to(back)(t.d.PrepareReLUBackward(dprev, dxin, io.prev, t.n*io.in, false))
+			}
 			backs[i-1](dprev)
 		})
 		prev = out
@@ -559,6 +572,75 @@ func (t *Trainer) ginLayer(b *build, fwd, back *[]*tcu.FPCall, i int, x input) (
 		b.to(back)(t.d.PrepareSpMM(dh, gT, tcu.SpMMArgs{Msg: templates.CopyU, Reduce: templates.Sum, X: dc, F: hid}))
 		b.to(back)(t.d.PrepareScaleAdd(dh, nil, dc, eps, n*hid, true))
 		t.linearBack(b, back, x, p0, w0, gw0, dh, dx, false, fmt.Sprintf("lin0_%d", i))
+	}
+}
+
+// gatLayer is layer i of fp.GAT: h = x·wᵀ, the per-head scores
+// el = HeadDot(h, att_src) and er = HeadDot(h, att_dst), the fused
+// attention aggregation over the graph with self-loops (attention dropout
+// when training), the heads' mean on the output layer, + b.
+func (t *Trainer) gatLayer(b *build, fwd, back *[]*tcu.FPCall, i int, x input, train bool) (*tcu.Buffer, func(dy, dx *tcu.Buffer)) {
+	c := t.m.Config()
+	g, gT, _ := t.gcnGraph(b)
+	pw, wv, wg := t.param(b, "convs.%d.lin.weight", i)
+	_, sv, sg := t.param(b, "convs.%d.att_src", i)
+	_, dv, dg := t.param(b, "convs.%d.att_dst", i)
+	_, bv, bg := t.param(b, "convs.%d.bias", i)
+	if b.err != nil {
+		return nil, func(_, _ *tcu.Buffer) {}
+	}
+	heads, last := c.Heads, i == c.Layers-1
+	if last {
+		heads = c.OutHeads
+	}
+	n, hd := t.n, pw.Rows
+	d := hd / heads
+	h := b.named(fmt.Sprintf("h%d", i), n*hd)
+	t.linear(b, fwd, x, pw, wv, h, false, fmt.Sprintf("lin%d", i))
+	el, er := b.named(fmt.Sprintf("el%d", i), n*heads), b.named(fmt.Sprintf("er%d", i), n*heads)
+	b.to(fwd)(t.d.PrepareHeadDot(el, h, sv, n, heads, d))
+	b.to(fwd)(t.d.PrepareHeadDot(er, h, dv, n, heads, d))
+	args := tcu.GATArgs{X: h, El: el, Er: er, Out: b.named(fmt.Sprintf("agg%d", i), n*hd),
+		Stats: b.named(fmt.Sprintf("stats%d", i), 2*n*heads), Heads: heads, D: d, Slope: c.Slope}
+	var site *dropSite
+	if train && c.AttnDropout > 0 {
+		args.Drop = c.AttnDropout
+		site = &dropSite{}
+		t.sites = append(t.sites, site) // after the input's: the tape's order
+	}
+	agg := b.to(fwd)(t.d.PrepareGATAggregate(g, args))
+	if site != nil {
+		site.fwd = agg
+	}
+	// The aggregation's output stays as it is: its backward pass reads it.
+	ow := hd
+	mean := last && heads > 1
+	if last {
+		ow = d
+	}
+	y := b.named(fmt.Sprintf("out%d", i), n*ow)
+	if mean {
+		b.to(fwd)(t.d.PrepareMeanHeads(y, args.Out, n, heads, d))
+		b.to(fwd)(t.d.PrepareBias(y, y, bv, n, ow))
+	} else {
+		b.to(fwd)(t.d.PrepareBias(y, args.Out, bv, n, ow))
+	}
+	return y, func(dy, dx *tcu.Buffer) {
+		b.to(back)(t.d.PrepareColSum(bg, dy, n, ow, true))
+		dagg := dy
+		if mean {
+			dagg = b.named(fmt.Sprintf("dagg%d", i), n*hd)
+			b.to(back)(t.d.PrepareMeanHeadsBackward(dagg, dy, n, heads, d, false))
+		}
+		dh := b.named(fmt.Sprintf("dh%d", i), n*hd)
+		del, der := b.named(fmt.Sprintf("del%d", i), n*heads), b.named(fmt.Sprintf("der%d", i), n*heads)
+		ab := b.to(back)(t.d.PrepareGATAggregateBackward(g, gT, args, dagg, dh, del, der))
+		if site != nil {
+			site.bwd = ab
+		}
+		b.to(back)(t.d.PrepareHeadDotBackward(dh, sg, del, h, sv, n, heads, d, true))
+		b.to(back)(t.d.PrepareHeadDotBackward(dh, dg, der, h, dv, n, heads, d, true))
+		t.linearBack(b, back, x, pw, wv, wg, dh, dx, false, fmt.Sprintf("lin%d", i))
 	}
 }
 

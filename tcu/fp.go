@@ -356,8 +356,8 @@ type FPCall struct {
 	d        *Device
 	launches []fpLaunch
 	scratch  *Buffer
-	extra    []*Buffer       // the dense ops' scratch (fp_dense.go)
-	knobs    map[string]knob // parameters set between runs (SetSeed, SetBiasCorrection)
+	extra    []*Buffer         // the dense ops' scratch (fp_dense.go)
+	knobs    map[string][]knob // parameters set between runs (SetSeed, SetBiasCorrection)
 	what     string
 }
 

@@ -14,10 +14,12 @@ import (
 	"math"
 )
 
-// denseKernels are the kernels of kernels/fp_dense.cu.
+// denseKernels are the kernels of kernels/fp_dense.cu and fp_gat.cu.
 var denseKernels = []string{"sgemm_nn", "sgemm_nt", "sgemm_tn", "sgemm_reduce", "bias_add", "relu", "relu_back",
 	"dropout", "axpy", "fill", "transpose", "scale_add", "colsum_part", "colsum_final", "dot_part", "reduce_parts",
-	"xent", "eval_part", "adam"}
+	"xent", "eval_part", "adam",
+	"headdot", "headdot_back_x", "headdot_back_att_part", "gat_fwd", "gat_back_dst", "gat_back_src",
+	"elu", "elu_back", "mean_heads", "mean_heads_back"}
 
 // denseBlock is the block of every dense kernel (BLOCK in fp_dense.cu).
 const denseBlock = 256
@@ -37,7 +39,8 @@ type dLaunch struct {
 }
 
 // knob locates a parameter a call changes between runs (a seed, Adam's
-// bias corrections): launch l, parameter p.
+// bias corrections): launch l, parameter p. A name may have several (the
+// two launches of GAT's backward pass share a seed).
 type knob struct{ l, p int }
 
 // planner plans dense launches: alloc gives scratch (device memory, or a
@@ -47,19 +50,20 @@ type planner struct {
 	sms      int
 	launches []dLaunch
 	scratch  []*Buffer
-	knobs    map[string]knob
+	knobs    map[string][]knob
 }
 
 func (p *planner) add(kernel string, grid [3]uint32, args ...uint64) {
 	p.launches = append(p.launches, dLaunch{kernel: kernel, grid: grid, args: args})
 }
 
-// mark records that parameter i of the last launch is the knob name.
+// mark records that parameter i of the last launch is (one place of) the
+// knob name.
 func (p *planner) mark(name string, i int) {
 	if p.knobs == nil {
-		p.knobs = map[string]knob{}
+		p.knobs = map[string][]knob{}
 	}
-	p.knobs[name] = knob{len(p.launches) - 1, i}
+	p.knobs[name] = append(p.knobs[name], knob{len(p.launches) - 1, i})
 }
 
 func (p *planner) scratchBuf(n int) (*Buffer, error) {
@@ -378,11 +382,16 @@ func (d *Device) denseCall(what string, plan func(p *planner) error) (*FPCall, e
 	return c, nil
 }
 
-// denseSource is kernels/fp_dense.cu.
+// denseSource is kernels/fp_dense.cu with kernels/fp_gat.cu appended:
+// one module, one planner, one emulation harness for both.
 func denseSource() string {
-	src, err := kernelFS.ReadFile("kernels/fp_dense.cu")
-	if err != nil {
-		panic("tcu: missing embedded kernel fp_dense.cu") // build error, not a user one
+	var src []byte
+	for _, name := range []string{"fp_dense.cu", "fp_gat.cu"} {
+		b, err := kernelFS.ReadFile("kernels/" + name)
+		if err != nil {
+			panic("tcu: missing embedded kernel " + name) // build error, not a user one
+		}
+		src = append(append(src, b...), '\n')
 	}
 	return string(src)
 }
@@ -484,11 +493,13 @@ func (d *Device) PrepareAdam(params, grads, m, v *Buffer, n, ndecay int, a AdamP
 }
 
 func (c *FPCall) setKnob(name string, vals ...uint64) error {
-	k, ok := c.knobs[name]
+	ks, ok := c.knobs[name]
 	if !ok {
 		return fmt.Errorf("%w: %s has no %s to set", ErrShape, c.what, name)
 	}
-	copy(c.launches[k.l].params[k.p:], vals)
+	for _, k := range ks {
+		copy(c.launches[k.l].params[k.p:], vals)
+	}
 	return nil
 }
 

@@ -463,7 +463,7 @@ func denseCases() []denseCase {
 			},
 		})
 	}
-	return cases
+	return append(cases, gatCases()...)
 }
 
 func containsNode(s []int32, v int32) bool {

@@ -8,9 +8,13 @@
 #
 #   bash bench/train/run.sh                 # $OUT/table.md, $OUT/logs
 #
-# STEPS picks "test bench" (both, the default) or one; MODELS the models
-# (default gcn; gcn sage gin all run on the device), EPOCHS the epochs
-# each GPU run times (default 50; the CPU runs CPU_EPOCHS, default 3).
+# STEPS picks "test bench" (both, the default), one of them, or "gatlayer"
+# (one GAT layer's forward + backward, qgtc's device kernels against
+# PyG's GATConv, with peak memory); MODELS the models (default gcn; gcn
+# sage gin gat all run on the device; gat runs 8 heads of 8 with the
+# output heads averaged, as PyG's models.GAT), EPOCHS the epochs each GPU
+# run times (default 50; the CPU runs CPU_EPOCHS, default 3). runs.tsv
+# and the table carry each GPU run's peak memory.
 # Logs are written as each step runs, so a run cut off by a timeout
 # still returns what it had measured.
 set -u
@@ -49,13 +53,15 @@ for s in $STEPS; do
 			name=$(basename "$ds" .npz)
 			"$B/export" --dataset "$ds" --out "$W/$name" 2>"$L/export-$name.log" || echo "export $name rc=$?" | tee -a "$L/run.txt"
 			for m in $MODELS; do
+				extra=""
+				[ $m = gat ] && extra="--out-heads 8"
 				for dev in gpu cpu; do
 					ep=$EPOCHS
 					[ $dev = cpu ] && ep=$CPU_EPOCHS
-					timeout 600 "$B/qgtc" train --dataset "$ds" --model $m --device $dev --epochs $ep --patience 0 --json --quiet \
+					timeout 600 "$B/qgtc" train --dataset "$ds" --model $m $extra --device $dev --epochs $ep --patience 0 --json --quiet \
 						>"$L/qgtc-$dev-$name-$m.json" 2>"$L/qgtc-$dev-$name-$m.log"
 					echo "qgtc $dev $name $m rc=$?" | tee -a "$L/run.txt"
-					python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], "%.4f" % (1000*r["epoch_seconds"]), "%.4f" % r["test_accuracy"]]))' \
+					python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r.get("device_peak_bytes"); print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], "%.4f" % (1000*r["epoch_seconds"]), "%.4f" % r["test_accuracy"], "%.1f" % (p/2**20) if p else ""]))' \
 						"$L/qgtc-$dev-$name-$m.json" "$name" "$m" "qgtc-$dev" >>"$L/runs.tsv" 2>>"$L/run.txt"
 				done
 				timeout 600 python3 -u bench/train/pyg_train.py --data "$W/$name" --name "$name" --model $m --epochs "$EPOCHS" \
@@ -65,6 +71,16 @@ for s in $STEPS; do
 		done
 		python3 bench/train/table.py "$L/runs.tsv" >"$OUT/table.md" 2>>"$L/run.txt"
 		cat "$OUT/table.md"
+		;;
+	gatlayer)
+		# One GAT layer, forward + backward: ms per pass and peak MiB.
+		(cd tcu && timeout 300 "$B/tcu.test" -test.run '^$' -test.bench '^BenchmarkFPGATLayer$' -test.benchtime 50x -test.count=1) \
+			>"$L/gatlayer-qgtc.log" 2>&1
+		echo "gatlayer qgtc rc=$?" | tee -a "$L/run.txt"
+		timeout 300 python3 -u bench/train/pyg_gat_layer.py 50 >"$L/gatlayer-pyg.tsv" 2>"$L/gatlayer-pyg.log"
+		echo "gatlayer pyg rc=$?" | tee -a "$L/run.txt"
+		grep -h 'BenchmarkFPGATLayer' "$L/gatlayer-qgtc.log" | tee -a "$L/run.txt"
+		tee -a "$L/run.txt" <"$L/gatlayer-pyg.tsv"
 		;;
 	esac
 done

@@ -66,6 +66,9 @@ type trainReport struct {
 	ValStd       float64    `json:"val_accuracy_std"`
 	Runs         []trainRun `json:"runs"`
 	Out          string     `json:"out,omitempty"`
+	// DevicePeakBytes is the most device memory the run held (the pool's
+	// high-water mark; --device gpu only).
+	DevicePeakBytes int64 `json:"device_peak_bytes,omitempty"`
 }
 
 func init() {
@@ -274,6 +277,11 @@ func runTrain(args []string, stdout io.Writer) error {
 	rep.Epochs = rep.Runs[0].Epochs
 	if stepN > 0 {
 		rep.EpochSeconds = stepSum / float64(stepN)
+	}
+	if gpu != nil {
+		if _, peak, err := gpu.PoolBytes(); err == nil {
+			rep.DevicePeakBytes = peak
+		}
 	}
 	if *out != "" {
 		if err := saveModel(best, *out); err != nil {
