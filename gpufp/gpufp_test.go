@@ -18,43 +18,20 @@ import (
 	"github.com/qgtc/qgtc/tcu"
 )
 
-// synthData is a small community graph (k classes, 80% of edges inside a
-// class) with features that hint at the class: dense (about 20% non-zero,
-// stored dense) or sparse (about 2%, stored as CSR), split 20/20/60.
+// synthData is a small planted-partition graph (k communities, the
+// classes; a fifth of the edges between them, average degree 8) with
+// planted features that hint at the class (subgraph.PlantedFeatures):
+// dense (a fifth of the columns per node, stored dense) or sparse (4 per
+// node, stored as CSR), split 20/20/60 by node id.
 func synthData(t testing.TB, n, k, f int, dense bool, seed uint64) *fp.Data {
-	r := rand.New(rand.NewPCG(seed, 1))
-	labels := make([]int32, n)
-	for v := range labels {
-		labels[v] = int32(v % k)
-	}
-	var src, dst []int32
-	for v := range n {
-		for range 4 {
-			u := r.IntN(n)
-			if r.Float64() < 0.8 {
-				u = (u/k)*k + v%k
-				if u >= n {
-					u -= k
-				}
-			}
-			src, dst = append(src, int32(v)), append(dst, int32(u))
-		}
-	}
-	g, err := subgraph.FromEdges(n, src, dst, subgraph.BuildOptions{Symmetrize: true, SelfLoops: subgraph.RemoveSelfLoops})
+	g, labels, err := subgraph.PlantedPartition(n, k, 8, 0.2, seed)
 	require.NoError(t, err)
-	in, base := 0.3, 0.1
-	if !dense {
-		in, base = 0.06, 0.004
+	nnz := 4
+	if dense {
+		nnz = max(1, f/5)
 	}
-	feat := &subgraph.Features{Rows: n, Cols: f, Indptr: []int32{0}}
-	for v := range n {
-		for j := range f {
-			if (j%k == v%k && r.Float64() < in) || r.Float64() < base {
-				feat.Indices = append(feat.Indices, int32(j))
-			}
-		}
-		feat.Indptr = append(feat.Indptr, int32(len(feat.Indices)))
-	}
+	feat, err := subgraph.PlantedFeatures(labels, k, f, nnz, seed)
+	require.NoError(t, err)
 	ds := &subgraph.Dataset{Name: "synth", Graph: g, Features: feat, Labels: labels, NumClasses: k}
 	for v := range n {
 		switch {
