@@ -362,8 +362,9 @@ func (c config) stageBytes() int {
 	return (c.abits*c.bm + c.bbits*c.bn) * 32
 }
 
-// smem is the dynamic shared memory a launch needs: the stages, or the
-// q tile of codes in MulBit mode when that is larger.
+// smem is the dynamic shared memory a launch needs: the stages, and in
+// MulBit mode the q tile of codes (past the stages on mma.sync, whose
+// blocks load the next tile meanwhile; over them on wgmma when larger).
 func (c config) smem(mode int) int {
 	s := c.stages * c.stageBytes()
 	if c.path == PathWGMMA && (c.epi == 1 || mode == modeBit) {
