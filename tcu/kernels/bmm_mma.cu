@@ -1,10 +1,12 @@
 // Bit matrix product on mma.sync m16n8k256 .b1 .and.popc (sm_80 and newer;
 // the sm_90 fallback of bmm_wgmma.cu).
 //
-// A block computes a BM×BN tile of C for one problem of the batch. For each
-// non-zero 256-bit k-step of its row tile (the zero-tile list), every bit
-// plane of the A tile and of the B tile is staged in shared memory with
-// cp.async, STAGES deep, so loads overlap the math. Each A fragment, once in
+// A block computes BM×BN tiles of C: one tile of one problem of the batch,
+// or, for a single product (ONEPROB), every gridDim.x-th tile, its copies
+// running on from one tile into the next. For each non-zero 256-bit k-step
+// of a row tile (the zero-tile list), every bit plane of the A tile and of
+// the B tile is staged in shared memory with cp.async, STAGES deep, so
+// loads overlap the math. Each A fragment, once in
 // registers, is multiplied with every plane of B ("non-zero tile reuse");
 // plane pairs (i, j) of equal weight 2^(i+j) share an accumulator, so a
 // warp holds ABITS+BBITS-1 accumulators per output fragment, combined with
