@@ -75,6 +75,34 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
   part[(i64)blockIdx.x * f + c] = s;
 }
 
+// rowGather writes dst[c] = Σ over the edges p in [p0, p1) of weight(p,
+// indices[p])·src[indices[p]·f + c] for c < d, lanes over c: each lane
+// weighs one edge of a 32-edge chunk, then every lane reads every weight
+// (one weight per edge and 32-feature chunk), in edge order.
+template <class Weight>
+__device__ __forceinline__ void rowGather(float* __restrict__ dst, const float* __restrict__ src, i64 f, i64 d,
+                                          const int* __restrict__ indices, i64 p0, i64 p1, int lane, Weight weight) {
+  for (i64 f0 = 0; f0 < d; f0 += 32) {
+    float acc = 0.f;
+    for (i64 pb = p0; pb < p1; pb += 32) {
+      const i64 p = pb + lane;
+      int u = 0;
+      float a = 0.f;
+      if (p < p1) {
+        u = indices[p];
+        a = weight(p, u);
+      }
+      const int n = (int)min((i64)32, p1 - pb);
+      for (int j = 0; j < n; j++) {
+        const float aj = __shfl_sync(FULL, a, j, 32);
+        const int uj = __shfl_sync(FULL, u, j, 32);
+        if (f0 + lane < d) acc += aj * src[(i64)uj * f + f0 + lane];
+      }
+    }
+    if (f0 + lane < d) dst[f0 + lane] = acc;
+  }
+}
+
 // gat_fwd: for row v and head h, the weights a_e = softmax over v's
 // in-edges of LeakyReLU(el[u,h] + er[v,h]), times the dropout factor of
 // element e·heads+h, and out[v,h,:] = Σ a_e·x[u,h,:]
@@ -100,28 +128,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
       z = warpSum(z);
       const float inv = z > 0.f ? 1.f / z : 0.f;
       if (lane == 0) stats[(v * heads + h) * 2] = m, stats[(v * heads + h) * 2 + 1] = inv;
-      for (i64 f0 = 0; f0 < d; f0 += 32) {
-        float acc = 0.f;
-        for (i64 pb = p0; pb < p1; pb += 32) {
-          // Each lane weighs one edge of the chunk, then every lane reads
-          // every weight: one exp per edge and feature chunk.
-          const i64 p = pb + lane;
-          int u = 0;
-          float a = 0.f;
-          if (p < p1) {
-            u = indices[p];
-            a = expf(leaky(el[(i64)u * heads + h] + erv, sl) - m) * inv;
-            a *= dropFactor(seed, thr, sc, (eids ? (i64)eids[p] : p) * heads + h);
-          }
-          const int n = (int)min((i64)32, p1 - pb);
-          for (int j = 0; j < n; j++) {
-            const float aj = __shfl_sync(FULL, a, j, 32);
-            const int uj = __shfl_sync(FULL, u, j, 32);
-            if (f0 + lane < d) acc += aj * x[(i64)uj * f + h * d + f0 + lane];
-          }
-        }
-        if (f0 + lane < d) out[v * f + h * d + f0 + lane] = acc;
-      }
+      rowGather(out + v * f + h * d, x + h * d, f, d, indices, p0, p1, lane, [&](i64 p, int u) {
+        float a = expf(leaky(el[(i64)u * heads + h] + erv, sl) - m) * inv;
+        return a * dropFactor(seed, thr, sc, (eids ? (i64)eids[p] : p) * heads + h);
+      });
     }
   }
 }
@@ -202,27 +212,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
       }
       acc = warpSum(acc);
       if (lane == 0) gel[u * heads + h] = acc;
-      for (i64 f0 = 0; f0 < d; f0 += 32) {
-        float s = 0.f;
-        for (i64 qb = q0; qb < q1; qb += 32) {
-          const i64 q = qb + lane;
-          int v = 0;
-          float w = 0.f;
-          if (q < q1) {
-            v = indices[q];
-            const float z = elu + er[(i64)v * heads + h];
-            w = expf(leaky(z, sl) - stats[((i64)v * heads + h) * 2]) * stats[((i64)v * heads + h) * 2 + 1];
-            w *= dropFactor(seed, thr, sc, (eids ? (i64)eids[q] : q) * heads + h);
-          }
-          const int n = (int)min((i64)32, q1 - qb);
-          for (int j = 0; j < n; j++) {
-            const float wj = __shfl_sync(FULL, w, j, 32);
-            const int vj = __shfl_sync(FULL, v, j, 32);
-            if (f0 + lane < d) s += wj * gout[(i64)vj * f + h * d + f0 + lane];
-          }
-        }
-        if (f0 + lane < d) gx[u * f + h * d + f0 + lane] = s;
-      }
+      rowGather(gx + u * f + h * d, gout + h * d, f, d, indices, q0, q1, lane, [&](i64 q, int v) {
+        const float z = elu + er[(i64)v * heads + h];
+        float w = expf(leaky(z, sl) - stats[((i64)v * heads + h) * 2]) * stats[((i64)v * heads + h) * 2 + 1];
+        return w * dropFactor(seed, thr, sc, (eids ? (i64)eids[q] : q) * heads + h);
+      });
     }
   }
 }
