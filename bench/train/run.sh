@@ -14,7 +14,8 @@
 # sage gin gat all run on the device; gat runs 8 heads of 8 with the
 # output heads averaged, as PyG's models.GAT), EPOCHS the epochs each GPU
 # run times (default 50; the CPU runs CPU_EPOCHS, default 3). runs.tsv
-# and the table carry each GPU run's peak memory.
+# and the table carry each GPU run's peak memory. DEVICES (default "gpu cpu")
+# picks where qgtc trains.
 # Logs are written as each step runs, so a run cut off by a timeout
 # still returns what it had measured.
 set -u
@@ -55,7 +56,7 @@ for s in $STEPS; do
 			for m in $MODELS; do
 				extra=""
 				[ $m = gat ] && extra="--out-heads 8"
-				for dev in gpu cpu; do
+				for dev in ${DEVICES:-gpu cpu}; do
 					ep=$EPOCHS
 					[ $dev = cpu ] && ep=$CPU_EPOCHS
 					timeout 600 "$B/qgtc" train --dataset "$ds" --model $m $extra --device $dev --epochs $ep --patience 0 --json --quiet \

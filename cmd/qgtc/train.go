@@ -367,10 +367,6 @@ func trainDevice(device string, cfg fp.Config, clusters int) (*tcu.Device, error
 	case why != nil:
 	case clusters > 0:
 		why = fmt.Errorf("%w: Cluster-GCN mini-batches (--clusters)", gpufp.ErrUnsupported)
-	case cfg.Model == "gat":
-		// gpufp trains GAT in its tests; users get it once those have
-		// passed on a GPU.
-		why = fmt.Errorf("%w: gat (built, but its kernels have only run in the CPU emulation so far)", gpufp.ErrUnsupported)
 	}
 	if why != nil {
 		if device == "gpu" {
