@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # call g1 (1 x H200, 16 cores), tree of this commit (build/fpgpu from `make fpgpu-test` and
-# bench/interop/export, carried xz-compressed in build/g1x; models in build/g1data):
+# bench/interop/export, carried xz-compressed in build/g1x; models in build/g1data, carried as build/g1dx's tar.xz):
 #  1. #20: the GPU tests of fp32 training, GAT's kernels and GAT training included
 #     (bench/train/run.sh STEPS=test), then one GAT layer against PyG's GATConv (STEPS=gatlayer)
 #     and training epochs of GAT, SAGE and GIN against PyG (STEPS=bench, qgtc on the GPU only).
@@ -17,6 +17,7 @@ call_head
 mkdir -p $B
 for f in build/g1x/*.xz; do n=$(basename $f .xz)
   python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' $f $B/$n && chmod +x $B/$n; done
+python3 -c 'import tarfile; tarfile.open("build/g1dx/g1data.tar.xz").extractall("build")'
 A=$OUT/a; mkdir -p $A
 
 timeout 150 env OUT=$A/train-test STEPS=test bash bench/train/run.sh > $A/train-test.txt 2>&1
