@@ -84,24 +84,44 @@ func TestMergeBatches(t *testing.T) {
 	assert.Equal(t, bmm.Graph{Indptr: m.Indptr, Indices: m.Indices}, m.Edges)
 }
 
+// rowSumsCounter counts RowSums calls.
+type rowSumsCounter struct {
+	bmm.Backend
+	n int
+}
+
+func (c *rowSumsCounter) RowSums(dst bmm.Vector, x bmm.Bits) error {
+	c.n++
+	return c.Backend.RowSums(dst, x)
+}
+
 // TestPlanResident checks a resident plan's traffic on a backend whose
 // uploads move bytes: the first Run moves the inputs up and the
 // predictions down, later Runs only the predictions, merged or not, with
-// the same predictions every time; Close frees what it kept.
+// the same predictions every time, and without the features' row sums
+// again; Close frees what it kept.
 func TestPlanResident(t *testing.T) {
 	for _, kind := range []string{GCN, SAGE} {
 		for _, mode := range []AggMode{AggDense, AggSparse} {
 			for _, sparse := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/sparse-input=%v", kind, mode, sparse), func(t *testing.T) {
 					m, d, in := unequalData(t, kind, 4, 4, false)
-					be := &deviceBackend{Backend: bmm.NewGenericBackend()}
+					sums := &rowSumsCounter{Backend: bmm.NewGenericBackend()}
+					be := &deviceBackend{Backend: sums}
 					plan, err := m.Compile(be)
 					require.NoError(t, err)
 					plan.Agg, plan.Resident = mode, true
 					var first *Result
+					firstSums := 0
 					for pass := range 3 {
+						sums.n = 0
 						run, err := plan.Run(d, in, sparse, nil)
 						require.NoError(t, err)
+						if pass == 0 {
+							firstSums = sums.n
+						} else if !sparse {
+							assert.Less(t, sums.n, firstSums, "pass %d: the features' row sums stayed with them", pass)
+						}
 						assert.Equal(t, mode == AggSparse, run.Merged)
 						assert.Equal(t, int64(4*d.Graph.N()), run.Traffic.DeviceToHost, "pass %d: the predictions come back", pass)
 						if pass == 0 {

@@ -1052,7 +1052,17 @@ func (ps *pass) rowScale(op *planOp) (bmm.Vector, error) {
 func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 	val := &ps.vals[v]
 	if val.sums == nil {
-		s, err := ps.vector(ps.b.N())
+		var s bmm.Vector
+		var err error
+		if v == 0 && ps.key != nil {
+			// A resident plan keeps the features' sums with their
+			// uploads: its later passes (and its recording) read them.
+			if s, err = ps.p.Backend.NewVector(ps.b.N()); err == nil {
+				ps.owned = append(ps.owned, s)
+			}
+		} else {
+			s, err = ps.vector(ps.b.N())
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -1060,6 +1070,9 @@ func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 			return nil, err
 		}
 		val.sums = s
+		if v == 0 && ps.key != nil {
+			ps.x.sums = s
+		}
 	}
 	return val.sums, nil
 }

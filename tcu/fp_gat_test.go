@@ -243,6 +243,7 @@ func BenchmarkFPGATLayer(b *testing.B) {
 		}
 		g.Indptr = append(g.Indptr, int32(len(g.Indices)))
 	}
+	require.NoError(b, d.TrimPool())
 	before, _, err := d.PoolBytes()
 	require.NoError(b, err)
 	gg, err := d.UploadCSR(g, n)
