@@ -88,7 +88,7 @@ func Open(ordinal int) (*Device, error) {
 	drv, _ := loadDriver()
 	d := &Device{
 		info: info, drv: drv, nv: nv, cache: cache{dir: defaultCacheDir()},
-		work: make(chan func()), done: make(chan struct{}), modules: map[string]*module{},
+		work: make(chan func(), 1), done: make(chan struct{}), modules: map[string]*module{},
 		fnSmem: map[uintptr]int{}, fnBlocks: map[fnShape]int{},
 	}
 	started := make(chan error)
@@ -130,9 +130,38 @@ func (d *Device) loop(started chan<- error) {
 
 // serve runs queued work until Close closes the queue.
 func (d *Device) serve() {
-	for f := range d.work {
+	for {
+		f, ok := poll(d.work)
+		if !ok {
+			return
+		}
 		f()
 	}
+}
+
+// spinFor is how long the device thread, and a caller waiting for it, look
+// for the next hand-over before sleeping: a thread woken from sleep takes
+// tens of microseconds, as long as a whole replayed pass of a small graph.
+const spinFor = 100 * time.Microsecond
+
+// poll receives from c, spinning for up to spinFor first when there are
+// cores for both sides to spin on.
+func poll[T any](c <-chan T) (T, bool) {
+	if runtime.GOMAXPROCS(0) > 1 {
+		start := time.Now()
+		for i := 1; ; i++ {
+			select {
+			case v, ok := <-c:
+				return v, ok
+			default:
+			}
+			if i%64 == 0 && time.Since(start) > spinFor {
+				break
+			}
+		}
+	}
+	v, ok := <-c
+	return v, ok
 }
 
 // run executes f on the device thread and returns its error. f must not
@@ -148,7 +177,8 @@ func (d *Device) run(f func() error) error {
 	}
 	d.work <- func() { errc <- f() }
 	d.sendMu.RUnlock()
-	return <-errc
+	err, _ := poll(errc)
+	return err
 }
 
 // module is the loaded module under key, or nil.
