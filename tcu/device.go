@@ -36,6 +36,8 @@ type Device struct {
 	modules  map[string]*module
 	building map[string]*fpBuild // fp compiles in flight (compileOnce)
 
+	quiet bool // device thread only: the work just run was runLast's
+
 	stream *Stream // the default stream kernels and copies run on
 	pool   *pool
 	host   *HostBuffer // pinned staging buffer, grown on demand (device thread only)
@@ -131,23 +133,24 @@ func (d *Device) loop(started chan<- error) {
 // serve runs queued work until Close closes the queue.
 func (d *Device) serve() {
 	for {
-		f, ok := poll(d.work)
+		f, ok := poll(d.work, !d.quiet)
 		if !ok {
 			return
 		}
+		d.quiet = false
 		f()
 	}
 }
 
 // spinFor is how long the device thread, and a caller waiting for it, look
 // for the next hand-over before sleeping: a thread woken from sleep takes
-// tens of microseconds, as long as a whole replayed pass of a small graph.
+// tens of microseconds, as long as one op of a small graph.
 const spinFor = 100 * time.Microsecond
 
-// poll receives from c, spinning for up to spinFor first when there are
-// cores for both sides to spin on.
-func poll[T any](c <-chan T) (T, bool) {
-	if runtime.GOMAXPROCS(0) > 1 {
+// poll receives from c; with spin, it looks for up to spinFor first when
+// there are cores for both sides to spin on.
+func poll[T any](c <-chan T, spin bool) (T, bool) {
+	if spin && runtime.GOMAXPROCS(0) > 1 {
 		start := time.Now()
 		for i := 1; ; i++ {
 			select {
@@ -165,8 +168,17 @@ func poll[T any](c <-chan T) (T, bool) {
 }
 
 // run executes f on the device thread and returns its error. f must not
-// call run (the thread would wait for itself).
-func (d *Device) run(f func() error) error {
+// call run (the thread would wait for itself). Both sides spin for the
+// next hand-over: an op-by-op pass is a chain of them.
+func (d *Device) run(f func() error) error { return d.hand(f, true) }
+
+// runLast is run for a hand-over after which the host has its own work
+// (a replayed pass): neither side spins, so that the cores are free for
+// it. Spinning there slowed a replayed pass of Amazon Computers by a
+// third (bench/e2e/RESULTS.md).
+func (d *Device) runLast(f func() error) error { return d.hand(f, false) }
+
+func (d *Device) hand(f func() error, spin bool) error {
 	errc := make(chan error, 1)
 	// Send under sendMu so Close cannot close the channel in between; not
 	// under mu, which work on the device thread takes (module lookups).
@@ -175,9 +187,12 @@ func (d *Device) run(f func() error) error {
 		d.sendMu.RUnlock()
 		return ErrClosed
 	}
-	d.work <- func() { errc <- f() }
+	d.work <- func() {
+		d.quiet = !spin
+		errc <- f()
+	}
 	d.sendMu.RUnlock()
-	err, _ := poll(errc)
+	err, _ := poll(errc, spin)
 	return err
 }
 

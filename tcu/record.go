@@ -219,7 +219,7 @@ func (r *recording) Replay() error {
 	if err := be.open(); err != nil {
 		return err
 	}
-	return be.d.run(func() error {
+	return be.d.runLast(func() error {
 		if err := be.events(); err != nil {
 			return err
 		}
