@@ -4,6 +4,8 @@
 #                      $OUT), the host's line in $OUT/steps.txt
 #   tcu_tests MAXS     the tcu tests of B's tcu.test on the GPU (backend, plans,
 #                      uploads) into $OUT/tcu-test.log; the count into steps.txt
+#   carried DIR        the binaries carried xz-compressed in DIR into $B, the models
+#                      of build/g1dx (if carried) into build/g1data, and $A (under $OUT)
 #   e2e NAME VAR=...   bench/e2e/run.sh's speed step on synth2m (40 parts), GCN,
 #                      GIN and SAGE at 4 bits, 5 passes, with the VARs set, cut
 #                      at E2E_END seconds (default 570); runs-NAME.jsonl in $OUT
@@ -27,4 +29,11 @@ e2e() {
     timeout $((${E2E_END:-570} - $(el))) bash bench/e2e/run.sh > $R/$name.txt 2>&1
   echo "$name rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep "^synth2m" $R/$name.txt | tee -a $OUT/steps.txt
   cp $R/$name/runs.jsonl $OUT/runs-$name.jsonl 2>/dev/null
+}
+carried() {
+  mkdir -p $B
+  for f in $1/*.xz; do local n=$(basename $f .xz)
+    python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' $f $B/$n && chmod +x $B/$n; done
+  [ -f build/g1dx/g1data.tar.xz ] && python3 -c 'import tarfile; tarfile.open("build/g1dx/g1data.tar.xz").extractall("build")'
+  A=$OUT/a; mkdir -p $A
 }

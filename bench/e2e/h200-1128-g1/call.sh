@@ -11,14 +11,10 @@
 #     Photo, features as rows summing to one and raw (bench/accuracy/pyg_anchor.py).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el
+. bench/e2e/steps.sh # call_head, el, carried
 B=build/fpgpu
 call_head
-mkdir -p $B
-for f in build/g1x/*.xz; do n=$(basename $f .xz)
-  python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' $f $B/$n && chmod +x $B/$n; done
-python3 -c 'import tarfile; tarfile.open("build/g1dx/g1data.tar.xz").extractall("build")'
-A=$OUT/a; mkdir -p $A
+carried build/g1x
 
 timeout 150 env OUT=$A/train-test STEPS=test bash bench/train/run.sh > $A/train-test.txt 2>&1
 echo "train tests rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep -E "^test |--- FAIL|^FAIL|^ok" $A/train-test.txt | head -20 | tee -a $OUT/steps.txt

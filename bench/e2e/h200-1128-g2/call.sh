@@ -10,14 +10,10 @@
 #  4. #18: PyG's GCN and GraphSAGE on qgtc's splits of Coauthor CS and Physics (seeds 0-4).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el
+. bench/e2e/steps.sh # call_head, el, carried
 B=build/fpgpu
 call_head
-mkdir -p $B
-for f in build/g2x/*.xz; do n=$(basename $f .xz)
-  python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' $f $B/$n && chmod +x $B/$n; done
-python3 -c 'import tarfile; tarfile.open("build/g1dx/g1data.tar.xz").extractall("build")'
-A=$OUT/a; mkdir -p $A
+carried build/g2x
 
 timeout 60 env OUT=$A/gatlayer STEPS=gatlayer bash bench/train/run.sh > $A/gatlayer.txt 2>&1
 echo "gatlayer rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep -E "Benchmark|^pyg" $A/gatlayer.txt | sort -u | tee -a $OUT/steps.txt

@@ -5,14 +5,10 @@
 # Physics and Computers, GCN and GIN at 4 bits, resident and cold, once per setting, in turn.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el
+. bench/e2e/steps.sh # call_head, el, carried
 B=build/fpgpu
 call_head
-mkdir -p $B
-for f in build/g3x/*.xz; do n=$(basename $f .xz)
-  python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' $f $B/$n && chmod +x $B/$n; done
-python3 -c 'import tarfile; tarfile.open("build/g1dx/g1data.tar.xz").extractall("build")'
-A=$OUT/a; mkdir -p $A
+carried build/g3x
 for cfg in none both:100 caller:100 dev:100 both:30 none dev:30; do
   ((  $(el) > 250 )) && break
   name=${cfg/:/-}-$(el)

@@ -6,14 +6,10 @@
 #     turn, twice (this tree's second run with the 16 cores), then PyG on the same partitions.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el
+. bench/e2e/steps.sh # call_head, el, carried
 B=build/fpgpu
 call_head
-mkdir -p $B
-for f in build/g4x/*.xz; do n=$(basename $f .xz)
-  python3 -c 'import lzma,sys; open(sys.argv[2],"wb").write(lzma.open(sys.argv[1]).read())' $f $B/$n && chmod +x $B/$n; done
-python3 -c 'import tarfile; tarfile.open("build/g1dx/g1data.tar.xz").extractall("build")'
-A=$OUT/a; mkdir -p $A
+carried build/g4x
 (cd tcu && QGTC_CACHE_DIR=/tmp/kt timeout 60 ../$B/tcu.test -test.v -test.short \
   -test.run 'TestPoll|TestPlanReplayOnDevice|TestPlanReplayUncoveredOnDevice' > $A/tcu-test.log 2>&1
  echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $A/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $A/tcu-test.log) failed, at $(el)s" | tee -a $OUT/steps.txt)
