@@ -174,8 +174,8 @@ func (d *Device) run(f func() error) error { return d.hand(f, true) }
 
 // runLast is run for a hand-over after which the host has its own work
 // (a replayed pass): neither side spins, so that the cores are free for
-// it. Spinning there slowed a replayed pass of Amazon Computers by a
-// third (bench/e2e/RESULTS.md).
+// it: spinning there slowed the replayed passes of the small graphs
+// (bench/e2e/RESULTS.md, twelfth round).
 func (d *Device) runLast(f func() error) error { return d.hand(f, false) }
 
 func (d *Device) hand(f func() error, spin bool) error {
