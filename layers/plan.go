@@ -1052,11 +1052,12 @@ func (ps *pass) rowScale(op *planOp) (bmm.Vector, error) {
 func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 	val := &ps.vals[v]
 	if val.sums == nil {
+		// A resident plan keeps the features' sums with their uploads:
+		// its later passes (and its recording) read them.
+		kept := v == 0 && ps.key != nil
 		var s bmm.Vector
 		var err error
-		if v == 0 && ps.key != nil {
-			// A resident plan keeps the features' sums with their
-			// uploads: its later passes (and its recording) read them.
+		if kept {
 			if s, err = ps.p.Backend.NewVector(ps.b.N()); err == nil {
 				ps.owned = append(ps.owned, s)
 			}
@@ -1070,7 +1071,7 @@ func (ps *pass) rowSums(v int) (bmm.Vector, error) {
 			return nil, err
 		}
 		val.sums = s
-		if v == 0 && ps.key != nil {
+		if kept {
 			ps.x.sums = s
 		}
 	}

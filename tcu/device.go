@@ -20,7 +20,7 @@ type Device struct {
 	ctx   uintptr
 	cache cache
 
-	work chan func()
+	work chan handOver
 	done chan struct{}
 
 	// sendMu orders run's hand-over of work against Close's close(work):
@@ -35,8 +35,6 @@ type Device struct {
 	mu       sync.Mutex
 	modules  map[string]*module
 	building map[string]*fpBuild // fp compiles in flight (compileOnce)
-
-	quiet bool // device thread only: the work just run was runLast's
 
 	stream *Stream // the default stream kernels and copies run on
 	pool   *pool
@@ -90,7 +88,7 @@ func Open(ordinal int) (*Device, error) {
 	drv, _ := loadDriver()
 	d := &Device{
 		info: info, drv: drv, nv: nv, cache: cache{dir: defaultCacheDir()},
-		work: make(chan func(), 1), done: make(chan struct{}), modules: map[string]*module{},
+		work: make(chan handOver, 1), done: make(chan struct{}), modules: map[string]*module{},
 		fnSmem: map[uintptr]int{}, fnBlocks: map[fnShape]int{},
 	}
 	started := make(chan error)
@@ -130,15 +128,23 @@ func (d *Device) loop(started chan<- error) {
 	close(d.done)
 }
 
+// handOver is a hand-over to the device thread: the work, and whether the
+// thread polls for the next one after it (see hand).
+type handOver struct {
+	f    func()
+	spin bool
+}
+
 // serve runs queued work until Close closes the queue.
 func (d *Device) serve() {
+	spin := true
 	for {
-		f, ok := poll(d.work, !d.quiet)
+		j, ok := poll(d.work, spin)
 		if !ok {
 			return
 		}
-		d.quiet = false
-		f()
+		j.f()
+		spin = j.spin
 	}
 }
 
@@ -187,10 +193,7 @@ func (d *Device) hand(f func() error, spin bool) error {
 		d.sendMu.RUnlock()
 		return ErrClosed
 	}
-	d.work <- func() {
-		d.quiet = !spin
-		errc <- f()
-	}
+	d.work <- handOver{f: func() { errc <- f() }, spin: spin}
 	d.sendMu.RUnlock()
 	err, _ := poll(errc, spin)
 	return err

@@ -13,7 +13,7 @@ import (
 // hand-over (run, Close) and the module map are the real ones, so their
 // lock structure is tested without a GPU.
 func fakeDevice() *Device {
-	d := &Device{work: make(chan func(), 1), done: make(chan struct{}), modules: map[string]*module{}}
+	d := &Device{work: make(chan handOver, 1), done: make(chan struct{}), modules: map[string]*module{}}
 	go func() {
 		d.serve()
 		close(d.done)

@@ -260,26 +260,3 @@ func (d *Device) PrepareMeanHeads(out, x *Buffer, rows, heads, f int) (*FPCall, 
 func (d *Device) PrepareMeanHeadsBackward(dx, dy *Buffer, rows, heads, f int, acc bool) (*FPCall, error) {
 	return d.denseCall("mean heads backward", func(p *planner) error { return p.meanHeadsBack(dx, dy, rows, heads, f, acc) })
 }
-
-// PoolBytes returns the device memory the allocation pool holds now and
-// the most it has held since the device opened: a training run's
-// high-water mark, comparable with torch.cuda.max_memory_allocated.
-func (d *Device) PoolBytes() (now, peak int64, err error) {
-	err = d.run(func() error {
-		now, peak = d.pool.total, d.pool.peak
-		return nil
-	})
-	return now, peak, err
-}
-
-// TrimPool returns the pool's idle blocks to the driver and restarts its
-// high-water mark at what it holds now, so that PoolBytes's peak after it
-// is what the work since took (a benchmark's later rounds reuse the
-// blocks of its first).
-func (d *Device) TrimPool() error {
-	return d.run(func() error {
-		err := d.pool.trim()
-		d.pool.peak = d.pool.total
-		return err
-	})
-}

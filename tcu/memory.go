@@ -135,6 +135,29 @@ func (p *pool) release() error {
 	return errors.Join(errs...)
 }
 
+// PoolBytes returns the device memory the allocation pool holds now and
+// the most it has held since the device opened: a training run's
+// high-water mark, comparable with torch.cuda.max_memory_allocated.
+func (d *Device) PoolBytes() (now, peak int64, err error) {
+	err = d.run(func() error {
+		now, peak = d.pool.total, d.pool.peak
+		return nil
+	})
+	return now, peak, err
+}
+
+// TrimPool returns the pool's idle blocks to the driver and restarts its
+// high-water mark at what it holds now, so that PoolBytes's peak after it
+// is what the work since took (a benchmark's later rounds reuse the
+// blocks of its first).
+func (d *Device) TrimPool() error {
+	return d.run(func() error {
+		err := d.pool.trim()
+		d.pool.peak = d.pool.total
+		return err
+	})
+}
+
 // Buffer is device memory from the device's pool, or a view of part of
 // one (Slice).
 type Buffer struct {
