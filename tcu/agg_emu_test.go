@@ -35,16 +35,19 @@ type aggEmuCase struct {
 	mode        int // outFloat, outCodes, outBits (agg.cu's AGG_*)
 	byCols      bool
 	weights     bool
+	warps       int // a block's warps: 8 (agg8) or 32 (agg32)
 }
 
 func (c aggEmuCase) String() string {
-	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v", c.cols, c.mode, c.qbits, c.byCols, c.weights)
+	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d", c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps)
 }
 
-// TestAggKernelEmulated runs agg.cu's warp-per-row aggregation on the CPU
-// (lanes as coroutines meeting at every shuffle and vote) over rows of 0
-// to 200 entries (several of the warp's 32-entry batches), narrow, odd
-// and multi-chunk widths, with and without edge weights, into each output
+// TestAggKernelEmulated runs agg.cu's aggregation on the CPU (lanes as
+// coroutines meeting at every shuffle, vote and barrier) over rows of 0 to
+// 200 entries: light rows a warp each over one or more 32-entry tiles,
+// rows past aggHeavyDeg a block of 8 or 32 warps each, summed across warps
+// in shared memory. Widths cover 4 and 16 columns a lane, narrow, odd and
+// multi-chunk outputs, with and without edge weights, into each output
 // mode, against the sums and bmm's epilogue and re-quantization computed
 // here: exact, bit for bit. The GPU's conformance tests remain the word on
 // the real device; this one checks the kernel's indexing without one.
@@ -69,18 +72,22 @@ func TestAggKernelEmulated(t *testing.T) {
 		}
 		indptr[v+1] = int32(len(indices))
 	}
+	heavy := heavyRows(indptr, 200)
+	require.NotEmpty(t, heavy)
 	wts := make([]uint8, len(indices))
 	for i := range wts {
 		wts[i] = uint8(1 + r.IntN(3))
 	}
 	var cases []aggEmuCase
-	for _, cols := range []int{1, 3, 16, 64, 130} {
+	for _, cols := range []int{1, 3, 16, 64, 130, 528} {
 		cases = append(cases,
-			aggEmuCase{cols: cols, mode: outFloat, weights: cols%2 == 1},
-			aggEmuCase{cols: cols, mode: outCodes, qbits: 4, weights: cols == 16},
-			aggEmuCase{cols: cols, mode: outBits, qbits: 3},
-			aggEmuCase{cols: cols, mode: outBits, qbits: 2, byCols: true, weights: true})
+			aggEmuCase{cols: cols, mode: outFloat, weights: cols%2 == 1, warps: 8},
+			aggEmuCase{cols: cols, mode: outCodes, qbits: 4, weights: cols == 16, warps: 8},
+			aggEmuCase{cols: cols, mode: outBits, qbits: 3, warps: 8},
+			aggEmuCase{cols: cols, mode: outBits, qbits: 2, byCols: true, weights: true, warps: 8})
 	}
+	cases = append(cases, aggEmuCase{cols: 64, mode: outCodes, qbits: 4, weights: true, warps: 32},
+		aggEmuCase{cols: 130, mode: outFloat, warps: 32})
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
@@ -142,8 +149,8 @@ func TestAggKernelEmulated(t *testing.T) {
 			f := func(v []float32) []byte { return asBytes(v) }
 			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
 				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
-				int64(lw32), int64(plane32)},
-				asBytes(indptr), asBytes(indices), w, x,
+				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg},
+				asBytes(indptr), asBytes(indices), w, x, asBytes(heavy),
 				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out)
 			require.Len(t, got, len(out))
 			for v := range rows {

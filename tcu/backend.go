@@ -1,9 +1,11 @@
 package tcu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -42,12 +44,11 @@ type Backend struct {
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg", "aggHeavy8", "aggHeavy32", "widen", "wideout", "add", "rowsums", "argmax"}
+var aggKernels = []string{"agg8", "agg32", "widen", "wideout", "add", "rowsums", "argmax"}
 
-// aggHeavyDeg is the longest row agg's warp-per-row kernel takes; longer
-// rows go to aggHeavy, a block of warps each (bench/e2e/RESULTS.md), and
-// rows past aggHeavyWide entries (in a graph that has one) to blocks of 32
-// warps instead of 8.
+// aggHeavyDeg is the longest row agg.cu gives one warp; longer rows take
+// a whole block of warps each (bench/e2e/RESULTS.md), in blocks of 32
+// warps instead of 8 in a graph with a row past aggHeavyWide entries.
 const aggHeavyDeg, aggHeavyWide = 64, 2048
 
 // NewBackend returns the resident backend on k's device. It compiles (or
@@ -575,7 +576,8 @@ func (p *graphPrep) keep(be *Backend, buf *Buffer) *devGraph {
 }
 
 // heavyRows lists the rows of more than aggHeavyDeg entries (none when the
-// longest, maxDeg, is not).
+// longest, maxDeg, is not), longest first: the blocks that take them start
+// first, so the longest chain of loads begins with the launch.
 func heavyRows(indptr []int32, maxDeg int64) []int32 {
 	if maxDeg <= aggHeavyDeg {
 		return nil
@@ -586,6 +588,9 @@ func heavyRows(indptr []int32, maxDeg int64) []int32 {
 			heavy = append(heavy, int32(r))
 		}
 	}
+	slices.SortStableFunc(heavy, func(a, b int32) int {
+		return cmp.Compare(indptr[b+1]-indptr[b], indptr[a+1]-indptr[a])
+	})
 	return heavy
 }
 

@@ -321,21 +321,14 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 		args := []uint64{dg.indptr, dg.indices, dg.weights, dx.ptr(),
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
 			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32)}
-		heavyDeg := uint64(0)
-		if dg.nHeavy > 0 {
-			heavyDeg = aggHeavyDeg
-		}
-		const warps = 8
-		if err := be.launch("agg", (rows+warps-1)/warps, 32*warps, append([]uint64{heavyDeg}, args...)...); err != nil {
-			return err
-		}
-		if dg.nHeavy == 0 {
-			return nil
-		}
+		// One launch: blocks of 32 warps where a row is past aggHeavyWide
+		// entries, of 8 otherwise.
+		warps, kernel := 8, "agg8"
 		if dg.maxDeg > aggHeavyWide {
-			return be.launch("aggHeavy32", dg.nHeavy, 32*32, append([]uint64{dg.heavy}, args...)...)
+			warps, kernel = 32, "agg32"
 		}
-		return be.launch("aggHeavy8", dg.nHeavy, 32*8, append([]uint64{dg.heavy}, args...)...)
+		grid := dg.nHeavy + (rows+warps-1)/warps
+		return be.launch(kernel, grid, 32*warps, append([]uint64{aggHeavyDeg, dg.heavy, uint64(dg.nHeavy)}, args...)...)
 	})
 }
 

@@ -708,11 +708,11 @@ func TestPreferEdgesFeatures(t *testing.T) {
 	assert.False(t, be.PreferEdges(feats), "streamed: the planes")
 }
 
-// TestHeavyRows: the rows aggHeavy takes are exactly those longer than
-// aggHeavyDeg, and a graph with none uploads no list.
+// TestHeavyRows: the rows a block of warps takes are exactly those longer
+// than aggHeavyDeg, longest first, and a graph with none uploads no list.
 func TestHeavyRows(t *testing.T) {
 	indptr := []int32{0, aggHeavyDeg, aggHeavyDeg, 2*aggHeavyDeg + 1, 2*aggHeavyDeg + 1 + 3*aggHeavyDeg}
-	assert.Equal(t, []int32{2, 3}, heavyRows(indptr, 3*aggHeavyDeg))
+	assert.Equal(t, []int32{3, 2}, heavyRows(indptr, 3*aggHeavyDeg))
 	assert.Nil(t, heavyRows([]int32{0, aggHeavyDeg, 2 * aggHeavyDeg}, aggHeavyDeg))
 }
 

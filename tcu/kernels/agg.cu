@@ -14,27 +14,25 @@ enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
 
 __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
 
-// aggRow computes row v of G·X with the W warps of its block (wid: this
-// warp's). Each warp's lanes split into 32/L groups of L lanes, each lane
-// summing in int32 four consecutive columns (one 32-bit load where rows
-// are word aligned) of a 4L-column chunk, each group every (W·32/L)-th
-// entry of the row, four at a time: many rows' codes in flight per warp
-// however narrow the output. The groups' sums meet by shuffles, the warps'
-// in shared memory; then lane c of warp 0 takes column c of each 32 for
-// the epilogue, and for AGG_CODES/AGG_BITS the re-quantization. Packed rows
-// (outByCols 0) are whole words per warp, written with ballots; packed
-// columns put row v's bit into words other rows share, so they are OR-ed
-// into the zeroed output.
-__device__ __forceinline__ void addCodes(int (&s)[4], const u8* __restrict__ row, int n, bool word, int wt) {
-  if (word) {
-    const unsigned q = *(const unsigned*)row;
-    s[0] += wt * (int)(q & 255u), s[1] += wt * (int)((q >> 8) & 255u);
-    s[2] += wt * (int)((q >> 16) & 255u), s[3] += wt * (int)(q >> 24);
+// loadCodes reads a lane's V codes of one row as V/4 little-endian words:
+// one load where the row is aligned and whole (vec), else byte by byte up
+// to n, zeros past it.
+__device__ __forceinline__ void loadWords(u32 (&q)[4], const u8* __restrict__ row) {
+  const uint4 t = *(const uint4*)row;
+  q[0] = t.x, q[1] = t.y, q[2] = t.z, q[3] = t.w;
+}
+__device__ __forceinline__ void loadWords(u32 (&q)[1], const u8* __restrict__ row) { q[0] = *(const u32*)row; }
+template <int V>
+__device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict__ row, int n, bool vec) {
+  if (vec) {
+    loadWords(q, row);
     return;
   }
 #pragma unroll
-  for (int k = 0; k < 4; k++) {
-    if (k < n) s[k] += wt * (int)row[k];
+  for (int j = 0; j < V / 4; j++) q[j] = 0;
+#pragma unroll
+  for (int k = 0; k < V; k++) {
+    if (k < n) q[k / 4] |= (u32)row[k] << (8 * (k % 4));
   }
 }
 
@@ -47,54 +45,87 @@ __device__ __forceinline__ void addCodes(int (&s)[4], const u8* __restrict__ row
   indptr, indices, w, x, rows, cols, mode, out, colScale, rowTerm, colTerm, colConst, rowScale, colBias, relu,       \
       rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32
 
-template <int W>
-__device__ __forceinline__ void aggRow(long long v, int wid, int (*red)[32][4], AGG_PARAMS) {
+// AGG_CHUNK is the most columns one pass of aggRowV<W, 16> covers: red,
+// the block's shared sums, holds that many.
+#define AGG_CHUNK 512
+
+// aggRow computes row v of G·X with the W warps of its block (wid: this
+// warp's). A warp takes its entries 32 at a time, each lane loading one
+// entry's index (and weight) in one coalesced load; the lanes then split
+// into 32/L groups of L lanes, lane l of a group summing in int32 V
+// consecutive columns (one 4- or 16-byte load where rows are aligned) of
+// a V·L-column chunk, group g every (32/L)-th of those entries, four at a
+// time: a row of 32 entries costs one round trip for its indices and one
+// or a few for its codes, however narrow the output. The groups' sums meet
+// by shuffles, the warps' in shared memory; then lane c of warp 0 takes
+// column c of each 32 for the epilogue, and for AGG_CODES/AGG_BITS the
+// re-quantization. Packed rows (outByCols 0) are whole words per warp,
+// written with ballots; packed columns put row v's bit into words other
+// rows share, so they are OR-ed into the zeroed output.
+template <int W, int V>
+__device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARAMS) {
   const int lane = threadIdx.x & 31;
   Prob P = {};
   P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
   P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
   const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
   const int e0 = indptr[v], e1 = indptr[v + 1];
-  const bool aligned = (cols & 3) == 0;
-  for (long long c0 = 0; c0 < cols; c0 += 128) {
-    const int chunk = (int)min(cols - c0, 128LL);
+  const bool aligned = (cols % V) == 0 && ((u64)x % V) == 0;
+  for (long long c0 = 0; c0 < cols; c0 += 32 * V) {
+    const int chunk = (int)min(cols - c0, 32LL * V);
     int L = 1;
-    while (4 * L < chunk) L <<= 1;
-    const int G = 32 / L, g = lane / L, l = lane % L, S = W * G;
-    const long long cc = c0 + 4 * l;
-    const int n = (int)max(0LL, min(cols - cc, 4LL));
-    int s[4] = {0, 0, 0, 0};
-    if (n > 0) {
-      const bool word = aligned && n == 4;
-      int e = e0 + wid * G + g;
-      for (; e + 3 * S < e1; e += 4 * S) {
-        const int i0 = indices[e], i1 = indices[e + S], i2 = indices[e + 2 * S], i3 = indices[e + 3 * S];
-        const int w0 = w ? (int)w[e] : 1, w1 = w ? (int)w[e + S] : 1;
-        const int w2 = w ? (int)w[e + 2 * S] : 1, w3 = w ? (int)w[e + 3 * S] : 1;
-        addCodes(s, x + (long long)i0 * cols + cc, n, word, w0);
-        addCodes(s, x + (long long)i1 * cols + cc, n, word, w1);
-        addCodes(s, x + (long long)i2 * cols + cc, n, word, w2);
-        addCodes(s, x + (long long)i3 * cols + cc, n, word, w3);
+    while (V * L < chunk) L <<= 1;
+    const int G = 32 / L, g = lane / L, l = lane % L;
+    const long long cc = c0 + V * l;
+    const int n = (int)max(0LL, min(cols - cc, (long long)V));
+    const bool vec = aligned && n == V;
+    int s[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) s[k] = 0;
+    for (int t0 = e0 + 32 * wid; t0 < e1; t0 += 32 * W) {
+      const int m = min(e1 - t0, 32);
+      const int myIdx = lane < m ? indices[t0 + lane] : 0;
+      const int myW = w ? (lane < m ? (int)w[t0 + lane] : 0) : 1;
+      for (int j0 = 0; j0 < m; j0 += 4 * G) {
+        u32 q[4][V / 4];
+        int wt[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+          const int j = j0 + u * G + g;
+          const int i = __shfl_sync(0xffffffffu, myIdx, j & 31);
+          wt[u] = __shfl_sync(0xffffffffu, myW, j & 31);
+          if (j < m && n > 0) {
+            loadCodes<V>(q[u], x + (long long)i * cols + cc, n, vec);
+          } else {
+            wt[u] = 0;
+#pragma unroll
+            for (int k = 0; k < V / 4; k++) q[u][k] = 0;
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+#pragma unroll
+          for (int k = 0; k < V; k++) s[k] += wt[u] * (int)((q[u][k / 4] >> (8 * (k % 4))) & 255u);
+        }
       }
-      for (; e < e1; e += S) addCodes(s, x + (long long)indices[e] * cols + cc, n, word, w ? (int)w[e] : 1);
     }
     for (int o = L; o < 32; o <<= 1) {
 #pragma unroll
-      for (int k = 0; k < 4; k++) s[k] += __shfl_xor_sync(0xffffffffu, s[k], o);
+      for (int k = 0; k < V; k++) s[k] += __shfl_xor_sync(0xffffffffu, s[k], o);
     }
     if (W > 1) {
-      if (lane < L) {
+      for (int k = threadIdx.x; k < chunk; k += 32 * W) red[k] = 0;
+      __syncthreads();
+      if (g == 0) {
 #pragma unroll
-        for (int k = 0; k < 4; k++) red[wid][lane][k] = s[k];
+        for (int k = 0; k < V; k++) {
+          if (k < n) atomicAdd(red + V * l + k, s[k]);
+        }
       }
       __syncthreads();
       if (wid == 0) {
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-          int t = 0;
-          for (int u = 0; u < W; u++) t += red[u][l][k];
-          s[k] = t;
-        }
+        for (int k = 0; k < V; k++) s[k] = k < n ? red[V * l + k] : 0;
       }
       __syncthreads();
       if (wid != 0) continue;
@@ -102,11 +133,13 @@ __device__ __forceinline__ void aggRow(long long v, int wid, int (*red)[32][4], 
     for (long long c1 = c0; c1 < c0 + chunk; c1 += 32) {
       const long long c = c1 + lane;
       const bool in = c < cols;
-      const int src = (int)((c - c0) >> 2) & 31, k = (int)((c - c0) & 3);
-      int t[4];
+      const int src = (int)((c - c0) / V) & 31, k = (int)((c - c0) % V);
+      int sum = 0;
 #pragma unroll
-      for (int j = 0; j < 4; j++) t[j] = __shfl_sync(0xffffffffu, s[j], src);
-      const int sum = k == 0 ? t[0] : k == 1 ? t[1] : k == 2 ? t[2] : t[3];
+      for (int j = 0; j < V; j++) {
+        const int t = __shfl_sync(0xffffffffu, s[j], src);
+        if (j == k) sum = t;
+      }
       if (mode == AGG_FLOAT) {
         if (in) ((float*)out)[v * cols + c] = applyEp(P, sum, (int)v, (int)c);
         continue;
@@ -130,27 +163,42 @@ __device__ __forceinline__ void aggRow(long long v, int wid, int (*red)[32][4], 
   }
 }
 
-// agg: warp w of the grid takes destination row v, but for rows of more
-// than heavyDeg entries (heavyDeg 0: none), which aggHeavy takes: one
-// warp's chain of loads over a long row would hold up the whole kernel.
-extern "C" __global__ void agg(long long heavyDeg, AGG_PARAMS) {
-  const long long v = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (v >= rows) return;  // the whole warp
-  if (heavyDeg > 0 && indptr[v + 1] - indptr[v] > heavyDeg) return;
-  aggRow<1>(v, 0, nullptr, AGG_ARGS);
+// aggRow takes 16 columns a lane where rows are 16-byte aligned and at
+// least 64 wide (more entries in flight per warp), 4 otherwise.
+template <int W>
+__device__ __forceinline__ void aggRow(long long v, int wid, int* red, AGG_PARAMS) {
+  if (cols >= 64 && cols % 16 == 0 && (u64)x % 16 == 0) {
+    aggRowV<W, 16>(v, wid, red, AGG_ARGS);
+  } else {
+    aggRowV<W, 4>(v, wid, red, AGG_ARGS);
+  }
 }
 
-// aggHeavy: block b takes row heavy[b] with all its warps (8 or 32).
+// aggW: in one launch, block b < nHeavy takes row heavy[b] (rows of more
+// than heavyDeg entries, longest first) with all its W warps, so that one
+// warp's chain of loads over a long row does not hold up the kernel; each
+// warp of the blocks after takes one of the other rows. The heavy blocks
+// start first and the light ones fill the device around them.
 template <int W>
-__device__ __forceinline__ void aggHeavyBlock(const int* __restrict__ heavy, AGG_PARAMS) {
-  __shared__ int red[W][32][4];
-  aggRow<W>(heavy[blockIdx.x], threadIdx.x >> 5, red, AGG_ARGS);
+__device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
+  __shared__ int red[AGG_CHUNK];
+  const int wid = threadIdx.x >> 5;
+  if ((long long)blockIdx.x < nHeavy) {
+    aggRow<W>(heavy[blockIdx.x], wid, red, AGG_ARGS);
+    return;
+  }
+  const long long v = ((long long)blockIdx.x - nHeavy) * W + wid;
+  if (v >= rows) return;  // the whole warp
+  if (nHeavy > 0 && indptr[v + 1] - indptr[v] > heavyDeg) return;
+  aggRow<1>(v, 0, nullptr, AGG_ARGS);
 }
-extern "C" __global__ void __launch_bounds__(256) aggHeavy8(const int* __restrict__ heavy, AGG_PARAMS) {
-  aggHeavyBlock<8>(heavy, AGG_ARGS);
+extern "C" __global__ void __launch_bounds__(256)
+    agg8(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
+  aggBlocks<8>(heavyDeg, heavy, nHeavy, AGG_ARGS);
 }
-extern "C" __global__ void __launch_bounds__(1024) aggHeavy32(const int* __restrict__ heavy, AGG_PARAMS) {
-  aggHeavyBlock<32>(heavy, AGG_ARGS);
+extern "C" __global__ void __launch_bounds__(1024)
+    agg32(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
+  aggBlocks<32>(heavyDeg, heavy, nHeavy, AGG_ARGS);
 }
 
 // storeOut writes value t of element i (row r, column c) in an output of

@@ -2,9 +2,9 @@
 // TestAggKernelEmulated: the warp votes and integer shuffles, the
 // round-to-nearest intrinsics as plain C++ arithmetic (the test compiles
 // with -ffp-contract=off, so no step is fused), and atomics, which are
-// plain here since lanes run one at a time. agg.cu's launches run in
-// groups (emuLaunch), where fp_emu.h's __syncthreads aborts: a kernel that
-// reaches it (the multi-warp aggHeavy) cannot run there.
+// plain here since lanes run one at a time. agg8 and agg32 run a whole
+// block at a time (emuLaunchBlocks: their heavy rows meet at barriers);
+// rowsums runs in groups of a warp (emuLaunch).
 #define KERNEL_EMU 1
 #define __noinline__ __attribute__((noinline))
 
@@ -27,6 +27,14 @@ static unsigned __ballot_sync(unsigned m, int pred) {
     word |= (unsigned)(p & 1) << l;
   }
   return word;
+}
+struct uint4 {
+  unsigned x, y, z, w;
+};
+static int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
 }
 static unsigned atomicOr(unsigned* p, unsigned v) {
   const unsigned old = *p;
