@@ -1,11 +1,10 @@
 package tcu
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"math/bits"
 	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -576,21 +575,31 @@ func (p *graphPrep) keep(be *Backend, buf *Buffer) *devGraph {
 }
 
 // heavyRows lists the rows of more than aggHeavyDeg entries (none when the
-// longest, maxDeg, is not), longest first: the blocks that take them start
-// first, so the longest chain of loads begins with the launch.
+// longest, maxDeg, is not), longest first by powers of two: the blocks
+// that take them start first, so the longest chains of loads begin with
+// the launch. Buckets, not a sort: a cold pass lists every batch's rows.
 func heavyRows(indptr []int32, maxDeg int64) []int32 {
 	if maxDeg <= aggHeavyDeg {
 		return nil
 	}
-	var heavy []int32
+	var count [33]int
 	for r := range len(indptr) - 1 {
-		if indptr[r+1]-indptr[r] > aggHeavyDeg {
-			heavy = append(heavy, int32(r))
+		if d := indptr[r+1] - indptr[r]; d > aggHeavyDeg {
+			count[bits.Len32(uint32(d))]++
 		}
 	}
-	slices.SortStableFunc(heavy, func(a, b int32) int {
-		return cmp.Compare(indptr[b+1]-indptr[b], indptr[a+1]-indptr[a])
-	})
+	var start [33]int
+	for b, n := 32, 0; b >= 0; b-- {
+		start[b], n = n, n+count[b]
+	}
+	heavy := make([]int32, start[0])
+	for r := range len(indptr) - 1 {
+		if d := indptr[r+1] - indptr[r]; d > aggHeavyDeg {
+			b := bits.Len32(uint32(d))
+			heavy[start[b]] = int32(r)
+			start[b]++
+		}
+	}
 	return heavy
 }
 

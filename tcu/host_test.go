@@ -709,10 +709,14 @@ func TestPreferEdgesFeatures(t *testing.T) {
 }
 
 // TestHeavyRows: the rows a block of warps takes are exactly those longer
-// than aggHeavyDeg, longest first, and a graph with none uploads no list.
+// than aggHeavyDeg, longest first by powers of two and in row order within
+// one, and a graph with none uploads no list.
 func TestHeavyRows(t *testing.T) {
-	indptr := []int32{0, aggHeavyDeg, aggHeavyDeg, 2*aggHeavyDeg + 1, 2*aggHeavyDeg + 1 + 3*aggHeavyDeg}
-	assert.Equal(t, []int32{3, 2}, heavyRows(indptr, 3*aggHeavyDeg))
+	indptr := []int32{0}
+	for _, d := range []int32{0, aggHeavyDeg, aggHeavyDeg + 1, 3 * aggHeavyDeg, 0, aggHeavyDeg + 5, 9 * aggHeavyDeg, 2*aggHeavyDeg + 1} {
+		indptr = append(indptr, indptr[len(indptr)-1]+d)
+	}
+	assert.Equal(t, []int32{6, 3, 7, 2, 5}, heavyRows(indptr, 9*aggHeavyDeg))
 	assert.Nil(t, heavyRows([]int32{0, aggHeavyDeg, 2 * aggHeavyDeg}, aggHeavyDeg))
 }
 
