@@ -13,6 +13,7 @@
 #   QGTC=build/e2e/qgtc-old    # speed: time another qgtc (make e2e E2E_OLD=<commit>)
 #   PYG=0                      # speed: leave PyG out (it is the same for both)
 #   VARIANTS='^gpu (resident|cold)$'  # speed: only the variants whose label matches
+#   INFER_ARGS='--sparse-input off'  # speed: more flags for every qgtc infer on the real graphs
 #   KERNELS=1                  # speed: also one op-by-op resident run per model at
 #       4 bits with --profile-kernels: each kernel's median, kernels-<graph>-<model>.json
 # Logs and tables go to $OUT (default ./out).
@@ -95,7 +96,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
     for m in $MODELS; do
       for bits in $CURVE; do
         [[ "$bits" != 4 && " ${CURVE_MODELS:-gcn sage} " != *" $m "* ]] && continue
-        a=(infer --dataset "$data" --model "$m" --bits "$bits" $TRAIN --partition "$part" --passes "$PASSES" --json --quiet)
+        a=(infer --dataset "$data" --model "$m" --bits "$bits" $TRAIN --partition "$part" --passes "$PASSES" --json --quiet ${INFER_ARGS:-})
         if [ "$ds" = synth2m ]; then
           w=$DATA/synth-$m-$bits.safetensors
           [ -f "$w" ] || { echo "$ds $m $bits: no $w"; continue; }

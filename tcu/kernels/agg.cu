@@ -82,10 +82,17 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
     int s[V];
 #pragma unroll
     for (int k = 0; k < V; k++) s[k] = 0;
-    for (int t0 = e0 + 32 * wid; t0 < e1; t0 += 32 * W) {
+    int t0 = e0 + 32 * wid;
+    int nextIdx = t0 + lane < e1 ? indices[t0 + lane] : 0;
+    int nextW = w && t0 + lane < e1 ? (int)w[t0 + lane] : 1;
+    for (; t0 < e1; t0 += 32 * W) {
+      // This tile's indices arrived during the last one's sums; the next
+      // tile's are on their way during this one's.
       const int m = min(e1 - t0, 32);
-      const int myIdx = lane < m ? indices[t0 + lane] : 0;
-      const int myW = w ? (lane < m ? (int)w[t0 + lane] : 0) : 1;
+      const int myIdx = nextIdx, myW = nextW;
+      const int t1 = t0 + 32 * W;
+      nextIdx = t1 + lane < e1 ? indices[t1 + lane] : 0;
+      nextW = w && t1 + lane < e1 ? (int)w[t1 + lane] : 1;
       for (int j0 = 0; j0 < m; j0 += 4 * G) {
         u32 q[4][V / 4];
         int wt[4];
