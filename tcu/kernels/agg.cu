@@ -57,9 +57,9 @@ __device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict_
 // a V·L-column chunk, group g every (32/L)-th of those entries, four at a
 // time: a row of 32 entries costs one round trip for its indices and one
 // or a few for its codes, however narrow the output. The groups' sums meet
-// by a reduce-scatter of shuffles, the warps' in shared memory; then lane
-// c (of warp 0) takes column c of each 32 for the epilogue, and for
-// AGG_CODES/AGG_BITS the re-quantization. Packed rows (outByCols 0) are whole words per warp,
+// by shuffles, the warps' in shared memory; then lane c of warp 0 takes
+// column c of each 32 for the epilogue, and for AGG_CODES/AGG_BITS the
+// re-quantization. Packed rows (outByCols 0) are whole words per warp,
 // written with ballots; packed columns put row v's bit into words other
 // rows share, so they are OR-ed into the zeroed output.
 template <int W, int V>
@@ -100,7 +100,7 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
         for (int u = 0; u < 4; u++) {
           const int j = j0 + u * G + g;
           const int i = __shfl_sync(0xffffffffu, myIdx, j & 31);
-          wt[u] = w ? __shfl_sync(0xffffffffu, myW, j & 31) : 1;
+          wt[u] = __shfl_sync(0xffffffffu, myW, j & 31);
           if (j < m && n > 0) {
             loadCodes<V>(q[u], x + (long long)i * cols + cc, n, vec);
           } else {
@@ -116,39 +116,23 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
         }
       }
     }
-    // The groups' sums meet by halves (a reduce-scatter): at each step a
-    // lane keeps half its columns and adds its partner's of that half.
-    // After R steps lane g·L+l holds size = V/2^R columns of its slot l
-    // from offset off(g) = Σ_r (bit r of g)·V/2^(r+1), summed over the 2^R
-    // groups that share its higher bits; where size reached 1 with group
-    // bits left, those sum the one column whole.
-    constexpr int LOGV = V == 16 ? 4 : 2;
-    int R = 0;
+    for (int o = L; o < 32; o <<= 1) {
 #pragma unroll
-    for (int r = 0; (V >> r) > 1; r++) {
-      if ((L << r) >= 32) break;
-      const bool up = (g >> r) & 1;
-      const int half = V >> (r + 1);
-#pragma unroll
-      for (int i = 0; i < half; i++) {
-        const int send = up ? s[i] : s[i + half], keep = up ? s[i + half] : s[i];
-        s[i] = keep + __shfl_xor_sync(0xffffffffu, send, L << r);
-      }
-      R = r + 1;
+      for (int k = 0; k < V; k++) s[k] += __shfl_xor_sync(0xffffffffu, s[k], o);
     }
-    const int size = V >> R;
-    for (int o = L << R; o < 32; o <<= 1) s[0] += __shfl_xor_sync(0xffffffffu, s[0], o);
-    int off = 0;
-    for (int r = 0; r < R; r++) off += ((g >> r) & 1) * (V >> (r + 1));
     if (W > 1) {
-      __syncthreads();  // warp 0 has read the last chunk's sums
       for (int k = threadIdx.x; k < chunk; k += 32 * W) red[k] = 0;
       __syncthreads();
-      if (g < (1 << R)) {  // the others hold the same columns
+      if (g == 0) {
 #pragma unroll
-        for (int j = 0; j < V; j++) {
-          if (j < size && off + j < n) atomicAdd(red + V * l + off + j, s[j]);
+        for (int k = 0; k < V; k++) {
+          if (k < n) atomicAdd(red + V * l + k, s[k]);
         }
+      }
+      __syncthreads();
+      if (wid == 0) {
+#pragma unroll
+        for (int k = 0; k < V; k++) s[k] = k < n ? red[V * l + k] : 0;
       }
       __syncthreads();
       if (wid != 0) continue;
@@ -156,22 +140,12 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
     for (long long c1 = c0; c1 < c0 + chunk; c1 += 32) {
       const long long c = c1 + lane;
       const bool in = c < cols;
-      const int pos = (int)(c - c0);
+      const int src = (int)((c - c0) / V) & 31, k = (int)((c - c0) % V);
       int sum = 0;
-      if (W > 1) {
-        sum = in ? red[pos] : 0;
-      } else {
-        // Column pos's sum from the lane that holds it.
-        const int k = pos % V;
-        int og = 0;
-        for (int r = 0; r < R; r++) og |= ((k >> (LOGV - 1 - r)) & 1) << r;
-        const int src = (og * L + (pos / V) % L) & 31;
 #pragma unroll
-        for (int j = 0; j < V; j++) {
-          if (j >= size) break;
-          const int t = __shfl_sync(0xffffffffu, s[j], src);
-          if (j == (k & (size - 1))) sum = t;
-        }
+      for (int j = 0; j < V; j++) {
+        const int t = __shfl_sync(0xffffffffu, s[j], src);
+        if (j == k) sum = t;
       }
       if (mode == AGG_FLOAT) {
         if (in) ((float*)out)[v * cols + c] = applyEp(P, sum, (int)v, (int)c);
