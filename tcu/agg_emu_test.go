@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,11 +18,12 @@ import (
 
 // aggEmu compiles agg.cu and its driver for the CPU emulation of a warp
 // (testdata/fp_emu.h, agg_emu.h) and returns the program, or skips.
-func aggEmu(t *testing.T) string {
+func aggEmu(t *testing.T, defs ...string) string {
 	t.Helper()
 	clang := emuTool(t)
 	dir := t.TempDir()
 	src, hdrs := kernelSource("agg.cu")
+	src = strings.Join(defs, "") + src
 	for _, h := range hdrs {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, h.name), []byte(h.src), 0o644))
 	}
@@ -52,7 +54,7 @@ func (c aggEmuCase) String() string {
 // here: exact, bit for bit. The GPU's conformance tests remain the word on
 // the real device; this one checks the kernel's indexing without one.
 func TestAggKernelEmulated(t *testing.T) {
-	prog := aggEmu(t)
+	progs := map[int]string{16: aggEmu(t), 8: aggEmu(t, "#define AGG_V 8\n"), 4: aggEmu(t, "#define AGG_V 4\n")}
 	r := rand.New(rand.NewPCG(7, 11))
 	const rows, nsrc = 70, 90
 	indptr := make([]int32, rows+1)
@@ -89,94 +91,96 @@ func TestAggKernelEmulated(t *testing.T) {
 	cases = append(cases, aggEmuCase{cols: 64, mode: outCodes, qbits: 4, weights: true, warps: 32},
 		aggEmuCase{cols: 130, mode: outFloat, warps: 32})
 	for _, c := range cases {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			r := rand.New(rand.NewPCG(uint64(c.cols), uint64(c.mode)))
-			x := make([]uint8, nsrc*c.cols)
-			for i := range x {
-				x[i] = uint8(r.IntN(16))
-			}
-			vec := func(n int) []float32 {
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = float32(r.NormFloat64())
+		for lw, prog := range progs {
+			t.Run(fmt.Sprintf("%v/lane=%d", c, lw), func(t *testing.T) {
+				t.Parallel()
+				r := rand.New(rand.NewPCG(uint64(c.cols), uint64(c.mode)))
+				x := make([]uint8, nsrc*c.cols)
+				for i := range x {
+					x[i] = uint8(r.IntN(16))
 				}
-				return v
-			}
-			ep := &bmm.Epilogue{ColScale: vec(c.cols), RowTerm: vec(rows), ColTerm: vec(c.cols), ColConst: vec(c.cols),
-				RowScale: vec(rows), ColBias: vec(c.cols), ReLU: c.mode != outFloat}
-			rq := bmm.Requant{Scale: 0.7, Offset: 2}
-			var w []byte
-			if c.weights {
-				w = wts
-			}
-			// Reference: the sums, then the epilogue (and re-quantization).
-			ref := make([]float32, rows*c.cols)
-			for v := range rows {
-				for col := range c.cols {
-					var s int32
-					for p := indptr[v]; p < indptr[v+1]; p++ {
-						wt := int32(1)
-						if w != nil {
-							wt = int32(w[p])
-						}
-						s += wt * int32(x[int(indices[p])*c.cols+col])
+				vec := func(n int) []float32 {
+					v := make([]float32, n)
+					for i := range v {
+						v[i] = float32(r.NormFloat64())
 					}
-					ref[v*c.cols+col] = ep.Apply(s, v, col)
+					return v
 				}
-			}
-			lw32, plane32 := 0, 0
-			var out []byte
-			switch c.mode {
-			case outFloat:
-				out = make([]byte, 4*rows*c.cols)
-			case outCodes:
-				out = make([]byte, rows*c.cols)
-			default:
-				lines, along := rows, c.cols
-				if c.byCols {
-					lines, along = c.cols, rows
+				ep := &bmm.Epilogue{ColScale: vec(c.cols), RowTerm: vec(rows), ColTerm: vec(c.cols), ColConst: vec(c.cols),
+					RowScale: vec(rows), ColBias: vec(c.cols), ReLU: c.mode != outFloat}
+				rq := bmm.Requant{Scale: 0.7, Offset: 2}
+				var w []byte
+				if c.weights {
+					w = wts
 				}
-				lw32 = (along + 31) / 32
-				plane32 = lines * lw32
-				out = make([]byte, 4*plane32*c.qbits)
-			}
-			if c.mode != outBits {
-				for i := range out {
-					out[i] = 0xFF
-				}
-			}
-			f := func(v []float32) []byte { return asBytes(v) }
-			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
-				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
-				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg},
-				asBytes(indptr), asBytes(indices), w, x, asBytes(heavy),
-				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out)
-			require.Len(t, got, len(out))
-			for v := range rows {
-				for col := range c.cols {
-					want := ref[v*c.cols+col]
-					i := v*c.cols + col
-					switch c.mode {
-					case outFloat:
-						g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:]))
-						require.Equal(t, math.Float32bits(want), math.Float32bits(g), "row %d column %d: %v, want %v", v, col, g, want)
-					case outCodes:
-						require.Equal(t, uint8(rq.Quantize(want, c.qbits)), got[i], "row %d column %d", v, col)
-					default:
-						q := rq.Quantize(want, c.qbits)
-						line, pos := v, col
-						if c.byCols {
-							line, pos = col, v
+				// Reference: the sums, then the epilogue (and re-quantization).
+				ref := make([]float32, rows*c.cols)
+				for v := range rows {
+					for col := range c.cols {
+						var s int32
+						for p := indptr[v]; p < indptr[v+1]; p++ {
+							wt := int32(1)
+							if w != nil {
+								wt = int32(w[p])
+							}
+							s += wt * int32(x[int(indices[p])*c.cols+col])
 						}
-						for p := range c.qbits {
-							word := binary.LittleEndian.Uint32(got[4*(p*plane32+line*lw32+pos/32):])
-							require.Equal(t, q>>p&1, word>>(pos%32)&1, "row %d column %d plane %d", v, col, p)
-						}
+						ref[v*c.cols+col] = ep.Apply(s, v, col)
 					}
 				}
-			}
-		})
+				lw32, plane32 := 0, 0
+				var out []byte
+				switch c.mode {
+				case outFloat:
+					out = make([]byte, 4*rows*c.cols)
+				case outCodes:
+					out = make([]byte, rows*c.cols)
+				default:
+					lines, along := rows, c.cols
+					if c.byCols {
+						lines, along = c.cols, rows
+					}
+					lw32 = (along + 31) / 32
+					plane32 = lines * lw32
+					out = make([]byte, 4*plane32*c.qbits)
+				}
+				if c.mode != outBits {
+					for i := range out {
+						out[i] = 0xFF
+					}
+				}
+				f := func(v []float32) []byte { return asBytes(v) }
+				got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
+					int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
+					int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg},
+					asBytes(indptr), asBytes(indices), w, x, asBytes(heavy),
+					f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out)
+				require.Len(t, got, len(out))
+				for v := range rows {
+					for col := range c.cols {
+						want := ref[v*c.cols+col]
+						i := v*c.cols + col
+						switch c.mode {
+						case outFloat:
+							g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:]))
+							require.Equal(t, math.Float32bits(want), math.Float32bits(g), "row %d column %d: %v, want %v", v, col, g, want)
+						case outCodes:
+							require.Equal(t, uint8(rq.Quantize(want, c.qbits)), got[i], "row %d column %d", v, col)
+						default:
+							q := rq.Quantize(want, c.qbits)
+							line, pos := v, col
+							if c.byCols {
+								line, pos = col, v
+							}
+							for p := range c.qbits {
+								word := binary.LittleEndian.Uint32(got[4*(p*plane32+line*lw32+pos/32):])
+								require.Equal(t, q>>p&1, word>>(pos%32)&1, "row %d column %d plane %d", v, col, p)
+							}
+						}
+					}
+				}
+			})
+		}
 	}
 }
 

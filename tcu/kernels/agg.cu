@@ -21,6 +21,10 @@ __device__ __forceinline__ void loadWords(u32 (&q)[4], const u8* __restrict__ ro
   const uint4 t = *(const uint4*)row;
   q[0] = t.x, q[1] = t.y, q[2] = t.z, q[3] = t.w;
 }
+__device__ __forceinline__ void loadWords(u32 (&q)[2], const u8* __restrict__ row) {
+  const uint2 t = *(const uint2*)row;
+  q[0] = t.x, q[1] = t.y;
+}
 __device__ __forceinline__ void loadWords(u32 (&q)[1], const u8* __restrict__ row) { q[0] = *(const u32*)row; }
 template <int V>
 __device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict__ row, int n, bool vec) {
@@ -170,12 +174,15 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
   }
 }
 
-// aggRow takes 16 columns a lane where rows are 16-byte aligned and at
-// least 64 wide (more entries in flight per warp), 4 otherwise.
+// aggRow takes AGG_V columns a lane where rows are AGG_V-byte aligned and
+// at least 64 wide (more entries in flight per warp), 4 otherwise.
+#ifndef AGG_V
+#define AGG_V 16
+#endif
 template <int W>
 __device__ __forceinline__ void aggRow(long long v, int wid, int* red, AGG_PARAMS) {
-  if (cols >= 64 && cols % 16 == 0 && (u64)x % 16 == 0) {
-    aggRowV<W, 16>(v, wid, red, AGG_ARGS);
+  if (AGG_V > 4 && cols >= 64 && cols % AGG_V == 0 && (u64)x % AGG_V == 0) {
+    aggRowV<W, AGG_V>(v, wid, red, AGG_ARGS);
   } else {
     aggRowV<W, 4>(v, wid, red, AGG_ARGS);
   }

@@ -28,6 +28,9 @@ static unsigned __ballot_sync(unsigned m, int pred) {
   }
   return word;
 }
+struct uint2 {
+  unsigned x, y;
+};
 struct uint4 {
   unsigned x, y, z, w;
 };
