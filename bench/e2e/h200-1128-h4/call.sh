@@ -33,7 +33,7 @@ e2e2() { local name=$1; shift
   cp $R/$name/runs.jsonl $A/runs-$name.jsonl 2>/dev/null; cp $R/$name/pyg-*.json $R/$name/kernels-*.json $A/ 2>/dev/null; cp $R/$name/table.md $A/table-$name.md 2>/dev/null; }
 for round in a b; do
   e2e2 old$round QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
-  for v in 16 8 4; do QGTC_AGG_V=$v e2e2 v$v$round PYG=0 VARIANTS='^gpu (resident|cold)$'; done
+  for v in 16 8 4; do e2e2 v$v$round QGTC_AGG_V=$v PYG=0 VARIANTS='^gpu (resident|cold)$'; done
 done
 e2e2 final PYG_REPS=5 KERNELS=1 VARIANTS='^(gpu resident|gpu cold|cpu)$'
 syn() { local name=$1; shift
@@ -42,8 +42,8 @@ syn() { local name=$1; shift
   echo "$name rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep "^synth2m" $R/$name.txt | tee -a $OUT/steps.txt
   cp $R/$name/runs.jsonl $A/runs-$name.jsonl 2>/dev/null; }
 syn synold QGTC=$B/qgtc-old
-QGTC_AGG_V=16 syn syn16
-QGTC_AGG_V=8 syn syn8
+syn syn16 QGTC_AGG_V=16
+syn syn8 QGTC_AGG_V=8
 cp $OUT/steps.txt $A/
 tar czf $OUT/h4.tgz -C $OUT a 2>/dev/null; rm -rf $A $R
 echo "done $(el)s"
