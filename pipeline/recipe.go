@@ -43,12 +43,12 @@ var denseGraphs = map[string]bool{"amazon_computers": true, "amazon_photo": true
 // (bench/accuracy/RESULTS.md).
 var rowsGraphs = map[string]bool{"coauthor_cs": true}
 
-// gcnParts are the graphs whose GCN trains and infers over fewer, larger
-// batches than AutoParts gives: AutoParts' batches of Coauthor Physics
-// drop enough edges between them to cost its GCN accuracy, and these
-// bring it to the tuned anchor at every width; its SAGE did not gain
-// (bench/accuracy/RESULTS.md).
-var gcnParts = map[string]int{"coauthor_physics": 4}
+// fewerParts are the graphs and models that train and infer over fewer,
+// larger batches than AutoParts gives: AutoParts' batches of Coauthor
+// Physics drop enough edges between them to cost its GCN and SAGE
+// accuracy, and these bring both to the tuned anchor at every width
+// (bench/accuracy/RESULTS.md; SAGE lost accuracy over 4).
+var fewerParts = map[string]map[string]int{"coauthor_physics": {layers.GCN: 4, layers.SAGE: 2}}
 
 // RecipeFor is the training recipe of model on dataset (a bundled name or
 // a path, matched by its base name; other data gets the base recipe).
@@ -58,7 +58,7 @@ func RecipeFor(dataset, model string) Recipe {
 	if rowsGraphs[name] {
 		r.FeatureScale = layers.ScaleRows
 	}
-	if p := gcnParts[name]; model == layers.GCN && p > 0 {
+	if p := fewerParts[name][model]; p > 0 {
 		r.Parts = p
 	}
 	if model == layers.GIN && denseGraphs[name] {

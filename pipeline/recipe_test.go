@@ -18,9 +18,10 @@ func TestRecipeFor(t *testing.T) {
 	}
 	assert.Equal(t, baseRecipe, RecipeFor("cora", layers.GIN))
 	assert.Equal(t, baseRecipe, RecipeFor("amazon_photo", layers.GCN))
-	// Coauthor Physics' GCN takes 4 batches; its SAGE and the other graphs AutoParts.
+	// Coauthor Physics' GCN takes 4 batches and its SAGE 2; the other graphs AutoParts.
 	assert.Equal(t, 4, RecipeFor("/data/coauthor_physics", layers.GCN).Parts)
-	assert.Equal(t, 0, RecipeFor("coauthor_physics", layers.SAGE).Parts)
+	assert.Equal(t, 2, RecipeFor("coauthor_physics", layers.SAGE).Parts)
+	assert.Equal(t, 0, RecipeFor("coauthor_cs", layers.SAGE).Parts)
 	assert.Equal(t, 0, RecipeFor("coauthor_cs", layers.GCN).Parts)
 	// Coauthor CS's rows sum to one; the other graphs keep the base scale.
 	for _, m := range []string{layers.GCN, layers.GIN, layers.SAGE} {
