@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
 	"time"
 
 	"github.com/qgtc/qgtc/bittensor"
@@ -65,12 +64,8 @@ func NewBackend(k *Kernel) (*Backend, error) {
 	be := &Backend{k: km, d: k.d, live: map[*devMem]struct{}{}, fns: map[string]uintptr{}}
 	err = be.d.run(func() error {
 		src, hdrs := kernelSource("agg.cu")
-		opts := []string{"--std=c++17", "--fmad=false"}
-		if v := os.Getenv("QGTC_AGG_V"); v != "" { // experiment only: agg.cu's columns a lane
-			opts = append(opts, "-DAGG_V="+v)
-		}
 		for _, name := range aggKernels {
-			f, err := be.d.function("agg.cu", src, hdrs, opts, name)
+			f, err := be.d.function("agg.cu", src, hdrs, []string{"--std=c++17", "--fmad=false"}, name)
 			if err != nil {
 				return err
 			}

@@ -339,7 +339,7 @@ func TestBackendAgg(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 4))
 	// The last five have rows past aggHeavyDeg (agg8's blocks of warps) and
 	// past aggHeavyWide (agg32's) beside light ones; 512 and 528 columns
-	// take one and two chunks of 16 columns a lane.
+	// take two and three chunks of 8 columns a lane.
 	for i, s := range [][4]int{{1, 1, 1, 24}, {65, 40, 31, 24}, {300, 257, 33, 24}, {64, 64, 64, 24}, {33, 500, 70, 24}, {0, 5, 3, 24},
 		{200, 1000, 1, 24}, {17, 3, 130, 24}, {150, 400, 64, 300}, {70, 900, 767, 200}, {40, 3000, 130, 5000}, {90, 300, 512, 200}, {50, 200, 528, 100}} {
 		rows, src, cols, maxDeg := s[0], s[1], s[2], s[3]

@@ -17,10 +17,6 @@ __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float(
 // loadCodes reads a lane's V codes of one row as V/4 little-endian words:
 // one load where the row is aligned and whole (vec), else byte by byte up
 // to n, zeros past it.
-__device__ __forceinline__ void loadWords(u32 (&q)[4], const u8* __restrict__ row) {
-  const uint4 t = *(const uint4*)row;
-  q[0] = t.x, q[1] = t.y, q[2] = t.z, q[3] = t.w;
-}
 __device__ __forceinline__ void loadWords(u32 (&q)[2], const u8* __restrict__ row) {
   const uint2 t = *(const uint2*)row;
   q[0] = t.x, q[1] = t.y;
@@ -49,15 +45,15 @@ __device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict_
   indptr, indices, w, x, rows, cols, mode, out, colScale, rowTerm, colTerm, colConst, rowScale, colBias, relu,       \
       rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32
 
-// AGG_CHUNK is the most columns one pass of aggRowV<W, 16> covers: red,
-// the block's shared sums, holds that many.
-#define AGG_CHUNK 512
+// AGG_CHUNK is the most columns one pass of aggRowV<W, 8> covers: red, the
+// block's shared sums, holds that many.
+#define AGG_CHUNK 256
 
 // aggRow computes row v of G·X with the W warps of its block (wid: this
 // warp's). A warp takes its entries 32 at a time, each lane loading one
 // entry's index (and weight) in one coalesced load; the lanes then split
 // into 32/L groups of L lanes, lane l of a group summing in int32 V
-// consecutive columns (one 4- or 16-byte load where rows are aligned) of
+// consecutive columns (one 4- or 8-byte load where rows are aligned) of
 // a V·L-column chunk, group g every (32/L)-th of those entries, four at a
 // time: a row of 32 entries costs one round trip for its indices and one
 // or a few for its codes, however narrow the output. The groups' sums meet
@@ -174,10 +170,12 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
   }
 }
 
-// aggRow takes AGG_V columns a lane where rows are AGG_V-byte aligned and
-// at least 64 wide (more entries in flight per warp), 4 otherwise.
+// aggRow takes 8 columns a lane where rows are 8-byte aligned and at least
+// 64 wide (more entries in flight per warp than 4, fewer registers than
+// 16: bench/e2e/RESULTS.md), 4 otherwise. The emulated test sets AGG_V 4
+// to run the narrow path on wide rows too.
 #ifndef AGG_V
-#define AGG_V 16
+#define AGG_V 8
 #endif
 template <int W>
 __device__ __forceinline__ void aggRow(long long v, int wid, int* red, AGG_PARAMS) {

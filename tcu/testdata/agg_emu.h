@@ -31,9 +31,6 @@ static unsigned __ballot_sync(unsigned m, int pred) {
 struct uint2 {
   unsigned x, y;
 };
-struct uint4 {
-  unsigned x, y, z, w;
-};
 static int atomicAdd(int* p, int v) {
   const int old = *p;
   *p = old + v;

@@ -47,7 +47,6 @@ struct int2 { int x, y; };
 __device__ int2 make_int2(int, int);
 struct uint2 { unsigned x, y; };
 __device__ uint2 make_uint2(unsigned, unsigned);
-struct uint4 { unsigned x, y, z, w; };
 template <class T> __device__ T min(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ T max(T a, T b) { return a > b ? a : b; }
 __device__ float __ull2float_rn(unsigned long long);
