@@ -186,7 +186,7 @@ __device__ __forceinline__ void aggRow(long long v, int wid, int* red, AGG_PARAM
   }
 }
 
-// aggW: in one launch, block b < nHeavy takes row heavy[b] (rows of more
+// aggBlocks: in one launch, block b < nHeavy takes row heavy[b] (rows of more
 // than heavyDeg entries, longest first) with all its W warps, so that one
 // warp's chain of loads over a long row does not hold up the kernel; each
 // warp of the blocks after takes one of the other rows. The heavy blocks
