@@ -38,10 +38,11 @@ type aggEmuCase struct {
 	byCols      bool
 	weights     bool
 	warps       int // a block's warps: 8 (agg8) or 32 (agg32)
+	lane        int // columns a lane where rows allow: 8 (the kernel's) or 4 (AGG_V 4)
 }
 
 func (c aggEmuCase) String() string {
-	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d", c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps)
+	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d/lane=%d", c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps, c.lane)
 }
 
 // TestAggKernelEmulated runs agg.cu's aggregation on the CPU (lanes as
@@ -90,97 +91,102 @@ func TestAggKernelEmulated(t *testing.T) {
 	}
 	cases = append(cases, aggEmuCase{cols: 64, mode: outCodes, qbits: 4, weights: true, warps: 32},
 		aggEmuCase{cols: 130, mode: outFloat, warps: 32})
+	for i := range cases {
+		c := cases[i]
+		c.lane = 4
+		cases[i].lane = 8
+		cases = append(cases, c)
+	}
 	for _, c := range cases {
-		for lw, prog := range progs {
-			t.Run(fmt.Sprintf("%v/lane=%d", c, lw), func(t *testing.T) {
-				t.Parallel()
-				r := rand.New(rand.NewPCG(uint64(c.cols), uint64(c.mode)))
-				x := make([]uint8, nsrc*c.cols)
-				for i := range x {
-					x[i] = uint8(r.IntN(16))
+		prog := progs[c.lane]
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(uint64(c.cols), uint64(c.mode)))
+			x := make([]uint8, nsrc*c.cols)
+			for i := range x {
+				x[i] = uint8(r.IntN(16))
+			}
+			vec := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(r.NormFloat64())
 				}
-				vec := func(n int) []float32 {
-					v := make([]float32, n)
-					for i := range v {
-						v[i] = float32(r.NormFloat64())
-					}
-					return v
-				}
-				ep := &bmm.Epilogue{ColScale: vec(c.cols), RowTerm: vec(rows), ColTerm: vec(c.cols), ColConst: vec(c.cols),
-					RowScale: vec(rows), ColBias: vec(c.cols), ReLU: c.mode != outFloat}
-				rq := bmm.Requant{Scale: 0.7, Offset: 2}
-				var w []byte
-				if c.weights {
-					w = wts
-				}
-				// Reference: the sums, then the epilogue (and re-quantization).
-				ref := make([]float32, rows*c.cols)
-				for v := range rows {
-					for col := range c.cols {
-						var s int32
-						for p := indptr[v]; p < indptr[v+1]; p++ {
-							wt := int32(1)
-							if w != nil {
-								wt = int32(w[p])
-							}
-							s += wt * int32(x[int(indices[p])*c.cols+col])
+				return v
+			}
+			ep := &bmm.Epilogue{ColScale: vec(c.cols), RowTerm: vec(rows), ColTerm: vec(c.cols), ColConst: vec(c.cols),
+				RowScale: vec(rows), ColBias: vec(c.cols), ReLU: c.mode != outFloat}
+			rq := bmm.Requant{Scale: 0.7, Offset: 2}
+			var w []byte
+			if c.weights {
+				w = wts
+			}
+			// Reference: the sums, then the epilogue (and re-quantization).
+			ref := make([]float32, rows*c.cols)
+			for v := range rows {
+				for col := range c.cols {
+					var s int32
+					for p := indptr[v]; p < indptr[v+1]; p++ {
+						wt := int32(1)
+						if w != nil {
+							wt = int32(w[p])
 						}
-						ref[v*c.cols+col] = ep.Apply(s, v, col)
+						s += wt * int32(x[int(indices[p])*c.cols+col])
 					}
+					ref[v*c.cols+col] = ep.Apply(s, v, col)
 				}
-				lw32, plane32 := 0, 0
-				var out []byte
-				switch c.mode {
-				case outFloat:
-					out = make([]byte, 4*rows*c.cols)
-				case outCodes:
-					out = make([]byte, rows*c.cols)
-				default:
-					lines, along := rows, c.cols
-					if c.byCols {
-						lines, along = c.cols, rows
-					}
-					lw32 = (along + 31) / 32
-					plane32 = lines * lw32
-					out = make([]byte, 4*plane32*c.qbits)
+			}
+			lw32, plane32 := 0, 0
+			var out []byte
+			switch c.mode {
+			case outFloat:
+				out = make([]byte, 4*rows*c.cols)
+			case outCodes:
+				out = make([]byte, rows*c.cols)
+			default:
+				lines, along := rows, c.cols
+				if c.byCols {
+					lines, along = c.cols, rows
 				}
-				if c.mode != outBits {
-					for i := range out {
-						out[i] = 0xFF
-					}
+				lw32 = (along + 31) / 32
+				plane32 = lines * lw32
+				out = make([]byte, 4*plane32*c.qbits)
+			}
+			if c.mode != outBits {
+				for i := range out {
+					out[i] = 0xFF
 				}
-				f := func(v []float32) []byte { return asBytes(v) }
-				got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
-					int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
-					int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg},
-					asBytes(indptr), asBytes(indices), w, x, asBytes(heavy),
-					f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out)
-				require.Len(t, got, len(out))
-				for v := range rows {
-					for col := range c.cols {
-						want := ref[v*c.cols+col]
-						i := v*c.cols + col
-						switch c.mode {
-						case outFloat:
-							g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:]))
-							require.Equal(t, math.Float32bits(want), math.Float32bits(g), "row %d column %d: %v, want %v", v, col, g, want)
-						case outCodes:
-							require.Equal(t, uint8(rq.Quantize(want, c.qbits)), got[i], "row %d column %d", v, col)
-						default:
-							q := rq.Quantize(want, c.qbits)
-							line, pos := v, col
-							if c.byCols {
-								line, pos = col, v
-							}
-							for p := range c.qbits {
-								word := binary.LittleEndian.Uint32(got[4*(p*plane32+line*lw32+pos/32):])
-								require.Equal(t, q>>p&1, word>>(pos%32)&1, "row %d column %d plane %d", v, col, p)
-							}
+			}
+			f := func(v []float32) []byte { return asBytes(v) }
+			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
+				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
+				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg},
+				asBytes(indptr), asBytes(indices), w, x, asBytes(heavy),
+				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out)
+			require.Len(t, got, len(out))
+			for v := range rows {
+				for col := range c.cols {
+					want := ref[v*c.cols+col]
+					i := v*c.cols + col
+					switch c.mode {
+					case outFloat:
+						g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:]))
+						require.Equal(t, math.Float32bits(want), math.Float32bits(g), "row %d column %d: %v, want %v", v, col, g, want)
+					case outCodes:
+						require.Equal(t, uint8(rq.Quantize(want, c.qbits)), got[i], "row %d column %d", v, col)
+					default:
+						q := rq.Quantize(want, c.qbits)
+						line, pos := v, col
+						if c.byCols {
+							line, pos = col, v
+						}
+						for p := range c.qbits {
+							word := binary.LittleEndian.Uint32(got[4*(p*plane32+line*lw32+pos/32):])
+							require.Equal(t, q>>p&1, word>>(pos%32)&1, "row %d column %d plane %d", v, col, p)
 						}
 					}
 				}
-			})
-		}
+			}
+		})
 	}
 }
 

@@ -14,14 +14,16 @@ enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
 
 __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
 
-// loadCodes reads a lane's V codes of one row as V/4 little-endian words:
-// one load where the row is aligned and whole (vec), else byte by byte up
-// to n, zeros past it.
+// loadWords reads V = 8 or 4 aligned codes in one load.
 __device__ __forceinline__ void loadWords(u32 (&q)[2], const u8* __restrict__ row) {
   const uint2 t = *(const uint2*)row;
   q[0] = t.x, q[1] = t.y;
 }
 __device__ __forceinline__ void loadWords(u32 (&q)[1], const u8* __restrict__ row) { q[0] = *(const u32*)row; }
+
+// loadCodes reads a lane's V codes of one row as V/4 little-endian words:
+// one load where the row is aligned and whole (vec), else byte by byte up
+// to n, zeros past it.
 template <int V>
 __device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict__ row, int n, bool vec) {
   if (vec) {
@@ -49,7 +51,7 @@ __device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict_
 // block's shared sums, holds that many.
 #define AGG_CHUNK 256
 
-// aggRow computes row v of G·X with the W warps of its block (wid: this
+// aggRowV computes row v of G·X with the W warps of its block (wid: this
 // warp's). A warp takes its entries 32 at a time, each lane loading one
 // entry's index (and weight) in one coalesced load; the lanes then split
 // into 32/L groups of L lanes, lane l of a group summing in int32 V
@@ -100,7 +102,7 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
         for (int u = 0; u < 4; u++) {
           const int j = j0 + u * G + g;
           const int i = __shfl_sync(0xffffffffu, myIdx, j & 31);
-          wt[u] = __shfl_sync(0xffffffffu, myW, j & 31);
+          wt[u] = w ? __shfl_sync(0xffffffffu, myW, j & 31) : 1;
           if (j < m && n > 0) {
             loadCodes<V>(q[u], x + (long long)i * cols + cc, n, vec);
           } else {
@@ -171,9 +173,9 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
 }
 
 // aggRow takes 8 columns a lane where rows are 8-byte aligned and at least
-// 64 wide (more entries in flight per warp than 4, fewer registers than
-// 16: bench/e2e/RESULTS.md), 4 otherwise. The emulated test sets AGG_V 4
-// to run the narrow path on wide rows too.
+// 64 wide, for more entries in flight per warp (bench/e2e/RESULTS.md), 4
+// otherwise. The emulated test sets AGG_V 4 to run the narrow path on
+// wide rows too.
 #ifndef AGG_V
 #define AGG_V 8
 #endif
