@@ -8,23 +8,15 @@
 #     occupancy, speed of light and warp states of every kernel.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el, carried
+. bench/e2e/steps.sh # call_head, el, carried, tcu_run, small
 B=build/fpgpu
 call_head
 carried build/h2x
-(cd tcu && QGTC_CACHE_DIR=/tmp/kt timeout 80 ../$B/tcu.test -test.v -test.short \
-  -test.run 'TestBackendAgg|TestBackendChain|TestAggKernelsListed|TestPlanReplayOnDevice|TestPlanOnDevice' > $A/tcu-test.log 2>&1
- echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $A/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $A/tcu-test.log) failed, at $(el)s" | tee -a $OUT/steps.txt)
-grep -E '^\s*--- FAIL' $A/tcu-test.log | head | tee -a $OUT/steps.txt
-e2e2() { local name=$1; shift
-  env OUT=$R/$name STEPS=speed B=$B DATA=build/g1data CURVE=4 MODELS='gcn gin sage' PYG=0 VARIANTS='^gpu (resident|cold)$' "$@" \
-    timeout $((420 - $(el))) bash bench/e2e/run.sh > $R/$name.txt 2>&1
-  echo "$name rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep -E "^(coauthor|amazon)" $R/$name.txt | cut -c1-300 | tee -a $OUT/steps.txt
-  cp $R/$name/runs.jsonl $A/runs-$name.jsonl 2>/dev/null; }
+tcu_run 80 'TestBackendAgg|TestBackendChain|TestAggKernelsListed|TestPlanReplayOnDevice|TestPlanOnDevice' $A/tcu-test.log
 for round in a b; do
-  e2e2 old$round QGTC=$B/qgtc-old
-  e2e2 new$round
-  e2e2 dense$round INFER_ARGS='--sparse-input off'
+  small old$round 420 PYG=0 VARIANTS='^gpu (resident|cold)$' QGTC=$B/qgtc-old
+  small new$round 420 PYG=0 VARIANTS='^gpu (resident|cold)$'
+  small dense$round 420 PYG=0 VARIANTS='^gpu (resident|cold)$' INFER_ARGS='--sparse-input off'
 done
 export QGTC_CACHE=/tmp/qgtc-e2e QGTC_CACHE_DIR=/tmp/qgtc-kernels
 for g in coauthor_physics:18 amazon_computers:7; do ds=${g%%:*}

@@ -10,37 +10,20 @@
 #  4. Nsight Compute on Physics GCN's aggregations (one op-by-op pass).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el, carried
+. bench/e2e/steps.sh # call_head, el, carried, tcu_run, sanitize, small, synth
 B=build/fpgpu
 call_head
 carried build/h3x
-(cd tcu && QGTC_CACHE_DIR=/tmp/kt timeout 80 ../$B/tcu.test -test.v -test.short \
-  -test.run 'TestBackendAgg|TestBackendChain|TestAggKernelsListed|TestPlanReplayOnDevice|TestPlanOnDevice' > $A/tcu-test.log 2>&1
- echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $A/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $A/tcu-test.log) failed, at $(el)s" | tee -a $OUT/steps.txt)
-grep -E '^\s*--- FAIL' $A/tcu-test.log | head | tee -a $OUT/steps.txt
-for tool in memcheck racecheck; do
-  (cd tcu && QGTC_CACHE_DIR=/tmp/kt2-$tool timeout 90 compute-sanitizer --tool $tool --error-exitcode 3 ../$B/tcu.test -test.run '^TestBackendAgg$' -test.short > $A/san-$tool.log 2>&1
-   echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $A/san-$tool.log | tail -1) at $(el)s" | tee -a $OUT/steps.txt) &
-done
-wait
+tcu_run 80 'TestBackendAgg|TestBackendChain|TestAggKernelsListed|TestPlanReplayOnDevice|TestPlanOnDevice' $A/tcu-test.log
+sanitize 90 '^TestBackendAgg$'
 for f in $(grep -l agg8 /tmp/kt/* 2>/dev/null); do cuobjdump -res-usage $f 2>&1 | grep -A1 -E 'agg(8|32)'; done > $A/res-usage.txt
 grep -E 'REG|STACK|LOCAL' $A/res-usage.txt | head -4 | tee -a $OUT/steps.txt
-e2e2() { local name=$1; shift
-  env OUT=$R/$name STEPS=speed B=$B DATA=build/g1data CURVE=4 MODELS='gcn gin sage' "$@" \
-    timeout $((400 - $(el))) bash bench/e2e/run.sh > $R/$name.txt 2>&1
-  echo "$name rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep -E "^(coauthor|amazon)" $R/$name.txt | cut -c1-300 | tee -a $OUT/steps.txt
-  cp $R/$name/runs.jsonl $A/runs-$name.jsonl 2>/dev/null; cp $R/$name/pyg-*.json $R/$name/kernels-*.json $A/ 2>/dev/null; cp $R/$name/table.md $A/table-$name.md 2>/dev/null; }
-e2e2 olda QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
-e2e2 newa PYG=0 VARIANTS='^gpu (resident|cold)$'
-e2e2 oldb QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
-e2e2 newb PYG_REPS=5 KERNELS=1 VARIANTS='^(gpu resident|gpu cold|cpu)$'
-syn() { local name=$1; shift
-  env OUT=$R/$name STEPS=speed B=$B DATA=build/c10data SPEED='synth2m:40' CURVE=4 MODELS='gcn gin sage' PASSES=5 PYG=0 "$@" \
-    timeout $((540 - $(el))) bash bench/e2e/run.sh > $R/$name.txt 2>&1
-  echo "$name rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep "^synth2m" $R/$name.txt | tee -a $OUT/steps.txt
-  cp $R/$name/runs.jsonl $A/runs-$name.jsonl 2>/dev/null; cp $R/$name/kernels-*.json $A/ 2>/dev/null; }
-syn synold QGTC=$B/qgtc-old VARIANTS='^gpu resident$'
-syn synnew VARIANTS='^gpu resident$' KERNELS=1
+small olda 400 QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
+small newa 400 PYG=0 VARIANTS='^gpu (resident|cold)$'
+small oldb 400 QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
+small newb 400 PYG_REPS=5 KERNELS=1 VARIANTS='^(gpu resident|gpu cold|cpu)$'
+synth synold 540 QGTC=$B/qgtc-old VARIANTS='^gpu resident$'
+synth synnew 540 VARIANTS='^gpu resident$' KERNELS=1
 export QGTC_CACHE=/tmp/qgtc-e2e QGTC_CACHE_DIR=/tmp/qgtc-kernels
 timeout $((585 - $(el))) ncu --kernel-name agg8 --launch-count 3 \
   --section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \

@@ -10,40 +10,21 @@
 #  3. synth2m (40 parts), GCN/GIN/SAGE at 4 bits, resident: old, 16, 8.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el, carried
+. bench/e2e/steps.sh # call_head, el, carried, tcu_run, sanitize, small, synth
 B=build/fpgpu
 call_head
 carried build/h4x
-(cd tcu && QGTC_CACHE_DIR=/tmp/kt timeout 60 ../$B/tcu.test -test.v -test.short \
-  -test.run 'TestBackendAgg|TestBackendChain|TestAggKernelsListed|TestPlanReplayOnDevice' > $A/tcu-test.log 2>&1
- echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' $A/tcu-test.log) passed, $(grep -cE '^\s*--- FAIL' $A/tcu-test.log) failed, at $(el)s" | tee -a $OUT/steps.txt)
-for v in 8 4; do
-  (cd tcu && QGTC_AGG_V=$v QGTC_CACHE_DIR=/tmp/kt timeout 40 ../$B/tcu.test -test.v -test.short -test.run '^TestBackendAgg$' > $A/tcu-test-v$v.log 2>&1
-   echo "tcu.test QGTC_AGG_V=$v rc=$? $(grep -cE '^\s*--- PASS' $A/tcu-test-v$v.log) passed, $(grep -cE '^\s*--- FAIL' $A/tcu-test-v$v.log) failed, at $(el)s" | tee -a $OUT/steps.txt)
-done
-for tool in memcheck racecheck; do
-  (cd tcu && QGTC_CACHE_DIR=/tmp/kt2-$tool timeout 60 compute-sanitizer --tool $tool --error-exitcode 3 ../$B/tcu.test -test.run '^TestBackendAgg$' -test.short > $A/san-$tool.log 2>&1
-   echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $A/san-$tool.log | tail -1) at $(el)s" | tee -a $OUT/steps.txt) &
-done
-wait
-e2e2() { local name=$1; shift
-  env OUT=$R/$name STEPS=speed B=$B DATA=build/g1data CURVE=4 MODELS='gcn gin sage' "$@" \
-    timeout $((330 - $(el))) bash bench/e2e/run.sh > $R/$name.txt 2>&1
-  echo "$name rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep -E "^(coauthor|amazon)" $R/$name.txt | cut -c1-300 | tee -a $OUT/steps.txt
-  cp $R/$name/runs.jsonl $A/runs-$name.jsonl 2>/dev/null; cp $R/$name/pyg-*.json $R/$name/kernels-*.json $A/ 2>/dev/null; cp $R/$name/table.md $A/table-$name.md 2>/dev/null; }
+tcu_run 60 'TestBackendAgg|TestBackendChain|TestAggKernelsListed|TestPlanReplayOnDevice' $A/tcu-test.log
+for v in 8 4; do tcu_run 40 '^TestBackendAgg$' $A/tcu-test-v$v.log QGTC_AGG_V=$v; done
+sanitize 60 '^TestBackendAgg$'
 for round in a b; do
-  e2e2 old$round QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
-  for v in 16 8 4; do e2e2 v$v$round QGTC_AGG_V=$v PYG=0 VARIANTS='^gpu (resident|cold)$'; done
+  small old$round 330 QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
+  for v in 16 8 4; do small v$v$round 330 QGTC_AGG_V=$v PYG=0 VARIANTS='^gpu (resident|cold)$'; done
 done
-e2e2 final PYG_REPS=5 KERNELS=1 VARIANTS='^(gpu resident|gpu cold|cpu)$'
-syn() { local name=$1; shift
-  env OUT=$R/$name STEPS=speed B=$B DATA=build/c10data SPEED='synth2m:40' CURVE=4 MODELS='gcn gin sage' PASSES=5 PYG=0 VARIANTS='^gpu resident$' "$@" \
-    timeout $((520 - $(el))) bash bench/e2e/run.sh > $R/$name.txt 2>&1
-  echo "$name rc=$? at $(el)s" | tee -a $OUT/steps.txt; grep "^synth2m" $R/$name.txt | tee -a $OUT/steps.txt
-  cp $R/$name/runs.jsonl $A/runs-$name.jsonl 2>/dev/null; }
-syn synold QGTC=$B/qgtc-old
-syn syn16 QGTC_AGG_V=16
-syn syn8 QGTC_AGG_V=8
+small final 330 PYG_REPS=5 KERNELS=1 VARIANTS='^(gpu resident|gpu cold|cpu)$'
+synth synold 520 VARIANTS='^gpu resident$' QGTC=$B/qgtc-old
+synth syn16 520 VARIANTS='^gpu resident$' QGTC_AGG_V=16
+synth syn8 520 VARIANTS='^gpu resident$' QGTC_AGG_V=8
 cp $OUT/steps.txt $A/
 tar czf $OUT/h4.tgz -C $OUT a 2>/dev/null; rm -rf $A $R
 echo "done $(el)s"
