@@ -47,7 +47,7 @@ var rowsGraphs = map[string]bool{"coauthor_cs": true}
 // larger batches than AutoParts gives: AutoParts' batches of Coauthor
 // Physics drop enough edges between them to cost its GCN and SAGE
 // accuracy, and these bring both to the tuned anchor at every width
-// (bench/accuracy/RESULTS.md; SAGE lost accuracy over 4).
+// (bench/accuracy/RESULTS.md).
 var fewerParts = map[string]map[string]int{"coauthor_physics": {layers.GCN: 4, layers.SAGE: 2}}
 
 // RecipeFor is the training recipe of model on dataset (a bundled name or
