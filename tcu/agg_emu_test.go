@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,23 +38,34 @@ type aggEmuCase struct {
 	mode        int // outFloat, outCodes, outBits (agg.cu's AGG_*)
 	byCols      bool
 	weights     bool
-	warps       int // a block's warps: 8 (agg8) or 32 (agg32)
-	lane        int // columns a lane where rows allow: 8 (the kernel's) or 4 (AGG_V 4)
+	warps       int  // a block's warps: 8 (agg8) or 32 (agg32)
+	lane        int  // columns a lane where rows allow: 8 (the kernel's) or 4 (AGG_V 4)
+	xbits       int  // the codes summed: 4 or 8 bits
+	packLimit   int  // unweighted: entries a lane adds between flushes (0: aggPackLimit's)
+	sums        bool // the row sums of the output codes too
+	argmax      int  // float, cols <= 32: 1 the argmax at argOff + row, 2 through an index
+	nanCol      int  // with argmax: the column (1 + it) whose scale is NaN; 0 none
+	light       bool // no heavy rows: a warp (or group) each, the longest too
+	rowWarp     bool // a warp a light row however narrow (no groups of lanes)
 }
 
 func (c aggEmuCase) String() string {
-	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d/lane=%d", c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps, c.lane)
+	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d/lane=%d/x=%d/pack=%d/sums=%v/argmax=%d/nan=%d/light=%v/rowwarp=%v",
+		c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps, c.lane, c.xbits, c.packLimit, c.sums, c.argmax, c.nanCol, c.light, c.rowWarp)
 }
 
 // TestAggKernelEmulated runs agg.cu's aggregation on the CPU (lanes as
 // coroutines meeting at every shuffle, vote and barrier) over rows of 0 to
-// 200 entries: light rows a warp each over one or more 32-entry tiles,
+// 200 entries and one of 600: light rows a warp each over one or more 32-entry tiles,
 // rows past aggHeavyDeg a block of 8 or 32 warps each, summed across warps
-// in shared memory. Widths cover 4 and 8 columns a lane, narrow, odd and
-// multi-chunk outputs, with and without edge weights, into each output
-// mode, against the sums and bmm's epilogue and re-quantization computed
-// here: exact, bit for bit. The GPU's conformance tests remain the word on
-// the real device; this one checks the kernel's indexing without one.
+// in shared memory. Widths cover 4 and 8 columns a lane, narrow, odd
+// (rows not aligned) and multi-chunk outputs, 4- and 8-bit codes (the
+// unweighted 16-bit pair sums flushed often with a small pack limit),
+// with and without edge weights, into each output mode, with the fused
+// row sums and argmax, against the sums, bmm's epilogue and
+// re-quantization, the code sums and layers' argmax computed here: exact,
+// bit for bit. The GPU's conformance tests remain the word on the real
+// device; this one checks the kernel's indexing without one.
 func TestAggKernelEmulated(t *testing.T) {
 	progs := map[int]string{8: aggEmu(t), 4: aggEmu(t, "#define AGG_V 4\n")}
 	r := rand.New(rand.NewPCG(7, 11))
@@ -70,27 +82,50 @@ func TestAggKernelEmulated(t *testing.T) {
 		default:
 			d = 30 + r.IntN(170)
 		}
+		if v == 40 {
+			d = 600 // past what a lane's 16-bit pair sums hold of 8-bit codes
+		}
 		for range d {
 			indices = append(indices, int32(r.IntN(nsrc)))
 		}
 		indptr[v+1] = int32(len(indices))
 	}
-	heavy := heavyRows(indptr, 200)
+	heavy := heavyRows(indptr, 600)
 	require.NotEmpty(t, heavy)
 	wts := make([]uint8, len(indices))
 	for i := range wts {
 		wts[i] = uint8(1 + r.IntN(3))
 	}
 	var cases []aggEmuCase
-	for _, cols := range []int{1, 3, 16, 64, 130, 528} {
+	for _, cols := range []int{1, 3, 10, 16, 64, 130, 528} {
 		cases = append(cases,
 			aggEmuCase{cols: cols, mode: outFloat, weights: cols%2 == 1, warps: 8},
-			aggEmuCase{cols: cols, mode: outCodes, qbits: 4, weights: cols == 16, warps: 8},
-			aggEmuCase{cols: cols, mode: outBits, qbits: 3, warps: 8},
-			aggEmuCase{cols: cols, mode: outBits, qbits: 2, byCols: true, weights: true, warps: 8})
+			aggEmuCase{cols: cols, mode: outCodes, qbits: 4, weights: cols == 16, warps: 8, sums: true},
+			aggEmuCase{cols: cols, mode: outBits, qbits: 3, warps: 8, sums: cols != 3},
+			aggEmuCase{cols: cols, mode: outBits, qbits: 2, byCols: true, weights: true, warps: 8},
+			aggEmuCase{cols: cols, mode: outCodes, qbits: 8, warps: 8, xbits: 8, packLimit: 40, sums: true})
+		if cols <= 32 {
+			cases = append(cases,
+				aggEmuCase{cols: cols, mode: outFloat, warps: 8, argmax: 1},
+				aggEmuCase{cols: cols, mode: outFloat, weights: true, warps: 8, argmax: 2, xbits: 8})
+		}
 	}
-	cases = append(cases, aggEmuCase{cols: 64, mode: outCodes, qbits: 4, weights: true, warps: 32},
-		aggEmuCase{cols: 130, mode: outFloat, warps: 32})
+	cases = append(cases, aggEmuCase{cols: 64, mode: outCodes, qbits: 4, weights: true, warps: 32, sums: true},
+		aggEmuCase{cols: 130, mode: outFloat, warps: 32},
+		aggEmuCase{cols: 64, mode: outBits, qbits: 4, warps: 32, xbits: 8, packLimit: 33, sums: true},
+		aggEmuCase{cols: 10, mode: outFloat, warps: 32, argmax: 2},
+		aggEmuCase{cols: 10, mode: outFloat, warps: 8, argmax: 1, nanCol: 1},
+		aggEmuCase{cols: 10, mode: outFloat, warps: 8, argmax: 2, nanCol: 4},
+		aggEmuCase{cols: 528, mode: outCodes, qbits: 8, warps: 8, xbits: 8, sums: true, light: true},
+		aggEmuCase{cols: 64, mode: outCodes, qbits: 8, warps: 8, xbits: 8, sums: true, light: true},
+		aggEmuCase{cols: 3, mode: outFloat, warps: 8, xbits: 8, light: true},
+		aggEmuCase{cols: 10, mode: outFloat, warps: 8, argmax: 2, rowWarp: true},
+		aggEmuCase{cols: 64, mode: outBits, qbits: 3, warps: 8, sums: true, rowWarp: true},
+		aggEmuCase{cols: 16, mode: outCodes, qbits: 4, weights: true, warps: 8, sums: true, rowWarp: true},
+		aggEmuCase{cols: 40, mode: outBits, qbits: 4, warps: 8, sums: true},
+		aggEmuCase{cols: 40, mode: outBits, qbits: 2, byCols: true, warps: 8},
+		aggEmuCase{cols: 64, mode: outBits, qbits: 13, warps: 8, sums: true},
+		aggEmuCase{cols: 10, mode: outBits, qbits: 20, warps: 8, xbits: 8})
 	for i := range cases {
 		c := cases[i]
 		c.lane = 4
@@ -102,9 +137,12 @@ func TestAggKernelEmulated(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(uint64(c.cols), uint64(c.mode)))
-			x := make([]uint8, nsrc*c.cols)
+			xbits := max(c.xbits, 4)
+			// The codes, then the slack every code buffer ends with, full
+			// of codes no row holds (a read past a row would show).
+			x := make([]uint8, nsrc*c.cols+codesSlack)
 			for i := range x {
-				x[i] = uint8(r.IntN(16))
+				x[i] = uint8(r.IntN(1 << xbits))
 			}
 			vec := func(n int) []float32 {
 				v := make([]float32, n)
@@ -115,7 +153,16 @@ func TestAggKernelEmulated(t *testing.T) {
 			}
 			ep := &bmm.Epilogue{ColScale: vec(c.cols), RowTerm: vec(rows), ColTerm: vec(c.cols), ColConst: vec(c.cols),
 				RowScale: vec(rows), ColBias: vec(c.cols), ReLU: c.mode != outFloat}
+			if c.nanCol > 0 {
+				ep.ColScale[c.nanCol-1] = float32(math.NaN())
+			}
 			rq := bmm.Requant{Scale: 0.7, Offset: 2}
+			switch {
+			case c.qbits > 8:
+				rq.Scale = 300 // codes past a byte
+			case c.xbits == 8:
+				rq.Scale = 0.05
+			}
 			var w []byte
 			if c.weights {
 				w = wts
@@ -143,38 +190,84 @@ func TestAggKernelEmulated(t *testing.T) {
 			case outCodes:
 				out = make([]byte, rows*c.cols)
 			default:
-				lines, along := rows, c.cols
+				// Packed by rows, lines and words padded as the device's
+				// layout pads them; the kernel writes every word of them.
+				lines := roundUp(rows, 16)
+				lw32 = roundUp(c.cols, 256) / 32
 				if c.byCols {
-					lines, along = c.cols, rows
+					lines, lw32 = c.cols, (rows+31)/32
 				}
-				lw32 = (along + 31) / 32
 				plane32 = lines * lw32
 				out = make([]byte, 4*plane32*c.qbits)
 			}
-			if c.mode != outBits {
+			if c.mode != outBits || !c.byCols {
 				for i := range out {
 					out[i] = 0xFF
 				}
 			}
+			// The argmax goes to argOff + row, or to a permutation of
+			// the rows after argOff; the other values stay −1.
+			const argOff = 5
+			var argIdx []int32
+			var argOut []byte
+			if c.argmax > 0 {
+				argOut = asBytes(slices.Repeat([]int32{-1}, rows+argOff))
+			}
+			if c.argmax == 2 {
+				argIdx = make([]int32, rows)
+				for i, p := range r.Perm(rows) {
+					argIdx[i] = int32(argOff + p)
+				}
+			}
+			var sums []byte
+			if c.sums {
+				sums = asBytes(slices.Repeat([]float32{float32(math.NaN())}, rows))
+			}
+			hv := heavy
+			if c.light {
+				hv = nil
+			}
+			limit := c.packLimit
+			if limit == 0 {
+				limit = aggPackLimit(xbits)
+			}
+			width := 4
+			if c.lane == 8 {
+				width = aggLaneWidth(c.cols)
+			}
+			lg := aggLaneLg(c.cols, width)
+			if c.rowWarp || c.weights {
+				lg = 5 // as the host launches weighted graphs
+			}
 			f := func(v []float32) []byte { return asBytes(v) }
 			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
 				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
-				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg},
-				asBytes(indptr), asBytes(indices), w, x, asBytes(heavy),
-				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out)
-			require.Len(t, got, len(out))
+				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg, int64(limit), argOff, int64(lg)},
+				asBytes(indptr), asBytes(indices), w, x, asBytes(hv),
+				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out,
+				asBytes(argIdx), argOut, sums)
+			require.Len(t, got, len(out)+len(argOut)+len(sums))
+			gotArg, gotSums := got[len(out):len(out)+len(argOut)], got[len(out)+len(argOut):]
 			for v := range rows {
+				var rs int64
 				for col := range c.cols {
 					want := ref[v*c.cols+col]
 					i := v*c.cols + col
 					switch c.mode {
 					case outFloat:
 						g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:]))
+						if want != want {
+							require.True(t, g != g, "row %d column %d: %v, want NaN", v, col, g)
+							continue
+						}
 						require.Equal(t, math.Float32bits(want), math.Float32bits(g), "row %d column %d: %v, want %v", v, col, g, want)
 					case outCodes:
-						require.Equal(t, uint8(rq.Quantize(want, c.qbits)), got[i], "row %d column %d", v, col)
+						q := rq.Quantize(want, c.qbits)
+						rs += int64(q)
+						require.Equal(t, uint8(q), got[i], "row %d column %d", v, col)
 					default:
 						q := rq.Quantize(want, c.qbits)
+						rs += int64(q)
 						line, pos := v, col
 						if c.byCols {
 							line, pos = col, v
@@ -184,6 +277,36 @@ func TestAggKernelEmulated(t *testing.T) {
 							require.Equal(t, q>>p&1, word>>(pos%32)&1, "row %d column %d plane %d", v, col, p)
 						}
 					}
+				}
+				if c.sums {
+					g := math.Float32frombits(binary.LittleEndian.Uint32(gotSums[4*v:]))
+					require.Equal(t, float32(rs), g, "row %d's code sum", v)
+				}
+				if c.argmax > 0 {
+					at := argOff + v
+					if argIdx != nil {
+						at = int(argIdx[v])
+					}
+					g := int32(binary.LittleEndian.Uint32(gotArg[4*at:]))
+					require.Equal(t, bmm.ArgmaxRow(ref[v*c.cols:(v+1)*c.cols]), g, "row %d's argmax", v)
+				}
+			}
+			if c.mode == outBits && !c.byCols {
+				for p := range c.qbits {
+					for line := range plane32 / lw32 {
+						for wd := range lw32 {
+							if line < rows && wd < (c.cols+31)/32 {
+								continue
+							}
+							word := binary.LittleEndian.Uint32(got[4*(p*plane32+line*lw32+wd):])
+							require.Zero(t, word, "plane %d, line %d, padding word %d", p, line, wd)
+						}
+					}
+				}
+			}
+			if c.argmax > 0 {
+				for i := range argOff {
+					require.Equal(t, int32(-1), int32(binary.LittleEndian.Uint32(gotArg[4*i:])), "argmax value %d, before argOff", i)
 				}
 			}
 		})

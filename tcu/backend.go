@@ -45,10 +45,15 @@ var _ bmm.Backend = (*Backend)(nil)
 // aggKernels are the entry points of kernels/agg.cu.
 var aggKernels = []string{"agg8", "agg32", "widen", "wideout", "add", "rowsums", "argmax"}
 
-// aggHeavyDeg is the longest row agg.cu gives one warp; longer rows take
-// a whole block of warps each (bench/e2e/RESULTS.md), in blocks of 32
-// warps instead of 8 in a graph with a row past aggHeavyWide entries.
-const aggHeavyDeg, aggHeavyWide = 64, 2048
+// codesSlack is the bytes every code buffer holds past its codes: agg.cu
+// reads a narrow row's codes as the aligned words around them.
+const codesSlack = 8
+
+// aggHeavyDeg is the longest row agg.cu gives one warp (or a group of
+// lanes); longer rows take a whole block of warps each
+// (bench/e2e/RESULTS.md), in blocks of 32 warps instead of 8 in a graph
+// with a row past aggHeavyWide entries.
+const aggHeavyDeg, aggHeavyWide = 128, 2048
 
 // NewBackend returns the resident backend on k's device. It compiles (or
 // loads from the kernel cache) kernels/agg.cu up front, so that a broken
@@ -494,7 +499,7 @@ func (be *Backend) UploadCodes(vals []uint8, rows, cols, bits int) (bmm.Codes, e
 		}
 	}
 	var r region
-	r.add(vals, len(vals))
+	r.add(vals, len(vals)+codesSlack)
 	out := &devCodes{rows: rows, cols: cols, bits: bits}
 	if err := be.uploadTo(&r, func(buf *Buffer) { be.track(&out.devMem, buf) }); err != nil {
 		return nil, err
@@ -642,7 +647,7 @@ func (be *Backend) NewBits(rows, cols, bits int, packing bittensor.Packing) (bmm
 	}
 	lay := bitsLayout(rows, cols, packing)
 	b := &devBits{rows: rows, cols: cols, bits: bits, packing: packing, lay: lay}
-	if err := be.d.run(func() error { return be.newMem(&b.devMem, 8*bits*lay.planeWords()) }); err != nil {
+	if err := be.d.runAside(func() error { return be.newMem(&b.devMem, 8*bits*lay.planeWords()) }); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -660,7 +665,7 @@ func (be *Backend) NewCodes(rows, cols, bits int) (bmm.Codes, error) {
 		return nil, fmt.Errorf("%w: %d×%d codes", bmm.ErrShape, rows, cols)
 	}
 	c := &devCodes{rows: rows, cols: cols, bits: bits}
-	if err := be.d.run(func() error { return be.newMem(&c.devMem, rows*cols) }); err != nil {
+	if err := be.d.runAside(func() error { return be.newMem(&c.devMem, rows*cols+codesSlack) }); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -675,7 +680,7 @@ func (be *Backend) NewVector(n int) (bmm.Vector, error) {
 		return nil, fmt.Errorf("%w: vector of %d", bmm.ErrShape, n)
 	}
 	v := &devVector{n: n}
-	if err := be.d.run(func() error { return be.newMem(&v.devMem, 4*n) }); err != nil {
+	if err := be.d.runAside(func() error { return be.newMem(&v.devMem, 4*n) }); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -312,25 +312,84 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 	}
 	byCols, lw32, plane32 := outLayout(dst)
 	return be.d.run(func() error {
-		if err := be.zeroOut(dst); err != nil {
-			return err
+		// Planes packed by rows are written whole, padding included; by
+		// columns, rows OR their bits into words they share.
+		if dst != nil && (dst.packing == bittensor.ByCols || cols == 0) {
+			if err := be.zeroOut(dst); err != nil {
+				return err
+			}
 		}
 		if cols == 0 {
 			return nil
 		}
-		args := []uint64{dg.indptr, dg.indices, dg.weights, dx.ptr(),
+		lg := 5 // a warp a light row
+		if dg.weights == 0 {
+			lg = aggLaneLg(cols, aggLaneWidth(cols))
+		}
+		args := []uint64{aggHeavyDeg, dg.heavy, uint64(dg.nHeavy), dg.indptr, dg.indices, dg.weights, dx.ptr(),
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
-			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32)}
+			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32),
+			0, 0, 0, 0, uint64(aggPackLimit(dx.bits)), uint64(lg)}
 		// One launch: blocks of 32 warps where a row is past aggHeavyWide
-		// entries, of 8 otherwise.
+		// entries, of 8 otherwise; the light rows 32/2^lg a warp.
 		warps, kernel := 8, "agg8"
 		if dg.maxDeg > aggHeavyWide {
 			warps, kernel = 32, "agg32"
 		}
-		grid := dg.nHeavy + (rows+warps-1)/warps
-		return be.launch(kernel, grid, 32*warps, append([]uint64{aggHeavyDeg, dg.heavy, uint64(dg.nHeavy)}, args...)...)
+		perBlock := warps << (5 - lg)
+		grid := dg.nHeavy + (rows+perBlock-1)/perBlock
+		op := be.kp.op
+		h := &heldLaunch{kind: -1, out: o, rows: rows, cols: cols, args: args, queue: func(args []uint64) error {
+			// Timed (KERNELS) under its own op, whichever queues it.
+			defer be.setOp(be.kp.op)
+			be.setOp(op)
+			return be.launch(kernel, grid, 32*warps, args...)
+		}}
+		switch {
+		case mode == outBits && dst.packing == bittensor.ByRows:
+			h.kind = heldAggBits
+		case mode == outFloat && cols <= 32:
+			h.kind = heldAggFloat
+		default:
+			return h.queue(args)
+		}
+		return be.d.hold(h)
 	})
 }
+
+// The parameters of agg.cu's kernels the ops after an aggregation fold
+// into it (heldLaunch): the row sums' destination, the argmax's
+// destination, index and offset.
+const aggArgSums, aggArgArgOut, aggArgArgIdx, aggArgArgOff = 24, 25, 26, 27
+
+// aggLaneWidth is the columns a lane of agg.cu sums: 8 where rows are at
+// least 64 wide and 8-byte aligned (code buffers start aligned), else 4.
+func aggLaneWidth(cols int) int {
+	if cols >= 64 && cols%8 == 0 {
+		return 8
+	}
+	return 4
+}
+
+// aggLaneLg is log2 of the lanes agg.cu gives a light row of cols columns
+// of an unweighted graph, v a lane: the fewest that cover the row, a group
+// of them a row and 32/2^lg rows a warp up to 16 lanes; 5 (a warp a row)
+// past that.
+func aggLaneLg(cols, v int) int {
+	lg := 0
+	for v<<lg < cols {
+		lg++
+	}
+	if lg > 4 {
+		return 5
+	}
+	return lg
+}
+
+// aggPackLimit is how many entries of bits-bit codes agg.cu's unweighted
+// sums add into a 16-bit pair before widening it: (2^bits − 1) times it
+// stays within 65535.
+func aggPackLimit(bits int) int { return 65535 / (1<<bits - 1) }
 
 // outLayout is the packing, line words and plane words (32-bit units) of
 // a planes output dst for agg.cu's kernels; zeros without one.
@@ -415,7 +474,18 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	if dv.n != da.rows {
 		return fmt.Errorf("%w: row sums of a %d×%d tensor into %d values", bmm.ErrShape, da.rows, da.cols, dv.n)
 	}
-	return be.d.run(func() error {
+	return be.d.runFolding(func() error {
+		// The codes' aggregation just before: its rows add them up as they
+		// write them.
+		if h := be.d.takeHeld(); h != nil {
+			if h.kind == heldAggBits && h.out == da.ptr() && h.rows == da.rows {
+				h.args[aggArgSums] = dv.ptr()
+				return h.queue(h.args)
+			}
+			if err := h.queue(h.args); err != nil {
+				return err
+			}
+		}
 		const warps = 8
 		rows := warps * 32 / rowsumsLanes(da.lay.lw) // a block's
 		return be.launch("rowsums", (da.rows+rows-1)/rows, 32*warps, da.ptr(), dv.ptr(), uint64(da.rows), uint64(da.bits),

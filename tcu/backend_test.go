@@ -383,9 +383,126 @@ func TestBackendAgg(t *testing.T) {
 				require.NoError(t, err)
 				gotB, err := be.NewBits(rows, cols, outBits, p)
 				require.NoError(t, err)
+				// Every word set, padding too: AggBit writes or clears them all.
+				db := gotB.(*devBits)
+				require.NoError(t, be.d.run(func() error { return be.d.memset32(db.buf.ptr, 0xFFFFFFFF, 2*db.bits*db.lay.planeWords()) }))
 				require.NoError(t, be.AggBit(gotB, dg, dx, dep, rq))
 				assert.Equal(t, -1, firstDiff(peekBits(t, be, gotB).Words(), wantB.Words()), "AggBit by %v", p)
 			}
+		})
+	}
+}
+
+// TestBackendFolds: RowSums of AggBit's planes (packed by rows) and
+// ArgmaxTo/ArgmaxAt of AggFloat's logits (at most 32 columns) fold into
+// the aggregation just before them (no launch of their own) and give what
+// their own kernels give; after another op, of another tensor, by
+// columns, or of wider logits, they launch as before.
+func TestBackendFolds(t *testing.T) {
+	be, err := NewBackend(gpuKernel(t))
+	require.NoError(t, err)
+	defer be.Close()
+	r := rand.New(rand.NewPCG(15, 6))
+	// The launches f queues, the one it may still hold included.
+	ops := func(f func()) int64 {
+		before := be.Traffic()
+		f()
+		require.NoError(t, be.d.run(func() error { return nil }))
+		return be.Traffic().Sub(before).Ops
+	}
+	for _, s := range [][4]int{{300, 257, 10, 24}, {90, 300, 64, 300}, {40, 3000, 33, 5000}, {70, 900, 5, 200}, {33, 500, 32, 24}} {
+		rows, src, cols, maxDeg := s[0], s[1], s[2], s[3]
+		t.Run(fmt.Sprintf("%dx%dx%d_deg%d", rows, src, cols, maxDeg), func(t *testing.T) {
+			g := randomGraph(r, rows, src, maxDeg, 0)
+			x := make([]uint8, src*cols)
+			for j := range x {
+				x[j] = uint8(r.IntN(16))
+			}
+			dg, err := be.UploadGraph(g, src)
+			require.NoError(t, err)
+			dx, err := be.UploadCodes(x, src, cols, 4)
+			require.NoError(t, err)
+			hep, dep := randomEpi(t, be, r, rows, cols, 0x3f)
+			rq := bmm.Requant{Scale: 2, Offset: 1}
+			want := aggRef(g, x, cols, hep)
+			wantSums := make([]float32, rows)
+			for v := range rows {
+				var sum int64
+				for c := range cols {
+					sum += int64(rq.Quantize(want[v*cols+c], 3))
+				}
+				wantSums[v] = float32(sum)
+			}
+
+			// The row sums: folded, then after an op between (its own launch).
+			b1, err := be.NewBits(rows, cols, 3, bittensor.ByRows)
+			require.NoError(t, err)
+			s1, err := be.NewVector(rows)
+			require.NoError(t, err)
+			alone := ops(func() { require.NoError(t, be.AggBit(b1, dg, dx, dep, rq)) })
+			_ = peekBits(t, be, b1)
+			folded := ops(func() {
+				require.NoError(t, be.AggBit(b1, dg, dx, dep, rq))
+				require.NoError(t, be.RowSums(s1, b1))
+			})
+			assert.Equal(t, alone, folded, "RowSums folded into AggBit")
+			assert.Equal(t, floatBits(wantSums), floatBits(peekFloats(t, be, s1)), "folded row sums")
+			b2, err := be.NewBits(rows, cols, 3, bittensor.ByRows)
+			require.NoError(t, err)
+			s2, err := be.NewVector(rows)
+			require.NoError(t, err)
+			apart := ops(func() {
+				require.NoError(t, be.AggBit(b1, dg, dx, dep, rq))
+				require.NoError(t, be.AggBit(b2, dg, dx, dep, rq)) // b1 released unfolded
+				require.NoError(t, be.RowSums(s2, b1))             // b2 held: another tensor
+			})
+			assert.Equal(t, 2*alone+1, apart, "RowSums of another tensor: its own launch")
+			assert.Equal(t, floatBits(wantSums), floatBits(peekFloats(t, be, s2)), "row sums launched alone")
+			bc, err := be.NewBits(rows, cols, 3, bittensor.ByCols)
+			require.NoError(t, err)
+			require.NoError(t, be.AggBit(bc, dg, dx, dep, rq))
+			assert.ErrorIs(t, be.RowSums(s2, bc), bmm.ErrPacking, "by columns: no fold, the usual error")
+
+			// The argmax: folded where the logits are at most 32 wide.
+			wantArg := argmaxRef(want, cols)
+			lf, err := be.NewVector(rows * cols)
+			require.NoError(t, err)
+			perm := r.Perm(rows + 3)[:rows]
+			idx := make([]int32, rows)
+			for i, p := range perm {
+				idx[i] = int32(p)
+			}
+			di, err := be.UploadIndex(idx, rows+3)
+			require.NoError(t, err)
+			dst, err := be.NewInts(rows+3, -1)
+			require.NoError(t, err)
+			aggOps := ops(func() { require.NoError(t, be.AggFloat(lf, dg, dx, dep)) })
+			assert.Equal(t, floatBits(want), floatBits(peekFloats(t, be, lf)), "AggFloat")
+			toOps := ops(func() {
+				require.NoError(t, be.AggFloat(lf, dg, dx, dep))
+				require.NoError(t, be.ArgmaxTo(dst, di, lf, cols))
+			})
+			dat, err := be.NewInts(rows+5, -1)
+			require.NoError(t, err)
+			atOps := ops(func() {
+				require.NoError(t, be.AggFloat(lf, dg, dx, dep))
+				require.NoError(t, be.ArgmaxAt(dat, 2, lf, cols))
+			})
+			fold := int64(0)
+			if cols > 32 {
+				fold = 1
+			}
+			assert.Equal(t, aggOps+fold, toOps, "ArgmaxTo after AggFloat")
+			assert.Equal(t, aggOps+fold, atOps, "ArgmaxAt after AggFloat")
+			got := make([]int32, rows+3)
+			require.NoError(t, be.ReadInts(got, dst))
+			for i, p := range perm {
+				assert.Equal(t, wantArg[i], got[p], "ArgmaxTo row %d", i)
+			}
+			gotAt := make([]int32, rows+5)
+			require.NoError(t, be.ReadInts(gotAt, dat))
+			assert.Equal(t, append(append([]int32{-1, -1}, wantArg...), -1, -1, -1), gotAt, "ArgmaxAt from 2")
+			assert.Equal(t, floatBits(want), floatBits(peekFloats(t, be, lf)), "AggFloat with the argmax folded")
 		})
 	}
 }

@@ -52,6 +52,9 @@ type Device struct {
 	args         *HostBuffer     // pinned kernel-parameter block (device thread only)
 	fnSmem       map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
 	fnBlocks     map[fnShape]int // residentBlocks' answers (device thread only)
+	// held is a launch queued no further yet, so that the op after it may
+	// fold its own work into it (device thread only; see hold).
+	held *heldLaunch
 }
 
 // fnShape is a kernel and the block it is launched with.
@@ -184,7 +187,30 @@ func (d *Device) run(f func() error) error { return d.hand(f, true) }
 // (bench/e2e/RESULTS.md, twelfth round).
 func (d *Device) runLast(f func() error) error { return d.hand(f, false) }
 
-func (d *Device) hand(f func() error, spin bool) error {
+func (d *Device) hand(f func() error, spin bool) error { return d.handOver(f, spin, false) }
+
+// runFolding is run for work that may fold itself into the held launch
+// (takeHeld); it must queue or drop that launch before anything else.
+func (d *Device) runFolding(f func() error) error { return d.handOver(f, true, true) }
+
+// runAside is run for work that touches nothing the held launch reads or
+// writes (allocating and clearing a new operand): the held launch stays
+// held for the op after.
+func (d *Device) runAside(f func() error) error { return d.handOver(f, true, true) }
+
+// handOver hands f to the device thread. Unless f keeps it held, a held
+// launch is queued first: every piece of work on the stream comes after
+// it.
+func (d *Device) handOver(f func() error, spin, keepHeld bool) error {
+	if !keepHeld {
+		g := f
+		f = func() error {
+			if err := d.releaseHeld(); err != nil {
+				return err
+			}
+			return g()
+		}
+	}
 	errc := make(chan error, 1)
 	// Send under sendMu so Close cannot close the channel in between; not
 	// under mu, which work on the device thread takes (module lookups).
@@ -197,6 +223,53 @@ func (d *Device) hand(f func() error, spin bool) error {
 	d.sendMu.RUnlock()
 	err, _ := poll(errc, spin)
 	return err
+}
+
+// heldLaunch is a kernel launch whose queueing waits for the next work
+// on the device: an aggregation the op after it may extend with its own
+// epilogue (the row sums of its codes, the argmax of its rows) instead of
+// a launch of its own. kind says which extension fits; args are the
+// launch's parameters, open to the extension until queue runs.
+type heldLaunch struct {
+	kind  heldKind
+	out   uint64 // the output the extension reads
+	rows  int
+	cols  int
+	args  []uint64
+	queue func(args []uint64) error
+}
+
+type heldKind int
+
+const (
+	heldAggBits  heldKind = iota // planes packed by rows: row sums fold in
+	heldAggFloat                 // float rows of at most 32 columns: argmax folds in
+)
+
+// hold keeps h for the next work on the device. Device thread only.
+func (d *Device) hold(h *heldLaunch) error {
+	if err := d.releaseHeld(); err != nil {
+		return err
+	}
+	d.held = h
+	return nil
+}
+
+// takeHeld returns the held launch and forgets it: the caller queues it.
+// Device thread only.
+func (d *Device) takeHeld() *heldLaunch {
+	h := d.held
+	d.held = nil
+	return h
+}
+
+// releaseHeld queues the held launch, if any. Device thread only.
+func (d *Device) releaseHeld() error {
+	h := d.takeHeld()
+	if h == nil {
+		return nil
+	}
+	return h.queue(h.args)
 }
 
 // module is the loaded module under key, or nil.

@@ -21,20 +21,36 @@ __device__ __forceinline__ void loadWords(u32 (&q)[2], const u8* __restrict__ ro
 }
 __device__ __forceinline__ void loadWords(u32 (&q)[1], const u8* __restrict__ row) { q[0] = *(const u32*)row; }
 
-// loadCodes reads a lane's V codes of one row as V/4 little-endian words:
-// one load where the row is aligned and whole (vec), else byte by byte up
-// to n, zeros past it.
+// loadCodes reads a lane's V codes of one row as V/4 little-endian words,
+// zeros past n: one load where the row is aligned and whole (vec); for V
+// 4, the two aligned words around the codes, shifted (code buffers end
+// with codesSlack bytes, so the second word is always there). V 8 is
+// taken only for aligned rows, whose lanes have all 8 codes or none.
 template <int V>
 __device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict__ row, int n, bool vec) {
   if (vec) {
     loadWords(q, row);
     return;
   }
+  if (V == 4) {
+    const u32* p = (const u32*)((u64)row & ~3ull);
+    const u32 t = __funnelshift_r(p[0], p[1], (u32)((u64)row & 3ull) * 8u);
+    q[0] = n >= 4 ? t : t & ((1u << (8 * n)) - 1u);
+  } else {
+    loadWords(q, row);
+  }
+}
+
+// unpack adds a lane's 16-bit pair sums (ONE: a[2j] holds columns 4j and
+// 4j+2 of word j, a[2j+1] columns 4j+1 and 4j+3) into its int32 sums and
+// clears them.
+template <int V>
+__device__ __forceinline__ void unpack(int (&s)[V], u32 (&a)[V / 2]) {
 #pragma unroll
-  for (int j = 0; j < V / 4; j++) q[j] = 0;
-#pragma unroll
-  for (int k = 0; k < V; k++) {
-    if (k < n) q[k / 4] |= (u32)row[k] << (8 * (k % 4));
+  for (int j = 0; j < V / 4; j++) {
+    s[4 * j] += (int)(a[2 * j] & 0xFFFFu), s[4 * j + 2] += (int)(a[2 * j] >> 16);
+    s[4 * j + 1] += (int)(a[2 * j + 1] & 0xFFFFu), s[4 * j + 3] += (int)(a[2 * j + 1] >> 16);
+    a[2 * j] = a[2 * j + 1] = 0;
   }
 }
 
@@ -42,30 +58,78 @@ __device__ __forceinline__ void loadCodes(u32 (&q)[V / 4], const u8* __restrict_
   const int *__restrict__ indptr, const int *__restrict__ indices, const u8 *__restrict__ w,                          \
       const u8 *__restrict__ x, long long rows, long long cols, long long mode, u64 out, u64 colScale, u64 rowTerm,  \
       u64 colTerm, u64 colConst, u64 rowScale, u64 colBias, long long relu, long long rqScale, long long rqOffset,     \
-      long long outBits, long long outByCols, long long outLw32, long long outPlane32
+      long long outBits, long long outByCols, long long outLw32, long long outPlane32, u64 sums, u64 argOut,       \
+      u64 argIdx, long long argOff, long long packLimit, long long laneLg
 #define AGG_ARGS                                                                                                     \
   indptr, indices, w, x, rows, cols, mode, out, colScale, rowTerm, colTerm, colConst, rowScale, colBias, relu,       \
-      rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32
+      rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32, sums, argOut, argIdx, argOff, packLimit, laneLg
 
 // AGG_CHUNK is the most columns one pass of aggRowV<W, 8> covers: red, the
-// block's shared sums, holds that many.
+// block's shared sums, holds that many; a warp's scratch holds its lanes'
+// 8 partial sums each.
 #define AGG_CHUNK 256
+
+// aggFinish is the epilogue of column c of row v (in: a column of the
+// output) with its sum: the float, or the re-quantized code into codes or
+// planes (packed rows: a ballot per plane over the warp's 32 columns from
+// c - lane). Codes add into rs (the row's code sum, sums); with argOut
+// (the row in one slice: cols <= 32), the warp's first largest column
+// goes to argOut, as argmax below.
+__device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long c, bool in, int sum, int& rs,
+                                          float scale, float offset, long long cols, long long mode, u64 out,
+                                          long long outBits, long long outByCols, long long outLw32,
+                                          long long outPlane32, u64 argOut, u64 argIdx, long long argOff) {
+  const int lane = threadIdx.x & 31;
+  if (mode == AGG_FLOAT) {
+    const float t = in ? applyEp(P, sum, (int)v, (int)c) : 0.f;
+    if (in) ((float*)out)[v * cols + c] = t;
+    if (argOut) {
+      // Column 0 NaN keeps 0; other NaNs never win; ties go to the first.
+      const bool nan0 = __shfl_sync(0xffffffffu, (int)(t != t), 0) != 0;
+      float best = in && t == t ? t : __int_as_float(0xff800000);
+      int at = in && t == t ? (int)c : 1 << 30;
+      for (int o = 16; o > 0; o >>= 1) {
+        const float ob = __int_as_float(__shfl_xor_sync(0xffffffffu, __float_as_int(best), o));
+        const int oa = __shfl_xor_sync(0xffffffffu, at, o);
+        if (ob > best || (ob == best && oa < at)) best = ob, at = oa;
+      }
+      if (lane == 0) ((int*)argOut)[argIdx ? ((const int*)argIdx)[v] : argOff + v] = nan0 ? 0 : at;
+    }
+    return;
+  }
+  const u32 q = in ? quantize(applyEp(P, sum, (int)v, (int)c), scale, offset, (int)outBits) : 0u;
+  rs += (int)q;
+  if (mode == AGG_CODES) {
+    if (in) ((u8*)out)[v * cols + c] = (u8)q;
+  } else if (!outByCols) {
+    u32* line = (u32*)out + v * outLw32 + ((c - lane) >> 5);
+    for (int p = 0; p < outBits; p++) {
+      const u32 word = __ballot_sync(0xffffffffu, (q >> p) & 1u);
+      if (lane == 0) line[p * outPlane32] = word;
+    }
+  } else if (in) {
+    u32* word = (u32*)out + c * outLw32 + (v >> 5);
+    for (int p = 0; p < outBits; p++) {
+      if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (v & 31));
+    }
+  }
+}
 
 // aggRowV computes row v of G·X with the W warps of its block (wid: this
 // warp's). A warp takes its entries 32 at a time, each lane loading one
-// entry's index (and weight) in one coalesced load; the lanes then split
-// into 32/L groups of L lanes, lane l of a group summing in int32 V
-// consecutive columns (one 4- or 8-byte load where rows are aligned) of
-// a V·L-column chunk, group g every (32/L)-th of those entries, four at a
-// time: a row of 32 entries costs one round trip for its indices and one
-// or a few for its codes, however narrow the output. The groups' sums meet
-// by shuffles, the warps' in shared memory; then lane c of warp 0 takes
-// column c of each 32 for the epilogue, and for AGG_CODES/AGG_BITS the
-// re-quantization. Packed rows (outByCols 0) are whole words per warp,
-// written with ballots; packed columns put row v's bit into words other
-// rows share, so they are OR-ed into the zeroed output.
-template <int W, int V>
-__device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARAMS) {
+// entry's index (and weight) in one coalesced load, the next tile's in
+// flight during this one's sums; the lanes then split into 32/L groups of
+// L lanes, lane l of a group summing V consecutive columns of a
+// V·L-column chunk, group g every (32/L)-th of those entries, four at a
+// time. Unweighted (ONE), a lane adds its codes as 16-bit pairs (a mask
+// and a byte permute per word, flushed into int32 before packLimit
+// entries can overflow them); weighted, code by code times the weight.
+// The groups' sums meet in the warp's shared scratch (lane c of the warp
+// sums column c over the groups), the warps' in red; lane c of warp 0
+// then finishes column c of each 32 (aggFinish), and with sums writes the
+// row's code sum.
+template <int W, int V, bool ONE>
+__device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my, AGG_PARAMS) {
   const int lane = threadIdx.x & 31;
   Prob P = {};
   P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
@@ -73,28 +137,42 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
   const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
   const int e0 = indptr[v], e1 = indptr[v + 1];
   const bool aligned = (cols % V) == 0 && ((u64)x % V) == 0;
+  const u32 stride = (u32)cols;
+  int rs = 0;
   for (long long c0 = 0; c0 < cols; c0 += 32 * V) {
     const int chunk = (int)min(cols - c0, 32LL * V);
-    int L = 1;
-    while (V * L < chunk) L <<= 1;
-    const int G = 32 / L, g = lane / L, l = lane % L;
+    int lgL = 0;
+    while ((V << lgL) < chunk) lgL++;
+    const int L = 1 << lgL, G = 32 >> lgL, g = lane >> lgL, l = lane & (L - 1);
     const long long cc = c0 + V * l;
     const int n = (int)max(0LL, min(cols - cc, (long long)V));
     const bool vec = aligned && n == V;
+    const u8* xl = x + cc;
+    if (W > 1) {
+      for (int k = threadIdx.x; k < chunk; k += 32 * W) red[k] = 0;
+      __syncthreads();
+    }
     int s[V];
+    u32 a[V / 2];
 #pragma unroll
     for (int k = 0; k < V; k++) s[k] = 0;
+#pragma unroll
+    for (int k = 0; k < V / 2; k++) a[k] = 0;
+    int packed = 0;
     int t0 = e0 + 32 * wid;
     int nextIdx = t0 + lane < e1 ? indices[t0 + lane] : 0;
-    int nextW = w && t0 + lane < e1 ? (int)w[t0 + lane] : 1;
+    int nextW = !ONE && t0 + lane < e1 ? (int)w[t0 + lane] : 1;
     for (; t0 < e1; t0 += 32 * W) {
-      // This tile's indices arrived during the last one's sums; the next
-      // tile's are on their way during this one's.
       const int m = min(e1 - t0, 32);
       const int myIdx = nextIdx, myW = nextW;
       const int t1 = t0 + 32 * W;
       nextIdx = t1 + lane < e1 ? indices[t1 + lane] : 0;
-      nextW = w && t1 + lane < e1 ? (int)w[t1 + lane] : 1;
+      if (!ONE) nextW = t1 + lane < e1 ? (int)w[t1 + lane] : 1;
+      if (ONE) {
+        // A tile adds at most 32 entries a lane.
+        if (packed + 32 > packLimit) unpack<V>(s, a), packed = 0;
+        packed += 32;
+      }
       for (int j0 = 0; j0 < m; j0 += 4 * G) {
         u32 q[4][V / 4];
         int wt[4];
@@ -102,9 +180,9 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
         for (int u = 0; u < 4; u++) {
           const int j = j0 + u * G + g;
           const int i = __shfl_sync(0xffffffffu, myIdx, j & 31);
-          wt[u] = w ? __shfl_sync(0xffffffffu, myW, j & 31) : 1;
+          wt[u] = ONE ? 1 : __shfl_sync(0xffffffffu, myW, j & 31);
           if (j < m && n > 0) {
-            loadCodes<V>(q[u], x + (long long)i * cols + cc, n, vec);
+            loadCodes<V>(q[u], xl + (u64)(u32)i * stride, n, vec);
           } else {
             wt[u] = 0;
 #pragma unroll
@@ -113,60 +191,65 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
         }
 #pragma unroll
         for (int u = 0; u < 4; u++) {
+          if (ONE) {
 #pragma unroll
-          for (int k = 0; k < V; k++) s[k] += wt[u] * (int)((q[u][k / 4] >> (8 * (k % 4))) & 255u);
+            for (int k = 0; k < V / 4; k++) {
+              a[2 * k] += q[u][k] & 0x00FF00FFu;
+              a[2 * k + 1] += __byte_perm(q[u][k], 0u, 0x4341u);
+            }
+          } else {
+#pragma unroll
+            for (int k = 0; k < V; k++) s[k] += wt[u] * (int)((q[u][k / 4] >> (8 * (k % 4))) & 255u);
+          }
         }
       }
     }
-    for (int o = L; o < 32; o <<= 1) {
+    if (ONE) unpack<V>(s, a);
+    // Group g's lane l holds columns V·l.. of the chunk: at lane·V.
 #pragma unroll
-      for (int k = 0; k < V; k++) s[k] += __shfl_xor_sync(0xffffffffu, s[k], o);
+    for (int k = 0; k < V; k++) my[lane * V + k] = s[k];
+    __syncwarp();
+    const int span = L * V;
+    for (int c1 = 0; c1 < chunk; c1 += 32) {
+      const int cl = c1 + lane;
+      int sum = 0;
+      if (cl < chunk) {
+        for (int h = 0; h < G; h++) sum += my[h * span + cl];
+      }
+      if (W > 1) {
+        if (cl < chunk) atomicAdd(red + cl, sum);
+      } else {
+        aggFinish(P, v, c0 + cl, cl < chunk, sum, rs, scale, offset, cols, mode, out, outBits, outByCols, outLw32,
+                  outPlane32, argOut, argIdx, argOff);
+      }
     }
+    __syncwarp();
     if (W > 1) {
-      for (int k = threadIdx.x; k < chunk; k += 32 * W) red[k] = 0;
-      __syncthreads();
-      if (g == 0) {
-#pragma unroll
-        for (int k = 0; k < V; k++) {
-          if (k < n) atomicAdd(red + V * l + k, s[k]);
-        }
-      }
       __syncthreads();
       if (wid == 0) {
-#pragma unroll
-        for (int k = 0; k < V; k++) s[k] = k < n ? red[V * l + k] : 0;
+        for (int c1 = 0; c1 < chunk; c1 += 32) {
+          const int cl = c1 + lane;
+          aggFinish(P, v, c0 + cl, cl < chunk, cl < chunk ? red[cl] : 0, rs, scale, offset, cols, mode, out, outBits,
+                    outByCols, outLw32, outPlane32, argOut, argIdx, argOff);
+        }
       }
       __syncthreads();
-      if (wid != 0) continue;
     }
-    for (long long c1 = c0; c1 < c0 + chunk; c1 += 32) {
-      const long long c = c1 + lane;
-      const bool in = c < cols;
-      const int src = (int)((c - c0) / V) & 31, k = (int)((c - c0) % V);
-      int sum = 0;
-#pragma unroll
-      for (int j = 0; j < V; j++) {
-        const int t = __shfl_sync(0xffffffffu, s[j], src);
-        if (j == k) sum = t;
-      }
-      if (mode == AGG_FLOAT) {
-        if (in) ((float*)out)[v * cols + c] = applyEp(P, sum, (int)v, (int)c);
-        continue;
-      }
-      const u32 q = in ? quantize(applyEp(P, sum, (int)v, (int)c), scale, offset, (int)outBits) : 0u;
-      if (mode == AGG_CODES) {
-        if (in) ((u8*)out)[v * cols + c] = (u8)q;
-      } else if (!outByCols) {
-        u32* line = (u32*)out + v * outLw32 + (c1 >> 5);
-        for (int p = 0; p < outBits; p++) {
-          const u32 word = __ballot_sync(0xffffffffu, (q >> p) & 1u);
-          if (lane == 0) line[p * outPlane32] = word;
-        }
-      } else if (in) {
-        u32* word = (u32*)out + c * outLw32 + (v >> 5);
-        for (int p = 0; p < outBits; p++) {
-          if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (v & 31));
-        }
+  }
+  if (sums && wid == 0) {
+    for (int o = 16; o > 0; o >>= 1) rs += __shfl_xor_sync(0xffffffffu, rs, o);
+    if (lane == 0) ((float*)sums)[v] = __int2float_rn(rs);
+  }
+  if (mode == AGG_BITS && !outByCols && wid == 0) {
+    // Packed rows are not cleared first: the words past the columns and,
+    // by the last row's warp, the padding lines past the rows are zeroed
+    // here.
+    const int used = (int)((cols + 31) >> 5);
+    for (int p = 0; p < outBits; p++) {
+      u32* plane = (u32*)out + p * outPlane32;
+      for (int k = used + lane; k < outLw32; k += 32) plane[v * outLw32 + k] = 0;
+      if (v == rows - 1) {
+        for (long long k = rows * outLw32 + lane; k < outPlane32; k += 32) plane[k] = 0;
       }
     }
   }
@@ -174,17 +257,220 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, AGG_PARA
 
 // aggRow takes 8 columns a lane where rows are 8-byte aligned and at least
 // 64 wide, for more entries in flight per warp (bench/e2e/RESULTS.md), 4
-// otherwise. The emulated test sets AGG_V 4 to run the narrow path on
-// wide rows too.
+// otherwise; the 16-bit pair sums where every weight is 1 (w null). The
+// emulated test sets AGG_V 4 to run the narrow path on wide rows too.
 #ifndef AGG_V
 #define AGG_V 8
 #endif
 template <int W>
-__device__ __forceinline__ void aggRow(long long v, int wid, int* red, AGG_PARAMS) {
+__device__ __forceinline__ void aggRow(long long v, int wid, int* red, int* my, AGG_PARAMS) {
   if (AGG_V > 4 && cols >= 64 && cols % AGG_V == 0 && (u64)x % AGG_V == 0) {
-    aggRowV<W, AGG_V>(v, wid, red, AGG_ARGS);
+    if (w) {
+      aggRowV<W, AGG_V, false>(v, wid, red, my, AGG_ARGS);
+    } else {
+      aggRowV<W, AGG_V, true>(v, wid, red, my, AGG_ARGS);
+    }
+  } else if (w) {
+    aggRowV<W, 4, false>(v, wid, red, my, AGG_ARGS);
   } else {
-    aggRowV<W, 4>(v, wid, red, AGG_ARGS);
+    aggRowV<W, 4, true>(v, wid, red, my, AGG_ARGS);
+  }
+}
+
+// planeBits gathers bit p of each of a lane's V codes (q, one a word)
+// into a V-bit number, code k at bit k. Codes of a byte at most (bytes
+// true) go four to a word, and each byte's bit p moves to the top by one
+// multiply (no two of its partial products meet); wider ones bit by bit.
+template <int V>
+__device__ __forceinline__ u32 planeBits(const u32 (&q)[V], int p, bool bytes) {
+  u32 b = 0;
+  if (bytes) {
+#pragma unroll
+    for (int j = 0; j < V / 4; j++) {
+      const u32 w4 = q[4 * j] | (q[4 * j + 1] << 8) | (q[4 * j + 2] << 16) | (q[4 * j + 3] << 24);
+      b |= ((((w4 >> p) & 0x01010101u) * 0x10204080u) >> 28) << (4 * j);
+    }
+    return b;
+  }
+#pragma unroll
+  for (int k = 0; k < V; k++) b |= ((q[k] >> p) & 1u) << k;
+  return b;
+}
+
+// aggGroupsV computes light rows of an unweighted graph a group of L =
+// 2^lgL lanes each, 32/L rows a warp (from v0, group g row v0 + g): for
+// outputs of at most 16·V columns, so that a warp's fixed costs (the
+// loop, the epilogue's loads and stores) serve several short rows instead
+// of one. Lane l of a group sums columns V·l.. of its row over every
+// entry as 16-bit pairs, L entries at a time (their indices in one load,
+// the next ones in flight), as aggRowV does, then finishes its own V
+// columns: floats, codes (one store where aligned), or planes packed by
+// rows, V bits of plane p a lane OR-ed into their word across the lanes
+// that share it. Heavy rows (past heavyDeg
+// where there are heavy blocks) are left to their blocks.
+template <int V>
+__device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
+  if (v0 >= rows) return;  // the whole warp
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x & 31, L = 1 << lgL, g = lane >> lgL, l = lane & (L - 1);
+  const long long v = v0 + g;
+  int e0 = 0, e1 = 0;
+  bool live = v < rows;
+  if (live) {
+    e0 = indptr[v], e1 = indptr[v + 1];
+    if (nHeavy > 0 && e1 - e0 > heavyDeg) live = false, e1 = e0;
+  }
+  const int ic = (int)cols, cc = V * l;
+  const int n = max(0, min(ic - cc, V));
+  const bool vec = (ic % V) == 0 && ((u64)x % V) == 0 && n == V;
+  const u8* xl = x + cc;
+  const u32 stride = (u32)ic;
+  int s[V];
+  u32 a[V / 2];
+#pragma unroll
+  for (int k = 0; k < V; k++) s[k] = 0;
+#pragma unroll
+  for (int k = 0; k < V / 2; k++) a[k] = 0;
+  int packed = 0;
+  int t = e0;
+  int nextIdx = t + l < e1 ? indices[t + l] : 0;
+  for (; __any_sync(full, t < e1); t += L) {
+    const int myIdx = nextIdx, m = e1 - t;
+    nextIdx = t + L + l < e1 ? indices[t + L + l] : 0;
+    if (packed > packLimit - L) unpack<V>(s, a), packed = 0;
+    packed += L;
+    for (int u0 = 0; u0 < L; u0 += 4) {
+      u32 q[4][V / 4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const int u = u0 + k;
+        const int i = __shfl_sync(full, myIdx, (g << lgL) | (u & (L - 1)));
+        if (u < L && u < m && n > 0) {
+          loadCodes<V>(q[k], xl + (u64)(u32)i * stride, n, vec);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V / 4; j++) q[k][j] = 0;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int j = 0; j < V / 4; j++) {
+          a[2 * j] += q[k][j] & 0x00FF00FFu;
+          a[2 * j + 1] += __byte_perm(q[k][j], 0u, 0x4341u);
+        }
+      }
+    }
+  }
+  unpack<V>(s, a);
+
+  Prob P = {};
+  P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
+  P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
+  const int vi = (int)min(v, rows - 1);  // rows past the end compute, store nothing
+  if (mode == AGG_FLOAT) {
+    float y[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) y[k] = k < n ? applyEp(P, s[k], vi, cc + k) : 0.f;
+    if (live) {
+      float* orow = (float*)out + v * cols;
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        if (k < n) orow[cc + k] = y[k];
+      }
+    }
+    if (argOut) {
+      // The group's first largest column; column 0 NaN keeps 0, other
+      // NaNs never win (layers' QArgmax).
+      float best = 0.f;
+      int at = 1 << 30;
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        if (k < n && y[k] == y[k] && (at == 1 << 30 || y[k] > best)) best = y[k], at = cc + k;
+      }
+      for (int o = 1; o < L; o <<= 1) {
+        const float ob = __int_as_float(__shfl_xor_sync(full, __float_as_int(best), o));
+        const int oa = __shfl_xor_sync(full, at, o);
+        if (oa != 1 << 30 && (at == 1 << 30 || ob > best || (ob == best && oa < at))) best = ob, at = oa;
+      }
+      const bool nan0 = __shfl_sync(full, (int)(y[0] != y[0]), g << lgL) != 0;
+      if (live && l == 0) ((int*)argOut)[argIdx ? ((const int*)argIdx)[v] : argOff + v] = nan0 ? 0 : at;
+    }
+    return;
+  }
+  const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
+  u32 q[V];
+  int rs = 0;
+#pragma unroll
+  for (int k = 0; k < V; k++) {
+    q[k] = k < n ? quantize(applyEp(P, s[k], vi, cc + k), scale, offset, (int)outBits) : 0u;
+    rs += (int)q[k];
+  }
+  if (sums) {
+    for (int o = 1; o < L; o <<= 1) rs += __shfl_xor_sync(full, rs, o);
+    if (live && l == 0) ((float*)sums)[v] = __int2float_rn(rs);
+  }
+  if (mode == AGG_CODES) {
+    if (!live) return;
+    u8* orow = (u8*)out + v * cols + cc;
+    if (vec) {
+      u32 wq[V / 4];
+#pragma unroll
+      for (int j = 0; j < V / 4; j++) wq[j] = q[4 * j] | (q[4 * j + 1] << 8) | (q[4 * j + 2] << 16) | (q[4 * j + 3] << 24);
+      if (V == 8) {
+        uint2 t2;
+        t2.x = wq[0], t2.y = wq[V / 4 - 1];
+        *(uint2*)orow = t2;
+      } else {
+        *(u32*)orow = wq[0];
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        if (k < n) orow[k] = (u8)q[k];
+      }
+    }
+    return;
+  }
+  if (outByCols) {
+    if (!live) return;
+    for (int k = 0; k < n; k++) {
+      u32* word = (u32*)out + (long long)(cc + k) * outLw32 + (v >> 5);
+      for (int p = 0; p < outBits; p++) {
+        if ((q[k] >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (v & 31));
+      }
+    }
+    return;
+  }
+  // Packed by rows: the 32/V lanes of a word OR their V bits together;
+  // the first stores the word, and the group clears the words past the
+  // columns (and, for the last row, the padding lines: nothing clears
+  // the output first).
+  const int per = min(32 / V, L), used = (ic + 31) >> 5;
+  u32* line = (u32*)out + v * outLw32;
+  for (int p = 0; p < outBits; p++) {
+    u32 wv = planeBits<V>(q, p, outBits <= 8) << (cc & 31);
+    for (int o = 1; o < per; o <<= 1) wv |= (u32)__shfl_xor_sync(full, (int)wv, o);
+    if (live) {
+      u32* plane = line + p * outPlane32;
+      if ((l & (per - 1)) == 0 && n > 0) plane[cc >> 5] = wv;
+      for (int k = used + l; k < outLw32; k += L) plane[k] = 0;
+      if (v == rows - 1) {
+        u32* base = (u32*)out + p * outPlane32;
+        for (long long k = rows * outLw32 + l; k < outPlane32; k += L) base[k] = 0;
+      }
+    }
+  }
+}
+
+// aggGroups takes 8 columns a lane where rows are 8-byte aligned and at
+// least 64 wide, 4 otherwise (as aggRow). Unweighted graphs only: the
+// host gives weighted ones a warp a row (bench/e2e/RESULTS.md).
+__device__ __forceinline__ void aggGroups(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
+  if (AGG_V > 4 && cols >= 64 && cols % AGG_V == 0 && (u64)x % AGG_V == 0) {
+    aggGroupsV<AGG_V>(v0, lgL, heavyDeg, nHeavy, AGG_ARGS);
+  } else {
+    aggGroupsV<4>(v0, lgL, heavyDeg, nHeavy, AGG_ARGS);
   }
 }
 
@@ -196,17 +482,25 @@ __device__ __forceinline__ void aggRow(long long v, int wid, int* red, AGG_PARAM
 template <int W>
 __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
   __shared__ int red[AGG_CHUNK];
+  __align__(16) __shared__ int scr[W * 32 * 8];
   const int wid = threadIdx.x >> 5;
+  int* my = scr + wid * 32 * 8;  // this warp's scratch
   if ((long long)blockIdx.x < nHeavy) {
-    aggRow<W>(heavy[blockIdx.x], wid, red, AGG_ARGS);
+    aggRow<W>(heavy[blockIdx.x], wid, red, my, AGG_ARGS);
     return;
   }
   const long long v = ((long long)blockIdx.x - nHeavy) * W + wid;
+  if (laneLg < 5) {
+    aggGroups(v << (5 - laneLg), (int)laneLg, heavyDeg, nHeavy, AGG_ARGS);
+    return;
+  }
   if (v >= rows) return;  // the whole warp
   if (nHeavy > 0 && indptr[v + 1] - indptr[v] > heavyDeg) return;
-  aggRow<1>(v, 0, nullptr, AGG_ARGS);
+  aggRow<1>(v, 0, nullptr, my, AGG_ARGS);
 }
-extern "C" __global__ void __launch_bounds__(256)
+// Four blocks an SM: 64 registers a thread, as the warp-per-row path
+// needs; the groups' path takes more unbounded, for less occupancy.
+extern "C" __global__ void __launch_bounds__(256, 4)
     agg8(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
   aggBlocks<8>(heavyDeg, heavy, nHeavy, AGG_ARGS);
 }

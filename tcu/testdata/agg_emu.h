@@ -28,9 +28,29 @@ static unsigned __ballot_sync(unsigned m, int pred) {
   }
   return word;
 }
+static int __any_sync(unsigned m, int pred) { return __ballot_sync(m, pred) != 0; }
 struct uint2 {
   unsigned x, y;
 };
+static int __float_as_int(float f) {
+  int i;
+  memcpy(&i, &f, 4);
+  return i;
+}
+// __syncwarp: every lane of the warp meets at an exchange.
+static void __syncwarp(unsigned m = 0xffffffffu) { (void)emuExchange(m, 0, (int)(threadIdx.x & 31u), 32); }
+static unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
+  s &= 31u;
+  return s ? (lo >> s) | (hi << (32u - s)) : lo;
+}
+// __byte_perm: byte i of the result is byte (selector nibble i) & 7 of
+// y:x, eight bytes with x's first (the kernels use no sign mode).
+static unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long b = (unsigned long long)y << 32 | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; i++) r |= (unsigned)(b >> (8 * ((s >> (4 * i)) & 7u)) & 0xFFu) << (8 * i);
+  return r;
+}
 static int atomicAdd(int* p, int v) {
   const int old = *p;
   *p = old + v;
