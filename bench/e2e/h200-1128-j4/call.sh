@@ -18,7 +18,7 @@ for round in a b; do
   small old$round 330 QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
   small new$round 330 PYG=0 VARIANTS='^gpu (resident|cold)$'
 done
-small final 530 PYG_REPS=5 KERNELS=1 VARIANTS='^(gpu resident|gpu cold|cpu)$'
+small final 460 PYG_REPS=5 KERNELS=1 VARIANTS='^(gpu resident|gpu cold|cpu)$'
 cp $OUT/steps.txt $A/
 tar czf $OUT/j4.tgz -C $OUT a 2>/dev/null; rm -rf $A $R
 echo "done $(el)s"
