@@ -339,21 +339,21 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 		perBlock := warps << (5 - lg)
 		grid := dg.nHeavy + (rows+perBlock-1)/perBlock
 		op := be.kp.op
-		h := &heldLaunch{kind: -1, out: o, rows: rows, cols: cols, args: args, queue: func(args []uint64) error {
+		queue := func(args []uint64) error {
 			// Timed (KERNELS) under its own op, whichever queues it.
 			defer be.setOp(be.kp.op)
 			be.setOp(op)
 			return be.launch(kernel, grid, 32*warps, args...)
-		}}
+		}
+		// Held where the op after may fold into it: RowSums of planes by
+		// rows, an argmax of float rows no wider than a warp.
 		switch {
 		case mode == outBits && dst.packing == bittensor.ByRows:
-			h.kind = heldAggBits
+			return be.d.hold(&heldLaunch{kind: heldAggBits, out: o, rows: rows, cols: cols, args: args, queue: queue})
 		case mode == outFloat && cols <= 32:
-			h.kind = heldAggFloat
-		default:
-			return h.queue(args)
+			return be.d.hold(&heldLaunch{kind: heldAggFloat, out: o, rows: rows, cols: cols, args: args, queue: queue})
 		}
-		return be.d.hold(h)
+		return queue(args)
 	})
 }
 

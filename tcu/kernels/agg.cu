@@ -1,9 +1,10 @@
 // The resident backend's kernels beside the bit products (tcu/backend.go):
 // edge-list aggregation of byte codes with the fused epilogue into float,
-// byte-code or packed-bit outputs; the sums and epilogue of products past
-// int32; the sum of two float branches; row sums of packed codes; argmax
-// per row. Every parameter is 64 bits wide
-// (Device.launch); floats arrive as their bit patterns. The epilogue and the
+// byte-code or packed-bit outputs (and, folded in by the host, the row
+// sums of its codes or the argmax of its rows); the sums and epilogue of
+// products past int32; the sum of two float branches; row sums of packed
+// codes; argmax per row. Every parameter is 64 bits wide (Device.launch);
+// floats arrive as their bit patterns. The epilogue and the
 // re-quantization are common.cuh's, bit for bit bmm's.
 #include "common.cuh"
 
@@ -116,7 +117,7 @@ __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long 
 }
 
 // aggRowV computes row v of G·X with the W warps of its block (wid: this
-// warp's). A warp takes its entries 32 at a time, each lane loading one
+// warp's, my: its shared scratch). A warp takes its entries 32 at a time, each lane loading one
 // entry's index (and weight) in one coalesced load, the next tile's in
 // flight during this one's sums; the lanes then split into 32/L groups of
 // L lanes, lane l of a group summing V consecutive columns of a
@@ -127,7 +128,8 @@ __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long 
 // The groups' sums meet in the warp's shared scratch (lane c of the warp
 // sums column c over the groups), the warps' in red; lane c of warp 0
 // then finishes column c of each 32 (aggFinish), and with sums writes the
-// row's code sum.
+// row's code sum. Planes packed by rows are written whole: nothing clears
+// them first.
 template <int W, int V, bool ONE>
 __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my, AGG_PARAMS) {
   const int lane = threadIdx.x & 31;
