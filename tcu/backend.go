@@ -647,7 +647,7 @@ func (be *Backend) NewBits(rows, cols, bits int, packing bittensor.Packing) (bmm
 	}
 	lay := bitsLayout(rows, cols, packing)
 	b := &devBits{rows: rows, cols: cols, bits: bits, packing: packing, lay: lay}
-	if err := be.d.runAside(func() error { return be.newMem(&b.devMem, 8*bits*lay.planeWords()) }); err != nil {
+	if err := be.d.runKeepingHeld(func() error { return be.newMem(&b.devMem, 8*bits*lay.planeWords()) }); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -665,7 +665,7 @@ func (be *Backend) NewCodes(rows, cols, bits int) (bmm.Codes, error) {
 		return nil, fmt.Errorf("%w: %d×%d codes", bmm.ErrShape, rows, cols)
 	}
 	c := &devCodes{rows: rows, cols: cols, bits: bits}
-	if err := be.d.runAside(func() error { return be.newMem(&c.devMem, rows*cols+codesSlack) }); err != nil {
+	if err := be.d.runKeepingHeld(func() error { return be.newMem(&c.devMem, rows*cols+codesSlack) }); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -680,7 +680,7 @@ func (be *Backend) NewVector(n int) (bmm.Vector, error) {
 		return nil, fmt.Errorf("%w: vector of %d", bmm.ErrShape, n)
 	}
 	v := &devVector{n: n}
-	if err := be.d.runAside(func() error { return be.newMem(&v.devMem, 4*n) }); err != nil {
+	if err := be.d.runKeepingHeld(func() error { return be.newMem(&v.devMem, 4*n) }); err != nil {
 		return nil, err
 	}
 	return v, nil

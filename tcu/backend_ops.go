@@ -328,8 +328,7 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 		}
 		args := []uint64{aggHeavyDeg, dg.heavy, uint64(dg.nHeavy), dg.indptr, dg.indices, dg.weights, dx.ptr(),
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
-			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32),
-			0, 0, 0, 0, uint64(aggPackLimit(dx.bits)), uint64(lg)}
+			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32)}
 		// One launch: blocks of 32 warps where a row is past aggHeavyWide
 		// entries, of 8 otherwise; the light rows 32/2^lg a warp.
 		warps, kernel := 8, "agg8"
@@ -339,28 +338,24 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 		perBlock := warps << (5 - lg)
 		grid := dg.nHeavy + (rows+perBlock-1)/perBlock
 		op := be.kp.op
-		queue := func(args []uint64) error {
+		queue := func(f aggFold) error {
 			// Timed (KERNELS) under its own op, whichever queues it.
 			defer be.setOp(be.kp.op)
 			be.setOp(op)
-			return be.launch(kernel, grid, 32*warps, args...)
+			return be.launch(kernel, grid, 32*warps, append(args, f.sums, f.argOut, f.argIdx, uint64(f.argOff),
+				uint64(aggPackLimit(dx.bits)), uint64(lg))...)
 		}
 		// Held where the op after may fold into it: RowSums of planes by
 		// rows, an argmax of float rows no wider than a warp.
 		switch {
 		case mode == outBits && dst.packing == bittensor.ByRows:
-			return be.d.hold(&heldLaunch{kind: heldAggBits, out: o, rows: rows, cols: cols, args: args, queue: queue})
+			return be.d.hold(&heldLaunch{kind: heldAggBits, out: o, rows: rows, cols: cols, queue: queue})
 		case mode == outFloat && cols <= 32:
-			return be.d.hold(&heldLaunch{kind: heldAggFloat, out: o, rows: rows, cols: cols, args: args, queue: queue})
+			return be.d.hold(&heldLaunch{kind: heldAggFloat, out: o, rows: rows, cols: cols, queue: queue})
 		}
-		return queue(args)
+		return queue(aggFold{})
 	})
 }
-
-// The parameters of agg.cu's kernels the ops after an aggregation fold
-// into it (heldLaunch): the row sums' destination, the argmax's
-// destination, index and offset.
-const aggArgSums, aggArgArgOut, aggArgArgIdx, aggArgArgOff = 24, 25, 26, 27
 
 // aggLaneWidth is the columns a lane of agg.cu sums: 8 where rows are at
 // least 64 wide and 8-byte aligned (code buffers start aligned), else 4.
@@ -474,17 +469,12 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	if dv.n != da.rows {
 		return fmt.Errorf("%w: row sums of a %d×%d tensor into %d values", bmm.ErrShape, da.rows, da.cols, dv.n)
 	}
-	return be.d.runFolding(func() error {
+	return be.d.runKeepingHeld(func() error {
 		// The codes' aggregation just before: its rows add them up as they
 		// write them.
-		if h := be.d.takeHeld(); h != nil {
-			if h.kind == heldAggBits && h.out == da.ptr() && h.rows == da.rows {
-				h.args[aggArgSums] = dv.ptr()
-				return h.queue(h.args)
-			}
-			if err := h.queue(h.args); err != nil {
-				return err
-			}
+		folded, err := be.d.foldHeld(heldAggBits, da.ptr(), da.rows, da.cols, func(f *aggFold) { f.sums = dv.ptr() })
+		if folded || err != nil {
+			return err
 		}
 		const warps = 8
 		rows := warps * 32 / rowsumsLanes(da.lay.lw) // a block's

@@ -82,7 +82,7 @@ func (be *Backend) ArgmaxTo(dst bmm.Ints, at bmm.Index, logits bmm.Vector, cols 
 		return err
 	}
 	be.setOp("ArgmaxTo")
-	return be.d.runFolding(func() error {
+	return be.d.runKeepingHeld(func() error {
 		if folded, err := be.foldArgmax(lv, ix.n, cols, d.ptr(), ix.ptr(), 0); folded || err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func (be *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) 
 	}
 	be.setOp("ArgmaxAt")
 	rows := lv.n / cols
-	return be.d.runFolding(func() error {
+	return be.d.runKeepingHeld(func() error {
 		if folded, err := be.foldArgmax(lv, rows, cols, d.ptr(), 0, off); folded || err != nil {
 			return err
 		}
@@ -116,18 +116,11 @@ func (be *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) 
 
 // foldArgmax queues the held launch, into which it folds the argmax of
 // logits (rows×cols) when that launch writes them: row r's column goes to
-// out[idx[r]], or out[off+r] where idx is 0. It reports whether it folded;
-// if not, the held launch is queued as it was. Device thread only.
-func (be *Backend) foldArgmax(logits *devVector, rows, cols int, out, idx uint64, off int) (folded bool, err error) {
-	h := be.d.takeHeld()
-	if h == nil {
-		return false, nil
-	}
-	if h.kind == heldAggFloat && h.out == logits.ptr() && h.rows == rows && h.cols == cols {
-		h.args[aggArgArgOut], h.args[aggArgArgIdx], h.args[aggArgArgOff] = out, idx, uint64(off)
-		return true, h.queue(h.args)
-	}
-	return false, h.queue(h.args)
+// out[idx[r]], or out[off+r] where idx is 0. Device thread only.
+func (be *Backend) foldArgmax(logits *devVector, rows, cols int, out, idx uint64, off int) (bool, error) {
+	return be.d.foldHeld(heldAggFloat, logits.ptr(), rows, cols, func(f *aggFold) {
+		f.argOut, f.argIdx, f.argOff = out, idx, off
+	})
 }
 
 var _ bmm.ArgmaxAter = (*Backend)(nil)

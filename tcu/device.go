@@ -189,14 +189,10 @@ func (d *Device) runLast(f func() error) error { return d.hand(f, false) }
 
 func (d *Device) hand(f func() error, spin bool) error { return d.handOver(f, spin, false) }
 
-// runFolding is run for work that may fold itself into the held launch
-// (takeHeld); it must queue or drop that launch before anything else.
-func (d *Device) runFolding(f func() error) error { return d.handOver(f, true, true) }
-
-// runAside is run for work that touches nothing the held launch reads or
-// writes (allocating and clearing a new operand): the held launch stays
-// held for the op after.
-func (d *Device) runAside(f func() error) error { return d.handOver(f, true, true) }
+// runKeepingHeld is run for work that either folds into the held launch
+// (foldHeld, first) or touches nothing it reads or writes (allocating and
+// clearing a new operand): the held launch is not queued before it.
+func (d *Device) runKeepingHeld(f func() error) error { return d.handOver(f, true, true) }
 
 // handOver hands f to the device thread. Unless f keeps it held, a held
 // launch is queued first: every piece of work on the stream comes after
@@ -228,15 +224,22 @@ func (d *Device) handOver(f func() error, spin, keepHeld bool) error {
 // heldLaunch is a kernel launch whose queueing waits for the next work
 // on the device: an aggregation the op after it may extend with its own
 // epilogue (the row sums of its codes, the argmax of its rows) instead of
-// a launch of its own. kind says which extension fits; args are the
-// launch's parameters, open to the extension until queue runs.
+// a launch of its own. kind says which extension fits; fold is what the
+// extension sets before queue runs.
 type heldLaunch struct {
-	kind  heldKind
-	out   uint64 // the output the extension reads
-	rows  int
-	cols  int
-	args  []uint64
-	queue func(args []uint64) error
+	kind       heldKind
+	out        uint64 // the output the extension reads
+	rows, cols int
+	fold       aggFold
+	queue      func(aggFold) error
+}
+
+// aggFold is what an op folds into a held aggregation: the row sums'
+// destination (0: none), the argmax's destination (0: none) and its row
+// index (0: row r at argOff + r).
+type aggFold struct {
+	sums, argOut, argIdx uint64
+	argOff               int
 }
 
 type heldKind int
@@ -255,21 +258,29 @@ func (d *Device) hold(h *heldLaunch) error {
 	return nil
 }
 
-// takeHeld returns the held launch and forgets it: the caller queues it.
-// Device thread only.
-func (d *Device) takeHeld() *heldLaunch {
+// foldHeld queues the held launch, if any, with set applied to its fold
+// when it is of kind writing out (rows×cols): whether it folded. Device
+// thread only (runKeepingHeld's work).
+func (d *Device) foldHeld(kind heldKind, out uint64, rows, cols int, set func(*aggFold)) (bool, error) {
 	h := d.held
-	d.held = nil
-	return h
+	if h == nil {
+		return false, nil
+	}
+	folds := h.kind == kind && h.out == out && h.rows == rows && h.cols == cols
+	if folds {
+		set(&h.fold)
+	}
+	return folds, d.releaseHeld()
 }
 
-// releaseHeld queues the held launch, if any. Device thread only.
+// releaseHeld queues the held launch as it is, if any. Device thread only.
 func (d *Device) releaseHeld() error {
-	h := d.takeHeld()
+	h := d.held
+	d.held = nil
 	if h == nil {
 		return nil
 	}
-	return h.queue(h.args)
+	return h.queue(h.fold)
 }
 
 // module is the loaded module under key, or nil.
