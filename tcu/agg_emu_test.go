@@ -47,11 +47,12 @@ type aggEmuCase struct {
 	nanCol      int  // with argmax: the column (1 + it) whose scale is NaN; 0 none
 	light       bool // no heavy rows: a warp (or group) each, the longest too
 	rowWarp     bool // a warp a light row however narrow (no groups of lanes)
+	ties        bool // with argmax: every value 0, −0 or 1, so rows tie
 }
 
 func (c aggEmuCase) String() string {
-	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d/lane=%d/x=%d/pack=%d/sums=%v/argmax=%d/nan=%d/light=%v/rowwarp=%v",
-		c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps, c.lane, c.xbits, c.packLimit, c.sums, c.argmax, c.nanCol, c.light, c.rowWarp)
+	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d/lane=%d/x=%d/pack=%d/sums=%v/argmax=%d/nan=%d/light=%v/rowwarp=%v/ties=%v",
+		c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps, c.lane, c.xbits, c.packLimit, c.sums, c.argmax, c.nanCol, c.light, c.rowWarp, c.ties)
 }
 
 // TestAggKernelEmulated runs agg.cu's aggregation on the CPU (lanes as
@@ -116,6 +117,9 @@ func TestAggKernelEmulated(t *testing.T) {
 		aggEmuCase{cols: 10, mode: outFloat, warps: 32, argmax: 2},
 		aggEmuCase{cols: 10, mode: outFloat, warps: 8, argmax: 1, nanCol: 1},
 		aggEmuCase{cols: 10, mode: outFloat, warps: 8, argmax: 2, nanCol: 4},
+		aggEmuCase{cols: 10, mode: outFloat, warps: 8, argmax: 1, ties: true},
+		aggEmuCase{cols: 10, mode: outFloat, warps: 8, argmax: 2, ties: true, rowWarp: true},
+		aggEmuCase{cols: 3, mode: outFloat, warps: 32, argmax: 1, ties: true},
 		aggEmuCase{cols: 528, mode: outCodes, qbits: 8, warps: 8, xbits: 8, sums: true, light: true},
 		aggEmuCase{cols: 64, mode: outCodes, qbits: 8, warps: 8, xbits: 8, sums: true, light: true},
 		aggEmuCase{cols: 3, mode: outFloat, warps: 8, xbits: 8, light: true},
@@ -155,6 +159,12 @@ func TestAggKernelEmulated(t *testing.T) {
 				RowScale: vec(rows), ColBias: vec(c.cols), ReLU: c.mode != outFloat}
 			if c.nanCol > 0 {
 				ep.ColScale[c.nanCol-1] = float32(math.NaN())
+			}
+			if c.ties {
+				// Every value is the bias (0 or 1), or 0 signed by the row scale.
+				for i := range ep.ColScale {
+					ep.ColScale[i], ep.ColTerm[i], ep.ColConst[i], ep.ColBias[i] = 0, 0, 0, float32(r.IntN(2))
+				}
 			}
 			rq := bmm.Requant{Scale: 0.7, Offset: 2}
 			switch {

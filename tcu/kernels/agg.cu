@@ -15,6 +15,17 @@ enum { AGG_FLOAT = 0, AGG_CODES = 1, AGG_BITS = 2 };
 
 __device__ __forceinline__ float bitsFloat(long long b) { return __int_as_float((int)b); }
 
+// wideLanes says whether a lane takes 8 columns, for more entries in
+// flight per warp (bench/e2e/RESULTS.md), not 4: where rows are 8-byte
+// aligned and at least 64 wide (backend_ops.go's aggLaneWidth). The
+// emulated test sets AGG_V 4 to run the narrow path on wide rows too.
+#ifndef AGG_V
+#define AGG_V 8
+#endif
+__device__ __forceinline__ bool wideLanes(long long cols, const u8* x) {
+  return AGG_V > 4 && cols >= 64 && cols % AGG_V == 0 && (u64)x % AGG_V == 0;
+}
+
 // loadWords reads V = 8 or 4 aligned codes in one load.
 __device__ __forceinline__ void loadWords(u32 (&q)[2], const u8* __restrict__ row) {
   const uint2 t = *(const uint2*)row;
@@ -55,6 +66,17 @@ __device__ __forceinline__ void unpack(int (&s)[V], u32 (&a)[V / 2]) {
   }
 }
 
+// addPairs adds a lane's V codes of one entry (q, V/4 words) into its
+// 16-bit pair sums (unpack's layout): a mask and a byte permute a word.
+template <int V>
+__device__ __forceinline__ void addPairs(u32 (&a)[V / 2], const u32 (&q)[V / 4]) {
+#pragma unroll
+  for (int j = 0; j < V / 4; j++) {
+    a[2 * j] += q[j] & 0x00FF00FFu;
+    a[2 * j + 1] += __byte_perm(q[j], 0u, 0x4341u);
+  }
+}
+
 #define AGG_PARAMS                                                                                                     \
   const int *__restrict__ indptr, const int *__restrict__ indices, const u8 *__restrict__ w,                          \
       const u8 *__restrict__ x, long long rows, long long cols, long long mode, u64 out, u64 colScale, u64 rowTerm,  \
@@ -70,6 +92,40 @@ __device__ __forceinline__ void unpack(int (&s)[V], u32 (&a)[V / 2]) {
 // 8 partial sums each.
 #define AGG_CHUNK 256
 
+// aggProb is the epilogue's vectors and ReLU as applyEp reads them.
+__device__ __forceinline__ Prob aggProb(AGG_PARAMS) {
+  Prob P = {};
+  P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
+  P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
+  return P;
+}
+
+// noColumn marks a lane with no candidate for firstMax.
+constexpr int noColumn = 1 << 30;
+
+// firstMax reduces (best, at) over each aligned group of width lanes to
+// the first column of the largest value: a lane's at is noColumn where it
+// has none (NaNs never win; ties go to the lower column), as layers'
+// QArgmax scans a row.
+__device__ __forceinline__ void firstMax(float& best, int& at, int width) {
+  for (int o = 1; o < width; o <<= 1) {
+    const float ob = __int_as_float(__shfl_xor_sync(0xffffffffu, __float_as_int(best), o));
+    const int oa = __shfl_xor_sync(0xffffffffu, at, o);
+    if (oa != noColumn && (at == noColumn || ob > best || (ob == best && oa < at))) best = ob, at = oa;
+  }
+}
+
+// clearPadding zeroes, in one plane of an output packed by rows, row v's
+// words past its columns and, for the last row, the padding lines past
+// the rows, lane k of step lanes taking every step-th word: nothing clears
+// such an output before the aggregation writes it.
+__device__ __forceinline__ void clearPadding(u32* plane, long long v, int k, int step, AGG_PARAMS) {
+  for (long long i = ((cols + 31) >> 5) + k; i < outLw32; i += step) plane[v * outLw32 + i] = 0;
+  if (v == rows - 1) {
+    for (long long i = rows * outLw32 + k; i < outPlane32; i += step) plane[i] = 0;
+  }
+}
+
 // aggFinish is the epilogue of column c of row v (in: a column of the
 // output) with its sum: the float, or the re-quantized code into codes or
 // planes (packed rows: a ballot per plane over the warp's 32 columns from
@@ -77,9 +133,7 @@ __device__ __forceinline__ void unpack(int (&s)[V], u32 (&a)[V / 2]) {
 // (the row in one slice: cols <= 32), the warp's first largest column
 // goes to argOut, as argmax below.
 __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long c, bool in, int sum, int& rs,
-                                          float scale, float offset, long long cols, long long mode, u64 out,
-                                          long long outBits, long long outByCols, long long outLw32,
-                                          long long outPlane32, u64 argOut, u64 argIdx, long long argOff) {
+                                          float scale, float offset, AGG_PARAMS) {
   const int lane = threadIdx.x & 31;
   if (mode == AGG_FLOAT) {
     const float t = in ? applyEp(P, sum, (int)v, (int)c) : 0.f;
@@ -87,13 +141,9 @@ __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long 
     if (argOut) {
       // Column 0 NaN keeps 0; other NaNs never win; ties go to the first.
       const bool nan0 = __shfl_sync(0xffffffffu, (int)(t != t), 0) != 0;
-      float best = in && t == t ? t : __int_as_float(0xff800000);
-      int at = in && t == t ? (int)c : 1 << 30;
-      for (int o = 16; o > 0; o >>= 1) {
-        const float ob = __int_as_float(__shfl_xor_sync(0xffffffffu, __float_as_int(best), o));
-        const int oa = __shfl_xor_sync(0xffffffffu, at, o);
-        if (ob > best || (ob == best && oa < at)) best = ob, at = oa;
-      }
+      float best = t;
+      int at = in && t == t ? (int)c : noColumn;
+      firstMax(best, at, 32);
       if (lane == 0) ((int*)argOut)[argIdx ? ((const int*)argIdx)[v] : argOff + v] = nan0 ? 0 : at;
     }
     return;
@@ -133,9 +183,7 @@ __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long 
 template <int W, int V, bool ONE>
 __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my, AGG_PARAMS) {
   const int lane = threadIdx.x & 31;
-  Prob P = {};
-  P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
-  P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
+  const Prob P = aggProb(AGG_ARGS);
   const float scale = bitsFloat(rqScale), offset = bitsFloat(rqOffset);
   const int e0 = indptr[v], e1 = indptr[v + 1];
   const bool aligned = (cols % V) == 0 && ((u64)x % V) == 0;
@@ -154,12 +202,8 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my,
       for (int k = threadIdx.x; k < chunk; k += 32 * W) red[k] = 0;
       __syncthreads();
     }
-    int s[V];
-    u32 a[V / 2];
-#pragma unroll
-    for (int k = 0; k < V; k++) s[k] = 0;
-#pragma unroll
-    for (int k = 0; k < V / 2; k++) a[k] = 0;
+    int s[V] = {};
+    u32 a[V / 2] = {};
     int packed = 0;
     int t0 = e0 + 32 * wid;
     int nextIdx = t0 + lane < e1 ? indices[t0 + lane] : 0;
@@ -194,11 +238,7 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my,
 #pragma unroll
         for (int u = 0; u < 4; u++) {
           if (ONE) {
-#pragma unroll
-            for (int k = 0; k < V / 4; k++) {
-              a[2 * k] += q[u][k] & 0x00FF00FFu;
-              a[2 * k + 1] += __byte_perm(q[u][k], 0u, 0x4341u);
-            }
+            addPairs<V>(a, q[u]);
           } else {
 #pragma unroll
             for (int k = 0; k < V; k++) s[k] += wt[u] * (int)((q[u][k / 4] >> (8 * (k % 4))) & 255u);
@@ -221,8 +261,7 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my,
       if (W > 1) {
         if (cl < chunk) atomicAdd(red + cl, sum);
       } else {
-        aggFinish(P, v, c0 + cl, cl < chunk, sum, rs, scale, offset, cols, mode, out, outBits, outByCols, outLw32,
-                  outPlane32, argOut, argIdx, argOff);
+        aggFinish(P, v, c0 + cl, cl < chunk, sum, rs, scale, offset, AGG_ARGS);
       }
     }
     __syncwarp();
@@ -231,8 +270,7 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my,
       if (wid == 0) {
         for (int c1 = 0; c1 < chunk; c1 += 32) {
           const int cl = c1 + lane;
-          aggFinish(P, v, c0 + cl, cl < chunk, cl < chunk ? red[cl] : 0, rs, scale, offset, cols, mode, out, outBits,
-                    outByCols, outLw32, outPlane32, argOut, argIdx, argOff);
+          aggFinish(P, v, c0 + cl, cl < chunk, cl < chunk ? red[cl] : 0, rs, scale, offset, AGG_ARGS);
         }
       }
       __syncthreads();
@@ -243,30 +281,15 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my,
     if (lane == 0) ((float*)sums)[v] = __int2float_rn(rs);
   }
   if (mode == AGG_BITS && !outByCols && wid == 0) {
-    // Packed rows are not cleared first: the words past the columns and,
-    // by the last row's warp, the padding lines past the rows are zeroed
-    // here.
-    const int used = (int)((cols + 31) >> 5);
-    for (int p = 0; p < outBits; p++) {
-      u32* plane = (u32*)out + p * outPlane32;
-      for (int k = used + lane; k < outLw32; k += 32) plane[v * outLw32 + k] = 0;
-      if (v == rows - 1) {
-        for (long long k = rows * outLw32 + lane; k < outPlane32; k += 32) plane[k] = 0;
-      }
-    }
+    for (int p = 0; p < outBits; p++) clearPadding((u32*)out + p * outPlane32, v, lane, 32, AGG_ARGS);
   }
 }
 
-// aggRow takes 8 columns a lane where rows are 8-byte aligned and at least
-// 64 wide, for more entries in flight per warp (bench/e2e/RESULTS.md), 4
-// otherwise; the 16-bit pair sums where every weight is 1 (w null). The
-// emulated test sets AGG_V 4 to run the narrow path on wide rows too.
-#ifndef AGG_V
-#define AGG_V 8
-#endif
+// aggRow takes 8 columns a lane where wideLanes allows, 4 otherwise; the
+// 16-bit pair sums where every weight is 1 (w null).
 template <int W>
 __device__ __forceinline__ void aggRow(long long v, int wid, int* red, int* my, AGG_PARAMS) {
-  if (AGG_V > 4 && cols >= 64 && cols % AGG_V == 0 && (u64)x % AGG_V == 0) {
+  if (wideLanes(cols, x)) {
     if (w) {
       aggRowV<W, AGG_V, false>(v, wid, red, my, AGG_ARGS);
     } else {
@@ -308,8 +331,8 @@ __device__ __forceinline__ u32 planeBits(const u32 (&q)[V], int p, bool bytes) {
 // the next ones in flight), as aggRowV does, then finishes its own V
 // columns: floats, codes (one store where aligned), or planes packed by
 // rows, V bits of plane p a lane OR-ed into their word across the lanes
-// that share it. Heavy rows (past heavyDeg
-// where there are heavy blocks) are left to their blocks.
+// that share it. Heavy rows (past heavyDeg where there are heavy blocks)
+// are left to their blocks.
 template <int V>
 __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
   if (v0 >= rows) return;  // the whole warp
@@ -327,12 +350,8 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
   const bool vec = (ic % V) == 0 && ((u64)x % V) == 0 && n == V;
   const u8* xl = x + cc;
   const u32 stride = (u32)ic;
-  int s[V];
-  u32 a[V / 2];
-#pragma unroll
-  for (int k = 0; k < V; k++) s[k] = 0;
-#pragma unroll
-  for (int k = 0; k < V / 2; k++) a[k] = 0;
+  int s[V] = {};
+  u32 a[V / 2] = {};
   int packed = 0;
   int t = e0;
   int nextIdx = t + l < e1 ? indices[t + l] : 0;
@@ -355,20 +374,12 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
         }
       }
 #pragma unroll
-      for (int k = 0; k < 4; k++) {
-#pragma unroll
-        for (int j = 0; j < V / 4; j++) {
-          a[2 * j] += q[k][j] & 0x00FF00FFu;
-          a[2 * j + 1] += __byte_perm(q[k][j], 0u, 0x4341u);
-        }
-      }
+      for (int k = 0; k < 4; k++) addPairs<V>(a, q[k]);
     }
   }
   unpack<V>(s, a);
 
-  Prob P = {};
-  P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
-  P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
+  const Prob P = aggProb(AGG_ARGS);
   const int vi = (int)min(v, rows - 1);  // rows past the end compute, store nothing
   if (mode == AGG_FLOAT) {
     float y[V];
@@ -385,16 +396,12 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
       // The group's first largest column; column 0 NaN keeps 0, other
       // NaNs never win (layers' QArgmax).
       float best = 0.f;
-      int at = 1 << 30;
+      int at = noColumn;
 #pragma unroll
       for (int k = 0; k < V; k++) {
-        if (k < n && y[k] == y[k] && (at == 1 << 30 || y[k] > best)) best = y[k], at = cc + k;
+        if (k < n && y[k] == y[k] && (at == noColumn || y[k] > best)) best = y[k], at = cc + k;
       }
-      for (int o = 1; o < L; o <<= 1) {
-        const float ob = __int_as_float(__shfl_xor_sync(full, __float_as_int(best), o));
-        const int oa = __shfl_xor_sync(full, at, o);
-        if (oa != 1 << 30 && (at == 1 << 30 || ob > best || (ob == best && oa < at))) best = ob, at = oa;
-      }
+      firstMax(best, at, L);
       const bool nan0 = __shfl_sync(full, (int)(y[0] != y[0]), g << lgL) != 0;
       if (live && l == 0) ((int*)argOut)[argIdx ? ((const int*)argIdx)[v] : argOff + v] = nan0 ? 0 : at;
     }
@@ -448,28 +455,23 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
   // the first stores the word, and the group clears the words past the
   // columns (and, for the last row, the padding lines: nothing clears
   // the output first).
-  const int per = min(32 / V, L), used = (ic + 31) >> 5;
-  u32* line = (u32*)out + v * outLw32;
+  const int per = min(32 / V, L);
   for (int p = 0; p < outBits; p++) {
     u32 wv = planeBits<V>(q, p, outBits <= 8) << (cc & 31);
     for (int o = 1; o < per; o <<= 1) wv |= (u32)__shfl_xor_sync(full, (int)wv, o);
     if (live) {
-      u32* plane = line + p * outPlane32;
-      if ((l & (per - 1)) == 0 && n > 0) plane[cc >> 5] = wv;
-      for (int k = used + l; k < outLw32; k += L) plane[k] = 0;
-      if (v == rows - 1) {
-        u32* base = (u32*)out + p * outPlane32;
-        for (long long k = rows * outLw32 + l; k < outPlane32; k += L) base[k] = 0;
-      }
+      u32* plane = (u32*)out + p * outPlane32;
+      if ((l & (per - 1)) == 0 && n > 0) plane[v * outLw32 + (cc >> 5)] = wv;
+      clearPadding(plane, v, l, L, AGG_ARGS);
     }
   }
 }
 
-// aggGroups takes 8 columns a lane where rows are 8-byte aligned and at
-// least 64 wide, 4 otherwise (as aggRow). Unweighted graphs only: the
-// host gives weighted ones a warp a row (bench/e2e/RESULTS.md).
+// aggGroups takes 8 columns a lane where wideLanes allows, 4 otherwise.
+// Unweighted graphs only: the host gives weighted ones a warp a row
+// (bench/e2e/RESULTS.md).
 __device__ __forceinline__ void aggGroups(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
-  if (AGG_V > 4 && cols >= 64 && cols % AGG_V == 0 && (u64)x % AGG_V == 0) {
+  if (wideLanes(cols, x)) {
     aggGroupsV<AGG_V>(v0, lgL, heavyDeg, nHeavy, AGG_ARGS);
   } else {
     aggGroupsV<4>(v0, lgL, heavyDeg, nHeavy, AGG_ARGS);
@@ -500,8 +502,8 @@ __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restr
   if (nHeavy > 0 && indptr[v + 1] - indptr[v] > heavyDeg) return;
   aggRow<1>(v, 0, nullptr, my, AGG_ARGS);
 }
-// Four blocks an SM: 64 registers a thread, as the warp-per-row path
-// needs; the groups' path takes more unbounded, for less occupancy.
+// Four blocks an SM: the groups' path, unbounded, takes registers enough
+// to cost occupancy (bench/e2e/RESULTS.md).
 extern "C" __global__ void __launch_bounds__(256, 4)
     agg8(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
   aggBlocks<8>(heavyDeg, heavy, nHeavy, AGG_ARGS);
