@@ -468,8 +468,8 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
 }
 
 // aggGroups takes 8 columns a lane where wideLanes allows, 4 otherwise.
-// Unweighted graphs only: the host gives weighted ones a warp a row
-// (bench/e2e/RESULTS.md).
+// Unweighted graphs only: the host gives weighted ones a warp a row (see
+// aggregate in backend_ops.go).
 __device__ __forceinline__ void aggGroups(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
   if (wideLanes(cols, x)) {
     aggGroupsV<AGG_V>(v0, lgL, heavyDeg, nHeavy, AGG_ARGS);
