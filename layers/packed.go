@@ -191,7 +191,7 @@ func (p *Plan) PreparePacked(pb *PackedBatch, params Params, allOnes, sparse boo
 	b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
 	// The edge list's check (every index below n, the longest row) runs
 	// here, on a host worker: UploadGraph finds it remembered instead of
-	// reading the batch's edges again on the device thread.
+	// reading the batch's edges again in device work.
 	if _, _, err := b.Edges.Stats(n); err != nil {
 		return nil, fmt.Errorf("%w: packed batch of %d nodes: %w", ErrModel, n, err)
 	}

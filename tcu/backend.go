@@ -33,11 +33,11 @@ type Backend struct {
 	live   map[*devMem]struct{} // operands not yet freed; Close frees them
 	closed bool
 	fns    map[string]uintptr // agg.cu's kernels
-	mulFns map[config]uintptr // bmm_mma's variants by config (device thread only)
+	mulFns map[config]uintptr // bmm_mma's variants by config (device work only)
 	prof   bmm.Profile
 	tm     timing
 	kp     kprof      // per-kernel timing (kprof.go)
-	rec    *recording // the pass being recorded (device thread only)
+	rec    *recording // the pass being recorded (device work only)
 }
 
 var _ bmm.Backend = (*Backend)(nil)
@@ -237,14 +237,14 @@ func (be *Backend) track(m *devMem, buf *Buffer) {
 }
 
 // fillHere is the size from which an upload's region is written into its
-// pinned slot on the caller's goroutine, on several cores, rather than on
-// the device thread: that thread is locked to its OS thread, and each wait
+// pinned slot on the caller's goroutine, on several cores, before its
+// device work: that work holds the device and its OS thread, and each wait
 // for other goroutines costs it a reschedule, which several devices make
 // long.
 const fillHere = 512 << 10
 
 // uploadTo uploads r into a new device buffer and hands the buffer to keep
-// on the device thread. The copy is queued on the stream without waiting
+// in device work. The copy is queued on the stream without waiting
 // for it: ops queued after it read it, and the host goes on packing the
 // next upload meanwhile. (A freed block the buffer reuses is written only
 // after the ops queued before, which read it.)
@@ -271,7 +271,7 @@ func (be *Backend) uploadTo(r *region, keep func(*Buffer)) error {
 // caller filled that reserved slot, else through a slot of the upload ring
 // filled here, past upRingMax through the slots a piece at a time
 // (uploadPieces), or (empty, or with every slot being filled) through the
-// shared staging buffer, waiting. Device thread only.
+// shared staging buffer, waiting. Device work only.
 func (be *Backend) upload(r *region, s *upSlot) (*Buffer, error) {
 	if s == nil && r.size > 0 && r.size <= upRingMax {
 		var err error
@@ -312,7 +312,7 @@ const upPiece = 16 << 20
 // through the ring's slots: the host fills the next piece while the device
 // copies this one, so neither waits for the other, and nothing waits for
 // the stream. With every slot being filled by callers, the rest goes
-// through the staging buffer, waiting. Device thread only.
+// through the staging buffer, waiting. Device work only.
 func (be *Backend) uploadPieces(r *region, buf *Buffer) error {
 	for lo := 0; lo < r.size; lo += upPiece {
 		n := min(upPiece, r.size-lo)
@@ -346,7 +346,7 @@ func (be *Backend) uploadPieces(r *region, buf *Buffer) error {
 
 // queueCopy queues the copy of n bytes of pinned memory at src into a new
 // device buffer, without waiting for it; queued then records what keeps
-// src alive until the copy has run. Device thread only.
+// src alive until the copy has run. Device work only.
 func (be *Backend) queueCopy(src uintptr, n int, queued func() error) (*Buffer, error) {
 	return be.newUploaded(n, func(buf *Buffer) error {
 		if err := be.spanOpen(); err != nil { // the copy is device time
@@ -360,7 +360,7 @@ func (be *Backend) queueCopy(src uintptr, n int, queued func() error) (*Buffer, 
 }
 
 // newUploaded allocates a device buffer of n bytes and has write fill it
-// from the host, counted as an upload. Device thread only.
+// from the host, counted as an upload. Device work only.
 func (be *Backend) newUploaded(n int, write func(*Buffer) error) (*Buffer, error) {
 	if be.rec != nil {
 		return nil, fmt.Errorf("%w: upload while a pass is recorded", ErrShape)
@@ -454,7 +454,7 @@ func prepBits(t *bittensor.Tensor, spread bool) *bitsPrep {
 	return p
 }
 
-// keep makes the operand of the region uploaded into buf. Device thread.
+// keep makes the operand of the region uploaded into buf. Device work.
 func (p *bitsPrep) keep(be *Backend, buf *Buffer) *devBits {
 	b := new(devBits)
 	*b = p.b
@@ -563,7 +563,7 @@ func prepGraph(g *bmm.Graph, srcRows int) (*graphPrep, error) {
 	return p, nil
 }
 
-// keep makes the operand of the region uploaded into buf. Device thread.
+// keep makes the operand of the region uploaded into buf. Device work.
 func (p *graphPrep) keep(be *Backend, buf *Buffer) *devGraph {
 	out := new(devGraph)
 	*out = p.g
@@ -620,7 +620,7 @@ func lenIndices(g *bmm.Graph) int {
 	return len(g.Indices)
 }
 
-// newMem allocates n bytes (cleared) for a new operand. Device thread only.
+// newMem allocates n bytes (cleared) for a new operand. Device work only.
 func (be *Backend) newMem(m *devMem, n int) error {
 	buf, err := be.d.alloc(max(n, 4))
 	if err != nil {
@@ -785,7 +785,7 @@ func (be *Backend) Argmax(dst []int32, logits bmm.Vector, cols int) error {
 	})
 }
 
-// launch queues one of agg.cu's kernels. Device thread only.
+// launch queues one of agg.cu's kernels. Device work only.
 func (be *Backend) launch(name string, blocks, threads int, params ...uint64) error {
 	if blocks == 0 {
 		return nil

@@ -74,7 +74,7 @@ func (p planes) ptr() uint64 { return p.t.ptr() + uint64(8*p.p0*p.t.lay.planeWor
 // (mode modeFloat: float32 row-major; modeBit: dst's planes, zeroed
 // first): the launch Kernel.prepare makes for one job, with device
 // addresses for every operand and no copy at all: the descriptor is a
-// kernel parameter. Device thread only.
+// kernel parameter. Device work only.
 func (be *Backend) mulLaunch(mode int, out uint64, dst *devBits, qbits int, a, b planes, ep [6]uint64, relu bool, rq bmm.Requant) error {
 	m, n := a.t.rows, b.t.cols
 	if mode == modeBit {
@@ -236,7 +236,7 @@ const (
 // is one mma.sync launch (codes too: MODE_CODES quantizes in its
 // epilogue); a wider one is summed from int32 products of plane groups on
 // the device, exactly as bmm.WideProduct: in int64 while
-// K·(2^a−1)·(2^b−1) < 2^62, else in float64, then wideout. Device thread
+// K·(2^a−1)·(2^b−1) < 2^62, else in float64, then wideout. Device work
 // only.
 func (be *Backend) mul(mode int, out uint64, dst *devBits, qbits int, a, b *devBits, ep [6]uint64, relu bool, rq bmm.Requant) error {
 	m, n, k := a.rows, b.cols, a.cols
@@ -399,7 +399,7 @@ func outLayout(dst *devBits) (byCols, lw32, plane32 int) {
 }
 
 // zeroOut clears a planes output (nil: none) before a kernel ORs its bits
-// in. Device thread only.
+// in. Device work only.
 func (be *Backend) zeroOut(dst *devBits) error {
 	if dst == nil {
 		return nil

@@ -116,7 +116,7 @@ func (be *Backend) ArgmaxAt(dst bmm.Ints, off int, logits bmm.Vector, cols int) 
 
 // foldArgmax queues the held launch, into which it folds the argmax of
 // logits (rows×cols) when that launch writes them: row r's column goes to
-// out[idx[r]], or out[off+r] where idx is 0. Device thread only.
+// out[idx[r]], or out[off+r] where idx is 0. Device work only.
 func (be *Backend) foldArgmax(logits *devVector, rows, cols int, out, idx uint64, off int) (bool, error) {
 	return be.d.foldHeld(heldAggFloat, logits.ptr(), rows, cols, func(f *aggFold) {
 		f.argOut, f.argIdx, f.argOff = out, idx, off

@@ -8,10 +8,12 @@ import (
 	"unsafe"
 )
 
-// Device is one CUDA device with its primary context. Every driver call is
-// made from a single goroutine locked to an OS thread (CUDA contexts are
-// per thread); methods hand their work to it, so a Device is safe for
-// concurrent use. Close releases everything; there are no finalizers.
+// Device is one CUDA device with its primary context. Its work runs one
+// piece at a time under a lock, on the caller's goroutine locked to its OS
+// thread with the context made current there (CUDA contexts are per
+// thread): no hand-over to a thread of its own, whose wake-ups cost tens
+// of microseconds an op. A Device is safe for concurrent use. Close
+// releases everything; there are no finalizers.
 type Device struct {
 	info  DeviceInfo
 	drv   *driver
@@ -20,27 +22,22 @@ type Device struct {
 	ctx   uintptr
 	cache cache
 
-	work chan handOver
-	done chan struct{}
+	// busy serializes the device's work (run): every driver call is made
+	// under it. Work never takes it again (run inside run deadlocks).
+	busy   sync.Mutex
+	closed bool // guarded by busy
 
-	// sendMu orders run's hand-over of work against Close's close(work):
-	// run holds it for reading, Close for writing. Work on the device thread
-	// never takes it, so a caller waiting for the busy thread while holding
-	// it never holds up what that thread is doing.
-	sendMu sync.RWMutex
-	closed bool // guarded by sendMu
-
-	// mu guards modules and building. It is taken on and off the device
-	// thread, so it is never held while waiting for the device thread.
+	// mu guards modules and building. It is taken in device work and
+	// outside it, so it is never held while waiting for busy.
 	mu       sync.Mutex
 	modules  map[string]*module
 	building map[string]*fpBuild // fp compiles in flight (compileOnce)
 
 	stream *Stream // the default stream kernels and copies run on
 	pool   *pool
-	host   *HostBuffer // pinned staging buffer, grown on demand (device thread only)
+	host   *HostBuffer // pinned staging buffer, grown on demand (device work only)
 	// ring holds the pinned buffers of uploads that do not wait for their
-	// copy (reserve; device thread only).
+	// copy (reserve; device work only).
 	ring     []upSlot
 	ringNext int
 	// stagedCopies are the copies queued from staged uploads' pinned
@@ -49,11 +46,11 @@ type Device struct {
 	stagedCopies []stagedCopy
 	stageEvents  []*Event
 	stagesGone   bool            // closed: its staging buffers are gone (guarded by stages.mu)
-	args         *HostBuffer     // pinned kernel-parameter block (device thread only)
-	fnSmem       map[uintptr]int // dynamic shared memory each kernel is allowed (device thread only)
-	fnBlocks     map[fnShape]int // residentBlocks' answers (device thread only)
+	args         *HostBuffer     // pinned kernel-parameter block (device work only)
+	fnSmem       map[uintptr]int // dynamic shared memory each kernel is allowed (device work only)
+	fnBlocks     map[fnShape]int // residentBlocks' answers (device work only)
 	// held is a launch queued no further yet, so that the op after it may
-	// fold its own work into it (device thread only; see hold).
+	// fold its own work into it (device work only; see hold).
 	held *heldLaunch
 }
 
@@ -91,12 +88,9 @@ func Open(ordinal int) (*Device, error) {
 	drv, _ := loadDriver()
 	d := &Device{
 		info: info, drv: drv, nv: nv, cache: cache{dir: defaultCacheDir()},
-		work: make(chan handOver, 1), done: make(chan struct{}), modules: map[string]*module{},
-		fnSmem: map[uintptr]int{}, fnBlocks: map[fnShape]int{},
+		modules: map[string]*module{}, fnSmem: map[uintptr]int{}, fnBlocks: map[fnShape]int{},
 	}
-	started := make(chan error)
-	go d.loop(started)
-	if err := <-started; err != nil {
+	if err := d.retain(); err != nil {
 		return nil, err
 	}
 	d.pool = newPool(devAlloc{d})
@@ -109,116 +103,51 @@ func Open(ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// loop is the device's OS thread: it owns the context and runs queued work.
-func (d *Device) loop(started chan<- error) {
+// retain retains the device's primary context.
+func (d *Device) retain() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	err := d.drv.do("cuDeviceGet", uintptr(unsafe.Pointer(&d.dev)), uintptr(d.info.Ordinal))
-	if err == nil {
-		err = d.drv.do("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev))
+	if err := d.drv.do("cuDeviceGet", uintptr(unsafe.Pointer(&d.dev)), uintptr(d.info.Ordinal)); err != nil {
+		return err
 	}
-	if err == nil {
-		if err = d.drv.do("cuCtxSetCurrent", d.ctx); err != nil {
-			d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev))
-		}
+	var ctx uintptr
+	if err := d.drv.do("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&ctx)), uintptr(d.dev)); err != nil {
+		return err
 	}
-	started <- err
-	if err != nil {
-		return
-	}
-	d.serve()
-	d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev))
-	close(d.done)
+	d.ctx = ctx
+	return nil
 }
 
-// handOver is a hand-over to the device thread: the work, and whether the
-// thread polls for the next one after it (see hand).
-type handOver struct {
-	f    func()
-	spin bool
-}
-
-// serve runs queued work until Close closes the queue.
-func (d *Device) serve() {
-	spin := true
-	for {
-		j, ok := poll(d.work, spin)
-		if !ok {
-			return
-		}
-		j.f()
-		spin = j.spin
-	}
-}
-
-// spinFor is how long the device thread, and a caller waiting for it, look
-// for the next hand-over before sleeping: a thread woken from sleep takes
-// tens of microseconds, as long as one op of a small graph.
-const spinFor = 100 * time.Microsecond
-
-// poll receives from c; with spin, it looks for up to spinFor first when
-// there are cores for both sides to spin on.
-func poll[T any](c <-chan T, spin bool) (T, bool) {
-	if spin && runtime.GOMAXPROCS(0) > 1 {
-		start := time.Now()
-		for i := 1; ; i++ {
-			select {
-			case v, ok := <-c:
-				return v, ok
-			default:
-			}
-			if i%64 == 0 && time.Since(start) > spinFor {
-				break
-			}
-		}
-	}
-	v, ok := <-c
-	return v, ok
-}
-
-// run executes f on the device thread and returns its error. f must not
-// call run (the thread would wait for itself). Both sides spin for the
-// next hand-over: an op-by-op pass is a chain of them.
-func (d *Device) run(f func() error) error { return d.hand(f, true) }
-
-// runLast is run for a hand-over after which the host has its own work
-// (a replayed pass): neither side spins, so that the cores are free for
-// it: spinning there slowed the replayed passes of the small graphs
-// (bench/e2e/RESULTS.md, twelfth round).
-func (d *Device) runLast(f func() error) error { return d.hand(f, false) }
-
-func (d *Device) hand(f func() error, spin bool) error { return d.handOver(f, spin, false) }
+// run runs f as the device's work and returns its error: under busy, on
+// this goroutine locked to its OS thread with the context current. A held
+// launch is queued first: every piece of work on the stream comes after
+// it. f must not call run.
+func (d *Device) run(f func() error) error { return d.work(f, false) }
 
 // runKeepingHeld is run for work that either folds into the held launch
 // (foldHeld, first) or touches nothing it reads or writes (allocating and
 // clearing a new operand): the held launch is not queued before it.
-func (d *Device) runKeepingHeld(f func() error) error { return d.handOver(f, true, true) }
+func (d *Device) runKeepingHeld(f func() error) error { return d.work(f, true) }
 
-// handOver hands f to the device thread. Unless f keeps it held, a held
-// launch is queued first: every piece of work on the stream comes after
-// it.
-func (d *Device) handOver(f func() error, spin, keepHeld bool) error {
-	if !keepHeld {
-		g := f
-		f = func() error {
-			if err := d.releaseHeld(); err != nil {
-				return err
-			}
-			return g()
-		}
-	}
-	errc := make(chan error, 1)
-	// Send under sendMu so Close cannot close the channel in between; not
-	// under mu, which work on the device thread takes (module lookups).
-	d.sendMu.RLock()
+func (d *Device) work(f func() error, keepHeld bool) error {
+	d.busy.Lock()
+	defer d.busy.Unlock()
 	if d.closed {
-		d.sendMu.RUnlock()
 		return ErrClosed
 	}
-	d.work <- handOver{f: func() { errc <- f() }, spin: spin}
-	d.sendMu.RUnlock()
-	err, _ := poll(errc, spin)
-	return err
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if d.ctx != 0 {
+		if err := d.drv.do("cuCtxSetCurrent", d.ctx); err != nil {
+			return err
+		}
+	}
+	if !keepHeld {
+		if err := d.releaseHeld(); err != nil {
+			return err
+		}
+	}
+	return f()
 }
 
 // heldLaunch is a kernel launch whose queueing waits for the next work
@@ -249,7 +178,7 @@ const (
 	heldAggFloat                 // float rows of at most 32 columns: argmax folds in
 )
 
-// hold keeps h for the next work on the device. Device thread only.
+// hold keeps h for the next work on the device. Device work only.
 func (d *Device) hold(h *heldLaunch) error {
 	if err := d.releaseHeld(); err != nil {
 		return err
@@ -273,7 +202,7 @@ func (d *Device) foldHeld(kind heldKind, out uint64, rows, cols int, set func(*a
 	return folds, d.releaseHeld()
 }
 
-// releaseHeld queues the held launch as it is, if any. Device thread only.
+// releaseHeld queues the held launch as it is, if any. Device work only.
 func (d *Device) releaseHeld() error {
 	h := d.held
 	d.held = nil
@@ -290,7 +219,7 @@ func (d *Device) module(key string) *module {
 	return d.modules[key]
 }
 
-// addModule records m under key. Device thread only (it loaded m).
+// addModule records m under key. Device work only (it loaded m).
 func (d *Device) addModule(key string, m *module) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -341,15 +270,18 @@ func (d *Device) Close() error {
 			return first
 		}))
 	}
-	d.sendMu.Lock()
+	d.busy.Lock()
 	if d.closed {
-		d.sendMu.Unlock()
+		d.busy.Unlock()
 		return ErrClosed
 	}
 	d.closed = true
-	close(d.work)
-	d.sendMu.Unlock()
-	<-d.done
+	if d.ctx != 0 {
+		runtime.LockOSThread()
+		errs = append(errs, d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev)))
+		runtime.UnlockOSThread()
+	}
+	d.busy.Unlock()
 	for _, e := range errs {
 		if e != nil {
 			return e
@@ -404,7 +336,7 @@ func (d *Device) NewEvent() (*Event, error) {
 	return e, err
 }
 
-// newEvent is NewEvent on the device thread.
+// newEvent is NewEvent in device work.
 func (d *Device) newEvent() (*Event, error) {
 	e := &Event{d: d}
 	if err := d.drv.do("cuEventCreate", uintptr(unsafe.Pointer(&e.h)), 0); err != nil {
@@ -442,7 +374,7 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 	return t, err
 }
 
-// elapsed is the time between two completed events, on the device thread.
+// elapsed is the time between two completed events, in device work.
 func elapsed(start, end *Event) (time.Duration, error) {
 	var ms float32
 	err := start.d.drv.do("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), start.h, end.h)
@@ -451,7 +383,7 @@ func elapsed(start, end *Event) (time.Duration, error) {
 
 // function returns kernel name from the module built from the given
 // sources and options, compiling (or loading from the cache) on first use.
-// Call on the device thread.
+// Call in device work.
 func (d *Device) function(modName, src string, headers []header, opts []string, name string) (uintptr, error) {
 	key := cacheKey(src, headers, d.info.Arch(), d.nv.Version(), opts)
 	return d.moduleFunction(key, modName, opts, name, func() ([]byte, error) {
@@ -463,8 +395,8 @@ func (d *Device) function(modName, src string, headers []header, opts []string, 
 }
 
 // moduleFunction returns kernel name from the module loaded under key,
-// loading the cubin build returns first if there is none. Call on the
-// device thread.
+// loading the cubin build returns first if there is none. Call in device
+// work.
 func (d *Device) moduleFunction(key, modName string, opts []string, name string, build func() ([]byte, error)) (uintptr, error) {
 	m := d.module(key)
 	if m == nil {
@@ -491,7 +423,7 @@ func (d *Device) moduleFunction(key, modName string, opts []string, name string,
 
 // residentBlocks is how many blocks of f (threads each, smem bytes of
 // dynamic shared memory) fit on the whole device at once: a grid of that
-// many blocks runs in one wave. Call on the device thread.
+// many blocks runs in one wave. Call in device work.
 func (d *Device) residentBlocks(f uintptr, threads, smem int) (int, error) {
 	k := fnShape{f, threads, smem}
 	if n, ok := d.fnBlocks[k]; ok {
@@ -527,7 +459,7 @@ const maxParams = 32
 
 // launch queues kernel f with the given 64-bit parameters. The values and
 // the pointer array CUDA reads them through live in pinned host memory,
-// which the Go runtime never moves. Call on the device thread.
+// which the Go runtime never moves. Call in device work.
 func (d *Device) launch(f uintptr, grid, block [3]uint32, smem int, s *Stream, params ...uint64) error {
 	if len(params) > maxParams {
 		return fmt.Errorf("%w: %d kernel parameters, at most %d", ErrShape, len(params), maxParams)

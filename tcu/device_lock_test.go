@@ -3,23 +3,17 @@ package tcu
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// fakeDevice is a Device whose thread serves work without a driver: the
-// hand-over (run, Close) and the module map are the real ones, so their
-// lock structure is tested without a GPU.
-func fakeDevice() *Device {
-	d := &Device{work: make(chan handOver, 1), done: make(chan struct{}), modules: map[string]*module{}}
-	go func() {
-		d.serve()
-		close(d.done)
-	}()
-	return d
-}
+// fakeDevice is a Device without a driver: its work (run, Close) and
+// module map are the real ones, so their lock structure is tested without
+// a GPU.
+func fakeDevice() *Device { return &Device{modules: map[string]*module{}} }
 
 // waitAll waits for n results, failing (instead of hanging until the test
 // binary's timeout) when they do not come: the callers are deadlocked.
@@ -36,10 +30,10 @@ func waitAll(t *testing.T, res <-chan error, n int, limit time.Duration) {
 	}
 }
 
-// A caller handing work over while the device thread looks up a module:
-// the module lock must not be held across the hand-over (before the fix,
-// run held it while waiting for the busy thread, and the thread waited
-// for it: the fp conformance tests' hang).
+// A caller waiting to run work while the device's work looks up a module:
+// the module lock must not be held while waiting (before the fix, run held
+// it while waiting for the busy device, and the work waited for it: the fp
+// conformance tests' hang).
 func TestRunWhileDeviceThreadLooksUpModule(t *testing.T) {
 	d := fakeDevice()
 	inside, calling := make(chan struct{}), make(chan struct{})
@@ -48,8 +42,8 @@ func TestRunWhileDeviceThreadLooksUpModule(t *testing.T) {
 		res <- d.run(func() error {
 			close(inside)
 			<-calling
-			// Let the other caller reach the hand-over, which waits for
-			// this thread, before the thread takes the module lock.
+			// Let the other caller reach run, which waits for this
+			// work, before the work takes the module lock.
 			time.Sleep(50 * time.Millisecond)
 			if d.module("k") != nil {
 				return fmt.Errorf("module k found in an empty map")
@@ -68,7 +62,7 @@ func TestRunWhileDeviceThreadLooksUpModule(t *testing.T) {
 }
 
 // Many callers at once, as the parallel fp subtests are: module lookups on
-// and off the device thread, loads recorded on it, and Close afterwards.
+// in and out of device work, loads recorded in it, and Close afterwards.
 func TestRunConcurrentModuleUse(t *testing.T) {
 	d := fakeDevice()
 	const callers, calls = 16, 60
@@ -82,7 +76,7 @@ func TestRunConcurrentModuleUse(t *testing.T) {
 				// As fpFunctions: a lookup off the thread, then the load on it.
 				_ = d.module(key)
 				err = d.run(func() error {
-					// Device work takes a while (a load, a copy), so callers pile up at the hand-over.
+					// Device work takes a while (a load, a copy), so callers pile up at run.
 					time.Sleep(20 * time.Microsecond)
 					if d.module(key) == nil {
 						d.addModule(key, &module{funcs: map[string]uintptr{}})
@@ -102,18 +96,25 @@ func TestRunConcurrentModuleUse(t *testing.T) {
 	require.ErrorIs(t, d.Close(), ErrClosed)
 }
 
-// Close while callers are handing work over: every call either runs or
-// gets ErrClosed, and nothing is sent on the closed queue (a panic).
+// Close while callers are running work: every call either runs or gets
+// ErrClosed, and no work runs once Close has returned.
 func TestCloseWhileRunning(t *testing.T) {
 	d := fakeDevice()
 	const callers = 8
 	res := make(chan error, callers)
 	start := make(chan struct{})
+	var closed atomic.Bool
 	for c := 0; c < callers; c++ {
 		go func() {
 			<-start
 			for {
-				if err := d.run(func() error { _ = d.module("k"); return nil }); err != nil {
+				if err := d.run(func() error {
+					_ = d.module("k")
+					if closed.Load() {
+						return fmt.Errorf("work ran after Close returned")
+					}
+					return nil
+				}); err != nil {
 					if err == ErrClosed {
 						err = nil
 					}
@@ -125,14 +126,18 @@ func TestCloseWhileRunning(t *testing.T) {
 	}
 	close(start)
 	time.Sleep(20 * time.Millisecond)
-	closed := make(chan error, 1)
-	go func() { closed <- d.Close() }()
-	waitAll(t, closed, 1, 10*time.Second)
+	closing := make(chan error, 1)
+	go func() {
+		err := d.Close()
+		closed.Store(true)
+		closing <- err
+	}()
+	waitAll(t, closing, 1, 10*time.Second)
 	waitAll(t, res, callers, 10*time.Second)
 }
 
 // Callers preparing the same fp variant at once compile it once; while
-// they wait for the compile, the device thread stays free for other work.
+// they wait for the compile, the device stays free for other work.
 func TestCompileOnce(t *testing.T) {
 	d := fakeDevice()
 	const callers = 8
@@ -154,7 +159,7 @@ func TestCompileOnce(t *testing.T) {
 	for c := 0; c < callers; c++ {
 		go func() {
 			cubin, done, err := d.compileOnce("k", build)
-			// As fpFunctions: load on the device thread, then done.
+			// As fpFunctions: load in device work, then done.
 			if err == nil {
 				err = d.run(func() error {
 					if d.module("k") == nil {

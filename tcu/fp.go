@@ -281,7 +281,7 @@ func (gm fpGeom) grid(items int) [3]uint32 {
 }
 
 // upload copies b into a new pooled buffer (at least one word) and waits.
-// Device thread only.
+// Device work only.
 func (d *Device) upload(b []byte) (*Buffer, error) {
 	buf, err := d.alloc(max(len(b), 4))
 	if err != nil {
@@ -482,10 +482,10 @@ func sddmmGeom(dot bool, f, heads int) (int, fpGeom, error) {
 var fpOpts = []string{"-std=c++17"}
 
 // fpFunctions returns the named kernels of the module built from src. It
-// compiles (or reads the disk cache) on the calling goroutine, outside the
-// device thread, so that calls preparing different variants compile in
-// parallel; only loading the module runs on the device thread. Not on the
-// device thread (it waits for it).
+// compiles (or reads the disk cache) on the calling goroutine, outside
+// device work, so that calls preparing different variants compile in
+// parallel; only loading the module runs in device work. Not in device
+// work (it waits for it).
 func (d *Device) fpFunctions(modName, src string, names ...string) ([]uintptr, error) {
 	key := cacheKey(src, nil, d.info.Arch(), d.nv.Version(), fpOpts)
 	cubin, done, err := d.compileOnce(key, func() ([]byte, error) {
@@ -530,7 +530,7 @@ type fpBuild struct {
 // same time (the parallel subtests share variants). The builder keeps its
 // entry until done is called, after the load, so that a caller arriving in
 // between waits for the cubin instead of compiling it again. Waiters wait
-// for the builder only, never for the device thread.
+// for the builder only, never for the device.
 func (d *Device) compileOnce(key string, build func() ([]byte, error)) (cubin []byte, done func(), err error) {
 	d.mu.Lock()
 	if d.modules[key] != nil {
@@ -605,7 +605,7 @@ func (d *Device) PrepareSDDMM(out *Buffer, g *FPGraph, a SDDMMArgs) (*FPCall, er
 	return c, nil
 }
 
-// run queues the call's launches on the default stream. Device thread only.
+// run queues the call's launches on the default stream. Device work only.
 func (c *FPCall) run() error {
 	for _, l := range c.launches {
 		if err := c.d.launch(l.fn, l.grid, [3]uint32{fpBlock, 1, 1}, 0, c.d.stream, l.params...); err != nil {
@@ -684,7 +684,7 @@ func (c *FPCall) Close() error {
 	return err
 }
 
-// floatBuffer uploads xs (nil: no buffer). Device thread only.
+// floatBuffer uploads xs (nil: no buffer). Device work only.
 func (d *Device) floatBuffer(xs []float32) (*Buffer, error) {
 	if xs == nil {
 		return nil, nil

@@ -5,8 +5,8 @@ package tcu
 // update, cross-entropy, evaluation and Adam, each a twin of an op of
 // internal/nn or internal/learn. A Prepare* call plans its launches once
 // (a planner: grids, split-K, scratch) into an FPCall that a training loop
-// runs every step; RunCalls queues a step's calls in one hand-over to the
-// device thread. The planner does not touch the device except to allocate
+// runs every step; RunCalls queues a step's calls in one piece of device
+// work. The planner does not touch the device except to allocate
 // scratch, so the CPU emulation tests run the very launches it plans.
 
 import (
@@ -511,9 +511,9 @@ func (c *FPCall) SetBiasCorrection(bc1, bc2 float64) error {
 	return c.setKnob(adamKnob, f64(bc1), f64(bc2))
 }
 
-// RunCalls queues calls in order on the device's stream in one hand-over
-// to the device thread (a training step is dozens of launches) and
-// returns; a Read waits for them.
+// RunCalls queues calls in order on the device's stream in one piece of
+// device work (a training step is dozens of launches) and returns; a Read
+// waits for them.
 func (d *Device) RunCalls(calls ...*FPCall) error {
 	return d.run(func() error {
 		for _, c := range calls {

@@ -462,7 +462,7 @@ func asBytes[T any](s []T) []byte {
 }
 
 // prepare lays out and uploads jobs for the variant chooseConfig picks.
-// Device thread only.
+// Device work only.
 func (k *Kernel) prepare(jobs []job) (*plan, error) {
 	cfg, lists := k.choose(jobs)
 	file := "bmm_mma.cu"

@@ -13,7 +13,7 @@ const maxKernelSegments = 1 << 14
 
 // kprof is the per-kernel timing of a Backend (bmm.KernelProfiler):
 // events recorded around each launch while on, read after each wait.
-// Device thread only.
+// Device work only.
 type kprof struct {
 	on      bool
 	op      string // the bmm method running, set by each op
@@ -108,7 +108,7 @@ func (be *Backend) kernelRead() {
 	}
 }
 
-// closeKernelEvents destroys the profile's events. Device thread only.
+// closeKernelEvents destroys the profile's events. Device work only.
 func (be *Backend) closeKernelEvents() error {
 	var errs []error
 	for _, p := range be.kp.pending {

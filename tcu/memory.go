@@ -14,7 +14,7 @@ type allocator interface {
 	free(p uintptr) error
 }
 
-// devAlloc allocates with cuMemAlloc; call on the device thread.
+// devAlloc allocates with cuMemAlloc; call in device work.
 type devAlloc struct{ d *Device }
 
 func (a devAlloc) alloc(size int) (uintptr, error) {
@@ -29,7 +29,7 @@ func (a devAlloc) free(p uintptr) error { return a.d.drv.do("cuMemFree_v2", p) }
 
 // pool caches device allocations by size class, so that the buffers of
 // repeated products are reused instead of going back to cuMemAlloc, which
-// synchronizes the device. Not safe for concurrent use: the device thread
+// synchronizes the device. Not safe for concurrent use: device work (run)
 // owns it.
 type pool struct {
 	a     allocator
@@ -218,7 +218,7 @@ func (b *Buffer) Write(src []byte) error {
 	return b.d.run(func() error { return b.write(src) })
 }
 
-// write is Write on the device thread.
+// write is Write in device work.
 func (b *Buffer) write(src []byte) error {
 	st, err := b.d.staging(len(src))
 	if err != nil {
@@ -309,7 +309,7 @@ func (h *HostBuffer) free() error { return h.d.drv.do("cuMemFreeHost", h.ptr) }
 func (h *HostBuffer) Free() error { return h.d.run(h.free) }
 
 // staging returns the device's pinned staging buffer with room for n
-// bytes, growing it (by at least half) when needed. Device thread only;
+// bytes, growing it (by at least half) when needed. Device work only;
 // the stream must be idle with respect to the old buffer.
 func (d *Device) staging(n int) (*HostBuffer, error) {
 	if err := d.growHost(&d.host, n); err != nil {
@@ -319,7 +319,7 @@ func (d *Device) staging(n int) (*HostBuffer, error) {
 }
 
 // growHost makes *h a pinned buffer of at least n bytes, replacing a
-// smaller one by one at least half as large again. Device thread only; the
+// smaller one by one at least half as large again. Device work only; the
 // stream must be idle with respect to the old buffer.
 func (d *Device) growHost(h **HostBuffer, n int) error {
 	if *h != nil && (*h).size >= n {
@@ -397,14 +397,14 @@ func (d *Device) reserve(n int) (*upSlot, error) {
 }
 
 // release gives back a reserved slot from which nothing was copied.
-// Device thread only.
+// Device work only.
 func (d *Device) release(s *upSlot) {
 	if s != nil {
 		s.filling = false
 	}
 }
 
-// copied marks s in use by the copy just queued from it. Device thread
+// copied marks s in use by the copy just queued from it. Device work
 // only.
 func (d *Device) copied(s *upSlot) error {
 	s.filling = false
@@ -416,7 +416,7 @@ func (d *Device) copied(s *upSlot) error {
 }
 
 // freeRing frees the ring's buffers and events; the stream is idle.
-// Device thread only.
+// Device work only.
 func (d *Device) freeRing() error {
 	var errs []error
 	for i := range d.ring {

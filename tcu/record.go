@@ -20,7 +20,7 @@ const captureRelaxed = 2
 
 // timing is the events a Backend times its work with: a busy span opens at
 // the first kernel queued after a wait and closes before the copy or sync
-// that waits. Device thread only.
+// that waits. Device work only.
 type timing struct {
 	ev   [3]*Event // span start, span end (= copy start), copy end
 	busy bool
@@ -219,7 +219,7 @@ func (r *recording) Replay() error {
 	if err := be.open(); err != nil {
 		return err
 	}
-	return be.d.runLast(func() error {
+	return be.d.run(func() error {
 		if err := be.events(); err != nil {
 			return err
 		}
@@ -287,7 +287,7 @@ func (r *recording) close() error {
 }
 
 // copyRecorded queues the copy of an Argmax (reads false) or ReadInts
-// down into a host buffer of the recording. Device thread only.
+// down into a host buffer of the recording. Device work only.
 func (be *Backend) copyRecorded(dst []int32, out uintptr, reads bool) error {
 	h, err := be.d.allocHost(4 * len(dst))
 	if err != nil {

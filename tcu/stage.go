@@ -72,7 +72,7 @@ func (be *Backend) Unstage(op any) {
 }
 
 // stage writes r into a pinned buffer of the pool and records s for op.
-// Small regions are not worth it (the device thread writes them in less
+// Small regions are not worth it (device work writes them in less
 // time than a reschedule), nor are regions the pool has no room for.
 func (be *Backend) stage(op any, s *stagedOp, r *region) {
 	if r.size < fillHere {
@@ -125,7 +125,7 @@ type stagedCopy struct {
 	h  *HostBuffer
 }
 
-// copiedStaged records that a copy from h was just queued. Device thread.
+// copiedStaged records that a copy from h was just queued. Device work.
 func (d *Device) copiedStaged(h *HostBuffer) error {
 	var ev *Event
 	if n := len(d.stageEvents); n > 0 {
@@ -148,7 +148,7 @@ func (d *Device) copiedStaged(h *HostBuffer) error {
 const cudaErrorNotReady = 600
 
 // sweepStaged gives the buffers of finished staged copies back to the pool
-// (all of them with all: the stream is idle). Device thread.
+// (all of them with all: the stream is idle). Device work.
 func (d *Device) sweepStaged(all bool) error {
 	for len(d.stagedCopies) > 0 {
 		c := d.stagedCopies[0]
@@ -170,7 +170,7 @@ func (d *Device) sweepStaged(all bool) error {
 
 // closeStaged ends d's part in staging: its copies are done (the stream is
 // idle), its events destroyed, and the pool's buffers it allocated freed,
-// with what was staged in them. Device thread, from Close.
+// with what was staged in them. Device work, from Close.
 func (d *Device) closeStaged() error {
 	err := d.sweepStaged(true)
 	for _, ev := range d.stageEvents {

@@ -89,7 +89,7 @@ func TestUploadRingFull(t *testing.T) {
 		return err
 	}))
 	require.Nil(t, extra, "a slot beyond the ring")
-	for _, n := range []int{1000, fillHere} { // filled on the device thread; by the caller
+	for _, n := range []int{1000, fillHere} { // filled in device work; by the caller
 		v := make([]float32, n)
 		for j := range v {
 			v[j] = float32(j%4099 + n)
