@@ -34,7 +34,7 @@ func waitAll(t *testing.T, res <-chan error, n int, limit time.Duration) {
 // the module lock must not be held while waiting (before the fix, run held
 // it while waiting for the busy device, and the work waited for it: the fp
 // conformance tests' hang).
-func TestRunWhileDeviceThreadLooksUpModule(t *testing.T) {
+func TestRunWhileWorkLooksUpModule(t *testing.T) {
 	d := fakeDevice()
 	inside, calling := make(chan struct{}), make(chan struct{})
 	res := make(chan error, 2)
