@@ -33,6 +33,27 @@ func aggEmu(t *testing.T, defs ...string) string {
 	return emuBuild(t, clang, dir, "agg", src+string(mainSrc), "testdata/fp_emu.h", "testdata/agg_emu.h")
 }
 
+// aggLockstep, put before agg.cu, makes each of its shuffles first check
+// that every lane of the warp is at the same one: the same line, after as
+// many exchanges as its neighbour lane (a lane that left the warp's loop,
+// or returned, shows as a stale or different key). The emulation pairs
+// shuffles by count alone, so without it a shuffle that only some lanes
+// reach (divergence, which a real warp does not survive) could pass.
+const aggLockstep = `
+static void emuLockstep(int line, unsigned m) {
+  const long long key = (long long)line << 32 | (unsigned)emuCur->shuffles;
+  const long long next = emuExchange(m, key, (int)((threadIdx.x + 1) & 31u), 32);
+  if (next != key) {
+    fprintf(stderr, "lane %u: a shuffle at line %d after %lld exchanges; the next lane's key is %#llx\n", threadIdx.x,
+            line, key & 0xffffffffll, next);
+    abort();
+  }
+}
+#define __shfl_sync(m, v, src) (emuLockstep(__LINE__, m), __shfl_sync(m, v, src))
+#define __shfl_xor_sync(m, v, o) (emuLockstep(__LINE__, m), __shfl_xor_sync(m, v, o))
+#line 1 "agg.cu"
+`
+
 type aggEmuCase struct {
 	cols, qbits int
 	mode        int // outFloat, outCodes, outBits (agg.cu's AGG_*)
@@ -68,7 +89,7 @@ func (c aggEmuCase) String() string {
 // bit for bit. The GPU's conformance tests remain the word on the real
 // device; this one checks the kernel's indexing without one.
 func TestAggKernelEmulated(t *testing.T) {
-	progs := map[int]string{8: aggEmu(t), 4: aggEmu(t, "#define AGG_V 4\n")}
+	progs := map[int]string{8: aggEmu(t, aggLockstep), 4: aggEmu(t, "#define AGG_V 4\n", aggLockstep)}
 	r := rand.New(rand.NewPCG(7, 11))
 	const rows, nsrc = 70, 90
 	indptr := make([]int32, rows+1)
@@ -98,7 +119,7 @@ func TestAggKernelEmulated(t *testing.T) {
 		wts[i] = uint8(1 + r.IntN(3))
 	}
 	var cases []aggEmuCase
-	for _, cols := range []int{1, 3, 10, 16, 64, 130, 528} {
+	for _, cols := range []int{1, 3, 10, 16, 24, 28, 64, 130, 528} {
 		cases = append(cases,
 			aggEmuCase{cols: cols, mode: outFloat, weights: cols%2 == 1, warps: 8},
 			aggEmuCase{cols: cols, mode: outCodes, qbits: 4, weights: cols == 16, warps: 8, sums: true},
@@ -198,7 +219,9 @@ func TestAggKernelEmulated(t *testing.T) {
 			case outFloat:
 				out = make([]byte, 4*rows*c.cols)
 			case outCodes:
-				out = make([]byte, rows*c.cols)
+				// The slack every code buffer ends with, which no store
+				// may reach (a lane past its row's end would).
+				out = make([]byte, rows*c.cols+codesSlack)
 			default:
 				// Packed by rows, lines and words padded as the device's
 				// layout pads them; the kernel writes every word of them.
@@ -299,6 +322,11 @@ func TestAggKernelEmulated(t *testing.T) {
 					}
 					g := int32(binary.LittleEndian.Uint32(gotArg[4*at:]))
 					require.Equal(t, bmm.ArgmaxRow(ref[v*c.cols:(v+1)*c.cols]), g, "row %d's argmax", v)
+				}
+			}
+			if c.mode == outCodes {
+				for i, b := range got[rows*c.cols : len(out)] {
+					require.Equal(t, uint8(0xFF), b, "slack byte %d past the codes", i)
 				}
 			}
 			if c.mode == outBits && !c.byCols {

@@ -196,7 +196,7 @@ __device__ __forceinline__ void aggRowV(long long v, int wid, int* red, int* my,
     const int L = 1 << lgL, G = 32 >> lgL, g = lane >> lgL, l = lane & (L - 1);
     const long long cc = c0 + V * l;
     const int n = (int)max(0LL, min(cols - cc, (long long)V));
-    const bool vec = aligned && n == V;
+    const bool vec = aligned && cc + V <= cols;  // not n == V: see aggGroupsV
     const u8* xl = x + cc;
     if (W > 1) {
       for (int k = threadIdx.x; k < chunk; k += 32 * W) red[k] = 0;
@@ -347,7 +347,10 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
   }
   const int ic = (int)cols, cc = V * l;
   const int n = max(0, min(ic - cc, V));
-  const bool vec = (ic % V) == 0 && ((u64)x % V) == 0 && n == V;
+  // The bound itself, not n == V: NVRTC 13's ptxas folded n's clamp and
+  // that compare into one instruction and got it wrong, so lanes past the
+  // row's end stored whole words over the next row's codes.
+  const bool vec = (ic % V) == 0 && ((u64)x % V) == 0 && cc + V <= ic;
   const u8* xl = x + cc;
   const u32 stride = (u32)ic;
   int s[V] = {};
