@@ -11,9 +11,9 @@ import (
 // Device is one CUDA device with its primary context. Its work runs one
 // piece at a time under a lock, on the caller's goroutine locked to its OS
 // thread with the context made current there (CUDA contexts are per
-// thread): no hand-over to a thread of its own, whose wake-ups cost tens
-// of microseconds an op. A Device is safe for concurrent use. Close
-// releases everything; there are no finalizers.
+// thread): no hand-over to a thread of its own, whose every wake-up cost
+// as much as an op of a small graph. A Device is safe for concurrent use.
+// Close releases everything; there are no finalizers.
 type Device struct {
 	info  DeviceInfo
 	drv   *driver
