@@ -322,9 +322,9 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 		if cols == 0 {
 			return nil
 		}
-		// Light rows a group of lanes each on unweighted graphs only: on
-		// weighted ones that path failed the conformance suite on the
-		// device, cause not found (bench/e2e/RESULTS.md, fourteenth round).
+		// Light rows a group of lanes each on unweighted graphs only: the
+		// groups' path adds unweighted pair sums (weighted rows there did
+		// not pay: bench/e2e/RESULTS.md, fifteenth round).
 		lg := 5 // a warp a light row
 		if dg.weights == 0 {
 			lg = aggLaneLg(cols, aggLaneWidth(cols))
