@@ -1,6 +1,7 @@
 package tcu
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"sync"
@@ -105,17 +106,30 @@ func Open(ordinal int) (*Device, error) {
 
 // retain retains the device's primary context.
 func (d *Device) retain() error {
+	return d.onThread(func() error {
+		if err := d.drv.do("cuDeviceGet", uintptr(unsafe.Pointer(&d.dev)), uintptr(d.info.Ordinal)); err != nil {
+			return err
+		}
+		var ctx uintptr
+		if err := d.drv.do("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&ctx)), uintptr(d.dev)); err != nil {
+			return err
+		}
+		d.ctx = ctx
+		return nil
+	})
+}
+
+// onThread runs f with this goroutine locked to its OS thread and the
+// context, once retained, current there.
+func (d *Device) onThread(f func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := d.drv.do("cuDeviceGet", uintptr(unsafe.Pointer(&d.dev)), uintptr(d.info.Ordinal)); err != nil {
-		return err
+	if d.ctx != 0 {
+		if err := d.drv.do("cuCtxSetCurrent", d.ctx); err != nil {
+			return err
+		}
 	}
-	var ctx uintptr
-	if err := d.drv.do("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&ctx)), uintptr(d.dev)); err != nil {
-		return err
-	}
-	d.ctx = ctx
-	return nil
+	return f()
 }
 
 // run runs f as the device's work and returns its error: under busy, on
@@ -135,19 +149,14 @@ func (d *Device) work(f func() error, keepHeld bool) error {
 	if d.closed {
 		return ErrClosed
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if d.ctx != 0 {
-		if err := d.drv.do("cuCtxSetCurrent", d.ctx); err != nil {
-			return err
+	return d.onThread(func() error {
+		if !keepHeld {
+			if err := d.releaseHeld(); err != nil {
+				return err
+			}
 		}
-	}
-	if !keepHeld {
-		if err := d.releaseHeld(); err != nil {
-			return err
-		}
-	}
-	return f()
+		return f()
+	})
 }
 
 // heldLaunch is a kernel launch whose queueing waits for the next work
@@ -189,7 +198,7 @@ func (d *Device) hold(h *heldLaunch) error {
 
 // foldHeld queues the held launch, if any, with set applied to its fold
 // when it is of kind writing out (rows×cols): whether it folded. Device
-// thread only (runKeepingHeld's work).
+// work only (runKeepingHeld's).
 func (d *Device) foldHeld(kind heldKind, out uint64, rows, cols int, set func(*aggFold)) (bool, error) {
 	h := d.held
 	if h == nil {
@@ -233,61 +242,61 @@ func (d *Device) Info() DeviceInfo { return d.info }
 func (d *Device) NVRTCVersion() string { return d.nv.Version() }
 
 // Close frees the device memory pool, modules, pinned buffer and stream,
-// and releases the context. Using the device afterwards returns ErrClosed.
+// and releases the context, in the same piece of work that marks the
+// device closed: no other work runs in between. Using the device
+// afterwards returns ErrClosed.
 func (d *Device) Close() error {
-	var errs []error
-	if d.pool != nil || d.stream != nil {
-		errs = append(errs, d.run(func() error {
-			var first error
-			keep := func(err error) {
-				if first == nil {
-					first = err
-				}
-			}
-			if d.stream != nil {
-				keep(d.drv.do("cuStreamSynchronize", d.stream.h))
-			}
-			keep(d.closeStaged())
-			if d.pool != nil {
-				keep(d.pool.release())
-			}
-			keep(d.freeRing())
-			for _, h := range []**HostBuffer{&d.host, &d.args} {
-				if *h != nil {
-					keep((*h).free())
-					*h = nil
-				}
-			}
-			d.mu.Lock()
-			for _, m := range d.modules {
-				keep(d.drv.do("cuModuleUnload", m.h))
-			}
-			d.modules = nil
-			d.mu.Unlock()
-			if d.stream != nil {
-				keep(d.drv.do("cuStreamDestroy_v2", d.stream.h))
-			}
-			return first
-		}))
-	}
 	d.busy.Lock()
+	defer d.busy.Unlock()
 	if d.closed {
-		d.busy.Unlock()
 		return ErrClosed
 	}
 	d.closed = true
-	if d.ctx != 0 {
-		runtime.LockOSThread()
-		errs = append(errs, d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev)))
-		runtime.UnlockOSThread()
-	}
-	d.busy.Unlock()
-	for _, e := range errs {
-		if e != nil {
-			return e
+	return d.onThread(func() error {
+		var err error
+		if d.pool != nil || d.stream != nil { // opened (a test's device is not)
+			err = d.freeAll()
+		}
+		if d.ctx != 0 {
+			err = cmp.Or(err, d.drv.do("cuDevicePrimaryCtxRelease_v2", uintptr(d.dev)))
+		}
+		return err
+	})
+}
+
+// freeAll is Close's freeing, in device work: the stream drained first.
+func (d *Device) freeAll() error {
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
 		}
 	}
-	return nil
+	keep(d.releaseHeld())
+	if d.stream != nil {
+		keep(d.drv.do("cuStreamSynchronize", d.stream.h))
+	}
+	keep(d.closeStaged())
+	if d.pool != nil {
+		keep(d.pool.release())
+	}
+	keep(d.freeRing())
+	for _, h := range []**HostBuffer{&d.host, &d.args} {
+		if *h != nil {
+			keep((*h).free())
+			*h = nil
+		}
+	}
+	d.mu.Lock()
+	for _, m := range d.modules {
+		keep(d.drv.do("cuModuleUnload", m.h))
+	}
+	d.modules = nil
+	d.mu.Unlock()
+	if d.stream != nil {
+		keep(d.drv.do("cuStreamDestroy_v2", d.stream.h))
+	}
+	return first
 }
 
 // Stream is a CUDA stream of the device.
