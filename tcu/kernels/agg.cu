@@ -167,9 +167,9 @@ __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long 
 }
 
 // aggRowV computes row v of G·X with the W warps of its block (wid: this
-// warp's, my: its shared scratch). A warp takes its entries 32 at a time, each lane loading one
-// entry's index (and weight) in one coalesced load, the next tile's in
-// flight during this one's sums; the lanes then split into 32/L groups of
+// warp's, my: its shared scratch). A warp takes its entries 32 at a time,
+// each lane loading one entry's index (and weight) in one coalesced load,
+// the next tile's in flight during this one's sums; the lanes then split into 32/L groups of
 // L lanes, lane l of a group summing V consecutive columns of a
 // V·L-column chunk, group g every (32/L)-th of those entries, four at a
 // time. Unweighted (ONE), a lane adds its codes as 16-bit pairs (a mask
