@@ -3,6 +3,7 @@ package tcu
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
@@ -323,12 +324,9 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 			return nil
 		}
 		// Light rows a group of lanes each on unweighted graphs only: the
-		// groups' path adds unweighted pair sums (weighted rows there did
+		// groups' paths add unweighted pair sums (weighted rows there did
 		// not pay: bench/e2e/RESULTS.md, fifteenth round).
-		lg := 5 // a warp a light row
-		if dg.weights == 0 {
-			lg = aggLaneLg(cols, aggLaneWidth(cols))
-		}
+		lg, split := aggLanes(cols, aggLaneWidth(cols), dg.weights != 0)
 		args := []uint64{aggHeavyDeg, dg.heavy, uint64(dg.nHeavy), dg.indptr, dg.indices, dg.weights, dx.ptr(),
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
 			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32)}
@@ -346,7 +344,7 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 			defer be.setOp(be.kp.op)
 			be.setOp(op)
 			return be.launch(kernel, grid, 32*warps, append(args, f.sums, f.argOut, f.argIdx, uint64(f.argOff),
-				uint64(aggPackLimit(dx.bits)), uint64(lg))...)
+				uint64(aggPackLimit(dx.bits)), uint64(lg), uint64(split))...)
 		}
 		// Held where the op after may fold into it: RowSums of planes by
 		// rows, an argmax of float rows no wider than a warp.
@@ -382,6 +380,29 @@ func aggLaneLg(cols, v int) int {
 		return 5
 	}
 	return lg
+}
+
+// aggSplitCols is the widest output whose light rows agg.cu splits by
+// entries over a group of lanes (aggSplit) instead of by columns: a word
+// a lane's codes, four words at most.
+const aggSplitCols = 16
+
+// aggSplitOff is an experiment-only switch (QGTC_AGG_SPLIT=0) to time the
+// split against the columns' groups on the device.
+var aggSplitOff = os.Getenv("QGTC_AGG_SPLIT") == "0"
+
+// aggLanes is agg.cu's laneLg and split for light rows of cols columns,
+// v a lane, weighted or not: a warp a row for weighted graphs (the groups'
+// paths add unweighted pair sums); entries split over 8 lanes for
+// outputs of at most aggSplitCols columns; else aggLaneLg's groups.
+func aggLanes(cols, v int, weighted bool) (lg, split int) {
+	switch {
+	case weighted:
+		return 5, 0
+	case cols <= aggSplitCols && !aggSplitOff:
+		return 3, 1
+	}
+	return aggLaneLg(cols, v), 0
 }
 
 // aggPackLimit is how many entries of bits-bit codes agg.cu's unweighted

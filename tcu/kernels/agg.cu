@@ -68,13 +68,14 @@ __device__ __forceinline__ void unpack(int (&s)[V], u32 (&a)[V / 2]) {
 
 // addPairs adds a lane's V codes of one entry (q, V/4 words) into its
 // 16-bit pair sums (unpack's layout): a mask and a byte permute a word.
+__device__ __forceinline__ void addWord(u32& even, u32& odd, u32 q) {
+  even += q & 0x00FF00FFu;
+  odd += __byte_perm(q, 0u, 0x4341u);
+}
 template <int V>
 __device__ __forceinline__ void addPairs(u32 (&a)[V / 2], const u32 (&q)[V / 4]) {
 #pragma unroll
-  for (int j = 0; j < V / 4; j++) {
-    a[2 * j] += q[j] & 0x00FF00FFu;
-    a[2 * j + 1] += __byte_perm(q[j], 0u, 0x4341u);
-  }
+  for (int j = 0; j < V / 4; j++) addWord(a[2 * j], a[2 * j + 1], q[j]);
 }
 
 #define AGG_PARAMS                                                                                                     \
@@ -82,10 +83,10 @@ __device__ __forceinline__ void addPairs(u32 (&a)[V / 2], const u32 (&q)[V / 4])
       const u8 *__restrict__ x, long long rows, long long cols, long long mode, u64 out, u64 colScale, u64 rowTerm,  \
       u64 colTerm, u64 colConst, u64 rowScale, u64 colBias, long long relu, long long rqScale, long long rqOffset,     \
       long long outBits, long long outByCols, long long outLw32, long long outPlane32, u64 sums, u64 argOut,       \
-      u64 argIdx, long long argOff, long long packLimit, long long laneLg
+      u64 argIdx, long long argOff, long long packLimit, long long laneLg, long long split
 #define AGG_ARGS                                                                                                     \
   indptr, indices, w, x, rows, cols, mode, out, colScale, rowTerm, colTerm, colConst, rowScale, colBias, relu,       \
-      rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32, sums, argOut, argIdx, argOff, packLimit, laneLg
+      rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32, sums, argOut, argIdx, argOff, packLimit, laneLg, split
 
 // AGG_CHUNK is the most columns one pass of aggRowV<W, 8> covers: red, the
 // block's shared sums, holds that many; a warp's scratch holds its lanes'
@@ -322,6 +323,9 @@ __device__ __forceinline__ u32 planeBits(const u32 (&q)[V], int p, bool bytes) {
   return b;
 }
 
+template <int V>
+__device__ __forceinline__ void groupsFinish(const int (&s)[V], long long v, bool live, int lgL, AGG_PARAMS);
+
 // aggGroupsV computes light rows of an unweighted graph a group of L =
 // 2^lgL lanes each, 32/L rows a warp (from v0, group g row v0 + g): for
 // outputs of at most 16·V columns, so that a warp's fixed costs (the
@@ -381,7 +385,21 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
     }
   }
   unpack<V>(s, a);
+  groupsFinish<V>(s, v, live, lgL, AGG_ARGS);
+}
 
+// groupsFinish is the epilogue of row v (live: a row to store) for lane l
+// of its group of L = 2^lgL lanes, which holds the sums s of columns V·l..
+// of the row: floats, codes (one store where aligned), or planes packed by
+// rows, V bits of plane p a lane OR-ed into their word across the lanes
+// that share it; with the folds (sums, argOut) over the group.
+template <int V>
+__device__ __forceinline__ void groupsFinish(const int (&s)[V], long long v, bool live, int lgL, AGG_PARAMS) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x & 31, L = 1 << lgL, g = lane >> lgL, l = lane & (L - 1);
+  const int ic = (int)cols, cc = V * l;
+  const int n = max(0, min(ic - cc, V));
+  const bool vec = (ic % V) == 0 && ((u64)x % V) == 0 && cc + V <= ic;  // see aggGroupsV
   const Prob P = aggProb(AGG_ARGS);
   const int vi = (int)min(v, rows - 1);  // rows past the end compute, store nothing
   if (mode == AGG_FLOAT) {
@@ -470,6 +488,69 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
   }
 }
 
+// aggSplit computes light rows of at most 16 columns of an unweighted
+// graph a group of L = 2^lgL lanes each, as aggGroupsV, but splits the
+// row's entries over the lanes instead of its columns: lane l sums every
+// column of entries l, l + L, ... (four in flight), so a short row has
+// up to 4·L gathers in flight rather than one a lane. The lanes' sums
+// meet by shuffles; lane l then finishes columns 4l.. (groupsFinish).
+__device__ __forceinline__ void aggSplit(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
+  if (v0 >= rows) return;  // the whole warp
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x & 31, L = 1 << lgL, g = lane >> lgL, l = lane & (L - 1);
+  const long long v = v0 + g;
+  int e0 = 0, e1 = 0;
+  bool live = v < rows;
+  if (live) {
+    e0 = indptr[v], e1 = indptr[v + 1];
+    if (nHeavy > 0 && e1 - e0 > heavyDeg) live = false, e1 = e0;
+  }
+  const int ic = (int)cols, nw = (ic + 3) >> 2;
+  const u32 stride = (u32)ic;
+  int s[16] = {};
+  u32 a[8] = {};
+  int packed = 0;
+  // No shuffle in the loop: its trip count is the lane's own.
+  for (int t = e0 + l; t < e1; t += 4 * L) {
+    if (packed > packLimit - 4) unpack<16>(s, a), packed = 0;
+    packed += 4;
+    int i[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) i[u] = t + u * L < e1 ? indices[t + u * L] : -1;
+    u32 q[4][4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        u32 w1[1] = {0u};
+        if (j < nw && i[u] >= 0) loadCodes<4>(w1, x + (u64)(u32)i[u] * stride + 4 * j, min(ic - 4 * j, 4), false);
+        q[u][j] = w1[0];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+#pragma unroll
+      for (int j = 0; j < 4; j++) addWord(a[2 * j], a[2 * j + 1], q[u][j]);
+    }
+  }
+  unpack<16>(s, a);
+#pragma unroll
+  for (int c = 0; c < 16; c++) {
+    if (c < ic) {  // the same for the whole warp
+      for (int o = 1; o < L; o <<= 1) s[c] += __shfl_xor_sync(full, s[c], o);
+    }
+  }
+  int mine[4] = {};
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    if (j == l) {
+#pragma unroll
+      for (int k = 0; k < 4; k++) mine[k] = s[4 * j + k];
+    }
+  }
+  groupsFinish<4>(mine, v, live, lgL, AGG_ARGS);
+}
+
 // aggGroups takes 8 columns a lane where wideLanes allows, 4 otherwise.
 // Unweighted graphs only: the host gives weighted ones a warp a row (see
 // aggregate in backend_ops.go).
@@ -498,7 +579,11 @@ __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restr
   }
   const long long v = ((long long)blockIdx.x - nHeavy) * W + wid;
   if (laneLg < 5) {
-    aggGroups(v << (5 - laneLg), (int)laneLg, heavyDeg, nHeavy, AGG_ARGS);
+    if (split) {
+      aggSplit(v << (5 - laneLg), (int)laneLg, heavyDeg, nHeavy, AGG_ARGS);
+    } else {
+      aggGroups(v << (5 - laneLg), (int)laneLg, heavyDeg, nHeavy, AGG_ARGS);
+    }
     return;
   }
   if (v >= rows) return;  // the whole warp
