@@ -268,7 +268,11 @@ func TestAggKernelEmulated(t *testing.T) {
 			if c.lane == 8 {
 				width = aggLaneWidth(c.cols)
 			}
-			lg, split := aggLanes(c.cols, width, c.weights)
+			lightMax := int64(aggHeavyDeg)
+			if c.light {
+				lightMax = 600 // every row on the light path
+			}
+			lg, split := aggLanes(c.cols, width, xbits, lightMax, c.weights)
 			if c.rowWarp {
 				lg, split = 5, 0
 			}

@@ -488,12 +488,17 @@ __device__ __forceinline__ void groupsFinish(const int (&s)[V], long long v, boo
   }
 }
 
+// aggSplitStep is the entries a lane of aggSplit has in flight.
+constexpr int aggSplitStep = 4;
+
 // aggSplit computes light rows of at most 16 columns of an unweighted
 // graph a group of L = 2^lgL lanes each, as aggGroupsV, but splits the
 // row's entries over the lanes instead of its columns: lane l sums every
-// column of entries l, l + L, ... (four in flight), so a short row has
-// up to 4·L gathers in flight rather than one a lane. The lanes' sums
-// meet by shuffles; lane l then finishes columns 4l.. (groupsFinish).
+// column of entries l, l + L, ... (aggSplitStep in flight) as 16-bit
+// pairs, so a short row has that many gathers a lane in flight rather
+// than one. The host splits only where a light row's entries fit a pair
+// (packLimit), so the lanes' pairs meet by shuffles unwidened; lane l
+// then finishes columns 4l.. (groupsFinish).
 __device__ __forceinline__ void aggSplit(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
   if (v0 >= rows) return;  // the whole warp
   const unsigned full = 0xffffffffu;
@@ -507,19 +512,15 @@ __device__ __forceinline__ void aggSplit(long long v0, int lgL, long long heavyD
   }
   const int ic = (int)cols, nw = (ic + 3) >> 2;
   const u32 stride = (u32)ic;
-  int s[16] = {};
   u32 a[8] = {};
-  int packed = 0;
   // No shuffle in the loop: its trip count is the lane's own.
-  for (int t = e0 + l; t < e1; t += 4 * L) {
-    if (packed > packLimit - 4) unpack<16>(s, a), packed = 0;
-    packed += 4;
-    int i[4];
+  for (int t = e0 + l; t < e1; t += aggSplitStep * L) {
+    int i[aggSplitStep];
 #pragma unroll
-    for (int u = 0; u < 4; u++) i[u] = t + u * L < e1 ? indices[t + u * L] : -1;
-    u32 q[4][4];
+    for (int u = 0; u < aggSplitStep; u++) i[u] = t + u * L < e1 ? indices[t + u * L] : -1;
+    u32 q[aggSplitStep][4];
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < aggSplitStep; u++) {
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         u32 w1[1] = {0u};
@@ -528,27 +529,25 @@ __device__ __forceinline__ void aggSplit(long long v0, int lgL, long long heavyD
       }
     }
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < aggSplitStep; u++) {
 #pragma unroll
       for (int j = 0; j < 4; j++) addWord(a[2 * j], a[2 * j + 1], q[u][j]);
     }
   }
-  unpack<16>(s, a);
 #pragma unroll
-  for (int c = 0; c < 16; c++) {
-    if (c < ic) {  // the same for the whole warp
-      for (int o = 1; o < L; o <<= 1) s[c] += __shfl_xor_sync(full, s[c], o);
+  for (int j = 0; j < 8; j++) {
+    if (j < 2 * nw) {  // the same for the whole warp
+      for (int o = 1; o < L; o <<= 1) a[j] += (u32)__shfl_xor_sync(full, (int)a[j], o);
     }
   }
-  int mine[4] = {};
+  u32 mine[2] = {};
 #pragma unroll
   for (int j = 0; j < 4; j++) {
-    if (j == l) {
-#pragma unroll
-      for (int k = 0; k < 4; k++) mine[k] = s[4 * j + k];
-    }
+    if (j == l) mine[0] = a[2 * j], mine[1] = a[2 * j + 1];
   }
-  groupsFinish<4>(mine, v, live, lgL, AGG_ARGS);
+  int s[4] = {};
+  unpack<4>(s, mine);
+  groupsFinish<4>(s, v, live, lgL, AGG_ARGS);
 }
 
 // aggGroups takes 8 columns a lane where wideLanes allows, 4 otherwise.
