@@ -2,7 +2,6 @@ package tcu
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 )
 
@@ -184,10 +183,11 @@ func chooseTail(c config, l launch, tu tuning) (tail, tailepi int) {
 // the accumulators (a+b-1 per output fragment, equal weights shared)
 // within 128 registers; the block has up to 4 warps, fewer along M when
 // that is needed to give every multiprocessor two blocks. A product of a
-// few k-steps whose tiles about a wave of blocks takes keeps no more
-// stages than its k-steps and one: deeper stages only prefetch a next
-// tile, and their shared memory costs blocks a multiprocessor, so that
-// some blocks take two tiles.
+// few k-steps whose tiles about a wave of blocks takes is bound by its
+// warps' epilogues: it gets half the warp tile, and no more stages than
+// its k-steps and one (deeper ones only prefetch a next tile, and their
+// shared memory costs blocks a multiprocessor, so that some blocks take
+// two tiles).
 func mmaTiles(a, b, m, n, ksteps, sms int) config {
 	w := min(a+b-1, 31) // accumulators: see NW in bmm_mma.cu
 	var f int           // m16n8 fragments per warp
@@ -203,11 +203,11 @@ func mmaTiles(a, b, m, n, ksteps, sms int) config {
 	default:
 		f = 1
 	}
-	// short: a launch of a few k-steps whose tiles a wave of blocks takes.
+	// short: a few k-steps, tiles of bm×bn that a wave of blocks takes.
 	short := func(bm, bn int) bool {
 		return ksteps > 0 && ksteps <= 4 && ((m+bm-1)/bm)*((n+bn-1)/bn) <= 4*sms
 	}
-	if mmaShort == 2 && f > 1 && short(16*f, 8*f) {
+	if f > 1 && short(16*f, 8*f) {
 		f /= 2
 	}
 	warp := map[int][2]int{16: {64, 32}, 8: {32, 32}, 4: {32, 16}, 2: {16, 16}, 1: {16, 8}}[f]
@@ -228,7 +228,7 @@ func mmaTiles(a, b, m, n, ksteps, sms int) config {
 	// Enough stages to keep ~64 KB of copies in flight per block, two
 	// blocks per multiprocessor.
 	c.stages = min(8, max(3, (64<<10)/c.stageBytes()))
-	if mmaShort > 0 && short(c.bm, c.bn) {
+	if short(c.bm, c.bn) {
 		c.stages = min(c.stages, ksteps+1)
 	}
 	// Wide operands: fewer stages, then fewer warps, to fit shared memory.
@@ -240,19 +240,6 @@ func mmaTiles(a, b, m, n, ksteps, sms int) config {
 	}
 	return c
 }
-
-// mmaShort is an experiment-only switch (QGTC_MMA_SHORT) for the device
-// A/B of short products: 0 the stages of long ones, 1 (default) stages
-// capped at the k-steps and one, 2 also half the warp tile.
-var mmaShort = func() int {
-	switch os.Getenv("QGTC_MMA_SHORT") {
-	case "0":
-		return 0
-	case "2":
-		return 2
-	}
-	return 1
-}()
 
 // maxSmem is the shared memory a block may use on sm_80 and newer (the
 // smallest opt-in limit of those parts, less a margin).
