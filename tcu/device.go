@@ -473,7 +473,7 @@ func (d *Device) allowSmem(f uintptr, smem int) error {
 }
 
 // maxParams bounds a kernel's parameters; all are 64-bit.
-const maxParams = 32
+const maxParams = 64
 
 // launch queues kernel f with the given 64-bit parameters. The values and
 // the pointer array CUDA reads them through live in pinned host memory,
