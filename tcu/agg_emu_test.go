@@ -69,15 +69,11 @@ type aggEmuCase struct {
 	light       bool // no heavy rows: a warp (or group) each, the longest too
 	rowWarp     bool // a warp a light row however narrow (no groups of lanes)
 	ties        bool // with argmax: every value 0, −0 or 1, so rows tie
-	mul         int  // planes by rows: the folded product's columns (at most aggMulMax's); 0 none
-	mulBits     int  // the product's B codes' bits
-	mulSums     bool // the product's row terms are the row sums (sums too), as GCN's
 }
 
 func (c aggEmuCase) String() string {
-	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d/lane=%d/x=%d/pack=%d/sums=%v/argmax=%d/nan=%d/light=%v/rowwarp=%v/ties=%v/mul=%d,%d,%v",
-		c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps, c.lane, c.xbits, c.packLimit, c.sums, c.argmax, c.nanCol, c.light, c.rowWarp, c.ties,
-		c.mul, c.mulBits, c.mulSums)
+	return fmt.Sprintf("cols=%d/mode=%d/bits=%d/bycols=%v/weights=%v/warps=%d/lane=%d/x=%d/pack=%d/sums=%v/argmax=%d/nan=%d/light=%v/rowwarp=%v/ties=%v",
+		c.cols, c.mode, c.qbits, c.byCols, c.weights, c.warps, c.lane, c.xbits, c.packLimit, c.sums, c.argmax, c.nanCol, c.light, c.rowWarp, c.ties)
 }
 
 // TestAggKernelEmulated runs agg.cu's aggregation on the CPU (lanes as
@@ -155,17 +151,6 @@ func TestAggKernelEmulated(t *testing.T) {
 		aggEmuCase{cols: 40, mode: outBits, qbits: 2, byCols: true, warps: 8},
 		aggEmuCase{cols: 64, mode: outBits, qbits: 13, warps: 8, sums: true},
 		aggEmuCase{cols: 10, mode: outBits, qbits: 20, warps: 8, xbits: 8})
-	// The folded product (MulCodes after AggBit): GCN's shape (64 columns
-	// of 4 bits, 10 classes of 4-bit weights, the row sums as row terms),
-	// groups of every width, the split, a warp a row, blocks of 32 warps.
-	for _, cols := range []int{3, 10, 16, 28, 64, 128} {
-		cases = append(cases, aggEmuCase{cols: cols, mode: outBits, qbits: 4, warps: 8, sums: true, mul: 10, mulBits: 4, mulSums: true},
-			aggEmuCase{cols: cols, mode: outBits, qbits: 8, warps: 8, xbits: 8, mul: 16, mulBits: 8})
-	}
-	cases = append(cases, aggEmuCase{cols: 64, mode: outBits, qbits: 4, warps: 32, sums: true, mul: 10, mulBits: 4, mulSums: true},
-		aggEmuCase{cols: 40, mode: outBits, qbits: 3, warps: 8, sums: true, mul: 7, mulBits: 2, mulSums: true, rowWarp: true},
-		aggEmuCase{cols: 64, mode: outBits, qbits: 4, warps: 8, weights: true, sums: true, mul: 10, mulBits: 4, mulSums: true},
-		aggEmuCase{cols: 16, mode: outBits, qbits: 4, warps: 8, sums: true, mul: 5, mulBits: 4, mulSums: true, light: true})
 	for i := range cases {
 		c := cases[i]
 		c.lane = 4
@@ -292,17 +277,14 @@ func TestAggKernelEmulated(t *testing.T) {
 				lg, split = 5, 0
 			}
 			f := func(v []float32) []byte { return asBytes(v) }
-			m := newMulCase(t, r, c, lg, rows)
-			meps := m.eps()
-			got := runEmu(t, prog, "agg", append([]int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
+			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
 				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
-				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg, int64(limit), argOff, int64(lg), int64(split)}, m.scalars()...),
+				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg, int64(limit), argOff, int64(lg), int64(split)},
 				asBytes(indptr), asBytes(indices), w, x, asBytes(hv),
 				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out,
-				asBytes(argIdx), argOut, sums, asBytes(m.planes), meps[0], meps[1], meps[2], meps[3], meps[4], meps[5], m.out)
-			require.Len(t, got, len(out)+len(argOut)+len(sums)+len(m.out))
-			gotArg, gotSums := got[len(out):len(out)+len(argOut)], got[len(out)+len(argOut):len(out)+len(argOut)+len(sums)]
-			gotMul := got[len(out)+len(argOut)+len(sums):]
+				asBytes(argIdx), argOut, sums)
+			require.Len(t, got, len(out)+len(argOut)+len(sums))
+			gotArg, gotSums := got[len(out):len(out)+len(argOut)], got[len(out)+len(argOut):]
 			for v := range rows {
 				var rs int64
 				for col := range c.cols {
@@ -337,13 +319,6 @@ func TestAggKernelEmulated(t *testing.T) {
 					g := math.Float32frombits(binary.LittleEndian.Uint32(gotSums[4*v:]))
 					require.Equal(t, float32(rs), g, "row %d's code sum", v)
 				}
-				if m.n > 0 {
-					q := make([]uint32, c.cols)
-					for col := range c.cols {
-						q[col] = rq.Quantize(ref[v*c.cols+col], c.qbits)
-					}
-					m.check(t, v, q, float32(rs), gotMul)
-				}
 				if c.argmax > 0 {
 					at := argOff + v
 					if argIdx != nil {
@@ -352,9 +327,6 @@ func TestAggKernelEmulated(t *testing.T) {
 					g := int32(binary.LittleEndian.Uint32(gotArg[4*at:]))
 					require.Equal(t, bmm.ArgmaxRow(ref[v*c.cols:(v+1)*c.cols]), g, "row %d's argmax", v)
 				}
-			}
-			for i, b := range gotMul[rows*m.n:] {
-				require.Equal(t, uint8(0xFF), b, "slack byte %d past the product's codes", i)
 			}
 			if c.mode == outCodes {
 				for i, b := range got[rows*c.cols : len(out)] {
@@ -380,102 +352,6 @@ func TestAggKernelEmulated(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// mulCase is the product folded into an emulated aggregation into planes:
-// B's codes (K×n, by columns) as planes, its epilogue and
-// re-quantization, and its output (the codes' slack past it).
-type mulCase struct {
-	c                aggEmuCase
-	n, lw32, plane32 int
-	b                []uint8 // B[k·n + j]
-	planes           []uint32
-	ep               *bmm.Epilogue
-	rq               bmm.Requant
-	qbits            int
-	out              []byte
-}
-
-func newMulCase(t *testing.T, r *rand.Rand, c aggEmuCase, lg, rows int) mulCase {
-	m := mulCase{c: c, rq: bmm.Requant{Scale: 0.02, Offset: 3}, qbits: 6}
-	if c.mul == 0 {
-		return m
-	}
-	m.n = min(c.mul, aggMulMax(c.cols, c.qbits, lg))
-	require.Positive(t, m.n, "a product that folds into %v", c)
-	k := c.cols
-	m.lw32 = roundUp(k, 256) / 32
-	m.plane32 = (m.n + 3) * m.lw32 // lines past B's read as codes no column has
-	m.b = make([]uint8, k*m.n)
-	m.planes = make([]uint32, c.mulBits*m.plane32)
-	for i := range m.planes {
-		m.planes[i] = r.Uint32()
-	}
-	for kk := range k {
-		for j := range m.n {
-			code := uint8(r.IntN(1 << c.mulBits))
-			m.b[kk*m.n+j] = code
-			for p := range c.mulBits {
-				word := &m.planes[p*m.plane32+j*m.lw32+kk/32]
-				*word = *word&^(1<<(kk%32)) | uint32(code>>p&1)<<(kk%32)
-			}
-		}
-	}
-	vec := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
-	m.ep = &bmm.Epilogue{ColScale: vec(m.n), RowTerm: vec(rows), ColTerm: vec(m.n), ColConst: vec(m.n), RowScale: vec(rows),
-		ColBias: vec(m.n), ReLU: true}
-	m.out = slices.Repeat([]byte{0xFF}, rows*m.n+codesSlack)
-	return m
-}
-
-// scalars are the driver's scalars of the product (zeros: none).
-func (m mulCase) scalars() []int64 {
-	if m.n == 0 {
-		return make([]int64, 9)
-	}
-	return []int64{int64(m.c.mulBits), int64(m.n), int64(m.lw32), int64(m.plane32), 1, int64(math.Float32bits(m.rq.Scale)),
-		int64(math.Float32bits(m.rq.Offset)), int64(m.qbits), b2i64(m.c.mulSums)}
-}
-
-// eps are the driver's six epilogue vectors of the product: none without
-// one, and no row terms where the row sums stand in (mulSums).
-func (m mulCase) eps() [6][]byte {
-	var e [6][]byte
-	if m.n == 0 {
-		return e
-	}
-	for i, v := range [6][]float32{m.ep.ColScale, m.ep.RowTerm, m.ep.ColTerm, m.ep.ColConst, m.ep.RowScale, m.ep.ColBias} {
-		e[i] = asBytes(v)
-	}
-	if m.c.mulSums {
-		e[1] = nil
-	}
-	return e
-}
-
-// check compares row v of the product's output with the codes q of the
-// aggregation's row (rs their sum): the exact integer products, then
-// bmm's epilogue and re-quantization.
-func (m mulCase) check(t *testing.T, v int, q []uint32, rs float32, got []byte) {
-	ep := *m.ep
-	if m.c.mulSums {
-		ep.RowTerm = make([]float32, v+1)
-		ep.RowTerm[v] = rs
-	}
-	for j := range m.n {
-		var s int32
-		for kk, code := range q {
-			s += int32(code) * int32(m.b[kk*m.n+j])
-		}
-		want := m.rq.Quantize(ep.Apply(s, v, j), m.qbits)
-		require.Equal(t, uint8(want), got[v*m.n+j], "row %d, product column %d", v, j)
 	}
 }
 

@@ -221,21 +221,7 @@ func (be *Backend) MulCodes(dst bmm.Codes, a, b bmm.Bits, ep *bmm.Epi, rq bmm.Re
 	if err != nil {
 		return err
 	}
-	return be.d.runKeepingHeld(func() error {
-		// A's aggregation just before, into planes: a narrow product of
-		// its codes by byte codes rides in its launch.
-		if h := be.d.heldFor(heldAggBits, da.ptr(), da.rows, da.cols); h != nil && n <= h.mulMax && db.bits <= 8 &&
-			dc.bits <= 8 && db.packing == bittensor.ByCols {
-			h.fold.mul = [aggMulParams]uint64{dc.ptr(), db.ptr(), uint64(db.bits), uint64(n), uint64(2 * db.lay.lw),
-				uint64(2 * db.lay.planeWords()), eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
-				f32bits(rq.Scale), f32bits(rq.Offset), uint64(dc.bits)}
-			return be.d.releaseHeld()
-		}
-		if err := be.d.releaseHeld(); err != nil {
-			return err
-		}
-		return be.mul(outCodes, dc.ptr(), nil, dc.bits, da, db, eps, relu, rq)
-	})
+	return be.d.run(func() error { return be.mul(outCodes, dc.ptr(), nil, dc.bits, da, db, eps, relu, rq) })
 }
 
 // Output modes of agg.cu's agg and wideout.
@@ -360,15 +346,14 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 			// Timed (KERNELS) under its own op, whichever queues it.
 			defer be.setOp(be.kp.op)
 			be.setOp(op)
-			args := append(args, f.sums, f.argOut, f.argIdx, uint64(f.argOff), uint64(aggPackLimit(dx.bits)), uint64(lg))
-			return be.launch(kernel, grid, 32*warps, append(args, f.mul[:]...)...)
+			return be.launch(kernel, grid, 32*warps, append(args, f.sums, f.argOut, f.argIdx, uint64(f.argOff),
+				uint64(aggPackLimit(dx.bits)), uint64(lg))...)
 		}
 		// Held where the op after may fold into it: RowSums of planes by
-		// rows and a narrow product of them, an argmax of float rows no
-		// wider than a warp.
+		// rows, an argmax of float rows no wider than a warp.
 		switch {
 		case mode == outBits && dst.packing == bittensor.ByRows:
-			return be.d.hold(&heldLaunch{kind: heldAggBits, out: o, rows: rows, cols: cols, mulMax: aggMulMax(cols, qbits, lg), queue: queue})
+			return be.d.hold(&heldLaunch{kind: heldAggBits, out: o, rows: rows, cols: cols, queue: queue})
 		case mode == outFloat && cols <= 32:
 			return be.d.hold(&heldLaunch{kind: heldAggFloat, out: o, rows: rows, cols: cols, queue: queue})
 		}
@@ -419,25 +404,6 @@ func aggLanes(cols, v, bits int, lightMax int64, weighted bool) (lg, split int) 
 		return 3, 1
 	}
 	return aggLaneLg(cols, v), 0
-}
-
-// A product of an aggregation's planes folds into its launch (agg.cu's
-// groupsMul, rowMul) where B is at most aggMulK × aggMulN byte codes;
-// aggMulParams are the kernel's parameters for it.
-const aggMulK, aggMulN, aggMulParams = 128, 16, 16
-
-// aggMulMax is the widest product that folds into an aggregation into
-// planes of cols columns and bits bits, its light rows 2^lg lanes each:
-// codes of a byte, K within aggMulK, and at most two columns a lane of
-// a group (all aggMulN for a warp a row).
-func aggMulMax(cols, bits, lg int) int {
-	if bits > 8 || cols > aggMulK {
-		return 0
-	}
-	if lg < 5 {
-		return min(aggMulN, 2<<lg)
-	}
-	return aggMulN
 }
 
 // aggPackLimit is how many entries of bits-bit codes agg.cu's unweighted
@@ -530,12 +496,9 @@ func (be *Backend) RowSums(dst bmm.Vector, a bmm.Bits) error {
 	}
 	return be.d.runKeepingHeld(func() error {
 		// The codes' aggregation just before: its rows add them up as they
-		// write them, and it stays held for a product of them (MulCodes).
-		if h := be.d.heldFor(heldAggBits, da.ptr(), da.rows, da.cols); h != nil {
-			h.fold.sums = dv.ptr()
-			return nil
-		}
-		if err := be.d.releaseHeld(); err != nil {
+		// write them.
+		folded, err := be.d.foldHeld(heldAggBits, da.ptr(), da.rows, da.cols, func(f *aggFold) { f.sums = dv.ptr() })
+		if folded || err != nil {
 			return err
 		}
 		const warps = 8

@@ -463,35 +463,6 @@ func TestBackendFolds(t *testing.T) {
 			require.NoError(t, be.AggBit(bc, dg, dx, dep, rq))
 			assert.ErrorIs(t, be.RowSums(s2, bc), bmm.ErrPacking, "by columns: no fold, the usual error")
 
-			// A narrow product of the planes after their row sums, its row
-			// terms those sums (GCN's second layer): folded, the same codes
-			// as MulCodes launched on its own.
-			const n = 6
-			w := randomTensor(t, r, cols, n, 4, bittensor.ByCols, false)
-			dw, err := be.UploadBits(w)
-			require.NoError(t, err)
-			_, dep2 := randomEpi(t, be, r, rows, n, 0x3f)
-			dep2.RowTerm = s1
-			rq2 := bmm.Requant{Scale: 0.5, Offset: 2}
-			c1, err := be.NewCodes(rows, n, 8)
-			require.NoError(t, err)
-			c2, err := be.NewCodes(rows, n, 8)
-			require.NoError(t, err)
-			require.NoError(t, be.d.run(func() error { return nil }))
-			mulAlone := ops(func() { require.NoError(t, be.MulCodes(c1, b1, dw, dep2, rq2)) })
-			mulFolded := ops(func() {
-				require.NoError(t, be.AggBit(b1, dg, dx, dep, rq))
-				require.NoError(t, be.RowSums(s1, b1))
-				require.NoError(t, be.MulCodes(c2, b1, dw, dep2, rq2))
-			})
-			assert.Equal(t, int64(1), mulAlone, "MulCodes alone")
-			assert.Equal(t, alone, mulFolded, "RowSums and MulCodes folded into AggBit")
-			want1, got2 := make([]uint8, rows*n), make([]uint8, rows*n)
-			require.NoError(t, be.ReadCodes(want1, c1))
-			require.NoError(t, be.ReadCodes(got2, c2))
-			assert.Equal(t, want1, got2, "the folded product's codes")
-			assert.Equal(t, floatBits(wantSums), floatBits(peekFloats(t, be, s1)), "row sums with the product folded")
-
 			// The argmax: folded where the logits are at most 32 wide.
 			wantArg := argmaxRef(want, cols)
 			lf, err := be.NewVector(rows * cols)

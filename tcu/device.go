@@ -168,19 +168,16 @@ type heldLaunch struct {
 	kind       heldKind
 	out        uint64 // the output the extension reads
 	rows, cols int
-	mulMax     int // heldAggBits: the widest product that folds in (0: none)
 	fold       aggFold
 	queue      func(aggFold) error
 }
 
 // aggFold is what an op folds into a held aggregation: the row sums'
 // destination (0: none), the argmax's destination (0: none) and its row
-// index (0: row r at argOff + r), and a product of its output (mul, agg.cu's
-// mulOut... parameters; zeros: none).
+// index (0: row r at argOff + r).
 type aggFold struct {
 	sums, argOut, argIdx uint64
 	argOff               int
-	mul                  [aggMulParams]uint64
 }
 
 type heldKind int
@@ -199,25 +196,19 @@ func (d *Device) hold(h *heldLaunch) error {
 	return nil
 }
 
-// heldFor is the held launch if it is of kind writing out (rows×cols),
-// else nil; it stays held. Device work only (runKeepingHeld's).
-func (d *Device) heldFor(kind heldKind, out uint64, rows, cols int) *heldLaunch {
-	h := d.held
-	if h == nil || h.kind != kind || h.out != out || h.rows != rows || h.cols != cols {
-		return nil
-	}
-	return h
-}
-
 // foldHeld queues the held launch, if any, with set applied to its fold
 // when it is of kind writing out (rows×cols): whether it folded. Device
 // work only (runKeepingHeld's).
 func (d *Device) foldHeld(kind heldKind, out uint64, rows, cols int, set func(*aggFold)) (bool, error) {
-	h := d.heldFor(kind, out, rows, cols)
-	if h != nil {
+	h := d.held
+	if h == nil {
+		return false, nil
+	}
+	folds := h.kind == kind && h.out == out && h.rows == rows && h.cols == cols
+	if folds {
 		set(&h.fold)
 	}
-	return h != nil, d.releaseHeld()
+	return folds, d.releaseHeld()
 }
 
 // releaseHeld queues the held launch as it is, if any. Device work only.
@@ -473,7 +464,7 @@ func (d *Device) allowSmem(f uintptr, smem int) error {
 }
 
 // maxParams bounds a kernel's parameters; all are 64-bit.
-const maxParams = 64
+const maxParams = 32
 
 // launch queues kernel f with the given 64-bit parameters. The values and
 // the pointer array CUDA reads them through live in pinned host memory,

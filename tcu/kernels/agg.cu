@@ -83,15 +83,10 @@ __device__ __forceinline__ void addPairs(u32 (&a)[V / 2], const u32 (&q)[V / 4])
       const u8 *__restrict__ x, long long rows, long long cols, long long mode, u64 out, u64 colScale, u64 rowTerm,  \
       u64 colTerm, u64 colConst, u64 rowScale, u64 colBias, long long relu, long long rqScale, long long rqOffset,     \
       long long outBits, long long outByCols, long long outLw32, long long outPlane32, u64 sums, u64 argOut,       \
-      u64 argIdx, long long argOff, long long packLimit, long long laneLg, u64 mulOut, u64 mulB, long long mulBits,    \
-      long long mulN, long long mulLw32, long long mulPlane32, u64 mColScale, u64 mRowTerm, u64 mColTerm,             \
-      u64 mColConst, u64 mRowScale, u64 mColBias, long long mRelu, long long mRqScale, long long mRqOffset,            \
-      long long mQbits
+      u64 argIdx, long long argOff, long long packLimit, long long laneLg
 #define AGG_ARGS                                                                                                     \
   indptr, indices, w, x, rows, cols, mode, out, colScale, rowTerm, colTerm, colConst, rowScale, colBias, relu,       \
-      rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32, sums, argOut, argIdx, argOff, packLimit, laneLg,   \
-      mulOut, mulB, mulBits, mulN, mulLw32, mulPlane32, mColScale, mRowTerm, mColTerm, mColConst, mRowScale,          \
-      mColBias, mRelu, mRqScale, mRqOffset, mQbits
+      rqScale, rqOffset, outBits, outByCols, outLw32, outPlane32, sums, argOut, argIdx, argOff, packLimit, laneLg
 
 // AGG_CHUNK is the most columns one pass of aggRowV<W, 8> covers: red, the
 // block's shared sums, holds that many; a warp's scratch holds its lanes'
@@ -104,45 +99,6 @@ __device__ __forceinline__ Prob aggProb(AGG_PARAMS) {
   P.colScale = colScale, P.rowTerm = rowTerm, P.colTerm = colTerm, P.colConst = colConst;
   P.rowScale = rowScale, P.colBias = colBias, P.relu = (int)relu;
   return P;
-}
-
-// The product folded into an aggregation into planes (MulCodes after
-// AggBit, backend_ops.go): its B (K = cols rows, mulN columns) as byte
-// codes, column j's at aggMulW[j·aggMulStride(K)..], staged by each block
-// (aggStageMul) from B's planes. AGG_MUL_K and AGG_MUL_N bound K and
-// mulN (backend_ops.go aggMulK, aggMulN).
-#define AGG_MUL_K 128
-#define AGG_MUL_N 16
-__align__(16) __shared__ u8 aggMulW[AGG_MUL_K * AGG_MUL_N];
-__device__ __forceinline__ int aggMulStride(long long k) { return (int)((k + 7) & ~7LL); }
-
-// aggStageMul writes B's codes into aggMulW, zeros past K in each
-// column, with the block's threads; the whole block calls it. Not
-// inlined: inlined, it cost the aggregation's paths spills.
-__device__ __noinline__ void aggStageMul(long long k, long long n, const u32* __restrict__ b, long long bits,
-                                         long long lw32, long long plane32) {
-  const int ks = aggMulStride(k);
-  for (int i = threadIdx.x; i < ks * (int)n; i += blockDim.x) {
-    const int j = i / ks, c = i - j * ks;
-    u32 code = 0;
-    if (c < k) {
-      const u32* line = b + (long long)j * lw32 + (c >> 5);
-      for (int p = 0; p < bits; p++) code |= ((line[p * plane32] >> (c & 31)) & 1u) << p;
-    }
-    aggMulW[i] = (u8)code;
-  }
-  __syncthreads();
-}
-
-// mulFinish writes output j of row v of the folded product: sum is the
-// exact integer A·B of the row's codes, then the product's own epilogue
-// and re-quantization into a byte code, as MulCodes' kernel writes it.
-__device__ __forceinline__ void mulFinish(long long v, int j, int sum, AGG_PARAMS) {
-  Prob P = {};
-  P.colScale = mColScale, P.rowTerm = mRowTerm, P.colTerm = mColTerm, P.colConst = mColConst;
-  P.rowScale = mRowScale, P.colBias = mColBias, P.relu = (int)mRelu;
-  const u32 c = quantize(applyEp(P, sum, (int)v, j), bitsFloat(mRqScale), bitsFloat(mRqOffset), (int)mQbits);
-  ((u8*)mulOut)[v * mulN + j] = (u8)c;
 }
 
 // noColumn marks a lane with no candidate for firstMax.
@@ -209,32 +165,6 @@ __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long 
       if ((q >> p) & 1u) atomicOr(word + p * outPlane32, 1u << (v & 31));
     }
   }
-}
-
-// rowMul is the folded product of row v for a warp that wrote its
-// planes: lane c reads back its codes of columns c, c + 32, ..., and
-// column j's sum over the lanes goes to lane j, which finishes it
-// (mulFinish). Heavy rows only on unweighted graphs: no arrays, for the
-// registers the light paths need.
-__device__ __forceinline__ void rowMul(long long v, AGG_PARAMS) {
-  const int lane = threadIdx.x & 31, ks = aggMulStride(cols);
-  const u32* line = (const u32*)out + v * outLw32;
-  __syncwarp();  // the planes' words, the row sums
-  int mine = 0;
-#pragma unroll 1
-  for (int j = 0; j < mulN; j++) {
-    int t = 0;
-#pragma unroll 1
-    for (int c = lane; c < cols; c += 32) {
-      u32 q = 0;
-#pragma unroll 1
-      for (int p = 0; p < outBits; p++) q |= (line[p * outPlane32 + (c >> 5)] >> lane & 1u) << p;
-      t += (int)q * (int)aggMulW[j * ks + c];
-    }
-    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-    if (lane == j) mine = t;
-  }
-  if (lane < mulN) mulFinish(v, lane, mine, AGG_ARGS);
 }
 
 // aggRowV computes row v of G·X with the W warps of its block (wid: this
@@ -395,39 +325,6 @@ __device__ __forceinline__ u32 planeBits(const u32 (&q)[V], int p, bool bytes) {
 
 template <int V>
 __device__ __forceinline__ void groupsFinish(const int (&sums0)[V], long long v, bool live, int lgL, AGG_PARAMS);
-
-// groupsMul is the folded product of row v for its group of L = 2^lgL
-// lanes, lane l holding the row's codes q of columns V·l..: each column
-// j's partial sums (four codes a dp4a against B's staged codes) meet over
-// the group, and lane j mod L finishes column j (the host folds at most
-// 2L columns).
-template <int V>
-__device__ __forceinline__ void groupsMul(const u32 (&q)[V], long long v, bool live, int lgL, AGG_PARAMS) {
-  const int lane = threadIdx.x & 31, L = 1 << lgL, l = lane & (L - 1);
-  const int cc = V * l, ks = aggMulStride(cols);
-  u32 qw[V / 4];
-#pragma unroll
-  for (int j = 0; j < V / 4; j++) qw[j] = q[4 * j] | (q[4 * j + 1] << 8) | (q[4 * j + 2] << 16) | (q[4 * j + 3] << 24);
-  __syncwarp();  // the row sums
-  int mine[2] = {};
-  for (int j = 0; j < mulN; j++) {
-    int t = 0;
-    if (cc < cols) {
-      const u32* wj = (const u32*)(aggMulW + j * ks + cc);
-#pragma unroll
-      for (int k = 0; k < V / 4; k++) t = (int)__dp4a(qw[k], wj[k], (u32)t);
-    }
-    for (int o = 1; o < L; o <<= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-      if (j == l + i * L) mine[i] = t;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < 2; i++) {
-    if (live && l + i * L < mulN) mulFinish(v, l + i * L, mine[i], AGG_ARGS);
-  }
-}
 
 // aggGroupsV computes light rows of an unweighted graph a group of L =
 // 2^lgL lanes each, 32/L rows a warp (from v0, group g row v0 + g): for
@@ -593,7 +490,6 @@ __device__ __forceinline__ void groupsFinish(const int (&sums0)[V], long long v,
       clearPadding(plane, v, l, L, AGG_ARGS);
     }
   }
-  if (mulOut) groupsMul<V>(q, v, live, lgL, AGG_ARGS);
 }
 
 // aggSplitStep is the entries a lane of aggSplit has in flight.
@@ -682,11 +578,8 @@ __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restr
   __align__(16) __shared__ int scr[W * 32 * 8];
   const int wid = threadIdx.x >> 5;
   int* my = scr + wid * 32 * 8;  // this warp's scratch
-  if (mulOut) aggStageMul(cols, mulN, (const u32*)mulB, mulBits, mulLw32, mulPlane32);
   if ((long long)blockIdx.x < nHeavy) {
-    const long long v = heavy[blockIdx.x];
-    aggRow<W>(v, wid, red, my, AGG_ARGS);
-    if (mulOut && wid == 0) rowMul(v, AGG_ARGS);
+    aggRow<W>(heavy[blockIdx.x], wid, red, my, AGG_ARGS);
     return;
   }
   const long long v = ((long long)blockIdx.x - nHeavy) * W + wid;
@@ -701,7 +594,6 @@ __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restr
   if (v >= rows) return;  // the whole warp
   if (nHeavy > 0 && indptr[v + 1] - indptr[v] > heavyDeg) return;
   aggRow<1>(v, 0, nullptr, my, AGG_ARGS);
-  if (mulOut) rowMul(v, AGG_ARGS);
 }
 // Four blocks an SM: the groups' path, unbounded, takes registers enough
 // to cost occupancy (bench/e2e/RESULTS.md).

@@ -51,11 +51,6 @@ static unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   for (int i = 0; i < 4; i++) r |= (unsigned)(b >> (8 * ((s >> (4 * i)) & 7u)) & 0xFFu) << (8 * i);
   return r;
 }
-// __dp4a (unsigned): the four byte products of a and b, plus c.
-static unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
-  for (int i = 0; i < 4; i++) c += (a >> (8 * i) & 0xFFu) * (b >> (8 * i) & 0xFFu);
-  return c;
-}
 static int atomicAdd(int* p, int v) {
   const int old = *p;
   *p = old + v;

@@ -35,7 +35,6 @@ __device__ int __popc(unsigned);
 __device__ int __clz(int);
 __device__ int __ffs(int);
 __device__ unsigned __byte_perm(unsigned, unsigned, unsigned);
-__device__ unsigned __dp4a(unsigned, unsigned, unsigned);
 __device__ unsigned __funnelshift_r(unsigned, unsigned, unsigned);
 __device__ unsigned __brev(unsigned);
 __device__ int atomicAdd(int*, int);
