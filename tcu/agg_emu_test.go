@@ -268,14 +268,18 @@ func TestAggKernelEmulated(t *testing.T) {
 			if c.lane == 8 {
 				width = aggLaneWidth(c.cols)
 			}
-			lg := aggLaneLg(c.cols, width)
-			if c.rowWarp || c.weights {
-				lg = 5 // as the host launches weighted graphs
+			lightMax := int64(aggHeavyDeg)
+			if c.light {
+				lightMax = 600 // every row on the light path
+			}
+			lg, split := aggLanes(c.cols, width, xbits, lightMax, c.weights)
+			if c.rowWarp {
+				lg, split = 5, 0
 			}
 			f := func(v []float32) []byte { return asBytes(v) }
 			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
 				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
-				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg, int64(limit), argOff, int64(lg)},
+				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg, int64(limit), argOff, int64(lg), int64(split)},
 				asBytes(indptr), asBytes(indices), w, x, asBytes(hv),
 				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out,
 				asBytes(argIdx), argOut, sums)

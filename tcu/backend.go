@@ -43,7 +43,7 @@ type Backend struct {
 var _ bmm.Backend = (*Backend)(nil)
 
 // aggKernels are the entry points of kernels/agg.cu.
-var aggKernels = []string{"agg8", "agg32", "widen", "wideout", "add", "rowsums", "argmax"}
+var aggKernels = []string{"agg8", "agg8s", "agg32", "agg32s", "widen", "wideout", "add", "rowsums", "argmax"}
 
 // codesSlack is the bytes every code buffer holds past its codes: agg.cu
 // reads a narrow row's codes as the aligned words around them.

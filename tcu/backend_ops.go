@@ -323,12 +323,10 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 			return nil
 		}
 		// Light rows a group of lanes each on unweighted graphs only: the
-		// groups' path adds unweighted pair sums (weighted rows there did
-		// not pay: bench/e2e/RESULTS.md, fifteenth round).
-		lg := 5 // a warp a light row
-		if dg.weights == 0 {
-			lg = aggLaneLg(cols, aggLaneWidth(cols))
-		}
+		// groups' paths add unweighted pair sums (weighted rows there did
+		// not pay: bench/e2e/RESULTS.md, fifteenth round). Rows past
+		// aggHeavyDeg take blocks of their own.
+		lg, split := aggLanes(cols, aggLaneWidth(cols), dx.bits, min(dg.maxDeg, aggHeavyDeg), dg.weights != 0)
 		args := []uint64{aggHeavyDeg, dg.heavy, uint64(dg.nHeavy), dg.indptr, dg.indices, dg.weights, dx.ptr(),
 			uint64(rows), uint64(cols), uint64(mode), o, eps[0], eps[1], eps[2], eps[3], eps[4], eps[5], uint64(b2i(relu)),
 			f32bits(rq.Scale), f32bits(rq.Offset), uint64(qbits), uint64(byCols), uint64(lw32), uint64(plane32)}
@@ -337,6 +335,9 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 		warps, kernel := 8, "agg8"
 		if dg.maxDeg > aggHeavyWide {
 			warps, kernel = 32, "agg32"
+		}
+		if split == 1 {
+			kernel += "s" // aggSplit's light rows
 		}
 		perBlock := warps << (5 - lg)
 		grid := dg.nHeavy + (rows+perBlock-1)/perBlock
@@ -382,6 +383,27 @@ func aggLaneLg(cols, v int) int {
 		return 5
 	}
 	return lg
+}
+
+// aggSplitCols is the widest output whose light rows agg.cu splits by
+// entries over a group of lanes (aggSplit) instead of by columns: a word
+// a lane's codes, four words at most.
+const aggSplitCols = 16
+
+// aggLanes is agg.cu's laneLg and split for light rows of cols columns
+// (the longest lightMax entries) over bits-bit codes, v a lane, weighted
+// or not: a warp a row for weighted graphs (the groups' paths add
+// unweighted pair sums); entries split over 8 lanes for outputs of at
+// most aggSplitCols columns whose rows fit a pair (aggSplit); else
+// aggLaneLg's groups.
+func aggLanes(cols, v, bits int, lightMax int64, weighted bool) (lg, split int) {
+	switch {
+	case weighted:
+		return 5, 0
+	case cols <= aggSplitCols && lightMax <= int64(aggPackLimit(bits)):
+		return 3, 1
+	}
+	return aggLaneLg(cols, v), 0
 }
 
 // aggPackLimit is how many entries of bits-bit codes agg.cu's unweighted

@@ -108,7 +108,7 @@ func chooseConfig(l launch, t target, tu tuning) config {
 		c, ok = wgmmaTiles(l, t, tu)
 	}
 	if !ok {
-		c = mmaTiles(l.abits, l.bbits, l.m, l.n, t.sms)
+		c = mmaTiles(l.abits, l.bbits, l.m, l.n, l.ksteps, t.sms)
 	}
 	if l.allInt && l.fits16 && tu.out16 >= 0 {
 		c.out16 = 1 // half the int stores and download
@@ -182,8 +182,13 @@ func chooseTail(c config, l launch, tu tuning) (tail, tailepi int) {
 // whose largest output is m×n, on sms multiprocessors. The warp tile keeps
 // the accumulators (a+b-1 per output fragment, equal weights shared)
 // within 128 registers; the block has up to 4 warps, fewer along M when
-// that is needed to give every multiprocessor two blocks.
-func mmaTiles(a, b, m, n, sms int) config {
+// that is needed to give every multiprocessor two blocks. A product of a
+// few k-steps whose tiles about a wave of blocks takes is bound by its
+// warps' epilogues: it gets half the warp tile, and no more stages than
+// its k-steps and one (deeper ones only prefetch a next tile, and their
+// shared memory costs blocks a multiprocessor, so that some blocks take
+// two tiles).
+func mmaTiles(a, b, m, n, ksteps, sms int) config {
 	w := min(a+b-1, 31) // accumulators: see NW in bmm_mma.cu
 	var f int           // m16n8 fragments per warp
 	switch {
@@ -197,6 +202,13 @@ func mmaTiles(a, b, m, n, sms int) config {
 		f = 2
 	default:
 		f = 1
+	}
+	// short: a few k-steps, tiles of bm×bn that a wave of blocks takes.
+	short := func(bm, bn int) bool {
+		return ksteps > 0 && ksteps <= 4 && ((m+bm-1)/bm)*((n+bn-1)/bn) <= 4*sms
+	}
+	if f > 1 && short(16*f, 8*f) {
+		f /= 2
 	}
 	warp := map[int][2]int{16: {64, 32}, 8: {32, 32}, 4: {32, 16}, 2: {16, 16}, 1: {16, 8}}[f]
 	wm, wn := warp[0], warp[1]
@@ -216,6 +228,9 @@ func mmaTiles(a, b, m, n, sms int) config {
 	// Enough stages to keep ~64 KB of copies in flight per block, two
 	// blocks per multiprocessor.
 	c.stages = min(8, max(3, (64<<10)/c.stageBytes()))
+	if short(c.bm, c.bn) {
+		c.stages = min(c.stages, ksteps+1)
+	}
 	// Wide operands: fewer stages, then fewer warps, to fit shared memory.
 	for c.smem(modeBit) > maxSmem && c.stages > 2 {
 		c.stages--

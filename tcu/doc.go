@@ -33,10 +33,12 @@
 //     which a block's k-steps are contiguous, fetched by one thread with
 //     bulk copies (cp.async.bulk) into up to 16 stages of up to 4
 //     k-steps each, with full/empty mbarriers per stage; mma.sync uses
-//     cp.async, many stages deep. One function, chooseConfig, decides a
-//     launch's variant (path, tiles, pipeline, epilogue, tail, uint16
-//     outputs) from the shapes and output modes of its products; tuning
-//     holds the knobs the tests and benchmarks override it with.
+//     cp.async, many stages deep (a short product's k-steps and one, and
+//     half the warp tile, where a wave of blocks takes its tiles). One
+//     function, chooseConfig, decides a launch's variant (path, tiles,
+//     pipeline, epilogue, tail, uint16 outputs) from the shapes and
+//     output modes of its products; tuning holds the knobs the tests and
+//     benchmarks override it with.
 //   - zero-tile jumping: a per-A mask of non-zero (16 rows, 256-bit k-step)
 //     tiles, computed once per operand, becomes a list per row tile; zero
 //     tiles are neither loaded nor multiplied.

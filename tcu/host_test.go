@@ -648,6 +648,29 @@ func TestAggKernelsListed(t *testing.T) {
 	assert.ElementsMatch(t, entries, aggKernels)
 }
 
+// TestKernelParamsFit checks that every kernel of agg.cu takes no more
+// parameters than Device.launch passes (maxParams): one past it launches
+// nowhere, and only on a GPU.
+func TestKernelParamsFit(t *testing.T) {
+	src, _ := kernelSource("agg.cu")
+	macro := func(name string) int {
+		m := regexp.MustCompile(`(?s)#define ` + name + `\s+(.*?[^\\])\n`).FindStringSubmatch(src)
+		require.NotNil(t, m, "%s in agg.cu", name)
+		return len(strings.Split(m[1], ","))
+	}
+	params := macro("AGG_PARAMS")
+	require.Equal(t, params, macro("AGG_ARGS"), "AGG_PARAMS and AGG_ARGS")
+	sigs := regexp.MustCompile(`(?s)extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\((.*?)\)\s*\{`).FindAllStringSubmatch(src, -1)
+	require.NotEmpty(t, sigs)
+	for _, m := range sigs {
+		n := len(strings.Split(m[2], ","))
+		if strings.Contains(m[2], "AGG_PARAMS") {
+			n += params - 1
+		}
+		assert.LessOrEqual(t, n, maxParams, "kernel %s takes %d parameters", m[1], n)
+	}
+}
+
 // TestPreferEdgesUploads: a pass that uploads what it aggregates over pays
 // for the dense adjacency's bytes (a bit per pair of the batch's nodes)
 // against the edge list's four bytes an entry and a row. A 50,000-node

@@ -68,13 +68,14 @@ __device__ __forceinline__ void unpack(int (&s)[V], u32 (&a)[V / 2]) {
 
 // addPairs adds a lane's V codes of one entry (q, V/4 words) into its
 // 16-bit pair sums (unpack's layout): a mask and a byte permute a word.
+__device__ __forceinline__ void addWord(u32& even, u32& odd, u32 q) {
+  even += q & 0x00FF00FFu;
+  odd += __byte_perm(q, 0u, 0x4341u);
+}
 template <int V>
 __device__ __forceinline__ void addPairs(u32 (&a)[V / 2], const u32 (&q)[V / 4]) {
 #pragma unroll
-  for (int j = 0; j < V / 4; j++) {
-    a[2 * j] += q[j] & 0x00FF00FFu;
-    a[2 * j + 1] += __byte_perm(q[j], 0u, 0x4341u);
-  }
+  for (int j = 0; j < V / 4; j++) addWord(a[2 * j], a[2 * j + 1], q[j]);
 }
 
 #define AGG_PARAMS                                                                                                     \
@@ -322,6 +323,9 @@ __device__ __forceinline__ u32 planeBits(const u32 (&q)[V], int p, bool bytes) {
   return b;
 }
 
+template <int V>
+__device__ __forceinline__ void groupsFinish(const int (&sums0)[V], long long v, bool live, int lgL, AGG_PARAMS);
+
 // aggGroupsV computes light rows of an unweighted graph a group of L =
 // 2^lgL lanes each, 32/L rows a warp (from v0, group g row v0 + g): for
 // outputs of at most 16·V columns, so that a warp's fixed costs (the
@@ -381,7 +385,25 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
     }
   }
   unpack<V>(s, a);
+  groupsFinish<V>(s, v, live, lgL, AGG_ARGS);
+}
 
+// groupsFinish is the epilogue of row v (live: a row to store) for lane l
+// of its group of L = 2^lgL lanes, which holds the sums s of columns V·l..
+// of the row: floats, codes (one store where aligned), or planes packed by
+// rows, V bits of plane p a lane OR-ed into their word across the lanes
+// that share it; with the folds (sums, argOut) over the group.
+template <int V>
+__device__ __forceinline__ void groupsFinish(const int (&sums0)[V], long long v, bool live, int lgL, AGG_PARAMS) {
+  // A copy: read through the reference, the sums went to local memory.
+  int s[V];
+#pragma unroll
+  for (int k = 0; k < V; k++) s[k] = sums0[k];
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x & 31, L = 1 << lgL, g = lane >> lgL, l = lane & (L - 1);
+  const int ic = (int)cols, cc = V * l;
+  const int n = max(0, min(ic - cc, V));
+  const bool vec = (ic % V) == 0 && ((u64)x % V) == 0 && cc + V <= ic;  // see aggGroupsV
   const Prob P = aggProb(AGG_ARGS);
   const int vi = (int)min(v, rows - 1);  // rows past the end compute, store nothing
   if (mode == AGG_FLOAT) {
@@ -470,6 +492,68 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
   }
 }
 
+// aggSplitStep is the entries a lane of aggSplit has in flight.
+constexpr int aggSplitStep = 4;
+
+// aggSplit computes light rows of at most 16 columns of an unweighted
+// graph a group of L = 2^lgL lanes each, as aggGroupsV, but splits the
+// row's entries over the lanes instead of its columns: lane l sums every
+// column of entries l, l + L, ... (aggSplitStep in flight) as 16-bit
+// pairs, so a short row has that many gathers a lane in flight rather
+// than one. The host splits only where a light row's entries fit a pair
+// (packLimit), so the lanes' pairs meet by shuffles unwidened; lane l
+// then finishes columns 4l.. (groupsFinish).
+__device__ __forceinline__ void aggSplit(long long v0, int lgL, long long heavyDeg, long long nHeavy, AGG_PARAMS) {
+  if (v0 >= rows) return;  // the whole warp
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x & 31, L = 1 << lgL, g = lane >> lgL, l = lane & (L - 1);
+  const long long v = v0 + g;
+  int e0 = 0, e1 = 0;
+  bool live = v < rows;
+  if (live) {
+    e0 = indptr[v], e1 = indptr[v + 1];
+    if (nHeavy > 0 && e1 - e0 > heavyDeg) live = false, e1 = e0;
+  }
+  const int ic = (int)cols, nw = (ic + 3) >> 2;
+  const u32 stride = (u32)ic;
+  u32 a[8] = {};
+  // No shuffle in the loop: its trip count is the lane's own.
+  for (int t = e0 + l; t < e1; t += aggSplitStep * L) {
+    int i[aggSplitStep];
+#pragma unroll
+    for (int u = 0; u < aggSplitStep; u++) i[u] = t + u * L < e1 ? indices[t + u * L] : -1;
+    u32 q[aggSplitStep][4];
+#pragma unroll
+    for (int u = 0; u < aggSplitStep; u++) {
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        u32 w1[1] = {0u};
+        if (j < nw && i[u] >= 0) loadCodes<4>(w1, x + (u64)(u32)i[u] * stride + 4 * j, min(ic - 4 * j, 4), false);
+        q[u][j] = w1[0];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < aggSplitStep; u++) {
+#pragma unroll
+      for (int j = 0; j < 4; j++) addWord(a[2 * j], a[2 * j + 1], q[u][j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    if (j < 2 * nw) {  // the same for the whole warp
+      for (int o = 1; o < L; o <<= 1) a[j] += (u32)__shfl_xor_sync(full, (int)a[j], o);
+    }
+  }
+  u32 mine[2] = {};
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    if (j == l) mine[0] = a[2 * j], mine[1] = a[2 * j + 1];
+  }
+  int s[4] = {};
+  unpack<4>(s, mine);
+  groupsFinish<4>(s, v, live, lgL, AGG_ARGS);
+}
+
 // aggGroups takes 8 columns a lane where wideLanes allows, 4 otherwise.
 // Unweighted graphs only: the host gives weighted ones a warp a row (see
 // aggregate in backend_ops.go).
@@ -485,8 +569,10 @@ __device__ __forceinline__ void aggGroups(long long v0, int lgL, long long heavy
 // than heavyDeg entries, longest first) with all its W warps, so that one
 // warp's chain of loads over a long row does not hold up the kernel; each
 // warp of the blocks after takes one of the other rows. The heavy blocks
-// start first and the light ones fill the device around them.
-template <int W>
+// start first and the light ones fill the device around them. SPLIT: the
+// light rows by aggSplit (agg8s, agg32s), a kernel of its own so that its
+// registers do not cost the other paths spills.
+template <int W, bool SPLIT>
 __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
   __shared__ int red[AGG_CHUNK];
   __align__(16) __shared__ int scr[W * 32 * 8];
@@ -498,7 +584,11 @@ __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restr
   }
   const long long v = ((long long)blockIdx.x - nHeavy) * W + wid;
   if (laneLg < 5) {
-    aggGroups(v << (5 - laneLg), (int)laneLg, heavyDeg, nHeavy, AGG_ARGS);
+    if (SPLIT) {
+      aggSplit(v << (5 - laneLg), (int)laneLg, heavyDeg, nHeavy, AGG_ARGS);
+    } else {
+      aggGroups(v << (5 - laneLg), (int)laneLg, heavyDeg, nHeavy, AGG_ARGS);
+    }
     return;
   }
   if (v >= rows) return;  // the whole warp
@@ -509,11 +599,19 @@ __device__ __forceinline__ void aggBlocks(long long heavyDeg, const int* __restr
 // to cost occupancy (bench/e2e/RESULTS.md).
 extern "C" __global__ void __launch_bounds__(256, 4)
     agg8(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
-  aggBlocks<8>(heavyDeg, heavy, nHeavy, AGG_ARGS);
+  aggBlocks<8, false>(heavyDeg, heavy, nHeavy, AGG_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+    agg8s(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
+  aggBlocks<8, true>(heavyDeg, heavy, nHeavy, AGG_ARGS);
 }
 extern "C" __global__ void __launch_bounds__(1024)
     agg32(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
-  aggBlocks<32>(heavyDeg, heavy, nHeavy, AGG_ARGS);
+  aggBlocks<32, false>(heavyDeg, heavy, nHeavy, AGG_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(1024)
+    agg32s(long long heavyDeg, const int* __restrict__ heavy, long long nHeavy, AGG_PARAMS) {
+  aggBlocks<32, true>(heavyDeg, heavy, nHeavy, AGG_ARGS);
 }
 
 // storeOut writes value t of element i (row r, column c) in an output of

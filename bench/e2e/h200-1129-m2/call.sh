@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# call m2 (1 x H200, 16 cores), branch s11 (qgtc, tcu.test and export built here; qgtc-old =
+# 4a58dab, main at the start of the session; carried xz-compressed in build/m2x; partitions and
+# 4-bit models of build/g1dx, as in j1-m1):
+#  1. tcu GPU tests: backend (the product folded into AggBit, the split kernels), plans, uploads,
+#     the graph plan; memcheck and racecheck on TestBackendAgg and TestBackendFolds.
+#  2. Physics and Computers, GCN/GIN/SAGE at 4 bits, resident and cold: old, new, in turn twice
+#     (new's first round op by op too).
+#  3. New with the 16 cores' CPU pass and PyG on the same partitions; the CPU pass again.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+. bench/e2e/steps.sh # call_head, el, carried, tcu_run, sanitize, small
+B=build/fpgpu
+call_head
+carried build/m2x
+tcu_run 220 'TestBackend|TestPlan|TestStagedUploads|TestUploadRing|TestAggKernelsListed|TestGraphPlanOnDevice|TestKernelProfileOnDevice|TestDeviceResources' $A/tcu-test.log
+sanitize 60 '^TestBackend(Agg|Folds)$'
+# Each step's op-by-op kernels and printed lines kept apart (small's copies share names).
+sm() { small "$@"; mkdir -p $A/k-$1; mv $A/kernels-*.json $A/k-$1/ 2>/dev/null; cp $R/$1.txt $A/k-$1/; }
+sm olda 300 QGTC=$B/qgtc-old PYG=0 KERNELS=1 VARIANTS='^gpu (resident|cold)$'
+sm newa 340 PYG=0 KERNELS=1 VARIANTS='^gpu (resident|cold)$'
+sm oldb 370 QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
+sm newb 400 PYG=0 VARIANTS='^gpu (resident|cold)$'
+sm final 520 PYG_REPS=5 VARIANTS='^(gpu resident|gpu cold|cpu)$'
+sm cpu2 550 PYG=0 VARIANTS='^cpu$'
+cp $OUT/steps.txt $A/
+tar czf $OUT/m2.tgz -C $OUT a 2>/dev/null; rm -rf $A $R
+echo "done $(el)s"
