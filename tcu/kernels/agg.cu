@@ -326,6 +326,21 @@ __device__ __forceinline__ u32 planeBits(const u32 (&q)[V], int p, bool bytes) {
 template <int V>
 __device__ __forceinline__ void groupsFinish(const int (&sums0)[V], long long v, bool live, int lgL, AGG_PARAMS);
 
+// groupRow says whether a lane group's row v is one to compute and store
+// (in the rows, not left to a heavy block), with its entries [e0, e1):
+// none where it is not.
+__device__ __forceinline__ bool groupRow(long long v, long long heavyDeg, long long nHeavy, const int* __restrict__ indptr,
+                                         long long rows, int& e0, int& e1) {
+  e0 = e1 = 0;
+  if (v >= rows) return false;
+  e0 = indptr[v], e1 = indptr[v + 1];
+  if (nHeavy > 0 && e1 - e0 > heavyDeg) {
+    e1 = e0;
+    return false;
+  }
+  return true;
+}
+
 // aggGroupsV computes light rows of an unweighted graph a group of L =
 // 2^lgL lanes each, 32/L rows a warp (from v0, group g row v0 + g): for
 // outputs of at most 16·V columns, so that a warp's fixed costs (the
@@ -343,12 +358,8 @@ __device__ __forceinline__ void aggGroupsV(long long v0, int lgL, long long heav
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x & 31, L = 1 << lgL, g = lane >> lgL, l = lane & (L - 1);
   const long long v = v0 + g;
-  int e0 = 0, e1 = 0;
-  bool live = v < rows;
-  if (live) {
-    e0 = indptr[v], e1 = indptr[v + 1];
-    if (nHeavy > 0 && e1 - e0 > heavyDeg) live = false, e1 = e0;
-  }
+  int e0, e1;
+  const bool live = groupRow(v, heavyDeg, nHeavy, indptr, rows, e0, e1);
   const int ic = (int)cols, cc = V * l;
   const int n = max(0, min(ic - cc, V));
   // The bound itself, not n == V: NVRTC 13's ptxas folded n's clamp and
@@ -508,12 +519,8 @@ __device__ __forceinline__ void aggSplit(long long v0, int lgL, long long heavyD
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x & 31, L = 1 << lgL, g = lane >> lgL, l = lane & (L - 1);
   const long long v = v0 + g;
-  int e0 = 0, e1 = 0;
-  bool live = v < rows;
-  if (live) {
-    e0 = indptr[v], e1 = indptr[v + 1];
-    if (nHeavy > 0 && e1 - e0 > heavyDeg) live = false, e1 = e0;
-  }
+  int e0, e1;
+  const bool live = groupRow(v, heavyDeg, nHeavy, indptr, rows, e0, e1);
   const int ic = (int)cols, nw = (ic + 3) >> 2;
   const u32 stride = (u32)ic;
   u32 a[8] = {};
