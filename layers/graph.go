@@ -131,7 +131,13 @@ type GraphModel struct {
 	// (no bias) scores every node from the input of GIN layer l (the
 	// features for l = 0), and the scores of every head are added to the
 	// last layer's before the sum. Nil: the last layer's only.
-	Heads   []Linear
+	Heads []Linear
+	// Bias (Classes, nil: none) is added to every graph's logits after
+	// the sum: the readout's intercept. Without it the sum of node scores
+	// has no per-graph constant, so a graph of every node doubled gets
+	// doubled logits and the same class: size alone cannot decide
+	// (Xu et al.'s heads have biases; bench/accuracy/RESULTS.md).
+	Bias    []float32
 	Readout Params
 	// Scale multiplies the readout's sums: 1/(mean graph size) of the
 	// training graphs makes an average graph's logits the size of one
@@ -152,7 +158,7 @@ func NewGraphModel(in, hidden, classes, layers, abits, wbits int, norm string, s
 	if err := m.SetNorm(norm); err != nil {
 		return nil, err
 	}
-	gm := &GraphModel{Model: m, Scale: 1}
+	gm := &GraphModel{Model: m, Scale: 1, Bias: make([]float32, classes)}
 	r := rand.New(rand.NewPCG(seed, 0x6865616473))
 	for l := range layers {
 		fi := hidden
@@ -168,7 +174,7 @@ func NewGraphModel(in, hidden, classes, layers, abits, wbits int, norm string, s
 
 // Clone returns a deep copy of gm.
 func (gm *GraphModel) Clone() *GraphModel {
-	c := &GraphModel{Model: gm.Model.Clone(), Readout: gm.Readout, Scale: gm.Scale}
+	c := &GraphModel{Model: gm.Model.Clone(), Bias: slices.Clone(gm.Bias), Readout: gm.Readout, Scale: gm.Scale}
 	for _, h := range gm.Heads {
 		c.Heads = append(c.Heads, h.clone())
 	}
@@ -182,6 +188,9 @@ func (gm *GraphModel) headInput(ops []planOp, l int) int { return ops[3*l].in[0]
 func (gm *GraphModel) checkHeads() error {
 	if gm.Kind != GIN || len(gm.Heads) > len(gm.Layers) {
 		return fmt.Errorf("%w: a graph classifier is a GIN with at most a head per layer (%s, %d heads, %d layers)", ErrModel, gm.Kind, len(gm.Heads), len(gm.Layers))
+	}
+	if gm.Bias != nil && len(gm.Bias) != gm.Classes {
+		return fmt.Errorf("%w: readout bias of %d for %d classes", ErrModel, len(gm.Bias), gm.Classes)
 	}
 	for l, h := range gm.Heads {
 		if h.In != gm.Layers[l].Lin1.In || h.Out != gm.Classes || len(h.W) != h.In*h.Out || h.B != nil {
@@ -204,14 +213,20 @@ type headRun struct {
 }
 
 // nodeScores runs the GIN on b and adds the heads' scores to its last
-// layer's, in head order (bmm.AddValue, as AddFloat on the backend).
-func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*simState, []float32, []headRun, error) {
+// layer's, in head order (bmm.AddValue, as AddFloat on the backend). With
+// branches it also returns the scores before they are added: the last
+// layer's, then each head's.
+func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache, branches bool) (*simState, []float32, []headRun, [][]float32, error) {
 	if err := gm.checkHeads(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	st, y, err := gm.simRun(b.Batch, in, qUpTo(quant), -1, dropout, rng, nil, wc)
+	var parts [][]float32
+	if branches {
+		parts = [][]float32{y}
+	}
 	if err != nil || len(gm.Heads) == 0 {
-		return st, y, nil, err
+		return st, y, nil, parts, err
 	}
 	n, c := b.N(), gm.Classes
 	acc := slices.Clone(y)
@@ -243,24 +258,34 @@ func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout f
 			}
 		}
 		ep := linEpilogue(&planOp{kind: qLin, lin: head}, hr.p, hr.w, head.In, rowSums, b.Batch, quant)
+		var part []float32
+		if branches {
+			part = make([]float32, n*c)
+			parts = append(parts, part)
+		}
 		for r := range n {
 			for j := range c {
 				k := r*c + j
-				acc[k] = bmm.AddValue(acc[k], ep.ApplyFloat(float32(prod[k]), r, j), false)
+				v := ep.ApplyFloat(float32(prod[k]), r, j)
+				acc[k] = bmm.AddValue(acc[k], v, false)
+				if part != nil {
+					part[k] = v
+				}
 			}
 		}
 	}
-	return st, acc, runs, nil
+	return st, acc, runs, parts, nil
 }
 
-// headsBackward accumulates the heads' weight gradients from d, the
-// gradient at the node scores, and hands the gradient at each value a
+// headsBackward accumulates the heads' weight gradients from ds[l], the
+// gradient at head l's scores, and hands the gradient at each value a
 // head read to the GIN's backward pass (st.extra).
-func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g *simGrads) {
+func (gm *GraphModel) headsBackward(st *simState, runs []headRun, ds [][]float64, g *simGrads) {
 	n, c := st.n, gm.Classes
 	st.extra = map[int][]float64{}
 	for l, hr := range runs {
 		head := &gm.Heads[l]
+		d := ds[l]
 		h := hr.h
 		if hr.sparse {
 			h = st.input.vals
@@ -283,14 +308,15 @@ func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g
 	}
 }
 
-// readoutEpi is the readout's epilogue: Scale·Σ_v s(q_v + z) = Scale·s·C +
-// Scale·s·z·n_g.
+// readoutEpi is the readout's epilogue: Scale·Σ_v s(q_v + z) + Bias =
+// Scale·s·C + Scale·s·z·n_g + Bias.
 func (gm *GraphModel) readoutEpi(sizes []float32) *bmm.Epilogue {
 	ep := aggEpilogue(&planOp{}, gm.Readout, gm.Classes, &Batch{Deg: sizes}, true)
 	for j := range ep.ColScale {
 		ep.ColScale[j] *= gm.Scale
 		ep.ColTerm[j] *= gm.Scale
 	}
+	ep.ColBias = slices.Clone(gm.Bias)
 	return ep
 }
 
@@ -305,17 +331,63 @@ func (gm *GraphModel) readoutQuant(y []float32) []float64 {
 	return q
 }
 
-// graphForward runs the simulation on b and returns the pass (for the
-// backward pass), the node scores and the graph logits (len(b.Graphs) ×
-// Classes): the integer sum of the quantized scores through the readout
-// epilogue (quant), or the float sum of the scores.
-func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*simState, []float32, []headRun, []float32, error) {
-	st, y, runs, err := gm.nodeScores(b, in, quant, dropout, rng, wc)
-	if err != nil {
-		return nil, nil, nil, nil, err
+// graphPass is one batch's simulated pass: the GIN's state, the node
+// scores, the heads' runs and the graph logits; drops, under head
+// dropout, holds each branch's (the last layer's, then each head's)
+// multipliers of its graph scores, graph × class.
+type graphPass struct {
+	st     *simState
+	y      []float32
+	runs   []headRun
+	logits []float32
+	drops  [][]float64
+}
+
+// bias is the readout's intercept for class j (0 without).
+func (gm *GraphModel) bias(j int) float32 {
+	if gm.Bias == nil {
+		return 0
 	}
+	return gm.Bias[j]
+}
+
+// graphForward runs the simulation on b: the graph logits (len(b.Graphs)
+// × Classes) are the integer sum of the quantized node scores through the
+// readout epilogue (quant), or the float sum of the scores. headDrop
+// (full precision, with rng) drops each branch's graph scores out before
+// they are added (Xu et al.'s dropout on every layer's prediction).
+func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout, headDrop float32, rng *rand.Rand, wc weightCache) (*graphPass, error) {
+	drop := headDrop > 0 && rng != nil && !quant
+	st, y, runs, parts, err := gm.nodeScores(b, in, quant, dropout, rng, wc, drop)
+	if err != nil {
+		return nil, err
+	}
+	gp := &graphPass{st: st, y: y, runs: runs}
 	c := gm.Classes
 	ng := len(b.Graphs)
+	gp.logits = make([]float32, ng*c)
+	if drop {
+		sum := make([]float64, ng*c)
+		keep := 1 / float64(1-headDrop)
+		for _, part := range parts {
+			vals := make([]float64, len(part))
+			for k, x := range part {
+				vals[k] = float64(x)
+			}
+			m := make([]float64, ng*c)
+			for k, x := range aggregate(b.Pool.Indptr, b.Pool.Indices, vals, c) {
+				if rng.Float32() >= headDrop {
+					m[k] = keep
+					sum[k] += keep * x
+				}
+			}
+			gp.drops = append(gp.drops, m)
+		}
+		for k, x := range sum {
+			gp.logits[k] = float32(float64(gm.Scale)*x) + gm.bias(k%c)
+		}
+		return gp, nil
+	}
 	var vals []float64
 	if quant {
 		vals = gm.readoutQuant(y)
@@ -326,7 +398,6 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 		}
 	}
 	sums := aggregate(b.Pool.Indptr, b.Pool.Indices, vals, c)
-	logits := make([]float32, ng*c)
 	var ep *bmm.Epilogue
 	if quant {
 		ep = gm.readoutEpi(b.Sizes)
@@ -335,13 +406,13 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 		for j := range c {
 			k := r*c + j
 			if ep != nil {
-				logits[k] = ep.ApplyFloat(float32(sums[k]), r, j)
+				gp.logits[k] = ep.ApplyFloat(float32(sums[k]), r, j)
 			} else {
-				logits[k] = float32(float64(gm.Scale) * sums[k])
+				gp.logits[k] = float32(float64(gm.Scale)*sums[k]) + gm.bias(j)
 			}
 		}
 	}
-	return st, y, runs, logits, nil
+	return gp, nil
 }
 
 // GraphLogits returns the graph logits of every batch, in batch order,
@@ -354,11 +425,11 @@ func (gm *GraphModel) GraphLogits(batches []*GraphBatch, in *Input, quant bool) 
 	wc := weightCache{}
 	out := make([][]float32, len(batches))
 	for i, b := range batches {
-		_, _, _, lg, err := gm.graphForward(b, in, quant, 0, nil, wc)
+		gp, err := gm.graphForward(b, in, quant, 0, 0, nil, wc)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = lg
+		out[i] = gp.logits
 	}
 	return out, nil
 }
@@ -391,8 +462,12 @@ type GraphTrainConfig struct {
 	LR          float32
 	WeightDecay float32
 	Dropout     float32 // full precision only
-	PerBatch    int     // graphs per training batch
-	Halve       int     // halve the learning rate every Halve epochs (Xu et al.: 50); 0: constant
+	// HeadDropout (full precision) drops each graph's scores from every
+	// branch (the last layer's and each head's) out before they are
+	// added, as Xu et al. drop every layer's prediction out.
+	HeadDropout float32
+	PerBatch    int // graphs per training batch
+	Halve       int // halve the learning rate every Halve epochs (Xu et al.: 50); 0: constant
 	// Frozen (full precision) runs the last Frozen epochs with the batch
 	// norms frozen, as QAT runs: their running statistics folded in, no
 	// dropout, so the training pass is the evaluation pass (whose running
@@ -432,6 +507,11 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		lins = append(lins, &gm.Heads[l])
 	}
 	g, params, grads, decay := newSimGrads(lins, gm.Layers)
+	var gb []float32
+	if gm.Bias != nil {
+		gb = make([]float32, len(gm.Bias))
+		params, grads, decay = append(params, gm.Bias), append(grads, gb), append(decay, false)
+	}
 	opt := learn.NewAdam(float64(cfg.LR), float64(cfg.WeightDecay))
 	fwdRng := rng
 	if quant {
@@ -453,7 +533,7 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		}
 		loss = 0
 		for _, b := range batches {
-			st, y, runs, logits, err := gm.graphForward(b, in, quant, cfg.Dropout, fwdRng, nil)
+			gp, err := gm.graphForward(b, in, quant, cfg.Dropout, cfg.HeadDropout, fwdRng, nil)
 			if err != nil {
 				return 0, err
 			}
@@ -461,14 +541,12 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 			for i := range idx {
 				idx[i] = i
 			}
-			l, dl := crossEntropy(logits, gm.Classes, set.Labels, b.Graphs, idx)
+			l, dl := crossEntropy(gp.logits, gm.Classes, set.Labels, b.Graphs, idx)
 			loss += l * float64(len(b.Graphs))
 			for _, gr := range grads {
 				clear(gr)
 			}
-			dy := gm.readoutBackward(b, y, dl, quant)
-			gm.headsBackward(st, runs, dy, g)
-			gm.simBackward(st, dy, g)
+			gm.graphBackward(b, gp, dl, quant, g, gb)
 			opt.Step(params, grads, decay)
 		}
 		loss /= float64(len(order))
@@ -479,10 +557,34 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 	return loss, nil
 }
 
+// graphBackward accumulates into g the gradients of the pass gp from dl,
+// the gradient at its graph logits, and into gb the readout bias's.
+func (gm *GraphModel) graphBackward(b *GraphBatch, gp *graphPass, dl []float64, quant bool, g *simGrads, gb []float32) {
+	for k, x := range dl {
+		if gb != nil {
+			gb[k%gm.Classes] += float32(x)
+		}
+	}
+	ds := make([][]float64, 1+len(gp.runs))
+	for i := range ds {
+		var m []float64
+		if gp.drops != nil {
+			m = gp.drops[i]
+		}
+		if i == 0 || m != nil {
+			ds[i] = gm.readoutBackward(b, gp.y, dl, m, quant)
+		} else {
+			ds[i] = ds[0]
+		}
+	}
+	gm.headsBackward(gp.st, gp.runs, ds[1:], g)
+	gm.simBackward(gp.st, ds[0], g)
+}
+
 // readoutBackward is the gradient at the node scores y from dl, the
 // gradient at the graph logits: each node takes its graph's times Scale,
 // through the straight-through mask of the readout's quantizer (quant).
-func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl []float64, quant bool) []float64 {
+func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl, drop []float64, quant bool) []float64 {
 	c := gm.Classes
 	d := make([]float64, len(y))
 	var inRange []bool
@@ -498,6 +600,9 @@ func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl []float64, 
 				k := int(v)*c + j
 				if inRange == nil || inRange[k] {
 					d[k] = dl[r*c+j] * float64(gm.Scale)
+					if drop != nil {
+						d[k] *= drop[r*c+j]
+					}
 				}
 			}
 		}
@@ -524,7 +629,7 @@ func (gm *GraphModel) CalibrateGraphs(batches []*GraphBatch, in *Input, maxBatch
 	var sample []float32
 	wc := weightCache{}
 	for _, b := range batches {
-		_, y, _, err := gm.nodeScores(b, in, true, 0, nil, wc)
+		_, y, _, _, err := gm.nodeScores(b, in, true, 0, nil, wc, false)
 		if err != nil {
 			return err
 		}
@@ -542,7 +647,8 @@ type GraphPlan struct {
 	model *GraphModel
 	heads []planHead
 	scale bmm.Vector // the readout epilogue's ColScale
-	term  bmm.Vector // and ColTerm
+	term  bmm.Vector // ColTerm
+	bias  bmm.Vector // and ColBias (nil: none)
 	rq    bmm.Requant
 }
 
@@ -575,6 +681,9 @@ func (gm *GraphModel) CompileGraphs(be bmm.Backend) (*GraphPlan, error) {
 	if gp.scale, err = be.UploadVector(ep.ColScale); err == nil {
 		gp.term, err = be.UploadVector(ep.ColTerm)
 	}
+	if err == nil && ep.ColBias != nil {
+		gp.bias, err = be.UploadVector(ep.ColBias)
+	}
 	if err != nil {
 		gp.Close()
 		return nil, fmt.Errorf("layers: uploading the readout's epilogue: %w", err)
@@ -604,7 +713,7 @@ func (gp *GraphPlan) compileHeads() error {
 
 // Close frees what the plan holds on its backend.
 func (gp *GraphPlan) Close() error {
-	ops := []bmm.Operand{gp.scale, gp.term}
+	ops := []bmm.Operand{gp.scale, gp.term, gp.bias}
 	for _, h := range gp.heads {
 		ops = append(ops, h.w, h.codes, h.epi.ColScale, h.epi.ColTerm, h.epi.ColConst)
 	}
@@ -613,7 +722,7 @@ func (gp *GraphPlan) Close() error {
 			o.Free()
 		}
 	}
-	gp.scale, gp.term, gp.heads = nil, nil, nil
+	gp.scale, gp.term, gp.bias, gp.heads = nil, nil, nil, nil
 	return gp.Plan.Close()
 }
 
@@ -744,7 +853,7 @@ func (gp *GraphPlan) forward(b *GraphBatch, in *Input, sparse bool, read func(bm
 		return nil, err
 	}
 	owned = append(owned, out)
-	if err := be.AggFloat(out, pool, codes, &bmm.Epi{ColScale: gp.scale, ColTerm: gp.term, RowTerm: sizes}); err != nil {
+	if err := be.AggFloat(out, pool, codes, &bmm.Epi{ColScale: gp.scale, ColTerm: gp.term, RowTerm: sizes, ColBias: gp.bias}); err != nil {
 		return nil, fmt.Errorf("layers: readout: %w", err)
 	}
 	return read(be, out)
