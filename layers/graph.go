@@ -213,20 +213,14 @@ type headRun struct {
 }
 
 // nodeScores runs the GIN on b and adds the heads' scores to its last
-// layer's, in head order (bmm.AddValue, as AddFloat on the backend). With
-// branches it also returns the scores before they are added: the last
-// layer's, then each head's.
-func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache, branches bool) (*simState, []float32, []headRun, [][]float32, error) {
+// layer's, in head order (bmm.AddValue, as AddFloat on the backend).
+func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*simState, []float32, []headRun, error) {
 	if err := gm.checkHeads(); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	st, y, err := gm.simRun(b.Batch, in, qUpTo(quant), -1, dropout, rng, nil, wc)
-	var parts [][]float32
-	if branches {
-		parts = [][]float32{y}
-	}
 	if err != nil || len(gm.Heads) == 0 {
-		return st, y, nil, parts, err
+		return st, y, nil, err
 	}
 	n, c := b.N(), gm.Classes
 	acc := slices.Clone(y)
@@ -258,34 +252,24 @@ func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout f
 			}
 		}
 		ep := linEpilogue(&planOp{kind: qLin, lin: head}, hr.p, hr.w, head.In, rowSums, b.Batch, quant)
-		var part []float32
-		if branches {
-			part = make([]float32, n*c)
-			parts = append(parts, part)
-		}
 		for r := range n {
 			for j := range c {
 				k := r*c + j
-				v := ep.ApplyFloat(float32(prod[k]), r, j)
-				acc[k] = bmm.AddValue(acc[k], v, false)
-				if part != nil {
-					part[k] = v
-				}
+				acc[k] = bmm.AddValue(acc[k], ep.ApplyFloat(float32(prod[k]), r, j), false)
 			}
 		}
 	}
-	return st, acc, runs, parts, nil
+	return st, acc, runs, nil
 }
 
-// headsBackward accumulates the heads' weight gradients from ds[l], the
-// gradient at head l's scores, and hands the gradient at each value a
+// headsBackward accumulates the heads' weight gradients from d, the
+// gradient at the node scores, and hands the gradient at each value a
 // head read to the GIN's backward pass (st.extra).
-func (gm *GraphModel) headsBackward(st *simState, runs []headRun, ds [][]float64, g *simGrads) {
+func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g *simGrads) {
 	n, c := st.n, gm.Classes
 	st.extra = map[int][]float64{}
 	for l, hr := range runs {
 		head := &gm.Heads[l]
-		d := ds[l]
 		h := hr.h
 		if hr.sparse {
 			h = st.input.vals
@@ -332,15 +316,12 @@ func (gm *GraphModel) readoutQuant(y []float32) []float64 {
 }
 
 // graphPass is one batch's simulated pass: the GIN's state, the node
-// scores, the heads' runs and the graph logits; drops, under head
-// dropout, holds each branch's (the last layer's, then each head's)
-// multipliers of its graph scores, graph × class.
+// scores, the heads' runs and the graph logits.
 type graphPass struct {
 	st     *simState
 	y      []float32
 	runs   []headRun
 	logits []float32
-	drops  [][]float64
 }
 
 // bias is the readout's intercept for class j (0 without).
@@ -353,12 +334,9 @@ func (gm *GraphModel) bias(j int) float32 {
 
 // graphForward runs the simulation on b: the graph logits (len(b.Graphs)
 // × Classes) are the integer sum of the quantized node scores through the
-// readout epilogue (quant), or the float sum of the scores. headDrop
-// (full precision, with rng) drops each branch's graph scores out before
-// they are added (Xu et al.'s dropout on every layer's prediction).
-func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout, headDrop float32, rng *rand.Rand, wc weightCache) (*graphPass, error) {
-	drop := headDrop > 0 && rng != nil && !quant
-	st, y, runs, parts, err := gm.nodeScores(b, in, quant, dropout, rng, wc, drop)
+// readout epilogue (quant), or the float sum of the scores, plus Bias.
+func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*graphPass, error) {
+	st, y, runs, err := gm.nodeScores(b, in, quant, dropout, rng, wc)
 	if err != nil {
 		return nil, err
 	}
@@ -366,28 +344,6 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 	c := gm.Classes
 	ng := len(b.Graphs)
 	gp.logits = make([]float32, ng*c)
-	if drop {
-		sum := make([]float64, ng*c)
-		keep := 1 / float64(1-headDrop)
-		for _, part := range parts {
-			vals := make([]float64, len(part))
-			for k, x := range part {
-				vals[k] = float64(x)
-			}
-			m := make([]float64, ng*c)
-			for k, x := range aggregate(b.Pool.Indptr, b.Pool.Indices, vals, c) {
-				if rng.Float32() >= headDrop {
-					m[k] = keep
-					sum[k] += keep * x
-				}
-			}
-			gp.drops = append(gp.drops, m)
-		}
-		for k, x := range sum {
-			gp.logits[k] = float32(float64(gm.Scale)*x) + gm.bias(k%c)
-		}
-		return gp, nil
-	}
 	var vals []float64
 	if quant {
 		vals = gm.readoutQuant(y)
@@ -425,7 +381,7 @@ func (gm *GraphModel) GraphLogits(batches []*GraphBatch, in *Input, quant bool) 
 	wc := weightCache{}
 	out := make([][]float32, len(batches))
 	for i, b := range batches {
-		gp, err := gm.graphForward(b, in, quant, 0, 0, nil, wc)
+		gp, err := gm.graphForward(b, in, quant, 0, nil, wc)
 		if err != nil {
 			return nil, err
 		}
@@ -462,12 +418,8 @@ type GraphTrainConfig struct {
 	LR          float32
 	WeightDecay float32
 	Dropout     float32 // full precision only
-	// HeadDropout (full precision) drops each graph's scores from every
-	// branch (the last layer's and each head's) out before they are
-	// added, as Xu et al. drop every layer's prediction out.
-	HeadDropout float32
-	PerBatch    int // graphs per training batch
-	Halve       int // halve the learning rate every Halve epochs (Xu et al.: 50); 0: constant
+	PerBatch    int     // graphs per training batch
+	Halve       int     // halve the learning rate every Halve epochs (Xu et al.: 50); 0: constant
 	// Frozen (full precision) runs the last Frozen epochs with the batch
 	// norms frozen, as QAT runs: their running statistics folded in, no
 	// dropout, so the training pass is the evaluation pass (whose running
@@ -533,7 +485,7 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		}
 		loss = 0
 		for _, b := range batches {
-			gp, err := gm.graphForward(b, in, quant, cfg.Dropout, cfg.HeadDropout, fwdRng, nil)
+			gp, err := gm.graphForward(b, in, quant, cfg.Dropout, fwdRng, nil)
 			if err != nil {
 				return 0, err
 			}
@@ -565,26 +517,15 @@ func (gm *GraphModel) graphBackward(b *GraphBatch, gp *graphPass, dl []float64, 
 			gb[k%gm.Classes] += float32(x)
 		}
 	}
-	ds := make([][]float64, 1+len(gp.runs))
-	for i := range ds {
-		var m []float64
-		if gp.drops != nil {
-			m = gp.drops[i]
-		}
-		if i == 0 || m != nil {
-			ds[i] = gm.readoutBackward(b, gp.y, dl, m, quant)
-		} else {
-			ds[i] = ds[0]
-		}
-	}
-	gm.headsBackward(gp.st, gp.runs, ds[1:], g)
-	gm.simBackward(gp.st, ds[0], g)
+	d := gm.readoutBackward(b, gp.y, dl, quant)
+	gm.headsBackward(gp.st, gp.runs, d, g)
+	gm.simBackward(gp.st, d, g)
 }
 
 // readoutBackward is the gradient at the node scores y from dl, the
 // gradient at the graph logits: each node takes its graph's times Scale,
 // through the straight-through mask of the readout's quantizer (quant).
-func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl, drop []float64, quant bool) []float64 {
+func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl []float64, quant bool) []float64 {
 	c := gm.Classes
 	d := make([]float64, len(y))
 	var inRange []bool
@@ -600,9 +541,6 @@ func (gm *GraphModel) readoutBackward(b *GraphBatch, y []float32, dl, drop []flo
 				k := int(v)*c + j
 				if inRange == nil || inRange[k] {
 					d[k] = dl[r*c+j] * float64(gm.Scale)
-					if drop != nil {
-						d[k] *= drop[r*c+j]
-					}
 				}
 			}
 		}
@@ -629,7 +567,7 @@ func (gm *GraphModel) CalibrateGraphs(batches []*GraphBatch, in *Input, maxBatch
 	var sample []float32
 	wc := weightCache{}
 	for _, b := range batches {
-		_, y, _, _, err := gm.nodeScores(b, in, true, 0, nil, wc, false)
+		_, y, _, err := gm.nodeScores(b, in, true, 0, nil, wc)
 		if err != nil {
 			return err
 		}

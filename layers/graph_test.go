@@ -3,7 +3,6 @@ package layers
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -144,86 +143,59 @@ func TestGraphPlanMatchesSimulation(t *testing.T) {
 
 // TestGraphGradient checks the readout's and the heads' backward pass
 // against a finite difference of the fp32 graph loss in one weight of each
-// linear, the heads' included, without and with head dropout (the same
-// mask for every evaluation: a fresh generator of one seed).
+// linear, the heads' included, and in the readout's bias.
 func TestGraphGradient(t *testing.T) {
 	set, err := subgraph.LoadGraphSet(filepath.Join("..", "testdata", "proteins"))
 	require.NoError(t, err)
 	in, err := QuantizeInput(set.Features, 8)
 	require.NoError(t, err)
-	for _, headDrop := range []float32{0, 0.5} {
-		gm, err := NewGraphModel(set.NumTags, 6, set.NumClasses, 2, 8, 8, NormNone, 3)
+	gm, err := NewGraphModel(set.NumTags, 6, set.NumClasses, 2, 8, 8, NormNone, 3)
+	require.NoError(t, err)
+	gm.Scale = 0.25
+	gm.Bias = []float32{0.3, -0.2}
+	bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
+	require.NoError(t, err)
+	b := bs[0]
+	lins := gm.linears()
+	for l := range gm.Heads {
+		lins = append(lins, &gm.Heads[l])
+	}
+	require.Len(t, gm.Heads, 2)
+	loss := func() (float64, *simGrads, []float32) {
+		gp, err := gm.graphForward(b, in, false, 0, nil, nil)
 		require.NoError(t, err)
-		gm.Scale = 0.25
-		bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
-		require.NoError(t, err)
-		b := bs[0]
-		lins := gm.linears()
-		for l := range gm.Heads {
-			lins = append(lins, &gm.Heads[l])
+		idx := []int{0, 1, 2, 3}
+		l, dl := crossEntropy(gp.logits, gm.Classes, set.Labels, b.Graphs, idx)
+		g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
+		for _, lin := range lins {
+			g.w[lin], g.b[lin] = make([]float32, len(lin.W)), make([]float32, len(lin.B))
 		}
-		require.Len(t, gm.Heads, 2)
-		gm.Bias = []float32{0.3, -0.2}
-		loss := func() (float64, *simGrads, *graphPass, []float32) {
-			var rng *rand.Rand
-			if headDrop > 0 {
-				rng = rand.New(rand.NewPCG(7, 8))
-			}
-			gp, err := gm.graphForward(b, in, false, 0, headDrop, rng, nil)
-			require.NoError(t, err)
-			idx := []int{0, 1, 2, 3}
-			l, dl := crossEntropy(gp.logits, gm.Classes, set.Labels, b.Graphs, idx)
-			g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
-			for _, lin := range lins {
-				g.w[lin], g.b[lin] = make([]float32, len(lin.W)), make([]float32, len(lin.B))
-			}
-			gb := make([]float32, len(gm.Bias))
-			gm.graphBackward(b, gp, dl, false, g, gb)
-			return l, g, gp, gb
-		}
-		_, g, gp, gb := loss()
-		if headDrop > 0 {
-			require.Len(t, gp.drops, 3, "the last layer's branch and two heads'")
-			var dropped, kept int
-			for _, m := range gp.drops {
-				for _, x := range m {
-					switch x {
-					case 0:
-						dropped++
-					case 2:
-						kept++
-					default:
-						t.Fatalf("multiplier %v, want 0 or 1/(1-0.5)", x)
-					}
-				}
-			}
-			assert.True(t, dropped > 0 && kept > 0, "%d dropped, %d kept", dropped, kept)
-		} else {
-			assert.Nil(t, gp.drops)
-		}
-		for li, lin := range lins {
-			k := len(lin.W) / 2
-			w0 := lin.W[k]
-			const h = 1e-2
-			lin.W[k] = w0 + h
-			up, _, _, _ := loss()
-			lin.W[k] = w0 - h
-			down, _, _, _ := loss()
-			lin.W[k] = w0
-			num := (up - down) / (2 * h)
-			assert.InDelta(t, num, float64(g.w[lin][k]), 2e-3+0.02*math.Abs(num), "head dropout %v: linear %d weight %d", headDrop, li, k)
-		}
-		for j := range gm.Bias {
-			b0 := gm.Bias[j]
-			const h = 1e-2
-			gm.Bias[j] = b0 + h
-			up, _, _, _ := loss()
-			gm.Bias[j] = b0 - h
-			down, _, _, _ := loss()
-			gm.Bias[j] = b0
-			num := (up - down) / (2 * h)
-			assert.InDelta(t, num, float64(gb[j]), 2e-3+0.02*math.Abs(num), "head dropout %v: readout bias %d", headDrop, j)
-		}
+		gb := make([]float32, len(gm.Bias))
+		gm.graphBackward(b, gp, dl, false, g, gb)
+		return l, g, gb
+	}
+	_, g, gb := loss()
+	const h = 1e-2
+	for li, lin := range lins {
+		k := len(lin.W) / 2
+		w0 := lin.W[k]
+		lin.W[k] = w0 + h
+		up, _, _ := loss()
+		lin.W[k] = w0 - h
+		down, _, _ := loss()
+		lin.W[k] = w0
+		num := (up - down) / (2 * h)
+		assert.InDelta(t, num, float64(g.w[lin][k]), 2e-3+0.02*math.Abs(num), "linear %d weight %d", li, k)
+	}
+	for j := range gm.Bias {
+		b0 := gm.Bias[j]
+		gm.Bias[j] = b0 + h
+		up, _, _ := loss()
+		gm.Bias[j] = b0 - h
+		down, _, _ := loss()
+		gm.Bias[j] = b0
+		num := (up - down) / (2 * h)
+		assert.InDelta(t, num, float64(gb[j]), 2e-3+0.02*math.Abs(num), "readout bias %d", j)
 	}
 }
 

@@ -36,8 +36,6 @@ type graphRecipe struct {
 	halve, frozenDiv int
 	// scale multiplies the readout's 1/(mean training graph size).
 	scale float64
-	// headDropout is layers.GraphTrainConfig.HeadDropout.
-	headDropout float64
 }
 
 func (g graphRecipe) halveEvery(epochs int) int {
@@ -240,8 +238,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		var curveSecs float64
 		_, err = fp.TrainGraphs(set, fold.Train, in32, false, layers.GraphTrainConfig{Epochs: j.Epochs, LR: graphLR,
 			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: graphTrain.perBatch,
-			Halve: graphTrain.halveEvery(j.Epochs), Frozen: graphTrain.frozenEpochs(j.Epochs),
-			HeadDropout: float32(graphTrain.headDropout), Seed: j.Seed + uint64(k),
+			Halve: graphTrain.halveEvery(j.Epochs), Frozen: graphTrain.frozenEpochs(j.Epochs), Seed: j.Seed + uint64(k),
 			Progress: func(ep int, loss float64) {
 				t := time.Now()
 				acc, err := fp.GraphAccuracy(test, in32, set.Labels, false)
