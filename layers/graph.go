@@ -131,7 +131,13 @@ type GraphModel struct {
 	// (no bias) scores every node from the input of GIN layer l (the
 	// features for l = 0), and the scores of every head are added to the
 	// last layer's before the sum. Nil: the last layer's only.
-	Heads   []Linear
+	Heads []Linear
+	// Bias (Classes, nil: none) is added to every graph's logits after
+	// the sum: the readout's intercept. Without it the sum of node scores
+	// has no per-graph constant, so a graph of every node doubled gets
+	// doubled logits and the same class: size alone cannot decide
+	// (Xu et al.'s heads have biases; bench/accuracy/RESULTS.md).
+	Bias    []float32
 	Readout Params
 	// Scale multiplies the readout's sums: 1/(mean graph size) of the
 	// training graphs makes an average graph's logits the size of one
@@ -152,7 +158,7 @@ func NewGraphModel(in, hidden, classes, layers, abits, wbits int, norm string, s
 	if err := m.SetNorm(norm); err != nil {
 		return nil, err
 	}
-	gm := &GraphModel{Model: m, Scale: 1}
+	gm := &GraphModel{Model: m, Scale: 1, Bias: make([]float32, classes)}
 	r := rand.New(rand.NewPCG(seed, 0x6865616473))
 	for l := range layers {
 		fi := hidden
@@ -168,7 +174,7 @@ func NewGraphModel(in, hidden, classes, layers, abits, wbits int, norm string, s
 
 // Clone returns a deep copy of gm.
 func (gm *GraphModel) Clone() *GraphModel {
-	c := &GraphModel{Model: gm.Model.Clone(), Readout: gm.Readout, Scale: gm.Scale}
+	c := &GraphModel{Model: gm.Model.Clone(), Bias: slices.Clone(gm.Bias), Readout: gm.Readout, Scale: gm.Scale}
 	for _, h := range gm.Heads {
 		c.Heads = append(c.Heads, h.clone())
 	}
@@ -182,6 +188,9 @@ func (gm *GraphModel) headInput(ops []planOp, l int) int { return ops[3*l].in[0]
 func (gm *GraphModel) checkHeads() error {
 	if gm.Kind != GIN || len(gm.Heads) > len(gm.Layers) {
 		return fmt.Errorf("%w: a graph classifier is a GIN with at most a head per layer (%s, %d heads, %d layers)", ErrModel, gm.Kind, len(gm.Heads), len(gm.Layers))
+	}
+	if gm.Bias != nil && len(gm.Bias) != gm.Classes {
+		return fmt.Errorf("%w: readout bias of %d for %d classes", ErrModel, len(gm.Bias), gm.Classes)
 	}
 	for l, h := range gm.Heads {
 		if h.In != gm.Layers[l].Lin1.In || h.Out != gm.Classes || len(h.W) != h.In*h.Out || h.B != nil {
@@ -283,14 +292,15 @@ func (gm *GraphModel) headsBackward(st *simState, runs []headRun, d []float64, g
 	}
 }
 
-// readoutEpi is the readout's epilogue: Scale·Σ_v s(q_v + z) = Scale·s·C +
-// Scale·s·z·n_g.
+// readoutEpi is the readout's epilogue: Scale·Σ_v s(q_v + z) + Bias =
+// Scale·s·C + Scale·s·z·n_g + Bias.
 func (gm *GraphModel) readoutEpi(sizes []float32) *bmm.Epilogue {
 	ep := aggEpilogue(&planOp{}, gm.Readout, gm.Classes, &Batch{Deg: sizes}, true)
 	for j := range ep.ColScale {
 		ep.ColScale[j] *= gm.Scale
 		ep.ColTerm[j] *= gm.Scale
 	}
+	ep.ColBias = slices.Clone(gm.Bias)
 	return ep
 }
 
@@ -305,17 +315,35 @@ func (gm *GraphModel) readoutQuant(y []float32) []float64 {
 	return q
 }
 
-// graphForward runs the simulation on b and returns the pass (for the
-// backward pass), the node scores and the graph logits (len(b.Graphs) ×
-// Classes): the integer sum of the quantized scores through the readout
-// epilogue (quant), or the float sum of the scores.
-func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*simState, []float32, []headRun, []float32, error) {
+// graphPass is one batch's simulated pass: the GIN's state, the node
+// scores, the heads' runs and the graph logits.
+type graphPass struct {
+	st     *simState
+	y      []float32
+	runs   []headRun
+	logits []float32
+}
+
+// bias is the readout's intercept for class j (0 without).
+func (gm *GraphModel) bias(j int) float32 {
+	if gm.Bias == nil {
+		return 0
+	}
+	return gm.Bias[j]
+}
+
+// graphForward runs the simulation on b: the graph logits (len(b.Graphs)
+// × Classes) are the integer sum of the quantized node scores through the
+// readout epilogue (quant), or the float sum of the scores, plus Bias.
+func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout float32, rng *rand.Rand, wc weightCache) (*graphPass, error) {
 	st, y, runs, err := gm.nodeScores(b, in, quant, dropout, rng, wc)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
+	gp := &graphPass{st: st, y: y, runs: runs}
 	c := gm.Classes
 	ng := len(b.Graphs)
+	gp.logits = make([]float32, ng*c)
 	var vals []float64
 	if quant {
 		vals = gm.readoutQuant(y)
@@ -326,7 +354,6 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 		}
 	}
 	sums := aggregate(b.Pool.Indptr, b.Pool.Indices, vals, c)
-	logits := make([]float32, ng*c)
 	var ep *bmm.Epilogue
 	if quant {
 		ep = gm.readoutEpi(b.Sizes)
@@ -335,13 +362,13 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 		for j := range c {
 			k := r*c + j
 			if ep != nil {
-				logits[k] = ep.ApplyFloat(float32(sums[k]), r, j)
+				gp.logits[k] = ep.ApplyFloat(float32(sums[k]), r, j)
 			} else {
-				logits[k] = float32(float64(gm.Scale) * sums[k])
+				gp.logits[k] = float32(float64(gm.Scale)*sums[k]) + gm.bias(j)
 			}
 		}
 	}
-	return st, y, runs, logits, nil
+	return gp, nil
 }
 
 // GraphLogits returns the graph logits of every batch, in batch order,
@@ -354,11 +381,11 @@ func (gm *GraphModel) GraphLogits(batches []*GraphBatch, in *Input, quant bool) 
 	wc := weightCache{}
 	out := make([][]float32, len(batches))
 	for i, b := range batches {
-		_, _, _, lg, err := gm.graphForward(b, in, quant, 0, nil, wc)
+		gp, err := gm.graphForward(b, in, quant, 0, nil, wc)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = lg
+		out[i] = gp.logits
 	}
 	return out, nil
 }
@@ -432,6 +459,11 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		lins = append(lins, &gm.Heads[l])
 	}
 	g, params, grads, decay := newSimGrads(lins, gm.Layers)
+	var gb []float32
+	if gm.Bias != nil {
+		gb = make([]float32, len(gm.Bias))
+		params, grads, decay = append(params, gm.Bias), append(grads, gb), append(decay, false)
+	}
 	opt := learn.NewAdam(float64(cfg.LR), float64(cfg.WeightDecay))
 	fwdRng := rng
 	if quant {
@@ -453,7 +485,7 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		}
 		loss = 0
 		for _, b := range batches {
-			st, y, runs, logits, err := gm.graphForward(b, in, quant, cfg.Dropout, fwdRng, nil)
+			gp, err := gm.graphForward(b, in, quant, cfg.Dropout, fwdRng, nil)
 			if err != nil {
 				return 0, err
 			}
@@ -461,14 +493,12 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 			for i := range idx {
 				idx[i] = i
 			}
-			l, dl := crossEntropy(logits, gm.Classes, set.Labels, b.Graphs, idx)
+			l, dl := crossEntropy(gp.logits, gm.Classes, set.Labels, b.Graphs, idx)
 			loss += l * float64(len(b.Graphs))
 			for _, gr := range grads {
 				clear(gr)
 			}
-			dy := gm.readoutBackward(b, y, dl, quant)
-			gm.headsBackward(st, runs, dy, g)
-			gm.simBackward(st, dy, g)
+			gm.graphBackward(b, gp, dl, quant, g, gb)
 			opt.Step(params, grads, decay)
 		}
 		loss /= float64(len(order))
@@ -477,6 +507,19 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		}
 	}
 	return loss, nil
+}
+
+// graphBackward accumulates into g the gradients of the pass gp from dl,
+// the gradient at its graph logits, and into gb the readout bias's.
+func (gm *GraphModel) graphBackward(b *GraphBatch, gp *graphPass, dl []float64, quant bool, g *simGrads, gb []float32) {
+	for k, x := range dl {
+		if gb != nil {
+			gb[k%gm.Classes] += float32(x)
+		}
+	}
+	d := gm.readoutBackward(b, gp.y, dl, quant)
+	gm.headsBackward(gp.st, gp.runs, d, g)
+	gm.simBackward(gp.st, d, g)
 }
 
 // readoutBackward is the gradient at the node scores y from dl, the
@@ -542,7 +585,8 @@ type GraphPlan struct {
 	model *GraphModel
 	heads []planHead
 	scale bmm.Vector // the readout epilogue's ColScale
-	term  bmm.Vector // and ColTerm
+	term  bmm.Vector // ColTerm
+	bias  bmm.Vector // and ColBias (nil: none)
 	rq    bmm.Requant
 }
 
@@ -575,6 +619,9 @@ func (gm *GraphModel) CompileGraphs(be bmm.Backend) (*GraphPlan, error) {
 	if gp.scale, err = be.UploadVector(ep.ColScale); err == nil {
 		gp.term, err = be.UploadVector(ep.ColTerm)
 	}
+	if err == nil && ep.ColBias != nil {
+		gp.bias, err = be.UploadVector(ep.ColBias)
+	}
 	if err != nil {
 		gp.Close()
 		return nil, fmt.Errorf("layers: uploading the readout's epilogue: %w", err)
@@ -604,7 +651,7 @@ func (gp *GraphPlan) compileHeads() error {
 
 // Close frees what the plan holds on its backend.
 func (gp *GraphPlan) Close() error {
-	ops := []bmm.Operand{gp.scale, gp.term}
+	ops := []bmm.Operand{gp.scale, gp.term, gp.bias}
 	for _, h := range gp.heads {
 		ops = append(ops, h.w, h.codes, h.epi.ColScale, h.epi.ColTerm, h.epi.ColConst)
 	}
@@ -613,7 +660,7 @@ func (gp *GraphPlan) Close() error {
 			o.Free()
 		}
 	}
-	gp.scale, gp.term, gp.heads = nil, nil, nil
+	gp.scale, gp.term, gp.bias, gp.heads = nil, nil, nil, nil
 	return gp.Plan.Close()
 }
 
@@ -744,7 +791,7 @@ func (gp *GraphPlan) forward(b *GraphBatch, in *Input, sparse bool, read func(bm
 		return nil, err
 	}
 	owned = append(owned, out)
-	if err := be.AggFloat(out, pool, codes, &bmm.Epi{ColScale: gp.scale, ColTerm: gp.term, RowTerm: sizes}); err != nil {
+	if err := be.AggFloat(out, pool, codes, &bmm.Epi{ColScale: gp.scale, ColTerm: gp.term, RowTerm: sizes, ColBias: gp.bias}); err != nil {
 		return nil, fmt.Errorf("layers: readout: %w", err)
 	}
 	return read(be, out)

@@ -82,6 +82,8 @@ func proteinsGraphs(t *testing.T, bits int) (*subgraph.GraphSet, []int32, *Graph
 	bs, err := NewGraphBatches(set, graphs, 16, true)
 	require.NoError(t, err)
 	require.NoError(t, gm.CalibrateGraphs(bs, in, 1))
+	require.Len(t, gm.Bias, 2)
+	require.True(t, gm.Bias[0] != 0 && gm.Bias[1] != 0, "the readout bias trains (and the plans below add it)")
 	return set, graphs, gm, in
 }
 
@@ -141,7 +143,7 @@ func TestGraphPlanMatchesSimulation(t *testing.T) {
 
 // TestGraphGradient checks the readout's and the heads' backward pass
 // against a finite difference of the fp32 graph loss in one weight of each
-// linear, the heads' included.
+// linear, the heads' included, and in the readout's bias.
 func TestGraphGradient(t *testing.T) {
 	set, err := subgraph.LoadGraphSet(filepath.Join("..", "testdata", "proteins"))
 	require.NoError(t, err)
@@ -150,6 +152,7 @@ func TestGraphGradient(t *testing.T) {
 	gm, err := NewGraphModel(set.NumTags, 6, set.NumClasses, 2, 8, 8, NormNone, 3)
 	require.NoError(t, err)
 	gm.Scale = 0.25
+	gm.Bias = []float32{0.3, -0.2}
 	bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
 	require.NoError(t, err)
 	b := bs[0]
@@ -158,32 +161,41 @@ func TestGraphGradient(t *testing.T) {
 		lins = append(lins, &gm.Heads[l])
 	}
 	require.Len(t, gm.Heads, 2)
-	loss := func() (float64, *simGrads) {
-		st, y, runs, lg, err := gm.graphForward(b, in, false, 0, nil, nil)
+	loss := func() (float64, *simGrads, []float32) {
+		gp, err := gm.graphForward(b, in, false, 0, nil, nil)
 		require.NoError(t, err)
 		idx := []int{0, 1, 2, 3}
-		l, dl := crossEntropy(lg, gm.Classes, set.Labels, b.Graphs, idx)
+		l, dl := crossEntropy(gp.logits, gm.Classes, set.Labels, b.Graphs, idx)
 		g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
 		for _, lin := range lins {
 			g.w[lin], g.b[lin] = make([]float32, len(lin.W)), make([]float32, len(lin.B))
 		}
-		dy := gm.readoutBackward(b, y, dl, false)
-		gm.headsBackward(st, runs, dy, g)
-		gm.simBackward(st, dy, g)
-		return l, g
+		gb := make([]float32, len(gm.Bias))
+		gm.graphBackward(b, gp, dl, false, g, gb)
+		return l, g, gb
 	}
-	_, g := loss()
+	_, g, gb := loss()
+	const h = 1e-2
 	for li, lin := range lins {
 		k := len(lin.W) / 2
 		w0 := lin.W[k]
-		const h = 1e-2
 		lin.W[k] = w0 + h
-		up, _ := loss()
+		up, _, _ := loss()
 		lin.W[k] = w0 - h
-		down, _ := loss()
+		down, _, _ := loss()
 		lin.W[k] = w0
 		num := (up - down) / (2 * h)
 		assert.InDelta(t, num, float64(g.w[lin][k]), 2e-3+0.02*math.Abs(num), "linear %d weight %d", li, k)
+	}
+	for j := range gm.Bias {
+		b0 := gm.Bias[j]
+		gm.Bias[j] = b0 + h
+		up, _, _ := loss()
+		gm.Bias[j] = b0 - h
+		down, _, _ := loss()
+		gm.Bias[j] = b0
+		num := (up - down) / (2 * h)
+		assert.InDelta(t, num, float64(gb[j]), 2e-3+0.02*math.Abs(num), "readout bias %d", j)
 	}
 }
 

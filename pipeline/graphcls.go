@@ -24,9 +24,35 @@ import (
 const (
 	graphLR, graphWD, graphDropout = 0.01, 0, 0
 	graphQATLR                     = 0.001
-	trainGraphs, evalGraphs        = 32, 128
+	evalGraphs                     = 128
 	graphCalibBatches              = 2
 )
+
+// graphRecipe is the part of the recipe the fp32 training of a fold reads.
+type graphRecipe struct {
+	perBatch int // training graphs per batch
+	// halve is layers.GraphTrainConfig.Halve (0: a third of the epochs);
+	// frozenDiv makes Frozen the epochs over it (0: none frozen).
+	halve, frozenDiv int
+	// scale multiplies the readout's 1/(mean training graph size).
+	scale float64
+}
+
+func (g graphRecipe) halveEvery(epochs int) int {
+	if g.halve > 0 {
+		return g.halve
+	}
+	return max(1, epochs/3)
+}
+
+func (g graphRecipe) frozenEpochs(epochs int) int {
+	if g.frozenDiv > 0 {
+		return epochs / g.frozenDiv
+	}
+	return 0
+}
+
+var graphTrain = graphRecipe{perBatch: 32, frozenDiv: 3, scale: 1}
 
 // DefaultGraphConfig is the job qgtc runs on a graph-classification dataset
 // given only its name: a 4-bit GIN with batch norm, three layers of width
@@ -107,6 +133,41 @@ type GraphReport struct {
 	Widths     []GraphWidth `json:"widths"`
 	TrainSecs  float64      `json:"fp32_train_seconds_per_fold"`
 	ReadoutBit int          `json:"readout_bits"`
+	// Curve is each fold's fp32 test accuracy after every epoch (running
+	// batch-norm statistics, as at the end), for Xu et al.'s protocol;
+	// CurveSecs is the time its evaluations took per fold, not in
+	// TrainSecs.
+	Curve     [][]float64 `json:"fp32_test_curve"`
+	CurveSecs float64     `json:"curve_seconds_per_fold"`
+	// XuEpoch and XuBest are Xu et al.'s protocol (optimistic: the epoch
+	// is chosen on the test folds): the epoch (1-based) whose accuracy
+	// averaged over the folds is best, and that epoch's accuracy.
+	XuEpoch int       `json:"xu_epoch"`
+	XuBest  GraphStat `json:"xu_best_epoch_accuracy"`
+}
+
+// XuProtocol returns the epoch (1-based) whose accuracy averaged over the
+// curves (one per fold, equally long) is the best, the first of ties, and
+// that epoch's accuracies; 0 and an empty stat without curves.
+func XuProtocol(curves [][]float64) (int, GraphStat) {
+	var best GraphStat
+	epoch := 0
+	if len(curves) == 0 {
+		return 0, best
+	}
+	for e := range curves[0] {
+		var s GraphStat
+		for _, c := range curves {
+			if e >= len(c) {
+				return epoch, best
+			}
+			s.add(c[e])
+		}
+		if epoch == 0 || s.Mean > best.Mean {
+			epoch, best = e+1, s
+		}
+	}
+	return epoch, best
 }
 
 // GraphClassify runs the job's GIN graph classification on the folds
@@ -168,25 +229,36 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		for _, g := range fold.Train {
 			nodes += int(set.Offsets[g+1] - set.Offsets[g])
 		}
-		fp.Scale = float32(float64(len(fold.Train)) / float64(max(nodes, 1)))
+		fp.Scale = float32(graphTrain.scale * float64(len(fold.Train)) / float64(max(nodes, 1)))
+		test, err := layers.NewGraphBatches(set, fold.Test, evalGraphs, true)
+		if err != nil {
+			return nil, err
+		}
+		var curve []float64
+		var curveSecs float64
 		_, err = fp.TrainGraphs(set, fold.Train, in32, false, layers.GraphTrainConfig{Epochs: j.Epochs, LR: graphLR,
-			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs, Halve: max(1, j.Epochs/3), Frozen: j.Epochs / 3, Seed: j.Seed + uint64(k),
+			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: graphTrain.perBatch,
+			Halve: graphTrain.halveEvery(j.Epochs), Frozen: graphTrain.frozenEpochs(j.Epochs), Seed: j.Seed + uint64(k),
 			Progress: func(ep int, loss float64) {
-				j.Progress.Printf("qgtc: fold %d: fp32 epoch %d/%d loss %.3f", k, ep, j.Epochs, loss)
+				t := time.Now()
+				acc, err := fp.GraphAccuracy(test, in32, set.Labels, false)
+				curveSecs += time.Since(t).Seconds()
+				if err == nil {
+					curve = append(curve, acc)
+				}
+				j.Progress.Printf("qgtc: fold %d: fp32 epoch %d/%d loss %.3f test %.1f%%", k, ep, j.Epochs, loss, 100*acc)
 			}})
 		j.Progress.Done()
 		if err != nil {
 			return nil, err
 		}
-		r.TrainSecs += time.Since(t0).Seconds() / float64(len(folds))
-		test, err := layers.NewGraphBatches(set, fold.Test, evalGraphs, true)
-		if err != nil {
-			return nil, err
-		}
+		r.TrainSecs += (time.Since(t0).Seconds() - curveSecs) / float64(len(folds))
+		r.CurveSecs += curveSecs / float64(len(folds))
 		acc, err := fp.GraphAccuracy(test, in32, set.Labels, false)
 		if err != nil {
 			return nil, err
 		}
+		r.Curve = append(r.Curve, curve)
 		r.FP32.add(acc)
 		train, err := layers.NewGraphBatches(set, fold.Train, evalGraphs, true)
 		if err != nil {
@@ -206,7 +278,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 			}
 			if j.QATEpochs > 0 {
 				_, err := m.TrainGraphs(set, fold.Train, in, true, layers.GraphTrainConfig{Epochs: j.QATEpochs, LR: graphQATLR,
-					PerBatch: trainGraphs, Seed: j.Seed + uint64(k),
+					PerBatch: graphTrain.perBatch, Seed: j.Seed + uint64(k),
 					Progress: func(ep int, loss float64) {
 						j.Progress.Printf("qgtc: fold %d: QAT %d/%d-bit epoch %d/%d loss %.3f", k, gw.ABits, gw.WBits, ep, j.QATEpochs, loss)
 					}})
@@ -225,6 +297,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 			gw.Accuracy.add(acc)
 		}
 	}
+	r.XuEpoch, r.XuBest = XuProtocol(r.Curve)
 	return r, nil
 }
 
