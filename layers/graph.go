@@ -123,8 +123,8 @@ func newGraphBatch(set *subgraph.GraphSet, graphs []int32, packed bool) (*GraphB
 
 // GraphModel is a GIN graph classifier: Model (Kind GIN, Classes the graph
 // classes) and Heads give each node its class scores, which the sum
-// readout adds up per graph. Readout quantizes the scores (ReadoutBits)
-// once calibrated.
+// readout adds up per graph before Bias is added. Readout quantizes the
+// scores (ReadoutBits) once calibrated.
 type GraphModel struct {
 	*Model
 	// Heads are Xu et al.'s readouts of the earlier layers: Heads[l]

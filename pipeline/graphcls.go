@@ -24,35 +24,9 @@ import (
 const (
 	graphLR, graphWD, graphDropout = 0.01, 0, 0
 	graphQATLR                     = 0.001
-	evalGraphs                     = 128
+	trainGraphs, evalGraphs        = 32, 128
 	graphCalibBatches              = 2
 )
-
-// graphRecipe is the part of the recipe the fp32 training of a fold reads.
-type graphRecipe struct {
-	perBatch int // training graphs per batch
-	// halve is layers.GraphTrainConfig.Halve (0: a third of the epochs);
-	// frozenDiv makes Frozen the epochs over it (0: none frozen).
-	halve, frozenDiv int
-	// scale multiplies the readout's 1/(mean training graph size).
-	scale float64
-}
-
-func (g graphRecipe) halveEvery(epochs int) int {
-	if g.halve > 0 {
-		return g.halve
-	}
-	return max(1, epochs/3)
-}
-
-func (g graphRecipe) frozenEpochs(epochs int) int {
-	if g.frozenDiv > 0 {
-		return epochs / g.frozenDiv
-	}
-	return 0
-}
-
-var graphTrain = graphRecipe{perBatch: 32, frozenDiv: 3, scale: 1}
 
 // DefaultGraphConfig is the job qgtc runs on a graph-classification dataset
 // given only its name: a 4-bit GIN with batch norm, three layers of width
@@ -229,7 +203,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		for _, g := range fold.Train {
 			nodes += int(set.Offsets[g+1] - set.Offsets[g])
 		}
-		fp.Scale = float32(graphTrain.scale * float64(len(fold.Train)) / float64(max(nodes, 1)))
+		fp.Scale = float32(float64(len(fold.Train)) / float64(max(nodes, 1)))
 		test, err := layers.NewGraphBatches(set, fold.Test, evalGraphs, true)
 		if err != nil {
 			return nil, err
@@ -237,8 +211,8 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		var curve []float64
 		var curveSecs float64
 		_, err = fp.TrainGraphs(set, fold.Train, in32, false, layers.GraphTrainConfig{Epochs: j.Epochs, LR: graphLR,
-			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: graphTrain.perBatch,
-			Halve: graphTrain.halveEvery(j.Epochs), Frozen: graphTrain.frozenEpochs(j.Epochs), Seed: j.Seed + uint64(k),
+			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs,
+			Halve: max(1, j.Epochs/3), Frozen: j.Epochs / 3, Seed: j.Seed + uint64(k),
 			Progress: func(ep int, loss float64) {
 				t := time.Now()
 				acc, err := fp.GraphAccuracy(test, in32, set.Labels, false)
@@ -278,7 +252,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 			}
 			if j.QATEpochs > 0 {
 				_, err := m.TrainGraphs(set, fold.Train, in, true, layers.GraphTrainConfig{Epochs: j.QATEpochs, LR: graphQATLR,
-					PerBatch: graphTrain.perBatch, Seed: j.Seed + uint64(k),
+					PerBatch: trainGraphs, Seed: j.Seed + uint64(k),
 					Progress: func(ep int, loss float64) {
 						j.Progress.Printf("qgtc: fold %d: QAT %d/%d-bit epoch %d/%d loss %.3f", k, gw.ABits, gw.WBits, ep, j.QATEpochs, loss)
 					}})
