@@ -91,7 +91,9 @@ func (c aggEmuCase) String() string {
 func TestAggKernelEmulated(t *testing.T) {
 	progs := map[int]string{8: aggEmu(t, aggLockstep), 4: aggEmu(t, "#define AGG_V 4\n", aggLockstep)}
 	r := rand.New(rand.NewPCG(7, 11))
-	const rows, nsrc = 70, 90
+	// longest: row 40's entries, past what a lane's 16-bit pair sums hold
+	// of 8-bit codes.
+	const rows, nsrc, longest = 70, 90, 600
 	indptr := make([]int32, rows+1)
 	var indices []int32
 	for v := range rows {
@@ -105,14 +107,14 @@ func TestAggKernelEmulated(t *testing.T) {
 			d = 30 + r.IntN(170)
 		}
 		if v == 40 {
-			d = 600 // past what a lane's 16-bit pair sums hold of 8-bit codes
+			d = longest
 		}
 		for range d {
 			indices = append(indices, int32(r.IntN(nsrc)))
 		}
 		indptr[v+1] = int32(len(indices))
 	}
-	heavy := heavyRows(indptr, 600)
+	heavy := heavyRows(indptr, longest)
 	require.NotEmpty(t, heavy)
 	wts := make([]uint8, len(indices))
 	for i := range wts {
@@ -270,16 +272,16 @@ func TestAggKernelEmulated(t *testing.T) {
 			}
 			lightMax := int64(aggHeavyDeg)
 			if c.light {
-				lightMax = 600 // every row on the light path
+				lightMax = longest // every row on the light path
 			}
 			lg, split := aggLanes(c.cols, width, xbits, lightMax, c.weights)
 			if c.rowWarp {
-				lg, split = 5, 0
+				lg, split = 5, false
 			}
 			f := func(v []float32) []byte { return asBytes(v) }
 			got := runEmu(t, prog, "agg", []int64{0, rows, int64(c.cols), int64(c.mode), b2i64(ep.ReLU),
 				int64(math.Float32bits(rq.Scale)), int64(math.Float32bits(rq.Offset)), int64(c.qbits), b2i64(c.byCols),
-				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg, int64(limit), argOff, int64(lg), int64(split)},
+				int64(lw32), int64(plane32), int64(c.warps), aggHeavyDeg, int64(limit), argOff, int64(lg), b2i64(split)},
 				asBytes(indptr), asBytes(indices), w, x, asBytes(hv),
 				f(ep.ColScale), f(ep.RowTerm), f(ep.ColTerm), f(ep.ColConst), f(ep.RowScale), f(ep.ColBias), out,
 				asBytes(argIdx), argOut, sums)

@@ -336,7 +336,7 @@ func (be *Backend) aggregate(mode int, o uint64, rows, cols, qbits int, dst *dev
 		if dg.maxDeg > aggHeavyWide {
 			warps, kernel = 32, "agg32"
 		}
-		if split == 1 {
+		if split {
 			kernel += "s" // aggSplit's light rows
 		}
 		perBlock := warps << (5 - lg)
@@ -396,14 +396,14 @@ const aggSplitCols = 16
 // unweighted pair sums); entries split over 8 lanes for outputs of at
 // most aggSplitCols columns whose rows fit a pair (aggSplit); else
 // aggLaneLg's groups.
-func aggLanes(cols, v, bits int, lightMax int64, weighted bool) (lg, split int) {
+func aggLanes(cols, v, bits int, lightMax int64, weighted bool) (lg int, split bool) {
 	switch {
 	case weighted:
-		return 5, 0
+		return 5, false
 	case cols <= aggSplitCols && lightMax <= int64(aggPackLimit(bits)):
-		return 3, 1
+		return 3, true
 	}
-	return aggLaneLg(cols, v), 0
+	return aggLaneLg(cols, v), false
 }
 
 // aggPackLimit is how many entries of bits-bit codes agg.cu's unweighted

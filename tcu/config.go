@@ -203,7 +203,9 @@ func mmaTiles(a, b, m, n, ksteps, sms int) config {
 	default:
 		f = 1
 	}
-	// short: a few k-steps, tiles of bm×bn that a wave of blocks takes.
+	// short: a few k-steps, and few enough bm×bn tiles for a wave of
+	// blocks. Before the warp tile is chosen it is judged on a tile of
+	// f×f fragments (16f×8f).
 	short := func(bm, bn int) bool {
 		return ksteps > 0 && ksteps <= 4 && ((m+bm-1)/bm)*((n+bn-1)/bn) <= 4*sms
 	}

@@ -66,12 +66,15 @@ __device__ __forceinline__ void unpack(int (&s)[V], u32 (&a)[V / 2]) {
   }
 }
 
-// addPairs adds a lane's V codes of one entry (q, V/4 words) into its
-// 16-bit pair sums (unpack's layout): a mask and a byte permute a word.
+// addWord adds a word of four codes into a pair of 16-bit pair sums
+// (unpack's layout): a mask and a byte permute.
 __device__ __forceinline__ void addWord(u32& even, u32& odd, u32 q) {
   even += q & 0x00FF00FFu;
   odd += __byte_perm(q, 0u, 0x4341u);
 }
+
+// addPairs adds a lane's V codes of one entry (q, V/4 words) into its
+// 16-bit pair sums.
 template <int V>
 __device__ __forceinline__ void addPairs(u32 (&a)[V / 2], const u32 (&q)[V / 4]) {
 #pragma unroll
@@ -170,10 +173,10 @@ __device__ __forceinline__ void aggFinish(const Prob& P, long long v, long long 
 // aggRowV computes row v of G·X with the W warps of its block (wid: this
 // warp's, my: its shared scratch). A warp takes its entries 32 at a time,
 // each lane loading one entry's index (and weight) in one coalesced load,
-// the next tile's in flight during this one's sums; the lanes then split into 32/L groups of
-// L lanes, lane l of a group summing V consecutive columns of a
-// V·L-column chunk, group g every (32/L)-th of those entries, four at a
-// time. Unweighted (ONE), a lane adds its codes as 16-bit pairs (a mask
+// the next tile's in flight during this one's sums; the lanes then split
+// into 32/L groups of L lanes, lane l of a group summing V consecutive
+// columns of a V·L-column chunk, group g every (32/L)-th of those
+// entries, four at a time. Unweighted (ONE), a lane adds its codes as 16-bit pairs (a mask
 // and a byte permute per word, flushed into int32 before packLimit
 // entries can overflow them); weighted, code by code times the weight.
 // The groups' sums meet in the warp's shared scratch (lane c of the warp
