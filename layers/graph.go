@@ -512,8 +512,8 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 // graphBackward accumulates into g the gradients of the pass gp from dl,
 // the gradient at its graph logits, and into gb the readout bias's.
 func (gm *GraphModel) graphBackward(b *GraphBatch, gp *graphPass, dl []float64, quant bool, g *simGrads, gb []float32) {
-	for k, x := range dl {
-		if gb != nil {
+	if gb != nil {
+		for k, x := range dl {
 			gb[k%gm.Classes] += float32(x)
 		}
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -210,6 +211,7 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 		}
 		var curve []float64
 		var curveSecs float64
+		var curveErr error
 		_, err = fp.TrainGraphs(set, fold.Train, in32, false, layers.GraphTrainConfig{Epochs: j.Epochs, LR: graphLR,
 			WeightDecay: graphWD, Dropout: graphDropout, PerBatch: trainGraphs,
 			Halve: max(1, j.Epochs/3), Frozen: j.Epochs / 3, Seed: j.Seed + uint64(k),
@@ -217,13 +219,12 @@ func (j *Job) GraphClassify(folds []int, widths [][2]int) (*GraphReport, error) 
 				t := time.Now()
 				acc, err := fp.GraphAccuracy(test, in32, set.Labels, false)
 				curveSecs += time.Since(t).Seconds()
-				if err == nil {
-					curve = append(curve, acc)
-				}
+				curveErr = cmp.Or(curveErr, err)
+				curve = append(curve, acc)
 				j.Progress.Printf("qgtc: fold %d: fp32 epoch %d/%d loss %.3f test %.1f%%", k, ep, j.Epochs, loss, 100*acc)
 			}})
 		j.Progress.Done()
-		if err != nil {
+		if err := cmp.Or(err, curveErr); err != nil {
 			return nil, err
 		}
 		r.TrainSecs += (time.Since(t0).Seconds() - curveSecs) / float64(len(folds))
