@@ -21,8 +21,13 @@
 #                      seconds; its runs, PyG, kernels and table into $A
 #   synth NAME END VAR=...
 #                      the same on synth2m (build/c10data, 40 parts, 5 passes, no PyG)
+#   kept NAME END VAR=...
+#                      small, with the step's op-by-op kernels and printed lines
+#                      kept in $A/k-NAME (small's copies share names across steps)
 # Calls h1-h4 ran with tcu_run, sanitize, small and synth written out in each
 # script (h1's sanitizers shared one kernel cache); they moved here afterwards.
+# Calls m1-m5 defined kept in each script (m5's without the kernels' move: it
+# asked for none); it moved here afterwards.
 # Calls e1-e3 ran with these steps written out in each script (e1 also copied
 # each run's table.md); they moved here unchanged afterwards.
 call_head() {
@@ -69,3 +74,4 @@ speed() {
 }
 small() { local name=$1 end=$2; shift 2; speed $name $end '^(coauthor|amazon)' DATA=build/g1data "$@"; }
 synth() { local name=$1 end=$2; shift 2; speed $name $end '^synth2m' DATA=build/c10data SPEED=synth2m:40 PASSES=5 PYG=0 "$@"; }
+kept() { small "$@"; mkdir -p $A/k-$1; mv $A/kernels-*.json $A/k-$1/ 2>/dev/null; cp $R/$1.txt $A/k-$1/; }

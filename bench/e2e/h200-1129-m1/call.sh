@@ -10,20 +10,18 @@
 #     (short products' stages as before) and QGTC_MMA_SHORT=2 (also half the warp tile).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el, carried, tcu_run, sanitize, small
+. bench/e2e/steps.sh # call_head, el, carried, tcu_run, sanitize, kept
 B=build/fpgpu
 call_head
 carried build/m1x
 tcu_run 220 'TestBackend|TestPlan|TestStagedUploads|TestUploadRing|TestAggKernelsListed|TestGraphPlanOnDevice|TestKernelProfileOnDevice|TestDeviceResources' $A/tcu-test.log
 sanitize 60 '^TestBackend(Agg|Folds)$'
-# Each variant's op-by-op kernels and printed lines kept apart (small's copies share names).
-sm() { small "$@"; mkdir -p $A/k-$1; mv $A/kernels-*.json $A/k-$1/ 2>/dev/null; cp $R/$1.txt $A/k-$1/; }
-sm old 330 QGTC=$B/qgtc-old PYG=0 KERNELS=1 VARIANTS='^gpu resident$'
-sm new 360 PYG=0 KERNELS=1 VARIANTS='^gpu resident$'
-sm split0 390 PYG=0 KERNELS=1 VARIANTS='^gpu resident$' QGTC_AGG_SPLIT=0
-sm short0 420 PYG=0 KERNELS=1 VARIANTS='^gpu resident$' QGTC_MMA_SHORT=0
-sm short2 450 PYG=0 KERNELS=1 VARIANTS='^gpu resident$' QGTC_MMA_SHORT=2
-sm newb 480 PYG=0 KERNELS=1 VARIANTS='^gpu resident$'
+kept old 330 QGTC=$B/qgtc-old PYG=0 KERNELS=1 VARIANTS='^gpu resident$'
+kept new 360 PYG=0 KERNELS=1 VARIANTS='^gpu resident$'
+kept split0 390 PYG=0 KERNELS=1 VARIANTS='^gpu resident$' QGTC_AGG_SPLIT=0
+kept short0 420 PYG=0 KERNELS=1 VARIANTS='^gpu resident$' QGTC_MMA_SHORT=0
+kept short2 450 PYG=0 KERNELS=1 VARIANTS='^gpu resident$' QGTC_MMA_SHORT=2
+kept newb 480 PYG=0 KERNELS=1 VARIANTS='^gpu resident$'
 cp $OUT/steps.txt $A/
 tar czf $OUT/m1.tgz -C $OUT a 2>/dev/null; rm -rf $A $R
 echo "done $(el)s"

@@ -10,20 +10,18 @@
 #  3. New with the 16 cores' CPU pass and PyG on the same partitions; the CPU pass again.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el, carried, tcu_run, sanitize, small
+. bench/e2e/steps.sh # call_head, el, carried, tcu_run, sanitize, kept
 B=build/fpgpu
 call_head
 carried build/m3x
 tcu_run 220 'TestBackend|TestPlan|TestStagedUploads|TestUploadRing|TestAggKernelsListed|TestGraphPlanOnDevice|TestKernelProfileOnDevice|TestDeviceResources' $A/tcu-test.log
 sanitize 60 '^TestBackend(Agg|Folds)$'
-# Each step's op-by-op kernels and printed lines kept apart (small's copies share names).
-sm() { small "$@"; mkdir -p $A/k-$1; mv $A/kernels-*.json $A/k-$1/ 2>/dev/null; cp $R/$1.txt $A/k-$1/; }
-sm olda 300 QGTC=$B/qgtc-old PYG=0 KERNELS=1 VARIANTS='^gpu (resident|cold)$'
-sm newa 340 PYG=0 KERNELS=1 VARIANTS='^gpu (resident|cold)$'
-sm oldb 370 QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
-sm newb 400 PYG=0 VARIANTS='^gpu (resident|cold)$'
-sm final 520 PYG_REPS=5 VARIANTS='^(gpu resident|gpu cold|cpu)$'
-sm cpu2 550 PYG=0 VARIANTS='^cpu$'
+kept olda 300 QGTC=$B/qgtc-old PYG=0 KERNELS=1 VARIANTS='^gpu (resident|cold)$'
+kept newa 340 PYG=0 KERNELS=1 VARIANTS='^gpu (resident|cold)$'
+kept oldb 370 QGTC=$B/qgtc-old PYG=0 VARIANTS='^gpu (resident|cold)$'
+kept newb 400 PYG=0 VARIANTS='^gpu (resident|cold)$'
+kept final 520 PYG_REPS=5 VARIANTS='^(gpu resident|gpu cold|cpu)$'
+kept cpu2 550 PYG=0 VARIANTS='^cpu$'
 cp $OUT/steps.txt $A/
 tar czf $OUT/m3.tgz -C $OUT a 2>/dev/null; rm -rf $A $R
 echo "done $(el)s"

@@ -9,18 +9,17 @@
 #  3. GCN on Physics and Computers, resident: c8fa4b4 and this tree in turn twice (groupRow).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-. bench/e2e/steps.sh # call_head, el, carried, tcu_run, small
+. bench/e2e/steps.sh # call_head, el, carried, tcu_run, kept
 B=build/fpgpu
 call_head
 carried build/m5x
 (Q=$B/qgtc OUT=$A/proteins-gpu FOLDS=1 DEVICE=gpu BITS=2,4 timeout 200 bash bench/accuracy/proteins.sh > $A/proteins-gpu.txt 2>&1
  echo "proteins fold 1 on the GPU rc=$? at $(el)s" >> $OUT/steps.txt) &
 tcu_run 110 'TestBackendAgg|TestBackendFolds|TestBackendSuite|TestGraphPlanOnDevice|TestPlanOnDevice|TestPlanReplayOnDevice|TestAggKernelsListed' $A/tcu-test.log
-sm() { small "$@"; mkdir -p $A/k-$1; cp $R/$1.txt $A/k-$1/; }
-sm olda 150 QGTC=$B/qgtc-old PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
-sm newa 165 PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
-sm oldb 180 QGTC=$B/qgtc-old PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
-sm newb 195 PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
+kept olda 150 QGTC=$B/qgtc-old PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
+kept newa 165 PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
+kept oldb 180 QGTC=$B/qgtc-old PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
+kept newb 195 PYG=0 MODELS=gcn VARIANTS='^gpu resident$'
 wait
 cat $A/proteins-gpu/summary.txt 2>/dev/null | tee -a $OUT/steps.txt
 cp $OUT/steps.txt $A/
