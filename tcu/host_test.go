@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -648,27 +650,47 @@ func TestAggKernelsListed(t *testing.T) {
 	assert.ElementsMatch(t, entries, aggKernels)
 }
 
-// TestKernelParamsFit checks that every kernel of agg.cu takes no more
-// parameters than Device.launch passes (maxParams): one past it launches
-// nowhere, and only on a GPU.
+// TestKernelParamsFit checks that every kernel of kernels/*.cu takes no
+// more parameters than Device.launch passes (maxParams), a parameter
+// macro (agg.cu's AGG_PARAMS) counted for its parameters and a Prob by
+// value for its words: one past it launches nowhere, and only on a GPU.
 func TestKernelParamsFit(t *testing.T) {
-	src, _ := kernelSource("agg.cu")
-	macro := func(name string) int {
-		m := regexp.MustCompile(`(?s)#define ` + name + `\s+(.*?[^\\])\n`).FindStringSubmatch(src)
-		require.NotNil(t, m, "%s in agg.cu", name)
-		return len(strings.Split(m[1], ","))
-	}
-	params := macro("AGG_PARAMS")
-	require.Equal(t, params, macro("AGG_ARGS"), "AGG_PARAMS and AGG_ARGS")
-	sigs := regexp.MustCompile(`(?s)extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\((.*?)\)\s*\{`).FindAllStringSubmatch(src, -1)
-	require.NotEmpty(t, sigs)
-	for _, m := range sigs {
-		n := len(strings.Split(m[2], ","))
-		if strings.Contains(m[2], "AGG_PARAMS") {
-			n += params - 1
+	names, err := fs.Glob(kernelFS, "kernels/*.cu")
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	macroRe := regexp.MustCompile(`(?s)#define (\w+)\s+(.*?[^\\])\n`)
+	sigRe := regexp.MustCompile(`(?s)extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\((.*?)\)\s*\{`)
+	kernels := 0
+	for _, name := range names {
+		src, _ := kernelSource(path.Base(name))
+		macros := map[string]int{} // a macro's comma-separated items
+		for _, m := range macroRe.FindAllStringSubmatch(src, -1) {
+			macros[m[1]] = len(strings.Split(m[2], ","))
 		}
-		assert.LessOrEqual(t, n, maxParams, "kernel %s takes %d parameters", m[1], n)
+		for _, m := range sigRe.FindAllStringSubmatch(src, -1) {
+			n := 0
+			for _, p := range strings.Split(m[2], ",") {
+				switch k, ok := macros[strings.TrimSpace(p)]; {
+				case ok:
+					n += k
+				case strings.Contains(p, "__grid_constant__ Prob "):
+					n += probBytes / 8 // a descriptor by value, a parameter a word (probParams)
+				default:
+					n++
+				}
+			}
+			kernels++
+			assert.LessOrEqual(t, n, maxParams, "kernel %s of %s takes %d parameters", m[1], name, n)
+		}
 	}
+	assert.GreaterOrEqual(t, kernels, len(aggKernels), "kernels found")
+	src, _ := kernelSource("agg.cu")
+	agg := map[string]int{}
+	for _, m := range macroRe.FindAllStringSubmatch(src, -1) {
+		agg[m[1]] = len(strings.Split(m[2], ","))
+	}
+	require.Positive(t, agg["AGG_PARAMS"], "AGG_PARAMS in agg.cu")
+	assert.Equal(t, agg["AGG_PARAMS"], agg["AGG_ARGS"], "AGG_PARAMS and AGG_ARGS")
 }
 
 // TestPreferEdgesUploads: a pass that uploads what it aggregates over pays
