@@ -103,7 +103,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
           a=(infer --dataset "$data" --weights "$w" --partition "$part" --passes "$PASSES" --json --quiet)
         fi
         vs=("gpu resident:--device gpu --resident" "gpu cold:--device gpu")
-        if [[ $ds == synth2m && $m == gcn ]]; then
+        if [[ $ds == synth2m && $bits == 4 ]]; then
           vs+=("cpu:--device cpu" "cpu batch by batch:--device cpu --merge off")
         elif [[ $bits == 4 && $ds != synth2m ]]; then
           vs+=("gpu resident op by op:--device gpu --resident --replay=false" "cpu:--device cpu" "cpu batch by batch:--device cpu --merge off")
