@@ -16,7 +16,8 @@
 #   INFER_ARGS='--sparse-input off'  # speed: more flags for every qgtc infer on the real graphs
 #   KERNELS=1                  # speed: also one op-by-op resident run per model at
 #       4 bits with --profile-kernels: each kernel's median, kernels-<graph>-<model>.json
-# Logs and tables go to $OUT (default ./out).
+# Logs and tables go to $OUT (default ./out). The timeouts inside run --foreground, in
+# this script's process group, so that a caller's timeout stops their commands too.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}
@@ -37,13 +38,13 @@ print(" ".join(f(r.get(k, 0)) for k in sys.argv[2:]))' "$@"; }
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores" | tee "$OUT/env.txt"
 
 if [[ " $STEPS " == *" check "* ]]; then
-  timeout 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestPlanReplayUncoveredOnDevice|TestKernelProfileOnDevice|TestUploadRing|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
+  timeout --foreground 300 $B/tcu.test -test.v -test.run "${TESTS:-TestBackendSuite|TestPlanOnDevice|TestPlanReplayOnDevice|TestPlanReplayUncoveredOnDevice|TestKernelProfileOnDevice|TestUploadRing|TestAggKernelsListed|TestPreferEdgesLaunches}" -test.short \
     >"$OUT/tcu-test.log" 2>&1
   echo "tcu.test rc=$? $(grep -cE '^\s*--- PASS' "$OUT/tcu-test.log") passed, $(grep -cE '^\s*--- FAIL' "$OUT/tcu-test.log") failed; $(grep -m1 'wgmma on' "$OUT/tcu-test.log")"
   grep -E '^\s*--- FAIL' "$OUT/tcu-test.log" | head -20
   # The sanitizers on the resident backend's ops and a whole SAGE plan.
   for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 $B/tcu.test -test.run \
+    timeout --foreground 200 compute-sanitizer --tool $tool --error-exitcode 3 $B/tcu.test -test.run \
       "${SANITIZE:-TestBackendSuite/(adds|aggregations|chains|requant|argmaxto)|TestPlanOnDevice/sage/bits=4/agg=(dense|sparse)|TestPlanReplayOnDevice/(gcn|sage)/bits=4}" -test.short \
       >"$OUT/san-$tool.log" 2>&1 &
   done
@@ -114,7 +115,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
           [[ -n ${VARIANTS:-} && ! ${v%%:*} =~ $VARIANTS ]] && continue
           # CPU figures on CPU_PROCS cores (default all): a many-core GPU host's 16 as on the one-GPU host
           pre=(); [[ ${v#*:} == *"--device cpu"* && -n "${CPU_PROCS:-}" ]] && pre=(env GOMAXPROCS=$CPU_PROCS taskset -c 0-$((CPU_PROCS - 1)))
-          if timeout 300 "${pre[@]}" $QGTC "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
+          if timeout --foreground 300 "${pre[@]}" $QGTC "${a[@]}" ${v#*:} >/tmp/r.json 2>/tmp/r.err; then
             python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r.update(graph=sys.argv[2], variant=sys.argv[3]); print(json.dumps(r))' \
               /tmp/r.json "$ds" "${v%%:*}" >>"$OUT/runs.jsonl"
             line="$line | ${v%%:*} $(field /tmp/r.json pass_median_ms) (dev $(field /tmp/r.json pass_device_ms), $(field /tmp/r.json pass_launches) launches)"
@@ -125,7 +126,7 @@ if [[ " $STEPS " == *" speed "* ]]; then
         echo "$line"
         if [[ ${KERNELS:-0} = 1 && $bits == 4 ]]; then
           # Per-kernel medians of the op-by-op resident pass (the timing adds host time: pass times from the runs above).
-          if timeout 300 $QGTC "${a[@]}" --device gpu --resident --replay=false --profile-kernels >"$OUT/kernels-$ds-$m.json" 2>/tmp/r.err; then
+          if timeout --foreground 300 $QGTC "${a[@]}" --device gpu --resident --replay=false --profile-kernels >"$OUT/kernels-$ds-$m.json" 2>/tmp/r.err; then
             python3 - "$OUT/kernels-$ds-$m.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -142,7 +143,7 @@ PY
     done
     if [[ ${PYG:-1} = 1 ]] && python3 -c 'import torch_geometric' 2>/dev/null; then
       $B/export --dataset "$data" --partition "$part" --out "/tmp/$ds.pyg" &&
-        timeout 400 python3 bench/e2e/pyg.py "/tmp/$ds.pyg" --models "$(echo $MODELS | tr ' ' ,)" --reps "${PYG_REPS:-20}" --json "$OUT/pyg-$ds.json" \
+        timeout --foreground 400 python3 bench/e2e/pyg.py "/tmp/$ds.pyg" --models "$(echo $MODELS | tr ' ' ,)" --reps "${PYG_REPS:-20}" --json "$OUT/pyg-$ds.json" \
           >"$OUT/pyg-$ds.log" 2>&1
       echo "$ds pyg rc=$?"
       python3 - "$OUT/pyg-$ds.json" <<'PY' 2>/dev/null || tail -3 "$OUT/pyg-$ds.log"
