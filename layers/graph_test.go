@@ -3,6 +3,7 @@ package layers
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -141,59 +142,122 @@ func TestGraphPlanMatchesSimulation(t *testing.T) {
 	}
 }
 
-// TestGraphGradient checks the readout's and the heads' backward pass
-// against a finite difference of the fp32 graph loss in one weight of each
-// linear, the heads' included, and in the readout's bias.
+// TestGraphGradient checks the graph classifier's backward pass against
+// central differences of the fp32 graph loss in two weights of each linear
+// (the heads' included), the biases and the readout's bias: without batch
+// norm, with the MLPs' batch norms in training (the batch's statistics,
+// whose backward also gives Gamma's and Beta's gradients) and frozen (the
+// running statistics folded in, as QAT and frozen epochs run).
 func TestGraphGradient(t *testing.T) {
 	set, err := subgraph.LoadGraphSet(filepath.Join("..", "testdata", "proteins"))
 	require.NoError(t, err)
 	in, err := QuantizeInput(set.Features, 8)
 	require.NoError(t, err)
-	gm, err := NewGraphModel(set.NumTags, 6, set.NumClasses, 2, 8, 8, NormNone, 3)
-	require.NoError(t, err)
-	gm.Scale = 0.25
-	gm.Bias = []float32{0.3, -0.2}
-	bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
-	require.NoError(t, err)
-	b := bs[0]
-	lins := gm.linears()
-	for l := range gm.Heads {
-		lins = append(lins, &gm.Heads[l])
-	}
-	require.Len(t, gm.Heads, 2)
-	loss := func() (float64, *simGrads, []float32) {
-		gp, err := gm.graphForward(b, in, false, 0, nil, nil)
-		require.NoError(t, err)
-		idx := []int{0, 1, 2, 3}
-		l, dl := crossEntropy(gp.logits, gm.Classes, set.Labels, b.Graphs, idx)
-		g := &simGrads{w: map[*Linear][]float32{}, b: map[*Linear][]float32{}}
-		for _, lin := range lins {
-			g.w[lin], g.b[lin] = make([]float32, len(lin.W)), make([]float32, len(lin.B))
-		}
-		gb := make([]float32, len(gm.Bias))
-		gm.graphBackward(b, gp, dl, false, g, gb)
-		return l, g, gb
-	}
-	_, g, gb := loss()
-	const h = 1e-2
-	// central is the loss's central difference in the parameter at p.
-	central := func(p *float32) float64 {
-		p0 := *p
-		*p = p0 + h
-		up, _, _ := loss()
-		*p = p0 - h
-		down, _, _ := loss()
-		*p = p0
-		return (up - down) / (2 * h)
-	}
-	for li, lin := range lins {
-		k := len(lin.W) / 2
-		num := central(&lin.W[k])
-		assert.InDelta(t, num, float64(g.w[lin][k]), 2e-3+0.02*math.Abs(num), "linear %d weight %d", li, k)
-	}
-	for j := range gm.Bias {
-		num := central(&gm.Bias[j])
-		assert.InDelta(t, num, float64(gb[j]), 2e-3+0.02*math.Abs(num), "readout bias %d", j)
+	for _, tc := range []struct {
+		name  string
+		norm  string
+		train bool // the batch's statistics
+		// h is the step: with the batch's statistics many values sit near
+		// the ReLU's kink, and a larger step carries them across it.
+		h float64
+	}{
+		{"no batch norm", NormNone, false, 1e-2},
+		{"batch norm training", NormBatch, true, 1e-3},
+		{"batch norm frozen", NormBatch, false, 1e-2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gm, err := NewGraphModel(set.NumTags, 6, set.NumClasses, 2, 8, 8, tc.norm, 3)
+			require.NoError(t, err)
+			gm.Scale = 0.25
+			gm.Bias = []float32{0.3, -0.2}
+			var bns []*BatchNorm
+			for i := range gm.Layers {
+				if bn := gm.Layers[i].BN; bn != nil {
+					bns = append(bns, bn)
+				}
+			}
+			if tc.norm == NormBatch {
+				require.Len(t, bns, 2)
+			}
+			for i, bn := range bns { // away from the identity, so that a wrong term shows
+				for j := range bn.Gamma {
+					f := float32(i*len(bn.Gamma) + j)
+					bn.Gamma[j], bn.Beta[j] = 0.8+0.05*f, 0.1-0.03*f
+					bn.Mean[j], bn.Var[j] = 0.2-0.04*f, 0.5+0.1*f
+				}
+			}
+			bs, err := NewGraphBatches(set, []int32{1, 50, 400, 900}, 4, false)
+			require.NoError(t, err)
+			b := bs[0]
+			lins := gm.linears()
+			for l := range gm.Heads {
+				lins = append(lins, &gm.Heads[l])
+			}
+			require.Len(t, gm.Heads, 2)
+			loss := func() (float64, *simGrads, []float32) {
+				var rng *rand.Rand
+				if tc.train {
+					rng = rand.New(rand.NewPCG(1, 1)) // the batch's statistics; no dropout draws
+				}
+				gp, err := gm.graphForward(b, in, false, 0, rng, nil)
+				require.NoError(t, err)
+				idx := []int{0, 1, 2, 3}
+				l, dl := crossEntropy(gp.logits, gm.Classes, set.Labels, b.Graphs, idx)
+				g, _, _, _ := newSimGrads(lins, gm.Layers)
+				gb := make([]float32, len(gm.Bias))
+				gm.graphBackward(b, gp, dl, false, g, gb)
+				return l, g, gb
+			}
+			snap := make([]*BatchNorm, len(bns))
+			for i, bn := range bns {
+				snap[i] = bn.clone()
+			}
+			_, g, gb := loss()
+			// central is the loss's central difference in the parameter at p.
+			central := func(p *float32) float64 {
+				p0 := *p
+				*p = p0 + float32(tc.h)
+				up, _, _ := loss()
+				*p = p0 - float32(tc.h)
+				down, _, _ := loss()
+				*p = p0
+				return (up - down) / (2 * tc.h)
+			}
+			near := func(p *float32, got float32, what string, args ...any) {
+				num := central(p)
+				assert.InDelta(t, num, float64(got), 2e-3+0.02*math.Abs(num), fmt.Sprintf(what, args...))
+			}
+			for li, lin := range lins {
+				for _, k := range []int{len(lin.W) / 2, len(lin.W) / 3} {
+					near(&lin.W[k], g.w[lin][k], "linear %d weight %d", li, k)
+				}
+				// With the batch's statistics a bias before a batch norm
+				// cancels: both sides are zero.
+				for j := range lin.B {
+					near(&lin.B[j], g.b[lin][j], "linear %d bias %d", li, j)
+				}
+			}
+			for j := range gm.Bias {
+				near(&gm.Bias[j], gb[j], "readout bias %d", j)
+			}
+			for i, bn := range bns {
+				if !tc.train {
+					// A frozen pass neither moves the running statistics
+					// nor trains Gamma and Beta (they are folded in).
+					assert.Equal(t, snap[i], bn, "batch norm %d", i)
+					assert.Equal(t, make([]float32, len(bn.Gamma)), g.gamma[bn], "batch norm %d: no Gamma gradient", i)
+					assert.Equal(t, make([]float32, len(bn.Beta)), g.beta[bn], "batch norm %d: no Beta gradient", i)
+					continue
+				}
+				var sum float64
+				for j := range bn.Gamma {
+					sum += math.Abs(float64(g.gamma[bn][j])) + math.Abs(float64(g.beta[bn][j]))
+					near(&bn.Gamma[j], g.gamma[bn][j], "batch norm %d gamma %d", i, j)
+					near(&bn.Beta[j], g.beta[bn][j], "batch norm %d beta %d", i, j)
+				}
+				assert.Greater(t, sum, 1e-3, "batch norm %d takes a gradient", i)
+			}
+		})
 	}
 }
 
