@@ -10,6 +10,7 @@ import (
 
 	"github.com/qgtc/qgtc/bittensor"
 	"github.com/qgtc/qgtc/bmm"
+	"github.com/qgtc/qgtc/internal/par"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -374,33 +375,44 @@ func trainBatches(g *subgraph.Graph, parts []int32, k, perBatch int, rng *rand.R
 // the CSR (LoopsInCSR): the degrees and GCN's D^-1/2 from its rows, and,
 // when packed, the edge list (Edges) and the 64×256 tiles that hold an
 // edge (the cost model's DenseTiles). nodeScale, when not nil, gives each node's FeatScale.
+// The batches are independent and built plan.Concurrency() at a time; the
+// first error in batch order is returned.
 func NewBatches(plan *subgraph.BatchPlan, nodeScale []float32) ([]*Batch, error) {
-	out := make([]*Batch, 0, plan.Len())
-	for sb, err := range plan.All() {
+	out := make([]*Batch, plan.Len())
+	errs := make([]error, plan.Len())
+	par.For(plan.Len(), plan.Concurrency(), func(i int) { out[i], errs[i] = newBatch(plan, i, nodeScale) })
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		if sb.SelfLoops {
-			return nil, fmt.Errorf("%w: batch plan keeps the self-loops out of the CSR", ErrModel)
-		}
-		b := &Batch{Nodes: sb.Nodes, Indptr: sb.Indptr, Indices: sb.Indices, Adj: sb.Adj}
-		b.degrees()
-		if nodeScale != nil {
-			b.FeatScale = make([]float32, len(sb.Nodes))
-			for i, v := range sb.Nodes {
-				b.FeatScale[i] = nodeScale[v]
-			}
-		}
-		if sb.Adj != nil || sb.Mask.Bits != nil {
-			b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
-			b.tiles = denseTiles(sb.Mask)
-			if sb.Adj == nil {
-				b.makeAdj = sb.Adjacency
-			}
-		}
-		out = append(out, b)
 	}
 	return out, nil
+}
+
+func newBatch(plan *subgraph.BatchPlan, i int, nodeScale []float32) (*Batch, error) {
+	sb, err := plan.Batch(i)
+	if err != nil {
+		return nil, err
+	}
+	if sb.SelfLoops {
+		return nil, fmt.Errorf("%w: batch plan keeps the self-loops out of the CSR", ErrModel)
+	}
+	b := &Batch{Nodes: sb.Nodes, Indptr: sb.Indptr, Indices: sb.Indices, Adj: sb.Adj}
+	b.degrees()
+	if nodeScale != nil {
+		b.FeatScale = make([]float32, len(sb.Nodes))
+		for i, v := range sb.Nodes {
+			b.FeatScale[i] = nodeScale[v]
+		}
+	}
+	if sb.Adj != nil || sb.Mask.Bits != nil {
+		b.Edges = bmm.Graph{Indptr: b.Indptr, Indices: b.Indices}
+		b.tiles = denseTiles(sb.Mask)
+		if sb.Adj == nil {
+			b.makeAdj = sb.Adjacency
+		}
+	}
+	return b, nil
 }
 
 // degrees sets b's Deg and DInv (D^-1/2) from its CSR, whose rows hold

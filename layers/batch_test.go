@@ -3,6 +3,7 @@ package layers
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,6 +81,36 @@ func TestBatchesFromBatcher(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, one, 1)
 	check(one, true)
+}
+
+// TestNewBatchesConcurrent: batches built several at a time come out in
+// the plan's order, each as subgraph builds it alone, and the scratches
+// stay within the graph's size.
+func TestNewBatchesConcurrent(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	g, _, err := subgraph.PlantedPartition(3000, 12, 8, 0.3, 5)
+	require.NoError(t, err)
+	p, err := subgraph.Partition(g, 12, subgraph.PartitionOptions{Seed: 1})
+	require.NoError(t, err)
+	plan, err := subgraph.Batches(g, p, subgraph.BatchOptions{PartsPerBatch: 1,
+		Rows: subgraph.BandRows, SelfLoops: true, LoopsInCSR: true, LazyAdj: true})
+	require.NoError(t, err)
+	require.Equal(t, 4, plan.Concurrency())
+	bs, err := NewBatches(plan, nil)
+	require.NoError(t, err)
+	require.Len(t, bs, plan.Len())
+	for i, b := range bs {
+		sb, err := plan.Batch(i)
+		require.NoError(t, err)
+		assert.Equal(t, sb.Nodes, b.Nodes, "batch %d", i)
+		assert.Equal(t, sb.Indptr, b.Indptr, "batch %d", i)
+		assert.Equal(t, sb.Indices, b.Indices, "batch %d", i)
+	}
+	sparse, err := subgraph.FromEdges(3000, []int32{0}, []int32{1}, subgraph.BuildOptions{})
+	require.NoError(t, err)
+	sp, err := subgraph.Batches(sparse, &subgraph.Partitioning{K: 12, Parts: p.Parts}, subgraph.BatchOptions{PartsPerBatch: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sp.Concurrency(), "a scratch a batch would pass the graph's own size")
 }
 
 // packedAdj is b's packed adjacency, made if it has to be; tb fails on an

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -247,6 +248,14 @@ func (bp *BatchPlan) Len() int { return len(bp.groups) }
 
 // Parts returns the parts of batch i.
 func (bp *BatchPlan) Parts(i int) []int32 { return bp.groups[i] }
+
+// Concurrency is how many batches to build at once: one a processor, no
+// more than there are batches, and no more global → local scratches (4
+// bytes a node each) than the graph's own CSR takes in memory.
+func (bp *BatchPlan) Concurrency() int {
+	byMem := (len(bp.g.Indptr) + len(bp.g.Indices)) / max(1, bp.g.N())
+	return max(1, min(runtime.GOMAXPROCS(0), len(bp.groups), byMem))
+}
 
 // All yields every batch in order; it stops at the first error.
 func (bp *BatchPlan) All() iter.Seq2[*Batch, error] {
