@@ -132,8 +132,8 @@ type GraphModel struct {
 	// features for l = 0), and the scores of every head are added to the
 	// last layer's before the sum. Nil: the last layer's only.
 	Heads []Linear
-	// Bias (Classes, nil: none) is added to every graph's logits after
-	// the sum: the readout's intercept. Without it the sum of node scores
+	// Bias (Classes) is added to every graph's logits after the sum: the
+	// readout's intercept. Without it the sum of node scores
 	// has no per-graph constant, so a graph of every node doubled gets
 	// doubled logits and the same class: size alone cannot decide
 	// (Xu et al.'s heads have biases; bench/accuracy/RESULTS.md).
@@ -189,7 +189,7 @@ func (gm *GraphModel) checkHeads() error {
 	if gm.Kind != GIN || len(gm.Heads) > len(gm.Layers) {
 		return fmt.Errorf("%w: a graph classifier is a GIN with at most a head per layer (%s, %d heads, %d layers)", ErrModel, gm.Kind, len(gm.Heads), len(gm.Layers))
 	}
-	if gm.Bias != nil && len(gm.Bias) != gm.Classes {
+	if len(gm.Bias) != gm.Classes {
 		return fmt.Errorf("%w: readout bias of %d for %d classes", ErrModel, len(gm.Bias), gm.Classes)
 	}
 	for l, h := range gm.Heads {
@@ -324,14 +324,6 @@ type graphPass struct {
 	logits []float32
 }
 
-// bias is the readout's intercept for class j (0 without).
-func (gm *GraphModel) bias(j int) float32 {
-	if gm.Bias == nil {
-		return 0
-	}
-	return gm.Bias[j]
-}
-
 // graphForward runs the simulation on b: the graph logits (len(b.Graphs)
 // × Classes) are the integer sum of the quantized node scores through the
 // readout epilogue (quant), or the float sum of the scores, plus Bias.
@@ -364,7 +356,7 @@ func (gm *GraphModel) graphForward(b *GraphBatch, in *Input, quant bool, dropout
 			if ep != nil {
 				gp.logits[k] = ep.ApplyFloat(float32(sums[k]), r, j)
 			} else {
-				gp.logits[k] = float32(float64(gm.Scale)*sums[k]) + gm.bias(j)
+				gp.logits[k] = float32(float64(gm.Scale)*sums[k]) + gm.Bias[j]
 			}
 		}
 	}
@@ -459,11 +451,8 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 		lins = append(lins, &gm.Heads[l])
 	}
 	g, params, grads, decay := newSimGrads(lins, gm.Layers)
-	var gb []float32
-	if gm.Bias != nil {
-		gb = make([]float32, len(gm.Bias))
-		params, grads, decay = append(params, gm.Bias), append(grads, gb), append(decay, false)
-	}
+	gb := make([]float32, len(gm.Bias))
+	params, grads, decay = append(params, gm.Bias), append(grads, gb), append(decay, false)
 	opt := learn.NewAdam(float64(cfg.LR), float64(cfg.WeightDecay))
 	fwdRng := rng
 	if quant {
@@ -512,10 +501,8 @@ func (gm *GraphModel) TrainGraphs(set *subgraph.GraphSet, train []int32, in *Inp
 // graphBackward accumulates into g the gradients of the pass gp from dl,
 // the gradient at its graph logits, and into gb the readout bias's.
 func (gm *GraphModel) graphBackward(b *GraphBatch, gp *graphPass, dl []float64, quant bool, g *simGrads, gb []float32) {
-	if gb != nil {
-		for k, x := range dl {
-			gb[k%gm.Classes] += float32(x)
-		}
+	for k, x := range dl {
+		gb[k%gm.Classes] += float32(x)
 	}
 	d := gm.readoutBackward(b, gp.y, dl, quant)
 	gm.headsBackward(gp.st, gp.runs, d, g)
@@ -586,7 +573,7 @@ type GraphPlan struct {
 	heads []planHead
 	scale bmm.Vector // the readout epilogue's ColScale
 	term  bmm.Vector // ColTerm
-	bias  bmm.Vector // and ColBias (nil: none)
+	bias  bmm.Vector // and ColBias
 	rq    bmm.Requant
 }
 
@@ -619,7 +606,7 @@ func (gm *GraphModel) CompileGraphs(be bmm.Backend) (*GraphPlan, error) {
 	if gp.scale, err = be.UploadVector(ep.ColScale); err == nil {
 		gp.term, err = be.UploadVector(ep.ColTerm)
 	}
-	if err == nil && ep.ColBias != nil {
+	if err == nil {
 		gp.bias, err = be.UploadVector(ep.ColBias)
 	}
 	if err != nil {
