@@ -658,19 +658,24 @@ func TestKernelParamsFit(t *testing.T) {
 	names, err := fs.Glob(kernelFS, "kernels/*.cu")
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
+	// macros counts each macro's comma-separated items in src.
 	macroRe := regexp.MustCompile(`(?s)#define (\w+)\s+(.*?[^\\])\n`)
+	macros := func(src string) map[string]int {
+		n := map[string]int{}
+		for _, m := range macroRe.FindAllStringSubmatch(src, -1) {
+			n[m[1]] = len(strings.Split(m[2], ","))
+		}
+		return n
+	}
 	sigRe := regexp.MustCompile(`(?s)extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\((.*?)\)\s*\{`)
 	kernels := 0
 	for _, name := range names {
 		src, _ := kernelSource(path.Base(name))
-		macros := map[string]int{} // a macro's comma-separated items
-		for _, m := range macroRe.FindAllStringSubmatch(src, -1) {
-			macros[m[1]] = len(strings.Split(m[2], ","))
-		}
+		items := macros(src)
 		for _, m := range sigRe.FindAllStringSubmatch(src, -1) {
 			n := 0
 			for _, p := range strings.Split(m[2], ",") {
-				switch k, ok := macros[strings.TrimSpace(p)]; {
+				switch k, ok := items[strings.TrimSpace(p)]; {
 				case ok:
 					n += k
 				case strings.Contains(p, "__grid_constant__ Prob "):
