@@ -71,8 +71,9 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 		return 0, err
 	}
 	defer f.Abort()
-	// Batches are built and packed on all cores, a few ahead of the one
-	// being written (tokens bound how many are held), and written in order.
+	// Batches are built and packed plan.Concurrency() at a time (the one
+	// bound on the batcher's scratches), a few ahead of the one being
+	// written (tokens bound how many are held), and written in order.
 	build := func(i int) (subgraph.PackFileBatch, error) {
 		b, err := plan.Batch(i)
 		if err != nil {
@@ -109,7 +110,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 		b   subgraph.PackFileBatch
 		err error
 	}
-	nb, workers := plan.Len(), runtime.GOMAXPROCS(0)
+	nb, workers := plan.Len(), plan.Concurrency()
 	take, stop := par.Ordered(nb, workers, 2*workers, func(i int) built {
 		b, err := build(i)
 		return built{b, err}
