@@ -515,15 +515,16 @@ type fpEmuCase struct {
 	op       templates.SDDMMOp
 	f, fe    int // fe: edge values per edge (SpMM) or heads (u_dot_v)
 	ids      bool
-	heavy, c int  // split limits (templates' defaults when 0)
-	sampled  bool // ES-SpMM: the graph is SampleCSR's (limit 20), sums scaled
+	heavy, c int    // split limits (templates' defaults when 0)
+	sampled  bool   // ES-SpMM: the graph is SampleCSR's (limit 20), sums scaled
+	parts    string // a square graph in 2 random parts: "staged" (fp_spmm_part) or "ordered" (rows in part order)
 }
 
 func (c fpEmuCase) String() string {
 	if c.sddmm {
 		return fmt.Sprintf("sddmm_%v_f%d_h%d_ids%v_heavy%d", c.op, c.f, c.fe, c.ids, c.heavy)
 	}
-	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d_sampled%v", c.msg, c.red, c.f, c.fe, c.ids, c.heavy, c.sampled)
+	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d_sampled%v%s", c.msg, c.red, c.f, c.fe, c.ids, c.heavy, c.sampled, c.parts)
 }
 
 // TestFPKernelEmulated runs generated fp kernels on the CPU, compiled as
@@ -560,15 +561,33 @@ func TestFPKernelEmulated(t *testing.T) {
 		fpEmuCase{sddmm: true, op: templates.UDotV, f: 130, fe: 1, ids: true},
 		fpEmuCase{sddmm: true, op: templates.UDotV, f: 1, fe: 1},
 		fpEmuCase{sddmm: true, op: templates.UMulVOp, f: 3, fe: 1, heavy: 8, c: 3},
-		fpEmuCase{sddmm: true, op: templates.USubVOp, f: 256, fe: 1, ids: true})
+		fpEmuCase{sddmm: true, op: templates.USubVOp, f: 256, fe: 1, ids: true},
+		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 16, fe: 1, parts: "staged"},
+		fpEmuCase{msg: templates.UMulE, red: templates.Sum, f: 256, fe: 1, ids: true, heavy: 8, c: 3, parts: "staged"},
+		fpEmuCase{msg: templates.UMulE, red: templates.Sum, f: 16, fe: 16, parts: "staged"},
+		fpEmuCase{msg: templates.UAddV, red: templates.Max, f: 3, fe: 1, parts: "staged"},
+		fpEmuCase{msg: templates.CopyU, red: templates.Mean, f: 130, fe: 1, ids: true, heavy: 8, c: 3, parts: "staged"},
+		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 64, fe: 1, heavy: 8, c: 3, parts: "ordered"},
+		fpEmuCase{msg: templates.UMulE, red: templates.Max, f: 130, fe: 1, ids: true, parts: "ordered"})
 	r := rand.New(rand.NewPCG(20, 3))
 	const rows, nsrc = 90, 110
 	graphs := map[bool]templates.CSR{false: emuCSR(r, rows, nsrc, false), true: emuCSR(r, rows, nsrc, true)}
+	square := map[bool]templates.CSR{false: emuCSR(r, rows, rows, false), true: emuCSR(r, rows, rows, true)}
 	dir := t.TempDir()
 	for _, c := range cases {
-		g := graphs[c.ids]
+		g, ns := graphs[c.ids], nsrc
+		if c.parts != "" {
+			g, ns = square[c.ids], rows
+		}
 		f := c.f
-		x, y := randFloats(r, nsrc*f), randFloats(r, rows*f)
+		x, y := randFloats(r, ns*f), randFloats(r, rows*f)
+		var parts []int32
+		if c.parts != "" {
+			parts = make([]int32, rows)
+			for v := range parts {
+				parts[v] = int32(r.IntN(2))
+			}
+		}
 		var e []float32
 		if !c.sddmm && fpMessages[c.msg].e {
 			e = randFloats(r, g.NNZ()*c.fe)
@@ -597,6 +616,8 @@ func TestFPKernelEmulated(t *testing.T) {
 				heavy, chunk = c.heavy, c.c
 			}
 			chunks, hrows := splitRows(g.Indptr, heavy, chunk)
+			var order, start, loc, items []int32
+			visit := rows
 			var src string
 			var gm fpGeom
 			var want, mag []float32
@@ -620,6 +641,15 @@ func TestFPKernelEmulated(t *testing.T) {
 				ew, err := edgeMode(mm, f, c.fe)
 				require.NoError(t, err)
 				gm = geomFor(f, f, fpMaxSlots)
+				if c.parts != "" {
+					order, start, loc, err = partLayout(g, parts, 2)
+					require.NoError(t, err)
+				}
+				if c.parts == "staged" {
+					// Groups of one piece: every tile of a piece before the next.
+					gm, visit = partGeom(f), 0
+					items = partItems(start, gm.tiles, 1)
+				}
 				src, err = spmmSource(c.msg, c.red, ew, g.EdgeIDs != nil, c.sampled && c.red == templates.Sum, gm)
 				require.NoError(t, err)
 				outLen = rows * f
@@ -649,11 +679,12 @@ func TestFPKernelEmulated(t *testing.T) {
 			if c.sddmm {
 				kind = 1
 			}
-			main, comb := gm.grid(len(chunks)/4+rows), gm.grid(len(hrows)/3)
+			main, comb := gm.grid(len(chunks)/4+visit), gm.grid(len(hrows)/3)
 			raw := runEmu(t, prog, c.String(), []int64{kind, rows, int64(f), int64(c.fe), int64(heavy), int64(len(chunks) / 4),
-				int64(len(hrows) / 3), int64(main[0]), int64(main[1]), int64(comb[0]), int64(gm.g), int64(outLen)},
+				int64(len(hrows) / 3), int64(main[0]), int64(main[1]), int64(comb[0]), int64(gm.g), int64(outLen),
+				int64(len(items) / 2), int64(visit)},
 				asBytes(g.Indptr), asBytes(g.Indices), asBytes(g.EdgeIDs), asBytes(chunks), asBytes(hrows),
-				asBytes(x), asBytes(e), asBytes(y), asBytes(scale))
+				asBytes(x), asBytes(e), asBytes(y), asBytes(scale), asBytes(order), asBytes(start), asBytes(loc), asBytes(items))
 			require.Len(t, raw, 4*outLen)
 			got := make([]float32, outLen)
 			for i := range got {

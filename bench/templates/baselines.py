@@ -9,6 +9,10 @@ GPU, at the same feature widths:
   u_mul_e_sum  cusparse: torch.sparse.mm(W_csr, x)      pyg: message x_j * w, aggr='sum'
   u_dot_v      cusparse: torch.sparse.sampled_addmm     pyg: (x[src] * x[dst]).sum(-1)
 
+Where fpbench wrote DATA/<graph>_porder (the graph renumbered in its
+partition's order, what the _hp ops see), cuSPARSE's SpMMs are timed there
+too, as graph <graph>_porder.
+
 Timing as fpbench: CUDA events around `per` back-to-back calls, per and
 samples picked from a first timing (a sample about 1 ms, a measurement
 about 0.3*budget s), the median reported. Output: TSV lines graph op f impl us
@@ -85,11 +89,19 @@ def main():
     ap.add_argument("--graphs", default="cora,citeseer,pubmed_partial,amazon_photo,amazon_computers,coauthor_cs,coauthor_physics,synth")
     ap.add_argument("--widths", default="16,64,128,256")
     ap.add_argument("--budget", type=float, default=1.0)
+    ap.add_argument("--ops", default="copy_u_sum,u_mul_e_sum,u_dot_v", help="ops to time")
     args = ap.parse_args()
     dev = torch.device("cuda")
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name(0)}", file=sys.stderr)
     gen = torch.Generator(device=dev).manual_seed(1)
+    names = []
     for name in args.graphs.split(","):
+        names.append(name)
+        # fpbench's part order (its _hp ops' view of the graph): cuSPARSE there too.
+        if os.path.isdir(os.path.join(args.data, name + "_porder")):
+            names.append(name + "_porder")
+    for name in names:
+        porder = name.endswith("_porder")
         d = os.path.join(args.data, name)
         if not os.path.isdir(d):
             print(f"# {name}: no data in {d}, skipped", file=sys.stderr)
@@ -122,6 +134,9 @@ def main():
                     ("u_dot_v", "cusparse", lambda: torch.sparse.sampled_addmm(a, x, xt, beta=0.0)),
                     ("u_dot_v", "pyg", lambda: (x[indices] * x[dst]).sum(-1)),
                 ]
+                cases = [c for c in cases if c[0] in args.ops.split(",")]
+                if porder:
+                    cases = [c for c in cases if c[1] == "cusparse" and c[0] != "u_dot_v"]
                 for op, impl, fn in cases:
                     try:
                         us = time_call(fn, args.budget)

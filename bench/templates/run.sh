@@ -30,7 +30,7 @@ for s in $STEPS; do
 		t0=$(date +%s)
 		# -test.timeout below timeout's: a hang ends in Go's dump of every
 		# goroutine's stack (in test.log) rather than a silent kill.
-		timeout 150 "$B/tcu.test" -test.run '^TestFP(SpMMConformance|SDDMMConformance|SampledSpMM|EdgeCases)$' -test.v -test.count=1 -test.timeout 140s >"$L/test.log" 2>&1
+		timeout 150 "$B/tcu.test" -test.run '^TestFP(SpMMConformance|PartsSpMM|SDDMMConformance|SampledSpMM|EdgeCases)$' -test.v -test.count=1 -test.timeout 140s >"$L/test.log" 2>&1
 		echo "test rc=$? $(($(date +%s) - t0))s" | tee -a "$L/run.txt"
 		grep -E '^(--- FAIL|FAIL|ok|PASS)' "$L/test.log" | head -20
 		;;

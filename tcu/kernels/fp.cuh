@@ -9,6 +9,11 @@
 // Every parameter is 64 bits wide (Device.launch).
 typedef long long i64;
 
+// FP_DYN_SMEM declares the block's dynamic shared memory as name (T*).
+#ifndef FP_DYN_SMEM
+#define FP_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
 template <int N>
 struct __align__(4 * N) vecf {
   float v[N];
@@ -32,16 +37,17 @@ __device__ __forceinline__ unsigned groupMask() {
 // workItem finds what group gid owns: a chunk of a heavy row (chunks are
 // numbered first, so the long work starts early) or a light row, which it
 // skips (returns false) when the row is heavy. A chunk is (row, p0, p1,
-// segment).
+// segment). Light rows are taken in order (the rows' visiting order) when
+// it is given, else 0, 1, ...
 __device__ __forceinline__ bool workItem(i64 gid, const int* __restrict__ chunks, i64 nchunks,
-                                         const int* __restrict__ indptr, i64 rows, i64 heavy, int& v, int& p0,
-                                         int& p1, int& seg) {
+                                         const int* __restrict__ indptr, const int* __restrict__ order, i64 rows,
+                                         i64 heavy, int& v, int& p0, int& p1, int& seg) {
   if (gid < nchunks) {
     v = chunks[4 * gid], p0 = chunks[4 * gid + 1], p1 = chunks[4 * gid + 2], seg = chunks[4 * gid + 3];
     return true;
   }
   const i64 r = gid - nchunks;
   if (r >= rows) return false;
-  v = (int)r, p0 = indptr[r], p1 = indptr[r + 1], seg = -1;
+  v = order ? order[r] : (int)r, p0 = indptr[v], p1 = indptr[v + 1], seg = -1;
   return p1 - p0 <= heavy;
 }

@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(256)
   const int gl = threadIdx.x & (G - 1);
   const i64 gid = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
   int v, p0, p1, seg;
-  if (!workItem(gid, chunks, nchunks, indptr, rows, heavy, v, p0, p1, seg)) return;  // the whole group
+  if (!workItem(gid, chunks, nchunks, indptr, nullptr, rows, heavy, v, p0, p1, seg)) return;  // the whole group
   const unsigned gm = groupMask();
 #if DOT
   // blockIdx.y is the head: the group covers its f/heads columns.

@@ -43,6 +43,7 @@ type options struct {
 	exportOnly  bool
 	check       bool
 	esLimit     int
+	partRows    int
 }
 
 func main() {
@@ -50,7 +51,7 @@ func main() {
 	pflag.StringSliceVar(&o.graphs, "graphs", []string{"cora", "citeseer", "pubmed_partial", "amazon_photo", "amazon_computers",
 		"coauthor_cs", "coauthor_physics", "synth"}, "bundled dataset names or paths; synth is the planted-partition graph")
 	pflag.IntSliceVar(&o.widths, "widths", []int{16, 64, 128, 256}, "feature widths")
-	pflag.StringSliceVar(&o.ops, "ops", []string{"copy_u_sum", "u_mul_e_sum", "u_dot_v", "copy_u_sum_es"},
+	pflag.StringSliceVar(&o.ops, "ops", []string{"copy_u_sum", "u_mul_e_sum", "copy_u_sum_hp", "u_mul_e_sum_hp", "u_dot_v", "copy_u_sum_es"},
 		"ops to time (also copy_u_mean, copy_u_max, u_add_v_sum); _es: on ES-SpMM's sample (tcu.UploadSampledCSR)")
 	pflag.StringVar(&o.out, "out", "fpdata", "folder for the graphs' CSR (.npy) read by baselines.py")
 	pflag.Float64Var(&o.budget, "budget", 1, "scales the time spent per measurement (about 0.3·budget seconds)")
@@ -59,6 +60,7 @@ func main() {
 	pflag.BoolVar(&o.exportOnly, "export-only", false, "write the graphs' .npy files and stop (no GPU needed)")
 	pflag.BoolVar(&o.check, "check", true, "check the results at f=16 against the CPU templates before timing")
 	pflag.IntVar(&o.esLimit, "es-limit", 32, "_es ops: edges kept per row")
+	pflag.IntVar(&o.partRows, "part-rows", 256, "_hp ops: nodes per part of the graph's partition (subgraph.Partition, seed 1)")
 	pflag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fpbench:", err)
@@ -135,8 +137,19 @@ func run(o options) (err error) {
 		if err := writeNPY(filepath.Join(dir, "indices.npy"), g.Indices); err != nil {
 			return err
 		}
+		var parts *subgraph.Partitioning
+		if slices.ContainsFunc(o.ops, func(s string) bool { return ops[s].parts }) {
+			t0 = time.Now()
+			if parts, err = partition(g, o.partRows); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			fmt.Fprintf(os.Stderr, "# %s: %d parts of about %d nodes (%v)\n", name, parts.K, o.partRows, time.Since(t0).Round(time.Millisecond))
+			if err := writePartOrder(dir+"_porder", g, parts); err != nil {
+				return err
+			}
+		}
 		if d != nil {
-			if err := benchGraph(d, filepath.Base(name), g, o); err != nil {
+			if err := benchGraph(d, filepath.Base(name), g, parts, o); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
@@ -149,6 +162,7 @@ type op struct {
 	name    string
 	sddmm   bool
 	sampled bool
+	parts   bool // on the graph uploaded with its partition (tcu.UploadCSRParts)
 	msg     templates.Msg
 	red     templates.Reduce
 }
@@ -162,9 +176,12 @@ var ops = map[string]op{
 	"u_dot_v":     {name: "u_dot_v", sddmm: true},
 	// ES-SpMM's inference mode: copy_u sum on the cache-first sample, scaled.
 	"copy_u_sum_es": {name: "copy_u_sum_es", msg: templates.CopyU, red: templates.Sum, sampled: true},
+	// FeatGraph's hybrid partitioning: the same sums, rows grouped by parts.
+	"copy_u_sum_hp":  {name: "copy_u_sum_hp", msg: templates.CopyU, red: templates.Sum, parts: true},
+	"u_mul_e_sum_hp": {name: "u_mul_e_sum_hp", msg: templates.UMulE, red: templates.Sum, parts: true},
 }
 
-func benchGraph(d *tcu.Device, name string, g templates.CSR, o options) error {
+func benchGraph(d *tcu.Device, name string, g templates.CSR, parts *subgraph.Partitioning, o options) error {
 	dg, err := d.UploadCSR(g, g.Rows())
 	if err != nil {
 		return err
@@ -172,6 +189,15 @@ func benchGraph(d *tcu.Device, name string, g templates.CSR, o options) error {
 	defer dg.Close()
 	hr, hc := dg.HeavyRows()
 	fmt.Fprintf(os.Stderr, "# %s: %d heavy rows in %d chunks\n", name, hr, hc)
+	var pg *tcu.FPGraph
+	if parts != nil {
+		if pg, err = d.UploadCSRParts(g, parts.Parts, parts.K); err != nil {
+			return err
+		}
+		defer pg.Close()
+		pieces, inside := pg.Pieces()
+		fmt.Fprintf(os.Stderr, "# %s: %d parts in %d pieces, %.1f%% of the edges inside a part, %.1f%% inside a piece\n", name, parts.K, pieces, 100*insideShare(g, parts.Parts), 100*inside)
+	}
 	n, nnz := g.Rows(), g.NNZ()
 	r := rand.New(rand.NewPCG(1, 2))
 	w := randFloats(r, nnz)
@@ -205,13 +231,23 @@ func benchGraph(d *tcu.Device, name string, g templates.CSR, o options) error {
 				continue
 			}
 			var c *tcu.FPCall
-			if p.sddmm {
+			switch {
+			case p.sddmm:
 				c, err = d.PrepareSDDMM(out, dg, tcu.SDDMMArgs{Op: templates.UDotV, X: xbuf, Y: xbuf, F: f})
-			} else {
+			case p.parts:
+				c, err = d.PrepareSpMM(out, pg, tcu.SpMMArgs{Msg: p.msg, Reduce: p.red, X: xbuf, E: wbuf, Y: xbuf, F: f, FE: 1})
+			default:
 				c, err = d.PrepareSpMM(out, dg, tcu.SpMMArgs{Msg: p.msg, Reduce: p.red, X: xbuf, E: wbuf, Y: xbuf, F: f, FE: 1})
 			}
 			if err != nil {
 				return err
+			}
+			if p.parts {
+				// At every width: the partitioned sums against the row-order kernel's.
+				if err := sameAsRowOrder(d, c, dg, out, p, xbuf, wbuf, n*f); err != nil {
+					fmt.Fprintf(os.Stderr, "# CHECK FAILED %s f=%d: %v\n", name, f, err)
+					checkFailed = true
+				}
 			}
 			if o.check && f == 16 {
 				// A wrong result is reported and the timings go on; run fails at the end.
@@ -278,6 +314,104 @@ func benchSampled(d *tcu.Device, name string, g templates.CSR, dg *tcu.FPGraph, 
 	fmt.Fprintf(os.Stderr, "# %s %s: %.1f us (median of %d × %d); sample keeps %d of %d edges (limit %d), relative L2 error %.3g\n",
 		name, c, float64(med)/1e3, samples, per, sg.NNZ(), g.NNZ(), o.esLimit, math.Sqrt(num/max(den, 1e-30)))
 	return nil
+}
+
+// sameAsRowOrder runs c and the same op on the row-order graph dg, each
+// on an output filled with NaN first (a value left unwritten shows), and
+// compares the results: equal bit for bit, or within 1e-5 relative.
+func sameAsRowOrder(d *tcu.Device, c *tcu.FPCall, dg *tcu.FPGraph, out *tcu.Buffer, p op, xbuf, wbuf *tcu.Buffer, n int) error {
+	ref, err := d.PrepareSpMM(out, dg, tcu.SpMMArgs{Msg: p.msg, Reduce: p.red, X: xbuf, E: wbuf, Y: xbuf, F: n / dg.Rows(), FE: 1})
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	want, got := make([]float32, n), make([]float32, n)
+	nan := make([]float32, n)
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	for _, s := range []struct {
+		c   *tcu.FPCall
+		dst []float32
+	}{{ref, want}, {c, got}} {
+		if err := out.Write(asBytes(nan)); err != nil {
+			return err
+		}
+		if err := s.c.Run(); err != nil {
+			return err
+		}
+		if err := out.Read(asBytes(s.dst)); err != nil {
+			return err
+		}
+	}
+	differ, worst := 0, 0.0
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			differ++
+			worst = max(worst, math.Abs(float64(got[i]-want[i]))/max(math.Abs(float64(want[i])), 1e-30))
+			if math.IsNaN(float64(got[i])) || math.IsNaN(float64(want[i])) {
+				worst = math.Inf(1)
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "# %v: %d of %d values differ in bits from the row-order kernel's (worst relative %.3g)\n", c, differ, n, worst)
+	if worst > 1e-5 {
+		return fmt.Errorf("%v: results differ from the row-order kernel's by up to %.3g relative", c, worst)
+	}
+	return nil
+}
+
+// partition splits g into parts of about rows nodes (subgraph.Partition,
+// seed 1; the graph is undirected).
+func partition(g templates.CSR, rows int) (*subgraph.Partitioning, error) {
+	k := max(1, (g.Rows()+rows-1)/max(rows, 1))
+	return subgraph.Partition(&subgraph.Graph{Indptr: g.Indptr, Indices: g.Indices}, k, subgraph.PartitionOptions{Seed: 1})
+}
+
+// insideShare is the share of g's edges whose ends are in one part.
+func insideShare(g templates.CSR, parts []int32) float64 {
+	in := 0
+	for v := 0; v < g.Rows(); v++ {
+		for _, u := range g.Indices[g.Indptr[v]:g.Indptr[v+1]] {
+			if parts[u] == parts[v] {
+				in++
+			}
+		}
+	}
+	return float64(in) / float64(max(g.NNZ(), 1))
+}
+
+// writePartOrder writes g renumbered in part order (nodes sorted by part,
+// stable) as dir's indptr.npy and indices.npy, for the baselines on the
+// order the partitioned kernel sees.
+func writePartOrder(dir string, g templates.CSR, parts *subgraph.Partitioning) error {
+	n := g.Rows()
+	first := make([]int32, parts.K+1)
+	for _, p := range parts.Parts {
+		first[p+1]++
+	}
+	for p := range parts.K {
+		first[p+1] += first[p]
+	}
+	order, id := make([]int32, n), make([]int32, n)
+	for v, p := range parts.Parts {
+		order[first[p]], id[v] = int32(v), first[p]
+		first[p]++
+	}
+	indptr, indices := make([]int32, 1, n+1), make([]int32, 0, g.NNZ())
+	for _, v := range order {
+		for _, u := range g.Indices[g.Indptr[v]:g.Indptr[v+1]] {
+			indices = append(indices, id[u])
+		}
+		indptr = append(indptr, int32(len(indices)))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeNPY(filepath.Join(dir, "indptr.npy"), indptr); err != nil {
+		return err
+	}
+	return writeNPY(filepath.Join(dir, "indices.npy"), indices)
 }
 
 // measure picks per (runs between two events, about 1 ms) and samples
