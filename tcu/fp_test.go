@@ -515,16 +515,16 @@ type fpEmuCase struct {
 	op       templates.SDDMMOp
 	f, fe    int // fe: edge values per edge (SpMM) or heads (u_dot_v)
 	ids      bool
-	heavy, c int    // split limits (templates' defaults when 0)
-	sampled  bool   // ES-SpMM: the graph is SampleCSR's (limit 20), sums scaled
-	parts    string // a square graph in 2 random parts: "staged" (fp_spmm_part) or "ordered" (rows in part order)
+	heavy, c int  // split limits (templates' defaults when 0)
+	sampled  bool // ES-SpMM: the graph is SampleCSR's (limit 20), sums scaled
+	parts    bool // a square graph in 3 random parts, rows in part order (UploadCSRParts)
 }
 
 func (c fpEmuCase) String() string {
 	if c.sddmm {
 		return fmt.Sprintf("sddmm_%v_f%d_h%d_ids%v_heavy%d", c.op, c.f, c.fe, c.ids, c.heavy)
 	}
-	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d_sampled%v%s", c.msg, c.red, c.f, c.fe, c.ids, c.heavy, c.sampled, c.parts)
+	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d_sampled%v_parts%v", c.msg, c.red, c.f, c.fe, c.ids, c.heavy, c.sampled, c.parts)
 }
 
 // TestFPKernelEmulated runs generated fp kernels on the CPU, compiled as
@@ -562,13 +562,9 @@ func TestFPKernelEmulated(t *testing.T) {
 		fpEmuCase{sddmm: true, op: templates.UDotV, f: 1, fe: 1},
 		fpEmuCase{sddmm: true, op: templates.UMulVOp, f: 3, fe: 1, heavy: 8, c: 3},
 		fpEmuCase{sddmm: true, op: templates.USubVOp, f: 256, fe: 1, ids: true},
-		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 16, fe: 1, parts: "staged"},
-		fpEmuCase{msg: templates.UMulE, red: templates.Sum, f: 256, fe: 1, ids: true, heavy: 8, c: 3, parts: "staged"},
-		fpEmuCase{msg: templates.UMulE, red: templates.Sum, f: 16, fe: 16, parts: "staged"},
-		fpEmuCase{msg: templates.UAddV, red: templates.Max, f: 3, fe: 1, parts: "staged"},
-		fpEmuCase{msg: templates.CopyU, red: templates.Mean, f: 130, fe: 1, ids: true, heavy: 8, c: 3, parts: "staged"},
-		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 64, fe: 1, heavy: 8, c: 3, parts: "ordered"},
-		fpEmuCase{msg: templates.UMulE, red: templates.Max, f: 130, fe: 1, ids: true, parts: "ordered"})
+		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 16, fe: 1, heavy: 8, c: 3, parts: true},
+		fpEmuCase{msg: templates.UMulE, red: templates.Max, f: 130, fe: 1, ids: true, parts: true},
+		fpEmuCase{msg: templates.UAddV, red: templates.Mean, f: 256, fe: 1, ids: true, heavy: 8, c: 3, parts: true})
 	r := rand.New(rand.NewPCG(20, 3))
 	const rows, nsrc = 90, 110
 	graphs := map[bool]templates.CSR{false: emuCSR(r, rows, nsrc, false), true: emuCSR(r, rows, nsrc, true)}
@@ -576,16 +572,16 @@ func TestFPKernelEmulated(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range cases {
 		g, ns := graphs[c.ids], nsrc
-		if c.parts != "" {
+		if c.parts {
 			g, ns = square[c.ids], rows
 		}
 		f := c.f
 		x, y := randFloats(r, ns*f), randFloats(r, rows*f)
 		var parts []int32
-		if c.parts != "" {
+		if c.parts {
 			parts = make([]int32, rows)
 			for v := range parts {
-				parts[v] = int32(r.IntN(2))
+				parts[v] = int32(r.IntN(3))
 			}
 		}
 		var e []float32
@@ -616,8 +612,7 @@ func TestFPKernelEmulated(t *testing.T) {
 				heavy, chunk = c.heavy, c.c
 			}
 			chunks, hrows := splitRows(g.Indptr, heavy, chunk)
-			var order, start, loc, items []int32
-			visit := rows
+			var order []int32
 			var src string
 			var gm fpGeom
 			var want, mag []float32
@@ -641,14 +636,9 @@ func TestFPKernelEmulated(t *testing.T) {
 				ew, err := edgeMode(mm, f, c.fe)
 				require.NoError(t, err)
 				gm = geomFor(f, f, fpMaxSlots)
-				if c.parts != "" {
-					order, start, loc, err = partLayout(g, parts, 2)
+				if c.parts {
+					order, _, err = partOrder(rows, parts, 3)
 					require.NoError(t, err)
-				}
-				if c.parts == "staged" {
-					// Groups of one piece: every tile of a piece before the next.
-					gm, visit = partGeom(f), 0
-					items = partItems(start, gm.tiles, 1)
 				}
 				src, err = spmmSource(c.msg, c.red, ew, g.EdgeIDs != nil, c.sampled && c.red == templates.Sum, gm)
 				require.NoError(t, err)
@@ -679,12 +669,11 @@ func TestFPKernelEmulated(t *testing.T) {
 			if c.sddmm {
 				kind = 1
 			}
-			main, comb := gm.grid(len(chunks)/4+visit), gm.grid(len(hrows)/3)
+			main, comb := gm.grid(len(chunks)/4+rows), gm.grid(len(hrows)/3)
 			raw := runEmu(t, prog, c.String(), []int64{kind, rows, int64(f), int64(c.fe), int64(heavy), int64(len(chunks) / 4),
-				int64(len(hrows) / 3), int64(main[0]), int64(main[1]), int64(comb[0]), int64(gm.g), int64(outLen),
-				int64(len(items) / 2), int64(visit)},
+				int64(len(hrows) / 3), int64(main[0]), int64(main[1]), int64(comb[0]), int64(gm.g), int64(outLen)},
 				asBytes(g.Indptr), asBytes(g.Indices), asBytes(g.EdgeIDs), asBytes(chunks), asBytes(hrows),
-				asBytes(x), asBytes(e), asBytes(y), asBytes(scale), asBytes(order), asBytes(start), asBytes(loc), asBytes(items))
+				asBytes(x), asBytes(e), asBytes(y), asBytes(scale), asBytes(order))
 			require.Len(t, raw, 4*outLen)
 			got := make([]float32, outLen)
 			for i := range got {

@@ -6,7 +6,7 @@ prints markdown: per op, one row per graph and width with the three times
 and the speedups (baseline time / qgtc time), then the issue's targets:
 SpMM (copy_u_sum, u_mul_e_sum) >= 1.5x cuSPARSE, u_dot_v >= 2x PyG.
 
-An _hp op (hybrid partitioning: the same sums over the graph's partition)
+An _hp op (the same sums, rows visited in the order of the graph's partition)
 meets the exact op's baselines, cuSPARSE at the faster of the graph's own
 order and its part order (<graph>_porder); its rows say which.
 """
@@ -39,7 +39,7 @@ def main(paths):
     for op in ops:
         note = " (ES-SpMM sample, approximate, against the exact baselines)" if op.endswith("_es") else ""
         if op.endswith("_hp"):
-            note = " (hybrid partitioning: exact, against the exact baselines in either order)"
+            note = " (rows in part order: exact, against the exact baselines in either order)"
         print(f"\n### {op}{note}\n")
         print("| graph | f | qgtc us | cuSPARSE us | PyG us | vs cuSPARSE | vs PyG |")
         print("|---|---:|---:|---:|---:|---:|---:|")

@@ -9,11 +9,6 @@
 // Every parameter is 64 bits wide (Device.launch).
 typedef long long i64;
 
-// FP_DYN_SMEM declares the block's dynamic shared memory as name (T*).
-#ifndef FP_DYN_SMEM
-#define FP_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
-#endif
-
 template <int N>
 struct __align__(4 * N) vecf {
   float v[N];

@@ -15,10 +15,8 @@
 //   RED_INIT, RED(a, m), MERGE(a, p), FINISH(a, deg)   the reduction
 //   ROW_SCALE        multiply each finished row v by rowScale[v] (ES-SpMM's
 //                    sampled sums: deg(v)/kept(v))
-// fp_spmm_part is FeatGraph's hybrid partitioning on top: a block owns one
-// part of a node partition and one feature tile, stages the part's rows of
-// x in shared memory, and its rows read their in-part sources from there,
-// the others from global memory (see tcu/fp_parts.go).
+// With a visiting order (a node partition's, tcu/fp_parts.go) the light
+// rows run in that order, so the rows in flight share more sources in L2.
 #include "fp.cuh"
 
 __device__ __forceinline__ float finish(float a, int deg, const float* __restrict__ rowScale, int v) {
@@ -29,22 +27,16 @@ __device__ __forceinline__ float finish(float a, int deg, const float* __restric
   return a;
 }
 
-// TW is the columns of a feature tile: one group's, one block's in y.
-#define TW (G * VW * R)
-
 // gather reduces U edges, broadcast from lane j.. of the group, into acc.
-// LOCAL: a source with a slot (l >= 0) is read from the staged tile sx,
-// whose first column is ts.
-template <int NU, bool LOCAL>
+template <int NU>
 __device__ __forceinline__ void gather(float (&acc)[R][VW], const float (&yv)[R][VW], unsigned gm, int j, int pb,
-                                       int myu, int mye, float myw, int myl, const float* __restrict__ x,
-                                       const float* sx, const float* __restrict__ e, i64 f, i64 fe, i64 c0, i64 ts) {
-  int u[NU], id[NU], l[NU];
+                                       int myu, int mye, float myw, const float* __restrict__ x,
+                                       const float* __restrict__ e, i64 f, i64 fe, i64 c0) {
+  int u[NU], id[NU];
   float w[NU];
 #pragma unroll
   for (int i = 0; i < NU; i++) {
     u[i] = MSG_X ? __shfl_sync(gm, myu, j + i, G) : 0;
-    l[i] = LOCAL ? __shfl_sync(gm, myl, j + i, G) : -1;
     id[i] = HAS_EID ? __shfl_sync(gm, mye, j + i, G) : pb + j + i;
     w[i] = EW == 1 ? __shfl_sync(gm, myw, j + i, G) : 0.f;
   }
@@ -56,10 +48,7 @@ __device__ __forceinline__ void gather(float (&acc)[R][VW], const float (&yv)[R]
 #pragma unroll
     for (int i = 0; i < NU; i++) {
 #if MSG_X
-      if (LOCAL && l[i] >= 0)
-        xv[i] = loadv(sx + (i64)l[i] * TW + (c - ts));
-      else
-        xv[i] = loadv(x + (i64)u[i] * f + c);
+      xv[i] = loadv(x + (i64)u[i] * f + c);
 #endif
 #if EW == 2
       ev[i] = loadv(e + (i64)id[i] * f + c);
@@ -88,15 +77,12 @@ __device__ __forceinline__ void gather(float (&acc)[R][VW], const float (&yv)[R]
   }
 }
 
-// loadEdge reads what a lane contributes to a batch: the source, id,
-// (EW 1) weight and (LOCAL) staged slot of the edge at position p, if p < p1.
-template <bool LOCAL>
+// loadEdge reads what a lane contributes to a batch: the source, id and
+// (EW 1) weight of the edge at position p, if p < p1.
 __device__ __forceinline__ void loadEdge(const int* __restrict__ indices, const int* __restrict__ eids,
-                                         const float* __restrict__ e, const int* __restrict__ loc, int p, int p1,
-                                         int& u, int& id, float& w, int& l) {
-  u = 0, id = p, w = 0.f, l = -1;
+                                         const float* __restrict__ e, int p, int p1, int& u, int& id, float& w) {
+  u = 0, id = p, w = 0.f;
   if (p < p1) {
-    if (LOCAL) l = loc[p];
 #if MSG_X
     u = indices[p];
 #endif
@@ -109,17 +95,17 @@ __device__ __forceinline__ void loadEdge(const int* __restrict__ indices, const 
   }
 }
 
-// row reduces the edges p0..p1 of row v for the group's columns from c0
-// (tile from ts) and stores the finished row, or the chunk's partial
-// (seg >= 0).
-template <bool LOCAL>
-__device__ __forceinline__ void row(int v, int p0, int p1, int seg, const int* __restrict__ indices,
-                                    const int* __restrict__ eids, const float* __restrict__ x,
-                                    const float* sx, const int* __restrict__ loc, const float* __restrict__ e,
-                                    const float* __restrict__ y, float* __restrict__ out, float* __restrict__ part,
-                                    i64 f, i64 fe, i64 c0, i64 ts, const float* __restrict__ rowScale) {
+extern "C" __global__ void __launch_bounds__(256)
+    fp_spmm(const int* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ eids,
+            const float* __restrict__ x, const float* __restrict__ e, const float* __restrict__ y,
+            float* __restrict__ out, float* __restrict__ part, const int* __restrict__ chunks, i64 nchunks, i64 rows,
+            i64 f, i64 fe, i64 heavy, const float* __restrict__ rowScale, const int* __restrict__ order) {
   const int gl = threadIdx.x & (G - 1);
+  const i64 gid = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
+  int v, p0, p1, seg;
+  if (!workItem(gid, chunks, nchunks, indptr, order, rows, heavy, v, p0, p1, seg)) return;  // the whole group
   const unsigned gm = groupMask();
+  const i64 c0 = (i64)blockIdx.y * (G * VW * R) + gl * VW;
   float acc[R][VW], yv[R][VW];
 #pragma unroll
   for (int r = 0; r < R; r++) {
@@ -136,18 +122,18 @@ __device__ __forceinline__ void row(int v, int p0, int p1, int seg, const int* _
   }
   // Each lane loads one edge of the next batch while the group gathers
   // the current one, so the index loads overlap the feature loads.
-  int myu, mye, myl;
+  int myu, mye;
   float myw;
-  loadEdge<LOCAL>(indices, eids, e, loc, p0 + gl, p1, myu, mye, myw, myl);
+  loadEdge(indices, eids, e, p0 + gl, p1, myu, mye, myw);
   for (int pb = p0; pb < p1; pb += G) {
-    int nu, ne, nl;
+    int nu, ne;
     float nw;
-    loadEdge<LOCAL>(indices, eids, e, loc, pb + G + gl, p1, nu, ne, nw, nl);
+    loadEdge(indices, eids, e, pb + G + gl, p1, nu, ne, nw);
     const int n = min(G, p1 - pb);
     int j = 0;
-    for (; j + U <= n; j += U) gather<U, LOCAL>(acc, yv, gm, j, pb, myu, mye, myw, myl, x, sx, e, f, fe, c0, ts);
-    for (; j < n; j++) gather<1, LOCAL>(acc, yv, gm, j, pb, myu, mye, myw, myl, x, sx, e, f, fe, c0, ts);
-    myu = nu, mye = ne, myw = nw, myl = nl;
+    for (; j + U <= n; j += U) gather<U>(acc, yv, gm, j, pb, myu, mye, myw, x, e, f, fe, c0);
+    for (; j < n; j++) gather<1>(acc, yv, gm, j, pb, myu, mye, myw, x, e, f, fe, c0);
+    myu = nu, mye = ne, myw = nw;
   }
   const int deg = p1 - p0;
 #pragma unroll
@@ -167,50 +153,6 @@ __device__ __forceinline__ void row(int v, int p0, int p1, int seg, const int* _
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    fp_spmm(const int* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ eids,
-            const float* __restrict__ x, const float* __restrict__ e, const float* __restrict__ y,
-            float* __restrict__ out, float* __restrict__ part, const int* __restrict__ chunks, i64 nchunks, i64 rows,
-            i64 f, i64 fe, i64 heavy, const float* __restrict__ rowScale, const int* __restrict__ order) {
-  const i64 gid = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
-  int v, p0, p1, seg;
-  if (!workItem(gid, chunks, nchunks, indptr, order, rows, heavy, v, p0, p1, seg)) return;  // the whole group
-  const i64 ts = (i64)blockIdx.y * TW;
-  row<false>(v, p0, p1, seg, indices, eids, x, nullptr, nullptr, e, y, out, part, f, fe,
-             ts + (threadIdx.x & (G - 1)) * VW, ts, rowScale);
-}
-
-// fp_spmm_part runs the light rows of one part (order[start[p]..start[p+1]])
-// at one feature tile t, for each (p, t) pair of items. The part's rows of
-// x are staged first (its members are the graph's rows and sources both);
-// loc[pos] is the staged slot of the edge's source, or -1 outside the part.
-// Heavy rows are fp_spmm's chunks, launched beside it. Blocks of 512
-// threads: a part's rows are few per group, the tile's columns few per row.
-extern "C" __global__ void __launch_bounds__(PART_BLOCK)
-    fp_spmm_part(const int* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ eids,
-                 const float* __restrict__ x, const float* __restrict__ e, const float* __restrict__ y,
-                 float* __restrict__ out, const int* __restrict__ order, const int* __restrict__ start,
-                 const int* __restrict__ loc, const int* __restrict__ items, i64 f, i64 fe, i64 heavy,
-                 const float* __restrict__ rowScale) {
-  FP_DYN_SMEM(float, sx);
-  const int p = items[2 * blockIdx.x], t = items[2 * blockIdx.x + 1];
-  const int m0 = start[p], np = start[p + 1] - m0;
-  const i64 ts = (i64)t * TW;
-  constexpr int TV = TW / VW;
-  for (int i = threadIdx.x; i < np * TV; i += blockDim.x) {
-    const int r = i / TV;
-    const i64 c = ts + (i64)(i - r * TV) * VW;
-    if (c < f) storev(sx + (i64)r * TW + (c - ts), loadv(x + (i64)order[m0 + r] * f + c));
-  }
-  __syncthreads();
-  const i64 c0 = ts + (threadIdx.x & (G - 1)) * VW;
-  for (int i = threadIdx.x / G; i < np; i += blockDim.x / G) {
-    const int v = order[m0 + i], p0 = indptr[v], p1 = indptr[v + 1];
-    if (p1 - p0 > heavy) continue;  // the whole group
-    row<true>(v, p0, p1, -1, indices, eids, x, sx, loc, e, y, out, nullptr, f, fe, c0, ts, rowScale);
-  }
-}
-
 // fp_spmm_combine merges the partials of each heavy row, in chunk order,
 // and finishes the row. heavyRows holds (row, first segment, segments).
 extern "C" __global__ void __launch_bounds__(256)
@@ -222,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(256)
   if (gid >= nheavy) return;
   const int v = heavyRows[3 * gid], s0 = heavyRows[3 * gid + 1], ns = heavyRows[3 * gid + 2];
   const int deg = indptr[v + 1] - indptr[v];
-  const i64 c0 = (i64)blockIdx.y * TW + gl * VW;
+  const i64 c0 = (i64)blockIdx.y * (G * VW * R) + gl * VW;
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const i64 c = c0 + (i64)r * G * VW;

@@ -109,7 +109,7 @@ func run(o options) (err error) {
 			return err
 		}
 		defer d.Close()
-		fmt.Fprintf(os.Stderr, "# %v, NVRTC %s\n", d.Info(), d.NVRTCVersion())
+		fmt.Fprintf(os.Stderr, "# %v, NVRTC %s, L2 %d bytes\n", d.Info(), d.NVRTCVersion(), d.Info().L2Bytes)
 	}
 	defer func() {
 		if err == nil && checkFailed {
@@ -176,7 +176,7 @@ var ops = map[string]op{
 	"u_dot_v":     {name: "u_dot_v", sddmm: true},
 	// ES-SpMM's inference mode: copy_u sum on the cache-first sample, scaled.
 	"copy_u_sum_es": {name: "copy_u_sum_es", msg: templates.CopyU, red: templates.Sum, sampled: true},
-	// FeatGraph's hybrid partitioning: the same sums, rows grouped by parts.
+	// The same sums on the graph uploaded with its partition: rows in part order.
 	"copy_u_sum_hp":  {name: "copy_u_sum_hp", msg: templates.CopyU, red: templates.Sum, parts: true},
 	"u_mul_e_sum_hp": {name: "u_mul_e_sum_hp", msg: templates.UMulE, red: templates.Sum, parts: true},
 }
@@ -195,8 +195,7 @@ func benchGraph(d *tcu.Device, name string, g templates.CSR, parts *subgraph.Par
 			return err
 		}
 		defer pg.Close()
-		pieces, inside := pg.Pieces()
-		fmt.Fprintf(os.Stderr, "# %s: %d parts in %d pieces, %.1f%% of the edges inside a part, %.1f%% inside a piece\n", name, parts.K, pieces, 100*insideShare(g, parts.Parts), 100*inside)
+		fmt.Fprintf(os.Stderr, "# %s: %d parts, %.1f%% of the edges inside a part\n", name, pg.Parts(), 100*insideShare(g, parts.Parts))
 	}
 	n, nnz := g.Rows(), g.NNZ()
 	r := rand.New(rand.NewPCG(1, 2))
