@@ -2,15 +2,11 @@ package tcu
 
 import (
 	"fmt"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/qgtc/qgtc/templates"
 )
 
 func TestPartOrder(t *testing.T) {
@@ -52,44 +48,7 @@ func TestFPPartsSpMM(t *testing.T) {
 		require.Positive(t, hr, "the graph has rows past the heavy limit")
 		require.Equal(t, k, dg.Parts())
 		for _, f := range fpWidths {
-			x, y := randFloats(r, n*f), randFloats(r, n*f)
-			es := map[int][]float32{}
-			for _, fe := range []int{1, 2, f} {
-				if f%fe == 0 {
-					es[fe] = randFloats(r, g.NNZ()*fe)
-				}
-			}
-			t.Run(fmt.Sprintf("ids=%v/f=%d", ids, f), func(t *testing.T) {
-				t.Parallel()
-				for m, mm := range fpMessages {
-					fes := []int{1}
-					if mm.e {
-						fes = slices.Sorted(maps.Keys(es))
-					}
-					for red := range fpReductions {
-						for _, fe := range fes {
-							ys, e := y, es[fe]
-							if !mm.y {
-								ys = nil
-							}
-							if !mm.e {
-								e = nil
-							}
-							what := fmt.Sprintf("%v %v fe=%d", m, red, fe)
-							want := make([]float32, n*f)
-							require.NoError(t, templates.SpMM(want, g, m, red, x, e, ys, f, nil, nil), what)
-							var scale []float32
-							if red == templates.Sum || red == templates.Mean {
-								scale = make([]float32, n*f)
-								require.NoError(t, templates.SpMM(scale, g, m, red, absAll(x), absAll(e), absAll(ys), f, nil, nil))
-							}
-							got := make([]float32, n*f)
-							require.NoError(t, runSpMM(d, got, dg, m, red, x, e, ys, f, fe), what)
-							closeTo(t, what+" parts", got, want, scale)
-						}
-					}
-				}
-			})
+			spmmWidth(t, d, r, fmt.Sprintf("ids=%v/f=%d", ids, f), g, n, f, dg)
 		}
 	}
 }

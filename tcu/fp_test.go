@@ -298,10 +298,6 @@ func fpDevice(t testing.TB) *Device {
 // graphs against templates.SpMM (relative 1e-5): with and without edge
 // ids, edge values per edge, per column and per head, and a graph with a
 // small heavy limit so most rows go through chunks and the combine.
-//
-// Each subtest logs every variant as it finishes (CPU reference and device
-// time; the first device call of a variant includes its compile), so that
-// a run cut off by a timeout shows where it was.
 func TestFPSpMMConformance(t *testing.T) {
 	d := fpDevice(t)
 	r := rand.New(rand.NewPCG(20, 1))
@@ -320,55 +316,66 @@ func TestFPSpMMConformance(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, small.Close()) })
 		for _, f := range fpWidths {
-			x, y := randFloats(r, nsrc*f), randFloats(r, rows*f)
-			es := map[int][]float32{}
-			for _, fe := range []int{1, 2, f} {
-				if f%fe == 0 {
-					es[fe] = randFloats(r, g.NNZ()*fe)
-				}
-			}
-			// Each width in parallel: the variants compile concurrently.
-			t.Run(fmt.Sprintf("ids=%v/f=%d", ids, f), func(t *testing.T) {
-				t.Parallel()
-				for m, mm := range fpMessages {
-					fes := []int{1}
-					if mm.e {
-						fes = slices.Sorted(maps.Keys(es))
-					}
-					for red := range fpReductions {
-						for _, fe := range fes {
-							xs, ys, e := x, y, es[fe]
-							if !mm.x {
-								xs = nil
-							}
-							if !mm.y {
-								ys = nil
-							}
-							if !mm.e {
-								e = nil
-							}
-							what := fmt.Sprintf("%v %v fe=%d", m, red, fe)
-							t0 := time.Now()
-							want := make([]float32, rows*f)
-							require.NoError(t, templates.SpMM(want, g, m, red, xs, e, ys, f, nil, nil), what)
-							var scale []float32
-							if red == templates.Sum || red == templates.Mean {
-								scale = make([]float32, rows*f)
-								require.NoError(t, templates.SpMM(scale, g, m, red, absAll(xs), absAll(e), absAll(ys), f, nil, nil))
-							}
-							t1 := time.Now()
-							for _, gg := range []*FPGraph{dg, small} {
-								got := make([]float32, rows*f)
-								require.NoError(t, runSpMM(d, got, gg, m, red, xs, e, ys, f, fe), what)
-								closeTo(t, fmt.Sprintf("%s heavy=%d", what, gg.heavy), got, want, scale)
-							}
-							t.Logf("%s: cpu %v, device %v", what, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
-						}
-					}
-				}
-			})
+			spmmWidth(t, d, r, fmt.Sprintf("ids=%v/f=%d", ids, f), g, nsrc, f, dg, small)
 		}
 	}
+}
+
+// spmmWidth draws x, y and the edge values (per edge, 2 per edge, f per
+// edge) for g at width f, then in a parallel subtest runs every message ×
+// reduction on each uploaded copy of g against templates.SpMM (relative
+// 1e-5). Each variant is logged as it finishes (CPU reference and device
+// time; the first device call of a variant includes its compile), so that
+// a run cut off by a timeout shows where it was.
+func spmmWidth(t *testing.T, d *Device, r *rand.Rand, name string, g templates.CSR, nsrc, f int, graphs ...*FPGraph) {
+	rows := g.Rows()
+	x, y := randFloats(r, nsrc*f), randFloats(r, rows*f)
+	es := map[int][]float32{}
+	for _, fe := range []int{1, 2, f} {
+		if f%fe == 0 {
+			es[fe] = randFloats(r, g.NNZ()*fe)
+		}
+	}
+	// Each width in parallel: the variants compile concurrently.
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		for m, mm := range fpMessages {
+			fes := []int{1}
+			if mm.e {
+				fes = slices.Sorted(maps.Keys(es))
+			}
+			for red := range fpReductions {
+				for _, fe := range fes {
+					xs, ys, e := x, y, es[fe]
+					if !mm.x {
+						xs = nil
+					}
+					if !mm.y {
+						ys = nil
+					}
+					if !mm.e {
+						e = nil
+					}
+					what := fmt.Sprintf("%v %v fe=%d", m, red, fe)
+					t0 := time.Now()
+					want := make([]float32, rows*f)
+					require.NoError(t, templates.SpMM(want, g, m, red, xs, e, ys, f, nil, nil), what)
+					var scale []float32
+					if red == templates.Sum || red == templates.Mean {
+						scale = make([]float32, rows*f)
+						require.NoError(t, templates.SpMM(scale, g, m, red, absAll(xs), absAll(e), absAll(ys), f, nil, nil))
+					}
+					t1 := time.Now()
+					for _, gg := range graphs {
+						got := make([]float32, rows*f)
+						require.NoError(t, runSpMM(d, got, gg, m, red, xs, e, ys, f, fe), what)
+						closeTo(t, fmt.Sprintf("%s heavy=%d parts=%d", what, gg.heavy, gg.Parts()), got, want, scale)
+					}
+					t.Logf("%s: cpu %v, device %v", what, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
+				}
+			}
+		}
+	})
 }
 
 // TestFPSampledSpMM checks ES-SpMM's mode (UploadSampledCSR) against the
