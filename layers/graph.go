@@ -218,7 +218,7 @@ func (gm *GraphModel) nodeScores(b *GraphBatch, in *Input, quant bool, dropout f
 	if err := gm.checkHeads(); err != nil {
 		return nil, nil, nil, err
 	}
-	st, y, err := gm.simRun(b.Batch, in, qUpTo(quant), -1, dropout, rng, nil, wc)
+	st, y, err := gm.simRun(b.Batch, in, qUpTo(quant), -1, dropout, true, rng, nil, wc)
 	if err != nil || len(gm.Heads) == 0 {
 		return st, y, nil, err
 	}

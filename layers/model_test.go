@@ -664,6 +664,17 @@ func TestQDropoutPlaces(t *testing.T) {
 			if c.kind == GIN {
 				assert.Equal(t, c.norm == NormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
 			}
+			// KeepInput: the features are whole, the layers' inputs drop as above.
+			kst, _, err := m.simForwardKeepInput(d.Eval[0], in, false, 0.5, rand.New(rand.NewPCG(1, 2)))
+			require.NoError(t, err)
+			assert.Nil(t, kst.dropIn, "the features are kept")
+			nst, _, err := m.simForward(d.Eval[0], in, false, -1, 0, nil)
+			require.NoError(t, err)
+			assert.Equal(t, nst.input.vals, kst.input.vals, "the features as without dropout")
+			assert.NotEqual(t, nst.input.vals, st.input.vals, "dropout zeroes some features")
+			for i := range st.ops {
+				assert.Equal(t, st.drops[i] == nil, kst.drops[i] == nil, "op %d", i)
+			}
 		})
 	}
 }
@@ -748,7 +759,7 @@ func BenchmarkQPredictWeightCache(b *testing.B) {
 					wc = weightCache{}
 				}
 				for _, bt := range d.Eval {
-					_, _, err := m.simRun(bt, in, qUpTo(true), -1, 0, nil, nil, wc)
+					_, _, err := m.simRun(bt, in, qUpTo(true), -1, 0, true, nil, nil, wc)
 					require.NoError(b, err)
 				}
 			}

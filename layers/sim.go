@@ -310,7 +310,13 @@ func parFor(n int, f func(lo, hi int)) {
 // training and inference (Li et al., 2019; the measurements are in
 // bench/accuracy/RESULTS.md).
 func (m *Model) simForward(b *Batch, in *Input, quant bool, stopAt int, dropout float32, rng *rand.Rand) (*simState, []float32, error) {
-	return m.simRun(b, in, qUpTo(quant), stopAt, dropout, rng, nil, nil)
+	return m.simRun(b, in, qUpTo(quant), stopAt, dropout, true, rng, nil, nil)
+}
+
+// simForwardKeepInput is simForward without dropout on the input features,
+// only between layers (TrainConfig.KeepInput).
+func (m *Model) simForwardKeepInput(b *Batch, in *Input, quant bool, dropout float32, rng *rand.Rand) (*simState, []float32, error) {
+	return m.simRun(b, in, qUpTo(quant), -1, dropout, false, rng, nil, nil)
 }
 
 // qUpTo is the upTo of simRun that quantizes every op (quant) or none.
@@ -327,7 +333,7 @@ func qUpTo(quant bool) int {
 // the logits this way. upTo 0 is the full-precision model, len(ops) or more
 // the quantized one.
 func (m *Model) simForwardUpTo(b *Batch, in *Input, upTo, stopAt int, dropout float32, rng *rand.Rand) (*simState, []float32, error) {
-	return m.simRun(b, in, upTo, stopAt, dropout, rng, nil, nil)
+	return m.simRun(b, in, upTo, stopAt, dropout, true, rng, nil, nil)
 }
 
 // resume starts a pass at op from, with vals holding the values made
@@ -342,7 +348,7 @@ type resume struct {
 // while it weighs one tensor's candidate ranges); the state it returns
 // then covers only the ops it ran and serves no backward pass. The
 // weights come from wc (nil: prepared now).
-func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, rng *rand.Rand, res *resume, wc weightCache) (*simState, []float32, error) {
+func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, dropInput bool, rng *rand.Rand, res *resume, wc weightCache) (*simState, []float32, error) {
 	quant := upTo > 0
 	if in.Cols != m.Layers[0].Lin1.In {
 		return nil, nil, fmt.Errorf("%w: features have %d columns, the model takes %d", ErrModel, in.Cols, m.Layers[0].Lin1.In)
@@ -372,7 +378,7 @@ func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, r
 		copy(st.vals, res.vals)
 	}
 	st.input = gatherInput(in, b.Nodes, quant)
-	if st.dropout > 0 {
+	if st.dropout > 0 && dropInput {
 		st.dropIn = dropOut(st.input.vals, st.dropout, rng)
 	}
 	st.vals[0] = simVal{width: in.Cols, quant: quant, p: m.Input}

@@ -72,8 +72,11 @@ type TrainConfig struct {
 	LR          float32
 	WeightDecay float32
 	Dropout     float32 // full precision only
-	Patience    int     // stop after this many epochs without a better validation accuracy (0: never)
-	Seed        uint64
+	// KeepInput drops out only between layers, not the input features
+	// (PyG's BasicGNN models; Kipf & Welling's GCN drops them too).
+	KeepInput bool
+	Patience  int // stop after this many epochs without a better validation accuracy (0: never)
+	Seed      uint64
 	// LearnScales (QAT only) learns each activation quantizer's step size
 	// with the LSQ gradient (Esser et al., 2020), its zero point fixed in
 	// units of the step; the weights' ranges are recomputed every step.
@@ -223,7 +226,14 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		var loss float64
 		var count int
 		for _, b := range batches {
-			st, logits, err := m.simForward(b, in, quant, -1, cfg.Dropout, fwdRng)
+			var st *simState
+			var logits []float32
+			var err error
+			if cfg.KeepInput {
+				st, logits, err = m.simForwardKeepInput(b, in, quant, cfg.Dropout, fwdRng)
+			} else {
+				st, logits, err = m.simForward(b, in, quant, -1, cfg.Dropout, fwdRng)
+			}
 			if err != nil {
 				return 0, err
 			}
@@ -306,7 +316,7 @@ func (t *teacherLogits) of(b *Batch, in *Input, eval []*Batch) ([]float32, error
 	if y, ok := t.eval[b]; ok {
 		return y, nil
 	}
-	_, y, err := t.m.simRun(b, in, 0, -1, 0, nil, nil, t.wc)
+	_, y, err := t.m.simRun(b, in, 0, -1, 0, true, nil, nil, t.wc)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +356,7 @@ func (m *Model) preciseBN(d *Data, in *Input) error {
 	var total float64
 	rng := rand.New(rand.NewPCG(0, 0)) // batch statistics; no dropout draws
 	for _, b := range d.Eval {
-		st, _, err := m.simRun(b, in, 0, -1, 0, rng, nil, nil)
+		st, _, err := m.simRun(b, in, 0, -1, 0, true, rng, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -427,7 +437,7 @@ func (m *Model) Predict(d *Data, in *Input, quant bool) ([]int32, error) {
 	}
 	wc := weightCache{}
 	for _, b := range d.Eval {
-		_, logits, err := m.simRun(b, in, qUpTo(quant), -1, 0, nil, nil, wc)
+		_, logits, err := m.simRun(b, in, qUpTo(quant), -1, 0, true, nil, nil, wc)
 		if err != nil {
 			return nil, err
 		}
@@ -476,7 +486,7 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 	wc := weightCache{} // the weights do not change while calibrating
 	ref := make([][]float32, len(batches))
 	for bi, b := range batches {
-		_, y, err := m.simRun(b, in, 0, -1, 0, nil, nil, wc)
+		_, y, err := m.simRun(b, in, 0, -1, 0, true, nil, nil, wc)
 		if err != nil {
 			return err
 		}
@@ -496,7 +506,7 @@ func (m *Model) Calibrate(d *Data, in *Input, maxBatches int) error {
 		pass := func() error {
 			sample = sample[:0]
 			for bi, b := range batches {
-				st, y, err := m.simRun(b, in, qUpTo(true), i, 0, nil, res[bi], wc)
+				st, y, err := m.simRun(b, in, qUpTo(true), i, 0, true, nil, res[bi], wc)
 				if err != nil {
 					return err
 				}
@@ -608,7 +618,7 @@ func (m *Model) klFrom(ref [][]float32, batches []*Batch, in *Input, i int, outs
 	var n int
 	c := m.Classes
 	for bi, b := range batches {
-		_, lg, err := m.simRun(b, in, i+1, -1, 0, nil, &resume{from: i + 1, vals: withOutput(prefix[bi], outs[bi], rowWidth(outs[bi], b.N()), p, op.outEq)}, wc)
+		_, lg, err := m.simRun(b, in, i+1, -1, 0, true, nil, &resume{from: i + 1, vals: withOutput(prefix[bi], outs[bi], rowWidth(outs[bi], b.N()), p, op.outEq)}, wc)
 		if err != nil {
 			return 0, err
 		}

@@ -146,6 +146,7 @@ type modelKey struct {
 	LR          float64 `json:"lr"`
 	WD          float64 `json:"wd"`
 	Dropout     float64 `json:"dropout"`
+	KeepInput   bool    `json:"keep_input,omitempty"` // omitted when false: earlier keys stay valid
 	Patience    int     `json:"patience"`
 	PreciseBN   bool    `json:"precise_bn"`      // layers.TrainConfig.PreciseBN
 	ABits       int     `json:"abits,omitempty"` // the quantized model's
@@ -167,7 +168,7 @@ type modelKey struct {
 func (j *Job) modelKey(d *Data, quant bool) string {
 	k := modelKey{Version: cacheVersion, Format: "qgtc.qmodel/3", Data: d.Fingerprint, Kind: j.Model, Norm: j.Norm, Scale: j.FeatureScale,
 		Hidden: j.Hidden, Layers: j.Layers, Parts: d.Parts, Partition: d.PartitionSum, Batch: j.Batch, Seed: j.Seed, Epochs: j.Epochs,
-		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, Patience: j.Patience, PreciseBN: true}
+		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, KeepInput: j.KeepInput, Patience: j.Patience, PreciseBN: true}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
 		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW, k.LastBits = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights(), j.lastBits()

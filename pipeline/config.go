@@ -52,9 +52,12 @@ type Config struct {
 	// validation accuracy before stopping, 0: never) train the fp32 model,
 	// QATLR, QATWeightDecay and QATPatience fine-tune it (see Recipe).
 	LR, WeightDecay, Dropout float64
-	Patience                 int
-	QATLR, QATWeightDecay    float64
-	QATPatience              int
+	// KeepInput drops out only between layers, not the input features
+	// (layers.TrainConfig.KeepInput; PyG's BasicGNN models).
+	KeepInput             bool
+	Patience              int
+	QATLR, QATWeightDecay float64
+	QATPatience           int
 	// QATDistill weighs the fp32 model's predictions on every node in the
 	// QAT loss (layers.TrainConfig.Distill; 0: the labels only).
 	QATDistill float64

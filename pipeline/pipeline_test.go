@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -161,6 +162,7 @@ func TestCacheSettings(t *testing.T) {
 		{"lr", func(c *Config) { c.LR = 0.02 }},
 		{"weight-decay", func(c *Config) { c.WeightDecay = 0 }},
 		{"dropout", func(c *Config) { c.Dropout = 0.2 }},
+		{"keep-input", func(c *Config) { c.KeepInput = true }},
 		{"patience", func(c *Config) { c.Patience = 3 }},
 		{"qat-lr", func(c *Config) { c.QATLR = 0.01 }},
 		{"qat-weight-decay", func(c *Config) { c.QATWeightDecay = 0 }},
@@ -176,6 +178,17 @@ func TestCacheSettings(t *testing.T) {
 		})
 	}
 	assert.False(t, trained(infer(t, base)), "the first model is still cached")
+}
+
+// TestCacheKeyKeepInputOmitted: a key without KeepInput is the key as it
+// was before the setting existed, so models cached then stay valid.
+func TestCacheKeyKeepInputOmitted(t *testing.T) {
+	js, err := json.Marshal(modelKey{Dropout: 0.5})
+	require.NoError(t, err)
+	assert.NotContains(t, string(js), "keep_input")
+	js, err = json.Marshal(modelKey{Dropout: 0.5, KeepInput: true})
+	require.NoError(t, err)
+	assert.Contains(t, string(js), `"keep_input":true`)
 }
 
 // TestCacheCorrupt: a cached 4-bit model with flipped weight bytes is

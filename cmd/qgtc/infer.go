@@ -124,6 +124,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.Float64Var(&c.LR, "lr", def.LR, "full-precision learning rate (Adam)"+recipe)
 	fs.Float64Var(&c.WeightDecay, "weight-decay", def.WeightDecay, "full-precision weight decay"+recipe)
 	fs.Float64Var(&c.Dropout, "dropout", def.Dropout, "full-precision dropout"+recipe)
+	fs.BoolVar(&c.KeepInput, "keep-input", def.KeepInput, "full-precision dropout between layers only, not on the input features (as PyG's GCN, GIN and GraphSAGE models)")
 	fs.IntVar(&c.Patience, "patience", def.Patience, "stop full-precision training after this many epochs without a better validation accuracy (0: never)"+recipe)
 	fs.Float64Var(&c.QATLR, "qat-lr", def.QATLR, "QAT learning rate"+recipe)
 	fs.Float64Var(&c.QATWeightDecay, "qat-weight-decay", def.QATWeightDecay, "QAT weight decay"+recipe)
@@ -151,7 +152,7 @@ func qParseAgg(s string) (layers.AggMode, error) {
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
 	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
-	"QATEpochs": "qat-epochs", "LR": "lr", "WeightDecay": "weight-decay", "Dropout": "dropout", "Patience": "patience",
+	"QATEpochs": "qat-epochs", "LR": "lr", "WeightDecay": "weight-decay", "Dropout": "dropout", "KeepInput": "keep-input", "Patience": "patience",
 	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "QATDistill": "qat-distill", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard", "ChannelZ": "channel-z", "SignWeights": "sign-weights", "LastBits": "last-bits"}
 
 // qUsage turns the pipeline's complaints about its settings or its data
