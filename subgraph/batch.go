@@ -178,18 +178,8 @@ func Batches(g *Graph, p *Partitioning, opt BatchOptions) (*BatchPlan, error) {
 	if _, err := bittensor.New(0, 0, 1, bittensor.ByRows, opt.Padding); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBatch, err)
 	}
-	ix := &partIndex{g: g, k: p.K, partStart: make([]int32, p.K+1), partNodes: make([]int32, g.N())}
-	for _, part := range p.Parts {
-		ix.partStart[part+1]++
-	}
-	for i := 0; i < p.K; i++ {
-		ix.partStart[i+1] += ix.partStart[i]
-	}
-	fill := slices.Clone(ix.partStart[:p.K])
-	for v, part := range p.Parts {
-		ix.partNodes[fill[part]] = int32(v)
-		fill[part]++
-	}
+	ix := &partIndex{g: g, k: p.K}
+	ix.partStart, ix.partNodes = p.Members()
 	n := g.N()
 	ix.scratch.New = func() any {
 		s := make([]int32, n)

@@ -356,6 +356,25 @@ func (p *Partitioning) Check(g *Graph) error {
 	return nil
 }
 
+// Members lists the nodes part by part, each part in node order: part q
+// is nodes[starts[q]:starts[q+1]] (starts has K+1 entries).
+func (p *Partitioning) Members() (starts, nodes []int32) {
+	starts = make([]int32, p.K+1)
+	for _, q := range p.Parts {
+		starts[q+1]++
+	}
+	for q := range p.K {
+		starts[q+1] += starts[q]
+	}
+	nodes = make([]int32, len(p.Parts))
+	fill := slices.Clone(starts[:p.K])
+	for v, q := range p.Parts {
+		nodes[fill[q]] = int32(v)
+		fill[q]++
+	}
+	return starts, nodes
+}
+
 // Stats computes the edge cut, kept fraction and balance of p on g. Edges
 // are counted undirected: {u, v} is one edge whether g stores u→v, v→u or
 // both, and self-loops are left out.

@@ -403,3 +403,10 @@ func TestPartitionSmallComponents(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, packSmallComponents(fromGraph(one, 1), 10, opt, make([]int32, 2000)))
 }
+
+func TestPartitioningMembers(t *testing.T) {
+	p := &Partitioning{K: 4, Parts: []int32{2, 0, 1, 0, 2, 2, 1}}
+	starts, nodes := p.Members()
+	require.Equal(t, []int32{1, 3, 2, 6, 0, 4, 5}, nodes, "part by part, each in node order")
+	require.Equal(t, []int32{0, 2, 4, 7, 7}, starts, "part 3 is empty")
+}
