@@ -165,11 +165,11 @@ func fpKernel(name string) string {
 type FPGraph struct {
 	d                     *Device
 	rows, nsrc, nnz       int
-	ids                   int      // edge ids are < ids: nnz, or the full graph's edges when sampled
-	indptr, indices, eids *Buffer  // eids nil: edge id = position
-	chunks, heavyRows     *Buffer  // (row, p0, p1, segment); (row, first segment, segments)
-	scale                 *Buffer  // sampled: deg(v)/kept(v) per row, applied to sums
-	parts                 *fpParts // UploadCSRParts: the light rows' visiting order
+	ids                   int     // edge ids are < ids: nnz, or the full graph's edges when sampled
+	indptr, indices, eids *Buffer // eids nil: edge id = position
+	chunks, heavyRows     *Buffer // (row, p0, p1, segment); (row, first segment, segments)
+	scale                 *Buffer // sampled: deg(v)/kept(v) per row, applied to sums
+	order                 *Buffer // UploadCSROrder: the light rows' visiting order
 	nchunks, nheavy       int
 	heavy, chunk          int
 }
@@ -312,16 +312,12 @@ func (g *FPGraph) HeavyRows() (rows, chunks int) { return g.nheavy, g.nchunks }
 // Close frees the graph's device memory.
 func (g *FPGraph) Close() error {
 	var first error
-	for _, b := range []**Buffer{&g.indptr, &g.indices, &g.eids, &g.chunks, &g.heavyRows, &g.scale} {
+	for _, b := range []**Buffer{&g.indptr, &g.indices, &g.eids, &g.chunks, &g.heavyRows, &g.scale, &g.order} {
 		if err := (*b).Free(); err != nil && first == nil {
 			first = err
 		}
 		*b = nil
 	}
-	if err := g.parts.close(); err != nil && first == nil {
-		first = err
-	}
-	g.parts = nil
 	return first
 }
 
@@ -417,13 +413,13 @@ func (d *Device) PrepareSpMM(out *Buffer, g *FPGraph, a SpMMArgs) (*FPCall, erro
 			}
 		}
 	}
-	rowScale := g.scale != nil && a.Reduce == templates.Sum
 	gm := geomFor(f, f, fpMaxSlots)
+	rowScale := g.scale != nil && a.Reduce == templates.Sum
 	src, err := spmmSource(a.Msg, a.Reduce, ew, g.eids != nil, rowScale, gm)
 	if err != nil {
 		return nil, err
 	}
-	c := &FPCall{d: d, what: fmt.Sprintf("spmm %v %v f=%d fe=%d vw=%d g=%d r=%d tiles=%d heavy=%d/%d parts=%d", a.Msg, a.Reduce, f, fe, gm.vw, gm.g, gm.r, gm.tiles, g.nheavy, g.nchunks, g.Parts())}
+	c := &FPCall{d: d, what: fmt.Sprintf("spmm %v %v f=%d fe=%d vw=%d g=%d r=%d tiles=%d heavy=%d/%d ordered=%v", a.Msg, a.Reduce, f, fe, gm.vw, gm.g, gm.r, gm.tiles, g.nheavy, g.nchunks, g.Ordered())}
 	if g.rows == 0 {
 		return c, nil
 	}
@@ -440,7 +436,7 @@ func (d *Device) PrepareSpMM(out *Buffer, g *FPGraph, a SpMMArgs) (*FPCall, erro
 		}
 		c.launches = append(c.launches, fpLaunch{fn: fns[0], grid: gm.grid(g.nchunks + g.rows),
 			params: []uint64{ptrOf(g.indptr), ptrOf(g.indices), ptrOf(g.eids), ptrOf(a.X), ptrOf(a.E), ptrOf(a.Y), ptrOf(out),
-				ptrOf(c.scratch), ptrOf(g.chunks), uint64(g.nchunks), uint64(g.rows), uint64(f), uint64(fe), uint64(g.heavy), ptrOf(g.scale), ptrOf(g.order())}})
+				ptrOf(c.scratch), ptrOf(g.chunks), uint64(g.nchunks), uint64(g.rows), uint64(f), uint64(fe), uint64(g.heavy), ptrOf(g.scale), ptrOf(g.order)}})
 		if g.nheavy > 0 {
 			c.launches = append(c.launches, fpLaunch{fn: fns[1], grid: gm.grid(g.nheavy),
 				params: []uint64{ptrOf(g.heavyRows), uint64(g.nheavy), ptrOf(g.indptr), ptrOf(c.scratch), ptrOf(out), uint64(f), ptrOf(g.scale)}})

@@ -369,7 +369,7 @@ func spmmWidth(t *testing.T, d *Device, r *rand.Rand, name string, g templates.C
 					for _, gg := range graphs {
 						got := make([]float32, rows*f)
 						require.NoError(t, runSpMM(d, got, gg, m, red, xs, e, ys, f, fe), what)
-						closeTo(t, fmt.Sprintf("%s heavy=%d parts=%d", what, gg.heavy, gg.Parts()), got, want, scale)
+						closeTo(t, fmt.Sprintf("%s heavy=%d ordered=%v", what, gg.heavy, gg.Ordered()), got, want, scale)
 					}
 					t.Logf("%s: cpu %v, device %v", what, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 				}
@@ -524,14 +524,14 @@ type fpEmuCase struct {
 	ids      bool
 	heavy, c int  // split limits (templates' defaults when 0)
 	sampled  bool // ES-SpMM: the graph is SampleCSR's (limit 20), sums scaled
-	parts    bool // a square graph in 3 random parts, rows in part order (UploadCSRParts)
+	ordered  bool // a square graph, its light rows visited in a random order (UploadCSROrder)
 }
 
 func (c fpEmuCase) String() string {
 	if c.sddmm {
 		return fmt.Sprintf("sddmm_%v_f%d_h%d_ids%v_heavy%d", c.op, c.f, c.fe, c.ids, c.heavy)
 	}
-	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d_sampled%v_parts%v", c.msg, c.red, c.f, c.fe, c.ids, c.heavy, c.sampled, c.parts)
+	return fmt.Sprintf("spmm_%v_%v_f%d_fe%d_ids%v_heavy%d_sampled%v_ordered%v", c.msg, c.red, c.f, c.fe, c.ids, c.heavy, c.sampled, c.ordered)
 }
 
 // TestFPKernelEmulated runs generated fp kernels on the CPU, compiled as
@@ -569,9 +569,9 @@ func TestFPKernelEmulated(t *testing.T) {
 		fpEmuCase{sddmm: true, op: templates.UDotV, f: 1, fe: 1},
 		fpEmuCase{sddmm: true, op: templates.UMulVOp, f: 3, fe: 1, heavy: 8, c: 3},
 		fpEmuCase{sddmm: true, op: templates.USubVOp, f: 256, fe: 1, ids: true},
-		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 16, fe: 1, heavy: 8, c: 3, parts: true},
-		fpEmuCase{msg: templates.UMulE, red: templates.Max, f: 130, fe: 1, ids: true, parts: true},
-		fpEmuCase{msg: templates.UAddV, red: templates.Mean, f: 256, fe: 1, ids: true, heavy: 8, c: 3, parts: true})
+		fpEmuCase{msg: templates.CopyU, red: templates.Sum, f: 16, fe: 1, heavy: 8, c: 3, ordered: true},
+		fpEmuCase{msg: templates.UMulE, red: templates.Max, f: 130, fe: 1, ids: true, ordered: true},
+		fpEmuCase{msg: templates.UAddV, red: templates.Mean, f: 256, fe: 1, ids: true, heavy: 8, c: 3, ordered: true})
 	r := rand.New(rand.NewPCG(20, 3))
 	const rows, nsrc = 90, 110
 	graphs := map[bool]templates.CSR{false: emuCSR(r, rows, nsrc, false), true: emuCSR(r, rows, nsrc, true)}
@@ -579,17 +579,14 @@ func TestFPKernelEmulated(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range cases {
 		g, ns := graphs[c.ids], nsrc
-		if c.parts {
+		if c.ordered {
 			g, ns = square[c.ids], rows
 		}
 		f := c.f
 		x, y := randFloats(r, ns*f), randFloats(r, rows*f)
-		var parts []int32
-		if c.parts {
-			parts = make([]int32, rows)
-			for v := range parts {
-				parts[v] = int32(r.IntN(3))
-			}
+		var order []int32
+		if c.ordered {
+			order = randOrder(r, rows)
 		}
 		var e []float32
 		if !c.sddmm && fpMessages[c.msg].e {
@@ -619,7 +616,6 @@ func TestFPKernelEmulated(t *testing.T) {
 				heavy, chunk = c.heavy, c.c
 			}
 			chunks, hrows := splitRows(g.Indptr, heavy, chunk)
-			var order []int32
 			var src string
 			var gm fpGeom
 			var want, mag []float32
@@ -643,10 +639,6 @@ func TestFPKernelEmulated(t *testing.T) {
 				ew, err := edgeMode(mm, f, c.fe)
 				require.NoError(t, err)
 				gm = geomFor(f, f, fpMaxSlots)
-				if c.parts {
-					order, _, err = partOrder(rows, parts, 3)
-					require.NoError(t, err)
-				}
 				src, err = spmmSource(c.msg, c.red, ew, g.EdgeIDs != nil, c.sampled && c.red == templates.Sum, gm)
 				require.NoError(t, err)
 				outLen = rows * f

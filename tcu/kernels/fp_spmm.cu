@@ -15,7 +15,7 @@
 //   RED_INIT, RED(a, m), MERGE(a, p), FINISH(a, deg)   the reduction
 //   ROW_SCALE        multiply each finished row v by rowScale[v] (ES-SpMM's
 //                    sampled sums: deg(v)/kept(v))
-// With a visiting order (a node partition's, tcu/fp_parts.go) the light
+// With a visiting order (UploadCSROrder, tcu/fp_parts.go) the light
 // rows run in that order, so the rows in flight share more sources in L2.
 #include "fp.cuh"
 

@@ -137,19 +137,17 @@ func run(o options) (err error) {
 		if err := writeNPY(filepath.Join(dir, "indices.npy"), g.Indices); err != nil {
 			return err
 		}
-		var parts *subgraph.Partitioning
+		var order []int32 // the nodes part by part, for the _hp ops
 		if slices.ContainsFunc(o.ops, func(s string) bool { return ops[s].parts }) {
-			t0 = time.Now()
-			if parts, err = partition(g, o.partRows); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+			if order, err = partOrder(name, g, o.partRows); err != nil {
+				return err
 			}
-			fmt.Fprintf(os.Stderr, "# %s: %d parts of about %d nodes (%v)\n", name, parts.K, o.partRows, time.Since(t0).Round(time.Millisecond))
-			if err := writePartOrder(dir+"_porder", g, parts); err != nil {
+			if err := writePartOrder(dir+"_porder", g, order); err != nil {
 				return err
 			}
 		}
 		if d != nil {
-			if err := benchGraph(d, filepath.Base(name), g, parts, o); err != nil {
+			if err := benchGraph(d, filepath.Base(name), g, order, o); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
@@ -162,7 +160,7 @@ type op struct {
 	name    string
 	sddmm   bool
 	sampled bool
-	parts   bool // on the graph uploaded with its partition (tcu.UploadCSRParts)
+	parts   bool // on the graph uploaded in its partition's order (tcu.UploadCSROrder)
 	msg     templates.Msg
 	red     templates.Reduce
 }
@@ -176,12 +174,12 @@ var ops = map[string]op{
 	"u_dot_v":     {name: "u_dot_v", sddmm: true},
 	// ES-SpMM's inference mode: copy_u sum on the cache-first sample, scaled.
 	"copy_u_sum_es": {name: "copy_u_sum_es", msg: templates.CopyU, red: templates.Sum, sampled: true},
-	// The same sums on the graph uploaded with its partition: rows in part order.
+	// The same sums on the graph uploaded in its partition's order.
 	"copy_u_sum_hp":  {name: "copy_u_sum_hp", msg: templates.CopyU, red: templates.Sum, parts: true},
 	"u_mul_e_sum_hp": {name: "u_mul_e_sum_hp", msg: templates.UMulE, red: templates.Sum, parts: true},
 }
 
-func benchGraph(d *tcu.Device, name string, g templates.CSR, parts *subgraph.Partitioning, o options) error {
+func benchGraph(d *tcu.Device, name string, g templates.CSR, order []int32, o options) error {
 	dg, err := d.UploadCSR(g, g.Rows())
 	if err != nil {
 		return err
@@ -190,12 +188,11 @@ func benchGraph(d *tcu.Device, name string, g templates.CSR, parts *subgraph.Par
 	hr, hc := dg.HeavyRows()
 	fmt.Fprintf(os.Stderr, "# %s: %d heavy rows in %d chunks\n", name, hr, hc)
 	var pg *tcu.FPGraph
-	if parts != nil {
-		if pg, err = d.UploadCSRParts(g, parts.Parts, parts.K); err != nil {
+	if order != nil {
+		if pg, err = d.UploadCSROrder(g, order); err != nil {
 			return err
 		}
 		defer pg.Close()
-		fmt.Fprintf(os.Stderr, "# %s: %d parts, %.1f%% of the edges inside a part\n", name, pg.Parts(), 100*insideShare(g, parts.Parts))
 	}
 	n, nnz := g.Rows(), g.NNZ()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -288,17 +285,13 @@ func benchSampled(d *tcu.Device, name string, g templates.CSR, dg *tcu.FPGraph, 
 	}
 	defer c.Close()
 	n := g.Rows() * f
-	want, got := make([]float32, n), make([]float32, n)
-	for _, s := range []struct {
-		c   *tcu.FPCall
-		dst []float32
-	}{{exact, want}, {c, got}} {
-		if err := s.c.Run(); err != nil {
-			return err
-		}
-		if err := out.Read(asBytes(s.dst)); err != nil {
-			return err
-		}
+	want, err := runInto(exact, out, n)
+	if err != nil {
+		return err
+	}
+	got, err := runInto(c, out, n)
+	if err != nil {
+		return err
 	}
 	var num, den float64
 	for i := range want {
@@ -315,33 +308,37 @@ func benchSampled(d *tcu.Device, name string, g templates.CSR, dg *tcu.FPGraph, 
 	return nil
 }
 
-// sameAsRowOrder runs c and the same op on the row-order graph dg, each
-// on an output filled with NaN first (a value left unwritten shows), and
-// compares the results: equal bit for bit, or within 1e-5 relative.
+// runInto fills out's first n floats with NaN (so a value the call leaves
+// unwritten shows), runs c and returns them.
+func runInto(c *tcu.FPCall, out *tcu.Buffer, n int) ([]float32, error) {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(math.NaN())
+	}
+	if err := out.Write(asBytes(v)); err != nil {
+		return nil, err
+	}
+	if err := c.Run(); err != nil {
+		return nil, err
+	}
+	return v, out.Read(asBytes(v))
+}
+
+// sameAsRowOrder runs c and the same op on the row-order graph dg (runInto)
+// and compares the results: equal bit for bit, or within 1e-5 relative.
 func sameAsRowOrder(d *tcu.Device, c *tcu.FPCall, dg *tcu.FPGraph, out *tcu.Buffer, p op, xbuf, wbuf *tcu.Buffer, n int) error {
 	ref, err := d.PrepareSpMM(out, dg, tcu.SpMMArgs{Msg: p.msg, Reduce: p.red, X: xbuf, E: wbuf, Y: xbuf, F: n / dg.Rows(), FE: 1})
 	if err != nil {
 		return err
 	}
 	defer ref.Close()
-	want, got := make([]float32, n), make([]float32, n)
-	nan := make([]float32, n)
-	for i := range nan {
-		nan[i] = float32(math.NaN())
+	want, err := runInto(ref, out, n)
+	if err != nil {
+		return err
 	}
-	for _, s := range []struct {
-		c   *tcu.FPCall
-		dst []float32
-	}{{ref, want}, {c, got}} {
-		if err := out.Write(asBytes(nan)); err != nil {
-			return err
-		}
-		if err := s.c.Run(); err != nil {
-			return err
-		}
-		if err := out.Read(asBytes(s.dst)); err != nil {
-			return err
-		}
+	got, err := runInto(c, out, n)
+	if err != nil {
+		return err
 	}
 	differ, worst := 0, 0.0
 	for i := range want {
@@ -360,44 +357,34 @@ func sameAsRowOrder(d *tcu.Device, c *tcu.FPCall, dg *tcu.FPGraph, out *tcu.Buff
 	return nil
 }
 
-// partition splits g into parts of about rows nodes (subgraph.Partition,
-// seed 1; the graph is undirected).
-func partition(g templates.CSR, rows int) (*subgraph.Partitioning, error) {
-	k := max(1, (g.Rows()+rows-1)/max(rows, 1))
-	return subgraph.Partition(&subgraph.Graph{Indptr: g.Indptr, Indices: g.Indices}, k, subgraph.PartitionOptions{Seed: 1})
+// partOrder partitions g into parts of about rows nodes (subgraph.Partition,
+// seed 1; the graph is undirected) and returns its nodes part by part.
+func partOrder(name string, g templates.CSR, rows int) ([]int32, error) {
+	t0 := time.Now()
+	sg := &subgraph.Graph{Indptr: g.Indptr, Indices: g.Indices}
+	p, err := subgraph.Partition(sg, max(1, (g.Rows()+rows-1)/max(rows, 1)), subgraph.PartitionOptions{Seed: 1})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	st, err := p.Stats(sg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	fmt.Fprintf(os.Stderr, "# %s: %d parts of about %d nodes, %.1f%% of the edges inside a part (%v)\n", name, p.K, rows,
+		100*st.KeptFraction, time.Since(t0).Round(time.Millisecond))
+	_, order := p.Members()
+	return order, nil
 }
 
-// insideShare is the share of g's edges whose ends are in one part.
-func insideShare(g templates.CSR, parts []int32) float64 {
-	in := 0
-	for v := 0; v < g.Rows(); v++ {
-		for _, u := range g.Indices[g.Indptr[v]:g.Indptr[v+1]] {
-			if parts[u] == parts[v] {
-				in++
-			}
-		}
+// writePartOrder writes g renumbered in order (order[i] becomes node i) as
+// dir's indptr.npy and indices.npy, for the baselines on the order the
+// ordered kernel sees.
+func writePartOrder(dir string, g templates.CSR, order []int32) error {
+	id := make([]int32, len(order))
+	for i, v := range order {
+		id[v] = int32(i)
 	}
-	return float64(in) / float64(max(g.NNZ(), 1))
-}
-
-// writePartOrder writes g renumbered in part order (nodes sorted by part,
-// stable) as dir's indptr.npy and indices.npy, for the baselines on the
-// order the partitioned kernel sees.
-func writePartOrder(dir string, g templates.CSR, parts *subgraph.Partitioning) error {
-	n := g.Rows()
-	first := make([]int32, parts.K+1)
-	for _, p := range parts.Parts {
-		first[p+1]++
-	}
-	for p := range parts.K {
-		first[p+1] += first[p]
-	}
-	order, id := make([]int32, n), make([]int32, n)
-	for v, p := range parts.Parts {
-		order[first[p]], id[v] = int32(v), first[p]
-		first[p]++
-	}
-	indptr, indices := make([]int32, 1, n+1), make([]int32, 0, g.NNZ())
+	indptr, indices := make([]int32, 1, len(order)+1), make([]int32, 0, g.NNZ())
 	for _, v := range order {
 		for _, u := range g.Indices[g.Indptr[v]:g.Indptr[v+1]] {
 			indices = append(indices, id[u])
