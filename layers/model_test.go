@@ -665,7 +665,7 @@ func TestQDropoutPlaces(t *testing.T) {
 				assert.Equal(t, c.norm == NormBatch, st.ops[2].keep, "GIN's hidden units are kept next to a batch norm")
 			}
 			// KeepInput: the features are whole, the layers' inputs drop as above.
-			kst, _, err := m.simForwardKeepInput(d.Eval[0], in, false, 0.5, rand.New(rand.NewPCG(1, 2)))
+			kst, _, err := m.simRun(d.Eval[0], in, 0, -1, 0.5, false, rand.New(rand.NewPCG(1, 2)), nil, nil)
 			require.NoError(t, err)
 			assert.Nil(t, kst.dropIn, "the features are kept")
 			nst, _, err := m.simForward(d.Eval[0], in, false, -1, 0, nil)

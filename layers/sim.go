@@ -313,12 +313,6 @@ func (m *Model) simForward(b *Batch, in *Input, quant bool, stopAt int, dropout 
 	return m.simRun(b, in, qUpTo(quant), stopAt, dropout, true, rng, nil, nil)
 }
 
-// simForwardKeepInput is simForward without dropout on the input features,
-// only between layers (TrainConfig.KeepInput).
-func (m *Model) simForwardKeepInput(b *Batch, in *Input, quant bool, dropout float32, rng *rand.Rand) (*simState, []float32, error) {
-	return m.simRun(b, in, qUpTo(quant), -1, dropout, false, rng, nil, nil)
-}
-
 // qUpTo is the upTo of simRun that quantizes every op (quant) or none.
 func qUpTo(quant bool) int {
 	if quant {
@@ -347,7 +341,8 @@ type resume struct {
 // (calibration then skips the ops before res.from, which do not change
 // while it weighs one tensor's candidate ranges); the state it returns
 // then covers only the ops it ran and serves no backward pass. The
-// weights come from wc (nil: prepared now).
+// weights come from wc (nil: prepared now). Without dropInput, dropout
+// spares the input features (TrainConfig.KeepInput).
 func (m *Model) simRun(b *Batch, in *Input, upTo, stopAt int, dropout float32, dropInput bool, rng *rand.Rand, res *resume, wc weightCache) (*simState, []float32, error) {
 	quant := upTo > 0
 	if in.Cols != m.Layers[0].Lin1.In {

@@ -226,14 +226,7 @@ func (m *Model) train(d *Data, in *Input, cfg TrainConfig, quant bool) (float64,
 		var loss float64
 		var count int
 		for _, b := range batches {
-			var st *simState
-			var logits []float32
-			var err error
-			if cfg.KeepInput {
-				st, logits, err = m.simForwardKeepInput(b, in, quant, cfg.Dropout, fwdRng)
-			} else {
-				st, logits, err = m.simForward(b, in, quant, -1, cfg.Dropout, fwdRng)
-			}
+			st, logits, err := m.simRun(b, in, qUpTo(quant), -1, cfg.Dropout, !cfg.KeepInput, fwdRng, nil, nil)
 			if err != nil {
 				return 0, err
 			}
