@@ -14,15 +14,14 @@ best-validation epoch's test accuracy on every test node, and on the test
 nodes of the largest connected component. One JSON line per run in
 DIR/pyg_grid.jsonl, a summary per setting in DIR/grid.txt.
 """
-import argparse, copy, json, os, sys, time
+import argparse, json, os, sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch_geometric.nn.models import GCN, GraphSAGE
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyg_gin import load  # noqa: E402
+from pyg_gin import load, run  # noqa: E402
 
 
 def lcc_mask(n, e):
@@ -61,37 +60,18 @@ def main():
                     for wd in (5e-4, 5e-3):
                         alls, lccs = [], []
                         for s in range(min(args.seeds, len(splits))):
-                            tr, va, te = (t.to(dev) for t in splits[s])
+                            te = splits[s][2].to(dev)
                             torch.manual_seed(s)
                             cls = GCN if model_name == "gcn" else GraphSAGE
                             model = cls(x.shape[1], hidden, 2, out_channels=meta["classes"], dropout=p).to(dev)
-                            opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=wd)
-                            best, state, since, t0 = -1.0, None, 0, time.time()
-                            for ep in range(1000):
-                                model.train()
-                                opt.zero_grad()
-                                F.cross_entropy(model(x, e)[tr], y[tr]).backward()
-                                opt.step()
-                                model.eval()
-                                with torch.no_grad():
-                                    v = (model(x, e).argmax(1)[va] == y[va]).float().mean().item()
-                                if v > best:
-                                    best, state, since = v, copy.deepcopy(model.state_dict()), 0
-                                else:
-                                    since += 1
-                                    if since >= 100:
-                                        break
-                            model.load_state_dict(state)
-                            model.eval()
-                            with torch.no_grad():
-                                ok = model(x, e).argmax(1) == y
-                            t_all = ok[te].float().mean().item()
+                            best, t_all, pred, epochs, sec = run(model, x, e, y, splits[s], 1000, 0.01, wd, 100, dev)
+                            ok = pred == y
                             tl = te[lcc[te]]
                             t_lcc = ok[tl].float().mean().item()
                             alls.append(t_all), lccs.append(t_lcc)
                             rec = dict(dataset=meta["dataset"], model=model_name, hidden=hidden, dropout=p, wd=wd, seed=s,
                                        val=round(100 * best, 2), test=round(100 * t_all, 2), test_lcc=round(100 * t_lcc, 2),
-                                       epochs=ep + 1, seconds=round(time.time() - t0, 2))
+                                       epochs=epochs, seconds=round(sec, 2))
                             print(json.dumps(rec), file=log, flush=True)
                         line = (f"{meta['dataset']:18s} {model_name:5s} hidden {hidden:3d} dropout {p} wd {wd:g}: "
                                 f"test {100*np.mean(alls):.2f} ± {100*np.std(alls, ddof=1):.2f}, "
