@@ -401,8 +401,8 @@ func newBatch(plan *subgraph.BatchPlan, i int, nodeScale []float32) (*Batch, err
 	b.degrees()
 	if nodeScale != nil {
 		b.FeatScale = make([]float32, len(sb.Nodes))
-		for i, v := range sb.Nodes {
-			b.FeatScale[i] = nodeScale[v]
+		for k, v := range sb.Nodes {
+			b.FeatScale[k] = nodeScale[v]
 		}
 	}
 	if sb.Adj != nil || sb.Mask.Bits != nil {
