@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/qgtc/qgtc/layers"
+	"github.com/qgtc/qgtc/subgraph"
 )
 
 // Config is every setting of a quantized job: which data, how it is
@@ -28,6 +29,11 @@ type Config struct {
 	// FeatureScale scales the input rows (layers.QScale*), folded into the
 	// first epilogue.
 	FeatureScale string
+	// LCC keeps only the graph's largest connected component, Shchur et
+	// al.'s standardization, on which their tuned anchors are measured:
+	// LCCAuto (also "") for data that ships no split, as `qgtc train`
+	// does; LCCOn always; LCCOff never.
+	LCC string
 
 	// Training, used when no trained model is given.
 	Hidden, Layers int    // hidden width and graph layers
@@ -90,6 +96,32 @@ const (
 	ChannelOn   = "on"
 	ChannelOff  = "off"
 )
+
+// Values of Config.LCC, the words of `qgtc train --lcc`.
+const (
+	LCCAuto = "auto"
+	LCCOn   = "true"
+	LCCOff  = "false"
+)
+
+// Component applies c.LCC to ds: ds restricted to its graph's largest
+// connected component and that component's nodes (ascending, in ds's
+// numbering), or ds itself and nil when every node stays.
+func (c *Config) Component(ds *subgraph.Dataset) (*subgraph.Dataset, []int32) {
+	on := c.LCC == LCCOn || ((c.LCC == "" || c.LCC == LCCAuto) && len(ds.Train) == 0)
+	if !on {
+		return ds, nil
+	}
+	nodes := ds.Graph.LargestComponent()
+	if len(nodes) == ds.Graph.N() {
+		return ds, nil
+	}
+	out, err := ds.Induced(nodes)
+	if err != nil { // the component's nodes are distinct and in range
+		panic(fmt.Sprintf("pipeline: Component: %v", err))
+	}
+	return out, nodes
+}
 
 // channelZ is whether the job's quantized model has per-channel Z ranges:
 // auto gives them to activations of 4 bits and less, where one range for
@@ -208,6 +240,11 @@ func (c *Config) Check() error {
 	case "", ChannelAuto, ChannelOn, ChannelOff:
 	default:
 		return bad("SignWeights", c.SignWeights, "(want auto, on or off)")
+	}
+	switch c.LCC {
+	case "", LCCAuto, LCCOn, LCCOff:
+	default:
+		return bad("LCC", c.LCC, "(want true, false or auto)")
 	}
 	switch c.SparseInput {
 	case "", SparseAuto, SparseOn, SparseOff:

@@ -63,7 +63,8 @@ type Report struct {
 	Accuracy        *float64 `json:"accuracy"`                // on the test nodes; nil without any
 	FP32Accuracy    *float64 `json:"fp32_accuracy,omitempty"` // the fp32 model's, when trained or cached now
 	Nodes           int      `json:"nodes"`
-	Edges           int      `json:"edges"` // undirected
+	ComponentOf     int      `json:"component_of,omitempty"` // the loaded graph's nodes, when Nodes is its largest component (Config.LCC)
+	Edges           int      `json:"edges"`                  // undirected
 	Parts           int      `json:"parts"`
 	Batches         int      `json:"batches"`
 	KeptEdges       float64  `json:"kept_edges"`
@@ -244,7 +245,7 @@ func (j *Job) Infer() (*Report, error) {
 		}
 	}
 	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, LastBits: m.LastBits, FeatureBits: in.Params.Bits,
-		Nodes: ds.Graph.N(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
+		Nodes: ds.Graph.N(), ComponentOf: d.componentOf(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
 		Kernel: plan.Backend.Name(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
 		PrepareMS: ms(d.BatchTime + quantPrep + setup), SetupMS: ms(setup), PackMS: ms(run.Pack), ComputeMS: ms(run.Compute), TrainMS: ms(trainTime),
 		InterBytes: run.Stats.InterBytes, UnfusedBytes: run.Stats.UnfusedBytes, WeightBytes: plan.WeightBytes,

@@ -81,7 +81,12 @@ func (j *Job) backendName() string {
 
 // Data is a loaded dataset and, after Partition, its batches.
 type Data struct {
-	Dataset     *subgraph.Dataset
+	Dataset *subgraph.Dataset
+	// Component is the loaded graph's node of each of Dataset's when
+	// Config.LCC kept only its largest component, nil when it kept all
+	// LoadedNodes.
+	Component   []int32
+	LoadedNodes int
 	Fingerprint string // of the graph, features, labels and split (see Fingerprint)
 
 	Batches         *layers.Data // nil until Partition
@@ -96,9 +101,9 @@ type Data struct {
 }
 
 // Load reads the dataset, checks that it has node features and
-// single-label classes, splits it at random (20 training and 30 validation
-// nodes per class, with the job's seed) when it ships no split, and
-// reports its warnings.
+// single-label classes, keeps its largest component as Config.LCC says,
+// splits it at random (20 training and 30 validation nodes per class, with
+// the job's seed) when it ships no split, and reports its warnings.
 func (j *Job) Load() (*Data, error) {
 	t0 := time.Now()
 	j.Progress.Printf("qgtc: loading %s", j.Dataset)
@@ -116,10 +121,12 @@ func (j *Job) Load() (*Data, error) {
 	if ds.Labels == nil {
 		return nil, fmt.Errorf("%w: dataset %s has no single-label classes", ErrData, ds.Name)
 	}
+	all := ds.Graph.N()
+	ds, comp := j.Component(ds)
 	if len(ds.Train) == 0 {
 		ds.RandomSplit(20, 30, j.Seed)
 	}
-	return &Data{Dataset: ds, Fingerprint: Fingerprint(ds), LoadTime: time.Since(t0)}, nil
+	return &Data{Dataset: ds, Component: comp, LoadedNodes: all, Fingerprint: Fingerprint(ds), LoadTime: time.Since(t0)}, nil
 }
 
 // Partition partitions d's graph (cached under CacheDir), or reads
@@ -400,4 +407,37 @@ func fileOrigin(path string) (*layers.Model, *layers.Origin, error) {
 	}
 	defer f.Close()
 	return layers.ReadModelOrPyG(f)
+}
+
+// loadedNode is the loaded graph's number of d's node v.
+func (d *Data) loadedNode(v int32) int32 {
+	if d.Component == nil {
+		return v
+	}
+	return d.Component[v]
+}
+
+// loadedPred is pred (a class per node of d) over the loaded graph's
+// nodes: −1 for those outside the kept component.
+func (d *Data) loadedPred(pred []int32) []int32 {
+	if d.Component == nil {
+		return pred
+	}
+	out := make([]int32, d.LoadedNodes)
+	for i := range out {
+		out[i] = -1
+	}
+	for v, p := range pred {
+		out[d.Component[v]] = p
+	}
+	return out
+}
+
+// componentOf is the loaded graph's node count when d is its largest
+// component, 0 when d is all of it.
+func (d *Data) componentOf() int {
+	if d.Component == nil {
+		return 0
+	}
+	return d.LoadedNodes
 }

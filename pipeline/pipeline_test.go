@@ -462,6 +462,7 @@ func TestConfigCheck(t *testing.T) {
 		{"QATDistill", func(c *Config) { c.QATDistill = math.NaN() }},
 		{"ChannelZ", func(c *Config) { c.ChannelZ = "yes" }},
 		{"SignWeights", func(c *Config) { c.SignWeights = "maybe" }},
+		{"LCC", func(c *Config) { c.LCC = "on" }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c := ok
@@ -668,4 +669,48 @@ func TestLastBits(t *testing.T) {
 		j.LastBits = bad
 		assert.Error(t, j.Config.Check(), "%d", bad)
 	}
+}
+
+// TestComponent: LCC keeps the largest component (nodes 0-2 of 0-1-2 and
+// 3-4) when it is on, or auto on data without a split; the split of data
+// that ships one follows its nodes; a connected graph stays as it is.
+func TestComponent(t *testing.T) {
+	g, err := subgraph.FromEdges(5, []int32{0, 1, 3}, []int32{1, 2, 4}, subgraph.BuildOptions{Symmetrize: true})
+	require.NoError(t, err)
+	ds := &subgraph.Dataset{Name: "two", Graph: g, NumClasses: 2, Labels: []int32{0, 1, 0, 1, 1},
+		Features: &subgraph.Features{Rows: 5, Cols: 1, Dense: []float32{0, 1, 2, 3, 4}}}
+	split := *ds
+	split.Train, split.Test = []int32{0, 3}, []int32{2, 4}
+	for _, tt := range []struct {
+		lcc  string
+		ds   *subgraph.Dataset
+		kept []int32
+	}{
+		{"", ds, []int32{0, 1, 2}},
+		{LCCAuto, ds, []int32{0, 1, 2}},
+		{LCCOn, ds, []int32{0, 1, 2}},
+		{LCCOff, ds, nil},
+		{LCCAuto, &split, nil},
+		{LCCOn, &split, []int32{0, 1, 2}},
+	} {
+		out, kept := (&Config{LCC: tt.lcc}).Component(tt.ds)
+		assert.Equal(t, tt.kept, kept, "LCC %q, split %v", tt.lcc, tt.ds.Train)
+		if kept == nil {
+			assert.Same(t, tt.ds, out)
+			continue
+		}
+		assert.Equal(t, 3, out.Graph.N())
+		assert.Equal(t, []int32{0, 1, 0}, out.Labels)
+		assert.Equal(t, []float32{0, 1, 2}, out.Features.Dense)
+		if tt.ds == &split {
+			assert.Equal(t, []int32{0}, out.Train)
+			assert.Equal(t, []int32{2}, out.Test)
+		}
+	}
+	line, err := subgraph.FromEdges(3, []int32{0, 1}, []int32{1, 2}, subgraph.BuildOptions{Symmetrize: true})
+	require.NoError(t, err)
+	one := &subgraph.Dataset{Graph: line}
+	out, kept := (&Config{LCC: LCCOn}).Component(one)
+	assert.Nil(t, kept)
+	assert.Same(t, one, out)
 }

@@ -169,6 +169,7 @@ func (j *Job) shardData(d *Data) (sd *Data, first, last int) {
 // j's shard file of sd's batches (d's plan split by ShardRange), whose
 // model fingerprint it returns.
 func (j *Job) writeOut(d, sd *Data, m *layers.Model, pred []int32, first, last int) (string, error) {
+	pred = d.loadedPred(pred)
 	if j.Shard.Count == 0 {
 		return "", WritePredictions(j.Out, pred)
 	}
@@ -177,17 +178,17 @@ func (j *Job) writeOut(d, sd *Data, m *layers.Model, pred []int32, first, last i
 		return "", err
 	}
 	h := ShardHeader{Model: mf, Partition: PlanFingerprint(d.Batches), Data: d.Fingerprint, Settings: j.shardSettings(),
-		Shard: j.Shard, Batches: len(d.Batches.Eval), First: first, Last: last, Nodes: d.Dataset.Graph.N()}
+		Shard: j.Shard, Batches: len(d.Batches.Eval), First: first, Last: last, Nodes: len(pred)}
 	return mf, writeShard(j.Out, h, sd, pred)
 }
 
-// writeShard writes pred's entries for the nodes of sd's batches to path
-// as a shard file.
+// writeShard writes pred's entries (over the loaded graph's nodes) for the
+// nodes of sd's batches to path as a shard file.
 func writeShard(path string, h ShardHeader, sd *Data, pred []int32) error {
 	covered := make([]bool, len(pred))
 	for _, b := range sd.Batches.Eval {
 		for _, v := range b.Nodes {
-			covered[v] = true
+			covered[sd.loadedNode(v)] = true
 		}
 	}
 	n := 0

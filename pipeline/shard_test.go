@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qgtc/qgtc/internal/npy"
+	"github.com/qgtc/qgtc/subgraph"
 )
 
 func TestShardRange(t *testing.T) {
@@ -180,4 +181,43 @@ func FuzzReadPredictions(f *testing.F) {
 			assert.Equal(t, len(b), len(npy.Header("<i4", len(pred)))+4*len(pred))
 		}
 	})
+}
+
+// TestShardMergeComponent: with only Cora's largest component kept, the
+// predictions file still has a class per node of the loaded graph, −1
+// exactly for the nodes outside the component, and shards merge to it
+// byte for byte.
+func TestShardMergeComponent(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := fastJob("cora", filepath.Join(dir, "cache"))
+	j.Parts, j.LCC = 4, LCCOn
+	whole := filepath.Join(dir, "whole.npy")
+	r := shardRun(t, j, 0, 0, whole)
+	assert.Equal(t, 2485, r.Nodes) // Shchur et al.'s Table 1
+	assert.Equal(t, 2708, r.ComponentOf)
+	pred, err := ReadPredictions(whole)
+	require.NoError(t, err)
+	require.Len(t, pred, 2708)
+	ds, err := subgraph.Load("cora")
+	require.NoError(t, err)
+	comp := ds.Graph.LargestComponent()
+	in := make([]bool, len(pred))
+	var kept []int32
+	for _, v := range comp {
+		in[v] = true
+		kept = append(kept, pred[v])
+	}
+	for v, p := range pred {
+		assert.Equal(t, !in[v], p == -1, "node %d: %d", v, p)
+	}
+	assert.Equal(t, r.PredictionsSHA256, predictionsHash(kept), "the component's predictions in its order")
+	want, err := os.ReadFile(whole)
+	require.NoError(t, err)
+	for _, n := range []int{1, 3} {
+		out := filepath.Join(dir, fmt.Sprintf("merged-%d.npy", n))
+		require.NoError(t, Merge(out, shardFiles(t, j, n, dir)))
+		got, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "n=%d: merged = unsharded, byte for byte", n)
+	}
 }

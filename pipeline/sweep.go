@@ -28,13 +28,16 @@ type SweepRow struct {
 
 // SweepReport is a sweep's outcome; its JSON is what `qgtc sweep` writes.
 type SweepReport struct {
-	Dataset string     `json:"dataset"`
-	Model   string     `json:"model"`
-	Nodes   int        `json:"nodes"`
-	Parts   int        `json:"parts"`
-	Batches int        `json:"batches"`
-	Seeds   int        `json:"seeds"`
-	Rows    []SweepRow `json:"rows"` // the fp32 model first
+	Dataset string `json:"dataset"`
+	Model   string `json:"model"`
+	Nodes   int    `json:"nodes"`
+	// ComponentOf is the loaded graph's nodes when Nodes is its largest
+	// component (Config.LCC).
+	ComponentOf int        `json:"component_of,omitempty"`
+	Parts       int        `json:"parts"`
+	Batches     int        `json:"batches"`
+	Seeds       int        `json:"seeds"`
+	Rows        []SweepRow `json:"rows"` // the fp32 model first
 }
 
 // meanStd is the mean and sample standard deviation of v (NaN when empty).
@@ -90,7 +93,7 @@ func (j *Job) Sweep(bits []int, seeds int) (*SweepReport, error) {
 			return nil, err
 		}
 		ds := d.Dataset
-		rep.Dataset, rep.Nodes, rep.Parts, rep.Batches = ds.Name, ds.Graph.N(), d.Parts, len(d.Batches.Eval)
+		rep.Dataset, rep.Nodes, rep.ComponentOf, rep.Parts, rep.Batches = ds.Name, ds.Graph.N(), d.componentOf(), d.Parts, len(d.Batches.Eval)
 		// The fp32 model: trained once per seed, on features quantized at the
 		// first width (its float values do not depend on the width).
 		in0, err := sj.Input(d, bits[0])

@@ -130,6 +130,8 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.Float64Var(&c.QATWeightDecay, "qat-weight-decay", def.QATWeightDecay, "QAT weight decay"+recipe)
 	fs.IntVar(&c.QATPatience, "qat-patience", def.QATPatience, "stop QAT after this many epochs without a better validation accuracy (0: never)"+recipe)
 	fs.Float64Var(&c.QATDistill, "qat-distill", def.QATDistill, "QAT loss: this weight times the KL divergence from the fp32 model's predictions on every node, added to the labelled nodes' cross-entropy (0: labels only)"+recipe)
+	fs.StringVar(&c.LCC, "lcc", pipeline.LCCAuto, "keep only the graph's largest connected component, Shchur et al.'s standardization: true, false or auto (on for data that ships no split, as train)")
+	fs.Lookup("lcc").NoOptDefVal = pipeline.LCCOn
 	fs.StringVar(&c.FeatureScale, "feature-scale", def.FeatureScale, "input scaling, folded into the first epilogue: sqrt (1/sqrt(mean row sum)), mean (1/mean row sum), rows (each row to sum 1) or none"+recipe)
 	fs.BoolVar(quiet, "quiet", false, "no progress on stderr")
 }
@@ -151,7 +153,7 @@ func qParseAgg(s string) (layers.AggMode, error) {
 
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
-	"Batch": "batch", "FeatureScale": "feature-scale", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
+	"Batch": "batch", "FeatureScale": "feature-scale", "LCC": "lcc", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
 	"QATEpochs": "qat-epochs", "LR": "lr", "WeightDecay": "weight-decay", "Dropout": "dropout", "KeepInput": "keep-input", "Patience": "patience",
 	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "QATDistill": "qat-distill", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard", "ChannelZ": "channel-z", "SignWeights": "sign-weights", "LastBits": "last-bits"}
 
@@ -415,8 +417,8 @@ func printInfer(w io.Writer, r *pipeline.Report) {
 		agg += ", the batches merged into one"
 	}
 	fmt.Fprintf(w, "  aggregation  %s\n", agg)
-	fmt.Fprintf(w, "  graph        %d nodes, %d edges; %d parts in %d batches keep %.1f%% of the edges\n",
-		r.Nodes, r.Edges, r.Parts, r.Batches, 100*r.KeptEdges)
+	fmt.Fprintf(w, "  graph        %s, %d edges; %d parts in %d batches keep %.1f%% of the edges\n",
+		qNodes(r.Nodes, r.ComponentOf), r.Edges, r.Parts, r.Batches, 100*r.KeptEdges)
 	if r.Accuracy != nil {
 		fmt.Fprintf(w, "  accuracy     %.2f%% on the test nodes", 100**r.Accuracy)
 		if r.FP32Accuracy != nil {
@@ -556,3 +558,12 @@ func (f lastBitsFlag) Set(s string) error {
 }
 
 func (f lastBitsFlag) Type() string { return "auto|off|N" }
+
+// qNodes says how many nodes a job ran on, and of how many when --lcc kept
+// the graph's largest component only.
+func qNodes(n, of int) string {
+	if of == 0 {
+		return fmt.Sprintf("%d nodes", n)
+	}
+	return fmt.Sprintf("%d nodes (the largest component of %d; --lcc=false keeps them all)", n, of)
+}

@@ -111,6 +111,8 @@ func TestInferBadSizes(t *testing.T) {
 		{[]string{"infer", "--passes", "0"}, "--passes 0 must be at least 1"},
 		{[]string{"sweep", "--parts", "-1", "--bits", "4"}, "--parts -1"},
 		{[]string{"sweep", "--feature-scale", "foo", "--bits", "4"}, "--feature-scale"},
+		{[]string{"infer", "--lcc=on"}, `--lcc "on" (want true, false or auto)`},
+		{[]string{"sweep", "--lcc", "false", "--bits", "4"}, `unexpected argument "false": --lcc takes its value after '=' (--lcc=false)`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer

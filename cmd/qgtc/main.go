@@ -131,6 +131,17 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
+		// A flag whose value is optional takes it only after '=': "--lcc
+		// false" is --lcc=true and an argument "false".
+		hint := ""
+		fs.Visit(func(f *pflag.Flag) {
+			if f.NoOptDefVal != "" && f.Value.Type() != "bool" && hint == "" {
+				hint = fmt.Sprintf(": --%s takes its value after '=' (--%s=%s)", f.Name, f.Name, fs.Arg(0))
+			}
+		})
+		if hint != "" {
+			return fmt.Errorf("%w: unexpected argument %q%s", errUsage, fs.Arg(0), hint)
+		}
 		return fmt.Errorf("%w: unexpected argument %q (see '%s --help')", errUsage, fs.Arg(0), fs.Name())
 	}
 	return nil

@@ -30,6 +30,7 @@ func init() {
 type partitionReport struct {
 	Dataset      string       `json:"dataset"`
 	Nodes        int          `json:"nodes"`
+	ComponentOf  int          `json:"component_of,omitempty"` // the dataset's nodes, when Nodes is its largest component (--lcc)
 	Edges        int64        `json:"edges"`
 	Parts        int          `json:"parts"`
 	Seed         uint64       `json:"seed"`
@@ -90,6 +91,8 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	selfLoops := fs.Bool("self-loops", true, "batch adjacencies include the diagonal")
 	packOut := fs.String("pack-out", "", "with --batch: write the inference batches (as qgtc infer --parts K --batch Q batches them), feature codes at --feature-bits as infer quantizes them, into this packed batch file for qgtc infer --packed")
 	featScale := fs.String("feature-scale", pipeline.DefaultConfig("").FeatureScale, "with --pack-out: the feature scale the model was trained with; default: the dataset's recipe (infer's), the figure shown where none is specific")
+	lcc := fs.String("lcc", pipeline.LCCAuto, "keep only the graph's largest connected component: true, false or auto (on for data that ships no split, as infer and train)")
+	fs.Lookup("lcc").NoOptDefVal = pipeline.LCCOn
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -117,6 +120,10 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		return fmt.Errorf("%w: --batch %d is more than --parts %d", errUsage, *batchParts, *k)
 	case *featBits < 1 || *featBits > bittensor.MaxBits:
 		return fmt.Errorf("%w: --feature-bits %d not in 1..%d", errUsage, *featBits, bittensor.MaxBits)
+	case *lcc != pipeline.LCCAuto && *lcc != pipeline.LCCOn && *lcc != pipeline.LCCOff:
+		return fmt.Errorf("%w: --lcc %q: want true, false or auto", errUsage, *lcc)
+	case *metisGraph && fs.Changed("lcc"):
+		return fmt.Errorf("%w: --lcc applies to datasets, not to a METIS graph file", errUsage)
 	case *eval != "" && *cache != "":
 		return fmt.Errorf("%w: --eval and --cache do not go together (--out saves an evaluated partition)", errUsage)
 	}
@@ -139,6 +146,8 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	t0 := time.Now()
 	prog.Printf("partition: loading %s", *dataset)
 	var d *subgraph.Dataset
+	var comp []int32
+	componentOf := 0
 	if *metisGraph {
 		f, err := os.Open(*dataset)
 		if err != nil {
@@ -154,6 +163,10 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		var err error
 		if d, err = subgraph.Load(*dataset); err != nil {
 			return err
+		}
+		all := d.Graph.N()
+		if d, comp = (&pipeline.Config{LCC: *lcc}).Component(d); comp != nil {
+			componentOf = all
 		}
 	}
 	prog.Done()
@@ -172,7 +185,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	opt.Progress = func(phase string, done, total int) {
 		prog.Printf("partition: %s, %d%% (%d of %d)", phase, int(100*int64(done)/max(1, int64(total))), done, total)
 	}
-	rep := partitionReport{Dataset: d.Name, Nodes: g.N(), Parts: *k, Seed: *seed, LoadSeconds: loadSec, InvK: 1 / float64(*k)}
+	rep := partitionReport{Dataset: d.Name, Nodes: g.N(), ComponentOf: componentOf, Parts: *k, Seed: *seed, LoadSeconds: loadSec, InvK: 1 / float64(*k)}
 	var p *subgraph.Partitioning
 	cpu0, _ := cputime.Process()
 	t1 := time.Now()
@@ -251,7 +264,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		enc := json.NewEncoder(w)
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(w, "%s: %d nodes, %d edges, K=%d (%s)\n", rep.Dataset, rep.Nodes, rep.Edges, rep.Parts, rep.Source)
+	fmt.Fprintf(w, "%s: %s, %d edges, K=%d (%s)\n", rep.Dataset, qNodes(rep.Nodes, rep.ComponentOf), rep.Edges, rep.Parts, rep.Source)
 	fmt.Fprintf(w, "edge cut %d, kept fraction %.4f (1/K = %.4f), imbalance %.4f (parts %d..%d)\n",
 		rep.EdgeCut, rep.KeptFraction, rep.InvK, rep.Imbalance, rep.MinPart, rep.MaxPart)
 	fmt.Fprintf(w, "load %.3fs, partition %.3fs (CPU %.3fs)\n", rep.LoadSeconds, rep.Seconds, rep.CPUSeconds)

@@ -108,6 +108,9 @@ func TestPartitionFlagErrors(t *testing.T) {
 		{[]string{"--parts", "4", "--feature-bits", "40"}, "--feature-bits 40"},
 		{[]string{"--parts", "4", "--eval", "p.txt", "--cache", "c.part"}, "--eval and --cache"},
 		{[]string{"--parts", "four"}, "--parts"},
+		{[]string{"--parts", "4", "--lcc=no"}, `--lcc "no": want true, false or auto`},
+		{[]string{"--parts", "4", "--lcc", "false"}, `unexpected argument "false": --lcc takes its value after '='`},
+		{[]string{"--parts", "4", "--metis-graph", "--lcc"}, "--lcc applies to datasets, not to a METIS graph file"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"partition", "--dataset", "no-such-dataset"}, tc.args...)

@@ -105,8 +105,8 @@ func runSweep(args []string, stdout io.Writer) error {
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %d nodes in %s, %s, kernel %s\n",
-		rep.Model, rep.Dataset, rep.Nodes, qCount(rep.Batches, "batch", "batches"), qCount(rep.Seeds, "seed", "seeds"), be.Name())
+	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %s in %s, %s, kernel %s\n",
+		rep.Model, rep.Dataset, qNodes(rep.Nodes, rep.ComponentOf), qCount(rep.Batches, "batch", "batches"), qCount(rep.Seeds, "seed", "seeds"), be.Name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {
