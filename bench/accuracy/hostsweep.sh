@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs qgtc sweeps on the GPU host's CPU cores, one core and one seed a
+# process, 16 at a time: each line of JOBS is "DATASET MODEL SEED BITS
+# [FLAGS...]", each run writes $R/<dataset>-<model>-s<seed><tag>/ (the
+# sweep's files, cmd.txt, err.txt, secs.txt). The model cache is
+# build/acc/cache, unpacked from the carried build/acc/cache.tgz and packed
+# into $OUT/cache.tgz at the end, so a later call resumes unfinished sweeps
+# from their cached models. Every run is cut at END seconds of the call.
+# Usage (from a call script that sourced bench/e2e/steps.sh and ran
+# call_head): hostsweep JOBS END
+hostsweep() {
+  local jobs=$1 end=$2
+  export QGTC_DATA=$PWD/testdata QGTC_CACHE=$PWD/build/acc/cache GOMAXPROCS=1 Q=$PWD/build/acc/qgtc R T0 END=$end
+  mkdir -p $QGTC_CACHE
+  [ -f build/acc/cache.tgz ] && tar xzf build/acc/cache.tgz -C $QGTC_CACHE
+  one() {
+    local ds=$1 model=$2 seed=$3 bits=$4; shift 4
+    local tag=$(echo "$*" | tr -c 'a-z0-9.\n' '_' | sed 's/^_*//')
+    local dir=$R/$ds-$model-s$seed${tag:+-$tag}
+    mkdir -p $dir
+    local left=$((END - (SECONDS - T0)))
+    [ $left -lt 10 ] && { echo "not started" > $dir/secs.txt; return; }
+    echo "qgtc sweep --dataset $ds --model $model --bits $bits --seed $seed --seeds 1 $*" > $dir/cmd.txt
+    local t=$SECONDS
+    timeout $left $Q sweep --dataset $ds --model $model --bits $bits --seed $seed --seeds 1 --out $dir --quiet "$@" > $dir/table.txt 2> $dir/err.txt
+    echo "rc=$? secs=$((SECONDS - t))" > $dir/secs.txt
+  }
+  export -f one
+  grep -v '^#' $jobs | grep . | xargs -P $(nproc) -L 1 bash -c 'one "$@"' _
+  tar czf $OUT/cache.tgz -C $QGTC_CACHE .
+  echo "sweeps done at $(el)s: $(grep -l 'rc=0' $R/*/secs.txt | wc -l) finished, $(grep -L 'rc=0' $R/*/secs.txt | wc -l) not" | tee -a $OUT/steps.txt
+}
