@@ -10,7 +10,9 @@
 # call_head): hostsweep JOBS END
 hostsweep() {
   local jobs=$1 end=$2
-  export QGTC_DATA=$PWD/testdata QGTC_CACHE=$PWD/build/acc/cache GOMAXPROCS=1 Q=$PWD/build/acc/qgtc R T0 END=$end
+  # The workers are new shells (their SECONDS start at 0): they see the
+  # deadline as a clock time.
+  export QGTC_DATA=$PWD/testdata QGTC_CACHE=$PWD/build/acc/cache GOMAXPROCS=1 Q=$PWD/build/acc/qgtc R DEADLINE=$(($(date +%s) + end - $(el)))
   mkdir -p $QGTC_CACHE
   [ -f build/acc/cache.tgz ] && tar xzf build/acc/cache.tgz -C $QGTC_CACHE
   one() {
@@ -18,7 +20,7 @@ hostsweep() {
     local tag=$(echo "$*" | tr -c 'a-z0-9.\n' '_' | sed 's/^_*//')
     local dir=$R/$ds-$model-s$seed${tag:+-$tag}
     mkdir -p $dir
-    local left=$((END - (SECONDS - T0)))
+    local left=$((DEADLINE - $(date +%s)))
     [ $left -lt 10 ] && { echo "not started" > $dir/secs.txt; return; }
     echo "qgtc sweep --dataset $ds --model $model --bits $bits --seed $seed --seeds 1 $*" > $dir/cmd.txt
     local t=$SECONDS
