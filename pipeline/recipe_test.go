@@ -18,9 +18,13 @@ func TestRecipeFor(t *testing.T) {
 	}
 	assert.Equal(t, baseRecipe, RecipeFor("cora", layers.GIN))
 	assert.Equal(t, baseRecipe, RecipeFor("amazon_photo", layers.GCN))
-	// Coauthor Physics' GCN takes 4 batches and its SAGE 2; the other graphs AutoParts.
+	// Coauthor Physics' GCN takes 4 batches and its SAGE 2, SAGE on the
+	// Amazon graphs one; the other graphs AutoParts.
 	assert.Equal(t, 4, RecipeFor("/data/coauthor_physics", layers.GCN).Parts)
 	assert.Equal(t, 2, RecipeFor("coauthor_physics", layers.SAGE).Parts)
+	assert.Equal(t, 1, RecipeFor("amazon_computers", layers.SAGE).Parts)
+	assert.Equal(t, 1, RecipeFor("/data/amazon_photo", layers.SAGE).Parts)
+	assert.Equal(t, 0, RecipeFor("amazon_computers", layers.GCN).Parts)
 	assert.Equal(t, 0, RecipeFor("coauthor_cs", layers.SAGE).Parts)
 	assert.Equal(t, 0, RecipeFor("coauthor_cs", layers.GCN).Parts)
 	// Coauthor CS's rows sum to one; the other graphs keep the base scale.

@@ -109,7 +109,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	const recipe = "; default: the dataset's and model's recipe, the figure shown where none is specific"
 	fs.StringVar(&c.Dataset, "dataset", "", "dataset name (cora, citeseer, amazon_photo, coauthor_physics, ...) or path (required)")
 	fs.StringVar(&c.Model, "model", def.Model, "model: gcn, gin or sage")
-	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes; gin on the Amazon and Coauthor graphs: 1)")
+	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes; the recipe gives gin on the Amazon and Coauthor graphs and sage on the Amazon graphs 1, Coauthor Physics' gcn 4 and sage 2)")
 	fs.IntVar(&c.Batch, "batch", def.Batch, "partitions per batch")
 	fs.StringVar(&c.PartitionFile, "partition", "", "batch by this partition file (qgtc partition --out) instead of partitioning; --parts defaults to its K")
 	fs.IntVar(&c.Hidden, "hidden", def.Hidden, "hidden width (when training)")

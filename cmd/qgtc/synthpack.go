@@ -102,12 +102,28 @@ func synthPackOut(w io.Writer, s synthPack) error {
 	}
 	ds := &subgraph.Dataset{Name: "planted", Graph: g, Features: feat, Labels: comm, NumClasses: s.classes}
 	j := &pipeline.Job{Config: pipeline.Config{FeatureScale: s.scale, Seed: 0}, Progress: r}
+	// The file holds what infer loads from the same graph written with -o:
+	// its largest component when it has more than one (Config.LCC's auto).
+	kept := ""
+	if c, nodes := j.Component(ds); nodes != nil {
+		kept = fmt.Sprintf(" (packed: its largest component, %d nodes, as infer loads it)", len(nodes))
+		ds, parts = c, pickParts(parts, nodes)
+	}
 	nb, err := j.PackPartition(s.out, ds, parts, s.parts, s.batch, s.bits)
 	r.Done()
 	if err != nil {
 		return qUsage(err)
 	}
-	fmt.Fprintf(w, "wrote %s: planted graph, %d nodes, %d undirected edges, %d classes, %d features (%d per node); %d packed batches of %d parts\n",
-		s.out, g.N(), g.NumUndirectedEdges(), s.classes, s.features, s.nnz, nb, s.batch)
+	fmt.Fprintf(w, "wrote %s: planted graph, %d nodes%s, %d undirected edges, %d classes, %d features (%d per node); %d packed batches of %d parts\n",
+		s.out, g.N(), kept, g.NumUndirectedEdges(), s.classes, s.features, s.nnz, nb, s.batch)
 	return nil
+}
+
+// pickParts is the part of each of nodes.
+func pickParts(parts, nodes []int32) []int32 {
+	out := make([]int32, len(nodes))
+	for i, v := range nodes {
+		out[i] = parts[v]
+	}
+	return out
 }
