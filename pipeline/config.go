@@ -104,6 +104,11 @@ const (
 	LCCOff  = "false"
 )
 
+// ValidLCC is whether s is a value of Config.LCC ("" is LCCAuto).
+func ValidLCC(s string) bool {
+	return s == "" || s == LCCAuto || s == LCCOn || s == LCCOff
+}
+
 // Component applies c.LCC to ds: ds restricted to its graph's largest
 // connected component and that component's nodes (ascending, in ds's
 // numbering), or ds itself and nil when every node stays.
@@ -241,9 +246,7 @@ func (c *Config) Check() error {
 	default:
 		return bad("SignWeights", c.SignWeights, "(want auto, on or off)")
 	}
-	switch c.LCC {
-	case "", LCCAuto, LCCOn, LCCOff:
-	default:
+	if !ValidLCC(c.LCC) {
 		return bad("LCC", c.LCC, "(want true, false or auto)")
 	}
 	switch c.SparseInput {

@@ -120,7 +120,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 		return fmt.Errorf("%w: --batch %d is more than --parts %d", errUsage, *batchParts, *k)
 	case *featBits < 1 || *featBits > bittensor.MaxBits:
 		return fmt.Errorf("%w: --feature-bits %d not in 1..%d", errUsage, *featBits, bittensor.MaxBits)
-	case *lcc != pipeline.LCCAuto && *lcc != pipeline.LCCOn && *lcc != pipeline.LCCOff:
+	case !pipeline.ValidLCC(*lcc):
 		return fmt.Errorf("%w: --lcc %q: want true, false or auto", errUsage, *lcc)
 	case *metisGraph && fs.Changed("lcc"):
 		return fmt.Errorf("%w: --lcc applies to datasets, not to a METIS graph file", errUsage)

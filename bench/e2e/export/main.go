@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/qgtc/qgtc/internal/npy"
+	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -17,22 +18,27 @@ func main() {
 	partition := pflag.String("partition", "", "a qgtc partition --out file of this graph (parts.npy; optional)")
 	seeds := pflag.Int("split-seeds", 0, "also write the random 20/30-per-class split of seeds 0..N-1 (train_S.npy, val_S.npy, test_S.npy), as qgtc makes it for data that ships none")
 	out := pflag.StringP("out", "o", "", "output folder (required)")
+	lcc := pflag.String("lcc", pipeline.LCCAuto, "keep only the largest connected component as qgtc infer and train do: true, false or auto (data without a split)")
 	pflag.Parse()
 	if *out == "" || pflag.NArg() > 0 || *seeds < 0 {
 		fmt.Fprintln(os.Stderr, "export: usage: export --dataset D [--partition FILE] [--split-seeds N] --out DIR")
 		os.Exit(2)
 	}
-	if err := run(*dataset, *partition, *out, *seeds); err != nil {
+	if err := run(*dataset, *partition, *out, *seeds, *lcc); err != nil {
 		fmt.Fprintln(os.Stderr, "export:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dataset, partition, out string, seeds int) error {
+func run(dataset, partition, out string, seeds int, lcc string) error {
 	d, err := subgraph.Load(dataset)
 	if err != nil {
 		return err
 	}
+	if !pipeline.ValidLCC(lcc) {
+		return fmt.Errorf("--lcc %q: want true, false or auto", lcc)
+	}
+	d, _ = (&pipeline.Config{LCC: lcc}).Component(d) // the graph qgtc runs on
 	if d.Features == nil || d.Labels == nil {
 		return fmt.Errorf("%s: no features or no node labels", dataset)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/qgtc/qgtc/internal/nn"
 	"github.com/qgtc/qgtc/internal/npy"
 	"github.com/qgtc/qgtc/layers/fp"
+	"github.com/qgtc/qgtc/pipeline"
 	"github.com/qgtc/qgtc/subgraph"
 )
 
@@ -19,23 +20,28 @@ func main() {
 	dataset := pflag.String("dataset", "cora", "bundled dataset name or path")
 	seed := pflag.Uint64("seed", 0, "the random split's seed, for data that ships no split (qgtc infer's and train's --seed)")
 	out := pflag.StringP("out", "o", "", "output folder (required)")
+	lcc := pflag.String("lcc", pipeline.LCCAuto, "keep only the largest connected component as qgtc infer and train do: true, false or auto (data without a split)")
 	logits := pflag.StringArray("logits", nil, "NAME=FILE: write logits-NAME.npy, the fp32 logits of the qgtc train --out model FILE")
 	pflag.Parse()
 	if *out == "" || pflag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "export: usage: export --dataset D --out DIR [--logits NAME=FILE ...]")
 		os.Exit(2)
 	}
-	if err := run(*dataset, *out, *logits, *seed); err != nil {
+	if err := run(*dataset, *out, *logits, *seed, *lcc); err != nil {
 		fmt.Fprintln(os.Stderr, "export:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dataset, out string, logits []string, seed uint64) error {
+func run(dataset, out string, logits []string, seed uint64, lcc string) error {
 	d, err := subgraph.Load(dataset)
 	if err != nil {
 		return err
 	}
+	if !pipeline.ValidLCC(lcc) {
+		return fmt.Errorf("--lcc %q: want true, false or auto", lcc)
+	}
+	d, _ = (&pipeline.Config{LCC: lcc}).Component(d) // the graph qgtc runs on
 	split := "shipped"
 	if len(d.Train) == 0 {
 		// The split qgtc infer and train draw for such data at the same

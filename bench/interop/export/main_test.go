@@ -20,7 +20,7 @@ import (
 func TestSplitIsInfers(t *testing.T) {
 	for _, seed := range []uint64{0, 3} {
 		dir := t.TempDir()
-		require.NoError(t, run("amazon_photo", dir, nil, seed))
+		require.NoError(t, run("amazon_photo", dir, nil, seed, pipeline.LCCAuto))
 		c := pipeline.DefaultConfig("amazon_photo")
 		c.Seed = seed
 		j := &pipeline.Job{Config: c}
