@@ -51,7 +51,7 @@ type Config struct {
 	SignWeights string
 	// LastBits widens the last layer's weights and activations to
 	// LastBits where the model's widths are narrower
-	// (layers.Model.LastBits): 0 (auto) widens a 1-bit model's to 8 bits,
+	// (layers.Model.LastBits): 0 (auto) widens a 1- or 2-bit model's to 8 bits,
 	// −1 keeps it as the others (bench/accuracy/RESULTS.md).
 	LastBits int
 	// LR, WeightDecay, Dropout and Patience (epochs without a better
@@ -152,7 +152,7 @@ func (c *Config) lastBits() int {
 	switch {
 	case c.LastBits < 0:
 		return 0
-	case c.LastBits == 0 && c.ABits == 1 && c.WBits == 1:
+	case c.LastBits == 0 && max(c.ABits, c.WBits) <= 2:
 		return autoLastBits
 	case c.LastBits > max(c.ABits, c.WBits):
 		return c.LastBits
@@ -160,7 +160,9 @@ func (c *Config) lastBits() int {
 	return 0
 }
 
-// autoLastBits is the last layer's width of a 1-bit model by default.
+// autoLastBits is the last layer's width of a 1- or 2-bit model by
+// default: the class scores of a few levels lose more than the rest of
+// the model does (bench/accuracy/RESULTS.md).
 const autoLastBits = 8
 
 // Values of Config.SparseInput.

@@ -634,7 +634,8 @@ func TestSetupReported(t *testing.T) {
 	assert.Equal(t, 2, r.MorePasses)
 }
 
-// TestLastBits: a 1-bit model's last layer is 8 bits wide by default
+// TestLastBits: a 1-bit model's last layer is 8 bits wide by default, as a
+// 2-bit model's is
 // (LastBits auto), cached as its own model (a1w1l8) beside the plain one
 // (LastBits −1); loaded back with --weights it keeps the width and
 // predicts the same; a width it does not widen changes nothing.
@@ -662,9 +663,15 @@ func TestLastBits(t *testing.T) {
 	j.ABits, j.WBits, j.LastBits = 8, 8, 4
 	assert.Zero(t, j.lastBits(), "a width it does not widen")
 	j.LastBits = 0
-	assert.Zero(t, j.lastBits(), "auto widens 1-bit models only")
+	assert.Zero(t, j.lastBits(), "auto widens 1- and 2-bit models only")
+	j.ABits, j.WBits = 2, 2
+	assert.Equal(t, 8, j.lastBits())
+	j.WBits = 4
+	assert.Zero(t, j.lastBits(), "4-bit weights")
 	j.ABits, j.WBits, j.LastBits = 2, 2, 6
 	assert.Equal(t, 6, j.lastBits())
+	j.LastBits = -1
+	assert.Zero(t, j.lastBits(), "off")
 	for _, bad := range []int{-2, 33} {
 		j.LastBits = bad
 		assert.Error(t, j.Config.Check(), "%d", bad)

@@ -118,7 +118,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.IntVar(&c.QATEpochs, "qat-epochs", def.QATEpochs, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)"+recipe)
 	fs.BoolVar(&c.LSQ, "lsq", def.LSQ, "QAT learns each activation quantizer's step size (LSQ)")
 	fs.StringVar(&c.SignWeights, "sign-weights", pipeline.ChannelAuto, "1-bit weights: on or auto (sign times the channel's mean |w|) or off (the two levels of least squared error)")
-	fs.Var(lastBitsFlag{&c.LastBits}, "last-bits", "the last layer's weights and activations: N bits where the model's are narrower, auto (8 for a 1-bit model) or off")
+	fs.Var(lastBitsFlag{&c.LastBits}, "last-bits", "the last layer's weights and activations: N bits where the model's are narrower, auto (8 for a model of 1 or 2 bits) or off")
 	fs.StringVar(&c.ChannelZ, "channel-z", pipeline.ChannelAuto, "per-channel ranges of the update products (exact, folded into the epilogues): on, off or auto (at 4 bits and less)")
 	fs.StringVar(&c.Norm, "norm", def.Norm, "gin: normalization inside each MLP, none or batch (when training)"+recipe)
 	fs.Float64Var(&c.LR, "lr", def.LR, "full-precision learning rate (Adam)"+recipe)
