@@ -148,6 +148,9 @@ func (j *Job) Partition(d *Data) error {
 	case j.PartitionFile != "":
 		pf, err := subgraph.OpenPartition(j.PartitionFile, ds.Graph)
 		if err != nil {
+			if d.Component != nil && errors.Is(err, subgraph.ErrCacheMismatch) {
+				return fmt.Errorf("dataset %s, its largest component (--lcc): %w", ds.Name, err)
+			}
 			return fmt.Errorf("dataset %s: %w", ds.Name, err)
 		}
 		if j.Parts != 0 && j.Parts != pf.K {

@@ -540,6 +540,11 @@ func TestPartitionFile(t *testing.T) {
 	_, err = k.Infer()
 	assert.ErrorIs(t, err, subgraph.ErrCacheMismatch)
 	assert.ErrorContains(t, err, "made for a graph of 2708 nodes")
+	k.Dataset, k.LCC = "cora", LCCOn
+	_, err = k.Infer()
+	assert.ErrorIs(t, err, subgraph.ErrCacheMismatch)
+	assert.ErrorContains(t, err, "dataset cora, its largest component (--lcc)", "the whole graph's file")
+	k.LCC = ""
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
 	b[60] ^= 1
