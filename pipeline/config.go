@@ -117,15 +117,7 @@ func (c *Config) Component(ds *subgraph.Dataset) (*subgraph.Dataset, []int32) {
 	if !on {
 		return ds, nil
 	}
-	nodes := ds.Graph.LargestComponent()
-	if len(nodes) == ds.Graph.N() {
-		return ds, nil
-	}
-	out, err := ds.Induced(nodes)
-	if err != nil { // the component's nodes are distinct and in range
-		panic(fmt.Sprintf("pipeline: Component: %v", err))
-	}
-	return out, nodes
+	return ds.LargestComponent()
 }
 
 // channelZ is whether the job's quantized model has per-channel Z ranges:

@@ -122,8 +122,12 @@ func TestDatasetInducedAndMasks(t *testing.T) {
 	assert.Equal(t, []bool{false, true, false, false, false}, va)
 	assert.Equal(t, []bool{false, false, true, true, false}, te)
 
-	lc := d.LargestComponent()
+	lc, nodes := d.LargestComponent()
 	assert.Equal(t, 4, lc.Graph.N())
+	assert.Len(t, nodes, 4)
+	same, none := lc.LargestComponent()
+	assert.Same(t, lc, same, "a connected dataset comes back as itself")
+	assert.Nil(t, none)
 	assert.Equal(t, []int32{0}, lc.Train)
 
 	sp := &Features{Rows: 2, Cols: 3, Indptr: []int32{0, 2, 3}, Indices: []int32{0, 2, 1}, Values: []float32{1, 0.5, 2}}

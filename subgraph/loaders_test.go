@@ -194,7 +194,7 @@ func TestLargestComponentMatchesShchur(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.name), func(t *testing.T) {
-			d := loadCached(t, tt.name).LargestComponent()
+			d, _ := loadCached(t, tt.name).LargestComponent()
 			require.NoError(t, d.Graph.Validate())
 			assert.Equal(t, tt.nodes, d.Graph.N())
 			assert.Equal(t, tt.edges, d.Graph.NumUndirectedEdges())

@@ -107,13 +107,19 @@ func (d *Dataset) Induced(nodes []int32) (*Dataset, error) {
 
 // LargestComponent returns the dataset restricted to the largest connected
 // component of its graph, the standardization Shchur et al. apply to the
-// gnn-benchmark graphs before splitting.
-func (d *Dataset) LargestComponent() *Dataset {
-	out, err := d.Induced(d.Graph.LargestComponent())
+// gnn-benchmark graphs before splitting, and the component's nodes
+// (ascending, in d's numbering); a connected d comes back as itself, with
+// nil nodes.
+func (d *Dataset) LargestComponent() (*Dataset, []int32) {
+	nodes := d.Graph.LargestComponent()
+	if len(nodes) == d.Graph.N() {
+		return d, nil
+	}
+	out, err := d.Induced(nodes)
 	if err != nil { // the component's nodes are distinct and in range
 		panic(fmt.Sprintf("subgraph: LargestComponent: %v", err))
 	}
-	return out
+	return out, nodes
 }
 
 // SelectRows returns the rows of f at the given indices, in that order.

@@ -123,7 +123,7 @@ func dataInfo(args []string, w io.Writer) error {
 	printWarnings(dataStderr, d)
 	took := time.Since(t0)
 	if *lcc {
-		d = d.LargestComponent()
+		d, _ = d.LargestComponent()
 	}
 	g := d.Graph
 	s := dataSummary{

@@ -179,7 +179,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	random := *split == "random" || (*split == "auto" && !shipped)
 	if *lcc == "true" || (*lcc == "auto" && random) {
-		ds = ds.LargestComponent()
+		ds, _ = ds.LargestComponent()
 	}
 	if *epochs < 0 {
 		*epochs = 200
