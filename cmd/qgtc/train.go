@@ -109,7 +109,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	device := fs.String("device", "cpu", "where the fp32 model trains and evaluates: cpu, gpu (every tensor on GPU 0; gcn, sage mean, gin without batch norm, full batch), or auto (the GPU when one opens and runs the model, else the CPU)")
 	fold := qFoldFlag(fs)
-	if err := parseFlagsArgs(fs, args); err != nil { // checkTrainFlags explains a stray argument
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if pipeline.GraphDataset(*dataset) {
@@ -402,12 +402,6 @@ var trainStderr io.Writer = os.Stderr
 func checkTrainFlags(fs *pflag.FlagSet, model string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
-	}
-	if fs.NArg() > 0 {
-		if fs.Changed("lcc") {
-			return bad("unexpected argument %q: --lcc takes its value after '=' (--lcc=true, --lcc=false or --lcc=auto)", fs.Arg(0))
-		}
-		return bad("unexpected argument %q (train takes only flags)", fs.Arg(0))
 	}
 	str := func(name string) string { return fs.Lookup(name).Value.String() }
 	num := func(name string) float64 {

@@ -101,6 +101,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{[]string{"--lcc", "maybe"}, `unexpected argument "maybe": --lcc takes its value after '='`},
 		{[]string{"--lcc=maybe"}, `--lcc "maybe": want true, false, auto`},
 		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"--dataset", "proteins", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--dropout", "-0.5"}, "--dropout -0.5: want a probability in [0, 1)"},
 		{[]string{"--dropout", "1"}, "--dropout 1: want a probability in [0, 1)"},
 		{[]string{"--model", "gat", "--attn-dropout", "NaN"}, "--attn-dropout NaN"},
