@@ -48,8 +48,8 @@ var rowsGraphs = map[string]bool{"coauthor_cs": true}
 // Physics drop enough edges between them to cost its GCN and SAGE
 // accuracy, and these bring both to the tuned anchor at every width. Over
 // the Amazon graphs' batches, each a community with a few labelled nodes
-// of one or two classes, SAGE's first steps can leave it stuck near chance
-// for a hundred epochs; over the whole graph it trains
+// of one or two classes, SAGE's first steps can leave it stuck near
+// chance; over the whole graph it trains
 // (bench/accuracy/RESULTS.md).
 var fewerParts = map[string]map[string]int{"coauthor_physics": {layers.GCN: 4, layers.SAGE: 2},
 	"amazon_computers": {layers.SAGE: 1}, "amazon_photo": {layers.SAGE: 1}}

@@ -146,8 +146,7 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 	t0 := time.Now()
 	prog.Printf("partition: loading %s", *dataset)
 	var d *subgraph.Dataset
-	var comp []int32
-	componentOf := 0
+	componentOf := 0 // the dataset's nodes when --lcc kept its largest component
 	if *metisGraph {
 		f, err := os.Open(*dataset)
 		if err != nil {
@@ -165,7 +164,8 @@ func partitionCmd(args []string, w, errw io.Writer) error {
 			return err
 		}
 		all := d.Graph.N()
-		if d, comp = (&pipeline.Config{LCC: *lcc}).Component(d); comp != nil {
+		var kept []int32
+		if d, kept = (&pipeline.Config{LCC: *lcc}).Component(d); kept != nil {
 			componentOf = all
 		}
 	}
