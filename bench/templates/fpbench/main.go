@@ -285,11 +285,7 @@ func benchSampled(d *tcu.Device, name string, g templates.CSR, dg *tcu.FPGraph, 
 	}
 	defer c.Close()
 	n := g.Rows() * f
-	want, err := runInto(exact, out, n)
-	if err != nil {
-		return err
-	}
-	got, err := runInto(c, out, n)
+	want, got, err := runBoth(exact, c, out, n)
 	if err != nil {
 		return err
 	}
@@ -324,6 +320,15 @@ func runInto(c *tcu.FPCall, out *tcu.Buffer, n int) ([]float32, error) {
 	return v, out.Read(asBytes(v))
 }
 
+// runBoth runs the reference call ref, then c, each into out (runInto).
+func runBoth(ref, c *tcu.FPCall, out *tcu.Buffer, n int) (want, got []float32, err error) {
+	if want, err = runInto(ref, out, n); err != nil {
+		return nil, nil, err
+	}
+	got, err = runInto(c, out, n)
+	return want, got, err
+}
+
 // sameAsRowOrder runs c and the same op on the row-order graph dg (runInto)
 // and compares the results: equal bit for bit, or within 1e-5 relative.
 func sameAsRowOrder(d *tcu.Device, c *tcu.FPCall, dg *tcu.FPGraph, out *tcu.Buffer, p op, xbuf, wbuf *tcu.Buffer, n int) error {
@@ -332,11 +337,7 @@ func sameAsRowOrder(d *tcu.Device, c *tcu.FPCall, dg *tcu.FPGraph, out *tcu.Buff
 		return err
 	}
 	defer ref.Close()
-	want, err := runInto(ref, out, n)
-	if err != nil {
-		return err
-	}
-	got, err := runInto(c, out, n)
+	want, got, err := runBoth(ref, c, out, n)
 	if err != nil {
 		return err
 	}
