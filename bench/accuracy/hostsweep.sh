@@ -5,7 +5,8 @@
 # sweep's files, cmd.txt, err.txt, secs.txt). The model cache is
 # build/acc/cache, unpacked from the carried build/acc/cache.tgz and packed
 # into $OUT/cache.tgz at the end, so a later call resumes unfinished sweeps
-# from their cached models. Every run is cut at END seconds of the call.
+# from their cached models. Every run is cut at END seconds of the call. P
+# runs at once (default: one a core).
 # Usage (from a call script that sourced bench/e2e/steps.sh and ran
 # call_head): hostsweep JOBS END
 hostsweep() {
@@ -28,7 +29,8 @@ hostsweep() {
     echo "rc=$? secs=$((SECONDS - t))" > $dir/secs.txt
   }
   export -f one
-  grep -v '^#' $jobs | grep . | xargs -P $(nproc) -L 1 bash -c 'one "$@"' _
+  # xargs -L joins a line that ends in a blank to the next one.
+  grep -v '^#' $jobs | sed 's/[[:space:]]*$//' | grep . | xargs -P ${P:-$(nproc)} -L 1 bash -c 'one "$@"' _
   tar czf $OUT/cache.tgz -C $QGTC_CACHE .
   echo "sweeps done at $(el)s: $(grep -l 'rc=0' $R/*/secs.txt | wc -l) finished, $(grep -L 'rc=0' $R/*/secs.txt | wc -l) not" | tee -a $OUT/steps.txt
 }
