@@ -17,7 +17,13 @@ func TestRecipeFor(t *testing.T) {
 		assert.Equal(t, 1, r.Parts, ds)
 	}
 	assert.Equal(t, baseRecipe, RecipeFor("cora", layers.GIN))
-	assert.Equal(t, baseRecipe, RecipeFor("amazon_photo", layers.GCN))
+	assert.Equal(t, baseRecipe, RecipeFor("amazon_computers", layers.GCN))
+	// Amazon Photo's GCN and SAGE decay less.
+	photo := baseRecipe
+	photo.WeightDecay = 1e-4
+	assert.Equal(t, photo, RecipeFor("/data/Amazon_Photo", layers.GCN))
+	assert.Equal(t, 1e-4, RecipeFor("amazon_photo", layers.SAGE).WeightDecay)
+	assert.Equal(t, baseRecipe.WeightDecay, RecipeFor("amazon_photo", layers.GIN).WeightDecay)
 	// Coauthor Physics' GCN takes 4 batches and its SAGE 2, SAGE on the
 	// Amazon graphs one; the other graphs AutoParts.
 	assert.Equal(t, 4, RecipeFor("/data/coauthor_physics", layers.GCN).Parts)
