@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Runs qgtc sweeps on the GPU host's CPU cores, one core and one seed a
-# process, 16 at a time: each line of JOBS is "DATASET MODEL SEED BITS
+# Runs qgtc sweeps on the GPU host's CPU cores, one seed a process on
+# GMP cores (default 1), P at a time: each line of JOBS is "DATASET MODEL SEED BITS
 # [FLAGS...]", each run writes $R/<dataset>-<model>-s<seed><tag>/ (the
 # sweep's files, cmd.txt, err.txt, secs.txt). The model cache is
 # build/acc/cache, unpacked from the carried build/acc/cache.tgz and packed
 # into $OUT/cache.tgz at the end, so a later call resumes unfinished sweeps
 # from their cached models. Every run is cut at END seconds of the call. P
-# runs at once (default: one a core).
+# runs at once (default: one a core), each with GOMAXPROCS=GMP.
 # Usage (from a call script that sourced bench/e2e/steps.sh and ran
 # call_head): hostsweep JOBS END
 hostsweep() {
   local jobs=$1 end=$2
   # The workers are new shells (their SECONDS start at 0): they see the
   # deadline as a clock time.
-  export QGTC_DATA=$PWD/testdata QGTC_CACHE=$PWD/build/acc/cache GOMAXPROCS=1 Q=$PWD/build/acc/qgtc R DEADLINE=$(($(date +%s) + end - $(el)))
+  export QGTC_DATA=$PWD/testdata QGTC_CACHE=$PWD/build/acc/cache GOMAXPROCS=${GMP:-1} Q=$PWD/build/acc/qgtc R DEADLINE=$(($(date +%s) + end - $(el)))
   mkdir -p $QGTC_CACHE
   [ -f build/acc/cache.tgz ] && tar xzf build/acc/cache.tgz -C $QGTC_CACHE
   one() {
