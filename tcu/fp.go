@@ -429,6 +429,10 @@ func (d *Device) PrepareSpMM(out *Buffer, g *FPGraph, a SpMMArgs) (*FPCall, erro
 	}
 	err = d.run(func() error {
 		var err error
+		// The call's name carries the blocks an SM holds, for the logs.
+		if nb, err := d.residentBlocks(fns[0], fpBlock, 0); err == nil {
+			c.what += fmt.Sprintf(" blocks/SM=%d", nb/max(d.info.SMs, 1))
+		}
 		if g.nchunks > 0 {
 			if c.scratch, err = d.alloc(4 * g.nchunks * f); err != nil {
 				return err

@@ -95,7 +95,9 @@ __device__ __forceinline__ void loadEdge(const int* __restrict__ indices, const 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+// At least 4 blocks an SM, i.e. at most 64 registers a thread: ptxas's
+// code under that cap ran faster (bench/templates/RESULTS.md).
+extern "C" __global__ void __launch_bounds__(256, 4)
     fp_spmm(const int* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ eids,
             const float* __restrict__ x, const float* __restrict__ e, const float* __restrict__ y,
             float* __restrict__ out, float* __restrict__ part, const int* __restrict__ chunks, i64 nchunks, i64 rows,
