@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs qgtc sweeps on the GPU host's CPU cores, one seed a process on
-# GMP cores (default 1), P at a time: each line of JOBS is "DATASET MODEL SEED BITS
-# [FLAGS...]", each run writes $R/<dataset>-<model>-s<seed><tag>/ (the
+# GMP cores (default 1), P at a time: each line of JOBS is "DATASET MODEL
+# SEED BITS [FLAGS...]", each run writes $R/<dataset>-<model>-s<seed><tag>/ (the
 # sweep's files, cmd.txt, err.txt, secs.txt). The model cache is
 # build/acc/cache, unpacked from the carried build/acc/cache.tgz and packed
 # into $OUT/cache.tgz at the end, so a later call resumes unfinished sweeps
