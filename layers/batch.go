@@ -51,6 +51,9 @@ type Batch struct {
 	// both is DInv·FeatScale, the first GCN product's row scale, made once.
 	bothOnce sync.Once
 	both     []float32
+	// inv is 1/Deg, a mean GIN's row scale, made once.
+	invOnce sync.Once
+	inv     []float32
 	// nbr is the adjacency without its self-loops (SAGE's neighbours),
 	// made on first use.
 	nbrOnce sync.Once
@@ -424,6 +427,18 @@ func (b *Batch) degrees() {
 		d := b.Indptr[v+1] - b.Indptr[v]
 		b.Deg[v], b.DInv[v] = float32(d), float32(1/math.Sqrt(float64(d)))
 	}
+}
+
+// selfMean is 1/Deg, the row scale of a mean over each node and its
+// neighbours (every row holds its self-loop), made once.
+func (b *Batch) selfMean() []float32 {
+	b.invOnce.Do(func() {
+		b.inv = make([]float32, len(b.Deg))
+		for v, d := range b.Deg {
+			b.inv[v] = 1 / max(d, 1)
+		}
+	})
+	return b.inv
 }
 
 // denseTileRows × denseTileCols is the tile of the cost model's

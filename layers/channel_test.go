@@ -18,9 +18,9 @@ import (
 )
 
 // channelModel is preparedNorm's model calibrated again with ChannelZ.
-func channelModel(t *testing.T, kind, norm string, abits, wbits int, binary bool) (*Model, *Data, *Input) {
+func channelModel(t *testing.T, c qCase, abits, wbits int, binary bool) (*Model, *Data, *Input) {
 	t.Helper()
-	m, d, in := preparedNorm(t, kind, norm, abits, wbits, 3, binary)
+	m, d, in := preparedCase(t, c, abits, wbits, 3, binary)
 	m.ChannelZ = true
 	m.SetSignWeights(true)
 	require.NoError(t, m.Calibrate(d, in, 0))
@@ -40,7 +40,7 @@ func TestChannelZExact(t *testing.T) {
 		for _, bits := range [][2]int{{1, 1}, {2, 2}, {4, 4}, {8, 2}} {
 			binary := bits[0] == 1
 			t.Run(fmt.Sprintf("%s/a=%d/w=%d", c.name, bits[0], bits[1]), func(t *testing.T) {
-				m, d, in := channelModel(t, c.kind, c.norm, bits[0], bits[1], binary)
+				m, d, in := channelModel(t, c, bits[0], bits[1], binary)
 				plan, err := m.Compile(bmm.NewGenericBackend())
 				require.NoError(t, err)
 				for _, b := range d.Eval {
@@ -83,7 +83,7 @@ func TestChannelZExact(t *testing.T) {
 // quantized aggregation sums: the logits of the pass quantized up to Z
 // match the fully quantized aggregation's within float rounding at 8 bits.
 func TestChannelZMixed(t *testing.T) {
-	m, d, in := channelModel(t, GCN, NormNone, 8, 8, false)
+	m, d, in := channelModel(t, qCase{kind: GCN, norm: NormNone}, 8, 8, false)
 	b := d.Eval[0]
 	_, q, err := m.simForwardUpTo(b, in, 2, 1, 0, nil) // Z and its aggregation quantized
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestChannelZMixed(t *testing.T) {
 // saves as format 4 and loads back the same; either in a format 3 file is
 // refused, and a model with neither is still format 3.
 func TestChannelZFile(t *testing.T) {
-	m, d, in := channelModel(t, GIN, NormBatch, 2, 2, false)
+	m, d, in := channelModel(t, qCase{kind: GIN, norm: NormBatch}, 2, 2, false)
 	var buf bytes.Buffer
 	_, err := m.WriteTo(&buf)
 	require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestPreciseBN(t *testing.T) {
 func TestChannelZQAT(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := channelModel(t, c.kind, c.norm, 1, 1, true)
+			m, d, in := channelModel(t, c, 1, 1, true)
 			scale := m.Layers[0].ZScale
 			_, err := m.QAT(d, in, TrainConfig{Epochs: 2, LR: 0.01, Seed: 2, LearnScales: true})
 			require.NoError(t, err)

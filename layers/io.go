@@ -30,6 +30,9 @@ type fileMeta struct {
 	SignWeights bool `json:"sign_weights,omitempty"`
 	// LastBits (format 5): the last layer's width (Model.LastBits).
 	LastBits int `json:"last_bits,omitempty"`
+	// Aggr (format 6): a GIN's aggregation when it is not the sum
+	// (Model.Aggr).
+	Aggr string `json:"aggr,omitempty"`
 }
 
 // fileFormat is the current version of the saved model layout: 2 adds the GIN
@@ -49,6 +52,10 @@ const fileFormatEq = 4
 // (Model.LastBits), with format 4's contents allowed: older readers would
 // quantize its weights at WBits.
 const fileFormatLast = 5
+
+// fileFormatAggr is the format of a GIN that averages (Model.Aggr
+// AggrMean), with format 5's contents allowed: older readers would sum.
+const fileFormatAggr = 6
 
 type layerP struct {
 	Z   Params `json:"z"`
@@ -119,6 +126,9 @@ func WriteModel(w io.Writer, m *Model, o *Origin) (int64, error) {
 	}
 	if m.LastBits != 0 {
 		meta.Format, meta.LastBits = fileFormatLast, m.LastBits
+	}
+	if m.GINMean() {
+		meta.Format, meta.Aggr = fileFormatAggr, m.Aggr
 	}
 	js, err := json.Marshal(meta)
 	if err != nil {
@@ -232,11 +242,11 @@ func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 	if err := json.Unmarshal([]byte(js), &mt); err != nil {
 		return nil, fmt.Errorf("%w: metadata qgtc.qmodel: %v", ErrModel, err)
 	}
-	if mt.Format != fileFormat && mt.Format != fileFormatEq && mt.Format != fileFormatLast {
-		return nil, fmt.Errorf("%w: model file format %d, this version reads %d to %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat, fileFormatLast)
+	if mt.Format < fileFormat || mt.Format > fileFormatAggr {
+		return nil, fmt.Errorf("%w: model file format %d, this version reads %d to %d (retrain or re-save it)", ErrModel, mt.Format, fileFormat, fileFormatAggr)
 	}
 	m := &Model{Kind: mt.Kind, Classes: mt.Classes, ABits: mt.ABits, WBits: mt.WBits, Calibrated: mt.Calibrated, Input: mt.Input, NormRows: mt.NormRows,
-		LastBits: mt.LastBits}
+		LastBits: mt.LastBits, Aggr: mt.Aggr}
 	get := func(i int, name string) (*Linear, error) {
 		key := fmt.Sprintf("layers.%d.%s.weight", i, name)
 		t, ok := ts[key]
@@ -307,8 +317,11 @@ func modelFrom(ts map[string]*safetensors.Tensor, js string) (*Model, error) {
 	if mt.SignWeights && mt.Format < fileFormatEq {
 		return nil, fmt.Errorf("%w: sign_weights in a file of format %d", ErrModel, mt.Format)
 	}
-	if mt.LastBits != 0 && mt.Format != fileFormatLast {
+	if mt.LastBits != 0 && mt.Format < fileFormatLast {
 		return nil, fmt.Errorf("%w: last_bits in a file of format %d", ErrModel, mt.Format)
+	}
+	if mt.Aggr != "" && mt.Format < fileFormatAggr {
+		return nil, fmt.Errorf("%w: aggr in a file of format %d", ErrModel, mt.Format)
 	}
 	m.SetSignWeights(mt.SignWeights)
 	if err := m.Validate(m.Layers[0].Lin1.In); err != nil {

@@ -22,7 +22,7 @@ import (
 func TestLastBits(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := preparedNorm(t, c.kind, c.norm, 1, 1, 3, true)
+			m, d, in := preparedCase(t, c, 1, 1, 3, true)
 			m.LastBits = 8
 			require.NoError(t, m.Calibrate(d, in, 0))
 			last := &m.Layers[len(m.Layers)-1]

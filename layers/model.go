@@ -23,7 +23,7 @@ var (
 // Model kinds of Model.
 const (
 	GCN = "gcn" // Cluster-GCN order: Â·(H·W) + b
-	GIN = "gin" // GIN-0: MLP(h + Σ neighbours), first linear applied before the sum
+	GIN = "gin" // GIN-0: MLP(h + Σ neighbours), first linear applied before the sum (Model.Aggr)
 	// SAGE is GraphSAGE with the mean aggregator and a root weight
 	// (torch_geometric's SAGEConv): lin_l(mean of the neighbours) +
 	// lin_r(h), the mean taken after lin_l (it is linear), over the
@@ -40,6 +40,16 @@ func knownKind(k string) bool { return k == GCN || k == GIN || k == SAGE }
 const (
 	NormNone  = "none"  // Linear, ReLU, Linear
 	NormBatch = "batch" // Linear, BatchNorm, ReLU, Linear
+)
+
+// Aggregations of the quantized GIN (Model.Aggr).
+const (
+	AggrSum = "sum" // GIN-0: h + Σ neighbours (Xu et al.)
+	// AggrMean is the mean of h and its neighbours, Xu et al.'s MEAN–MLP:
+	// no longer injective on multisets, but on graphs of high mean degree
+	// the sum's scale follows the degree and GIN trains points below GCN
+	// (bench/accuracy/RESULTS.md).
+	AggrMean = "mean"
 )
 
 // Linear is a dense layer y = x·Wᵀ + b with W stored Out×In row-major (the
@@ -85,6 +95,25 @@ type Model struct {
 	// LastBits. A 1-bit output layer's ±α weights make every hidden unit
 	// vote for or against every class alike (bench/accuracy/RESULTS.md).
 	LastBits int
+	// Aggr is a GIN's aggregation, AggrSum ("" reads as it) or AggrMean:
+	// the same bit product over the adjacency with its self-loops, with
+	// 1/(degree + 1) as the epilogue's row scale where GCN has D^-1/2.
+	Aggr string
+}
+
+// GINMean reports whether m is a GIN that averages (Aggr AggrMean).
+func (m *Model) GINMean() bool { return m.Kind == GIN && m.Aggr == AggrMean }
+
+// AggrOf is m's aggregation as a flag names it: AggrSum or AggrMean for a
+// GIN, "" for the other kinds, whose aggregation their kind fixes.
+func (m *Model) AggrOf() string {
+	switch {
+	case m.Kind != GIN:
+		return ""
+	case m.Aggr == "":
+		return AggrSum
+	}
+	return m.Aggr
 }
 
 // lastLayer reports whether l is a linear of m's last layer.
@@ -313,6 +342,12 @@ func (m *Model) Validate(in int) error {
 	if err := checkBits(m.ABits, m.WBits); err != nil {
 		return err
 	}
+	switch {
+	case m.Aggr != "" && m.Aggr != AggrSum && m.Aggr != AggrMean:
+		return fmt.Errorf("%w: aggregation %q (want %s or %s)", ErrModel, m.Aggr, AggrSum, AggrMean)
+	case m.Aggr != "" && m.Kind != GIN:
+		return fmt.Errorf("%w: aggregation %q: only GIN's is chosen (%s's is fixed)", ErrModel, m.Aggr, m.Kind)
+	}
 	if m.LastBits != 0 {
 		if err := checkBits(m.LastBits, m.LastBits); err != nil {
 			return fmt.Errorf("last layer: %w", err)
@@ -393,6 +428,9 @@ type planOp struct {
 	// divides by their number (SAGE's mean aggregator); otherwise the
 	// adjacency has its self-loops (GCN's Â, GIN's h + Σ neighbours).
 	nbr, mean bool
+	// selfMean (qAgg) divides by the row's count, the node included
+	// (GIN's mean, Model.Aggr).
+	selfMean bool
 	// biasOf is the linear whose bias the epilogue adds (GCN's and GIN's
 	// Lin1 after the aggregation), nil for none.
 	biasOf   *Linear
@@ -456,7 +494,7 @@ func (m *Model) ops() []planOp {
 				planOp{kind: qAgg, biasOf: &ly.Lin1, rowScale: true, relu: i != last, out: out, inEq: eq})
 		case GIN:
 			chain(planOp{kind: qLin, lin: &ly.Lin1, out: &ly.Z, outEq: eq, eqOf: ly},
-				planOp{kind: qAgg, biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U, inEq: eq},
+				planOp{kind: qAgg, selfMean: m.GINMean(), biasOf: &ly.Lin1, bn: ly.BN, relu: true, out: &ly.U, inEq: eq},
 				planOp{kind: qLin, lin: ly.Lin2, biasOf: ly.Lin2, relu: i != last, out: out, keep: ly.BN != nil})
 		case SAGE:
 			ops = append(ops,
@@ -607,12 +645,15 @@ func (op *planOp) colBias() []float32 {
 }
 
 // scale is op's epilogue RowScale on batch b: D^-1/2, the feature row
-// normalization, their product, SAGE's 1/(number of neighbours), or nil.
+// normalization, their product, SAGE's 1/(number of neighbours), GIN's
+// 1/(degree + 1), or nil.
 // b must carry FeatScale when the op wants it.
 func (op *planOp) scale(b *Batch) []float32 {
 	switch {
 	case op.mean:
 		return b.neighbours().Inv
+	case op.selfMean:
+		return b.selfMean()
 	case op.rowScale && op.featScale:
 		return b.scaleBoth()
 	case op.rowScale:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,13 +58,18 @@ func qSynth(t testing.TB, n, k, f int, binary bool, seed uint64) *subgraph.Datas
 	return d
 }
 
+// qCase is a model variant: its kind, GIN's norm and aggregation.
+type qCase struct{ name, kind, norm, aggr string }
+
 // qCases are the model variants every exactness test covers: GCN, GIN with
-// its batch norm (folded into an epilogue at inference) and GIN without.
-var qCases = []struct{ name, kind, norm string }{
-	{"gcn", GCN, NormNone},
-	{"gin", GIN, NormBatch},
-	{"gin-nonorm", GIN, NormNone},
-	{"sage", SAGE, NormNone},
+// its batch norm (folded into an epilogue at inference) and GIN without,
+// GIN that averages, and SAGE.
+var qCases = []qCase{
+	{"gcn", GCN, NormNone, ""},
+	{"gin", GIN, NormBatch, ""},
+	{"gin-nonorm", GIN, NormNone, ""},
+	{"gin-mean", GIN, NormBatch, AggrMean},
+	{"sage", SAGE, NormNone, ""},
 }
 
 // qPrepared is preparedNorm with GIN's batch norm.
@@ -80,6 +86,13 @@ func qPrepared(t testing.TB, kind string, abits, wbits, parts int, binary bool) 
 // in full precision and calibrated, with its data and quantized input.
 func preparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, binary bool) (*Model, *Data, *Input) {
 	t.Helper()
+	return preparedCase(t, qCase{kind: kind, norm: norm}, abits, wbits, parts, binary)
+}
+
+// preparedCase is preparedNorm of the variant c.
+func preparedCase(t testing.TB, c qCase, abits, wbits, parts int, binary bool) (*Model, *Data, *Input) {
+	t.Helper()
+	kind, norm := c.kind, c.norm
 	ds := qSynth(t, 300, 4, 40, binary, 3)
 	// Contiguous id ranges as parts: the planted communities are shuffled,
 	// so these batches cut edges, as real partitions do.
@@ -97,6 +110,7 @@ func preparedNorm(t testing.TB, kind, norm string, abits, wbits, parts int, bina
 	m, err := NewModel(kind, 40, 16, 4, 2, abits, wbits, 5)
 	require.NoError(t, err)
 	require.NoError(t, m.SetNorm(norm))
+	m.Aggr = c.aggr
 	_, err = m.TrainFP32(d, in, TrainConfig{Epochs: 5, LR: 0.01, Seed: 1})
 	require.NoError(t, err)
 	for i, ly := range m.Layers {
@@ -158,7 +172,7 @@ func TestQInferMatchesSimulation(t *testing.T) {
 			for _, binary := range []bool{true, false} {
 				name := fmt.Sprintf("%s/a=%d/w=%d/binary=%v", c.name, bits[0], bits[1], binary)
 				t.Run(name, func(t *testing.T) {
-					m, d, in := preparedNorm(t, c.kind, c.norm, bits[0], bits[1], 3, binary)
+					m, d, in := preparedCase(t, c, bits[0], bits[1], 3, binary)
 					plan, err := m.Compile(bmm.NewGenericBackend())
 					require.NoError(t, err)
 					requireSimExact(t, m, plan, d, in)
@@ -274,7 +288,7 @@ func TestQATForwardIsInference(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
 			kind := c.kind
-			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
+			m, d, in := preparedCase(t, c, 3, 3, 1, false)
 			before := m.Clone()
 			// QAT's training pass is the evaluation pass: weights move, a
 			// batch norm stays frozen.
@@ -380,6 +394,7 @@ func TestQGradients(t *testing.T) {
 			m, err := NewModel(c.kind, 12, 8, 3, 2, 8, 8, 2)
 			require.NoError(t, err)
 			require.NoError(t, m.SetNorm(c.norm))
+			m.Aggr = c.aggr
 			for _, l := range m.linears() {
 				for i := range l.B {
 					l.B[i] = 0.1 * float32(i%3)
@@ -456,7 +471,7 @@ func TestQGradients(t *testing.T) {
 func TestQModelSaveLoad(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, _, _ := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, _, _ := preparedCase(t, c, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
@@ -465,7 +480,7 @@ func TestQModelSaveLoad(t *testing.T) {
 			require.Equal(t, m, got)
 			require.Equal(t, c.norm, got.Norm())
 			// The metadata is JSON inside a JSON string: its quotes are escaped.
-			old := bytes.Replace(buf.Bytes(), []byte(`\"format\":3`), []byte(`\"format\":2`), 1)
+			old := regexp.MustCompile(`\\"format\\":\d`).ReplaceAll(buf.Bytes(), []byte(`\"format\":2`))
 			require.False(t, bytes.Equal(buf.Bytes(), old), "format field not found")
 			_, err = ReadModel(bytes.NewReader(old))
 			require.ErrorIs(t, err, ErrModel)
@@ -514,7 +529,7 @@ func TestQSetNorm(t *testing.T) {
 func TestQSimForwardUpTo(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 4, 1, false)
+			m, d, in := preparedCase(t, c, 3, 4, 1, false)
 			b := d.Eval[0]
 			qs, q, err := m.simForward(b, in, true, -1, 0, nil)
 			require.NoError(t, err)
@@ -565,7 +580,7 @@ func TestQKL(t *testing.T) {
 func TestQCalibrateOutputAware(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := preparedNorm(t, c.kind, c.norm, 2, 3, 3, false)
+			m, d, in := preparedCase(t, c, 2, 3, 3, false)
 			batches := d.Eval
 			ref := make([][]float32, len(batches))
 			for bi, b := range batches {
@@ -642,7 +657,7 @@ func (m *Model) klTo(ref [][]float32, batches []*Batch, in *Input, upTo int) (fl
 func TestQDropoutPlaces(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := preparedNorm(t, c.kind, c.norm, 8, 8, 1, false)
+			m, d, in := preparedCase(t, c, 8, 8, 1, false)
 			st, _, err := m.simForward(d.Eval[0], in, false, -1, 0.5, rand.New(rand.NewPCG(1, 2)))
 			require.NoError(t, err)
 			assert.NotNil(t, st.dropIn, "the features")
@@ -707,7 +722,7 @@ func TestQScaleGrad(t *testing.T) {
 func TestQATLearnScales(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := preparedNorm(t, c.kind, c.norm, 3, 3, 1, false)
+			m, d, in := preparedCase(t, c, 3, 3, 1, false)
 			before := m.Clone()
 			_, err := m.QAT(d, in, TrainConfig{Epochs: 3, LR: 0.01, Seed: 1, LearnScales: true})
 			require.NoError(t, err)
@@ -765,4 +780,72 @@ func BenchmarkQPredictWeightCache(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestQGINMean checks GIN's mean aggregation: with zero biases and no
+// batch norm a one-layer GIN's logits are the summing GIN's divided by
+// each node's count (itself and its neighbours); the model file keeps the
+// aggregation (format 6), and the wrong uses are refused.
+func TestQGINMean(t *testing.T) {
+	ds := qSynth(t, 80, 3, 12, false, 6)
+	d, err := NewData(ds, nil, 1, 1)
+	require.NoError(t, err)
+	in, err := QuantizeInput(ds.Features, 8)
+	require.NoError(t, err)
+	sum, err := NewModel(GIN, 12, 8, 3, 1, 8, 8, 3)
+	require.NoError(t, err)
+	for _, l := range sum.linears() {
+		clear(l.B)
+	}
+	mean := sum.Clone()
+	mean.Aggr = AggrMean
+	require.True(t, mean.GINMean())
+	require.False(t, sum.GINMean())
+	b := d.Eval[0]
+	_, ls, err := sum.simForward(b, in, false, -1, 0, nil)
+	require.NoError(t, err)
+	_, lm, err := mean.simForward(b, in, false, -1, 0, nil)
+	require.NoError(t, err)
+	require.Len(t, lm, len(ls))
+	moved := 0
+	for v := range b.Nodes {
+		deg := float64(b.Indptr[v+1] - b.Indptr[v])
+		require.Greater(t, deg, 1.0, "node %d: the test wants neighbours", v)
+		for c := range 3 {
+			i := v*3 + c
+			assert.InDelta(t, float64(ls[i])/deg, float64(lm[i]), 1e-5*(1+math.Abs(float64(ls[i]))), "node %d class %d", v, c)
+			if ls[i] != lm[i] {
+				moved++
+			}
+		}
+	}
+	require.Greater(t, moved, len(ls)/2, "the mean must differ from the sum")
+
+	var buf bytes.Buffer
+	_, err = mean.WriteTo(&buf)
+	require.NoError(t, err)
+	require.Contains(t, buf.String(), `\"format\":6`)
+	got, err := ReadModel(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	require.Equal(t, AggrMean, got.Aggr)
+	require.Equal(t, AggrMean, got.AggrOf())
+	buf.Reset()
+	_, err = sum.WriteTo(&buf)
+	require.NoError(t, err)
+	require.NotContains(t, buf.String(), `aggr`, "a summing GIN's file is readable by earlier versions")
+	got, err = ReadModel(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	require.Equal(t, AggrSum, got.AggrOf())
+
+	for _, c := range []struct {
+		kind, aggr string
+	}{{GIN, "max"}, {GCN, AggrMean}, {SAGE, AggrSum}} {
+		m, err := NewModel(c.kind, 12, 8, 3, 2, 8, 8, 3)
+		require.NoError(t, err)
+		m.Aggr = c.aggr
+		assert.ErrorIs(t, m.Validate(12), ErrModel, "%s with aggregation %q", c.kind, c.aggr)
+	}
+	gcn, err := NewModel(GCN, 12, 8, 3, 2, 8, 8, 3)
+	require.NoError(t, err)
+	assert.Empty(t, gcn.AggrOf())
 }

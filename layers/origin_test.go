@@ -54,7 +54,7 @@ func flipWeight(t *testing.T, file []byte, name string) []byte {
 func TestQModelChecksum(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, _, _ := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, _, _ := preparedCase(t, c, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := m.WriteTo(&buf)
 			require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestQModelChecksum(t *testing.T) {
 func TestQModelOldFile(t *testing.T) {
 	for _, c := range qCases {
 		t.Run(c.name, func(t *testing.T) {
-			m, d, in := preparedNorm(t, c.kind, c.norm, 4, 4, 1, false)
+			m, d, in := preparedCase(t, c, 4, 4, 1, false)
 			var buf bytes.Buffer
 			_, err := WriteModel(&buf, m, &Origin{Dataset: "x"})
 			require.NoError(t, err)

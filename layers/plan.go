@@ -295,7 +295,7 @@ func (p *Plan) checkOp(i int) error {
 		return fmt.Errorf("%w: op %d adds values of widths %d and %d", ErrModel, i, p.widths[op.in[0]], p.widths[op.in[1]])
 	case op.kind != qAdd && (len(op.in) != 1 || !codes(op.in[0])):
 		return fmt.Errorf("%w: op %d reads values %v, want one of codes", ErrModel, i, op.in)
-	case op.mean && (op.rowScale || op.featScale):
+	case (op.mean || op.selfMean) && (op.rowScale || op.featScale):
 		return fmt.Errorf("%w: op %d takes a mean and another row scale", ErrModel, i)
 	}
 	return nil
@@ -756,14 +756,14 @@ type pass struct {
 // sums; the row scales; the feature lists and their code sums; the forms
 // of the features (value 0).
 type batchIn struct {
-	owned               []bmm.Operand // freed with the uploads
-	adj                 [2]bmm.Bits
-	graph               [2]bmm.GraphOperand
-	deg                 [2]bmm.Vector
-	feat                bmm.GraphOperand
-	dinv, fs, dfs, mean bmm.Vector
-	featSums            bmm.Vector
-	x                   value
+	owned                         []bmm.Operand // freed with the uploads
+	adj                           [2]bmm.Bits
+	graph                         [2]bmm.GraphOperand
+	deg                           [2]bmm.Vector
+	feat                          bmm.GraphOperand
+	dinv, fs, dfs, mean, selfMean bmm.Vector
+	featSums                      bmm.Vector
+	x                             value
 	// sparseFirst: the linears of the features sum W's code rows over the
 	// feature lists (feat).
 	sparseFirst bool
@@ -1038,6 +1038,8 @@ func (ps *pass) rowScale(op *planOp) (bmm.Vector, error) {
 	switch {
 	case op.mean:
 		return ps.uploadOnce(&ps.mean, func() []float32 { return b.neighbours().Inv })
+	case op.selfMean:
+		return ps.uploadOnce(&ps.selfMean, b.selfMean)
 	case op.rowScale && op.featScale:
 		return ps.uploadOnce(&ps.dfs, b.scaleBoth)
 	case op.rowScale:
