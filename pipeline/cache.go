@@ -135,6 +135,7 @@ type modelKey struct {
 	Data        string  `json:"data"`
 	Kind        string  `json:"kind"`
 	Norm        string  `json:"norm"`
+	Aggr        string  `json:"aggr,omitempty"` // a GIN's, when it averages: earlier keys stay valid
 	Scale       string  `json:"scale"`
 	Hidden      int     `json:"hidden"`
 	Layers      int     `json:"layers"`
@@ -169,6 +170,9 @@ func (j *Job) modelKey(d *Data, quant bool) string {
 	k := modelKey{Version: cacheVersion, Format: "qgtc.qmodel/3", Data: d.Fingerprint, Kind: j.Model, Norm: j.Norm, Scale: j.FeatureScale,
 		Hidden: j.Hidden, Layers: j.Layers, Parts: d.Parts, Partition: d.PartitionSum, Batch: j.Batch, Seed: j.Seed, Epochs: j.Epochs,
 		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, KeepInput: j.KeepInput, Patience: j.Patience, PreciseBN: true}
+	if j.Model == layers.GIN && j.GINAggr == layers.AggrMean {
+		k.Aggr = j.GINAggr
+	}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches
 		k.QATEpochs, k.LSQ, k.ChannelZ, k.SignW, k.LastBits = j.QATEpochs, j.LSQ, j.channelZ(), j.signWeights(), j.lastBits()

@@ -38,6 +38,7 @@ type Config struct {
 	// Training, used when no trained model is given.
 	Hidden, Layers int    // hidden width and graph layers
 	Norm           string // GIN's MLP normalization: layers.NormNone or QNormBatch
+	GINAggr        string // GIN's aggregation: layers.AggrSum or AggrMean ("" for the other models)
 	Epochs         int    // full-precision epochs
 	QATEpochs      int    // quantization-aware fine-tuning epochs (0: post-training quantization only)
 	LSQ            bool   // QAT learns the activation step sizes
@@ -213,7 +214,7 @@ func knownFeatureScale(s string) bool {
 }
 
 // Check returns a *ConfigError for the first setting that cannot run: an
-// empty Dataset, an unknown Model, Norm, FeatureScale or SparseInput,
+// empty Dataset, an unknown Model, Norm, GINAggr, FeatureScale or SparseInput,
 // widths outside 1..32, sizes that are not positive, negative epochs.
 func (c *Config) Check() error {
 	bad := func(field string, v any, problem string) error { return &ConfigError{field, v, problem} }
@@ -226,6 +227,10 @@ func (c *Config) Check() error {
 		return bad("Norm", c.Norm, "(want none or batch)")
 	case c.Norm == layers.NormBatch && c.Model != layers.GIN:
 		return bad("Norm", c.Norm, "applies to gin only (gcn and sage have no normalization)")
+	case c.GINAggr != "" && c.GINAggr != layers.AggrSum && c.GINAggr != layers.AggrMean:
+		return bad("GINAggr", c.GINAggr, "(want sum or mean)")
+	case c.GINAggr != "" && c.Model != layers.GIN:
+		return bad("GINAggr", c.GINAggr, "applies to gin only (gcn's and sage's aggregations are fixed)")
 	}
 	if !knownFeatureScale(c.FeatureScale) {
 		return bad("FeatureScale", c.FeatureScale, "(want sqrt, mean, rows or none)")

@@ -33,12 +33,12 @@ func ReadWeights(path string) (*Weights, error) {
 	return &Weights{Path: path, Model: m, Origin: o, ReadTime: time.Since(t0)}, nil
 }
 
-// Adopt takes the settings a trained model fixes from w: Model, Norm,
+// Adopt takes the settings a trained model fixes from w: Model, Norm, GINAggr,
 // ABits, WBits (not from float weights, which are quantized at c's) and,
 // when the file records it, FeatureScale.
 func (c *Config) Adopt(w *Weights) {
 	m := w.Model
-	c.Model, c.Norm = m.Kind, m.Norm()
+	c.Model, c.Norm, c.GINAggr = m.Kind, m.Norm(), m.AggrOf()
 	if m.Calibrated {
 		c.ABits, c.WBits, c.LastBits = m.ABits, m.WBits, m.LastBits
 		if m.LastBits == 0 {

@@ -204,6 +204,9 @@ func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration
 	if err := m.SetNorm(j.Norm); err != nil {
 		return nil, 0, err
 	}
+	if j.Model == layers.GIN && j.GINAggr == layers.AggrMean {
+		m.Aggr = layers.AggrMean
+	}
 	_, err = m.TrainFP32(d.Batches, in, layers.TrainConfig{Epochs: j.Epochs, LR: float32(j.LR), WeightDecay: float32(j.WeightDecay),
 		Dropout: float32(j.Dropout), KeepInput: j.KeepInput, Patience: j.Patience, PreciseBN: true, Seed: j.Seed, Progress: func(ep int, loss, val float64) {
 			j.Progress.Printf("qgtc: training fp32 %s on %s: epoch %d/%d loss %.3f val %.1f%%", j.Model, ds.Name, ep, j.Epochs, loss, 100*val)

@@ -191,6 +191,39 @@ func TestCacheKeyKeepInputOmitted(t *testing.T) {
 	assert.Contains(t, string(js), `"keep_input":true`)
 }
 
+// TestCacheGINAggr: GIN's aggregation is part of the key, its model
+// averages when asked to, and a summing GIN's key is the key from before
+// the setting existed.
+func TestCacheGINAggr(t *testing.T) {
+	js, err := json.Marshal(modelKey{Kind: layers.GIN})
+	require.NoError(t, err)
+	assert.NotContains(t, string(js), "aggr")
+	cache := t.TempDir()
+	j, _ := fastJob("cora", cache)
+	j.Model, j.GINAggr = layers.GIN, layers.AggrSum
+	sum := infer(t, j)
+	require.True(t, trained(sum))
+	j.GINAggr = layers.AggrMean
+	mean := infer(t, j)
+	assert.True(t, trained(mean), "mean: another model")
+	assert.False(t, trained(infer(t, j)), "mean again: cached")
+	files, err := filepath.Glob(filepath.Join(cache, "models", "*-a4w4.safetensors"))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	var aggrs []string
+	for _, f := range files {
+		w, err := ReadWeights(f)
+		require.NoError(t, err)
+		c := DefaultConfig("cora")
+		c.Adopt(w)
+		assert.Equal(t, w.Model.AggrOf(), c.GINAggr)
+		aggrs = append(aggrs, c.GINAggr)
+	}
+	assert.ElementsMatch(t, []string{layers.AggrSum, layers.AggrMean}, aggrs)
+	j.GINAggr = layers.AggrSum
+	assert.False(t, trained(infer(t, j)), "sum again: cached")
+}
+
 // TestCacheCorrupt: a cached 4-bit model with flipped weight bytes is
 // reported once, removed and retrained to the clean run's accuracy; the
 // code before checksums used it and stayed wrong.
@@ -441,6 +474,8 @@ func TestConfigCheck(t *testing.T) {
 		{"Model", func(c *Config) { c.Model = "gat" }},
 		{"Norm", func(c *Config) { c.Norm = "layer" }},
 		{"Norm", func(c *Config) { c.Norm = layers.NormBatch }},
+		{"GINAggr", func(c *Config) { c.GINAggr = layers.AggrMean }}, // a GCN
+		{"GINAggr", func(c *Config) { c.Model, c.GINAggr = layers.GIN, "max" }},
 		{"FeatureScale", func(c *Config) { c.FeatureScale = "foo" }},
 		{"SparseInput", func(c *Config) { c.SparseInput = "maybe" }},
 		{"Agg", func(c *Config) { c.Agg = 7 }},

@@ -8,16 +8,22 @@ import (
 	"github.com/qgtc/qgtc/layers"
 )
 
-// TestRecipeFor: GIN on the dense graphs gets its batch norm and one
-// batch, by name or by path; other models and graphs the base recipe.
+// TestRecipeFor: GIN averages everywhere, and on the dense graphs gets its
+// batch norm and one batch, by name or by path; other models and graphs
+// the base recipe.
 func TestRecipeFor(t *testing.T) {
 	for _, ds := range []string{"amazon_photo", "/data/Amazon_Computers", "coauthor_physics"} {
 		r := RecipeFor(ds, layers.GIN)
 		assert.Equal(t, layers.NormBatch, r.Norm, ds)
 		assert.Equal(t, 1, r.Parts, ds)
 	}
-	assert.Equal(t, baseRecipe, RecipeFor("cora", layers.GIN))
+	gin := baseRecipe
+	gin.GINAggr = layers.AggrMean
+	assert.Equal(t, gin, RecipeFor("cora", layers.GIN))
+	assert.Equal(t, gin, RecipeFor("/data/some_graph.npz", layers.GIN))
+	assert.Equal(t, layers.AggrMean, RecipeFor("coauthor_physics", layers.GIN).GINAggr)
 	assert.Equal(t, baseRecipe, RecipeFor("amazon_computers", layers.GCN))
+	assert.Empty(t, RecipeFor("cora", layers.SAGE).GINAggr)
 	// Amazon Photo's GCN and SAGE decay less.
 	photo := baseRecipe
 	photo.WeightDecay = 1e-4

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -121,6 +122,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.Var(lastBitsFlag{&c.LastBits}, "last-bits", "the last layer's weights and activations: N bits where the model's are narrower, auto (8 for a model of 1 or 2 bits) or off")
 	fs.StringVar(&c.ChannelZ, "channel-z", pipeline.ChannelAuto, "per-channel ranges of the update products (exact, folded into the epilogues): on, off or auto (at 4 bits and less)")
 	fs.StringVar(&c.Norm, "norm", def.Norm, "gin: normalization inside each MLP, none or batch (when training)"+recipe)
+	fs.StringVar(&c.GINAggr, "gin-aggr", def.GINAggr, "gin: the aggregation, sum (GIN-0: the node plus its neighbours) or mean (of the node and its neighbours) (when training)"+recipe)
 	fs.Float64Var(&c.LR, "lr", def.LR, "full-precision learning rate (Adam)"+recipe)
 	fs.Float64Var(&c.WeightDecay, "weight-decay", def.WeightDecay, "full-precision weight decay"+recipe)
 	fs.Float64Var(&c.Dropout, "dropout", def.Dropout, "full-precision dropout"+recipe)
@@ -153,7 +155,7 @@ func qParseAgg(s string) (layers.AggMode, error) {
 
 // qConfigFlags names the flag of each pipeline.Config field.
 var qConfigFlags = map[string]string{"Dataset": "dataset", "Model": "model", "ABits": "abits", "WBits": "wbits", "Parts": "parts", "PartitionFile": "partition",
-	"Batch": "batch", "FeatureScale": "feature-scale", "LCC": "lcc", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "Epochs": "epochs",
+	"Batch": "batch", "FeatureScale": "feature-scale", "LCC": "lcc", "Hidden": "hidden", "Layers": "layers", "Norm": "norm", "GINAggr": "gin-aggr", "Epochs": "epochs",
 	"QATEpochs": "qat-epochs", "LR": "lr", "WeightDecay": "weight-decay", "Dropout": "dropout", "KeepInput": "keep-input", "Patience": "patience",
 	"QATLR": "qat-lr", "QATWeightDecay": "qat-weight-decay", "QATPatience": "qat-patience", "QATDistill": "qat-distill", "Agg": "agg", "SparseInput": "sparse-input", "Merge": "merge", "Passes": "passes", "Shard": "shard", "ChannelZ": "channel-z", "SignWeights": "sign-weights", "LastBits": "last-bits"}
 
@@ -211,7 +213,7 @@ func qConflict(file, flag string, v any, has string) error {
 	return fmt.Errorf("%w: --%s %v conflicts with --weights %s, %s (leave --%s out or make them agree)", errUsage, flag, v, file, has, flag)
 }
 
-// qShapeConflict is the first of --model, --norm, --layers and --hidden
+// qShapeConflict is the first of --model, --norm, --gin-aggr, --layers and --hidden
 // given explicitly that disagrees with the model file w, quantized or
 // float (nil: none).
 func qShapeConflict(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) error {
@@ -221,6 +223,8 @@ func qShapeConflict(fs *pflag.FlagSet, c *pipeline.Config, w *pipeline.Weights) 
 		return qConflict(w.Path, "model", c.Model, "a "+m.Kind+" model")
 	case fs.Changed("norm") && c.Norm != m.Norm():
 		return qConflict(w.Path, "norm", c.Norm, "a model with norm "+m.Norm())
+	case fs.Changed("gin-aggr") && c.GINAggr != m.AggrOf():
+		return qConflict(w.Path, "gin-aggr", c.GINAggr, "a "+m.Kind+" model whose aggregation is "+cmp.Or(m.AggrOf(), "fixed"))
 	case fs.Changed("layers") && c.Layers != len(m.Layers):
 		return qConflict(w.Path, "layers", c.Layers, fmt.Sprintf("a model of %d layers", len(m.Layers)))
 	case fs.Changed("hidden") && (m.Kind == layers.GIN || len(m.Layers) > 1) && c.Hidden != m.Layers[0].Lin1.Out:

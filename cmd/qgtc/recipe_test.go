@@ -42,6 +42,11 @@ func TestQRecipe(t *testing.T) {
 	c = parse("--dataset", "cora", "--model", "gin")
 	assert.Equal(t, layers.NormNone, c.Norm)
 	assert.Equal(t, 0, c.Parts)
+	assert.Equal(t, layers.AggrMean, c.GINAggr)
+	c = parse("--dataset", "cora", "--model", "gin", "--gin-aggr", "sum")
+	assert.Equal(t, layers.AggrSum, c.GINAggr)
+	c = parse("--dataset", "cora", "--model", "sage")
+	assert.Empty(t, c.GINAggr)
 
 	fs := newFlags("infer", io.Discard)
 	var cc pipeline.Config

@@ -54,11 +54,14 @@ func TestSweepNormErrors(t *testing.T) {
 	}{
 		{"unknown norm", []string{"sweep", "--dataset", "cora", "--model", "gin", "--norm", "layer"}},
 		{"gcn batch norm", []string{"sweep", "--dataset", "cora", "--model", "gcn", "--norm", "batch"}},
+		{"unknown gin-aggr", []string{"sweep", "--dataset", "cora", "--model", "gin", "--gin-aggr", "max"}},
+		{"gcn gin-aggr", []string{"sweep", "--dataset", "cora", "--model", "gcn", "--gin-aggr", "mean"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			assert.Equal(t, 2, run(tc.args, &out, &errb))
-			assert.Contains(t, errb.String(), "--norm")
+			assert.Contains(t, errb.String(), tc.args[len(tc.args)-2])
+			assert.Equal(t, 1, strings.Count(errb.String(), "\n"), errb.String())
 		})
 	}
 }
