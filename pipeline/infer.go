@@ -55,7 +55,8 @@ func (c *Config) Adopt(w *Weights) {
 type Report struct {
 	Dataset         string   `json:"dataset"`
 	Model           string   `json:"model"`
-	Bits            int      `json:"bits"` // ABits when it equals WBits, else 0
+	GINAggr         string   `json:"gin_aggr,omitempty"` // a GIN's aggregation, sum or mean
+	Bits            int      `json:"bits"`               // ABits when it equals WBits, else 0
 	ABits           int      `json:"abits"`
 	WBits           int      `json:"wbits"`
 	LastBits        int      `json:"last_bits,omitempty"` // the last layer's, where wider (--last-bits)
@@ -244,7 +245,7 @@ func (j *Job) Infer() (*Report, error) {
 			return nil, fmt.Errorf("pipeline: a later pass predicted otherwise than the first on %s (%s): the backend is not deterministic", ds.Name, j.backendName())
 		}
 	}
-	r := &Report{Dataset: ds.Name, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, LastBits: m.LastBits, FeatureBits: in.Params.Bits,
+	r := &Report{Dataset: ds.Name, Model: m.Kind, GINAggr: m.AggrOf(), ABits: m.ABits, WBits: m.WBits, LastBits: m.LastBits, FeatureBits: in.Params.Bits,
 		Nodes: ds.Graph.N(), ComponentOf: d.componentOf(), Edges: ds.Graph.NumEdges() / 2, Parts: d.Parts, Batches: run.Batches, KeptEdges: d.KeptEdges,
 		Kernel: plan.Backend.Name(), LoadMS: ms(d.LoadTime), PartitionMS: ms(d.PartitionTime), PartitionCached: d.PartitionCached,
 		PrepareMS: ms(d.BatchTime + quantPrep + setup), SetupMS: ms(setup), PackMS: ms(run.Pack), ComputeMS: ms(run.Compute), TrainMS: ms(trainTime),

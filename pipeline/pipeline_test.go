@@ -206,6 +206,8 @@ func TestCacheGINAggr(t *testing.T) {
 	j.GINAggr = layers.AggrMean
 	mean := infer(t, j)
 	assert.True(t, trained(mean), "mean: another model")
+	assert.Equal(t, layers.AggrSum, sum.GINAggr)
+	assert.Equal(t, layers.AggrMean, mean.GINAggr)
 	assert.False(t, trained(infer(t, j)), "mean again: cached")
 	files, err := filepath.Glob(filepath.Join(cache, "models", "*-a4w4.safetensors"))
 	require.NoError(t, err)

@@ -30,6 +30,7 @@ type SweepRow struct {
 type SweepReport struct {
 	Dataset string `json:"dataset"`
 	Model   string `json:"model"`
+	GINAggr string `json:"gin_aggr,omitempty"` // a GIN's aggregation, sum or mean
 	Nodes   int    `json:"nodes"`
 	// ComponentOf is the loaded graph's nodes when Nodes is its largest
 	// component (Config.LCC).
@@ -77,7 +78,7 @@ func (j *Job) Sweep(bits []int, seeds int) (*SweepReport, error) {
 	if j.Backend == nil {
 		return nil, ErrNoBackend
 	}
-	rep := &SweepReport{Model: j.Model, Seeds: seeds}
+	rep := &SweepReport{Model: j.Model, GINAggr: j.GINAggr, Seeds: seeds}
 	rows := make([]SweepRow, len(bits)+1)
 	acc := make([][]float64, len(bits)+1)
 	ptq := make([][]float64, len(bits)+1)

@@ -12,19 +12,30 @@ import (
 	"github.com/qgtc/qgtc/subgraph"
 )
 
+// planCases are the models the device plans run: GCN, GIN with its batch
+// norm, summing and averaging (its row scale from the host, as SAGE's),
+// and SAGE.
+var planCases = []struct{ name, kind, norm, aggr string }{
+	{"gcn", layers.GCN, layers.NormNone, ""},
+	{"gin", layers.GIN, layers.NormBatch, ""},
+	{"gin-mean", layers.GIN, layers.NormBatch, layers.AggrMean},
+	{"sage", layers.SAGE, layers.NormNone, ""},
+}
+
 // TestPlanOnDevice runs whole quantized models on the resident backend and
-// on bmm's generic one: GCN, GIN with its batch norm and SAGE on Cora in
+// on bmm's generic one: GCN, GIN with its batch norm (summing and
+// averaging) and SAGE on Cora in
 // four batches, at widths 1 to 8, every aggregation mode and both forms of
 // the first product. The predictions and every logit agree bit for bit.
 func TestPlanOnDevice(t *testing.T) {
 	k := gpuKernel(t)
 	ds, d := coraQuarters(t)
-	for _, c := range []struct{ kind, norm string }{{layers.GCN, layers.NormNone}, {layers.GIN, layers.NormBatch}, {layers.SAGE, layers.NormNone}} {
+	for _, c := range planCases {
 		for _, bits := range []int{1, 2, 4, 8} {
-			m, in := coraModel(t, ds, d, c.kind, c.norm, bits)
+			m, in := coraModel(t, ds, d, c.kind, c.norm, c.aggr, bits)
 			for _, agg := range []layers.AggMode{layers.AggAuto, layers.AggDense, layers.AggSparse} {
 				for _, sparse := range []bool{false, true} {
-					name := fmt.Sprintf("%s/bits=%d/agg=%v/sparse=%v", c.kind, bits, agg, sparse)
+					name := fmt.Sprintf("%s/bits=%d/agg=%v/sparse=%v", c.name, bits, agg, sparse)
 					t.Run(name, func(t *testing.T) {
 						be, err := NewBackend(k)
 						require.NoError(t, err)
@@ -61,9 +72,9 @@ func TestPlanOnDevice(t *testing.T) {
 func TestPlanReplayOnDevice(t *testing.T) {
 	k := gpuKernel(t)
 	ds, d := coraQuarters(t)
-	for _, c := range []struct{ kind, norm string }{{layers.GCN, layers.NormNone}, {layers.GIN, layers.NormBatch}, {layers.SAGE, layers.NormNone}} {
+	for _, c := range planCases {
 		for _, bits := range []int{1, 4} {
-			m, in := coraModel(t, ds, d, c.kind, c.norm, bits)
+			m, in := coraModel(t, ds, d, c.kind, c.norm, c.aggr, bits)
 			ref := bmm.NewGenericBackend()
 			rp, err := m.Compile(ref)
 			require.NoError(t, err)
@@ -73,7 +84,7 @@ func TestPlanReplayOnDevice(t *testing.T) {
 			require.NoError(t, ref.Close())
 			for _, merge := range []layers.MergeMode{layers.MergeOn, layers.MergeOff} {
 				for _, sparse := range []bool{false, true} {
-					t.Run(fmt.Sprintf("%s/bits=%d/merge=%v/sparse=%v", c.kind, bits, merge, sparse), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%s/bits=%d/merge=%v/sparse=%v", c.name, bits, merge, sparse), func(t *testing.T) {
 						be, err := NewBackend(k)
 						require.NoError(t, err)
 						defer be.Close()
@@ -117,13 +128,14 @@ func coraQuarters(t *testing.T) (*subgraph.Dataset, *layers.Data) {
 
 // coraModel is a kind model (hidden 16, norm, bits wide) trained three fp32
 // epochs on d and calibrated, with its quantized input.
-func coraModel(t *testing.T, ds *subgraph.Dataset, d *layers.Data, kind, norm string, bits int) (*layers.Model, *layers.Input) {
+func coraModel(t *testing.T, ds *subgraph.Dataset, d *layers.Data, kind, norm, aggr string, bits int) (*layers.Model, *layers.Input) {
 	t.Helper()
 	in, err := layers.QuantizeInput(ds.Features, bits)
 	require.NoError(t, err)
 	m, err := layers.NewModel(kind, ds.Features.Cols, 16, ds.NumClasses, 2, bits, bits, 3)
 	require.NoError(t, err)
 	require.NoError(t, m.SetNorm(norm))
+	m.Aggr = aggr
 	_, err = m.TrainFP32(d, in, layers.TrainConfig{Epochs: 3, LR: 0.01, Seed: 1})
 	require.NoError(t, err)
 	require.NoError(t, m.Calibrate(d, in, 0))
@@ -140,7 +152,7 @@ func TestPlanReplayUncoveredOnDevice(t *testing.T) {
 	ds, d := coraQuarters(t)
 	dd := *d
 	dd.Eval = []*layers.Batch{d.Eval[3], d.Eval[0], d.Eval[2]}
-	m, in := coraModel(t, ds, d, layers.GCN, layers.NormNone, 4)
+	m, in := coraModel(t, ds, d, layers.GCN, layers.NormNone, "", 4)
 	ref := bmm.NewGenericBackend()
 	rp, err := m.Compile(ref)
 	require.NoError(t, err)
@@ -180,7 +192,7 @@ func TestPlanReplayUncoveredOnDevice(t *testing.T) {
 func TestKernelProfileOnDevice(t *testing.T) {
 	k := gpuKernel(t)
 	ds, d := coraQuarters(t)
-	m, in := coraModel(t, ds, d, layers.GCN, layers.NormNone, 4)
+	m, in := coraModel(t, ds, d, layers.GCN, layers.NormNone, "", 4)
 	for _, replay := range []bool{false, true} {
 		t.Run(fmt.Sprintf("replay=%v", replay), func(t *testing.T) {
 			be, err := NewBackend(k)

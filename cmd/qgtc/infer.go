@@ -403,13 +403,21 @@ func printKernels(w io.Writer, groups []bmm.KernelGroup) {
 	}
 }
 
+// qModelName is the model's kind, with a GIN's aggregation.
+func qModelName(kind, ginAggr string) string {
+	if ginAggr == "" {
+		return kind
+	}
+	return kind + " (" + ginAggr + ")"
+}
+
 func printInfer(w io.Writer, r *pipeline.Report) {
 	first := "bit product"
 	if r.SparseInput {
 		first = "sparse codes"
 	}
 	fmt.Fprintf(w, "qgtc infer: %s on %s, %d-bit activations x %d-bit weights (features %d-bit, first product from %s), kernel %s\n",
-		r.Model, r.Dataset, r.ABits, r.WBits, r.FeatureBits, first, r.Kernel)
+		qModelName(r.Model, r.GINAggr), r.Dataset, r.ABits, r.WBits, r.FeatureBits, first, r.Kernel)
 	agg := "bit products on the packed 1-bit adjacency"
 	switch {
 	case r.EdgeListBatches == r.Batches:

@@ -106,7 +106,7 @@ func runSweep(args []string, stdout io.Writer) error {
 		return printJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "qgtc sweep: %s on %s, %s in %s, %s, kernel %s\n",
-		rep.Model, rep.Dataset, qNodes(rep.Nodes, rep.ComponentOf), qCount(rep.Batches, "batch", "batches"), qCount(rep.Seeds, "seed", "seeds"), be.Name())
+		qModelName(rep.Model, rep.GINAggr), rep.Dataset, qNodes(rep.Nodes, rep.ComponentOf), qCount(rep.Batches, "batch", "batches"), qCount(rep.Seeds, "seed", "seeds"), be.Name())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bits\taccuracy %\t± std\tvs fp32\tPTQ %\tcompute ms\tpack ms\tnodes/s\tweights\tbetween layers\t")
 	for _, r := range rows {
@@ -229,7 +229,7 @@ func qSweepFigure(rep *sweepReport) *plot.Figure {
 		std = nil // no spread to draw from one seed
 	}
 	return &plot.Figure{
-		Title:  fmt.Sprintf("qgtc sweep: %s on %s (%s)", rep.Model, rep.Dataset, qCount(rep.Seeds, "seed", "seeds")),
+		Title:  fmt.Sprintf("qgtc sweep: %s on %s (%s)", qModelName(rep.Model, rep.GINAggr), rep.Dataset, qCount(rep.Seeds, "seed", "seeds")),
 		XLabel: "bits (activations = weights)",
 		XTicks: ticks,
 		Panels: []plot.Panel{
