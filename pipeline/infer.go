@@ -33,12 +33,15 @@ func ReadWeights(path string) (*Weights, error) {
 	return &Weights{Path: path, Model: m, Origin: o, ReadTime: time.Since(t0)}, nil
 }
 
-// Adopt takes the settings a trained model fixes from w: Model, Norm, GINAggr,
+// Adopt takes the settings a trained model fixes from w: Model, Norm, GINAggr, Hidden,
 // ABits, WBits (not from float weights, which are quantized at c's) and,
 // when the file records it, FeatureScale.
 func (c *Config) Adopt(w *Weights) {
 	m := w.Model
 	c.Model, c.Norm, c.GINAggr = m.Kind, m.Norm(), m.AggrOf()
+	if m.Kind == layers.GIN || len(m.Layers) > 1 { // a one-layer GCN or SAGE has no hidden width
+		c.Hidden = m.Layers[0].Lin1.Out
+	}
 	if m.Calibrated {
 		c.ABits, c.WBits, c.LastBits = m.ABits, m.WBits, m.LastBits
 		if m.LastBits == 0 {

@@ -24,6 +24,10 @@ func TestRecipeFor(t *testing.T) {
 	assert.Equal(t, layers.AggrMean, RecipeFor("coauthor_physics", layers.GIN).GINAggr)
 	assert.Equal(t, baseRecipe, RecipeFor("amazon_computers", layers.GCN))
 	assert.Empty(t, RecipeFor("cora", layers.SAGE).GINAggr)
+	// CiteSeer's GIN is wider; its GCN and the other graphs' GINs are not.
+	assert.Equal(t, 128, RecipeFor("/data/CiteSeer", layers.GIN).Hidden)
+	assert.Equal(t, 64, RecipeFor("citeseer", layers.GCN).Hidden)
+	assert.Equal(t, 64, RecipeFor("coauthor_cs", layers.GIN).Hidden)
 	// Amazon Photo's GCN and SAGE decay less.
 	photo := baseRecipe
 	photo.WeightDecay = 1e-4

@@ -113,7 +113,7 @@ func qJobFlags(fs *pflag.FlagSet, c *pipeline.Config, quiet *bool) {
 	fs.IntVar(&c.Parts, "parts", def.Parts, "graph partitions (0: one batch up to 5,000 nodes, else parts of ~2,000 nodes; the recipe gives gin on the Amazon and Coauthor graphs and sage on the Amazon graphs 1, Coauthor Physics' gcn 4 and sage 2)")
 	fs.IntVar(&c.Batch, "batch", def.Batch, "partitions per batch")
 	fs.StringVar(&c.PartitionFile, "partition", "", "batch by this partition file (qgtc partition --out) instead of partitioning; --parts defaults to its K")
-	fs.IntVar(&c.Hidden, "hidden", def.Hidden, "hidden width (when training)")
+	fs.IntVar(&c.Hidden, "hidden", def.Hidden, "hidden width (when training)"+recipe)
 	fs.IntVar(&c.Layers, "layers", def.Layers, "graph layers (when training)")
 	fs.IntVar(&c.Epochs, "epochs", def.Epochs, "full-precision training epochs (when training)"+recipe)
 	fs.IntVar(&c.QATEpochs, "qat-epochs", def.QATEpochs, "quantization-aware fine-tuning epochs per width (0: post-training quantization only)"+recipe)
