@@ -1,5 +1,6 @@
-// Package layers holds the quantized GNN models: GCN, GIN and GraphSAGE
-// (mean aggregator, root weight) whose every product runs on integer codes
+// Package layers holds the quantized GNN models: GCN, GIN (summing, or
+// averaging the node and its neighbours: Model.Aggr) and GraphSAGE (mean
+// aggregator, root weight) whose every product runs on integer codes
 // (bit planes, package bittensor, or byte codes over an edge list) on a
 // bmm.Backend, with inter-layer fusion so that only codes travel between
 // layers. It imports no backend: the caller picks one (cpu.NewBackend, a
