@@ -65,9 +65,17 @@ func TestLastBits(t *testing.T) {
 			assert.Equal(t, a, got)
 			ts, meta, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
 			require.NoError(t, err)
-			assert.Contains(t, meta["qgtc.qmodel"], `"format":5`)
-			_, err = modelFrom(ts, strings.Replace(meta["qgtc.qmodel"], `"format":5`, `"format":4`, 1))
-			assert.ErrorIs(t, err, ErrModel)
+			format := `"format":5`
+			if c.aggr == AggrMean {
+				format = `"format":6`
+			}
+			assert.Contains(t, meta["qgtc.qmodel"], format)
+			for _, older := range []string{`"format":4`, `"format":5`} {
+				if older != format {
+					_, err = modelFrom(ts, strings.Replace(meta["qgtc.qmodel"], format, older, 1))
+					assert.ErrorIs(t, err, ErrModel, older)
+				}
+			}
 		})
 	}
 }
