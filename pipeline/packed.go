@@ -140,6 +140,7 @@ func (j *Job) writePacked(path string, ds *subgraph.Dataset, fingerprint func() 
 type PackedReport struct {
 	File        string `json:"file"`
 	Model       string `json:"model"`
+	GINAggr     string `json:"gin_aggr,omitempty"` // a GIN's aggregation, sum or mean
 	ABits       int    `json:"abits"`
 	WBits       int    `json:"wbits"`
 	Nodes       int    `json:"nodes"` // of the graph
@@ -272,7 +273,7 @@ func (j *Job) InferPackedWith(path string, o PackedOptions) (*PackedReport, erro
 	sparse := j.sparseOr(func() bool {
 		return plan.SparseCheaperSize(info.Nodes, info.FeatCols, info.FeatureCodes, info.QBits, !o.Resident)
 	})
-	r := &PackedReport{File: path, Model: m.Kind, ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
+	r := &PackedReport{File: path, Model: m.Kind, GINAggr: m.AggrOf(), ABits: m.ABits, WBits: m.WBits, Nodes: info.Nodes, Batches: pf.Len(),
 		Kernel: plan.Backend.Name(), SparseInput: sparse, Pred: make([]int32, info.Nodes), CompileMS: ms(compile),
 		Passes: max(1, j.Passes), SameAsFirst: true, Mode: "lanes", Agg: j.Agg.String()}
 	ld := newPackedLoader(pf, path)

@@ -76,7 +76,7 @@ func inferPacked(fs *pflag.FlagSet, file, weights, device string, passes, gpuLan
 	if asJSON {
 		return printJSON(stdout, r)
 	}
-	fmt.Fprintf(stdout, "%s: %s a%dw%d on %s, %d batches, %d of %d nodes (%s)\n", r.File, r.Model, r.ABits, r.WBits, r.Kernel, r.Batches, r.BatchNodes, r.Nodes, r.Mode)
+	fmt.Fprintf(stdout, "%s: %s a%dw%d on %s, %d batches, %d of %d nodes (%s)\n", r.File, qModelName(r.Model, r.GINAggr), r.ABits, r.WBits, r.Kernel, r.Batches, r.BatchNodes, r.Nodes, r.Mode)
 	fmt.Fprintf(stdout, "start-up: open %.1f ms, compile %.1f ms, a batch on each device %.1f ms\n", r.OpenMS, r.CompileMS, r.WarmupMS)
 	fmt.Fprintf(stdout, "pass %.1f ms (%.0f nodes/s; read %.1f, pack %.1f, compute %.1f ms summed over the cores), total %.1f ms, peak RSS %s\n",
 		r.PassMS, r.NodesPerSec, r.ReadMS, r.PackMS, r.ComputeMS, r.TotalMS, fmtBytes(r.PeakBytes))
