@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 
@@ -127,6 +128,9 @@ func printGraphReport(w io.Writer, cmd string, r *pipeline.GraphReport) {
 func qGraphSweepFile(out string, r *pipeline.GraphReport) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(out, "sweep.json"), append(b, '\n'), 0o644)

@@ -88,6 +88,18 @@ func TestSweepChecksOutFirst(t *testing.T) {
 	}
 }
 
+// TestSweepOutNamedLikeTheDataset: an --out folder named like the bundled
+// dataset, in the working folder, does not stand in the dataset's way (its
+// check made the folder first, and the name then found the empty folder).
+func TestSweepOutNamedLikeTheDataset(t *testing.T) {
+	t.Setenv("QGTC_CACHE", t.TempDir())
+	t.Chdir(t.TempDir())
+	var stdout, errb bytes.Buffer
+	args := []string{"sweep", "--dataset", "cora", "--bits", "4", "--epochs", "2", "--qat-epochs", "1", "--out", "cora", "--quiet"}
+	require.Equal(t, 0, run(args, &stdout, &errb), errb.String())
+	assert.FileExists(t, filepath.Join("cora", "sweep.json"))
+}
+
 func sweepFixture(seeds int) *sweepReport {
 	return &sweepReport{Dataset: "cora", Model: "gcn", Nodes: 2708, Parts: 20, Batches: 5, Seeds: seeds, Rows: []sweepRow{
 		{Bits: 0, Accuracy: 0.815, AccuracyStd: 0.004, PTQAccuracy: 0.815, WeightBytes: 92000},

@@ -145,12 +145,27 @@ func Check(path string) error {
 	return nil
 }
 
-// CheckDir is Check for an output folder that is created when missing: it
-// exists (or can be created) and takes new files.
+// CheckDir is Check for an output folder that its writer creates when
+// missing: it exists or can be created, and takes new files. The folders it
+// makes to find out, it removes again: a run that fails before writing
+// leaves nothing, and a folder named like a dataset does not stand in the
+// dataset's way (qgtc sweep --dataset cora --out cora).
 func CheckDir(dir string) error {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return fmt.Errorf("%w %s: it is a file, not a folder", ErrNotWritable, dir)
 	}
+	var made []string // the missing folders, deepest first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		made = append(made, d)
+	}
+	defer func() {
+		for _, d := range made {
+			os.Remove(d)
+		}
+	}()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%w %s: %v", ErrNotWritable, dir, errors.Unwrap(err))
 	}

@@ -77,8 +77,11 @@ func TestCheck(t *testing.T) {
 	assert.ErrorIs(t, Check(filepath.Join(file, "x")), ErrNotWritable)
 	assert.ErrorIs(t, CheckDir(file), ErrNotWritable)
 	assert.NoError(t, CheckDir(filepath.Join(dir, "made", "here")))
-	assert.DirExists(t, filepath.Join(dir, "made", "here"))
-	assert.Equal(t, []string{"made", "plain"}, entries(t, dir), "Check leaves no probe file")
+	assert.Equal(t, []string{"plain"}, entries(t, dir), "CheckDir leaves no probe file and no folder it made")
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "kept"), 0o755))
+	assert.NoError(t, CheckDir(filepath.Join(dir, "kept", "sub")))
+	assert.Equal(t, []string{"kept", "plain"}, entries(t, dir), "a folder that was there stays")
+	assert.Empty(t, entries(t, filepath.Join(dir, "kept")))
 }
 
 // TestSignalRemovesTemp runs a child that starts a file and is then
