@@ -66,8 +66,8 @@ var fewerParts = map[string]map[string]int{"coauthor_physics": {layers.GCN: 4, l
 	"amazon_computers": {layers.SAGE: 1}, "amazon_photo": {layers.SAGE: 1}}
 
 // widerGIN are the graphs whose GIN is wider than the base recipe's: on
-// CiteSeer (3,703 features, 120 labelled nodes) the mean GIN of width 128
-// gained on 7 of 10 seeds, +1.2 points (bench/accuracy/RESULTS.md).
+// CiteSeer, with its many features and few labelled nodes, the wider mean
+// GIN gained on seeds it was not chosen on (bench/accuracy/RESULTS.md).
 var widerGIN = map[string]int{"citeseer": 128}
 
 // RecipeFor is the training recipe of model on dataset (a bundled name or
@@ -85,8 +85,9 @@ func RecipeFor(dataset, model string) Recipe {
 		r.Parts = p
 	}
 	if model == layers.GIN {
-		// GIN-0's sum trains 2.5-9.4 points under GCN on the bundled
-		// graphs; the mean of the node and its neighbours closes most of it.
+		// GIN-0's sum, whose scale follows the degree, trains points under
+		// GCN on the bundled graphs; the mean of the node and its
+		// neighbours closes most of that (bench/accuracy/RESULTS.md).
 		r.GINAggr = layers.AggrMean
 		if h := widerGIN[name]; h > 0 {
 			r.Hidden = h
