@@ -86,6 +86,7 @@ func TestInferWeights(t *testing.T) {
 		{"model", []string{"--model", "gin"}, []string{"--model gin", "a gcn model"}},
 		{"layers", []string{"--layers", "3"}, []string{"--layers 3", "2 layers"}},
 		{"hidden", []string{"--hidden", "16"}, []string{"--hidden 16", "hidden width 64"}},
+		{"gin-aggr", []string{"--gin-aggr", "mean"}, []string{"--gin-aggr mean", "a gcn model whose aggregation is fixed"}},
 		{"feature-scale", []string{"--feature-scale", "rows"}, []string{"--feature-scale rows", "feature scale sqrt"}},
 		{"epochs", []string{"--epochs", "3"}, []string{"--epochs only applies when training"}},
 		{"last-bits", []string{"--last-bits", "8"}, []string{"--last-bits only applies when training"}},

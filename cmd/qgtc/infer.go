@@ -334,18 +334,21 @@ func runInfer(args []string, stdout io.Writer) error {
 		return qGraphRun("infer", fs, c, [][2]int{{c.ABits, c.WBits}}, *fold, *device, quiet, *asJSON, "", stdout)
 	}
 	qRecipe(fs, &c)
-	if err := c.Check(); err != nil {
-		return qUsage(err)
-	}
-	j := &pipeline.Job{Config: c, CacheDir: qCacheDir(), Out: *out, Progress: progress.New(qStderr, quiet), Warnings: qStderr}
+	var w *pipeline.Weights
 	if *weights != "" {
-		if j.Weights, err = pipeline.ReadWeights(*weights); err != nil {
+		// The file fixes the model's kind and shape: the settings are
+		// checked once it has (a GIN's --gin-aggr needs no --model gin).
+		if w, err = pipeline.ReadWeights(*weights); err != nil {
 			return fmt.Errorf("--weights %s: %w", *weights, err)
 		}
-		if err := qWeightsFlags(fs, &j.Config, *bits, j.Weights); err != nil {
+		if err := qWeightsFlags(fs, &c, *bits, w); err != nil {
 			return err
 		}
 	}
+	if err := c.Check(); err != nil {
+		return qUsage(err)
+	}
+	j := &pipeline.Job{Config: c, Weights: w, CacheDir: qCacheDir(), Out: *out, Progress: progress.New(qStderr, quiet), Warnings: qStderr}
 	be, devs, names, closer, err := qPickDevices(*device)
 	if err != nil {
 		return err

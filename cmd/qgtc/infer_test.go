@@ -63,6 +63,18 @@ func TestInferWeightsAndSweep(t *testing.T) {
 	var r map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
 	assert.EqualValues(t, 8, r["abits"])
+	assert.Equal(t, "mean", r["gin_aggr"])
+
+	// The file says it is a GIN: --gin-aggr is checked against it, with or
+	// without --model.
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"infer", "--dataset", "cora", "--weights", models[0], "--gin-aggr", "mean", "--quiet"}, &out, &errb), errb.String())
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"infer", "--dataset", "cora", "--weights", models[0], "--gin-aggr", "sum", "--quiet"}, &out, &errb))
+	assert.Contains(t, errb.String(), "--gin-aggr sum conflicts with --weights")
+	assert.Contains(t, errb.String(), "a gin model whose aggregation is mean")
+	assert.Equal(t, 1, strings.Count(errb.String(), "\n"), errb.String())
 }
 
 func TestInferErrors(t *testing.T) {

@@ -98,7 +98,7 @@ func TestInferFloatWeightsFlags(t *testing.T) {
 		{"epochs", []string{"--epochs", "3"}, "--epochs trains fp32 weights"},
 		{"model", []string{"--model", "sage"}, "--model sage conflicts with --weights"},
 		{"hidden", []string{"--hidden", "64"}, "a model of hidden width 8"},
-		{"gin-aggr", []string{"--gin-aggr", "mean"}, `--gin-aggr "mean" applies to gin only`},
+		{"gin-aggr", []string{"--gin-aggr", "mean"}, "--gin-aggr mean conflicts with --weights"},
 		{"wrong dataset", []string{"--dataset", "citeseer"}, "model takes 1433 features and 7 classes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
