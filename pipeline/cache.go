@@ -170,8 +170,8 @@ func (j *Job) modelKey(d *Data, quant bool) string {
 	k := modelKey{Version: cacheVersion, Format: "qgtc.qmodel/3", Data: d.Fingerprint, Kind: j.Model, Norm: j.Norm, Scale: j.FeatureScale,
 		Hidden: j.Hidden, Layers: j.Layers, Parts: d.Parts, Partition: d.PartitionSum, Batch: j.Batch, Seed: j.Seed, Epochs: j.Epochs,
 		LR: j.LR, WD: j.WeightDecay, Dropout: j.Dropout, KeepInput: j.KeepInput, Patience: j.Patience, PreciseBN: true}
-	if j.Model == layers.GIN && j.GINAggr == layers.AggrMean {
-		k.Aggr = j.GINAggr
+	if j.ginMean() {
+		k.Aggr = layers.AggrMean
 	}
 	if quant {
 		k.ABits, k.WBits, k.Calib = j.ABits, j.WBits, calibBatches

@@ -121,6 +121,9 @@ func (c *Config) Component(ds *subgraph.Dataset) (*subgraph.Dataset, []int32) {
 	return ds.LargestComponent()
 }
 
+// ginMean says the job trains a GIN that averages (GINAggr AggrMean).
+func (c *Config) ginMean() bool { return c.Model == layers.GIN && c.GINAggr == layers.AggrMean }
+
 // channelZ is whether the job's quantized model has per-channel Z ranges:
 // auto gives them to activations of 4 bits and less, where one range for
 // all the channels of an update product costs accuracy that QAT does not

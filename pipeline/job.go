@@ -204,7 +204,7 @@ func (j *Job) TrainFP32(d *Data, in *layers.Input) (*layers.Model, time.Duration
 	if err := m.SetNorm(j.Norm); err != nil {
 		return nil, 0, err
 	}
-	if j.Model == layers.GIN && j.GINAggr == layers.AggrMean {
+	if j.ginMean() {
 		m.Aggr = layers.AggrMean
 	}
 	_, err = m.TrainFP32(d.Batches, in, layers.TrainConfig{Epochs: j.Epochs, LR: float32(j.LR), WeightDecay: float32(j.WeightDecay),
