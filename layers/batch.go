@@ -51,9 +51,9 @@ type Batch struct {
 	// both is DInv·FeatScale, the first GCN product's row scale, made once.
 	bothOnce sync.Once
 	both     []float32
-	// inv is 1/Deg, a mean GIN's row scale, made once.
-	invOnce sync.Once
-	inv     []float32
+	// selfInv is 1/Deg, a mean GIN's row scale (selfMean), made once.
+	selfInvOnce sync.Once
+	selfInv     []float32
 	// nbr is the adjacency without its self-loops (SAGE's neighbours),
 	// made on first use.
 	nbrOnce sync.Once
@@ -432,13 +432,13 @@ func (b *Batch) degrees() {
 // selfMean is 1/Deg, the row scale of a mean over each node and its
 // neighbours (every row holds its self-loop), made once.
 func (b *Batch) selfMean() []float32 {
-	b.invOnce.Do(func() {
-		b.inv = make([]float32, len(b.Deg))
+	b.selfInvOnce.Do(func() {
+		b.selfInv = make([]float32, len(b.Deg))
 		for v, d := range b.Deg {
-			b.inv[v] = 1 / max(d, 1)
+			b.selfInv[v] = 1 / max(d, 1)
 		}
 	})
-	return b.inv
+	return b.selfInv
 }
 
 // denseTileRows × denseTileCols is the tile of the cost model's
